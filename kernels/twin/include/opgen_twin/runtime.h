@@ -1,0 +1,70 @@
+// The CPU twin's shared runtime: failure reporting, the simulated cores, the global-memory
+// registry and the per-core counters. The kernel-side API (kernel_operator.h) and the runner
+// (src/runner.cpp) both build on this header; nothing here is part of the AscendC API.
+#ifndef OPGEN_TWIN_RUNTIME_H
+#define OPGEN_TWIN_RUNTIME_H
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace opgen_twin {
+
+// Exit codes of the runner, shared with the Rust side (src/verify/twin.rs).
+constexpr int EXIT_OK = 0;
+constexpr int EXIT_HOST_REJECTED = 2;   // InferShape/InferDataType/TilingFunc returned GRAPH_FAILED
+constexpr int EXIT_TWIN_RULE = 3;       // a strictness rule of the twin was broken
+constexpr int EXIT_USAGE = 4;           // the runner was called wrongly
+
+// Stops the run: prints one line
+//   "opgen-twin: core <i>: <api>: <rule>: <detail>"
+// (or "opgen-twin: host: ..." outside a core) to stderr and exits with EXIT_TWIN_RULE.
+[[noreturn]] void fail(const char* api, const char* rule, const std::string& detail);
+
+// ---- the SoC the twin models (set by the runner before any core runs) ----
+struct SocConfig {
+    std::string name = "Ascend910B2";
+    uint32_t vector_cores = 48;
+    uint64_t ub_bytes = 196608;  // physical UB per vector core
+};
+void set_soc(const SocConfig& soc);
+const SocConfig& soc();
+
+// ---- global memory ----
+// Allocates a GM buffer of `bytes` bytes named `name`, 32-byte aligned, surrounded by poisoned
+// guard regions that are checked by gm_check_guards(). Contents start zeroed.
+uint8_t* gm_alloc(const char* name, size_t bytes);
+// Every registered buffer is checked for guard damage; a damaged guard fails the run.
+void gm_check_guards();
+void gm_free_all();
+struct GmBuffer {
+    const char* name;
+    uint8_t* base;
+    size_t bytes;
+};
+// The registered buffer containing [addr, addr + bytes), or nullptr.
+const GmBuffer* gm_find(const void* addr, size_t bytes);
+
+// ---- cores ----
+// Runs before each simulated core: resets that core's UB, pipe, queue and event state, sets
+// block_idx / block_num. Cores run one after another; GM is shared.
+void begin_core(int64_t block_idx, int64_t block_num);
+// Runs after the kernel returned on that core: checks that every queue tensor was freed and
+// that no queue still holds an EnQue'd tensor (a leak would hang the next launch on the NPU).
+void end_core();
+int64_t current_core();  // -1 outside a core
+
+// ---- counters ----
+// Writes the counters of every core of the last launch as one JSON object:
+// {"cores":[{"core":0,"gm_read_bytes":{"x":N,...},"gm_write_bytes":{...},"transfers_in":N,
+//   "transfer_in_bytes":N,"transfers_out":N,"transfer_out_bytes":N,
+//   "vector_instructions":{"Add":N,...},"vector_elements":{"Add":N,...},
+//   "scalar_gm_accesses":N,"scalar_ub_accesses":N,"ub_high_water_bytes":N,
+//   "queue_handoffs":N,"barriers":N,"copy_in_overlapped":N,"copy_in_total":N}, ...]}
+void write_counters_json(FILE* out);
+void reset_counters();
+
+}  // namespace opgen_twin
+
+#endif

@@ -1,0 +1,64 @@
+//! What a template sees of an op.
+
+use crate::plan::{tiling_fields, TilingField};
+use crate::spec::{Attr, OpSpec, TensorArg};
+use serde::Serialize;
+use std::path::Path;
+
+#[derive(Debug, Serialize)]
+pub struct OpContext<'a> {
+    pub spec: &'a OpSpec,
+    pub name: &'a str,
+    pub op_type: &'a str,
+    /// msOpGen file stem and kernel entry name (`opgen_rms_norm`).
+    pub stem: String,
+    pub tiling_class: String,
+    pub tiling_fields: &'static [TilingField],
+    pub inputs: &'a [TensorArg],
+    pub outputs: &'a [TensorArg],
+    pub attrs: &'a [Attr],
+    pub targets: &'a [String],
+    /// row_norm: the residual-add variant.
+    pub fused: bool,
+    /// row_norm: the gamma input (the last input).
+    pub gamma: Option<&'a TensorArg>,
+    /// The spec file as the banner names it.
+    pub source: String,
+}
+
+impl<'a> OpContext<'a> {
+    pub fn new(spec: &'a OpSpec) -> Self {
+        OpContext {
+            spec,
+            name: &spec.name,
+            op_type: &spec.op_type,
+            stem: spec.file_stem(),
+            tiling_class: format!("{}TilingData", spec.op_type),
+            tiling_fields: tiling_fields(spec),
+            inputs: &spec.inputs,
+            outputs: &spec.outputs,
+            attrs: &spec.attrs,
+            targets: &spec.targets,
+            fused: spec.row_norm().is_some_and(|p| p.fused_residual_add),
+            gamma: spec.inputs.last(),
+            source: banner_source(&spec.source),
+        }
+    }
+}
+
+/// The spec path as written in banners: relative to the repository when inside it (so the
+/// output does not depend on where the checkout lives), else the file name alone.
+pub fn banner_source(path: &Path) -> String {
+    let root = crate::repo_root();
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+    };
+    let canonical = absolute.canonicalize().unwrap_or(absolute);
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match canonical.strip_prefix(&root) {
+        Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
+        Err(_) => path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,36 @@
+//! Rendering specs into a CANN custom-op project (msOpGen "framework launch" layout):
+//! `op_kernel/<stem>.cpp`, `op_host/<stem>.cpp`, `op_host/<stem>_tiling.h`, `<stem>.json`,
+//! plus the project files shared by every op. Output is byte-deterministic.
+
+mod context;
+mod env;
+mod project;
+mod write;
+
+pub use context::{banner_source, OpContext};
+pub use project::{msopgen_json, render_project, render_project_with, render_twin_launch, GeneratedFile, Project};
+pub use write::{check_against, write_atomically, CheckOutcome, WriteError};
+
+use std::fmt;
+
+/// Where the default project goes, relative to the repository root.
+pub const DEFAULT_OUT_DIR: &str = "target/opgen";
+/// Where the golden copy of the catalogue's project lives, relative to the repository root.
+pub const GOLDEN_DIR: &str = "tests/golden/project";
+/// The vendor name of the generated package (ASCEND_CUSTOM_OPP_PATH ends in vendors/<it>).
+pub const VENDOR: &str = "opgen";
+
+#[derive(Debug)]
+pub struct RenderError {
+    pub op: String,
+    pub template: String,
+    pub message: String,
+}
+
+impl fmt::Display for RenderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "op `{}`: template `{}`: {}", self.op, self.template, self.message)
+    }
+}
+
+impl std::error::Error for RenderError {}

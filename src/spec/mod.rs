@@ -1,0 +1,100 @@
+//! Op specs: the declarative `kernels/*.toml` files, parsed into a validated [`OpSpec`].
+//!
+//! Parsing (`raw`) keeps source spans so every error names file:line:column and the field;
+//! validation (`validate`) turns the raw form into the model (`model`) the rest of the
+//! pipeline uses, or a list of every problem found.
+
+mod error;
+mod family_rules;
+mod idents;
+mod model;
+mod raw;
+mod validate;
+
+pub use error::{SpecError, SpecErrors};
+pub use idents::{is_c_identifier, is_cpp_keyword, CANN_BUILTIN_OP_TYPES};
+pub use model::{
+    Attr, AttrKind, AttrValue, Family, FamilyParams, OpSpec, RowNormParams, TensorArg,
+};
+
+use std::path::{Path, PathBuf};
+
+/// Parses and validates one spec file.
+pub fn load_file(path: &Path) -> Result<OpSpec, SpecErrors> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        SpecErrors::one(SpecError::whole_file(path, format!("cannot read the spec: {e}")))
+    })?;
+    parse_str(path, &text)
+}
+
+/// Parses and validates spec text; `path` is used for messages and the file-stem rule.
+pub fn parse_str(path: &Path, text: &str) -> Result<OpSpec, SpecErrors> {
+    let raw = raw::parse(path, text).map_err(SpecErrors::one)?;
+    validate::validate(path, text, raw)
+}
+
+/// Loads a catalogue: a directory of `*.toml` specs (not recursive; sorted by file name so
+/// the output is deterministic) or a single spec file. An empty catalogue is an error, and
+/// so are two specs with the same op name.
+pub fn load_catalogue(path: &Path) -> Result<Vec<OpSpec>, SpecErrors> {
+    let files = spec_files(path)?;
+    let mut errors = SpecErrors::default();
+    let mut specs: Vec<OpSpec> = Vec::new();
+    for file in &files {
+        match load_file(file) {
+            Ok(spec) => {
+                if let Some(other) = specs.iter().find(|s| s.name == spec.name) {
+                    errors.push(SpecError::whole_file(
+                        file,
+                        format!(
+                            "op `{}` is already defined by {}",
+                            spec.name,
+                            other.source.display()
+                        ),
+                    ));
+                } else {
+                    specs.push(spec);
+                }
+            }
+            Err(e) => errors.extend(e),
+        }
+    }
+    errors.into_result(specs)
+}
+
+fn spec_files(path: &Path) -> Result<Vec<PathBuf>, SpecErrors> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let read = std::fs::read_dir(path).map_err(|e| {
+        SpecErrors::one(SpecError::whole_file(path, format!("cannot read the spec directory: {e}")))
+    })?;
+    let mut files: Vec<PathBuf> = read
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(SpecErrors::one(SpecError::whole_file(
+            path,
+            "the catalogue is empty: no *.toml spec files in this directory".to_string(),
+        )));
+    }
+    Ok(files)
+}
+
+/// Keeps the specs whose names are listed; an unknown name is an error listing the known ones.
+pub fn select<'a>(specs: &'a [OpSpec], names: &[String]) -> Result<Vec<&'a OpSpec>, String> {
+    if names.is_empty() {
+        return Ok(specs.iter().collect());
+    }
+    names
+        .iter()
+        .map(|name| {
+            specs.iter().find(|s| &s.name == name).ok_or_else(|| {
+                let known: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+                format!("unknown op `{name}`; the catalogue has: {}", known.join(", "))
+            })
+        })
+        .collect()
+}

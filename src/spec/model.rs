@@ -1,0 +1,146 @@
+//! The validated op model every later stage reads. Built only by `validate`.
+
+use crate::dtype::DType;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    RowNorm,
+}
+
+impl Family {
+    pub const ALL: [Family; 1] = [Family::RowNorm];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::RowNorm => "row_norm",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == text)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TensorArg {
+    pub name: String,
+    /// One dtype per supported combination ("column"), msOpGen style.
+    pub dtypes: Vec<DType>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttrKind {
+    Float,
+    Int,
+    Bool,
+    String,
+}
+
+impl AttrKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AttrKind::Float => "float",
+            AttrKind::Int => "int",
+            AttrKind::Bool => "bool",
+            AttrKind::String => "string",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AttrValue {
+    Float(f64),
+    Int(i64),
+    Bool(bool),
+    String(String),
+}
+
+impl AttrValue {
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            AttrValue::Float(v) => Some(*v),
+            AttrValue::Int(v) => Some(*v as f64),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attr {
+    pub name: String,
+    pub kind: AttrKind,
+    /// `None` makes the attr required.
+    pub default: Option<AttrValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RowNormParams {
+    /// add_rms_norm: y = norm(x1 + x2), and the rounded sum is a third output.
+    pub fused_residual_add: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "family", rename_all = "snake_case")]
+pub enum FamilyParams {
+    RowNorm(RowNormParams),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpSpec {
+    /// snake_case op name: file stem of the spec, `torch.ops.opgen.<name>`.
+    pub name: String,
+    /// The CANN op type (UpperCamelCase, vendor-prefixed so it never collides with a built-in).
+    pub op_type: String,
+    pub family: Family,
+    pub summary: String,
+    pub inputs: Vec<TensorArg>,
+    pub outputs: Vec<TensorArg>,
+    pub attrs: Vec<Attr>,
+    /// CANN compute units (`ascend910b`, `ascend910_93`).
+    pub targets: Vec<String>,
+    pub params: FamilyParams,
+    /// The spec file, as given (used in banners and messages).
+    #[serde(skip)]
+    pub source: PathBuf,
+}
+
+impl OpSpec {
+    /// msOpGen file stem of the op type: `OpgenRmsNorm` → `opgen_rms_norm`.
+    pub fn file_stem(&self) -> String {
+        super::idents::snake_case(&self.op_type)
+    }
+
+    /// Number of dtype combinations.
+    pub fn columns(&self) -> usize {
+        self.inputs.first().map_or(0, |t| t.dtypes.len())
+    }
+
+    /// Every tensor (inputs then outputs) with its dtype in combination `column`.
+    pub fn column(&self, column: usize) -> Vec<(&str, DType)> {
+        self.inputs
+            .iter()
+            .chain(&self.outputs)
+            .map(|t| (t.name.as_str(), t.dtypes[column]))
+            .collect()
+    }
+
+    /// The combination whose first input has `dtype`, if any.
+    pub fn column_for(&self, dtype: DType) -> Option<usize> {
+        self.inputs.first()?.dtypes.iter().position(|d| *d == dtype)
+    }
+
+    pub fn attr(&self, name: &str) -> Option<&Attr> {
+        self.attrs.iter().find(|a| a.name == name)
+    }
+
+    pub fn row_norm(&self) -> Option<&RowNormParams> {
+        match &self.params {
+            FamilyParams::RowNorm(p) => Some(p),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The spec file as written, with source spans. `deny_unknown_fields` everywhere: a misspelt
+//! key is an error, never silently ignored.
+
+use super::error::SpecError;
+use serde::Deserialize;
+use std::path::Path;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSpec {
+    pub name: Spanned<String>,
+    pub family: Spanned<String>,
+    pub summary: Spanned<String>,
+    #[serde(default)]
+    pub op_type: Option<Spanned<String>>,
+    pub targets: Spanned<Vec<Spanned<String>>>,
+    pub inputs: Spanned<Vec<RawTensor>>,
+    pub outputs: Spanned<Vec<RawTensor>>,
+    #[serde(default)]
+    pub attrs: Vec<RawAttr>,
+    #[serde(default)]
+    pub row_norm: Option<Spanned<RawRowNorm>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTensor {
+    pub name: Spanned<String>,
+    pub dtypes: Spanned<Vec<Spanned<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAttr {
+    pub name: Spanned<String>,
+    #[serde(rename = "type")]
+    pub kind: Spanned<String>,
+    #[serde(default)]
+    pub default: Option<Spanned<toml::Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRowNorm {
+    #[serde(default)]
+    pub fused_residual_add: bool,
+}
+
+pub(super) fn parse(path: &Path, text: &str) -> Result<RawSpec, SpecError> {
+    toml::from_str::<RawSpec>(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        let field = field_path_at(text, offset);
+        SpecError::at(path, text, offset, &field, e.message().trim().to_string())
+    })
+}
+
+/// The dotted field path (`inputs[1].dtypes`) of the key whose line holds `offset`, found
+/// from the text: the nearest table header above it, and the `key =` on that line. Serde's
+/// errors carry a span but not the path, and a user wants both.
+pub(super) fn field_path_at(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim())
+        .filter(|k| !k.is_empty() && !k.starts_with('['))
+        .map(|k| k.trim_matches('"').to_string());
+
+    let mut table = String::new();
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for header in text[..line_start].lines().map(str::trim) {
+        if let Some(name) = header.strip_prefix("[[").and_then(|h| h.split("]]").next()) {
+            let name = name.trim().to_string();
+            let n = counts.entry(name.clone()).or_insert(0);
+            table = format!("{name}[{n}]");
+            *n += 1;
+        } else if let Some(name) = header.strip_prefix('[').and_then(|h| h.split(']').next()) {
+            table = name.trim().to_string();
+        }
+    }
+    // A header line itself names its table.
+    let trimmed = line.trim();
+    if let Some(name) = trimmed.strip_prefix("[[").and_then(|h| h.split("]]").next()) {
+        let n = counts.get(name.trim()).copied().unwrap_or(0);
+        return format!("{}[{n}]", name.trim());
+    }
+    match (table.is_empty(), key) {
+        (_, None) => table,
+        (true, Some(k)) => k,
+        (false, Some(k)) => format!("{table}.{k}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field_path_at;
+
+    #[test]
+    fn field_paths() {
+        let text = "name = \"a\"\n[[inputs]]\nname = \"x\"\n[[inputs]]\ndtypes = [1]\n[row_norm]\nfoo = 1\n";
+        assert_eq!(field_path_at(text, 2), "name");
+        assert_eq!(field_path_at(text, text.find("dtypes").unwrap() + 10), "inputs[1].dtypes");
+        assert_eq!(field_path_at(text, text.find("foo").unwrap()), "row_norm.foo");
+    }
+}

@@ -1,0 +1,284 @@
+//! Raw spec → validated [`OpSpec`]. Every rule reports file:line:column and the field, and
+//! all problems are collected before returning.
+
+use super::error::{SpecError, SpecErrors};
+use super::idents::{camel_case, is_c_identifier, is_cpp_keyword, CANN_BUILTIN_OP_TYPES};
+use super::model::*;
+use super::raw::{RawAttr, RawSpec, RawTensor};
+use crate::dtype::DType;
+use std::path::Path;
+use toml::Spanned;
+
+/// Compute units a spec may target, with whether DataCopyPad (unaligned copies, which every
+/// family relies on) exists there.
+const COMPUTE_UNITS: &[(&str, bool)] =
+    &[("ascend910b", true), ("ascend910_93", true), ("ascend310p", false)];
+
+/// The vendor prefix of generated op types; it keeps them apart from CANN's built-ins.
+pub const OP_TYPE_PREFIX: &str = "Opgen";
+
+struct Ctx<'a> {
+    path: &'a Path,
+    text: &'a str,
+    errors: SpecErrors,
+}
+
+impl Ctx<'_> {
+    fn error<T>(&mut self, spanned: &Spanned<T>, field: &str, message: String) {
+        let e = SpecError::at(self.path, self.text, spanned.span().start, field, message);
+        self.errors.push(e);
+    }
+}
+
+pub(super) fn validate(path: &Path, text: &str, raw: RawSpec) -> Result<OpSpec, SpecErrors> {
+    let mut cx = Ctx { path, text, errors: SpecErrors::default() };
+
+    let name = raw.name.get_ref().clone();
+    check_op_name(&mut cx, &raw.name);
+    let family = Family::parse(raw.family.get_ref());
+    if family.is_none() {
+        let known: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+        cx.error(
+            &raw.family,
+            "family",
+            format!("unknown family `{}`; known families: {}", raw.family.get_ref(), known.join(", ")),
+        );
+    }
+    if raw.summary.get_ref().trim().is_empty() {
+        cx.error(&raw.summary, "summary", "the summary must not be empty".into());
+    }
+    let op_type = check_op_type(&mut cx, &raw);
+    let targets = check_targets(&mut cx, &raw);
+
+    let inputs = tensors(&mut cx, &raw.inputs, "inputs");
+    let outputs = tensors(&mut cx, &raw.outputs, "outputs");
+    check_columns(&mut cx, &raw);
+    let attrs = attrs(&mut cx, &raw.attrs);
+    check_unique_names(&mut cx, &raw);
+
+    let params = match family {
+        Some(Family::RowNorm) => {
+            let fused = raw.row_norm.as_ref().is_some_and(|p| p.get_ref().fused_residual_add);
+            FamilyParams::RowNorm(RowNormParams { fused_residual_add: fused })
+        }
+        None => FamilyParams::RowNorm(RowNormParams { fused_residual_add: false }),
+    };
+
+    let spec = OpSpec {
+        name,
+        op_type,
+        family: family.unwrap_or(Family::RowNorm),
+        summary: raw.summary.get_ref().trim().to_string(),
+        inputs,
+        outputs,
+        attrs,
+        targets,
+        params,
+        source: path.to_path_buf(),
+    };
+    if cx.errors.is_empty() {
+        if let Some(family) = family {
+            family_rules(&mut cx, &raw, family, &spec);
+        }
+    }
+    cx.errors.into_result(spec)
+}
+
+fn check_op_name(cx: &mut Ctx, name: &Spanned<String>) {
+    let n = name.get_ref();
+    let snake = !n.is_empty()
+        && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && n.starts_with(|c: char| c.is_ascii_lowercase());
+    if !snake {
+        cx.error(name, "name", format!("op name `{n}` must be snake_case: [a-z][a-z0-9_]*"));
+    } else if is_cpp_keyword(n) {
+        cx.error(name, "name", format!("op name `{n}` is a C++ keyword or a name the generated code reserves"));
+    }
+    let stem = cx.path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    if snake && stem != n {
+        cx.error(name, "name", format!("op name `{n}` must equal the spec's file stem `{stem}`"));
+    }
+}
+
+fn check_op_type(cx: &mut Ctx, raw: &RawSpec) -> String {
+    let Some(op_type) = &raw.op_type else {
+        return format!("{OP_TYPE_PREFIX}{}", camel_case(raw.name.get_ref()));
+    };
+    let t = op_type.get_ref();
+    if !is_c_identifier(t) || !t.starts_with(|c: char| c.is_ascii_uppercase()) || t.contains('_') {
+        cx.error(op_type, "op_type", format!("op type `{t}` must be UpperCamelCase (a C identifier, no underscores)"));
+    } else if CANN_BUILTIN_OP_TYPES.contains(&t.as_str()) {
+        cx.error(
+            op_type,
+            "op_type",
+            format!("op type `{t}` collides with the CANN built-in operator of that name; keep a vendor prefix such as `{OP_TYPE_PREFIX}{t}`"),
+        );
+    }
+    t.clone()
+}
+
+fn check_targets(cx: &mut Ctx, raw: &RawSpec) -> Vec<String> {
+    if raw.targets.get_ref().is_empty() {
+        cx.error(&raw.targets, "targets", "at least one compute unit is needed (e.g. \"ascend910b\")".into());
+    }
+    let mut out = Vec::new();
+    for (i, target) in raw.targets.get_ref().iter().enumerate() {
+        let t = target.get_ref();
+        match COMPUTE_UNITS.iter().find(|(unit, _)| unit == t) {
+            None => {
+                let known: Vec<&str> = COMPUTE_UNITS.iter().map(|(u, _)| *u).collect();
+                cx.error(target, &format!("targets[{i}]"), format!("unknown compute unit `{t}`; known: {}", known.join(", ")));
+            }
+            Some((_, false)) => cx.error(
+                target,
+                &format!("targets[{i}]"),
+                format!("compute unit `{t}` has no DataCopyPad (unaligned GM copies), which every generated kernel relies on"),
+            ),
+            Some(_) if out.contains(t) => cx.error(target, &format!("targets[{i}]"), format!("compute unit `{t}` is listed twice")),
+            Some(_) => out.push(t.clone()),
+        }
+    }
+    out
+}
+
+fn tensors(cx: &mut Ctx, list: &Spanned<Vec<RawTensor>>, field: &str) -> Vec<TensorArg> {
+    if list.get_ref().is_empty() {
+        cx.error(list, field, format!("at least one entry is needed in `{field}`"));
+    }
+    list.get_ref()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let path = format!("{field}[{i}]");
+            check_arg_name(cx, &t.name, &format!("{path}.name"));
+            if t.dtypes.get_ref().is_empty() {
+                cx.error(&t.dtypes, &format!("{path}.dtypes"), "the dtype list must not be empty".into());
+            }
+            let dtypes = t
+                .dtypes
+                .get_ref()
+                .iter()
+                .enumerate()
+                .filter_map(|(j, d)| {
+                    let parsed = DType::ALL.into_iter().find(|k| k.name() == d.get_ref());
+                    if parsed.is_none() {
+                        let known: Vec<&str> = DType::ALL.iter().map(|k| k.name()).collect();
+                        cx.error(d, &format!("{path}.dtypes[{j}]"), format!("unknown dtype `{}`; known: {}", d.get_ref(), known.join(", ")));
+                    }
+                    parsed
+                })
+                .collect();
+            TensorArg { name: t.name.get_ref().clone(), dtypes }
+        })
+        .collect()
+}
+
+fn check_arg_name(cx: &mut Ctx, name: &Spanned<String>, field: &str) {
+    let n = name.get_ref();
+    if !is_c_identifier(n) {
+        cx.error(name, field, format!("`{n}` is not a C identifier"));
+    } else if is_cpp_keyword(n) {
+        cx.error(name, field, format!("`{n}` is a C++ keyword or a name the generated code reserves"));
+    } else if n.starts_with('_') || n.chars().any(|c| c.is_ascii_uppercase()) {
+        cx.error(name, field, format!("`{n}` must be snake_case starting with a letter (it becomes a torch argument and an aclnn parameter name)"));
+    }
+}
+
+/// msOpGen's column rule: the i-th dtype of every tensor forms one combination, so all
+/// lists have the same length, and no combination may appear twice.
+fn check_columns(cx: &mut Ctx, raw: &RawSpec) {
+    let all: Vec<(String, &RawTensor)> = raw.inputs.get_ref().iter().enumerate().map(|(i, t)| (format!("inputs[{i}]"), t))
+        .chain(raw.outputs.get_ref().iter().enumerate().map(|(i, t)| (format!("outputs[{i}]"), t)))
+        .collect();
+    let Some((first_field, first)) = all.first() else { return };
+    let n = first.dtypes.get_ref().len();
+    for (field, t) in &all[1..] {
+        let len = t.dtypes.get_ref().len();
+        if len != n {
+            cx.error(
+                &t.dtypes,
+                &format!("{field}.dtypes"),
+                format!("has {len} dtypes but `{first_field}.dtypes` has {n}: every tensor lists one dtype per supported combination (msOpGen's column rule)"),
+            );
+        }
+    }
+    if all.iter().any(|(_, t)| t.dtypes.get_ref().len() != n) {
+        return;
+    }
+    let columns: Vec<Vec<&str>> = (0..n).map(|c| all.iter().map(|(_, t)| t.dtypes.get_ref()[c].get_ref().as_str()).collect()).collect();
+    for c in 0..n {
+        if columns[..c].contains(&columns[c]) {
+            cx.error(&first.dtypes.get_ref()[c], &format!("{first_field}.dtypes[{c}]"), format!("dtype combination {} is listed twice", c + 1));
+        }
+    }
+}
+
+fn attrs(cx: &mut Ctx, raw: &[RawAttr]) -> Vec<Attr> {
+    raw.iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let path = format!("attrs[{i}]");
+            check_arg_name(cx, &a.name, &format!("{path}.name"));
+            let kind = match a.kind.get_ref().as_str() {
+                "float" => AttrKind::Float,
+                "int" => AttrKind::Int,
+                "bool" => AttrKind::Bool,
+                "string" => AttrKind::String,
+                other => {
+                    cx.error(&a.kind, &format!("{path}.type"), format!("unknown attr type `{other}`; known: float, int, bool, string"));
+                    AttrKind::Float
+                }
+            };
+            let default = a.default.as_ref().and_then(|d| {
+                let value = match (kind, d.get_ref()) {
+                    (AttrKind::Float, toml::Value::Float(v)) => Some(AttrValue::Float(*v)),
+                    (AttrKind::Float, toml::Value::Integer(v)) => Some(AttrValue::Float(*v as f64)),
+                    (AttrKind::Int, toml::Value::Integer(v)) => Some(AttrValue::Int(*v)),
+                    (AttrKind::Bool, toml::Value::Boolean(v)) => Some(AttrValue::Bool(*v)),
+                    (AttrKind::String, toml::Value::String(v)) => Some(AttrValue::String(v.clone())),
+                    _ => None,
+                };
+                if value.is_none() {
+                    cx.error(
+                        d,
+                        &format!("{path}.default"),
+                        format!("default {} is a {}, but the attr's type is {}", d.get_ref(), d.get_ref().type_str(), kind.name()),
+                    );
+                }
+                if let Some(AttrValue::Float(v)) = value {
+                    if !v.is_finite() {
+                        cx.error(d, &format!("{path}.default"), format!("default {v} is not a finite number"));
+                    }
+                }
+                value
+            });
+            Attr { name: a.name.get_ref().clone(), kind, default }
+        })
+        .collect()
+}
+
+fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let names = raw.inputs.get_ref().iter().enumerate().map(|(i, t)| (format!("inputs[{i}].name"), &t.name))
+        .chain(raw.outputs.get_ref().iter().enumerate().map(|(i, t)| (format!("outputs[{i}].name"), &t.name)))
+        .chain(raw.attrs.iter().enumerate().map(|(i, a)| (format!("attrs[{i}].name"), &a.name)));
+    for (field, name) in names {
+        if let Some((first, _)) = seen.iter().find(|(_, n)| n == name.get_ref()) {
+            let message = format!("name `{}` is already used by `{first}`", name.get_ref());
+            cx.error(name, &field, message);
+        } else {
+            seen.push((field, name.get_ref().clone()));
+        }
+    }
+}
+
+/// What each family needs of the spec: roles by position, dtypes it can compute, attrs.
+fn family_rules(cx: &mut Ctx, raw: &RawSpec, family: Family, spec: &OpSpec) {
+    match family {
+        Family::RowNorm => super::family_rules::row_norm(cx_errors(cx), raw, spec),
+    }
+}
+
+fn cx_errors<'a, 'b>(cx: &'a mut Ctx<'b>) -> super::family_rules::Reporter<'a, 'b> {
+    super::family_rules::Reporter { path: cx.path, text: cx.text, errors: &mut cx.errors }
+}

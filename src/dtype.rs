@@ -16,14 +16,8 @@ pub enum DType {
 }
 
 impl DType {
-    pub const ALL: [DType; 6] = [
-        DType::Float16,
-        DType::BFloat16,
-        DType::Float32,
-        DType::Int8,
-        DType::Int32,
-        DType::Int64,
-    ];
+    pub const ALL: [DType; 6] =
+        [DType::Float16, DType::BFloat16, DType::Float32, DType::Int8, DType::Int32, DType::Int64];
 
     /// The spelling used in specs and in the msOpGen JSON.
     pub fn name(self) -> &'static str {

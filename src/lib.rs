@@ -8,8 +8,13 @@
 pub mod app;
 pub mod codegen;
 pub mod dtype;
+pub mod npy;
 pub mod plan;
+pub mod reference;
 pub mod spec;
+pub mod tensor;
+pub mod toolchain;
+pub mod verify;
 
 pub use dtype::DType;
 

@@ -1,1 +1,134 @@
-fn main() {}
+//! `opgen`: generate, verify, run and plan fused AscendC operators from specs.
+
+use ascend_opgen::app::{self, gen::GenOptions, plan::PlanOptions, run::RunOptions, verify::VerifyOptions};
+use ascend_opgen::plan::soc::DEFAULT_SOC;
+use ascend_opgen::verify::Sweep;
+use ascend_opgen::DType;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "opgen",
+    version,
+    about = "Fused AscendC operators from declarative specs, verified on a CPU twin"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+fn parse_dtype(text: &str) -> Result<DType, String> {
+    DType::parse(text).ok_or_else(|| format!("unknown dtype `{text}` (f16, bf16, f32, i8, i32, i64)"))
+}
+
+fn parse_sweep(text: &str) -> Result<Sweep, String> {
+    Sweep::parse(text).ok_or_else(|| format!("unknown sweep `{text}` (quick, full)"))
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate the CANN custom-op project.
+    Gen {
+        /// A spec file or a directory of specs (default: the catalogue in kernels/).
+        #[arg(long)]
+        specs: Option<PathBuf>,
+        /// Output directory (default: target/opgen).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Only these ops, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+    },
+    /// Build every op on the CPU twin, run the sweep, compare with the references.
+    Verify {
+        #[arg(long)]
+        specs: Option<PathBuf>,
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        /// Only these dtypes (of the first input), comma separated: f16,bf16,f32.
+        #[arg(long, value_delimiter = ',', value_parser = parse_dtype)]
+        dtypes: Vec<DType>,
+        /// quick (default) or full.
+        #[arg(long, default_value = "quick", value_parser = parse_sweep)]
+        sweep: Sweep,
+        /// Build the twin without AddressSanitizer/UBSan (faster, less strict).
+        #[arg(long)]
+        no_sanitize: bool,
+        #[arg(long, default_value = DEFAULT_SOC)]
+        soc: String,
+        /// Runner processes at once.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+    },
+    /// Run one op on the CPU twin with .npy inputs; writes <out>/<output>.npy.
+    Run {
+        op: String,
+        #[arg(long)]
+        specs: Option<PathBuf>,
+        /// The first input's dtype (default: taken from its .npy file).
+        #[arg(long, value_parser = parse_dtype)]
+        dtype: Option<DType>,
+        /// name=path.npy, once per input.
+        #[arg(long = "input")]
+        inputs: Vec<String>,
+        /// name=value; attrs not given take their defaults.
+        #[arg(long = "attr")]
+        attrs: Vec<String>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = DEFAULT_SOC)]
+        soc: String,
+        #[arg(long)]
+        no_sanitize: bool,
+    },
+    /// Print the tiling the generated TilingFunc picks for a shape.
+    Plan {
+        op: String,
+        #[arg(long)]
+        specs: Option<PathBuf>,
+        #[arg(long, value_parser = parse_dtype)]
+        dtype: DType,
+        /// The first input's shape (4x896); more as name=dims to override derived shapes.
+        #[arg(long = "shape", required = true)]
+        shapes: Vec<String>,
+        #[arg(long = "attr")]
+        attrs: Vec<String>,
+        #[arg(long, default_value = DEFAULT_SOC)]
+        soc: String,
+    },
+    /// Find the CANN toolkit and say what is missing.
+    Doctor {
+        #[arg(long)]
+        cann: Option<PathBuf>,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Gen { specs, out, ops } => app::gen::gen_ops(&GenOptions { specs, out, ops, check: false }),
+        Command::Verify { specs, ops, dtypes, sweep, no_sanitize, soc, jobs } => {
+            app::verify::verify(&VerifyOptions {
+                specs,
+                ops,
+                dtypes,
+                sweep,
+                sanitize: !no_sanitize,
+                soc,
+                jobs,
+            })
+        }
+        Command::Run { op, specs, dtype, inputs, attrs, out, soc, no_sanitize } => {
+            app::run::run(&RunOptions { specs, op, dtype, inputs, attrs, out, soc, sanitize: !no_sanitize })
+        }
+        Command::Plan { op, specs, dtype, shapes, attrs, soc } => {
+            app::plan::plan(&PlanOptions { specs, op, dtype, shapes, attrs, soc })
+        }
+        Command::Doctor { cann } => {
+            println!("{}", ascend_opgen::toolchain::doctor_report(cann.as_deref()));
+            Ok(())
+        }
+    };
+    std::process::exit(app::exit_code(result));
+}

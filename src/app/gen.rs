@@ -61,19 +61,15 @@ pub fn gen_ops(opts: &GenOptions) -> Result<(), AppError> {
     let project = render(&specs)?;
     let out = opts.out.clone().unwrap_or_else(|| root.join(codegen::DEFAULT_OUT_DIR));
     codegen::write_atomically(&out, &project).map_err(|e| AppError::failed(format!("error: {e}")))?;
-    println!(
-        "gen-ops: {} ops, {} files written to {}",
-        specs.len(),
-        project.files.len(),
-        out.display()
-    );
+    println!("gen-ops: {} ops, {} files written to {}", specs.len(), project.files.len(), out.display());
     // The golden copy follows the full catalogue only.
     if opts.specs.is_none() && opts.ops.is_empty() {
         let outcome = codegen::check_against(&golden, &project);
         if outcome.is_fresh() {
             println!("gen-ops: golden copy {} is up to date", codegen::GOLDEN_DIR);
         } else {
-            codegen::write_atomically(&golden, &project).map_err(|e| AppError::failed(format!("error: {e}")))?;
+            codegen::write_atomically(&golden, &project)
+                .map_err(|e| AppError::failed(format!("error: {e}")))?;
             println!(
                 "gen-ops: golden copy {} updated ({} files changed, {} removed)",
                 codegen::GOLDEN_DIR,

@@ -1,7 +1,11 @@
 //! The commands behind `opgen` and `cargo xtask`: both binaries parse arguments and call
 //! these, so the two stay in step.
 
+pub mod check_cann;
 pub mod gen;
+pub mod plan;
+pub mod run;
+pub mod verify;
 
 use std::fmt;
 

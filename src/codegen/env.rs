@@ -13,7 +13,10 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("host/tiling.h.j2", include_str!("../../templates/host/tiling.h.j2")),
     ("project/CMakeLists.txt.j2", include_str!("../../templates/project/CMakeLists.txt.j2")),
     ("project/op_host.CMakeLists.txt.j2", include_str!("../../templates/project/op_host.CMakeLists.txt.j2")),
-    ("project/op_kernel.CMakeLists.txt.j2", include_str!("../../templates/project/op_kernel.CMakeLists.txt.j2")),
+    (
+        "project/op_kernel.CMakeLists.txt.j2",
+        include_str!("../../templates/project/op_kernel.CMakeLists.txt.j2"),
+    ),
     ("project/build.sh.j2", include_str!("../../templates/project/build.sh.j2")),
     ("twin/launch.cpp.j2", include_str!("../../templates/twin/launch.cpp.j2")),
 ];
@@ -49,12 +52,14 @@ pub(crate) fn environment(templates: &[(&'static str, String)]) -> Result<Enviro
 }
 
 fn dtype(name: &str) -> Result<DType, Error> {
-    DType::parse(name).ok_or_else(|| Error::new(ErrorKind::InvalidOperation, format!("unknown dtype `{name}`")))
+    DType::parse(name)
+        .ok_or_else(|| Error::new(ErrorKind::InvalidOperation, format!("unknown dtype `{name}`")))
 }
 
 /// An attr default as a C++ literal of the attr's type.
 fn cpp_literal(value: Value, kind: String) -> Result<String, Error> {
-    let bad = || Error::new(ErrorKind::InvalidOperation, format!("default {value} does not fit attr kind {kind}"));
+    let bad =
+        || Error::new(ErrorKind::InvalidOperation, format!("default {value} does not fit attr kind {kind}"));
     match kind.as_str() {
         "float" => {
             let v = f64::try_from(value.clone()).map_err(|_| bad())?;

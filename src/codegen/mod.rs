@@ -8,7 +8,10 @@ mod project;
 mod write;
 
 pub use context::{banner_source, OpContext};
-pub use project::{msopgen_json, render_project, render_project_with, render_twin_launch, GeneratedFile, Project};
+pub use project::{
+    msopgen_json, render_project, render_project_with, render_twin_launch, template_sources, GeneratedFile,
+    Project,
+};
 pub use write::{check_against, write_atomically, CheckOutcome, WriteError};
 
 use std::fmt;

@@ -26,11 +26,14 @@ impl Project {
     }
 }
 
+/// The embedded templates, by name (tests edit one to prove the staleness check works).
+pub fn template_sources() -> Vec<(&'static str, String)> {
+    TEMPLATES.iter().map(|(name, text)| (*name, text.to_string())).collect()
+}
+
 /// Renders the project for `specs` with the embedded templates.
 pub fn render_project(specs: &[&OpSpec]) -> Result<Project, RenderError> {
-    let templates: Vec<(&'static str, String)> =
-        TEMPLATES.iter().map(|(name, text)| (*name, text.to_string())).collect();
-    render_project_with(specs, &templates)
+    render_project_with(specs, &template_sources())
 }
 
 /// Renders with a given template set (tests swap one template to prove staleness checks).
@@ -51,9 +54,8 @@ pub fn render_project_with(
 
 /// The per-op twin launch shim (not part of the project; the twin build writes it).
 pub fn render_twin_launch(spec: &OpSpec) -> Result<String, RenderError> {
-    let templates: Vec<(&'static str, String)> =
-        TEMPLATES.iter().map(|(name, text)| (*name, text.to_string())).collect();
-    let mut env = environment(&templates).map_err(|e| render_error(&spec.name, "(environment)", &e))?;
+    let mut env =
+        environment(&template_sources()).map_err(|e| render_error(&spec.name, "(environment)", &e))?;
     env.add_function("banner", banner);
     render(&env, spec, "twin/launch.cpp.j2", Value::from_serialize(OpContext::new(spec)))
 }
@@ -112,10 +114,13 @@ fn render_shared(env: &Environment<'static>, specs: &[&OpSpec]) -> Result<Vec<Ge
     Ok(files)
 }
 
-fn render(env: &Environment<'static>, spec: &OpSpec, template: &str, cx: Value) -> Result<String, RenderError> {
-    env.get_template(template)
-        .and_then(|t| t.render(cx))
-        .map_err(|e| render_error(&spec.name, template, &e))
+fn render(
+    env: &Environment<'static>,
+    spec: &OpSpec,
+    template: &str,
+    cx: Value,
+) -> Result<String, RenderError> {
+    env.get_template(template).and_then(|t| t.render(cx)).map_err(|e| render_error(&spec.name, template, &e))
 }
 
 fn render_error(op: &str, template: &str, e: &minijinja::Error) -> RenderError {
@@ -130,10 +135,9 @@ fn render_error(op: &str, template: &str, e: &minijinja::Error) -> RenderError {
 
 /// `{{ banner("//") }}`: the do-not-edit header naming the spec(s) and the command.
 fn banner(state: &State, prefix: String) -> Result<String, minijinja::Error> {
-    let source = state
-        .lookup("source")
-        .and_then(|v| v.as_str().map(str::to_string))
-        .ok_or_else(|| minijinja::Error::new(minijinja::ErrorKind::UndefinedError, "banner() needs `source`"))?;
+    let source = state.lookup("source").and_then(|v| v.as_str().map(str::to_string)).ok_or_else(|| {
+        minijinja::Error::new(minijinja::ErrorKind::UndefinedError, "banner() needs `source`")
+    })?;
     Ok(banner_text(&prefix, &source))
 }
 

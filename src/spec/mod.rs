@@ -13,17 +13,14 @@ mod validate;
 
 pub use error::{SpecError, SpecErrors};
 pub use idents::{is_c_identifier, is_cpp_keyword, CANN_BUILTIN_OP_TYPES};
-pub use model::{
-    Attr, AttrKind, AttrValue, Family, FamilyParams, OpSpec, RowNormParams, TensorArg,
-};
+pub use model::{Attr, AttrKind, AttrValue, Family, FamilyParams, OpSpec, RowNormParams, TensorArg};
 
 use std::path::{Path, PathBuf};
 
 /// Parses and validates one spec file.
 pub fn load_file(path: &Path) -> Result<OpSpec, SpecErrors> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        SpecErrors::one(SpecError::whole_file(path, format!("cannot read the spec: {e}")))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SpecErrors::one(SpecError::whole_file(path, format!("cannot read the spec: {e}"))))?;
     parse_str(path, &text)
 }
 
@@ -46,11 +43,7 @@ pub fn load_catalogue(path: &Path) -> Result<Vec<OpSpec>, SpecErrors> {
                 if let Some(other) = specs.iter().find(|s| s.name == spec.name) {
                     errors.push(SpecError::whole_file(
                         file,
-                        format!(
-                            "op `{}` is already defined by {}",
-                            spec.name,
-                            other.source.display()
-                        ),
+                        format!("op `{}` is already defined by {}", spec.name, other.source.display()),
                     ));
                 } else {
                     specs.push(spec);

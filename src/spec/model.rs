@@ -122,11 +122,7 @@ impl OpSpec {
 
     /// Every tensor (inputs then outputs) with its dtype in combination `column`.
     pub fn column(&self, column: usize) -> Vec<(&str, DType)> {
-        self.inputs
-            .iter()
-            .chain(&self.outputs)
-            .map(|t| (t.name.as_str(), t.dtypes[column]))
-            .collect()
+        self.inputs.iter().chain(&self.outputs).map(|t| (t.name.as_str(), t.dtypes[column])).collect()
     }
 
     /// The combination whose first input has `dtype`, if any.

@@ -11,8 +11,7 @@ use toml::Spanned;
 
 /// Compute units a spec may target, with whether DataCopyPad (unaligned copies, which every
 /// family relies on) exists there.
-const COMPUTE_UNITS: &[(&str, bool)] =
-    &[("ascend910b", true), ("ascend910_93", true), ("ascend310p", false)];
+const COMPUTE_UNITS: &[(&str, bool)] = &[("ascend910b", true), ("ascend910_93", true), ("ascend310p", false)];
 
 /// The vendor prefix of generated op types; it keeps them apart from CANN's built-ins.
 pub const OP_TYPE_PREFIX: &str = "Opgen";
@@ -92,7 +91,11 @@ fn check_op_name(cx: &mut Ctx, name: &Spanned<String>) {
     if !snake {
         cx.error(name, "name", format!("op name `{n}` must be snake_case: [a-z][a-z0-9_]*"));
     } else if is_cpp_keyword(n) {
-        cx.error(name, "name", format!("op name `{n}` is a C++ keyword or a name the generated code reserves"));
+        cx.error(
+            name,
+            "name",
+            format!("op name `{n}` is a C++ keyword or a name the generated code reserves"),
+        );
     }
     let stem = cx.path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     if snake && stem != n {
@@ -106,7 +109,11 @@ fn check_op_type(cx: &mut Ctx, raw: &RawSpec) -> String {
     };
     let t = op_type.get_ref();
     if !is_c_identifier(t) || !t.starts_with(|c: char| c.is_ascii_uppercase()) || t.contains('_') {
-        cx.error(op_type, "op_type", format!("op type `{t}` must be UpperCamelCase (a C identifier, no underscores)"));
+        cx.error(
+            op_type,
+            "op_type",
+            format!("op type `{t}` must be UpperCamelCase (a C identifier, no underscores)"),
+        );
     } else if CANN_BUILTIN_OP_TYPES.contains(&t.as_str()) {
         cx.error(
             op_type,
@@ -163,7 +170,11 @@ fn tensors(cx: &mut Ctx, list: &Spanned<Vec<RawTensor>>, field: &str) -> Vec<Ten
                     let parsed = DType::ALL.into_iter().find(|k| k.name() == d.get_ref());
                     if parsed.is_none() {
                         let known: Vec<&str> = DType::ALL.iter().map(|k| k.name()).collect();
-                        cx.error(d, &format!("{path}.dtypes[{j}]"), format!("unknown dtype `{}`; known: {}", d.get_ref(), known.join(", ")));
+                        cx.error(
+                            d,
+                            &format!("{path}.dtypes[{j}]"),
+                            format!("unknown dtype `{}`; known: {}", d.get_ref(), known.join(", ")),
+                        );
                     }
                     parsed
                 })
@@ -187,7 +198,12 @@ fn check_arg_name(cx: &mut Ctx, name: &Spanned<String>, field: &str) {
 /// msOpGen's column rule: the i-th dtype of every tensor forms one combination, so all
 /// lists have the same length, and no combination may appear twice.
 fn check_columns(cx: &mut Ctx, raw: &RawSpec) {
-    let all: Vec<(String, &RawTensor)> = raw.inputs.get_ref().iter().enumerate().map(|(i, t)| (format!("inputs[{i}]"), t))
+    let all: Vec<(String, &RawTensor)> = raw
+        .inputs
+        .get_ref()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("inputs[{i}]"), t))
         .chain(raw.outputs.get_ref().iter().enumerate().map(|(i, t)| (format!("outputs[{i}]"), t)))
         .collect();
     let Some((first_field, first)) = all.first() else { return };
@@ -205,10 +221,15 @@ fn check_columns(cx: &mut Ctx, raw: &RawSpec) {
     if all.iter().any(|(_, t)| t.dtypes.get_ref().len() != n) {
         return;
     }
-    let columns: Vec<Vec<&str>> = (0..n).map(|c| all.iter().map(|(_, t)| t.dtypes.get_ref()[c].get_ref().as_str()).collect()).collect();
+    let columns: Vec<Vec<&str>> =
+        (0..n).map(|c| all.iter().map(|(_, t)| t.dtypes.get_ref()[c].get_ref().as_str()).collect()).collect();
     for c in 0..n {
         if columns[..c].contains(&columns[c]) {
-            cx.error(&first.dtypes.get_ref()[c], &format!("{first_field}.dtypes[{c}]"), format!("dtype combination {} is listed twice", c + 1));
+            cx.error(
+                &first.dtypes.get_ref()[c],
+                &format!("{first_field}.dtypes[{c}]"),
+                format!("dtype combination {} is listed twice", c + 1),
+            );
         }
     }
 }
@@ -225,7 +246,11 @@ fn attrs(cx: &mut Ctx, raw: &[RawAttr]) -> Vec<Attr> {
                 "bool" => AttrKind::Bool,
                 "string" => AttrKind::String,
                 other => {
-                    cx.error(&a.kind, &format!("{path}.type"), format!("unknown attr type `{other}`; known: float, int, bool, string"));
+                    cx.error(
+                        &a.kind,
+                        &format!("{path}.type"),
+                        format!("unknown attr type `{other}`; known: float, int, bool, string"),
+                    );
                     AttrKind::Float
                 }
             };
@@ -242,12 +267,21 @@ fn attrs(cx: &mut Ctx, raw: &[RawAttr]) -> Vec<Attr> {
                     cx.error(
                         d,
                         &format!("{path}.default"),
-                        format!("default {} is a {}, but the attr's type is {}", d.get_ref(), d.get_ref().type_str(), kind.name()),
+                        format!(
+                            "default {} is a {}, but the attr's type is {}",
+                            d.get_ref(),
+                            d.get_ref().type_str(),
+                            kind.name()
+                        ),
                     );
                 }
                 if let Some(AttrValue::Float(v)) = value {
                     if !v.is_finite() {
-                        cx.error(d, &format!("{path}.default"), format!("default {v} is not a finite number"));
+                        cx.error(
+                            d,
+                            &format!("{path}.default"),
+                            format!("default {v} is not a finite number"),
+                        );
                     }
                 }
                 value
@@ -259,7 +293,12 @@ fn attrs(cx: &mut Ctx, raw: &[RawAttr]) -> Vec<Attr> {
 
 fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
     let mut seen: Vec<(String, String)> = Vec::new();
-    let names = raw.inputs.get_ref().iter().enumerate().map(|(i, t)| (format!("inputs[{i}].name"), &t.name))
+    let names = raw
+        .inputs
+        .get_ref()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("inputs[{i}].name"), &t.name))
         .chain(raw.outputs.get_ref().iter().enumerate().map(|(i, t)| (format!("outputs[{i}].name"), &t.name)))
         .chain(raw.attrs.iter().enumerate().map(|(i, a)| (format!("attrs[{i}].name"), &a.name)));
     for (field, name) in names {

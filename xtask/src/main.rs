@@ -1,7 +1,9 @@
 //! `cargo xtask <command>`: the project's developer entry points. Thin: every command is a
 //! call into the ascend-opgen library.
 
-use ascend_opgen::app::{self, gen::GenOptions};
+use ascend_opgen::app::{self, check_cann::CheckCannOptions, gen::GenOptions, verify::VerifyOptions};
+use ascend_opgen::verify::Sweep;
+use ascend_opgen::DType;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -26,6 +28,37 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Build every generated kernel and op_host on the CPU twin, run the sweep, compare with
+    /// the references and print the table; exits non-zero on any failure.
+    Verify {
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        /// Only these dtypes, comma separated: f16,bf16,f32.
+        #[arg(long, value_delimiter = ',', value_parser = parse_dtype)]
+        dtypes: Vec<DType>,
+        /// quick (default) or full.
+        #[arg(long, default_value = "quick", value_parser = parse_sweep)]
+        sweep: Sweep,
+        /// Build the twin without AddressSanitizer/UBSan (faster, less strict).
+        #[arg(long)]
+        no_sanitize: bool,
+    },
+    /// Syntax-check every generated file against a real CANN toolkit's headers.
+    CheckCann {
+        /// The toolkit root (default: ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, standard roots).
+        #[arg(long)]
+        cann: Option<PathBuf>,
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+    },
+}
+
+fn parse_dtype(text: &str) -> Result<DType, String> {
+    DType::parse(text).ok_or_else(|| format!("unknown dtype `{text}` (f16, bf16, f32)"))
+}
+
+fn parse_sweep(text: &str) -> Result<Sweep, String> {
+    Sweep::parse(text).ok_or_else(|| format!("unknown sweep `{text}` (quick, full)"))
 }
 
 fn main() {
@@ -33,6 +66,16 @@ fn main() {
     let result = match cli.command {
         Command::GenOps { out, ops, check } => {
             app::gen::gen_ops(&GenOptions { specs: None, out, ops, check })
+        }
+        Command::Verify { ops, dtypes, sweep, no_sanitize } => app::verify::verify(&VerifyOptions {
+            ops,
+            dtypes,
+            sweep,
+            sanitize: !no_sanitize,
+            ..VerifyOptions::default()
+        }),
+        Command::CheckCann { cann, ops } => {
+            app::check_cann::check_cann(&CheckCannOptions { cann, specs: None, ops })
         }
     };
     std::process::exit(app::exit_code(result));

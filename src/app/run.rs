@@ -1,0 +1,96 @@
+//! `run`: one op on the CPU twin with .npy inputs and outputs.
+
+use super::gen::{load_specs, render};
+use super::plan::{column_for, format_plan, parse_attrs};
+use super::AppError;
+use crate::npy;
+use crate::plan::soc;
+use crate::tensor::HostTensor;
+use crate::verify::{self, BuildOptions, CaseInput};
+use crate::DType;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub specs: Option<PathBuf>,
+    pub op: String,
+    /// The first input's dtype; default: read from its .npy file.
+    pub dtype: Option<DType>,
+    /// `name=path.npy`, one per input.
+    pub inputs: Vec<String>,
+    pub attrs: Vec<String>,
+    pub out: PathBuf,
+    pub soc: String,
+    pub sanitize: bool,
+}
+
+pub fn run(opts: &RunOptions) -> Result<(), AppError> {
+    let specs = load_specs(opts.specs.as_deref(), std::slice::from_ref(&opts.op))?;
+    let spec = &specs[0];
+    let soc = soc::find(&opts.soc).map_err(AppError::input)?;
+    let given: Vec<(String, PathBuf)> = opts
+        .inputs
+        .iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(n, p)| (n.to_string(), PathBuf::from(p)))
+                .ok_or_else(|| AppError::input(format!("--input `{s}`: expected name=path.npy")))
+        })
+        .collect::<Result<_, _>>()?;
+    for (name, _) in &given {
+        if !spec.inputs.iter().any(|t| &t.name == name) {
+            let known: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
+            return Err(AppError::input(format!(
+                "op `{}` has no input `{name}`; its inputs: {}",
+                spec.name,
+                known.join(", ")
+            )));
+        }
+    }
+    let path_of = |name: &str| -> Result<&PathBuf, AppError> {
+        given
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p)
+            .ok_or_else(|| AppError::input(format!("op `{}` needs --input {name}=<file.npy>", spec.name)))
+    };
+    let first = &spec.inputs[0];
+    let dtype = match opts.dtype {
+        Some(d) => d,
+        None => npy::read_npy(path_of(&first.name)?, None).map_err(|e| AppError::input(e.to_string()))?.dtype,
+    };
+    let column = column_for(spec, dtype)?;
+    let mut inputs: Vec<(String, HostTensor)> = Vec::new();
+    for t in &spec.inputs {
+        let want = t.dtypes[column];
+        let tensor = npy::read_npy(path_of(&t.name)?, Some(want))
+            .map_err(|e| AppError::input(format!("input `{}`: {e}", t.name)))?;
+        inputs.push((t.name.clone(), tensor));
+    }
+    let attrs = parse_attrs(spec, &opts.attrs)?;
+    let project = render(&specs)?;
+    let runner = verify::build_runner(&project, spec, column, BuildOptions { sanitize: opts.sanitize })
+        .map_err(|e| AppError::failed(e.to_string()))?;
+    let result = verify::run_case(
+        &runner,
+        spec,
+        soc,
+        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+        false,
+    )
+    .map_err(|e| match e {
+        verify::TwinError::HostRejected(_) => AppError::input(e.to_string()),
+        _ => AppError::failed(e.to_string()),
+    })?;
+    std::fs::create_dir_all(&opts.out)
+        .map_err(|e| AppError::failed(format!("{}: {e}", opts.out.display())))?;
+    let shapes: Vec<(String, Vec<usize>)> =
+        inputs.iter().map(|(n, t)| (n.clone(), t.shape.clone())).collect();
+    println!("{}", format_plan(spec, soc, &shapes, &result.report));
+    for (name, tensor) in &result.outputs {
+        let path = opts.out.join(format!("{name}.npy"));
+        npy::write_npy(&path, tensor).map_err(|e| AppError::failed(e.to_string()))?;
+        println!("wrote {} ({} {:?})", path.display(), tensor.dtype, tensor.shape);
+    }
+    Ok(())
+}

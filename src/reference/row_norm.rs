@@ -1,0 +1,248 @@
+//! RMSNorm references (op-semantics.md §1): `rms_norm` (torch_npu.npu_rms_norm on A2/A3) and
+//! `add_rms_norm` (torch_npu.npu_add_rms_norm).
+//!
+//! gamma covers the trailing dims of x: n = gamma.numel(), rows = x.numel() / n. For each row
+//! rstd = 1/√(Σx²/n + eps). rstd has x's rank with the normalised dims replaced by 1 (§1.2).
+//! Non-finite inputs follow IEEE evaluation of the formula (an Inf in a row gives rstd = 0 and
+//! NaN where x is Inf).
+
+use super::ReferenceError;
+use crate::tensor::{format_shape, round_to_dtype, HostTensor};
+
+/// Outputs of [`rms_norm`], unrounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RmsNormOutputs {
+    /// x's shape; round once to x's dtype.
+    pub y: Vec<f64>,
+    /// One per row, shape `rstd_shape`; fp32 on the device.
+    pub rstd: Vec<f64>,
+    pub rstd_shape: Vec<usize>,
+}
+
+/// Outputs of [`add_rms_norm`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddRmsNormOutputs {
+    /// x1's shape; unrounded product of the rounded s·rstd and gamma: round once to x1's dtype.
+    pub y: Vec<f64>,
+    /// From the rounded sum; shape `rstd_shape`; fp32 on the device.
+    pub rstd: Vec<f64>,
+    pub rstd_shape: Vec<usize>,
+    /// x1 + x2 already rounded to x1's dtype (rounding it again is a no-op).
+    pub x_sum: Vec<f64>,
+}
+
+/// Checks that gamma is a trailing slice of x and eps is valid; returns (rows, n, rstd shape).
+fn row_geometry(
+    op: &'static str,
+    x: &HostTensor,
+    gamma: &HostTensor,
+    eps: f64,
+) -> Result<(usize, usize, Vec<usize>), ReferenceError> {
+    let g = gamma.rank();
+    if g == 0 || g > x.rank() || x.shape[x.rank() - g..] != gamma.shape[..] {
+        return Err(ReferenceError::new(
+            op,
+            format!(
+                "gamma shape {} must equal the trailing dims of x shape {}",
+                format_shape(&gamma.shape),
+                format_shape(&x.shape)
+            ),
+        ));
+    }
+    let n = gamma.numel();
+    if n == 0 {
+        return Err(ReferenceError::new(op, "gamma has no elements (n = 0)"));
+    }
+    if eps.is_nan() || eps < 0.0 {
+        return Err(ReferenceError::new(op, format!("epsilon {eps} must be >= 0")));
+    }
+    let mut rstd_shape = x.shape.clone();
+    let lead = x.rank() - g;
+    rstd_shape[lead..].fill(1);
+    Ok((x.numel() / n, n, rstd_shape))
+}
+
+/// rstd = 1/√(mean(row²) + eps), in f64.
+fn row_rstd(row: &[f64], eps: f64) -> f64 {
+    let sum_sq: f64 = row.iter().map(|v| v * v).sum();
+    1.0 / (sum_sq / row.len() as f64 + eps).sqrt()
+}
+
+/// npu_rms_norm (A2/A3): y = x·rstd·gamma with a single final rounding (op-semantics §1.3), so
+/// nothing is rounded here.
+pub fn rms_norm(x: &HostTensor, gamma: &HostTensor, eps: f64) -> Result<RmsNormOutputs, ReferenceError> {
+    let (rows, n, rstd_shape) = row_geometry("rms_norm", x, gamma, eps)?;
+    let xv = x.to_f64();
+    let gv = gamma.to_f64();
+    let mut y = Vec::with_capacity(xv.len());
+    let mut rstd = Vec::with_capacity(rows);
+    for row in xv.chunks_exact(n) {
+        let r = row_rstd(row, eps);
+        rstd.push(r);
+        y.extend(row.iter().zip(&gv).map(|(xi, gi)| xi * r * gi));
+    }
+    Ok(RmsNormOutputs { y, rstd, rstd_shape })
+}
+
+/// npu_add_rms_norm: outputs (y, rstd, x_sum); x1, x2 share shape and dtype.
+///
+/// Cast order (op-semantics.md §1.4 and §1.5; the same as HF Qwen2RMSNorm/LlamaRMSNorm on a
+/// decoder residual):
+/// 1. s = RNE_dtype(x1 + x2): the sum is rounded to the input dtype and used as-is from then
+///    on; it is also the x_sum output. (The bf16 NORMAL-mode kernel takes the variance from the
+///    unrounded fp32 sum instead; §1.4 recommends the rounded sum and leaves that ≤ 1 ulp
+///    difference to the tolerance.)
+/// 2. rstd = 1/√(mean(s²) + eps), from the rounded s.
+/// 3. y = RNE_dtype(s·rstd) · gamma: the normalised value is rounded to the input dtype before
+///    the multiply by gamma (double rounding, like HF `weight * h.to(input_dtype)`); the final
+///    rounding of y is the caller's.
+///
+/// x1 + x2 is exact or correctly rounded in f64 for 16/32-bit floats (53 ≥ 2·24 + 2 bits), so
+/// step 1 rounds once, exactly like the device's add in the input dtype.
+pub fn add_rms_norm(
+    x1: &HostTensor,
+    x2: &HostTensor,
+    gamma: &HostTensor,
+    eps: f64,
+) -> Result<AddRmsNormOutputs, ReferenceError> {
+    if x1.shape != x2.shape || x1.dtype != x2.dtype {
+        return Err(ReferenceError::new(
+            "add_rms_norm",
+            format!(
+                "x1 ({} {}) and x2 ({} {}) must have the same shape and dtype",
+                x1.dtype,
+                format_shape(&x1.shape),
+                x2.dtype,
+                format_shape(&x2.shape)
+            ),
+        ));
+    }
+    let dtype = x1.dtype;
+    let (rows, n, rstd_shape) = row_geometry("add_rms_norm", x1, gamma, eps)?;
+    let x_sum: Vec<f64> =
+        x1.to_f64().iter().zip(x2.to_f64()).map(|(a, b)| round_to_dtype(dtype, a + b)).collect();
+    let gv = gamma.to_f64();
+    let mut y = Vec::with_capacity(x_sum.len());
+    let mut rstd = Vec::with_capacity(rows);
+    for row in x_sum.chunks_exact(n) {
+        let r = row_rstd(row, eps);
+        rstd.push(r);
+        y.extend(row.iter().zip(&gv).map(|(si, gi)| round_to_dtype(dtype, si * r) * gi));
+    }
+    Ok(AddRmsNormOutputs { y, rstd, rstd_shape, x_sum })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 4.0 * f64::EPSILON * b.abs()
+    }
+
+    #[test]
+    fn rms_norm_hand_worked_row() {
+        // x = [3, 4], gamma = [1, 2], eps = 0: mean(x²) = 12.5, √12.5 = 3.5355339059327378
+        // (= 5/√2), rstd = √2/5 = 0.28284271247461906, y = [3·rstd, 8·rstd]
+        // = [0.8485281374238571, 2.2627416997969525] (worked by hand, digits from Python floats).
+        let x = HostTensor::from_f64(DType::Float32, &[1, 2], &[3.0, 4.0]);
+        let g = HostTensor::from_f64(DType::Float32, &[2], &[1.0, 2.0]);
+        let out = rms_norm(&x, &g, 0.0).unwrap();
+        assert!(close(out.rstd[0], 0.28284271247461906));
+        assert!(close(out.y[0], 0.8485281374238571));
+        assert!(close(out.y[1], 2.2627416997969525));
+        assert_eq!(out.rstd_shape, vec![1, 1]);
+    }
+
+    #[test]
+    fn rstd_shape_keeps_rank() {
+        let x = HostTensor::zeros(DType::Float16, &[2, 3, 4, 8]);
+        let g = HostTensor::from_f64(DType::Float16, &[8], &[1.0; 8]);
+        let out = rms_norm(&x, &g, 1e-6).unwrap();
+        assert_eq!(out.rstd_shape, vec![2, 3, 4, 1]);
+        assert_eq!(out.rstd.len(), 24);
+        // All-zero rows: rstd = 1/√eps = 1000 (to f64 accuracy), y = 0.
+        assert!(close(out.rstd[0], 1000.0));
+        assert!(out.y.iter().all(|&v| v == 0.0));
+
+        let g = HostTensor::from_f64(DType::Float32, &[4, 8], &[1.0; 32]);
+        let out = rms_norm(&x, &g, 1e-6).unwrap();
+        assert_eq!(out.rstd_shape, vec![2, 3, 1, 1]);
+        assert_eq!(out.rstd.len(), 6);
+    }
+
+    #[test]
+    fn multi_dim_gamma_normalises_the_trailing_block() {
+        // x (2, 2, 2), gamma (2, 2): two rows of 4. Row 0 = [1, 1, 1, 1] → rstd 1;
+        // row 1 = [2, 2, 2, 2] → rstd 1/2. gamma = [1, 2, 3, 4].
+        let x = HostTensor::from_f64(DType::BFloat16, &[2, 2, 2], &[1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0]);
+        let g = HostTensor::from_f64(DType::BFloat16, &[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+        let out = rms_norm(&x, &g, 0.0).unwrap();
+        assert_eq!(out.rstd, vec![1.0, 0.5]);
+        assert_eq!(out.y, vec![1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(out.rstd_shape, vec![2, 1, 1]);
+    }
+
+    #[test]
+    fn bad_shapes_and_eps_are_errors() {
+        let x = HostTensor::zeros(DType::Float16, &[2, 4]);
+        let g = HostTensor::zeros(DType::Float16, &[3]);
+        let err = rms_norm(&x, &g, 1e-6).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "rms_norm reference: gamma shape (3,) must equal the trailing dims of x shape (2, 4)"
+        );
+        let g = HostTensor::zeros(DType::Float16, &[4]);
+        assert!(rms_norm(&x, &g, -1.0).is_err());
+        let x2 = HostTensor::zeros(DType::Float32, &[2, 4]);
+        assert!(add_rms_norm(&x, &x2, &g, 1e-6).is_err());
+    }
+
+    #[test]
+    fn add_rms_norm_rounds_the_sum_then_the_normalised_value() {
+        // f16: 1 + 2^-11 is a tie and rounds to 1.0; 1 + 3·2^-11 rounds to 1 + 2^-9.
+        let x1 = HostTensor::from_f64(DType::Float16, &[2, 1], &[1.0, 1.0]);
+        let x2 = HostTensor::from_f64(DType::Float16, &[2, 1], &[2f64.powi(-11), 3.0 * 2f64.powi(-11)]);
+        let g = HostTensor::from_f64(DType::Float16, &[1], &[3.0]);
+        let out = add_rms_norm(&x1, &x2, &g, 1e-6).unwrap();
+        assert_eq!(out.x_sum, vec![1.0, 1.0 + 2f64.powi(-9)]);
+        // n = 1: s·rstd = s/√(s² + 1e-6) ≈ 1 − 5e-7, which rounds to 1.0 in f16 (the ulp below
+        // 1 is 2^-11), so y = 1.0·gamma = 3 exactly, where npu_rms_norm's single rounding keeps
+        // 3·(1 − 5e-7).
+        assert_eq!(out.y, vec![3.0, 3.0]);
+        assert_eq!(out.rstd_shape, vec![2, 1]);
+        // rstd from the rounded sum: 1/√(1 + 1e-6).
+        assert!(close(out.rstd[0], 1.0 / (1.0f64 + 1e-6).sqrt()));
+        let single = rms_norm(&HostTensor::from_f64(DType::Float16, &[1], &[1.0]), &g, 1e-6).unwrap();
+        assert!(single.y[0] < 3.0 && single.y[0] > 3.0 - 1e-5);
+    }
+
+    #[test]
+    fn add_rms_norm_bf16_sum_rounding() {
+        // bf16 has 8 significant bits: 1 + 2^-8 ties to 1.0; 1 + 3·2^-8 ties to 1 + 2^-6.
+        let x1 = HostTensor::from_f64(DType::BFloat16, &[2], &[1.0, 1.0]);
+        let x2 = HostTensor::from_f64(DType::BFloat16, &[2], &[2f64.powi(-8), 3.0 * 2f64.powi(-8)]);
+        let g = HostTensor::from_f64(DType::BFloat16, &[2], &[1.0, 1.0]);
+        let out = add_rms_norm(&x1, &x2, &g, 0.0).unwrap();
+        assert_eq!(out.x_sum, vec![1.0, 1.015625]);
+    }
+
+    #[test]
+    fn add_rms_norm_fp32_matches_rms_norm_of_the_sum_up_to_the_inner_rounding() {
+        let a = [0.25, -1.5, 3.0, 7.75];
+        let b = [1.0, 2.0, -0.5, 0.125];
+        let x1 = HostTensor::from_f64(DType::Float32, &[4], &a);
+        let x2 = HostTensor::from_f64(DType::Float32, &[4], &b);
+        let g = HostTensor::from_f64(DType::Float32, &[4], &[0.5, 1.0, 1.5, 2.0]);
+        let fused = add_rms_norm(&x1, &x2, &g, 1e-5).unwrap();
+        let sum: Vec<f64> = a.iter().zip(b).map(|(p, q)| p + q).collect();
+        let plain = rms_norm(&HostTensor::from_f64(DType::Float32, &[4], &sum), &g, 1e-5).unwrap();
+        assert_eq!(fused.x_sum, sum);
+        assert_eq!(fused.rstd, plain.rstd);
+        for (f, p) in fused.y.iter().zip(&plain.y) {
+            // Only the f32 rounding of s·rstd separates them.
+            assert!((f - p).abs() <= p.abs() * 2f64.powi(-23), "{f} vs {p}");
+        }
+    }
+}

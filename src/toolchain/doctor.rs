@@ -1,0 +1,145 @@
+//! `opgen doctor`: what this machine has for the CANN side of the project, and what is missing.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::cann::{self, CannToolkit, Need, SearchEnv};
+use super::command::find_in_path;
+
+/// Host programs the CANN side uses, and what for.
+const HOST_TOOLS: &[(&str, &str)] = &[
+    ("g++", "check-cann, verify"),
+    ("cmake", "build-npu"),
+    ("make", "build-npu"),
+    ("python3", "build-npu (CANN's build scripts), the torch extension"),
+];
+
+/// The doctor's report for the real environment: the toolkit found (root, version, compiler,
+/// SoCs), what check-cann and build-npu can do with it, every place looked at, and the host
+/// tools; or, without a toolkit, where we looked and how to get one.
+pub fn doctor_report(explicit: Option<&Path>) -> String {
+    doctor_report_in(explicit, &SearchEnv::from_process())
+}
+
+/// [`doctor_report`] with the given search inputs instead of the process environment.
+pub fn doctor_report_in(explicit: Option<&Path>, env: &SearchEnv) -> String {
+    let discovery = cann::discover_in(explicit, Need::Headers, env);
+    let mut s = String::new();
+    match &discovery.toolkit {
+        Some(t) => write_toolkit(&mut s, t, env),
+        None => {
+            let _ = writeln!(s, "CANN toolkit: not found");
+            let _ = writeln!(s, "  check-cann: not possible (no CANN headers)");
+            let _ = writeln!(s, "  build-npu:  not possible (no CANN toolkit)");
+        }
+    }
+    let _ = writeln!(s, "places looked at, in order:");
+    let _ = write!(s, "{discovery}");
+    if discovery.toolkit.is_none() {
+        s.push_str(&cann::how_to_get_toolkit(Need::Headers));
+    }
+    let _ = writeln!(s, "host tools:");
+    let path_var = std::env::var_os("PATH");
+    for (tool, used_by) in HOST_TOOLS {
+        let found = find_in_path(tool.as_ref(), path_var.as_deref());
+        let _ = match found {
+            Ok(p) => writeln!(s, "  {tool:<8} {}", p.display()),
+            Err(_) => writeln!(s, "  {tool:<8} missing from PATH (needed by {used_by})"),
+        };
+    }
+    s
+}
+
+fn write_toolkit(s: &mut String, t: &CannToolkit, env: &SearchEnv) {
+    let rel = |p: &Path| p.strip_prefix(&t.root).unwrap_or(p).display().to_string();
+    let _ = writeln!(s, "CANN toolkit: {}", t.root.display());
+    let _ = write!(s, "  version:   {}", t.version);
+    if let Some(inner) = &t.inner_version {
+        let _ = write!(s, " (components {inner})");
+    }
+    let _ = writeln!(s, ", from {}", rel(&t.version_file));
+    let host_dir = format!("{}-linux", env.host_arch);
+    if t.arch_dir == host_dir {
+        let _ = writeln!(s, "  arch:      {}", t.arch_dir);
+    } else {
+        let _ = writeln!(
+            s,
+            "  arch:      {} (this machine is {}: headers usable, binaries not)",
+            t.arch_dir, env.host_arch
+        );
+    }
+    match &t.compiler {
+        Some(c) => {
+            let _ = writeln!(s, "  compiler:  {}", c.display());
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "  compiler:  missing, a header-only copy? ({})",
+                cann::describe_compiler_search(&t.root, &t.compiler_candidates)
+            );
+        }
+    }
+    match &t.set_env {
+        Some(p) => {
+            let _ = writeln!(s, "  set_env:   source {}", p.display());
+        }
+        None => {
+            let _ = writeln!(s, "  set_env:   none next to the root");
+        }
+    }
+    let _ = writeln!(s, "  SoCs ({}):", t.socs.len());
+    let mut line = String::from("   ");
+    for soc in &t.socs {
+        if line.len() + soc.len() + 1 > 96 {
+            let _ = writeln!(s, "{line}");
+            line = String::from("   ");
+        }
+        line.push(' ');
+        line.push_str(soc);
+    }
+    if t.socs.is_empty() {
+        line.push_str(" none (no <arch>-linux/data/platform_config/*.ini)");
+    }
+    let _ = writeln!(s, "{line}");
+    let _ = writeln!(s, "  check-cann: ready");
+    match cann::inspect_root_for(&t.root, Need::Build, &env.host_arch) {
+        Ok(_) => {
+            let _ = writeln!(s, "  build-npu:  ready");
+        }
+        Err(reasons) => {
+            let _ = writeln!(s, "  build-npu:  not possible: {}", reasons.join("; "));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_toolkit_names_places_and_advice() {
+        let env = SearchEnv {
+            ascend_home_path: Some("/nonexistent/opgen-cann-a".into()),
+            ascend_toolkit_home: None,
+            standard_roots: vec!["/nonexistent/opgen-cann-b".into()],
+            host_arch: "x86_64".into(),
+        };
+        let report = doctor_report_in(None, &env);
+        assert!(report.starts_with("CANN toolkit: not found"), "{report}");
+        let line = |start: &str| {
+            report
+                .lines()
+                .find(|l| l.trim_start().starts_with(start))
+                .unwrap_or_else(|| panic!("no line starting with {start}:\n{report}"))
+                .to_string()
+        };
+        assert!(line("$ASCEND_HOME_PATH").ends_with("/nonexistent/opgen-cann-a: rejected: does not exist"));
+        assert!(line("$ASCEND_TOOLKIT_HOME").ends_with("not set"));
+        assert!(line("--cann").ends_with("not given"));
+        assert!(report.contains("/nonexistent/opgen-cann-b"), "{report}");
+        assert!(report.contains("set_env.sh"), "{report}");
+        assert!(report.contains("--cann DIR"), "{report}");
+        assert!(report.contains("host tools:"), "{report}");
+    }
+}

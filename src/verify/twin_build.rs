@@ -1,0 +1,275 @@
+//! Builds the CPU-twin runner of one op and dtype combination: the generated op_host and
+//! op_kernel sources compiled with g++ against kernels/twin/, linked with the twin runtime and
+//! runner. Objects and executables are cached under `target/opgen-twin/`, keyed by a hash of
+//! every input (sources, twin headers, flags), so a rebuild happens only when something
+//! changed.
+
+use super::TwinError;
+use crate::codegen::{render_twin_launch, Project};
+use crate::spec::OpSpec;
+use crate::toolchain::command::Cmd;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How the twin is compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// AddressSanitizer + UndefinedBehaviorSanitizer (default on: every rule violation that
+    /// slips past the twin's own checks still stops the run).
+    pub sanitize: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions { sanitize: true }
+    }
+}
+
+impl BuildOptions {
+    fn flags(self) -> Vec<&'static str> {
+        let mut flags = vec![
+            "-std=c++17",
+            "-g",
+            "-O1",
+            // The NPU does not fuse multiply-add in these kernels; neither may the twin.
+            "-ffp-contract=off",
+            "-fno-omit-frame-pointer",
+            "-Wall",
+            "-Wno-unused-variable",
+            "-Wno-unused-but-set-variable",
+            "-Wno-unused-function",
+        ];
+        if self.sanitize {
+            flags.extend(["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]);
+        }
+        flags
+    }
+}
+
+/// The twin sources in the repository.
+pub fn twin_dir() -> PathBuf {
+    crate::repo_root().join("kernels").join("twin")
+}
+
+pub fn cache_dir() -> PathBuf {
+    crate::repo_root().join("target").join("opgen-twin")
+}
+
+/// A built runner executable.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    pub exe: PathBuf,
+    pub op: String,
+    pub column: usize,
+}
+
+/// FNV-1a 64: a stable hash for cache keys (std's hasher may change between releases).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fnv(u64);
+
+impl Fnv {
+    pub fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    pub fn bytes(mut self, data: &[u8]) -> Self {
+        for b in data {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+        // A separator so ("ab","c") and ("a","bc") differ.
+        self.0 ^= 0xff;
+        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        self
+    }
+    pub fn hex(self) -> String {
+        format!("{:016x}", self.0)
+    }
+}
+
+/// Hash of every file under `dir` (paths and contents, sorted).
+fn tree_hash(dir: &Path, mut h: Fnv) -> Fnv {
+    let mut files = Vec::new();
+    collect(dir, &mut files);
+    files.sort();
+    for f in files {
+        h = h.bytes(f.to_string_lossy().as_bytes()).bytes(&fs::read(&f).unwrap_or_default());
+    }
+    h
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> TwinError {
+    TwinError::Build(format!("{}: {e}", path.display()))
+}
+
+fn write_if_changed(path: &Path, text: &str) -> Result<(), TwinError> {
+    if fs::read_to_string(path).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    }
+    fs::write(path, text).map_err(|e| io_error(path, e))
+}
+
+struct Compile {
+    source: PathBuf,
+    object: PathBuf,
+    args: Vec<String>,
+}
+
+/// Compiles (in parallel, at most `jobs` at a time) every object not in the cache yet.
+fn compile_all(jobs: Vec<Compile>, parallel: usize) -> Result<(), TwinError> {
+    let todo: Vec<Compile> = jobs.into_iter().filter(|c| !c.object.exists()).collect();
+    let chunks: Vec<&[Compile]> = todo.chunks(todo.len().div_ceil(parallel.max(1)).max(1)).collect();
+    let results: Vec<Result<(), TwinError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                s.spawn(move || {
+                    for c in chunk {
+                        compile_one(c)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("compile thread panicked")).collect()
+    });
+    results.into_iter().collect()
+}
+
+fn compile_one(c: &Compile) -> Result<(), TwinError> {
+    let partial = c.object.with_extension("o.part");
+    Cmd::new("g++")
+        .args(&c.args)
+        .arg("-c")
+        .arg(&c.source)
+        .arg("-o")
+        .arg(&partial)
+        .timeout(Duration::from_secs(600))
+        .stdin_null()
+        .run_checked()
+        .map_err(|e| {
+            TwinError::Build(format!("compiling {} for the CPU twin failed:\n{e}", c.source.display()))
+        })?;
+    // Renamed only when complete, so an interrupted build never leaves a bad cache entry.
+    fs::rename(&partial, &c.object).map_err(|e| io_error(&c.object, e))
+}
+
+/// Builds (or finds in the cache) the runner for `spec` in dtype combination `column`.
+pub fn build_runner(
+    project: &Project,
+    spec: &OpSpec,
+    column: usize,
+    opts: BuildOptions,
+) -> Result<Runner, TwinError> {
+    let twin = twin_dir();
+    let include = twin.join("include");
+    let cache = cache_dir();
+    let flags: Vec<String> = opts.flags().iter().map(|s| s.to_string()).collect();
+    let headers = tree_hash(&include, Fnv::new());
+
+    // The generated sources of this op, written where the compiler can see them.
+    let stem = spec.file_stem();
+    let src_key = Fnv::new()
+        .bytes(
+            project.file(&format!("op_host/{stem}.cpp")).map(|f| f.contents.as_bytes()).unwrap_or_default(),
+        )
+        .bytes(
+            project
+                .file(&format!("op_host/{stem}_tiling.h"))
+                .map(|f| f.contents.as_bytes())
+                .unwrap_or_default(),
+        )
+        .bytes(
+            project.file(&format!("op_kernel/{stem}.cpp")).map(|f| f.contents.as_bytes()).unwrap_or_default(),
+        )
+        .hex();
+    let src_dir = cache.join("src").join(format!("{stem}-{src_key}"));
+    for rel in
+        [format!("op_host/{stem}.cpp"), format!("op_host/{stem}_tiling.h"), format!("op_kernel/{stem}.cpp")]
+    {
+        let file = project
+            .file(&rel)
+            .ok_or_else(|| TwinError::Build(format!("the generated project has no {rel}")))?;
+        write_if_changed(&src_dir.join(&rel), &file.contents)?;
+    }
+    let launch = render_twin_launch(spec).map_err(|e| TwinError::Build(e.to_string()))?;
+    write_if_changed(&src_dir.join("twin_launch.cpp"), &launch)?;
+
+    let obj_dir = cache.join("obj");
+    fs::create_dir_all(&obj_dir).map_err(|e| io_error(&obj_dir, e))?;
+    let base_args: Vec<String> =
+        flags.iter().cloned().chain(["-I".to_string(), include.display().to_string()]).collect();
+    let object = |source: &Path, extra: &[String]| -> Compile {
+        let key = Fnv::new()
+            .bytes(&fs::read(source).unwrap_or_default())
+            .bytes(headers.hex().as_bytes())
+            .bytes(base_args.join(" ").as_bytes())
+            .bytes(extra.join(" ").as_bytes())
+            .hex();
+        let name = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        Compile {
+            source: source.to_path_buf(),
+            object: obj_dir.join(format!("{name}-{key}.o")),
+            args: base_args.iter().chain(extra).cloned().collect(),
+        }
+    };
+
+    let mut jobs = Vec::new();
+    let mut runtime_sources: Vec<PathBuf> = fs::read_dir(twin.join("src"))
+        .map_err(|e| io_error(&twin.join("src"), e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cpp"))
+        .collect();
+    runtime_sources.sort();
+    for s in &runtime_sources {
+        jobs.push(object(s, &[]));
+    }
+    let host_extra = vec!["-I".to_string(), src_dir.join("op_host").display().to_string()];
+    jobs.push(object(&src_dir.join(format!("op_host/{stem}.cpp")), &host_extra));
+    let defines: Vec<String> = spec
+        .column(column)
+        .into_iter()
+        .map(|(name, dtype)| format!("-DDTYPE_{}={}", name.to_ascii_uppercase(), dtype.cpp_type()))
+        .collect();
+    jobs.push(object(&src_dir.join(format!("op_kernel/{stem}.cpp")), &defines));
+    jobs.push(object(&src_dir.join("twin_launch.cpp"), &[]));
+
+    let exe_key = jobs.iter().fold(Fnv::new(), |h, c| h.bytes(c.object.to_string_lossy().as_bytes())).hex();
+    let exe = cache.join("bin").join(format!("{stem}-c{column}-{exe_key}"));
+    let objects: Vec<PathBuf> = jobs.iter().map(|c| c.object.clone()).collect();
+    if !exe.exists() {
+        compile_all(jobs, 2)?;
+        let bin = exe.parent().expect("bin dir");
+        fs::create_dir_all(bin).map_err(|e| io_error(bin, e))?;
+        let partial = exe.with_extension("part");
+        Cmd::new("g++")
+            .args(&flags)
+            .args(&objects)
+            .arg("-o")
+            .arg(&partial)
+            .timeout(Duration::from_secs(300))
+            .stdin_null()
+            .run_checked()
+            .map_err(|e| {
+                TwinError::Build(format!("linking the twin runner of `{}` failed:\n{e}", spec.name))
+            })?;
+        fs::rename(&partial, &exe).map_err(|e| io_error(&exe, e))?;
+    }
+    Ok(Runner { exe, op: spec.name.clone(), column })
+}

@@ -1,0 +1,87 @@
+//! `opgen gen` as a user runs it: output written whole, identical on a second run, and a bad
+//! spec writes nothing (the previous output stays byte for byte), exit code 2.
+
+use ascend_opgen::toolchain::command::Cmd;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("opgen-cli-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn opgen(args: &[&str]) -> ascend_opgen::toolchain::command::Output {
+    Cmd::new(env!("CARGO_BIN_EXE_opgen")).args(args).stdin_null().run().expect("opgen runs")
+}
+
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.strip_prefix(dir).unwrap().to_path_buf(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn gen_twice_gives_identical_bytes_and_a_bad_spec_changes_nothing() {
+    let specs = scratch("specs");
+    let out = scratch("out").join("project");
+    let good = ascend_opgen::repo_root().join("kernels/rms_norm.toml");
+    fs::copy(&good, specs.join("rms_norm.toml")).unwrap();
+    let specs_arg = specs.display().to_string();
+    let out_arg = out.display().to_string();
+
+    let first = opgen(&["gen", "--specs", &specs_arg, "--out", &out_arg]);
+    assert!(first.success(), "{}", first.combined_lossy());
+    let a = snapshot(&out);
+    assert!(a.iter().any(|(p, _)| p == Path::new("op_kernel/opgen_rms_norm.cpp")));
+    assert!(a.iter().any(|(p, _)| p == Path::new("op_host/opgen_rms_norm_tiling.h")));
+    let second = opgen(&["gen", "--specs", &specs_arg, "--out", &out_arg]);
+    assert!(second.success());
+    assert_eq!(a, snapshot(&out), "a second run must give identical bytes");
+
+    // A second, broken spec: nothing may be written, the old output stays.
+    fs::write(specs.join("broken.toml"), "name = \"broken\"\nfamily = \"row_norm\"\nsummary = 3\n").unwrap();
+    let bad = opgen(&["gen", "--specs", &specs_arg, "--out", &out_arg]);
+    assert_eq!(bad.code(), Some(2), "{}", bad.combined_lossy());
+    let msg = bad.stderr_lossy();
+    assert!(msg.contains("broken.toml:3:"), "{msg}");
+    assert!(msg.contains("summary"), "{msg}");
+    assert_eq!(a, snapshot(&out), "a failed run must leave the previous output as it was");
+    let leftovers: Vec<_> =
+        fs::read_dir(out.parent().unwrap()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "no staging directories may remain: {leftovers:?}");
+}
+
+#[test]
+fn an_empty_catalogue_is_an_error() {
+    let specs = scratch("empty");
+    let out = scratch("empty-out").join("project");
+    let r = opgen(&["gen", "--specs", &specs.display().to_string(), "--out", &out.display().to_string()]);
+    assert_eq!(r.code(), Some(2));
+    assert!(r.stderr_lossy().contains("the catalogue is empty"));
+    assert!(!out.exists());
+}
+
+#[test]
+fn unknown_op_names_the_known_ones() {
+    let r =
+        opgen(&["gen", "--ops", "no_such_op", "--out", &scratch("unknown").join("p").display().to_string()]);
+    assert_eq!(r.code(), Some(2));
+    let msg = r.stderr_lossy();
+    assert!(
+        msg.contains("unknown op `no_such_op`; the catalogue has: ") && msg.contains("rms_norm"),
+        "{msg}"
+    );
+}

@@ -1,0 +1,171 @@
+//! One test per spec validation rule: each bad spec must be rejected with file:line:column,
+//! the field, and a message that says what is wrong.
+
+use ascend_opgen::spec::{self, SpecErrors};
+use std::path::Path;
+
+const GOOD: &str = r#"name = "my_norm"
+family = "row_norm"
+summary = "test op"
+targets = ["ascend910b"]
+
+[[inputs]]
+name = "x"
+dtypes = ["float16", "float32"]
+
+[[inputs]]
+name = "gamma"
+dtypes = ["float16", "float32"]
+
+[[outputs]]
+name = "y"
+dtypes = ["float16", "float32"]
+
+[[outputs]]
+name = "rstd"
+dtypes = ["float32", "float32"]
+
+[[attrs]]
+name = "epsilon"
+type = "float"
+default = 1e-6
+"#;
+
+fn errors(text: &str) -> SpecErrors {
+    spec::parse_str(Path::new("kernels/my_norm.toml"), text).expect_err("the spec must be rejected")
+}
+
+/// The single error's "line:column: field `..`: message" must contain all the parts.
+fn assert_error(text: &str, line: usize, field: &str, words: &str) {
+    let errs = errors(text);
+    let shown = errs.to_string();
+    let hit = errs.0.iter().find(|e| e.field == field);
+    let e = hit.unwrap_or_else(|| panic!("no error for field `{field}` in:\n{shown}"));
+    assert_eq!(e.line, line, "line of `{field}` in:\n{shown}");
+    assert!(e.column > 0, "column missing in:\n{shown}");
+    assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
+    assert!(shown.contains("kernels/my_norm.toml:"), "file missing in:\n{shown}");
+}
+
+#[test]
+fn the_good_spec_is_accepted() {
+    let s = spec::parse_str(Path::new("kernels/my_norm.toml"), GOOD).unwrap();
+    assert_eq!(s.op_type, "OpgenMyNorm");
+    assert_eq!(s.file_stem(), "opgen_my_norm");
+    assert_eq!(s.columns(), 2);
+}
+
+#[test]
+fn unknown_key() {
+    let text = GOOD.replace("name = \"gamma\"", "name = \"gamma\"\nshape = [4]");
+    assert_error(&text, 12, "inputs[1].shape", "unknown field `shape`");
+}
+
+#[test]
+fn missing_field() {
+    let text = GOOD.replace("summary = \"test op\"\n", "");
+    assert_error(&text, 1, "name", "missing field `summary`");
+}
+
+#[test]
+fn wrong_type() {
+    let text = GOOD.replace("targets = [\"ascend910b\"]", "targets = \"ascend910b\"");
+    assert_error(&text, 4, "targets", "invalid type");
+}
+
+#[test]
+fn dtype_lists_of_unequal_length() {
+    let text = GOOD.replace("dtypes = [\"float32\", \"float32\"]", "dtypes = [\"float32\"]");
+    assert_error(&text, 20, "outputs[1].dtypes", "has 1 dtypes but `inputs[0].dtypes` has 2");
+}
+
+#[test]
+fn dtype_the_family_cannot_do() {
+    let text = GOOD.replacen("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"int8\", \"float32\"]", 1);
+    assert_error(&text, 8, "inputs[0].dtypes[0]", "cannot compute int8");
+}
+
+#[test]
+fn unknown_dtype() {
+    let text = GOOD.replacen("\"float16\", \"float32\"", "\"float64\", \"float32\"", 1);
+    assert_error(&text, 8, "inputs[0].dtypes[0]", "unknown dtype `float64`");
+}
+
+#[test]
+fn duplicate_names() {
+    let text = GOOD.replace("name = \"rstd\"", "name = \"x\"");
+    assert_error(&text, 19, "outputs[1].name", "already used by `inputs[0].name`");
+}
+
+#[test]
+fn name_not_a_c_identifier() {
+    let text = GOOD.replace("name = \"gamma\"", "name = \"gam-ma\"");
+    assert_error(&text, 11, "inputs[1].name", "not a C identifier");
+}
+
+#[test]
+fn name_is_a_cpp_keyword() {
+    let text = GOOD.replace("name = \"gamma\"", "name = \"class\"");
+    assert_error(&text, 11, "inputs[1].name", "C++ keyword");
+}
+
+#[test]
+fn op_type_collides_with_a_cann_builtin() {
+    let text = GOOD.replace("family = \"row_norm\"", "family = \"row_norm\"\nop_type = \"RmsNorm\"");
+    assert_error(&text, 3, "op_type", "collides with the CANN built-in");
+}
+
+#[test]
+fn attr_default_of_the_wrong_type() {
+    let text = GOOD.replace("default = 1e-6", "default = \"small\"");
+    assert_error(&text, 25, "attrs[0].default", "is a string, but the attr's type is float");
+}
+
+#[test]
+fn unknown_family() {
+    let text = GOOD.replace("family = \"row_norm\"", "family = \"layer_norm\"");
+    assert_error(&text, 2, "family", "unknown family `layer_norm`");
+}
+
+#[test]
+fn op_name_must_match_the_file() {
+    let text = GOOD.replace("name = \"my_norm\"", "name = \"other_norm\"");
+    assert_error(&text, 1, "name", "must equal the spec's file stem `my_norm`");
+}
+
+#[test]
+fn unknown_compute_unit() {
+    let text = GOOD.replace("[\"ascend910b\"]", "[\"ascend910b\", \"ascend999\"]");
+    assert_error(&text, 4, "targets[1]", "unknown compute unit `ascend999`");
+}
+
+#[test]
+fn duplicate_dtype_combination() {
+    let text = GOOD
+        .replace("[\"float16\", \"float32\"]", "[\"float16\", \"float16\"]")
+        .replace("[\"float32\", \"float32\"]", "[\"float32\", \"float32\"]");
+    assert_error(&text, 8, "inputs[0].dtypes[1]", "listed twice");
+}
+
+#[test]
+fn not_toml_at_all() {
+    let errs = errors("name = \"my_norm\"\nfamily = [\n");
+    assert_eq!(errs.0.len(), 1);
+    assert!(errs.0[0].line >= 2, "{errs}");
+}
+
+#[test]
+fn empty_catalogue() {
+    let dir = std::env::temp_dir().join(format!("opgen-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let err = spec::load_catalogue(&dir).unwrap_err();
+    assert!(err.to_string().contains("the catalogue is empty"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn all_errors_are_reported_at_once() {
+    let text =
+        GOOD.replace("name = \"gamma\"", "name = \"class\"").replace("default = 1e-6", "default = true");
+    assert!(errors(&text).0.len() >= 2);
+}

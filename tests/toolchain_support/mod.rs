@@ -1,0 +1,123 @@
+//! Helpers shared by the toolchain tests: temp dirs, fake toolkit trees (placeholder files
+//! only, nothing from CANN) and the location of a real CANN tree when this machine has one.
+
+#![allow(dead_code)] // each test crate uses a different subset
+
+use std::path::{Path, PathBuf};
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "opgen-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// What a fake toolkit root gets.
+pub struct Fake<'a> {
+    pub arch: &'a str,
+    /// `Some(release)`: a `version.cfg` (the `latest` form); `None`: an
+    /// `<arch>-linux/ascend_toolkit_install.info` (the version-directory form).
+    pub version_cfg: Option<&'a str>,
+    pub install_info: Option<&'a str>,
+    pub headers: bool,
+    pub compiler: bool,
+    pub socs: &'a [&'a str],
+}
+
+impl Default for Fake<'_> {
+    fn default() -> Self {
+        Fake {
+            arch: std::env::consts::ARCH,
+            version_cfg: Some("8.1.RC1"),
+            install_info: None,
+            headers: true,
+            compiler: true,
+            socs: &["Ascend910B2", "Ascend910_9392"],
+        }
+    }
+}
+
+/// Builds a fake toolkit root at `root`: the directory shape discovery looks for, with
+/// placeholder headers written here (a few declarations of our own so that test kernels and
+/// op_host files can be compiled without CANN).
+pub fn fake_toolkit(root: &Path, fake: &Fake) {
+    let arch = root.join(format!("{}-linux", fake.arch));
+    std::fs::create_dir_all(&arch).unwrap();
+    if let Some(v) = fake.version_cfg {
+        write(&root.join("version.cfg"), &format!("# fake\ntoolkit_running_version=[1.0.0.0.1:{v}]\n"));
+    }
+    if let Some(v) = fake.install_info {
+        write(&arch.join("ascend_toolkit_install.info"), &format!("package_name=fake\nversion={v}\n"));
+    }
+    if fake.headers {
+        let ascendc = arch.join("ascendc/include");
+        write(&ascendc.join("basic_api/kernel_operator.h"), "#pragma once\n#include \"fake_kernel_api.h\"\n");
+        write(
+            &ascendc.join("basic_api/interface/fake_kernel_api.h"),
+            "#pragma once\n#define __aicore__\n#define __global__\n\
+             typedef unsigned char *GM_ADDR;\nstruct half { unsigned short bits; };\n",
+        );
+        std::fs::create_dir_all(ascendc.join("basic_api/impl")).unwrap();
+        std::fs::create_dir_all(ascendc.join("highlevel_api")).unwrap();
+        std::fs::create_dir_all(root.join("tools/tikicpulib/lib/include")).unwrap();
+        write(
+            &arch.join("include/register/op_def_registry.h"),
+            "#pragma once\nnamespace ops { struct OpDef { explicit OpDef(const char *) {} }; }\n",
+        );
+    }
+    if fake.compiler {
+        let bisheng = root.join("compiler/ccec_compiler/bin/bisheng");
+        write(&bisheng, "#!/bin/sh\nexit 0\n");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&bisheng, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    for soc in fake.socs {
+        write(&arch.join(format!("data/platform_config/{soc}.ini")), "[fake]\n");
+    }
+}
+
+/// The root of a real CANN 8.1.RC1 tree on this machine (`$OPGEN_TEST_CANN_ROOT`, else the
+/// copy at /work/cann), or `None` with a note printed: tests that need it then skip.
+pub fn real_cann_root(test: &str) -> Option<PathBuf> {
+    let root = std::env::var_os("OPGEN_TEST_CANN_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/cann/Ascend/ascend-toolkit/8.1.RC1"));
+    if root.join("aarch64-linux/include").is_dir() || root.join("x86_64-linux/include").is_dir() {
+        Some(root)
+    } else {
+        eprintln!(
+            "note: skipping {test}: no CANN tree at {} (set OPGEN_TEST_CANN_ROOT to a toolkit root)",
+            root.display()
+        );
+        None
+    }
+}

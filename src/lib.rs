@@ -8,6 +8,7 @@
 pub mod app;
 pub mod codegen;
 pub mod dtype;
+pub mod family;
 pub mod npy;
 pub mod plan;
 pub mod reference;

@@ -1,5 +1,6 @@
 //! What a template sees of an op.
 
+use crate::family;
 use crate::plan::{tiling_fields, TilingField};
 use crate::spec::{Attr, OpSpec, TensorArg};
 use serde::Serialize;
@@ -18,17 +19,18 @@ pub struct OpContext<'a> {
     pub outputs: &'a [TensorArg],
     pub attrs: &'a [Attr],
     pub targets: &'a [String],
-    /// row_norm: the residual-add variant.
-    pub fused: bool,
-    /// row_norm: the gamma input (the last input).
-    pub gamma: Option<&'a TensorArg>,
     /// The spec file as the banner names it.
     pub source: String,
+    /// Inputs the kernel updates in place.
+    pub mutated: Vec<String>,
+    /// What the family adds (row_norm: `fused`, `gamma`; elementwise: the lowered program).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl<'a> OpContext<'a> {
-    pub fn new(spec: &'a OpSpec) -> Self {
-        OpContext {
+    pub fn new(spec: &'a OpSpec) -> Result<Self, String> {
+        Ok(OpContext {
             spec,
             name: &spec.name,
             op_type: &spec.op_type,
@@ -39,10 +41,10 @@ impl<'a> OpContext<'a> {
             outputs: &spec.outputs,
             attrs: &spec.attrs,
             targets: &spec.targets,
-            fused: spec.row_norm().is_some_and(|p| p.fused_residual_add),
-            gamma: spec.inputs.last(),
             source: banner_source(&spec.source),
-        }
+            mutated: spec.mutated_inputs(),
+            extra: family::template_extras(spec)?,
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 use super::context::{banner_source, OpContext};
 use super::env::{environment, TEMPLATES};
 use super::{RenderError, VENDOR};
-use crate::spec::{AttrValue, Family, OpSpec};
+use crate::spec::{AttrValue, OpSpec};
 use minijinja::{context, Environment, State, Value};
 use std::collections::BTreeSet;
 
@@ -57,24 +57,31 @@ pub fn render_twin_launch(spec: &OpSpec) -> Result<String, RenderError> {
     let mut env =
         environment(&template_sources()).map_err(|e| render_error(&spec.name, "(environment)", &e))?;
     env.add_function("banner", banner);
-    render(&env, spec, "twin/launch.cpp.j2", Value::from_serialize(OpContext::new(spec)))
+    let cx = OpContext::new(spec).map_err(|m| RenderError {
+        op: spec.name.clone(),
+        template: "(context)".into(),
+        message: m,
+    })?;
+    render(&env, spec, "twin/launch.cpp.j2", Value::from_serialize(cx))
 }
 
 fn render_op(env: &Environment<'static>, spec: &OpSpec) -> Result<Vec<GeneratedFile>, RenderError> {
-    let cx = OpContext::new(spec);
+    let cx = OpContext::new(spec).map_err(|m| RenderError {
+        op: spec.name.clone(),
+        template: "(context)".into(),
+        message: m,
+    })?;
     let stem = cx.stem.clone();
-    let family = match spec.family {
-        Family::RowNorm => "row_norm",
-    };
+    let (kernel, host) = crate::family::templates(spec.family);
     let value = Value::from_serialize(&cx);
     Ok(vec![
         GeneratedFile {
             path: format!("op_kernel/{stem}.cpp"),
-            contents: render(env, spec, &format!("kernel/{family}.cpp.j2"), value.clone())?,
+            contents: render(env, spec, kernel, value.clone())?,
         },
         GeneratedFile {
             path: format!("op_host/{stem}.cpp"),
-            contents: render(env, spec, &format!("host/{family}.cpp.j2"), value.clone())?,
+            contents: render(env, spec, host, value.clone())?,
         },
         GeneratedFile {
             path: format!("op_host/{stem}_tiling.h"),
@@ -87,7 +94,11 @@ fn render_op(env: &Environment<'static>, spec: &OpSpec) -> Result<Vec<GeneratedF
 fn render_shared(env: &Environment<'static>, specs: &[&OpSpec]) -> Result<Vec<GeneratedFile>, RenderError> {
     let units: BTreeSet<&str> = specs.iter().flat_map(|s| s.targets.iter().map(String::as_str)).collect();
     let sources: Vec<String> = specs.iter().map(|s| banner_source(&s.source)).collect();
-    let ops: Vec<Value> = specs.iter().map(|s| Value::from_serialize(OpContext::new(s))).collect();
+    let ops = specs
+        .iter()
+        .map(|s| OpContext::new(s).map(Value::from_serialize))
+        .collect::<Result<Vec<Value>, String>>()
+        .map_err(|m| RenderError { op: "(project)".into(), template: "(context)".into(), message: m })?;
     let cx = context! {
         ops => ops,
         compute_units => units.iter().collect::<Vec<_>>(),

@@ -1,10 +1,8 @@
-//! Planning data shared by codegen, the twin runner and reports: the SoC table and each
-//! family's tiling-data layout.
+//! Planning data shared by codegen, the twin runner and reports: the SoC table and the tiling-field type
+//! each family's layout (crate::family) is made of.
 
-pub mod row_norm;
 pub mod soc;
 
-use crate::spec::{Family, OpSpec};
 use serde::Serialize;
 
 /// One field of a generated tiling-data struct. Every field is 4 bytes so the host class
@@ -25,8 +23,4 @@ impl TilingField {
     }
 }
 
-pub fn tiling_fields(spec: &OpSpec) -> &'static [TilingField] {
-    match spec.family {
-        Family::RowNorm => row_norm::TILING_FIELDS,
-    }
-}
+pub use crate::family::tiling_fields;

@@ -51,6 +51,25 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+/// Collects located errors while validating one spec.
+pub(crate) struct Reporter<'a> {
+    pub path: &'a Path,
+    pub text: &'a str,
+    pub errors: SpecErrors,
+}
+
+impl Reporter<'_> {
+    pub fn error<T>(&mut self, spanned: &toml::Spanned<T>, field: &str, message: String) {
+        self.error_at(spanned.span().start, field, message);
+    }
+
+    /// An error at a byte offset of the spec text (e.g. inside an expression string).
+    pub fn error_at(&mut self, offset: usize, field: &str, message: String) {
+        let e = SpecError::at(self.path, self.text, offset, field, message);
+        self.errors.push(e);
+    }
+}
+
 /// Every problem found in one run, so a user fixes them all at once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SpecErrors(pub Vec<SpecError>);

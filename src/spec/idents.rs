@@ -179,16 +179,6 @@ pub fn snake_case(camel: &str) -> String {
     out
 }
 
-/// `key_cache` → `keyCache` (aclnn parameter names).
-pub fn lower_camel_case(snake: &str) -> String {
-    let camel = camel_case(snake);
-    let mut chars = camel.chars();
-    match chars.next() {
-        Some(first) => first.to_ascii_lowercase().to_string() + chars.as_str(),
-        None => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +200,5 @@ mod tests {
         assert_eq!(camel_case("rms_norm"), "RmsNorm");
         assert_eq!(camel_case("reshape_and_cache_int8"), "ReshapeAndCacheInt8");
         assert_eq!(snake_case("OpgenRmsNorm"), "opgen_rms_norm");
-        assert_eq!(lower_camel_case("key_cache"), "keyCache");
     }
 }

@@ -5,15 +5,18 @@
 //! pipeline uses, or a list of every problem found.
 
 mod error;
-mod family_rules;
 mod idents;
 mod model;
-mod raw;
+pub(crate) mod raw;
 mod validate;
 
+pub(crate) use error::Reporter;
 pub use error::{SpecError, SpecErrors};
-pub use idents::{is_c_identifier, is_cpp_keyword, CANN_BUILTIN_OP_TYPES};
-pub use model::{Attr, AttrKind, AttrValue, Family, FamilyParams, OpSpec, RowNormParams, TensorArg};
+pub use idents::{camel_case, is_c_identifier, is_cpp_keyword, snake_case, CANN_BUILTIN_OP_TYPES};
+pub use model::{
+    Attr, AttrKind, AttrValue, ElementwiseParams, Family, FamilyParams, KvKind, OpSpec, RowNormParams,
+    TensorArg,
+};
 
 use std::path::{Path, PathBuf};
 

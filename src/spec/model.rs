@@ -8,14 +8,20 @@ use std::path::PathBuf;
 #[serde(rename_all = "snake_case")]
 pub enum Family {
     RowNorm,
+    Rotary,
+    Elementwise,
+    KvLayout,
 }
 
 impl Family {
-    pub const ALL: [Family; 1] = [Family::RowNorm];
+    pub const ALL: [Family; 4] = [Family::RowNorm, Family::Rotary, Family::Elementwise, Family::KvLayout];
 
     pub fn name(self) -> &'static str {
         match self {
             Family::RowNorm => "row_norm",
+            Family::Rotary => "rotary",
+            Family::Elementwise => "elementwise",
+            Family::KvLayout => "kv_layout",
         }
     }
 
@@ -29,6 +35,8 @@ pub struct TensorArg {
     pub name: String,
     /// One dtype per supported combination ("column"), msOpGen style.
     pub dtypes: Vec<DType>,
+    /// An input the kernel updates in place (a cache): `Tensor(a!)` in the torch schema.
+    pub mutated: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -84,10 +92,59 @@ pub struct RowNormParams {
     pub fused_residual_add: bool,
 }
 
+/// The elementwise family: `body` over the inputs, attrs and constants, evaluated in
+/// `compute`. The expression is parsed by `crate::family::elementwise`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ElementwiseParams {
+    pub body: String,
+    pub compute: DType,
+    /// Byte offset of the body string's first character in the spec text (for errors).
+    #[serde(skip)]
+    pub body_offset: usize,
+}
+
+/// Which KV-cache layout operation a kv_layout spec is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvKind {
+    BsndToBnsd,
+    BnsdToBsnd,
+    ReshapeAndCache,
+    ReshapeAndCacheInt8,
+    DequantInt8,
+}
+
+impl KvKind {
+    pub const ALL: [KvKind; 5] = [
+        KvKind::BsndToBnsd,
+        KvKind::BnsdToBsnd,
+        KvKind::ReshapeAndCache,
+        KvKind::ReshapeAndCacheInt8,
+        KvKind::DequantInt8,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KvKind::BsndToBnsd => "bsnd_to_bnsd",
+            KvKind::BnsdToBsnd => "bnsd_to_bsnd",
+            KvKind::ReshapeAndCache => "reshape_and_cache",
+            KvKind::ReshapeAndCacheInt8 => "reshape_and_cache_int8",
+            KvKind::DequantInt8 => "dequant_int8",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "family", rename_all = "snake_case")]
 pub enum FamilyParams {
     RowNorm(RowNormParams),
+    Rotary,
+    Elementwise(ElementwiseParams),
+    KvLayout {
+        kind: Option<KvKind>,
+    },
+    /// Only while a spec with an unknown family is being rejected.
+    None,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -137,6 +194,26 @@ impl OpSpec {
     pub fn row_norm(&self) -> Option<&RowNormParams> {
         match &self.params {
             FamilyParams::RowNorm(p) => Some(p),
+            _ => None,
         }
+    }
+
+    pub fn elementwise(&self) -> Option<&ElementwiseParams> {
+        match &self.params {
+            FamilyParams::Elementwise(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    pub fn kv_kind(&self) -> Option<KvKind> {
+        match &self.params {
+            FamilyParams::KvLayout { kind } => *kind,
+            _ => None,
+        }
+    }
+
+    /// Inputs the kernel writes in place.
+    pub fn mutated_inputs(&self) -> Vec<String> {
+        self.inputs.iter().filter(|t| t.mutated).map(|t| t.name.clone()).collect()
     }
 }

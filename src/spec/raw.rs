@@ -8,7 +8,7 @@ use toml::Spanned;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawSpec {
+pub(crate) struct RawSpec {
     pub name: Spanned<String>,
     pub family: Spanned<String>,
     pub summary: Spanned<String>,
@@ -21,18 +21,25 @@ pub(super) struct RawSpec {
     pub attrs: Vec<RawAttr>,
     #[serde(default)]
     pub row_norm: Option<Spanned<RawRowNorm>>,
+    #[serde(default)]
+    pub elementwise: Option<Spanned<RawElementwise>>,
+    #[serde(default)]
+    pub kv_layout: Option<Spanned<RawKvLayout>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTensor {
+pub(crate) struct RawTensor {
     pub name: Spanned<String>,
     pub dtypes: Spanned<Vec<Spanned<String>>>,
+    /// An input the kernel updates in place (a cache).
+    #[serde(default)]
+    pub mutated: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawAttr {
+pub(crate) struct RawAttr {
     pub name: Spanned<String>,
     #[serde(rename = "type")]
     pub kind: Spanned<String>,
@@ -42,12 +49,27 @@ pub(super) struct RawAttr {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawRowNorm {
+pub(crate) struct RawRowNorm {
     #[serde(default)]
     pub fused_residual_add: bool,
 }
 
-pub(super) fn parse(path: &Path, text: &str) -> Result<RawSpec, SpecError> {
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawElementwise {
+    /// The expression over inputs, attrs and constants.
+    pub body: Spanned<String>,
+    /// The dtype the expression is evaluated in.
+    pub compute: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawKvLayout {
+    pub kind: Spanned<String>,
+}
+
+pub(crate) fn parse(path: &Path, text: &str) -> Result<RawSpec, SpecError> {
     toml::from_str::<RawSpec>(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
         let field = field_path_at(text, offset);
@@ -58,7 +80,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<RawSpec, SpecError> {
 /// The dotted field path (`inputs[1].dtypes`) of the key whose line holds `offset`, found
 /// from the text: the nearest table header above it, and the `key =` on that line. Serde's
 /// errors carry a span but not the path, and a user wants both.
-pub(super) fn field_path_at(text: &str, offset: usize) -> String {
+pub(crate) fn field_path_at(text: &str, offset: usize) -> String {
     let offset = offset.min(text.len());
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let line = text[line_start..].lines().next().unwrap_or("");

@@ -1,7 +1,7 @@
 //! Raw spec → validated [`OpSpec`]. Every rule reports file:line:column and the field, and
 //! all problems are collected before returning.
 
-use super::error::{SpecError, SpecErrors};
+use super::error::{Reporter, SpecErrors};
 use super::idents::{camel_case, is_c_identifier, is_cpp_keyword, CANN_BUILTIN_OP_TYPES};
 use super::model::*;
 use super::raw::{RawAttr, RawSpec, RawTensor};
@@ -16,18 +16,7 @@ const COMPUTE_UNITS: &[(&str, bool)] = &[("ascend910b", true), ("ascend910_93", 
 /// The vendor prefix of generated op types; it keeps them apart from CANN's built-ins.
 pub const OP_TYPE_PREFIX: &str = "Opgen";
 
-struct Ctx<'a> {
-    path: &'a Path,
-    text: &'a str,
-    errors: SpecErrors,
-}
-
-impl Ctx<'_> {
-    fn error<T>(&mut self, spanned: &Spanned<T>, field: &str, message: String) {
-        let e = SpecError::at(self.path, self.text, spanned.span().start, field, message);
-        self.errors.push(e);
-    }
-}
+type Ctx<'a> = Reporter<'a>;
 
 pub(super) fn validate(path: &Path, text: &str, raw: RawSpec) -> Result<OpSpec, SpecErrors> {
     let mut cx = Ctx { path, text, errors: SpecErrors::default() };
@@ -55,13 +44,7 @@ pub(super) fn validate(path: &Path, text: &str, raw: RawSpec) -> Result<OpSpec, 
     let attrs = attrs(&mut cx, &raw.attrs);
     check_unique_names(&mut cx, &raw);
 
-    let params = match family {
-        Some(Family::RowNorm) => {
-            let fused = raw.row_norm.as_ref().is_some_and(|p| p.get_ref().fused_residual_add);
-            FamilyParams::RowNorm(RowNormParams { fused_residual_add: fused })
-        }
-        None => FamilyParams::RowNorm(RowNormParams { fused_residual_add: false }),
-    };
+    let params = family.map(|f| crate::family::params(f, &raw)).unwrap_or(FamilyParams::None);
 
     let spec = OpSpec {
         name,
@@ -75,9 +58,10 @@ pub(super) fn validate(path: &Path, text: &str, raw: RawSpec) -> Result<OpSpec, 
         params,
         source: path.to_path_buf(),
     };
+    check_family_tables(&mut cx, &raw, family);
     if cx.errors.is_empty() {
         if let Some(family) = family {
-            family_rules(&mut cx, &raw, family, &spec);
+            crate::family::check(&mut cx, &raw, family, &spec);
         }
     }
     cx.errors.into_result(spec)
@@ -179,7 +163,12 @@ fn tensors(cx: &mut Ctx, list: &Spanned<Vec<RawTensor>>, field: &str) -> Vec<Ten
                     parsed
                 })
                 .collect();
-            TensorArg { name: t.name.get_ref().clone(), dtypes }
+            let mutated = t.mutated.as_ref().is_some_and(|m| *m.get_ref());
+            if mutated && field == "outputs" {
+                let m = t.mutated.as_ref().expect("checked");
+                cx.error(m, &format!("{path}.mutated"), "only inputs can be updated in place".into());
+            }
+            TensorArg { name: t.name.get_ref().clone(), dtypes, mutated }
         })
         .collect()
 }
@@ -311,13 +300,40 @@ fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
     }
 }
 
-/// What each family needs of the spec: roles by position, dtypes it can compute, attrs.
-fn family_rules(cx: &mut Ctx, raw: &RawSpec, family: Family, spec: &OpSpec) {
-    match family {
-        Family::RowNorm => super::family_rules::row_norm(cx_errors(cx), raw, spec),
+/// A family's own table (`[row_norm]`, `[elementwise]`, `[kv_layout]`) only with that family.
+fn check_family_tables(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) {
+    let tables: [(&str, Option<usize>, Family); 3] = [
+        ("row_norm", raw.row_norm.as_ref().map(|t| t.span().start), Family::RowNorm),
+        ("elementwise", raw.elementwise.as_ref().map(|t| t.span().start), Family::Elementwise),
+        ("kv_layout", raw.kv_layout.as_ref().map(|t| t.span().start), Family::KvLayout),
+    ];
+    for (name, at, owner) in tables {
+        if let (Some(at), Some(f)) = (at, family) {
+            if f != owner {
+                cx.error_at(
+                    at,
+                    name,
+                    format!("table [{name}] belongs to family {name}, but this spec is family {}", f.name()),
+                );
+            }
+        }
     }
-}
-
-fn cx_errors<'a, 'b>(cx: &'a mut Ctx<'b>) -> super::family_rules::Reporter<'a, 'b> {
-    super::family_rules::Reporter { path: cx.path, text: cx.text, errors: &mut cx.errors }
+    if let Some(Family::Elementwise) = family {
+        if raw.elementwise.is_none() {
+            cx.error(
+                &raw.family,
+                "elementwise",
+                "family elementwise needs an [elementwise] table with `body` and `compute`".into(),
+            );
+        }
+    }
+    if let Some(Family::KvLayout) = family {
+        if raw.kv_layout.is_none() {
+            cx.error(
+                &raw.family,
+                "kv_layout",
+                "family kv_layout needs a [kv_layout] table with `kind`".into(),
+            );
+        }
+    }
 }

@@ -4,17 +4,28 @@
 
 pub mod compare;
 pub mod inputs;
-mod oracle;
 pub mod sweep;
 mod twin_build;
 mod twin_run;
 
-pub use oracle::{expected_outputs, Expected};
+pub use crate::family::expected as expected_outputs;
 pub use sweep::{cases, Case, Sweep};
 pub use twin_build::{build_runner, cache_dir, twin_dir, BuildOptions, Runner};
 pub use twin_run::{run_case, CaseInput, CaseRun};
 
+use crate::DType;
+use compare::Tolerance;
 use std::fmt;
+
+/// One output's expected values (unrounded f64) and the bar it must clear.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub values: Vec<f64>,
+    pub tolerance: Tolerance,
+}
 
 /// How a twin run failed.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,7 +2,7 @@
 //! `quick` is the default test run; `full` covers the model shapes of the catalogue issue.
 
 use super::inputs::Distribution;
-use crate::spec::{AttrValue, Family, OpSpec};
+use crate::spec::{AttrValue, OpSpec};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sweep {
@@ -41,82 +41,8 @@ impl Case {
     }
 }
 
-/// Attrs at their spec defaults.
-fn default_attrs(spec: &OpSpec) -> Vec<(String, AttrValue)> {
-    spec.attrs.iter().filter_map(|a| a.default.clone().map(|d| (a.name.clone(), d))).collect()
-}
-
 pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
-    match spec.family {
-        Family::RowNorm => row_norm_cases(spec, sweep),
-    }
-}
-
-/// (x shape, gamma rank) pairs: rows × hidden, including unaligned, one-element, split-D
-/// (16384, 32768, 65536 in 16-bit) and multi-dim gamma shapes.
-fn row_norm_shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
-    let mut shapes: Vec<(Vec<usize>, usize)> = vec![
-        (vec![1, 1], 1),
-        (vec![3, 7], 1),
-        (vec![4, 896], 1),
-        (vec![17, 4097], 1),
-        (vec![8, 5120], 1),
-        (vec![2, 16384], 1),
-        (vec![1, 32768], 1),
-        (vec![1, 65536], 1),
-        (vec![64, 128], 1),
-        (vec![1000, 64], 1),
-        (vec![2, 3, 4, 8], 2),
-    ];
-    if sweep == Sweep::Full {
-        for hidden in [1, 7, 896, 1536, 2048, 3584, 4096, 4097, 5120, 8192, 16384] {
-            for tokens in [1, 3, 17, 128] {
-                shapes.push((vec![tokens, hidden], 1));
-            }
-        }
-        for hidden in [896, 3584, 4096] {
-            shapes.push((vec![4096, hidden], 1));
-        }
-        shapes.push((vec![2, 7, 3, 5, 2, 9], 3));
-    }
-    shapes
-}
-
-fn row_norm_cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
-    let fused = spec.row_norm().is_some_and(|p| p.fused_residual_add);
-    let names: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
-    let attrs = default_attrs(spec);
-    let make = |x: &[usize], gamma_rank: usize, dist: Distribution, seed: u64| {
-        let gamma = x[x.len() - gamma_rank..].to_vec();
-        let mut shapes = vec![(names[0].to_string(), x.to_vec())];
-        if fused {
-            shapes.push((names[1].to_string(), x.to_vec()));
-        }
-        shapes.push((names[names.len() - 1].to_string(), gamma));
-        Case { shapes, dist, seed, attrs: attrs.clone() }
-    };
-    let mut out = Vec::new();
-    for (i, (x, g)) in row_norm_shapes(sweep).into_iter().enumerate() {
-        out.push(make(&x, g, Distribution::Uniform5, 1000 + i as u64));
-    }
-    let others: &[Distribution] = match sweep {
-        Sweep::Quick => &[Distribution::NormalLargeMean, Distribution::Tiny, Distribution::Zeros],
-        Sweep::Full => &[
-            Distribution::NormalLargeMean,
-            Distribution::Tiny,
-            Distribution::Outlier,
-            Distribution::Zeros,
-            Distribution::NanInf,
-        ],
-    };
-    for (i, dist) in others.iter().enumerate() {
-        out.push(make(&[4, 896], 1, *dist, 2000 + i as u64));
-        if sweep == Sweep::Full {
-            out.push(make(&[3, 16384], 1, *dist, 3000 + i as u64));
-            out.push(make(&[33, 4097], 1, *dist, 4000 + i as u64));
-        }
-    }
-    out
+    crate::family::cases(spec, sweep)
 }
 
 /// The shapes of every input given the first input's shape, by the family's shape rule
@@ -126,17 +52,7 @@ pub fn shapes_from_first(
     first: &[usize],
     explicit: &[(String, Vec<usize>)],
 ) -> Vec<(String, Vec<usize>)> {
-    let derived = |i: usize| -> Vec<usize> {
-        match spec.family {
-            Family::RowNorm => {
-                if i + 1 == spec.inputs.len() {
-                    first.last().map(|d| vec![*d]).unwrap_or_default()
-                } else {
-                    first.to_vec()
-                }
-            }
-        }
-    };
+    let derived = |i: usize| crate::family::derived_shape(spec, i, first);
     spec.inputs
         .iter()
         .enumerate()

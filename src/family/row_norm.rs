@@ -1,0 +1,296 @@
+//! Family row_norm: rms_norm and add_rms_norm (fused residual add). Rows over the vector
+//! cores; whole-row, multi-row and split-D modes chosen by the generated TilingFunc.
+
+use super::{attr_f64, default_attrs};
+use crate::dtype::DType;
+use crate::plan::TilingField;
+use crate::reference::{self, ReferenceError};
+use crate::spec::raw::RawSpec;
+use crate::spec::{AttrValue, FamilyParams, OpSpec, Reporter, RowNormParams};
+use crate::tensor::HostTensor;
+use crate::verify::compare::Tolerance;
+use crate::verify::inputs::Distribution;
+use crate::verify::{Case, Expected, Sweep};
+
+// ---- spec --------------------------------------------------------------------------------
+
+pub(crate) fn params(raw: &RawSpec) -> FamilyParams {
+    let fused = raw.row_norm.as_ref().is_some_and(|p| p.get_ref().fused_residual_add);
+    FamilyParams::RowNorm(RowNormParams { fused_residual_add: fused })
+}
+
+fn is_fused(spec: &OpSpec) -> bool {
+    spec.row_norm().is_some_and(|p| p.fused_residual_add)
+}
+
+const FLOATS: [DType; 3] = [DType::Float16, DType::BFloat16, DType::Float32];
+
+pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+    let fused = is_fused(spec);
+    let (want_inputs, want_outputs) =
+        if fused { ("(x1, x2, gamma)", "(y, rstd, x_sum)") } else { ("(x, gamma)", "(y, rstd)") };
+    let n_in = if fused { 3 } else { 2 };
+    let n_out = if fused { 3 } else { 2 };
+    if spec.inputs.len() != n_in {
+        r.error(
+            &raw.inputs,
+            "inputs",
+            format!(
+                "family row_norm{} takes {n_in} inputs {want_inputs}, found {}",
+                fused_note(fused),
+                spec.inputs.len()
+            ),
+        );
+        return;
+    }
+    if spec.outputs.len() != n_out {
+        r.error(
+            &raw.outputs,
+            "outputs",
+            format!(
+                "family row_norm{} has {n_out} outputs {want_outputs}, found {}",
+                fused_note(fused),
+                spec.outputs.len()
+            ),
+        );
+        return;
+    }
+    for (c, x) in spec.inputs[0].dtypes.iter().enumerate() {
+        let span = &raw.inputs.get_ref()[0].dtypes.get_ref()[c];
+        if !FLOATS.contains(x) {
+            r.error(
+                span,
+                &format!("inputs[0].dtypes[{c}]"),
+                format!("family row_norm cannot compute {x}; it supports float16, bfloat16, float32"),
+            );
+            continue;
+        }
+        for (i, t) in spec.inputs.iter().enumerate().skip(1) {
+            if t.dtypes[c] != *x {
+                let span = &raw.inputs.get_ref()[i].dtypes.get_ref()[c];
+                r.error(span, &format!("inputs[{i}].dtypes[{c}]"), format!("`{}` must have x's dtype {x} in combination {} (mixed-dtype row_norm is not supported)", t.name, c + 1));
+            }
+        }
+        for (o, t) in spec.outputs.iter().enumerate() {
+            let want = if o == 1 { DType::Float32 } else { *x };
+            if t.dtypes[c] != want {
+                let span = &raw.outputs.get_ref()[o].dtypes.get_ref()[c];
+                let role = if o == 1 {
+                    "rstd is always float32".to_string()
+                } else {
+                    format!("`{}` has x's dtype", t.name)
+                };
+                r.error(
+                    span,
+                    &format!("outputs[{o}].dtypes[{c}]"),
+                    format!("must be {want} in combination {}: {role}", c + 1),
+                );
+            }
+        }
+    }
+    match spec.attrs.as_slice() {
+        [eps] if eps.kind == crate::spec::AttrKind::Float => {
+            if let Some(v) = eps.default.as_ref().and_then(|v| v.as_f64()) {
+                if v < 0.0 {
+                    r.error(
+                        raw.attrs[0].default.as_ref().expect("default present"),
+                        "attrs[0].default",
+                        format!("epsilon default {v} must not be negative"),
+                    );
+                }
+            }
+        }
+        _ => {
+            let span = raw.attrs.first().map(|a| &a.name);
+            let message = "family row_norm takes exactly one attr, the float epsilon".to_string();
+            match span {
+                Some(s) => r.error(s, "attrs", message),
+                None => r.error(&raw.name, "attrs", message),
+            }
+        }
+    }
+}
+
+fn fused_note(fused: bool) -> &'static str {
+    if fused {
+        " with fused_residual_add"
+    } else {
+        ""
+    }
+}
+
+// ---- plan and templates ------------------------------------------------------------------
+
+/// The tiling-data layout: the generated TilingFunc fills it, the kernel reads it, `opgen
+/// plan` names the fields.
+pub const TILING_FIELDS: &[TilingField] = &[
+    TilingField::u32("mode", "0 whole row per UB pass, 1 several rows per pass, 2 split-D two-pass"),
+    TilingField::u32("numRow", "rows: product of x's leading dims"),
+    TilingField::u32("numCol", "elements per row: product of gamma's dims"),
+    TilingField::u32("numColAlign", "numCol rounded up to 32 bytes of x's dtype"),
+    TilingField::u32("blockFactor", "rows per core (the last core may get fewer)"),
+    TilingField::u32("rowFactor", "rows per UB pass in modes 0 and 1"),
+    TilingField::u32("colFactor", "elements per chunk in mode 2"),
+    TilingField::u32("gammaResident", "mode 2: 1 when gamma stays in UB for every row"),
+    TilingField::f32("epsilon", "added to mean(x^2) before the square root"),
+    TilingField::f32("avgFactor", "1/numCol in float32"),
+];
+
+pub fn template_extras(spec: &OpSpec) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("fused".into(), serde_json::Value::Bool(is_fused(spec)));
+    m.insert("gamma".into(), serde_json::to_value(spec.inputs.last()).expect("plain data"));
+    m
+}
+
+// ---- verification ------------------------------------------------------------------------
+
+/// (x shape, gamma rank): rows × hidden, including unaligned, one-element, split-D (16384,
+/// 32768, 65536 in 16-bit) and multi-dim gamma shapes.
+fn shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
+    let mut shapes: Vec<(Vec<usize>, usize)> = vec![
+        (vec![1, 1], 1),
+        (vec![3, 7], 1),
+        (vec![4, 896], 1),
+        (vec![17, 4097], 1),
+        (vec![8, 5120], 1),
+        (vec![2, 16384], 1),
+        (vec![1, 32768], 1),
+        (vec![1, 65536], 1),
+        (vec![64, 128], 1),
+        (vec![1000, 64], 1),
+        (vec![2, 3, 4, 8], 2),
+    ];
+    if sweep == Sweep::Full {
+        for hidden in [1, 7, 896, 1536, 2048, 3584, 4096, 4097, 5120, 8192, 16384] {
+            for tokens in [1, 3, 17, 128] {
+                shapes.push((vec![tokens, hidden], 1));
+            }
+        }
+        for hidden in [896, 3584, 4096] {
+            shapes.push((vec![4096, hidden], 1));
+        }
+        shapes.push((vec![2, 7, 3, 5, 2, 9], 3));
+    }
+    shapes
+}
+
+pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+    let names: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
+    let attrs = default_attrs(spec);
+    let make = |x: &[usize], gamma_rank: usize, dist: Distribution, seed: u64| {
+        let gamma = x[x.len() - gamma_rank..].to_vec();
+        let mut shapes = vec![(names[0].to_string(), x.to_vec())];
+        if is_fused(spec) {
+            shapes.push((names[1].to_string(), x.to_vec()));
+        }
+        shapes.push((names[names.len() - 1].to_string(), gamma));
+        Case { shapes, dist, seed, attrs: attrs.clone() }
+    };
+    let mut out = Vec::new();
+    for (i, (x, g)) in shapes(sweep).into_iter().enumerate() {
+        out.push(make(&x, g, Distribution::Uniform5, 1000 + i as u64));
+    }
+    let others: &[Distribution] = match sweep {
+        Sweep::Quick => &[Distribution::NormalLargeMean, Distribution::Tiny, Distribution::Zeros],
+        Sweep::Full => &[
+            Distribution::NormalLargeMean,
+            Distribution::Tiny,
+            Distribution::Outlier,
+            Distribution::Zeros,
+            Distribution::NanInf,
+        ],
+    };
+    for (i, dist) in others.iter().enumerate() {
+        out.push(make(&[4, 896], 1, *dist, 2000 + i as u64));
+        if sweep == Sweep::Full {
+            out.push(make(&[3, 16384], 1, *dist, 3000 + i as u64));
+            out.push(make(&[33, 4097], 1, *dist, 4000 + i as u64));
+        }
+    }
+    out
+}
+
+/// The residual input is shaped like x; gamma covers x's last dim.
+pub fn derived_shape(spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+    if i + 1 == spec.inputs.len() {
+        first.last().map(|d| vec![*d]).unwrap_or_default()
+    } else {
+        first.to_vec()
+    }
+}
+
+/// The bar for 16-bit outputs of computing ops: 1 ULP; float32 outputs and reductions: the
+/// CANN standard (MERE < T, MARE < 10·T).
+pub(crate) fn compute_tolerance(dtype: DType) -> Tolerance {
+    match dtype {
+        DType::Float16 | DType::BFloat16 => Tolerance::Ulp { max_ulp: 1 },
+        _ => Tolerance::CannOnly,
+    }
+}
+
+fn err(e: ReferenceError) -> String {
+    e.to_string()
+}
+
+/// Checked by name: rms_norm against npu_rms_norm's math, add_rms_norm against AddRmsNorm's.
+pub fn expected(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+) -> Result<Vec<Expected>, String> {
+    let out = |i: usize| spec.outputs[i].name.clone();
+    let eps = attr_f64(attrs, "epsilon")?;
+    match spec.name.as_str() {
+        "rms_norm" => {
+            let (x, gamma) = (&inputs[0].1, &inputs[1].1);
+            let r = reference::row_norm::rms_norm(x, gamma, eps).map_err(err)?;
+            Ok(vec![
+                Expected {
+                    name: out(0),
+                    dtype: x.dtype,
+                    shape: x.shape.clone(),
+                    values: r.y,
+                    tolerance: compute_tolerance(x.dtype),
+                },
+                Expected {
+                    name: out(1),
+                    dtype: DType::Float32,
+                    shape: r.rstd_shape,
+                    values: r.rstd,
+                    tolerance: Tolerance::CannOnly,
+                },
+            ])
+        }
+        "add_rms_norm" => {
+            let (x1, x2, gamma) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
+            let r = reference::row_norm::add_rms_norm(x1, x2, gamma, eps).map_err(err)?;
+            Ok(vec![
+                Expected {
+                    name: out(0),
+                    dtype: x1.dtype,
+                    shape: x1.shape.clone(),
+                    values: r.y,
+                    tolerance: compute_tolerance(x1.dtype),
+                },
+                Expected {
+                    name: out(1),
+                    dtype: DType::Float32,
+                    shape: r.rstd_shape,
+                    values: r.rstd,
+                    tolerance: Tolerance::CannOnly,
+                },
+                Expected {
+                    name: out(2),
+                    dtype: x1.dtype,
+                    shape: x1.shape.clone(),
+                    values: r.x_sum,
+                    tolerance: Tolerance::Ulp { max_ulp: 0 },
+                },
+            ])
+        }
+        other => Err(format!(
+            "no reference for row_norm op `{other}`: catalogue ops are checked against src/reference"
+        )),
+    }
+}

@@ -1,0 +1,160 @@
+// Compare, CompareScalar and Select. Masks are packed LSB first: element i is bit (i % 8) of byte
+// i / 8; a set bit selects src0. The count forms of Compare only compute whole 256-byte repeats,
+// so the twin rejects a count that leaves a partial repeat instead of leaving bits unwritten.
+#ifndef OPGEN_TWIN_KERNEL_CMPSEL_H
+#define OPGEN_TWIN_KERNEL_CMPSEL_H
+
+#include <cstdint>
+#include <string>
+
+#include "opgen_twin/kernel/vector_common.h"
+
+namespace opgen_twin {
+namespace kern {
+
+constexpr uint32_t kCompare = dbit(DType::F16) | dbit(DType::F32) | dbit(DType::I32);
+constexpr uint32_t kMaskBytes = dbit(DType::U8) | dbit(DType::I8);
+constexpr uint32_t kSelectMask = dbit(DType::U8) | dbit(DType::U16) | dbit(DType::U32) | dbit(DType::U64);
+
+template <typename T>
+inline bool compare(T a, T b, AscendC::CMPMODE mode) {
+    const long double x = exact_value(a);
+    const long double y = exact_value(b);
+    switch (mode) {
+        case AscendC::CMPMODE::LT: return x < y;
+        case AscendC::CMPMODE::GT: return x > y;
+        case AscendC::CMPMODE::EQ: return x == y;
+        case AscendC::CMPMODE::LE: return x <= y;
+        case AscendC::CMPMODE::GE: return x >= y;
+        case AscendC::CMPMODE::NE: return x != y;
+    }
+    return false;
+}
+
+template <typename T, typename U>
+inline uint8_t* compare_operands(const char* api, const AscendC::LocalTensor<U>& dst, AscendC::CMPMODE mode,
+                                 uint64_t n) {
+    require_dtype<T>(api, "T", kCompare);
+    require_dtype<U>(api, "U (mask)", kMaskBytes);
+    if (dtype_of<T>() == DType::I32 && mode != AscendC::CMPMODE::EQ) {
+        fail(api, "CMPMODE not supported for int32_t", "A2 compares int32_t only with CMPMODE::EQ");
+    }
+    if ((n * sizeof(T)) % 256 != 0) {
+        fail(api, "Compare size not a multiple of 256 bytes",
+             std::to_string(n) + " elements x " + std::to_string(sizeof(T)) +
+                 " B (the NPU leaves the trailing partial repeat uncompared)");
+    }
+    return ub_operand(api, "dst", dst.ref_, n / 8);
+}
+
+template <typename T, typename U>
+inline void select_checks(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<U>& mask,
+                          uint64_t mask_bytes, uint64_t n) {
+    require_dtype<T>(api, "T", kFloats);
+    require_dtype<U>(api, "U (mask)", kSelectMask);
+    ub_operand(api, "selMask", mask.ref_, mask_bytes);
+    check_overlap(api, "dst", dst.ref_, n * sizeof(T), "selMask", mask.ref_, mask_bytes, false);
+}
+
+inline bool mask_bit(const uint8_t* mask, uint64_t i) { return ((mask[i / 8] >> (i % 8)) & 1u) != 0; }
+
+}  // namespace kern
+}  // namespace opgen_twin
+
+namespace AscendC {
+
+template <typename T, typename U>
+void Compare(const LocalTensor<U>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
+             CMPMODE cmpMode, uint32_t calCount) {
+    namespace k = opgen_twin::kern;
+    const char* api = "Compare";
+    const uint64_t n = calCount;
+    uint8_t* d = k::compare_operands<T>(api, dstLocal, cmpMode, n);
+    const uint8_t* a = k::operand(api, "src0", src0Local, n);
+    const uint8_t* b = k::operand(api, "src1", src1Local, n);
+    k::check_overlap(api, "dst", dstLocal.ref_, n / 8, "src0", src0Local.ref_, n * sizeof(T), false);
+    k::check_overlap(api, "dst", dstLocal.ref_, n / 8, "src1", src1Local.ref_, n * sizeof(T), false);
+    for (uint64_t byte = 0; byte < n / 8; ++byte) {
+        uint8_t bits = 0;
+        for (uint64_t j = 0; j < 8; ++j) {
+            const uint64_t i = byte * 8 + j;
+            if (k::compare(k::load<T>(a + i * sizeof(T)), k::load<T>(b + i * sizeof(T)), cmpMode)) bits |= 1u << j;
+        }
+        d[byte] = bits;
+    }
+    k::count_vector(api, n);
+}
+
+template <typename T, typename U>
+void CompareScalar(const LocalTensor<U>& dstLocal, const LocalTensor<T>& src0Local, const T src1Scalar,
+                   CMPMODE cmpMode, uint32_t calCount) {
+    namespace k = opgen_twin::kern;
+    const char* api = "CompareScalar";
+    const uint64_t n = calCount;
+    uint8_t* d = k::compare_operands<T>(api, dstLocal, cmpMode, n);
+    const uint8_t* a = k::operand(api, "src0", src0Local, n);
+    k::check_overlap(api, "dst", dstLocal.ref_, n / 8, "src0", src0Local.ref_, n * sizeof(T), false);
+    for (uint64_t byte = 0; byte < n / 8; ++byte) {
+        uint8_t bits = 0;
+        for (uint64_t j = 0; j < 8; ++j) {
+            if (k::compare(k::load<T>(a + (byte * 8 + j) * sizeof(T)), src1Scalar, cmpMode)) bits |= 1u << j;
+        }
+        d[byte] = bits;
+    }
+    k::count_vector(api, n);
+}
+
+// VSEL_CMPMASK_SPR reuses the first 256/sizeof(T) mask bits for every repeat;
+// VSEL_TENSOR_TENSOR_MODE consumes one bit per element. The scalar mode has its own overload.
+template <typename T, typename U>
+void Select(const LocalTensor<T>& dstLocal, const LocalTensor<U>& selMask, const LocalTensor<T>& src0Local,
+            const LocalTensor<T>& src1Local, SELMODE selMode, uint32_t calCount) {
+    namespace k = opgen_twin::kern;
+    const char* api = "Select";
+    if (selMode == SELMODE::VSEL_TENSOR_SCALAR_MODE) {
+        opgen_twin::fail(api, "SELMODE not valid for this overload",
+                         "VSEL_TENSOR_SCALAR_MODE selects against a scalar: pass src1 as a T value");
+    }
+    const uint64_t n = calCount;
+    const uint64_t per = 256 / sizeof(T);
+    const bool repeating = selMode == SELMODE::VSEL_CMPMASK_SPR;
+    const uint64_t mask_bytes = repeating ? per / 8 : (n + 7) / 8;
+    k::select_checks(api, dstLocal, selMask, mask_bytes, n);
+    uint8_t* d = k::operand(api, "dst", dstLocal, n);
+    const uint8_t* a = k::operand(api, "src0", src0Local, n);
+    const uint8_t* b = k::operand(api, "src1", src1Local, n);
+    const uint8_t* m = k::ub_operand(api, "selMask", selMask.ref_, mask_bytes);
+    k::no_partial_overlap(api, "src0", dstLocal, src0Local, n);
+    k::no_partial_overlap(api, "src1", dstLocal, src1Local, n);
+    for (uint64_t i = 0; i < n; ++i) {
+        const bool take0 = k::mask_bit(m, repeating ? i % per : i);
+        k::store<T>(d + i * sizeof(T), k::load<T>((take0 ? a : b) + i * sizeof(T)));
+    }
+    k::count_vector(api, n);
+}
+
+template <typename T, typename U>
+void Select(const LocalTensor<T>& dstLocal, const LocalTensor<U>& selMask, const LocalTensor<T>& src0Local,
+            T src1Local, SELMODE selMode, uint32_t calCount) {
+    namespace k = opgen_twin::kern;
+    const char* api = "Select";
+    if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE) {
+        opgen_twin::fail(api, "SELMODE not valid for this overload",
+                         "a scalar src1 needs SELMODE::VSEL_TENSOR_SCALAR_MODE");
+    }
+    const uint64_t n = calCount;
+    const uint64_t mask_bytes = (n + 7) / 8;
+    k::select_checks(api, dstLocal, selMask, mask_bytes, n);
+    uint8_t* d = k::operand(api, "dst", dstLocal, n);
+    const uint8_t* a = k::operand(api, "src0", src0Local, n);
+    const uint8_t* m = k::ub_operand(api, "selMask", selMask.ref_, mask_bytes);
+    k::no_partial_overlap(api, "src0", dstLocal, src0Local, n);
+    for (uint64_t i = 0; i < n; ++i) {
+        k::store<T>(d + i * sizeof(T), k::mask_bit(m, i) ? k::load<T>(a + i * sizeof(T)) : src1Local);
+    }
+    k::count_vector(api, n);
+}
+
+}  // namespace AscendC
+
+#endif

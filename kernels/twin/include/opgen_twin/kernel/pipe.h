@@ -1,0 +1,142 @@
+// TPipe, TQue and TBuf. The objects only hold a handle: the buffers, their protocol state and the
+// queue FIFOs live in the per-core state (runtime.cpp), so end_core() can still audit every
+// queue after the kernel's objects are gone, and a handle from an earlier core or pipe is caught.
+#ifndef OPGEN_TWIN_KERNEL_PIPE_H
+#define OPGEN_TWIN_KERNEL_PIPE_H
+
+#include <cstdint>
+
+#include "opgen_twin/kernel/state.h"
+#include "opgen_twin/kernel/tensor.h"
+#include "opgen_twin/kernel/types.h"
+
+namespace AscendC {
+
+namespace detail {
+// A TQue at VECIN is fed from GM, one at VECOUT drains to GM; VECCALC stays inside UB.
+constexpr TPosition que_src(TPosition pos) { return pos == TPosition::VECIN ? TPosition::GM : pos; }
+constexpr TPosition que_dst(TPosition pos) { return pos == TPosition::VECOUT ? TPosition::GM : pos; }
+}  // namespace detail
+
+template <TPosition src, TPosition dst, int32_t depth, auto mask = 0>
+class TQueBind {
+public:
+    static constexpr TPosition srcPosition = src;
+    static constexpr TPosition dstPosition = dst;
+    static constexpr TPosition ubPosition = src == TPosition::GM ? dst : src;
+    static constexpr int32_t queDepth = depth;
+    static constexpr bool isTQue = true;
+
+    TQueBind() = default;
+
+    template <typename T>
+    LocalTensor<T> AllocTensor() {
+        LocalTensor<T> t;
+        t.ref_ = opgen_twin::kern::que_alloc(twin_handle_);
+        return t;
+    }
+    template <typename T>
+    bool EnQue(const LocalTensor<T>& tensor) {
+        opgen_twin::kern::que_enque(twin_handle_, tensor.ref_);
+        return true;
+    }
+    template <typename T>
+    LocalTensor<T> DeQue() {
+        LocalTensor<T> t;
+        t.ref_ = opgen_twin::kern::que_deque(twin_handle_);
+        return t;
+    }
+    template <typename T>
+    void FreeTensor(LocalTensor<T>& tensor) {
+        opgen_twin::kern::que_free(twin_handle_, tensor.ref_);
+    }
+    bool HasTensorInQue() { return opgen_twin::kern::que_count(twin_handle_) > 0; }
+    int32_t GetTensorCountInQue() { return opgen_twin::kern::que_count(twin_handle_); }
+
+    opgen_twin::kern::Handle twin_handle_;
+};
+
+template <TPosition pos, int32_t depth, auto mask = 0>
+class TQue : public TQueBind<detail::que_src(pos), detail::que_dst(pos), depth, mask> {
+public:
+    TQue() = default;
+};
+
+template <TPosition pos = TPosition::LCM>
+class TBuf {
+public:
+    static constexpr TPosition ubPosition = pos;
+    static constexpr bool isTQue = false;
+
+    TBuf() = default;
+
+    template <typename T>
+    LocalTensor<T> Get() {
+        LocalTensor<T> t;
+        t.ref_ = opgen_twin::kern::tbuf_get(twin_handle_, "TBuf::Get", 0, UINT64_MAX);
+        t.ref_.bytes -= t.ref_.bytes % sizeof(T);
+        return t;
+    }
+    // len is in elements.
+    template <typename T>
+    LocalTensor<T> Get(uint32_t len) {
+        LocalTensor<T> t;
+        t.ref_ = opgen_twin::kern::tbuf_get(twin_handle_, "TBuf::Get", 0, uint64_t(len) * sizeof(T));
+        return t;
+    }
+    // size is in elements, bufOffset in bytes.
+    template <typename T>
+    LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) {
+        LocalTensor<T> t;
+        t.ref_ = opgen_twin::kern::tbuf_get(twin_handle_, "TBuf::GetWithOffset", bufOffset, uint64_t(size) * sizeof(T));
+        return t;
+    }
+
+    opgen_twin::kern::Handle twin_handle_;
+};
+
+class TPipe {
+public:
+    TPipe() { opgen_twin::kern::pipe_open(this); }
+    ~TPipe() { opgen_twin::kern::pipe_close(this); }
+    TPipe(const TPipe&) = delete;
+    TPipe& operator=(const TPipe&) = delete;
+
+    void Init() {}
+
+    // num buffers of len bytes each (len is rounded up to 32 bytes).
+    template <class T>
+    bool InitBuffer(T& que, uint8_t num, uint32_t len) {
+        static_assert(T::isTQue, "InitBuffer(que, num, len) takes a TQue; a TBuf takes InitBuffer(buf, len)");
+        opgen_twin::kern::que_init(que.twin_handle_, uint8_t(T::ubPosition), T::queDepth, num, len);
+        return true;
+    }
+    template <TPosition pos>
+    bool InitBuffer(TBuf<pos>& buf, uint32_t len) {
+        opgen_twin::kern::tbuf_init(buf.twin_handle_, uint8_t(pos), len);
+        return true;
+    }
+
+    template <HardEvent evt>
+    TEventID AllocEventID() {
+        return opgen_twin::kern::event_alloc(uint8_t(evt));
+    }
+    template <HardEvent evt>
+    void ReleaseEventID(TEventID id) {
+        opgen_twin::kern::event_release(uint8_t(evt), id);
+    }
+    template <HardEvent evt>
+    TEventID FetchEventID() {
+        return opgen_twin::kern::event_fetch(uint8_t(evt));
+    }
+    TEventID FetchEventID(HardEvent evt) { return opgen_twin::kern::event_fetch(uint8_t(evt)); }
+
+    // Releases every buffer and event id so InitBuffer can start again from the bottom of UB.
+    void Reset() { opgen_twin::kern::pipe_reset(this); }
+};
+
+inline TPipe* GetTPipePtr() { return static_cast<TPipe*>(opgen_twin::kern::pipe_current()); }
+
+}  // namespace AscendC
+
+#endif

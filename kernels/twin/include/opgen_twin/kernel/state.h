@@ -1,0 +1,107 @@
+// The bridge between the kernel-side API templates and the per-core state kept in runtime.cpp:
+// UB buffer records, queue records, events, counters and the shared strictness checks. Keeping
+// the checks out of line keeps the templates small and every failure message in one place.
+#ifndef OPGEN_TWIN_KERNEL_STATE_H
+#define OPGEN_TWIN_KERNEL_STATE_H
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "opgen_twin/kernel/types.h"
+#include "opgen_twin/runtime.h"
+
+namespace opgen_twin {
+namespace kern {
+
+// A view of UB as a LocalTensor sees it. `gen` is the generation of the buffer when the view was
+// made, so a view kept across FreeTensor / AllocTensor is recognised as stale.
+struct TensorRef {
+    int32_t buf = -1;
+    uint32_t gen = 0;
+    uint32_t off = 0;    // byte offset from the UB base
+    uint32_t bytes = 0;  // bytes the view covers (GetSize() * sizeof(T))
+};
+
+// Identifies a TQue / TBuf object's record; epoch changes with every core and TPipe::Reset so
+// a handle from an earlier pipe is never mistaken for a live one.
+struct Handle {
+    int32_t rec = -1;
+    uint32_t epoch = 0;
+};
+
+// ---- TPipe / TQue / TBuf ----
+void pipe_open(const void* pipe);
+void pipe_close(const void* pipe);
+void* pipe_current();
+void pipe_reset(const void* pipe);
+void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len);
+void tbuf_init(Handle& buf, uint8_t pos, uint32_t len);
+TensorRef que_alloc(const Handle& que);
+void que_enque(const Handle& que, const TensorRef& t);
+TensorRef que_deque(const Handle& que);
+void que_free(const Handle& que, const TensorRef& t);
+int32_t que_count(const Handle& que);
+TensorRef tbuf_get(const Handle& buf, const char* api, uint64_t offset_bytes, uint64_t bytes);
+
+// ---- strictness checks (each fails the run with a message naming API, tensor and rule) ----
+enum class Extent : uint8_t {
+    Exact,        // the access must stay inside GetSize() elements
+    BlockPadded,  // DMA slots may use the padding up to the view's next 32-byte boundary
+};
+uint8_t* ub_base();
+std::string tensor_desc(const TensorRef& t);
+// Checks that a UB operand is live, 32-byte aligned when asked, and covers `bytes`.
+uint8_t* ub_operand(const char* api, const char* role, const TensorRef& t, uint64_t bytes, bool aligned = true,
+                    Extent extent = Extent::Exact);
+// Fails unless the two byte ranges are disjoint or (when allowed) identical.
+void check_overlap(const char* api, const char* role_a, const TensorRef& a, uint64_t bytes_a, const char* role_b,
+                   const TensorRef& b, uint64_t bytes_b, bool identical_ok);
+void check_count(const char* api, int64_t count);
+// Scalar access to element `index` of a view (bounds and liveness checked, counted).
+uint8_t* ub_element(const char* api, const TensorRef& t, uint64_t index, uint32_t elem_size);
+// SetSize may shrink a view or grow it up to the end of its buffer, never past it.
+void check_resize(const char* api, const TensorRef& t, uint64_t bytes);
+int32_t buffer_position(const TensorRef& t);
+[[noreturn]] void fail_dtype(const char* api, const char* role, DType t);
+// A view of a GlobalTensor: `region` is what SetGlobalBuffer was given (`region_bytes` 0 = no size).
+struct GmView {
+    const uint8_t* region;
+    uint64_t region_bytes;
+};
+// Checks [addr, addr + bytes) against the GlobalTensor size and the registered GM buffer and
+// returns the buffer's name.
+const char* gm_operand(const char* api, const char* role, const GmView& view, const void* addr, uint64_t bytes,
+                       const char* size_rule);
+
+// ---- events ----
+void event_set(uint8_t evt, int32_t id);
+void event_wait(uint8_t evt, int32_t id);
+int8_t event_fetch(uint8_t evt);
+int8_t event_alloc(uint8_t evt);
+void event_release(uint8_t evt, int32_t id);
+void barrier(int pipe);
+
+// ---- counters ----
+void count_vector(const char* api, uint64_t elements);
+void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst);
+void count_copy_out(const char* gm_name, uint64_t bytes);
+void count_scalar_gm(const char* gm_name, uint64_t bytes, bool write);
+void count_scalar_ub();
+
+// Element access without aliasing assumptions: UB and GM are byte arrays.
+template <typename T>
+inline T load(const uint8_t* p) {
+    T v;
+    std::memcpy(static_cast<void*>(&v), p, sizeof(T));
+    return v;
+}
+template <typename T>
+inline void store(uint8_t* p, const T& v) {
+    std::memcpy(static_cast<void*>(p), static_cast<const void*>(&v), sizeof(T));
+}
+
+}  // namespace kern
+}  // namespace opgen_twin
+
+#endif

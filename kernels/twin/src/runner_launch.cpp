@@ -1,0 +1,221 @@
+// Running a planned op on the simulated cores. GM buffers are allocated in argument order
+// (inputs, outputs, workspace, tiling) under their tensor names, so the runtime's messages name
+// the tensor a kernel overran.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "opgen_twin/launch_shim.h"
+#include "opgen_twin/runner_launch.h"
+#include "opgen_twin/runtime.h"
+
+namespace opgen_twin {
+
+namespace {
+
+constexpr size_t kMinWorkspaceBytes = 32;
+constexpr uint32_t kMaxBlockDim = 65535;
+
+std::vector<uint8_t> read_file(const std::string& path, const std::string& what) {
+    FILE* file = std::fopen(path.c_str(), "rb");
+    if (file == nullptr) {
+        exit_usage("cannot open " + what + " file '" + path + "'");
+    }
+    std::vector<uint8_t> bytes;
+    uint8_t chunk[1 << 16];
+    size_t got = 0;
+    while ((got = std::fread(chunk, 1, sizeof(chunk), file)) > 0) {
+        bytes.insert(bytes.end(), chunk, chunk + got);
+    }
+    const bool failed = std::ferror(file) != 0;
+    std::fclose(file);
+    if (failed) {
+        exit_usage("cannot read " + what + " file '" + path + "'");
+    }
+    return bytes;
+}
+
+void write_file(const std::string& path, const uint8_t* bytes, size_t size) {
+    FILE* file = std::fopen(path.c_str(), "wb");
+    bool ok = file != nullptr;
+    if (ok && size > 0) {
+        ok = std::fwrite(bytes, 1, size, file) == size;
+    }
+    if (file != nullptr) {
+        ok = std::fclose(file) == 0 && ok;
+    }
+    if (!ok) {
+        exit_usage("cannot write '" + path + "'");
+    }
+}
+
+// Every output needs exactly one --output; every --output and --inplace must name a tensor.
+std::vector<std::string> output_paths(const RunnerArgs& args, const HostPlan& plan) {
+    std::vector<std::string> paths;
+    for (const TensorPlan& output : plan.outputs) {
+        std::string path;
+        for (const OutputArg& arg : args.outputs) {
+            if (arg.name == output.name) {
+                if (!path.empty()) {
+                    exit_usage("--output " + output.name + " given twice");
+                }
+                path = arg.path;
+            }
+        }
+        if (path.empty()) {
+            exit_usage("no --output for output '" + output.name + "'");
+        }
+        paths.push_back(path);
+    }
+    for (const OutputArg& arg : args.outputs) {
+        bool known = false;
+        for (const TensorPlan& output : plan.outputs) {
+            known = known || output.name == arg.name;
+        }
+        if (!known) {
+            exit_usage("--output " + arg.name + ": " + plan.op->type + " has no such output");
+        }
+    }
+    for (const std::string& name : args.inplace) {
+        bool known = false;
+        for (const TensorPlan& input : plan.inputs) {
+            known = known || input.name == name;
+        }
+        if (!known) {
+            exit_usage("--inplace " + name + ": " + plan.op->type + " has no such input");
+        }
+    }
+    return paths;
+}
+
+bool is_inplace(const RunnerArgs& args, const std::string& name) {
+    return std::find(args.inplace.begin(), args.inplace.end(), name) != args.inplace.end();
+}
+
+// Nothing to compute: every output is empty and some tensor is empty.
+bool nothing_to_do(const HostPlan& plan) {
+    bool some_empty = false;
+    for (const TensorPlan& output : plan.outputs) {
+        if (output.elements() != 0) {
+            return false;
+        }
+        some_empty = true;
+    }
+    for (const TensorPlan& input : plan.inputs) {
+        some_empty = some_empty || input.elements() == 0;
+    }
+    return some_empty;
+}
+
+void check_block_dim(const HostPlan& plan) {
+    if (!plan.block_dim_set) {
+        fail("TilingContext::SetBlockDim", "block dim never set",
+             plan.op->type + ": the TilingFunc did not call SetBlockDim");
+    }
+    if (plan.block_dim < 1 || plan.block_dim > kMaxBlockDim) {
+        fail("TilingContext::SetBlockDim", "block dim outside [1, 65535]",
+             plan.op->type + ": the TilingFunc set " + std::to_string(plan.block_dim));
+    }
+}
+
+std::string counters_text() {
+    char* text = nullptr;
+    size_t size = 0;
+    FILE* stream = open_memstream(&text, &size);
+    if (stream == nullptr) {
+        fail("runner", "cannot capture counters", "open_memstream failed");
+    }
+    write_counters_json(stream);
+    std::fclose(stream);
+    std::string counters(text, size);
+    std::free(text);
+    while (!counters.empty() && (counters.back() == '\n' || counters.back() == ' ')) {
+        counters.pop_back();
+    }
+    return counters;
+}
+
+}  // namespace
+
+LaunchOutcome launch_plan(const RunnerArgs& args, const HostPlan& plan) {
+    const std::vector<std::string> out_paths = output_paths(args, plan);
+    std::vector<std::vector<uint8_t>> input_bytes;
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+        const TensorPlan& input = plan.inputs[i];
+        input_bytes.push_back(read_file(args.inputs[i].path, "input '" + input.name + "'"));
+        if (input_bytes.back().size() != input.bytes()) {
+            exit_usage("input '" + input.name + "' file '" + args.inputs[i].path + "' has " +
+                       std::to_string(input_bytes.back().size()) + " bytes, its shape and " +
+                       "dtype need " + std::to_string(input.bytes()));
+        }
+    }
+
+    LaunchOutcome outcome;
+    if (args.skip_launch_if_empty && nothing_to_do(plan)) {
+        for (const std::string& path : out_paths) {
+            write_file(path, nullptr, 0);
+        }
+        return outcome;
+    }
+
+    check_block_dim(plan);
+    const size_t arg_count = plan.inputs.size() + plan.outputs.size() + 2;
+    if (opgen_twin_kernel_arg_count() != static_cast<int>(arg_count)) {
+        fail("runner", "launch shim does not fit the op",
+             "the shim takes " + std::to_string(opgen_twin_kernel_arg_count()) + " arguments, " +
+                 plan.op->type + " needs " + std::to_string(arg_count));
+    }
+
+    // Buffer names must outlive the GM registry, which keeps the pointers.
+    std::vector<std::string> names;
+    for (const TensorPlan& input : plan.inputs) {
+        names.push_back(input.name);
+    }
+    for (const TensorPlan& output : plan.outputs) {
+        names.push_back(output.name);
+    }
+    names.push_back("workspace");
+    names.push_back("tiling");
+
+    std::vector<uint8_t*> args_gm;
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+        uint8_t* gm = gm_alloc(names[args_gm.size()].c_str(), input_bytes[i].size());
+        if (!input_bytes[i].empty()) {
+            std::memcpy(gm, input_bytes[i].data(), input_bytes[i].size());
+        }
+        args_gm.push_back(gm);
+    }
+    for (const TensorPlan& output : plan.outputs) {
+        args_gm.push_back(gm_alloc(names[args_gm.size()].c_str(), output.bytes()));
+    }
+    args_gm.push_back(gm_alloc(names[args_gm.size()].c_str(),
+                               std::max(plan.workspace_bytes, kMinWorkspaceBytes)));
+    uint8_t* tiling = gm_alloc(names[args_gm.size()].c_str(), plan.tiling.size());
+    std::memcpy(tiling, plan.tiling.data(), plan.tiling.size());
+    args_gm.push_back(tiling);
+
+    reset_counters();
+    for (uint32_t core = 0; core < plan.block_dim; ++core) {
+        begin_core(core, plan.block_dim);
+        opgen_twin_launch(args_gm.data());
+        end_core();
+    }
+    gm_check_guards();
+
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+        write_file(out_paths[i], args_gm[plan.inputs.size() + i], plan.outputs[i].bytes());
+    }
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+        if (is_inplace(args, plan.inputs[i].name)) {
+            write_file(args.inputs[i].path, args_gm[i], input_bytes[i].size());
+        }
+    }
+    outcome.launched = true;
+    outcome.counters_json = counters_text();
+    gm_free_all();
+    return outcome;
+}
+
+}  // namespace opgen_twin

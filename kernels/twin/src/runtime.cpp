@@ -1,0 +1,818 @@
+// The CPU twin's runtime (runtime.h) and the per-core machinery behind the kernel API
+// (opgen_twin/kernel/state.h): failure reporting, the GM registry with guard bytes, the UB arena
+// of the running core with its buffer and queue records, events, and the counters.
+//
+// Build with -ffp-contract=off: nothing here may fuse floating-point operations.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "opgen_twin/kernel/cast.h"
+#include "opgen_twin/kernel/state.h"
+#include "opgen_twin/runtime.h"
+
+int64_t block_idx = 0;
+int64_t block_num = 0;
+
+namespace opgen_twin {
+namespace {
+
+// ---------------------------------------------------------------- state
+
+struct GmEntry {
+    std::string name;
+    std::unique_ptr<uint8_t[]> storage;
+    size_t storage_bytes = 0;
+    GmBuffer view{};
+};
+
+// Bytes of poisoned guard before each GM buffer; after it the guard runs from the buffer's end
+// through its round-up to 32 bytes and another kGuard bytes.
+constexpr size_t kGuard = 256;
+constexpr uint8_t kGuardByte = 0xA5;
+// 0xFF in every byte is NaN in float, half and bf16, so reads of uninitialised UB show up.
+constexpr uint8_t kPoison = 0xFF;
+constexpr int kEventIds = 8;
+constexpr int kEventTypes = int(AscendC::HardEvent::MAX);
+constexpr int kMaxPerPosition = 8;
+constexpr int kMaxBuffers = 64;
+
+enum class BufState : uint8_t { Free, Allocated, Enqueued, Dequeued, Fixed, Released };
+
+struct BufRec {
+    int32_t queue = -1;  // -1: a TBuf
+    uint8_t pos = 0;
+    uint32_t index = 0;  // inside its queue
+    uint32_t ordinal = 0;
+    uint32_t ub_off = 0;
+    uint32_t bytes = 0;
+    BufState state = BufState::Free;
+    uint32_t gen = 0;  // bumped by every AllocTensor, so older views are recognisably stale
+};
+
+struct QueRec {
+    uint8_t pos = 0;
+    int32_t depth = 0;
+    int32_t first = 0;
+    int32_t num = 0;
+    int32_t cursor = 0;
+    uint32_t ordinal = 0;
+    std::deque<int32_t> fifo;
+};
+
+struct Counters {
+    std::map<std::string, uint64_t, std::less<>> gm_read, gm_write, vec_instr, vec_elems;
+    uint64_t transfers_in = 0, transfer_in_bytes = 0, transfers_out = 0, transfer_out_bytes = 0;
+    uint64_t scalar_gm = 0, scalar_ub = 0, ub_high = 0, handoffs = 0, barriers = 0;
+    uint64_t copy_in_overlapped = 0, copy_in_total = 0;
+};
+
+struct Core {
+    bool active = false;
+    int64_t idx = -1;
+    std::vector<uint8_t> ub;
+    uint64_t top = 0;
+    std::vector<BufRec> bufs;
+    std::vector<QueRec> ques;
+    uint32_t epoch = 0;
+    const void* pipe = nullptr;
+    int per_pos[3] = {0, 0, 0};
+    int total = 0;
+    uint32_t next_que = 0;
+    uint32_t next_tbuf = 0;
+    bool flags[kEventTypes][kEventIds] = {};
+    bool reserved[kEventTypes][kEventIds] = {};
+    Counters* counters = nullptr;
+};
+
+SocConfig g_soc;
+std::deque<GmEntry> g_gm;
+Core g_core;
+std::map<int64_t, Counters> g_counters;
+uint32_t g_epochs = 0;
+
+const char* const kEventNames[] = {
+    "MTE2_MTE1", "MTE1_MTE2", "MTE1_M",    "M_MTE1",   "MTE2_V",    "V_MTE2",    "MTE3_V",    "V_MTE3",   "M_V",
+    "V_M",       "V_V",       "MTE3_MTE1", "MTE1_MTE3", "MTE1_V",   "MTE2_M",    "M_MTE2",    "V_MTE1",   "M_FIX",
+    "FIX_M",     "MTE3_MTE2", "MTE2_MTE3", "S_V",       "V_S",      "S_MTE2",    "MTE2_S",    "S_MTE3",   "MTE3_S",
+    "MTE2_FIX",  "FIX_MTE2",  "FIX_S",     "M_S",       "FIX_MTE3", "MTE1_FIX",  "FIX_MTE1",  "FIX_FIX"};
+static_assert(sizeof(kEventNames) / sizeof(kEventNames[0]) == size_t(kEventTypes), "one name per HardEvent");
+
+// ---------------------------------------------------------------- helpers
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+std::string count_of(uint64_t n, const char* noun) { return str(n) + " " + noun + (n == 1 ? "" : "s"); }
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%05" PRIx64, v);
+    return buf;
+}
+
+uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+const char* position_name(uint8_t pos) {
+    switch (AscendC::TPosition(pos)) {
+        case AscendC::TPosition::VECIN: return "VECIN";
+        case AscendC::TPosition::VECOUT: return "VECOUT";
+        case AscendC::TPosition::VECCALC: return "VECCALC";
+        default: return "non-UB position";
+    }
+}
+
+int position_slot(uint8_t pos) {
+    switch (AscendC::TPosition(pos)) {
+        case AscendC::TPosition::VECIN: return 0;
+        case AscendC::TPosition::VECOUT: return 1;
+        case AscendC::TPosition::VECCALC: return 2;
+        default: return -1;
+    }
+}
+
+Core& core(const char* api) {
+    if (!g_core.active) fail(api, "called outside a core", "no simulated core is running (begin_core was not called)");
+    return g_core;
+}
+
+std::string que_name(const QueRec& q) {
+    return std::string(position_name(q.pos)) + " queue #" + str(q.ordinal);
+}
+
+std::string que_desc(const QueRec& q) {
+    return que_name(q) + " (depth " + str(uint64_t(q.depth)) + ", " + count_of(uint64_t(q.num), "buffer") + ")";
+}
+
+std::string buf_name(const BufRec& b) {
+    if (b.queue < 0) return std::string(position_name(b.pos)) + " TBuf #" + str(b.ordinal);
+    const QueRec& q = g_core.ques[size_t(b.queue)];
+    return que_name(q) + " buffer " + str(b.index) + "/" + str(uint64_t(q.num));
+}
+
+void poison(uint32_t off, uint64_t bytes) { std::memset(g_core.ub.data() + off, kPoison, bytes); }
+
+void note_high_water() {
+    if (g_core.counters != nullptr) g_core.counters->ub_high = std::max(g_core.counters->ub_high, g_core.top);
+}
+
+QueRec& que_of(const kern::Handle& h, const char* api) {
+    Core& c = core(api);
+    if (h.epoch != c.epoch || h.rec < 0 || size_t(h.rec) >= c.ques.size()) {
+        fail(api, "queue used before InitBuffer", "this TQue has no buffers in the current TPipe");
+    }
+    return c.ques[size_t(h.rec)];
+}
+
+BufRec& tbuf_of(const kern::Handle& h, const char* api) {
+    Core& c = core(api);
+    if (h.epoch != c.epoch || h.rec < 0 || size_t(h.rec) >= c.bufs.size()) {
+        fail(api, "TBuf used before InitBuffer", "this TBuf has no buffer in the current TPipe");
+    }
+    return c.bufs[size_t(h.rec)];
+}
+
+bool in_queue(const QueRec& q, int32_t buf) { return buf >= q.first && buf < q.first + q.num; }
+
+const char* state_name(BufState s) {
+    switch (s) {
+        case BufState::Free: return "free";
+        case BufState::Allocated: return "allocated";
+        case BufState::Enqueued: return "in the queue";
+        case BufState::Dequeued: return "dequeued";
+        case BufState::Fixed: return "a TBuf";
+        case BufState::Released: return "released";
+    }
+    return "?";
+}
+
+// Fails unless the view's buffer may be read or written now.
+BufRec& live_buffer(const char* api, const char* role, const kern::TensorRef& t) {
+    Core& c = core(api);
+    if (t.buf < 0 || size_t(t.buf) >= c.bufs.size()) {
+        fail(api, "operand is not a UB tensor",
+             std::string(role) + ": a LocalTensor that no AllocTensor, DeQue or TBuf::Get produced");
+    }
+    BufRec& b = c.bufs[size_t(t.buf)];
+    const auto who = [&] { return std::string(role) + " " + kern::tensor_desc(t); };
+    if (b.state == BufState::Released) fail(api, "use of a buffer released by TPipe::Reset", who());
+    if (b.queue >= 0 && (b.state == BufState::Free || t.gen != b.gen)) {
+        fail(api, "use of a tensor after FreeTensor",
+             who() + ": its buffer was freed (the NPU may already be refilling it for the next tile)");
+    }
+    if (b.state == BufState::Enqueued) {
+        fail(api, "use of a tensor between EnQue and DeQue",
+             who() + ": an EnQue'd tensor belongs to the consumer pipe until DeQue");
+    }
+    return b;
+}
+
+void audit_leaks(const char* api) {
+    for (const BufRec& b : g_core.bufs) {
+        if (b.queue < 0) continue;
+        if (b.state == BufState::Allocated || b.state == BufState::Dequeued || b.state == BufState::Enqueued) {
+            fail(api, "tensor not freed at kernel end",
+                 buf_name(b) + " is still " + state_name(b.state) +
+                     " (every AllocTensor needs a FreeTensor; a leak hangs the next AllocTensor on the NPU)");
+        }
+    }
+}
+
+void release_all() {
+    for (BufRec& b : g_core.bufs) b.state = BufState::Released;
+    g_core.epoch = ++g_epochs;
+    g_core.top = 0;
+    g_core.per_pos[0] = g_core.per_pos[1] = g_core.per_pos[2] = 0;
+    g_core.total = 0;
+    std::memset(g_core.reserved, 0, sizeof g_core.reserved);
+}
+
+// Bump allocation shared by queues and TBufs; count and capacity are the A2 limits.
+uint32_t ub_reserve(const char* api, const std::string& what, uint8_t pos, uint32_t num, uint32_t len, bool queue) {
+    Core& c = core(api);
+    const int slot = position_slot(pos);
+    if (slot < 0) {
+        fail(api, "position not modelled", what + ": only the UB positions VECIN, VECOUT and VECCALC exist on the twin");
+    }
+    if (num == 0 || len == 0) fail(api, "empty buffer", what + ": num " + str(num) + ", len " + str(len));
+    if (queue && c.per_pos[slot] + int(num) > kMaxPerPosition) {
+        fail(api, "more than 8 buffers in one queue position",
+             what + " adds " + count_of(num, "buffer") + " to " + str(uint64_t(c.per_pos[slot])) + " already at " +
+                 position_name(pos) + " (A2 has 8 event ids per position; AllocTensor/FreeTensor would hang)");
+    }
+    if (c.total + int(num) > kMaxBuffers) {
+        fail(api, "more than 64 buffers in total",
+             what + " adds " + count_of(num, "buffer") + " to " + str(uint64_t(c.total)) + " already allocated");
+    }
+    const uint64_t bytes = round_up(len, 32);
+    const uint64_t end = c.top + bytes * num;
+    if (end > g_soc.ub_bytes) {
+        fail(api, "UB capacity exceeded",
+             what + ": " + str(num) + " x " + str(bytes) + " B at UB " + hex(c.top) + " would end at " + str(end) +
+                 " B, past the " + str(g_soc.ub_bytes) + " B UB of " + g_soc.name);
+    }
+    if (queue) c.per_pos[slot] += int(num);
+    c.total += int(num);
+    const uint32_t start = uint32_t(c.top);
+    poison(start, bytes * num);
+    c.top = end;
+    note_high_water();
+    return start;
+}
+
+Counters& counters() { return *core("counter").counters; }
+
+void json_string(FILE* out, const std::string& s) {
+    std::fputc('"', out);
+    for (char ch : s) {
+        if (ch == '"' || ch == '\\') {
+            std::fputc('\\', out);
+            std::fputc(ch, out);
+        } else if (static_cast<unsigned char>(ch) < 0x20) {
+            std::fprintf(out, "\\u%04x", unsigned(static_cast<unsigned char>(ch)));
+        } else {
+            std::fputc(ch, out);
+        }
+    }
+    std::fputc('"', out);
+}
+
+void json_map(FILE* out, const char* key, const std::map<std::string, uint64_t, std::less<>>& m) {
+    std::fprintf(out, "\"%s\":{", key);
+    bool first = true;
+    for (const auto& kv : m) {
+        if (!first) std::fputc(',', out);
+        first = false;
+        json_string(out, kv.first);
+        std::fprintf(out, ":%" PRIu64, kv.second);
+    }
+    std::fputc('}', out);
+}
+
+void check_event(const char* api, uint8_t evt, int32_t id) {
+    if (evt >= kEventTypes) fail(api, "invalid HardEvent", "HardEvent value " + str(evt));
+    if (id < 0 || id >= kEventIds) {
+        fail(api, "event id out of range 0..7",
+             std::string("HardEvent::") + kEventNames[evt] + " id " + std::to_string(id) + " (A2 has ids 0..7)");
+    }
+}
+
+std::string event_desc(uint8_t evt, int32_t id) {
+    return std::string("HardEvent::") + kEventNames[evt] + " id " + std::to_string(id);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- runtime.h
+
+void fail(const char* api, const char* rule, const std::string& detail) {
+    if (g_core.active) {
+        std::fprintf(stderr, "opgen-twin: core %" PRId64 ": %s: %s: %s\n", g_core.idx, api, rule, detail.c_str());
+    } else {
+        std::fprintf(stderr, "opgen-twin: host: %s: %s: %s\n", api, rule, detail.c_str());
+    }
+    std::fflush(stderr);
+    std::fflush(stdout);
+    std::exit(EXIT_TWIN_RULE);
+}
+
+void set_soc(const SocConfig& soc) { g_soc = soc; }
+const SocConfig& soc() { return g_soc; }
+
+uint8_t* gm_alloc(const char* name, size_t bytes) {
+    GmEntry e;
+    e.name = name;
+    // The extra 32 bytes let the buffer start on a 32-byte boundary whatever new[] returns.
+    e.storage_bytes = kGuard + round_up(bytes, 32) + kGuard + 32;
+    e.storage.reset(new uint8_t[e.storage_bytes]);
+    std::memset(e.storage.get(), kGuardByte, e.storage_bytes);
+    const uintptr_t raw = reinterpret_cast<uintptr_t>(e.storage.get()) + kGuard;
+    uint8_t* base = e.storage.get() + (round_up(raw, 32) - reinterpret_cast<uintptr_t>(e.storage.get()));
+    std::memset(base, 0, bytes);
+    g_gm.push_back(std::move(e));
+    GmEntry& stored = g_gm.back();
+    stored.view = GmBuffer{stored.name.c_str(), base, bytes};
+    return base;
+}
+
+void gm_check_guards() {
+    for (const GmEntry& e : g_gm) {
+        const uint8_t* begin = e.storage.get();
+        const uint8_t* end = begin + e.storage_bytes;
+        const uint8_t* base = e.view.base;
+        for (const uint8_t* p = begin; p < end; ++p) {
+            if (p >= base && p < base + e.view.bytes) {
+                p = base + e.view.bytes - 1;
+                continue;
+            }
+            if (*p == kGuardByte) continue;
+            const std::string where = p < base ? "-" + str(uint64_t(base - p)) : "+" + str(uint64_t(p - base));
+            fail("gm_check_guards", "GM guard damaged",
+                 "GM buffer '" + e.name + "' (" + str(e.view.bytes) + " B): the guard byte at offset " + where +
+                     " was written (a write outside the buffer, e.g. through a raw __gm__ pointer)");
+        }
+    }
+}
+
+void gm_free_all() { g_gm.clear(); }
+
+const GmBuffer* gm_find(const void* addr, size_t bytes) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    for (const GmEntry& e : g_gm) {
+        const uintptr_t base = reinterpret_cast<uintptr_t>(e.view.base);
+        if (a >= base && a <= base + e.view.bytes && bytes <= base + e.view.bytes - a) return &e.view;
+    }
+    return nullptr;
+}
+
+void begin_core(int64_t idx, int64_t num) {
+    if (g_core.active) fail("begin_core", "core already running", "end_core was not called for core " + str(g_core.idx));
+    g_core.active = true;
+    g_core.idx = idx;
+    g_core.ub.assign(g_soc.ub_bytes, kPoison);
+    g_core.bufs.clear();
+    g_core.ques.clear();
+    g_core.pipe = nullptr;
+    g_core.next_que = 0;
+    g_core.next_tbuf = 0;
+    std::memset(g_core.flags, 0, sizeof g_core.flags);
+    Counters& c = g_counters[idx];
+    c = Counters{};
+    g_core.counters = &c;
+    release_all();
+    block_idx = idx;
+    block_num = num;
+}
+
+void end_core() {
+    core("end_core");
+    audit_leaks("end_core");
+    gm_check_guards();
+    g_core.active = false;
+    g_core.pipe = nullptr;
+    g_core.counters = nullptr;
+}
+
+int64_t current_core() { return g_core.active ? g_core.idx : -1; }
+
+void write_counters_json(FILE* out) {
+    std::fputs("{\"cores\":[", out);
+    bool first = true;
+    for (const auto& kv : g_counters) {
+        const Counters& c = kv.second;
+        if (!first) std::fputc(',', out);
+        first = false;
+        std::fprintf(out, "{\"core\":%" PRId64 ",", kv.first);
+        json_map(out, "gm_read_bytes", c.gm_read);
+        std::fputc(',', out);
+        json_map(out, "gm_write_bytes", c.gm_write);
+        std::fprintf(out,
+                     ",\"transfers_in\":%" PRIu64 ",\"transfer_in_bytes\":%" PRIu64 ",\"transfers_out\":%" PRIu64
+                     ",\"transfer_out_bytes\":%" PRIu64 ",",
+                     c.transfers_in, c.transfer_in_bytes, c.transfers_out, c.transfer_out_bytes);
+        json_map(out, "vector_instructions", c.vec_instr);
+        std::fputc(',', out);
+        json_map(out, "vector_elements", c.vec_elems);
+        std::fprintf(out,
+                     ",\"scalar_gm_accesses\":%" PRIu64 ",\"scalar_ub_accesses\":%" PRIu64
+                     ",\"ub_high_water_bytes\":%" PRIu64 ",\"queue_handoffs\":%" PRIu64 ",\"barriers\":%" PRIu64
+                     ",\"copy_in_overlapped\":%" PRIu64 ",\"copy_in_total\":%" PRIu64 "}",
+                     c.scalar_gm, c.scalar_ub, c.ub_high, c.handoffs, c.barriers, c.copy_in_overlapped,
+                     c.copy_in_total);
+    }
+    std::fputs("]}\n", out);
+}
+
+void reset_counters() {
+    g_counters.clear();
+    if (g_core.active) g_core.counters = &g_counters[g_core.idx];
+}
+
+const char* dtype_name(DType t) {
+    switch (t) {
+        case DType::F16: return "half";
+        case DType::BF16: return "bfloat16_t";
+        case DType::F32: return "float";
+        case DType::F64: return "double";
+        case DType::I8: return "int8_t";
+        case DType::U8: return "uint8_t";
+        case DType::I16: return "int16_t";
+        case DType::U16: return "uint16_t";
+        case DType::I32: return "int32_t";
+        case DType::U32: return "uint32_t";
+        case DType::I64: return "int64_t";
+        case DType::U64: return "uint64_t";
+        case DType::Other: return "an unsupported type";
+    }
+    return "?";
+}
+
+namespace kern {
+
+const char* round_mode_name(num::Mode m) {
+    static const char* const names[] = {"CAST_NONE",  "CAST_RINT",  "CAST_FLOOR", "CAST_CEIL",
+                                        "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"};
+    return unsigned(m) < 7 ? names[unsigned(m)] : "an unknown RoundMode";
+}
+
+// ---------------------------------------------------------------- TPipe / TQue / TBuf
+
+void pipe_open(const void* pipe) {
+    Core& c = core("TPipe");
+    if (c.pipe != nullptr) fail("TPipe", "second TPipe while one is alive", "A2 kernels have one TPipe per core");
+    // A pipe that ended before this one must have returned its tensors; then UB starts afresh.
+    audit_leaks("TPipe");
+    release_all();
+    c.pipe = pipe;
+}
+
+void pipe_close(const void* pipe) {
+    if (g_core.active && g_core.pipe == pipe) g_core.pipe = nullptr;
+}
+
+void* pipe_current() {
+    Core& c = core("GetTPipePtr");
+    if (c.pipe == nullptr) fail("GetTPipePtr", "no TPipe", "no TPipe is alive on this core");
+    return const_cast<void*>(c.pipe);
+}
+
+void pipe_reset(const void*) {
+    core("TPipe::Reset");
+    audit_leaks("TPipe::Reset");
+    release_all();
+}
+
+void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len) {
+    const char* api = "TPipe::InitBuffer";
+    Core& c = core(api);
+    QueRec q;
+    q.pos = pos;
+    q.depth = depth;
+    q.num = int32_t(num);
+    q.ordinal = c.next_que;
+    const std::string what = que_desc(q);
+    if (que.epoch == c.epoch && que.rec >= 0) fail(api, "queue initialised twice", what + " already has buffers");
+    if (depth < 1) fail(api, "queue depth out of range", what + ": a TQue needs depth >= 1");
+    const uint32_t start = ub_reserve(api, what, pos, num, len, true);
+    const uint32_t bytes = uint32_t(round_up(len, 32));
+    q.first = int32_t(c.bufs.size());
+    for (uint32_t i = 0; i < num; ++i) {
+        BufRec b;
+        b.queue = int32_t(c.ques.size());
+        b.pos = pos;
+        b.index = i;
+        b.ordinal = q.ordinal;
+        b.ub_off = start + i * bytes;
+        b.bytes = bytes;
+        c.bufs.push_back(b);
+    }
+    ++c.next_que;
+    que = Handle{int32_t(c.ques.size()), c.epoch};
+    c.ques.push_back(std::move(q));
+}
+
+void tbuf_init(Handle& buf, uint8_t pos, uint32_t len) {
+    const char* api = "TPipe::InitBuffer";
+    Core& c = core(api);
+    BufRec b;
+    b.pos = pos;
+    b.ordinal = c.next_tbuf;
+    const std::string what = buf_name(b);
+    if (buf.epoch == c.epoch && buf.rec >= 0) fail(api, "TBuf initialised twice", what + " already has a buffer");
+    b.ub_off = ub_reserve(api, what, pos, 1, len, false);
+    b.bytes = uint32_t(round_up(len, 32));
+    b.state = BufState::Fixed;
+    ++c.next_tbuf;
+    buf = Handle{int32_t(c.bufs.size()), c.epoch};
+    c.bufs.push_back(b);
+}
+
+TensorRef que_alloc(const Handle& que) {
+    const char* api = "TQue::AllocTensor";
+    QueRec& q = que_of(que, api);
+    for (int32_t k = 0; k < q.num; ++k) {
+        const int32_t i = (q.cursor + k) % q.num;
+        BufRec& b = g_core.bufs[size_t(q.first + i)];
+        if (b.state != BufState::Free) continue;
+        q.cursor = (i + 1) % q.num;
+        b.state = BufState::Allocated;
+        ++b.gen;
+        poison(b.ub_off, b.bytes);
+        return TensorRef{q.first + i, b.gen, b.ub_off, b.bytes};
+    }
+    fail(api, "AllocTensor with no free buffer",
+         que_desc(q) + ": every buffer is allocated or in the queue (the NPU would wait forever for a FreeTensor)");
+}
+
+void que_enque(const Handle& que, const TensorRef& t) {
+    const char* api = "TQue::EnQue";
+    QueRec& q = que_of(que, api);
+    if (!in_queue(q, t.buf)) {
+        fail(api, "EnQue of a tensor not allocated from this queue",
+             tensor_desc(t) + " was not produced by AllocTensor of " + que_desc(q));
+    }
+    BufRec& b = g_core.bufs[size_t(t.buf)];
+    if (b.state != BufState::Allocated || b.gen != t.gen) {
+        fail(api, "EnQue of a tensor not allocated from this queue",
+             tensor_desc(t) + " is " + (b.gen != t.gen ? "a stale view of an earlier allocation" : state_name(b.state)) +
+                 "; only a tensor between AllocTensor and EnQue can be EnQue'd");
+    }
+    if (int32_t(q.fifo.size()) >= q.depth) {
+        fail(api, "EnQue beyond the queue depth",
+             que_desc(q) + " already holds " + count_of(q.fifo.size(), "EnQue'd tensor") +
+                 " (the NPU queue would overwrite one; DeQue first or raise the depth)");
+    }
+    q.fifo.push_back(t.buf);
+    b.state = BufState::Enqueued;
+    ++counters().handoffs;
+}
+
+TensorRef que_deque(const Handle& que) {
+    const char* api = "TQue::DeQue";
+    QueRec& q = que_of(que, api);
+    if (q.fifo.empty()) {
+        fail(api, "DeQue on an empty queue", que_desc(q) + " holds no EnQue'd tensor (the NPU would wait forever)");
+    }
+    const int32_t id = q.fifo.front();
+    q.fifo.pop_front();
+    BufRec& b = g_core.bufs[size_t(id)];
+    b.state = BufState::Dequeued;
+    ++counters().handoffs;
+    return TensorRef{id, b.gen, b.ub_off, b.bytes};
+}
+
+void que_free(const Handle& que, const TensorRef& t) {
+    const char* api = "TQue::FreeTensor";
+    QueRec& q = que_of(que, api);
+    if (!in_queue(q, t.buf)) {
+        fail(api, "FreeTensor of a tensor not allocated from this queue",
+             tensor_desc(t) + " does not belong to " + que_desc(q));
+    }
+    BufRec& b = g_core.bufs[size_t(t.buf)];
+    if (b.state == BufState::Free || b.gen != t.gen) {
+        fail(api, "double FreeTensor",
+             tensor_desc(t) + ": this allocation was already freed" +
+                 (b.state == BufState::Free ? "" : " and the buffer has been allocated again since"));
+    }
+    if (b.state == BufState::Enqueued) {
+        fail(api, "FreeTensor of a tensor not allocated or dequeued",
+             tensor_desc(t) + " is still in the queue; DeQue it before FreeTensor");
+    }
+    b.state = BufState::Free;
+}
+
+int32_t que_count(const Handle& que) { return int32_t(que_of(que, "TQue::GetTensorCountInQue").fifo.size()); }
+
+TensorRef tbuf_get(const Handle& buf, const char* api, uint64_t offset_bytes, uint64_t bytes) {
+    BufRec& b = tbuf_of(buf, api);
+    if (b.state == BufState::Released) fail(api, "use of a buffer released by TPipe::Reset", buf_name(b));
+    if (offset_bytes % 32 != 0) {
+        fail(api, "UB address not 32-byte aligned", buf_name(b) + ": bufOffset " + str(offset_bytes) + " B");
+    }
+    if (bytes == UINT64_MAX) bytes = offset_bytes <= b.bytes ? b.bytes - offset_bytes : 0;
+    if (offset_bytes + bytes > b.bytes) {
+        fail(api, "Get beyond the TBuf size",
+             buf_name(b) + ": bytes [" + str(offset_bytes) + ", " + str(offset_bytes + bytes) + ") of " + str(b.bytes));
+    }
+    return TensorRef{int32_t(&b - g_core.bufs.data()), b.gen, uint32_t(b.ub_off + offset_bytes), uint32_t(bytes)};
+}
+
+// ---------------------------------------------------------------- checks
+
+uint8_t* ub_base() { return core("LocalTensor").ub.data(); }
+
+std::string tensor_desc(const TensorRef& t) {
+    if (!g_core.active || t.buf < 0 || size_t(t.buf) >= g_core.bufs.size()) return "an unbacked LocalTensor";
+    const BufRec& b = g_core.bufs[size_t(t.buf)];
+    std::string s = buf_name(b) + " [UB " + hex(b.ub_off) + ", " + str(b.bytes) + " B]";
+    if (t.off != b.ub_off) s += " at +" + str(t.off - b.ub_off) + " B";
+    return s;
+}
+
+uint8_t* ub_operand(const char* api, const char* role, const TensorRef& t, uint64_t bytes, bool aligned,
+                    Extent extent) {
+    const BufRec& b = live_buffer(api, role, t);
+    if (aligned && t.off % 32 != 0) {
+        fail(api, "UB address not 32-byte aligned",
+             std::string(role) + " " + tensor_desc(t) + " starts at UB " + hex(t.off));
+    }
+    uint64_t limit = extent == Extent::BlockPadded ? round_up(t.bytes, 32) : t.bytes;
+    limit = std::min<uint64_t>(limit, uint64_t(b.ub_off) + b.bytes - t.off);
+    if (bytes > limit) {
+        fail(api, "access outside the LocalTensor",
+             std::string(role) + " " + tensor_desc(t) + ": the access covers " + str(bytes) + " B, the tensor " +
+                 str(limit) + " B");
+    }
+    return g_core.ub.data() + t.off;
+}
+
+void check_overlap(const char* api, const char* role_a, const TensorRef& a, uint64_t bytes_a, const char* role_b,
+                   const TensorRef& b, uint64_t bytes_b, bool identical_ok) {
+    if (bytes_a == 0 || bytes_b == 0) return;
+    const uint64_t a0 = a.off, a1 = a.off + bytes_a, b0 = b.off, b1 = b.off + bytes_b;
+    if (a1 <= b0 || b1 <= a0) return;
+    if (identical_ok && a0 == b0 && bytes_a == bytes_b) return;
+    fail(api, "partial overlap of dst and src",
+         std::string(role_a) + " UB [" + hex(a0) + ", " + hex(a1) + ") and " + role_b + " UB [" + hex(b0) + ", " +
+             hex(b1) + ") overlap" + (identical_ok ? " without being the same range" : " (different element types)"));
+}
+
+void check_count(const char* api, int64_t count) {
+    if (count < 0) fail(api, "negative count", "count " + std::to_string(count));
+}
+
+void fail_dtype(const char* api, const char* role, DType t) {
+    fail(api, "dtype not supported on A2",
+         std::string(role) + " = " + dtype_name(t) +
+             (t == DType::BF16 ? " (A2 has no bfloat16_t arithmetic: Cast to float, compute, Cast back with CAST_RINT)"
+                               : ""));
+}
+
+const char* gm_operand(const char* api, const char* role, const GmView& view, const void* addr, uint64_t bytes,
+                       const char* size_rule) {
+    core(api);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    const uintptr_t region = reinterpret_cast<uintptr_t>(view.region);
+    if (view.region_bytes > 0 && (a < region || a + bytes > region + view.region_bytes)) {
+        const GmBuffer* owner = gm_find(view.region, 0);
+        const std::string in_buffer =
+            owner ? std::string(" starting at '") + owner->name + "' +" +
+                        str(region - reinterpret_cast<uintptr_t>(owner->base)) + " B"
+                  : std::string();
+        fail(api, size_rule,
+             std::string(role) + ": bytes [" + std::to_string(int64_t(a - region)) + ", " +
+                 std::to_string(int64_t(a - region + bytes)) + ") of a GlobalTensor of " + str(view.region_bytes) +
+                 " B" + in_buffer + " (the size given to SetGlobalBuffer)");
+    }
+    const GmBuffer* g = gm_find(addr, bytes);
+    if (g == nullptr) {
+        const GmBuffer* start = gm_find(addr, 0);
+        fail(api, "GM access outside the registered buffer",
+             std::string(role) + ": " + str(bytes) + " B " +
+                 (start ? "at +" + str(a - reinterpret_cast<uintptr_t>(start->base)) + " run past the end of GM buffer '" +
+                              start->name + "' (" + str(start->bytes) + " B)"
+                        : std::string("at an address in no registered GM buffer")));
+    }
+    return g->name;
+}
+
+uint8_t* ub_element(const char* api, const TensorRef& t, uint64_t index, uint32_t elem_size) {
+    live_buffer(api, "tensor", t);
+    if ((index + 1) * elem_size > t.bytes) {
+        fail(api, "index out of bounds",
+             tensor_desc(t) + ": index " + str(index) + ", size " + str(t.bytes / elem_size) + " elements");
+    }
+    count_scalar_ub();
+    return g_core.ub.data() + t.off + index * elem_size;
+}
+
+void check_resize(const char* api, const TensorRef& t, uint64_t bytes) {
+    const BufRec& b = live_buffer(api, "tensor", t);
+    if (t.off + bytes > uint64_t(b.ub_off) + b.bytes) {
+        fail(api, "SetSize beyond the buffer", tensor_desc(t) + ": " + str(bytes) + " B would pass the buffer's end");
+    }
+}
+
+int32_t buffer_position(const TensorRef& t) {
+    if (!g_core.active || t.buf < 0 || size_t(t.buf) >= g_core.bufs.size()) return -1;
+    return g_core.bufs[size_t(t.buf)].pos;
+}
+
+// ---------------------------------------------------------------- events
+
+void event_set(uint8_t evt, int32_t id) {
+    check_event("SetFlag", evt, id);
+    bool& flag = core("SetFlag").flags[evt][id];
+    if (flag) {
+        fail("SetFlag", "SetFlag twice without WaitFlag",
+             event_desc(evt, id) + " is already set (each SetFlag needs its WaitFlag before the next SetFlag)");
+    }
+    flag = true;
+}
+
+void event_wait(uint8_t evt, int32_t id) {
+    check_event("WaitFlag", evt, id);
+    bool& flag = core("WaitFlag").flags[evt][id];
+    if (!flag) {
+        fail("WaitFlag", "WaitFlag without a matching SetFlag",
+             event_desc(evt, id) + " was not set (the NPU would wait forever)");
+    }
+    flag = false;
+}
+
+int8_t event_fetch(uint8_t evt) {
+    check_event("TPipe::FetchEventID", evt, 0);
+    const Core& c = core("TPipe::FetchEventID");
+    for (int id = 0; id < kEventIds; ++id) {
+        if (!c.reserved[evt][id]) return int8_t(id);
+    }
+    fail("TPipe::FetchEventID", "no free event id", std::string("all ids of HardEvent::") + kEventNames[evt] + " are allocated");
+}
+
+int8_t event_alloc(uint8_t evt) {
+    const int8_t id = event_fetch(evt);
+    g_core.reserved[evt][id] = true;
+    return id;
+}
+
+void event_release(uint8_t evt, int32_t id) {
+    check_event("TPipe::ReleaseEventID", evt, id);
+    core("TPipe::ReleaseEventID").reserved[evt][id] = false;
+}
+
+void barrier(int pipe) {
+    if (pipe == PIPE_S) fail("PipeBarrier", "PipeBarrier<PIPE_S> is not allowed", "the scalar pipe has no barrier");
+    ++counters().barriers;
+}
+
+// ---------------------------------------------------------------- counters
+
+void count_vector(const char* api, uint64_t elements) {
+    Counters& c = counters();
+    auto it = c.vec_instr.find(api);
+    if (it == c.vec_instr.end()) it = c.vec_instr.emplace(api, 0).first;
+    ++it->second;
+    c.vec_elems[api] += elements;
+}
+
+void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst) {
+    Counters& c = counters();
+    ++c.transfers_in;
+    c.transfer_in_bytes += bytes;
+    c.gm_read[gm_name] += bytes;
+    const BufRec& b = g_core.bufs[size_t(dst.buf)];
+    if (b.queue < 0) return;
+    ++c.copy_in_total;
+    // Double-buffering evidence: another buffer of the same queue is being consumed right now.
+    const QueRec& q = g_core.ques[size_t(b.queue)];
+    for (int32_t i = q.first; i < q.first + q.num; ++i) {
+        if (i != dst.buf && g_core.bufs[size_t(i)].state == BufState::Dequeued) {
+            ++c.copy_in_overlapped;
+            return;
+        }
+    }
+}
+
+void count_copy_out(const char* gm_name, uint64_t bytes) {
+    Counters& c = counters();
+    ++c.transfers_out;
+    c.transfer_out_bytes += bytes;
+    c.gm_write[gm_name] += bytes;
+}
+
+void count_scalar_gm(const char* gm_name, uint64_t bytes, bool write) {
+    Counters& c = counters();
+    ++c.scalar_gm;
+    (write ? c.gm_write : c.gm_read)[gm_name] += bytes;
+}
+
+void count_scalar_ub() { ++counters().scalar_ub; }
+
+}  // namespace kern
+}  // namespace opgen_twin

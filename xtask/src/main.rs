@@ -31,6 +31,9 @@ enum Command {
     /// Build every generated kernel and op_host on the CPU twin, run the sweep, compare with
     /// the references and print the table; exits non-zero on any failure.
     Verify {
+        /// A spec file or directory instead of the catalogue in kernels/.
+        #[arg(long)]
+        specs: Option<PathBuf>,
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
         /// Only these dtypes, comma separated: f16,bf16,f32.
@@ -48,6 +51,9 @@ enum Command {
         /// The toolkit root (default: ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, standard roots).
         #[arg(long)]
         cann: Option<PathBuf>,
+        /// A spec file or directory instead of the catalogue in kernels/.
+        #[arg(long)]
+        specs: Option<PathBuf>,
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
     },
@@ -67,7 +73,8 @@ fn main() {
         Command::GenOps { out, ops, check } => {
             app::gen::gen_ops(&GenOptions { specs: None, out, ops, check })
         }
-        Command::Verify { ops, dtypes, sweep, no_sanitize } => app::verify::verify(&VerifyOptions {
+        Command::Verify { specs, ops, dtypes, sweep, no_sanitize } => app::verify::verify(&VerifyOptions {
+            specs,
             ops,
             dtypes,
             sweep,

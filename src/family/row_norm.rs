@@ -7,7 +7,7 @@ use crate::plan::TilingField;
 use crate::reference::{self, ReferenceError};
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrValue, FamilyParams, OpSpec, Reporter, RowNormParams};
-use crate::tensor::HostTensor;
+use crate::tensor::{round_to_dtype, HostTensor};
 use crate::verify::compare::Tolerance;
 use crate::verify::inputs::Distribution;
 use crate::verify::{Case, Expected, Sweep};
@@ -292,5 +292,81 @@ pub fn expected(
         other => Err(format!(
             "no reference for row_norm op `{other}`: catalogue ops are checked against src/reference"
         )),
+    }
+}
+
+/// add_rms_norm y, 16-bit: where m = s·rstd is within float32 error of a 16-bit rounding
+/// boundary, y may also be (the other rounding of m)·gamma. The window is 8 float32 ulps of
+/// m (the kernel's rstd carries a few ulps of reduction error), far below one 16-bit ulp.
+pub fn alternates(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+    output: &str,
+) -> Result<Vec<f64>, String> {
+    if spec.name != "add_rms_norm" || output != spec.outputs[0].name {
+        return Ok(Vec::new());
+    }
+    let (x1, x2, gamma) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
+    let dtype = x1.dtype;
+    if !matches!(dtype, DType::Float16 | DType::BFloat16) {
+        return Ok(Vec::new());
+    }
+    let r = reference::row_norm::add_rms_norm(x1, x2, gamma, attr_f64(attrs, "epsilon")?).map_err(err)?;
+    let n = gamma.numel();
+    let g = gamma.to_f64();
+    let window = 8.0 * f64::from(f32::EPSILON) / 2.0;
+    Ok(r.x_sum
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let m = s * r.rstd[i / n];
+            let rounded = round_to_dtype(dtype, m);
+            // The neighbour on m's side of `rounded`, and the boundary between them.
+            let step = if m >= rounded { next_up(dtype, rounded) } else { next_down(dtype, rounded) };
+            let boundary = (rounded + step) / 2.0;
+            if m.is_finite() && (m - boundary).abs() <= window * m.abs() {
+                step * g[i % n]
+            } else {
+                f64::NAN
+            }
+        })
+        .collect())
+}
+
+/// The next representable value of `dtype` above / below `v` (finite `v`).
+fn next_up(dtype: DType, v: f64) -> f64 {
+    neighbour(dtype, v, 1.0)
+}
+
+fn next_down(dtype: DType, v: f64) -> f64 {
+    neighbour(dtype, v, -1.0)
+}
+
+fn neighbour(dtype: DType, v: f64, direction: f64) -> f64 {
+    // One ulp of `dtype` at v: 2^(exponent - mantissa bits), halved just below a power of two
+    // when stepping down.
+    let mantissa_bits = if dtype == DType::Float16 { 10 } else { 7 };
+    let min_exp = if dtype == DType::Float16 { -14 } else { -126 };
+    let a = v.abs();
+    let mut e = if a == 0.0 { min_exp } else { (a.log2().floor() as i32).max(min_exp) };
+    if direction * v.signum() < 0.0 && a == 2f64.powi(e) && e > min_exp {
+        e -= 1;
+    }
+    v + direction * 2f64.powi(e - mantissa_bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sixteen_bit_neighbours() {
+        assert_eq!(next_up(DType::Float16, 1.0), 1.0 + 2f64.powi(-10));
+        assert_eq!(next_down(DType::Float16, 1.0), 1.0 - 2f64.powi(-11));
+        assert_eq!(next_down(DType::Float16, -1.0), -1.0 - 2f64.powi(-10));
+        assert_eq!(next_up(DType::Float16, -1.0), -1.0 + 2f64.powi(-11));
+        assert_eq!(next_up(DType::BFloat16, 3.0), 3.0 + 2f64.powi(-6));
+        assert_eq!(next_up(DType::Float16, 0.0), 2f64.powi(-24));
     }
 }

@@ -81,8 +81,8 @@ fn main() {
             sanitize: !no_sanitize,
             ..VerifyOptions::default()
         }),
-        Command::CheckCann { cann, ops } => {
-            app::check_cann::check_cann(&CheckCannOptions { cann, specs: None, ops })
+        Command::CheckCann { cann, specs, ops } => {
+            app::check_cann::check_cann(&CheckCannOptions { cann, specs, ops })
         }
     };
     std::process::exit(app::exit_code(result));

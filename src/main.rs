@@ -117,6 +117,7 @@ fn main() {
                 sanitize: !no_sanitize,
                 soc,
                 jobs,
+                templates: None,
             })
         }
         Command::Run { op, specs, dtype, inputs, attrs, out, soc, no_sanitize } => {

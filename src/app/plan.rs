@@ -116,7 +116,11 @@ pub fn plan(opts: &PlanOptions) -> Result<(), AppError> {
     Ok(())
 }
 
-fn split_shapes(given: &[String]) -> Result<(Vec<usize>, Vec<(String, Vec<usize>)>), AppError> {
+/// Input shapes by name.
+pub type NamedShapes = Vec<(String, Vec<usize>)>;
+
+/// The unnamed first `--shape` and the `name=dims` overrides.
+fn split_shapes(given: &[String]) -> Result<(Vec<usize>, NamedShapes), AppError> {
     let mut first = None;
     let mut explicit = Vec::new();
     for s in given {

@@ -25,6 +25,9 @@ pub struct VerifyOptions {
     pub soc: String,
     /// Parallel runner processes.
     pub jobs: usize,
+    /// Render with these templates instead of the embedded ones (tests prove that a broken
+    /// kernel fails verification).
+    pub templates: Option<Vec<(&'static str, String)>>,
 }
 
 impl Default for VerifyOptions {
@@ -37,6 +40,7 @@ impl Default for VerifyOptions {
             sanitize: true,
             soc: soc::DEFAULT_SOC.to_string(),
             jobs: 2,
+            templates: None,
         }
     }
 }
@@ -96,7 +100,14 @@ struct CaseOutcome {
 pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
     let started = Instant::now();
     let specs = load_specs(opts.specs.as_deref(), &opts.ops)?;
-    let project = render(&specs)?;
+    let project = match &opts.templates {
+        None => render(&specs)?,
+        Some(templates) => {
+            let refs: Vec<&OpSpec> = specs.iter().collect();
+            crate::codegen::render_project_with(&refs, templates)
+                .map_err(|e| AppError::input(e.to_string()))?
+        }
+    };
     let soc = soc::find(&opts.soc).map_err(AppError::input)?;
     let mut report = VerifyReport::default();
     for spec in &specs {

@@ -1,0 +1,47 @@
+//! The main job's second half as a test: every catalogue op, every dtype combination, the
+//! quick sweep, on the twin built with AddressSanitizer and UBSan, against the references.
+//! And the converse: a kernel that computes the wrong thing must fail.
+
+use ascend_opgen::app::verify::{run_verify, VerifyOptions};
+use ascend_opgen::codegen::template_sources;
+
+#[test]
+fn the_catalogue_passes_the_quick_sweep_under_sanitizers() {
+    let report = run_verify(&VerifyOptions::default()).expect("verify runs");
+    println!("{}", report.table());
+    assert!(report.failures.is_empty(), "failures:\n{}", report.failures.join("\n"));
+    assert!(report.rows.iter().all(|r| r.cases > 0));
+    // Every 16-bit y of the row norms is within 1 ULP (the project's bar, not just CANN's).
+    for r in report.rows.iter().filter(|r| r.output == "y" && r.dtype.size_bytes() == 2) {
+        assert!(r.max_ulp <= 1, "{r:?}");
+    }
+}
+
+#[test]
+fn a_kernel_that_skips_gamma_fails_verification() {
+    let templates: Vec<(&'static str, String)> = template_sources()
+        .into_iter()
+        .map(|(name, text)| {
+            let text = if name == "kernel/row_norm.cpp.j2" {
+                let broken = text.replace(
+                    "Mul(work[r * width], work[r * width], gamma, t_.numCol);",
+                    "Muls(work[r * width], work[r * width], 1.0f, t_.numCol);",
+                );
+                assert_ne!(broken, text, "the mutation must apply");
+                broken
+            } else {
+                text
+            };
+            (name, text)
+        })
+        .collect();
+    let opts = VerifyOptions {
+        ops: vec!["rms_norm".into()],
+        dtypes: vec![ascend_opgen::DType::Float16],
+        templates: Some(templates),
+        ..VerifyOptions::default()
+    };
+    let report = run_verify(&opts).expect("verify runs");
+    let y = report.rows.iter().find(|r| r.output == "y").unwrap();
+    assert!(y.failures > 0, "a wrong kernel passed:\n{}", report.table());
+}

@@ -5,6 +5,7 @@ pub mod check_cann;
 pub mod gen;
 pub mod plan;
 pub mod run;
+pub mod test_suite;
 pub mod verify;
 
 use std::fmt;

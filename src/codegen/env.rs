@@ -19,6 +19,12 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("project/build.sh.j2", include_str!("../../templates/project/build.sh.j2")),
     ("twin/launch.cpp.j2", include_str!("../../templates/twin/launch.cpp.j2")),
+    ("torch/CMakeLists.txt.j2", include_str!("../../templates/torch/CMakeLists.txt.j2")),
+    ("torch/opgen_torch.h.j2", include_str!("../../templates/torch/opgen_torch.h.j2")),
+    ("torch/opgen_schema.cpp.j2", include_str!("../../templates/torch/opgen_schema.cpp.j2")),
+    ("torch/opgen_npu.cpp.j2", include_str!("../../templates/torch/opgen_npu.cpp.j2")),
+    ("torch/package_init.py.j2", include_str!("../../templates/torch/package_init.py.j2")),
+    ("torch/package_ops.py.j2", include_str!("../../templates/torch/package_ops.py.j2")),
 ];
 
 pub(crate) fn environment(templates: &[(&'static str, String)]) -> Result<Environment<'static>, Error> {

@@ -5,6 +5,7 @@
 mod context;
 mod env;
 mod project;
+pub mod torch;
 mod write;
 
 pub use context::{banner_source, OpContext};

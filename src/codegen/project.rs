@@ -48,6 +48,7 @@ pub fn render_project_with(
         files.extend(render_op(&env, spec)?);
     }
     files.extend(render_shared(&env, specs)?);
+    files.extend(super::torch::render(&env, specs)?);
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Project { files })
 }

@@ -65,6 +65,8 @@ pub struct Cmd {
     env: Vec<(OsString, Option<OsString>)>,
     timeout: Option<Duration>,
     stdin: StdinMode,
+    /// Also copy the child's output to ours as it arrives (long builds and test runs).
+    echo: bool,
 }
 
 impl Cmd {
@@ -79,7 +81,15 @@ impl Cmd {
             env: Vec::new(),
             timeout: None,
             stdin: StdinMode::Inherit,
+            echo: false,
         }
+    }
+
+    /// Shows the child's stdout and stderr live on ours while still capturing them, so a
+    /// long run shows progress and a failure still reports everything.
+    pub fn echo(mut self) -> Self {
+        self.echo = true;
+        self
     }
 
     /// Appends one argument.
@@ -270,8 +280,8 @@ impl Cmd {
                 });
             }
         }
-        let mut stdout = Capture::start(child.stdout.take());
-        let mut stderr = Capture::start(child.stderr.take());
+        let mut stdout = Capture::start(child.stdout.take(), self.echo.then_some(Echo::Stdout));
+        let mut stderr = Capture::start(child.stderr.take(), self.echo.then_some(Echo::Stderr));
 
         let status = match deadline {
             None => child.wait().map(Some),
@@ -471,8 +481,25 @@ struct Capture {
     handle: Option<thread::JoinHandle<()>>,
 }
 
+/// Where an echoed stream goes.
+#[derive(Debug, Clone, Copy)]
+enum Echo {
+    Stdout,
+    Stderr,
+}
+
+impl Echo {
+    fn write(self, data: &[u8]) {
+        // Echo is best effort: a closed terminal must not fail the command.
+        let _ = match self {
+            Echo::Stdout => io::stdout().write_all(data).and_then(|()| io::stdout().flush()),
+            Echo::Stderr => io::stderr().write_all(data),
+        };
+    }
+}
+
 impl Capture {
-    fn start<R: Read + Send + 'static>(pipe: Option<R>) -> Capture {
+    fn start<R: Read + Send + 'static>(pipe: Option<R>, echo: Option<Echo>) -> Capture {
         let buf = Arc::new(Mutex::new(Vec::new()));
         let (tx, done) = mpsc::channel();
         let handle = pipe.map(|mut pipe| {
@@ -482,7 +509,12 @@ impl Capture {
                 loop {
                     match pipe.read(&mut chunk) {
                         Ok(0) => break,
-                        Ok(n) => buf.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&chunk[..n]),
+                        Ok(n) => {
+                            if let Some(echo) = echo {
+                                echo.write(&chunk[..n]);
+                            }
+                            buf.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&chunk[..n])
+                        }
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         Err(_) => break,
                     }

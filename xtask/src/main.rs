@@ -46,6 +46,8 @@ enum Command {
         #[arg(long)]
         no_sanitize: bool,
     },
+    /// The whole test run (what CI runs): cargo test, then the torch extension link check.
+    Test,
     /// Syntax-check every generated file against a real CANN toolkit's headers.
     CheckCann {
         /// The toolkit root (default: ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, standard roots).
@@ -81,6 +83,7 @@ fn main() {
             sanitize: !no_sanitize,
             ..VerifyOptions::default()
         }),
+        Command::Test => app::test_suite::run_tests(),
         Command::CheckCann { cann, specs, ops } => {
             app::check_cann::check_cann(&CheckCannOptions { cann, specs, ops })
         }

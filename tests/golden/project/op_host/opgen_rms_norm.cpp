@@ -50,6 +50,9 @@ ge::graphStatus RowsAndCols(const gert::Shape& x, const gert::Shape& gamma, uint
         }
         r *= static_cast<uint64_t>(x.GetDim(i));
     }
+    if (c == 0) {
+        OPGEN_REJECT("gamma has no elements: the mean of an empty row is undefined");
+    }
     if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
         OPGEN_REJECT("%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
                      static_cast<unsigned long long>(c));

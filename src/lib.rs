@@ -5,6 +5,8 @@
 //! [`codegen`] (render templates, write the project atomically) → [`verify`] (build the twin
 //! runner, run sweeps, compare with [`reference`]) or [`toolchain`] (CANN, external commands).
 
+#[cfg(opgen_acl)]
+pub mod acl;
 pub mod app;
 pub mod codegen;
 pub mod dtype;
@@ -12,6 +14,7 @@ pub mod family;
 pub mod npy;
 pub mod plan;
 pub mod reference;
+pub mod report;
 pub mod spec;
 pub mod tensor;
 pub mod toolchain;

@@ -1,7 +1,10 @@
 //! `opgen`: generate, verify, run and plan fused AscendC operators from specs.
 
-use ascend_opgen::app::{self, gen::GenOptions, plan::PlanOptions, run::RunOptions, verify::VerifyOptions};
+use ascend_opgen::app::{
+    self, gen::GenOptions, plan::PlanOptions, run::RunOptions, run_npu::RunNpuOptions, verify::VerifyOptions,
+};
 use ascend_opgen::plan::soc::DEFAULT_SOC;
+use ascend_opgen::report::ShapeSet;
 use ascend_opgen::verify::Sweep;
 use ascend_opgen::DType;
 use clap::{Parser, Subcommand};
@@ -22,8 +25,31 @@ fn parse_dtype(text: &str) -> Result<DType, String> {
     DType::parse(text).ok_or_else(|| format!("unknown dtype `{text}` (f16, bf16, f32, i8, i32, i64)"))
 }
 
+fn parse_shape_set(text: &str) -> Result<ShapeSet, String> {
+    ShapeSet::parse(text).ok_or_else(|| format!("unknown shape set `{text}` (sweep, model, all)"))
+}
+
 fn parse_sweep(text: &str) -> Result<Sweep, String> {
     Sweep::parse(text).ok_or_else(|| format!("unknown sweep `{text}` (quick, full)"))
+}
+
+/// Where `opgen run` runs the op.
+#[derive(Clone, Copy, Debug)]
+enum Device {
+    Twin,
+    Npu(i32),
+}
+
+fn parse_device(text: &str) -> Result<Device, String> {
+    match text {
+        "twin" | "cpu" => Ok(Device::Twin),
+        "npu" => Ok(Device::Npu(0)),
+        _ => text
+            .strip_prefix("npu:")
+            .and_then(|n| n.parse().ok())
+            .map(Device::Npu)
+            .ok_or_else(|| format!("unknown device `{text}` (twin, npu, npu:N)")),
+    }
 }
 
 #[derive(Subcommand)]
@@ -81,6 +107,14 @@ enum Command {
         soc: String,
         #[arg(long)]
         no_sanitize: bool,
+        /// Where to run: `twin` (the CPU twin, default) or `npu`/`npu:N` (a real NPU through the
+        /// op's aclnn API, from the package build-npu installed; needs a build with ACL).
+        #[arg(long, default_value = "twin", value_parser = parse_device)]
+        device: Device,
+        /// With --device npu: build-npu's install directory (default: ASCEND_CUSTOM_OPP_PATH,
+        /// then target/opgen/install).
+        #[arg(long)]
+        install: Option<PathBuf>,
     },
     /// Print the tiling the generated TilingFunc picks for a shape.
     Plan {
@@ -96,6 +130,33 @@ enum Command {
         attrs: Vec<String>,
         #[arg(long, default_value = DEFAULT_SOC)]
         soc: String,
+    },
+    /// Performance evidence: twin counters, bytes vs minimum, roofline model, fused vs eager.
+    Report {
+        #[arg(long)]
+        specs: Option<PathBuf>,
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        /// Only these dtypes (of the first input), comma separated: f16,bf16,f32.
+        #[arg(long, value_delimiter = ',', value_parser = parse_dtype)]
+        dtypes: Vec<DType>,
+        #[arg(long, default_value = DEFAULT_SOC)]
+        soc: String,
+        /// sweep (the quick sweep's shapes), model (Qwen2-7B shapes) or all.
+        #[arg(long, default_value = "all", value_parser = parse_shape_set)]
+        shapes: ShapeSet,
+        /// Write every figure as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Write a chart (fused vs eager modeled time per op) as SVG.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+        /// Runner processes at once.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Exit 1 when a target of the report is missed.
+        #[arg(long)]
+        check: bool,
     },
     /// Find the CANN toolkit and say what is missing.
     Doctor {
@@ -120,11 +181,28 @@ fn main() {
                 templates: None,
             })
         }
-        Command::Run { op, specs, dtype, inputs, attrs, out, soc, no_sanitize } => {
-            app::run::run(&RunOptions { specs, op, dtype, inputs, attrs, out, soc, sanitize: !no_sanitize })
+        Command::Run { op, specs, dtype, inputs, attrs, out, soc, no_sanitize, device, install } => {
+            match device {
+                Device::Twin => app::run::run(&RunOptions {
+                    specs,
+                    op,
+                    dtype,
+                    inputs,
+                    attrs,
+                    out,
+                    soc,
+                    sanitize: !no_sanitize,
+                }),
+                Device::Npu(device) => {
+                    app::run_npu::run_npu(&RunNpuOptions { specs, op, inputs, attrs, out, device, install })
+                }
+            }
         }
         Command::Plan { op, specs, dtype, shapes, attrs, soc } => {
             app::plan::plan(&PlanOptions { specs, op, dtype, shapes, attrs, soc })
+        }
+        Command::Report { specs, ops, dtypes, soc, shapes, json, svg, jobs, check } => {
+            app::report::report(&app::report::ReportOptions { specs, ops, dtypes, soc, shapes, json, svg, jobs, check })
         }
         Command::Doctor { cann } => {
             println!("{}", ascend_opgen::toolchain::doctor_report(cann.as_deref()));

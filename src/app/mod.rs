@@ -1,10 +1,13 @@
 //! The commands behind `opgen` and `cargo xtask`: both binaries parse arguments and call
 //! these, so the two stay in step.
 
+pub mod build_npu;
 pub mod check_cann;
 pub mod gen;
 pub mod plan;
+pub mod report;
 pub mod run;
+pub mod run_npu;
 pub mod test_suite;
 pub mod verify;
 

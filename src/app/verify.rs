@@ -45,7 +45,8 @@ impl Default for VerifyOptions {
     }
 }
 
-/// The summary of one op, dtype combination and output.
+/// The summary of one op, dtype combination and output (or in-place input: a cache the kernel
+/// updates is compared like an output).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub op: String,
@@ -56,6 +57,10 @@ pub struct Row {
     pub max_mere: f64,
     pub max_mare: f64,
     pub failures: usize,
+    /// The bar the output is held to (`bitwise`, `ulp<=1+CANN`, `int±1`, `CANN`).
+    pub rule: String,
+    /// Wall time of the combination: building its runner and running every case.
+    pub seconds: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -70,19 +75,21 @@ pub struct VerifyReport {
 impl VerifyReport {
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<22} {:<9} {:<8} {:>6} {:>8} {:>11} {:>11}  {}\n",
-            "op", "dtype", "output", "cases", "max ULP", "MERE", "MARE", "result"
+            "{:<22} {:<9} {:<11} {:>6} {:<12} {:>8} {:>11} {:>11} {:>7}  {}\n",
+            "op", "dtype", "output", "cases", "rule", "max ULP", "MERE", "MARE", "time", "result"
         );
         for r in &self.rows {
             s.push_str(&format!(
-                "{:<22} {:<9} {:<8} {:>6} {:>8} {:>11.3e} {:>11.3e}  {}\n",
+                "{:<22} {:<9} {:<11} {:>6} {:<12} {:>8} {:>11.3e} {:>11.3e} {:>6.1}s  {}\n",
                 r.op,
                 r.dtype.name(),
                 r.output,
                 r.cases,
+                r.rule,
                 r.max_ulp,
                 r.max_mere,
                 r.max_mare,
+                r.seconds,
                 if r.failures == 0 { "pass".to_string() } else { format!("FAIL ({})", r.failures) }
             ));
         }
@@ -112,18 +119,22 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
     let mut report = VerifyReport::default();
     for spec in &specs {
         for column in 0..spec.columns() {
-            let dtype = spec.inputs[0].dtypes[column];
+            let dtype = column_dtype(spec, column);
             if !opts.dtypes.is_empty() && !opts.dtypes.contains(&dtype) {
                 continue;
             }
+            let column_started = Instant::now();
             eprintln!("verify: {} {}: building the twin runner", spec.name, dtype);
             let runner =
                 verify::build_runner(&project, spec, column, BuildOptions { sanitize: opts.sanitize })
                     .map_err(|e| AppError::failed(format!("{} {}: {e}", spec.name, dtype)))?;
             let cases = verify::cases(spec, opts.sweep);
             let outcomes = run_cases(spec, column, &runner, soc, &cases, opts.jobs);
+            let first_row = report.rows.len();
             summarise(spec, dtype, &cases, outcomes, &mut report);
-            let failed = report.rows.iter().rev().take(spec.outputs.len()).map(|r| r.failures).sum::<usize>();
+            let seconds = column_started.elapsed().as_secs_f64();
+            report.rows[first_row..].iter_mut().for_each(|r| r.seconds = seconds);
+            let failed = report.rows[first_row..].iter().map(|r| r.failures).sum::<usize>();
             eprintln!("verify: {} {}: {} cases, {} failed", spec.name, dtype, cases.len(), failed);
         }
     }
@@ -146,6 +157,18 @@ pub fn verify(opts: &VerifyOptions) -> Result<(), AppError> {
         message.push_str(&format!("\n  ... and {} more", report.failures.len() - 20));
     }
     Err(AppError::failed(message))
+}
+
+/// The dtype that tells combination `column` apart in reports and `--dtypes`: that of the first
+/// tensor (inputs, then outputs) whose dtype differs between combinations, else the first
+/// input's. (dequant_int8's combinations differ only in their output.)
+pub fn column_dtype(spec: &OpSpec, column: usize) -> DType {
+    spec.inputs
+        .iter()
+        .chain(&spec.outputs)
+        .find(|t| t.dtypes.iter().any(|d| *d != t.dtypes[0]))
+        .unwrap_or(&spec.inputs[0])
+        .dtypes[column]
 }
 
 /// The inputs of a case: each input in its dtype of the combination, seeded per input.
@@ -200,17 +223,23 @@ fn run_one(
     soc: &soc::Soc,
     case: &Case,
 ) -> CaseOutcome {
-    let inputs = case_inputs(spec, column, case);
+    // A family may make its own inputs (kv_layout: slot mappings, pre-filled caches).
+    let (inputs, attrs) = match crate::family::case_inputs(spec, column, case) {
+        Some(made) => made,
+        None => (case_inputs(spec, column, case), case.attrs.clone()),
+    };
     let failed = |why: String| CaseOutcome { comparisons: Vec::new(), failure: Some(why) };
-    let expected = match verify::expected_outputs(spec, &inputs, &case.attrs) {
+    let expected = match verify::expected_outputs(spec, &inputs, &attrs) {
         Ok(e) => e,
         Err(e) => return failed(format!("reference: {e}")),
     };
+    // In-place inputs (caches) come back after the outputs and are compared like outputs.
+    let inplace = spec.mutated_inputs();
     let run = match verify::run_case(
         runner,
         spec,
         soc,
-        &CaseInput { inputs: &inputs, attrs: &case.attrs, inplace: &[] },
+        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &inplace },
         false,
     ) {
         Ok(r) => r,
@@ -230,7 +259,7 @@ fn run_one(
             ));
             continue;
         }
-        let alternates = match crate::family::alternates(spec, &inputs, &case.attrs, &exp.name) {
+        let alternates = match crate::family::alternates(spec, &inputs, &attrs, &exp.name) {
             Ok(a) => a,
             Err(e) => return failed(format!("reference: {e}")),
         };
@@ -242,12 +271,47 @@ fn run_one(
             c.mare = plain.mare;
             c.cann = plain.cann;
         }
+        if let Some((_, before)) = inputs.iter().find(|(n, _)| inplace.contains(n) && n == &exp.name) {
+            if let Some(why) = untouched_changed(before, &exp.values, actual) {
+                // Counted against the output; the comparison's own report cannot name it.
+                c.violations += 1;
+                problems.push(format!("in-place `{}`: {why}", exp.name));
+            }
+        }
         if !c.passed() {
             problems.push(format!("output `{}`: {c}", exp.name));
         }
         comparisons.push((exp.name.clone(), c));
     }
     CaseOutcome { comparisons, failure: (!problems.is_empty()).then(|| problems.join("; ")) }
+}
+
+/// An in-place tensor's elements that the reference leaves bit-identical to the input must come
+/// back bit-identical, whatever the tolerance of the elements it writes (a cache's untouched
+/// slots are checked bitwise even where the written rows are held to int8 ±1). A family whose
+/// written values could equal the old contents bit for bit must pre-fill its in-place inputs so
+/// they cannot (kv_layout: int8 caches hold −128, scale caches negative values).
+fn untouched_changed(before: &HostTensor, expected: &[f64], actual: &HostTensor) -> Option<String> {
+    if before.shape != actual.shape || before.dtype != actual.dtype || expected.len() != before.numel() {
+        return None; // reported by the comparison
+    }
+    let mut changed = 0usize;
+    let mut first = None;
+    for (i, g) in expected.iter().enumerate() {
+        let kept = crate::tensor::f64_to_bits(before.dtype, *g) == before.bits(i);
+        if kept && actual.bits(i) != before.bits(i) {
+            changed += 1;
+            first.get_or_insert(i);
+        }
+    }
+    first.map(|i| {
+        format!(
+            "{changed} element(s) the reference leaves unchanged were written, first {:?} (flat {i}): {} became {}",
+            crate::tensor::unravel_index(&before.shape, i),
+            before.get_f64(i),
+            actual.get_f64(i)
+        )
+    })
 }
 
 fn summarise(
@@ -260,15 +324,19 @@ fn summarise(
     let mut rows: Vec<Row> = spec
         .outputs
         .iter()
-        .map(|o| Row {
+        .map(|o| o.name.clone())
+        .chain(spec.mutated_inputs())
+        .map(|output| Row {
             op: spec.name.clone(),
             dtype,
-            output: o.name.clone(),
+            output,
             cases: 0,
             max_ulp: 0,
             max_mere: 0.0,
             max_mare: 0.0,
             failures: 0,
+            rule: String::new(),
+            seconds: 0.0,
         })
         .collect();
     for (case, outcome) in cases.iter().zip(outcomes) {
@@ -277,6 +345,9 @@ fn summarise(
             row.cases += 1;
             match outcome.comparisons.iter().find(|(n, _)| *n == row.output) {
                 Some((_, c)) => {
+                    if row.rule.is_empty() {
+                        row.rule = c.rule.to_string();
+                    }
                     row.max_ulp = row.max_ulp.max(c.max_ulp);
                     row.max_mere = row.max_mere.max(c.mere);
                     row.max_mare = row.max_mare.max(c.mare);

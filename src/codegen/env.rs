@@ -9,6 +9,12 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
 pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("kernel/row_norm.cpp.j2", include_str!("../../templates/kernel/row_norm.cpp.j2")),
     ("host/row_norm.cpp.j2", include_str!("../../templates/host/row_norm.cpp.j2")),
+    ("kernel/kv_layout.cpp.j2", include_str!("../../templates/kernel/kv_layout.cpp.j2")),
+    ("host/kv_layout.cpp.j2", include_str!("../../templates/host/kv_layout.cpp.j2")),
+    ("kernel/rotary.cpp.j2", include_str!("../../templates/kernel/rotary.cpp.j2")),
+    ("host/rotary.cpp.j2", include_str!("../../templates/host/rotary.cpp.j2")),
+    ("kernel/elementwise.cpp.j2", include_str!("../../templates/kernel/elementwise.cpp.j2")),
+    ("host/elementwise.cpp.j2", include_str!("../../templates/host/elementwise.cpp.j2")),
     ("host/opdef.j2", include_str!("../../templates/host/opdef.j2")),
     ("host/tiling.h.j2", include_str!("../../templates/host/tiling.h.j2")),
     ("project/CMakeLists.txt.j2", include_str!("../../templates/project/CMakeLists.txt.j2")),

@@ -41,7 +41,7 @@ pub fn tiling_fields(spec: &OpSpec) -> &'static [TilingField] {
         Family::RowNorm => row_norm::TILING_FIELDS,
         Family::Rotary => rotary::TILING_FIELDS,
         Family::Elementwise => elementwise::TILING_FIELDS,
-        Family::KvLayout => kv_layout::TILING_FIELDS,
+        Family::KvLayout => kv_layout::tiling_fields(spec),
     }
 }
 
@@ -115,6 +115,19 @@ pub fn alternates(
     }
 }
 
+/// A case's inputs and attrs, by name.
+pub type CaseData = (Vec<(String, HostTensor)>, Vec<(String, AttrValue)>);
+
+/// The inputs and attrs of a case in dtype combination `column` when the family makes its own
+/// (kv_layout: slot mappings by pattern, pre-filled caches, dequant_int8's output-dtype attr);
+/// `None`: every input is drawn from the case's distribution (`app::verify::case_inputs`).
+pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
+    match spec.family {
+        Family::KvLayout => Some(kv_layout::case_inputs(spec, column, case)),
+        _ => None,
+    }
+}
+
 /// Attrs at their spec defaults.
 pub(crate) fn default_attrs(spec: &OpSpec) -> Vec<(String, AttrValue)> {
     spec.attrs.iter().filter_map(|a| a.default.clone().map(|d| (a.name.clone(), d))).collect()
@@ -127,9 +140,4 @@ pub(crate) fn attr_f64(attrs: &[(String, AttrValue)], name: &str) -> Result<f64,
         .find(|(n, _)| n == name)
         .and_then(|(_, v)| v.as_f64())
         .ok_or_else(|| format!("attr `{name}` missing"))
-}
-
-/// Rejects a spec of a family whose kernel is not written yet (no stub is ever generated).
-pub(crate) fn not_implemented(r: &mut Reporter, raw: &RawSpec, family: Family) {
-    r.error(&raw.family, "family", format!("family {} has no kernel template yet", family.name()));
 }

@@ -1,33 +1,376 @@
-//! Family rotary.
+//! Family rotary: rotary_mul, y = x·r1 + rotate(x)·r2 (torch_npu.npu_rotary_mul), modes `half`
+//! (rotate_half) and `interleave` (pair swap), r1/r2 broadcast over x's batch and head dims.
+//!
+//! The layout is inferred from r1's shape by the generated TilingFunc (dims of r1 that are 1
+//! are broadcast), as CANN's RotaryPositionEmbedding does: BSND with 1S1D or BS1D tables, BNSD
+//! with 11SD or B1SD, SBND with S11D, and in `half` mode any other per-dim broadcast (full
+//! tables included). `interleave` takes tables broadcast over batch and heads only (at most one
+//! of r1's first three dims above 1), like torch_npu. The kernel rotates with a Gather over a
+//! precomputed permutation (any even D, no alignment of D/2 needed) and loads each cos/sin row
+//! once per core for every head and batch copy that uses it.
+//!
+//! Numerics. The kernel computes CANN's formula, y = RNE(fl(fl(x·r1) + fl(x_rot·r2_signed))) in
+//! float32. For 16-bit inputs both products are exact in float32 (11+11 or 8+8 significant
+//! bits), so y is the exact value rounded to float32 and then to the output dtype: always within
+//! 1 ULP of the reference, even where the two products cancel. For float32 inputs the products
+//! round (relative 2^-24 each), so where x·r1 ≈ −x_rot·r2 the error relative to y is unbounded;
+//! in the full sweep 379 of 45.7 million float32 elements (69 of 243 cases) miss the CANN gate
+//! (MARE < 10·2^-13; small values |y| < 2^-14 held to 2^-30). The kernel's float32 arithmetic is
+//! checked bit for bit against a model of CANN's in tests/rotary_twin.rs; the catalogue spec
+//! registers float32 once the project decides its bar (or the kernel adds error-free products).
 
+use super::default_attrs;
+use super::row_norm::compute_tolerance;
+use crate::dtype::DType;
 use crate::plan::TilingField;
+use crate::reference::{self, rotary::RotaryMode};
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrValue, Family, OpSpec, Reporter};
+use crate::spec::{AttrKind, AttrValue, OpSpec, Reporter};
 use crate::tensor::HostTensor;
+use crate::verify::inputs::Distribution;
 use crate::verify::{Case, Expected, Sweep};
 
-pub const TILING_FIELDS: &[TilingField] = &[];
+// ---- spec --------------------------------------------------------------------------------
 
-pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, _spec: &OpSpec) {
-    super::not_implemented(r, raw, Family::Rotary);
+const FLOATS: [DType; 3] = [DType::Float16, DType::BFloat16, DType::Float32];
+
+/// The values of the `mode` attr.
+pub const MODES: [&str; 2] = ["half", "interleave"];
+
+pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+    if spec.inputs.len() != 3 {
+        r.error(
+            &raw.inputs,
+            "inputs",
+            format!("family rotary takes 3 inputs (x, r1, r2), found {}", spec.inputs.len()),
+        );
+        return;
+    }
+    if spec.outputs.len() != 1 {
+        r.error(
+            &raw.outputs,
+            "outputs",
+            format!("family rotary has 1 output (y), found {}", spec.outputs.len()),
+        );
+        return;
+    }
+    for (c, x) in spec.inputs[0].dtypes.iter().enumerate() {
+        if !FLOATS.contains(x) {
+            let span = &raw.inputs.get_ref()[0].dtypes.get_ref()[c];
+            r.error(
+                span,
+                &format!("inputs[0].dtypes[{c}]"),
+                format!("family rotary cannot compute {x}; it supports float16, bfloat16, float32"),
+            );
+            continue;
+        }
+        for (i, t) in spec.inputs.iter().enumerate().skip(1) {
+            if t.dtypes[c] != *x {
+                let span = &raw.inputs.get_ref()[i].dtypes.get_ref()[c];
+                r.error(
+                    span,
+                    &format!("inputs[{i}].dtypes[{c}]"),
+                    format!(
+                        "`{}` must have x's dtype {x} in combination {} (torch_npu casts the tables to x's dtype first)",
+                        t.name,
+                        c + 1
+                    ),
+                );
+            }
+        }
+        if spec.outputs[0].dtypes[c] != *x {
+            let span = &raw.outputs.get_ref()[0].dtypes.get_ref()[c];
+            r.error(
+                span,
+                &format!("outputs[0].dtypes[{c}]"),
+                format!("must be {x} in combination {}: `{}` has x's dtype", c + 1, spec.outputs[0].name),
+            );
+        }
+    }
+    for (i, t) in spec.inputs.iter().enumerate() {
+        if t.mutated {
+            let span = raw.inputs.get_ref()[i].mutated.as_ref().expect("mutated was given");
+            r.error(span, &format!("inputs[{i}].mutated"), "family rotary updates nothing in place".into());
+        }
+    }
+    match spec.attrs.as_slice() {
+        [mode] if mode.kind == AttrKind::String && mode.name == "mode" => {
+            if let Some(AttrValue::String(v)) = &mode.default {
+                if !MODES.contains(&v.as_str()) {
+                    r.error(
+                        raw.attrs[0].default.as_ref().expect("default present"),
+                        "attrs[0].default",
+                        format!("mode `{v}` is not supported: use \"half\" (rotate_half) or \"interleave\""),
+                    );
+                }
+            }
+        }
+        _ => {
+            let message =
+                "family rotary takes exactly one attr, the string `mode` (\"half\" or \"interleave\")"
+                    .to_string();
+            match raw.attrs.first() {
+                Some(a) => r.error(&a.name, "attrs", message),
+                None => r.error(&raw.name, "attrs", message),
+            }
+        }
+    }
 }
 
-pub fn template_extras(_spec: &OpSpec) -> serde_json::Map<String, serde_json::Value> {
-    serde_json::Map::new()
+// ---- plan and templates ------------------------------------------------------------------
+
+/// The tiling-data layout: the generated TilingFunc fills it, the kernel reads it, `opgen
+/// plan` names the fields. x's rows are ((g·bcastOuter + bo)·positions + t)·bcastInner + bi
+/// and use table row g·positions + t.
+pub const TILING_FIELDS: &[TilingField] = &[
+    TilingField::u32("rotateMode", "0 half (rotate_half), 1 interleave (pair swap)"),
+    TilingField::u32("headDim", "D: elements per row of x, r1, r2 and y"),
+    TilingField::u32("rowStride", "D rounded up to 32 bytes of the dtype: UB elements per row"),
+    TilingField::u32("groups", "g: outer dims where the tables vary (B of B1SD tables in BNSD)"),
+    TilingField::u32(
+        "bcastOuter",
+        "bo: dims between, where the tables are broadcast (B of 1S1D, B*N of 11SD)",
+    ),
+    TilingField::u32("positions", "t: table rows per group (S, or B*S of BS1D tables)"),
+    TilingField::u32(
+        "bcastInner",
+        "bi: innermost broadcast dims, rows sharing a table row (N, or B*N of S11D)",
+    ),
+    TilingField::u32("posPerCore", "table rows (positions over all groups) per core"),
+    TilingField::u32("boPerCore", "bcastOuter copies per core"),
+    TilingField::u32("biPerCore", "bcastInner rows per core"),
+    TilingField::u32("coresBo", "cores along bcastOuter (core = (pos * coresBo + bo) * coresBi + bi)"),
+    TilingField::u32("coresBi", "cores along bcastInner"),
+    TilingField::u32("tileRows", "x rows per UB tile (one DataCopyPad each way)"),
+    TilingField::u32("tableRows", "cos/sin rows per table block, loaded once and kept for all its x rows"),
+    TilingField::u32(
+        "expandDiv",
+        "tile rows per table row when the block is expanded to the tile (1: no expansion)",
+    ),
+];
+
+pub fn template_extras(spec: &OpSpec) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    let input = |i: usize| serde_json::to_value(spec.inputs.get(i)).expect("plain data");
+    m.insert("x".into(), input(0));
+    m.insert("r1".into(), input(1));
+    m.insert("r2".into(), input(2));
+    m.insert("y".into(), serde_json::to_value(spec.outputs.first()).expect("plain data"));
+    m
 }
 
-pub fn cases(_spec: &OpSpec, _sweep: Sweep) -> Vec<Case> {
-    Vec::new()
+// ---- verification ------------------------------------------------------------------------
+
+/// How x is laid out and which dims of r1/r2 are broadcast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// x [B,S,N,D], tables [1,S,1,D].
+    Bsnd1s1d,
+    /// x [B,S,N,D], tables [B,S,1,D] (half mode only).
+    BsndBs1d,
+    /// x [B,N,S,D], tables [1,1,S,D].
+    Bnsd11sd,
+    /// x [B,N,S,D], tables [B,1,S,D] (half mode only).
+    BnsdB1sd,
+    /// x [S,B,N,D], tables [S,1,1,D].
+    Sbnd,
+    /// x [B,S,N,D], tables [B,S,N,D]: no broadcast (half mode only).
+    Full,
 }
 
+impl Layout {
+    /// x's and the tables' shapes for `batch` sequences of `seq` tokens, `heads` heads of `d`.
+    pub fn shapes(self, batch: usize, seq: usize, heads: usize, d: usize) -> (Vec<usize>, Vec<usize>) {
+        let (b, s, n) = (batch, seq, heads);
+        match self {
+            Layout::Bsnd1s1d => (vec![b, s, n, d], vec![1, s, 1, d]),
+            Layout::BsndBs1d => (vec![b, s, n, d], vec![b, s, 1, d]),
+            Layout::Bnsd11sd => (vec![b, n, s, d], vec![1, 1, s, d]),
+            Layout::BnsdB1sd => (vec![b, n, s, d], vec![b, 1, s, d]),
+            Layout::Sbnd => (vec![s, b, n, d], vec![s, 1, 1, d]),
+            Layout::Full => (vec![b, s, n, d], vec![b, s, n, d]),
+        }
+    }
+
+    /// torch_npu's interleave mode broadcasts over batch and heads only.
+    pub fn interleave_ok(self) -> bool {
+        matches!(self, Layout::Bsnd1s1d | Layout::Bnsd11sd | Layout::Sbnd)
+    }
+}
+
+const ALL_LAYOUTS: [Layout; 6] =
+    [Layout::Bsnd1s1d, Layout::BsndBs1d, Layout::Bnsd11sd, Layout::BnsdB1sd, Layout::Sbnd, Layout::Full];
+
+/// One shape of the sweep: layout, mode, (batch, seq, heads, head_dim).
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    layout: Layout,
+    mode: &'static str,
+    dims: (usize, usize, usize, usize),
+}
+
+/// The (q, kv) head counts of the catalogue issue (Qwen2 0.5B/1.5B/7B-like and 72B-like).
+const HEADS: [(usize, usize); 4] = [(14, 2), (28, 4), (32, 8), (64, 8)];
+const HEAD_DIMS: [usize; 6] = [64, 72, 80, 96, 128, 256];
+const TOKENS: [usize; 4] = [1, 3, 17, 128];
+
+fn shapes(sweep: Sweep) -> Vec<Shape> {
+    let s = |layout, mode, dims| Shape { layout, mode, dims };
+    let mut out = vec![
+        // Every layout in half mode, the broadcast layouts in interleave; D = 72 is not 32-byte
+        // aligned in 16-bit (DataCopyPad row slots), 80's half is not 64-byte aligned.
+        s(Layout::Bsnd1s1d, "half", (2, 3, 4, 64)),
+        s(Layout::Bsnd1s1d, "interleave", (2, 3, 4, 72)),
+        s(Layout::BsndBs1d, "half", (2, 5, 3, 72)),
+        s(Layout::Bnsd11sd, "half", (2, 3, 2, 80)),
+        s(Layout::Bnsd11sd, "interleave", (1, 17, 2, 128)),
+        s(Layout::BnsdB1sd, "half", (2, 3, 7, 96)),
+        s(Layout::Sbnd, "half", (3, 2, 5, 128)),
+        s(Layout::Sbnd, "interleave", (4, 3, 2, 80)),
+        s(Layout::Full, "half", (1, 3, 2, 128)),
+        // Decode: one token, many heads spread over the cores.
+        s(Layout::Bsnd1s1d, "interleave", (4, 1, 14, 64)),
+        // Heads that do not fit one tile with their table row: chunks of one position.
+        s(Layout::Sbnd, "half", (2, 8, 64, 256)),
+        // D above torch_npu's 896 limit.
+        s(Layout::Bsnd1s1d, "half", (1, 3, 2, 1024)),
+        s(Layout::Bnsd11sd, "interleave", (1, 2, 3, 1536)),
+    ];
+    if sweep == Sweep::Full {
+        // Model shapes: every head count (q and kv), head dim and token count, with the layout
+        // and mode turning over so that every (layout, mode) pair sees many shapes.
+        let mut i = 0usize;
+        for &(q, kv) in &HEADS {
+            for &d in &HEAD_DIMS {
+                for &tokens in &TOKENS {
+                    for heads in [q, kv] {
+                        let layout = ALL_LAYOUTS[i % ALL_LAYOUTS.len()];
+                        let mode = if layout.interleave_ok() && (i / ALL_LAYOUTS.len()) % 2 == 1 {
+                            "interleave"
+                        } else {
+                            "half"
+                        };
+                        // Tokens as S (batch 1), or as B·S with B = 2 when they split evenly.
+                        let (b, seq) =
+                            if i % 3 == 2 && tokens % 2 == 0 { (2, tokens / 2) } else { (1, tokens) };
+                        out.push(s(layout, mode, (b, seq, heads, d)));
+                        i += 1;
+                    }
+                }
+            }
+        }
+        // 4096 tokens: prefill of q and kv heads, as S and as B·S.
+        out.push(s(Layout::Bsnd1s1d, "half", (1, 4096, 32, 128)));
+        out.push(s(Layout::Bsnd1s1d, "interleave", (1, 4096, 8, 128)));
+        out.push(s(Layout::Bnsd11sd, "half", (1, 4096, 8, 64)));
+        out.push(s(Layout::BsndBs1d, "half", (4, 1024, 4, 128)));
+        out.push(s(Layout::Sbnd, "interleave", (4096, 1, 2, 96)));
+        out.push(s(Layout::BnsdB1sd, "half", (2, 2048, 2, 72)));
+        // D > 896 (torch_npu rejects it).
+        out.push(s(Layout::Bsnd1s1d, "half", (1, 17, 4, 1024)));
+        out.push(s(Layout::Bnsd11sd, "interleave", (2, 3, 4, 2048)));
+        out.push(s(Layout::Sbnd, "half", (5, 1, 3, 3000)));
+        // Large B·N (torch_npu rejects B·N ≥ 1000 in BNSD/interleave).
+        out.push(s(Layout::Bsnd1s1d, "interleave", (256, 1, 8, 128)));
+        out.push(s(Layout::Bnsd11sd, "half", (32, 64, 3, 64)));
+        out.push(s(Layout::Sbnd, "half", (1, 64, 32, 128)));
+        out.push(s(Layout::Bnsd11sd, "interleave", (16, 128, 1, 128)));
+    }
+    out
+}
+
+fn case(spec: &OpSpec, shape: Shape, dist: Distribution, seed: u64) -> Case {
+    let (b, s, n, d) = shape.dims;
+    let (x, table) = shape.layout.shapes(b, s, n, d);
+    let names: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
+    let mut attrs = default_attrs(spec);
+    attrs.retain(|(name, _)| name != "mode");
+    attrs.push(("mode".to_string(), AttrValue::String(shape.mode.to_string())));
+    Case {
+        shapes: vec![
+            (names[0].to_string(), x),
+            (names[1].to_string(), table.clone()),
+            (names[2].to_string(), table),
+        ],
+        dist,
+        seed,
+        attrs,
+    }
+}
+
+pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+    let mut out = Vec::new();
+    for (i, shape) in shapes(sweep).into_iter().enumerate() {
+        out.push(case(spec, shape, Distribution::Uniform5, 1000 + i as u64));
+    }
+    let others: &[Distribution] = match sweep {
+        Sweep::Quick => {
+            &[Distribution::NormalLargeMean, Distribution::Tiny, Distribution::Zeros, Distribution::NanInf]
+        }
+        Sweep::Full => &[
+            Distribution::NormalLargeMean,
+            Distribution::Tiny,
+            Distribution::Outlier,
+            Distribution::Zeros,
+            Distribution::NanInf,
+        ],
+    };
+    let s = |layout, mode, dims| Shape { layout, mode, dims };
+    let mut probes =
+        vec![s(Layout::Bsnd1s1d, "half", (2, 3, 4, 72)), s(Layout::Sbnd, "interleave", (3, 2, 4, 128))];
+    if sweep == Sweep::Full {
+        probes.push(s(Layout::Bnsd11sd, "half", (2, 4, 17, 256)));
+        probes.push(s(Layout::Bsnd1s1d, "interleave", (1, 128, 8, 128)));
+        probes.push(s(Layout::BnsdB1sd, "half", (2, 14, 3, 80)));
+    }
+    for (i, dist) in others.iter().enumerate() {
+        for (j, shape) in probes.iter().enumerate() {
+            out.push(case(spec, *shape, *dist, 2000 + (i * 10 + j) as u64));
+        }
+    }
+    out
+}
+
+/// r1 and r2 for x [B,S,N,D] by the BSND 1S1D rule ([1,S,1,D]); pass `r1=`/`r2=` shapes
+/// explicitly for other layouts.
 pub fn derived_shape(_spec: &OpSpec, _i: usize, first: &[usize]) -> Vec<usize> {
-    first.to_vec()
+    match first {
+        [_, s, _, d] => vec![1, *s, 1, *d],
+        other => other.to_vec(),
+    }
 }
 
+/// The mode of a case's attrs.
+pub fn mode_of(attrs: &[(String, AttrValue)]) -> Result<RotaryMode, String> {
+    match attrs.iter().find(|(n, _)| n == "mode").map(|(_, v)| v) {
+        Some(AttrValue::String(m)) if m == "half" => Ok(RotaryMode::Half),
+        Some(AttrValue::String(m)) if m == "interleave" => Ok(RotaryMode::Interleave),
+        Some(other) => Err(format!("mode {other:?} is neither \"half\" nor \"interleave\"")),
+        None => Err("attr `mode` missing".into()),
+    }
+}
+
+/// Checked by name: rotary_mul against npu_rotary_mul's math (src/reference/rotary.rs).
 pub fn expected(
     spec: &OpSpec,
-    _inputs: &[(String, HostTensor)],
-    _attrs: &[(String, AttrValue)],
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
 ) -> Result<Vec<Expected>, String> {
-    Err(format!("no reference for op `{}`", spec.name))
+    match spec.name.as_str() {
+        "rotary_mul" => {
+            let (x, r1, r2) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
+            let values =
+                reference::rotary::rotary_mul(x, r1, r2, mode_of(attrs)?).map_err(|e| e.to_string())?;
+            Ok(vec![Expected {
+                name: spec.outputs[0].name.clone(),
+                dtype: x.dtype,
+                shape: x.shape.clone(),
+                values,
+                tolerance: compute_tolerance(x.dtype),
+            }])
+        }
+        other => Err(format!(
+            "no reference for rotary op `{other}`: catalogue ops are checked against src/reference"
+        )),
+    }
 }

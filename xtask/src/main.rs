@@ -1,7 +1,9 @@
 //! `cargo xtask <command>`: the project's developer entry points. Thin: every command is a
 //! call into the ascend-opgen library.
 
-use ascend_opgen::app::{self, check_cann::CheckCannOptions, gen::GenOptions, verify::VerifyOptions};
+use ascend_opgen::app::{
+    self, build_npu::BuildNpuOptions, check_cann::CheckCannOptions, gen::GenOptions, verify::VerifyOptions,
+};
 use ascend_opgen::verify::Sweep;
 use ascend_opgen::DType;
 use clap::{Parser, Subcommand};
@@ -48,6 +50,24 @@ enum Command {
     },
     /// The whole test run (what CI runs): cargo test, then the torch extension link check.
     Test,
+    /// Build the generated project with CANN into custom_opp_<os>_<arch>.run, install it, build
+    /// and install the torch extension, and print the lines to source. Without CANN: exit 2.
+    BuildNpu {
+        /// The SoC (SOC_VERSION spelling); its compute unit is what the kernels are built for.
+        #[arg(long, default_value = ascend_opgen::plan::soc::DEFAULT_SOC)]
+        soc: String,
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        /// Install directory (default: target/opgen/install).
+        #[arg(long)]
+        install: Option<PathBuf>,
+        /// The toolkit root (default: ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, standard roots).
+        #[arg(long)]
+        cann: Option<PathBuf>,
+        /// Print every command with its working directory and environment; run none.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Syntax-check every generated file against a real CANN toolkit's headers.
     CheckCann {
         /// The toolkit root (default: ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, standard roots).
@@ -84,6 +104,16 @@ fn main() {
             ..VerifyOptions::default()
         }),
         Command::Test => app::test_suite::run_tests(),
+        Command::BuildNpu { soc, ops, install, cann, dry_run } => {
+            app::build_npu::build_npu(&BuildNpuOptions {
+                soc,
+                ops,
+                install,
+                cann,
+                dry_run,
+                ..Default::default()
+            })
+        }
         Command::CheckCann { cann, specs, ops } => {
             app::check_cann::check_cann(&CheckCannOptions { cann, specs, ops })
         }

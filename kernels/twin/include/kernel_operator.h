@@ -14,5 +14,6 @@
 #include "opgen_twin/kernel/reduce.h"
 #include "opgen_twin/kernel/cmpsel.h"
 #include "opgen_twin/kernel/sync.h"
+#include "opgen_twin/kernel/ext_rotary.h"
 
 #endif

@@ -65,13 +65,18 @@ struct QueRec {
     int32_t cursor = 0;
     uint32_t ordinal = 0;
     std::deque<int32_t> fifo;
+    int32_t last_copy_in = -1;  // the buffer the previous GM->UB copy of this queue went into
 };
 
 struct Counters {
     std::map<std::string, uint64_t, std::less<>> gm_read, gm_write, vec_instr, vec_elems;
+    // DMA instructions per GM tensor (one DataCopy / DataCopyPad call = one transfer, whatever its
+    // blockCount), and the flag waits per HardEvent (WaitFlag, e.g. V_S: the scalar unit waits).
+    std::map<std::string, uint64_t, std::less<>> read_transfers, write_transfers, flag_waits;
     uint64_t transfers_in = 0, transfer_in_bytes = 0, transfers_out = 0, transfer_out_bytes = 0;
+    uint64_t transfer_in_min = 0, transfer_in_max = 0, transfer_out_min = 0, transfer_out_max = 0;
     uint64_t scalar_gm = 0, scalar_ub = 0, ub_high = 0, handoffs = 0, barriers = 0;
-    uint64_t copy_in_overlapped = 0, copy_in_total = 0;
+    uint64_t copy_in_overlapped = 0, copy_in_total = 0, copy_in_queues = 0;
 };
 
 struct Core {
@@ -422,9 +427,19 @@ void write_counters_json(FILE* out) {
         std::fprintf(out,
                      ",\"scalar_gm_accesses\":%" PRIu64 ",\"scalar_ub_accesses\":%" PRIu64
                      ",\"ub_high_water_bytes\":%" PRIu64 ",\"queue_handoffs\":%" PRIu64 ",\"barriers\":%" PRIu64
-                     ",\"copy_in_overlapped\":%" PRIu64 ",\"copy_in_total\":%" PRIu64 "}",
+                     ",\"copy_in_overlapped\":%" PRIu64 ",\"copy_in_total\":%" PRIu64
+                     ",\"copy_in_queues\":%" PRIu64 ",\"transfer_in_min_bytes\":%" PRIu64
+                     ",\"transfer_in_max_bytes\":%" PRIu64 ",\"transfer_out_min_bytes\":%" PRIu64
+                     ",\"transfer_out_max_bytes\":%" PRIu64 ",",
                      c.scalar_gm, c.scalar_ub, c.ub_high, c.handoffs, c.barriers, c.copy_in_overlapped,
-                     c.copy_in_total);
+                     c.copy_in_total, c.copy_in_queues, c.transfer_in_min, c.transfer_in_max, c.transfer_out_min,
+                     c.transfer_out_max);
+        json_map(out, "gm_read_transfers", c.read_transfers);
+        std::fputc(',', out);
+        json_map(out, "gm_write_transfers", c.write_transfers);
+        std::fputc(',', out);
+        json_map(out, "flag_waits", c.flag_waits);
+        std::fputc('}', out);
     }
     std::fputs("]}\n", out);
 }
@@ -744,6 +759,7 @@ void event_wait(uint8_t evt, int32_t id) {
              event_desc(evt, id) + " was not set (the NPU would wait forever)");
     }
     flag = false;
+    ++counters().flag_waits[kEventNames[evt]];
 }
 
 int8_t event_fetch(uint8_t evt) {
@@ -781,22 +797,37 @@ void count_vector(const char* api, uint64_t elements) {
     c.vec_elems[api] += elements;
 }
 
+namespace {
+// Smallest and largest transfer so far (0 = none yet).
+void note_transfer_size(uint64_t bytes, uint64_t& min, uint64_t& max) {
+    if (min == 0 || bytes < min) min = bytes;
+    if (bytes > max) max = bytes;
+}
+}  // namespace
+
 void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst) {
     Counters& c = counters();
     ++c.transfers_in;
     c.transfer_in_bytes += bytes;
     c.gm_read[gm_name] += bytes;
+    ++c.read_transfers[gm_name];
+    note_transfer_size(bytes, c.transfer_in_min, c.transfer_in_max);
     const BufRec& b = g_core.bufs[size_t(dst.buf)];
     if (b.queue < 0) return;
     ++c.copy_in_total;
-    // Double-buffering evidence: another buffer of the same queue is being consumed right now.
-    const QueRec& q = g_core.ques[size_t(b.queue)];
-    for (int32_t i = q.first; i < q.first + q.num; ++i) {
-        if (i != dst.buf && g_core.bufs[size_t(i)].state == BufState::Dequeued) {
-            ++c.copy_in_overlapped;
-            return;
-        }
+    // Double-buffering evidence. The twin runs a core's instructions one after another, but on the
+    // NPU the scalar unit only issues them: MTE2 runs the copy-in of tile i+1 as soon as its buffer
+    // is free, while the vector pipe still computes tile i. That holds when the copy goes into a
+    // different buffer of the queue than the previous copy-in did (so it need not wait for tile
+    // i's FreeTensor); with one buffer, or the same buffer again, MTE2 waits for the vector pipe.
+    // The first copy-in of each queue has no predecessor and is never counted.
+    QueRec& q = g_core.ques[size_t(b.queue)];
+    if (q.last_copy_in < 0) {
+        ++c.copy_in_queues;
+    } else if (q.num >= 2 && q.last_copy_in != dst.buf) {
+        ++c.copy_in_overlapped;
     }
+    q.last_copy_in = dst.buf;
 }
 
 void count_copy_out(const char* gm_name, uint64_t bytes) {
@@ -804,6 +835,8 @@ void count_copy_out(const char* gm_name, uint64_t bytes) {
     ++c.transfers_out;
     c.transfer_out_bytes += bytes;
     c.gm_write[gm_name] += bytes;
+    ++c.write_transfers[gm_name];
+    note_transfer_size(bytes, c.transfer_out_min, c.transfer_out_max);
 }
 
 void count_scalar_gm(const char* gm_name, uint64_t bytes, bool write) {

@@ -104,6 +104,6 @@ int main() {
         contains(json, "\"transfer_in_bytes\":400,") && contains(json, "\"transfers_out\":2,") &&
         contains(json, "\"vector_instructions\":{\"Add\":1,\"Cast\":1,\"ReduceSum\":1}") &&
         contains(json, "\"queue_handoffs\":6,") && contains(json, "\"barriers\":2,") &&
-        contains(json, "\"copy_in_total\":2}") && contains(json, "{\"core\":1,");
+        contains(json, "\"copy_in_total\":2,") && contains(json, "{\"core\":1,");
     return bad == 0 && counters_ok ? 0 : 1;
 }

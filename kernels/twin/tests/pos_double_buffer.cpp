@@ -1,8 +1,11 @@
 // expect: ok
-// Positive test of the counters: the same Muls kernel written two ways over 4 tiles per core.
-// The prefetching version copies tile i+1 in while tile i is dequeued, which the counters report
-// as copy_in_overlapped; the plain CopyIn/Compute/CopyOut loop has no such copy-in. Both must
-// produce the same numbers and the same GM traffic.
+// Positive test of the counters: the same Muls kernel over 4 tiles per core, written three ways.
+// copy_in_overlapped counts the copy-ins that go into a different buffer of a >= 2-buffer queue
+// than that queue's previous copy-in: on the NPU, MTE2 can then fill tile i+1 while the vector
+// pipe still computes tile i. So the plain CopyIn/Compute/CopyOut loop with BUFFER_NUM = 2 and
+// the explicitly prefetching loop both overlap 3 of their 4 copy-ins (the first has nothing to
+// overlap with), and the same loop with one buffer overlaps none. All three must produce the same
+// numbers and the same GM traffic.
 #include <cstdio>
 #include <initializer_list>
 #include <cstring>
@@ -20,12 +23,12 @@ constexpr int kCores = 2;
 
 class Scale {
 public:
-    __aicore__ inline void Init(GM_ADDR x, GM_ADDR y) {
+    __aicore__ inline void Init(GM_ADDR x, GM_ADDR y, uint32_t buffers) {
         const uint64_t per_core = kTile * kTiles;
         xGm.SetGlobalBuffer((__gm__ float*)x + per_core * GetBlockIdx(), per_core);
         yGm.SetGlobalBuffer((__gm__ float*)y + per_core * GetBlockIdx(), per_core);
-        pipe.InitBuffer(in, 2, kTile * sizeof(float));
-        pipe.InitBuffer(out, 2, kTile * sizeof(float));
+        pipe.InitBuffer(in, buffers, kTile * sizeof(float));
+        pipe.InitBuffer(out, buffers, kTile * sizeof(float));
     }
     __aicore__ inline void Plain() {
         for (uint32_t i = 0; i < kTiles; ++i) {
@@ -65,9 +68,9 @@ private:
     GlobalTensor<float> xGm, yGm;
 };
 
-extern "C" __global__ __aicore__ void scale(GM_ADDR x, GM_ADDR y, bool prefetch) {
+extern "C" __global__ __aicore__ void scale(GM_ADDR x, GM_ADDR y, bool prefetch, uint32_t buffers) {
     Scale op;
-    op.Init(x, y);
+    op.Init(x, y, buffers);
     if (prefetch) {
         op.Prefetch();
     } else {
@@ -75,10 +78,10 @@ extern "C" __global__ __aicore__ void scale(GM_ADDR x, GM_ADDR y, bool prefetch)
     }
 }
 
-std::string run(GM_ADDR x, GM_ADDR y, bool prefetch) {
+std::string run(GM_ADDR x, GM_ADDR y, bool prefetch, uint32_t buffers) {
     std::memset(y, 0, kCores * kTile * kTiles * sizeof(float));
     opgen_twin::reset_counters();
-    twin_test::launch(kCores, [&] { scale(x, y, prefetch); });
+    twin_test::launch(kCores, [&] { scale(x, y, prefetch, buffers); });
     char* text = nullptr;
     size_t size = 0;
     FILE* out = open_memstream(&text, &size);
@@ -104,8 +107,19 @@ int main() {
         const float v = float(i) * 0.25f - 100.0f;
         std::memcpy(x + 4 * i, &v, 4);
     }
-    for (bool prefetch : {false, true}) {
-        const std::string json = run(x, y, prefetch);
+    struct Variant {
+        bool prefetch;
+        uint32_t buffers;
+        const char* overlap;
+        const char* ub_high;
+    };
+    const Variant variants[] = {
+        {false, 2, "\"copy_in_overlapped\":3,\"copy_in_total\":4,\"copy_in_queues\":1,", "\"ub_high_water_bytes\":4096,"},
+        {true, 2, "\"copy_in_overlapped\":3,\"copy_in_total\":4,\"copy_in_queues\":1,", "\"ub_high_water_bytes\":4096,"},
+        {false, 1, "\"copy_in_overlapped\":0,\"copy_in_total\":4,\"copy_in_queues\":1,", "\"ub_high_water_bytes\":2048,"},
+    };
+    for (const Variant& v : variants) {
+        const std::string json = run(x, y, v.prefetch, v.buffers);
         for (uint32_t i = 0; i < n; ++i) {
             float got;
             std::memcpy(&got, y + 4 * i, 4);
@@ -115,8 +129,11 @@ int main() {
         expect_in(json, "\"gm_read_bytes\":{\"x\":4096},\"gm_write_bytes\":{\"y\":4096}");
         expect_in(json, "\"transfers_in\":4,\"transfer_in_bytes\":4096,\"transfers_out\":4,\"transfer_out_bytes\":4096");
         expect_in(json, "\"vector_instructions\":{\"Muls\":4},\"vector_elements\":{\"Muls\":1024}");
-        expect_in(json, "\"ub_high_water_bytes\":4096,\"queue_handoffs\":16,\"barriers\":0");
-        expect_in(json, prefetch ? "\"copy_in_overlapped\":3,\"copy_in_total\":4}" : "\"copy_in_overlapped\":0,\"copy_in_total\":4}");
+        expect_in(json, v.ub_high);
+        expect_in(json, "\"queue_handoffs\":16,\"barriers\":0");
+        expect_in(json, v.overlap);
+        expect_in(json, "\"transfer_in_min_bytes\":1024,\"transfer_in_max_bytes\":1024,");
+        expect_in(json, "\"gm_read_transfers\":{\"x\":4},\"gm_write_transfers\":{\"y\":4},\"flag_waits\":{}}");
         expect_in(json, "{\"core\":1,");
     }
     return g_bad == 0 ? 0 : 1;

@@ -61,7 +61,16 @@ int64_t current_core();  // -1 outside a core
 //   "transfer_in_bytes":N,"transfers_out":N,"transfer_out_bytes":N,
 //   "vector_instructions":{"Add":N,...},"vector_elements":{"Add":N,...},
 //   "scalar_gm_accesses":N,"scalar_ub_accesses":N,"ub_high_water_bytes":N,
-//   "queue_handoffs":N,"barriers":N,"copy_in_overlapped":N,"copy_in_total":N}, ...]}
+//   "queue_handoffs":N,"barriers":N,"copy_in_overlapped":N,"copy_in_total":N,"copy_in_queues":N,
+//   "transfer_in_min_bytes":N,"transfer_in_max_bytes":N,"transfer_out_min_bytes":N,
+//   "transfer_out_max_bytes":N,"gm_read_transfers":{"x":N,...},"gm_write_transfers":{...},
+//   "flag_waits":{"V_S":N,...}}, ...]}
+// A transfer is one GM<->UB DataCopy/DataCopyPad call (however many blocks it has). copy_in_total
+// counts GM->UB copies into queue buffers; copy_in_overlapped those of them that go into a
+// different buffer of a queue with >= 2 buffers than that queue's previous copy-in (MTE2 can fill
+// it while the vector pipe still works on the previous tile); copy_in_queues the queues that had
+// a copy-in (their first copy-in has no predecessor). Double buffering is in effect on a core when
+// copy_in_overlapped == copy_in_total - copy_in_queues.
 void write_counters_json(FILE* out);
 void reset_counters();
 

@@ -1,0 +1,766 @@
+//! Performance evidence (`opgen report`): the generated kernels run on the CPU twin with real
+//! shapes, their exact per-core counters ([`counters`]) are turned into GM traffic, transfer
+//! sizes, UB use, core use and a roofline estimate ([`model`]), and set beside the eager PyTorch
+//! sequence for the same work ([`eager`]). Tables for people, JSON for machines, an SVG chart
+//! ([`svg`]). The targets of issue #5 are checked per row ([`Check`]).
+
+pub mod counters;
+pub mod eager;
+pub mod model;
+pub mod svg;
+
+use crate::dtype::DType;
+use crate::plan::soc::{Soc, UB_PLAN_BYTES_A2};
+use crate::spec::{AttrValue, Family, OpSpec};
+use crate::tensor::{shape_numel, HostTensor};
+use crate::verify::inputs::{self, Distribution};
+use crate::verify::Sweep;
+use counters::{Launch, TensorTraffic, RUNNER_BUFFERS};
+use eager::{EagerCase, EagerSequence};
+use model::Estimate;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Which shapes a report covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShapeSet {
+    /// The quick verify sweep's shapes (one case per distinct shape set).
+    Sweep,
+    /// The model shapes (Qwen2-7B) of [`model_shapes`].
+    Model,
+    All,
+}
+
+impl ShapeSet {
+    pub fn parse(text: &str) -> Option<ShapeSet> {
+        match text {
+            "sweep" => Some(ShapeSet::Sweep),
+            "model" => Some(ShapeSet::Model),
+            "all" => Some(ShapeSet::All),
+            _ => None,
+        }
+    }
+}
+
+/// One launch of the report: the shapes of every input and where they come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportCase {
+    /// `sweep` or the model case (`Qwen2-7B q`).
+    pub origin: String,
+    pub shapes: Vec<(String, Vec<usize>)>,
+    #[serde(skip)]
+    pub attrs: Vec<(String, AttrValue)>,
+}
+
+impl ReportCase {
+    /// A case from the first input's shape (the others by the family's shape rule) with the
+    /// spec's default attrs.
+    pub fn new(spec: &OpSpec, origin: &str, first: &[usize]) -> ReportCase {
+        ReportCase {
+            origin: origin.to_string(),
+            shapes: crate::verify::sweep::shapes_from_first(spec, first, &[]),
+            attrs: crate::family::default_attrs(spec),
+        }
+    }
+
+    pub fn is_model(&self) -> bool {
+        self.origin != "sweep"
+    }
+    /// The first input's shape, `4096x3584`.
+    pub fn shape_label(&self) -> String {
+        self.shapes
+            .first()
+            .map(|(_, s)| s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"))
+            .unwrap_or_default()
+    }
+}
+
+/// Qwen2-7B (hidden 3584, 28 query heads and 4 KV heads of D 128, intermediate 18944) at 4096
+/// tokens: the first input's shape of each catalogue op, the others by the family's shape rule.
+pub fn model_shapes(op: &str) -> Vec<(&'static str, Vec<usize>)> {
+    match op {
+        "rms_norm" | "add_rms_norm" => vec![("Qwen2-7B", vec![4096, 3584])],
+        "rotary_mul" => vec![("Qwen2-7B q", vec![1, 4096, 28, 128]), ("Qwen2-7B k", vec![1, 4096, 4, 128])],
+        "gelu_tanh" | "gelu_erf" | "fast_gelu" => vec![("Qwen2-7B MLP", vec![4096, 18944])],
+        "swiglu" => vec![("Qwen2-7B MLP", vec![4096, 2 * 18944])],
+        "bsnd_to_bnsd" => vec![("Qwen2-7B kv", vec![1, 4096, 4, 128])],
+        "bnsd_to_bsnd" => vec![("Qwen2-7B kv", vec![1, 4, 4096, 128])],
+        "reshape_and_cache" | "reshape_and_cache_int8" => vec![("Qwen2-7B kv", vec![4096, 4, 128])],
+        _ => Vec::new(),
+    }
+}
+
+/// The report's cases of one op.
+pub fn cases(spec: &OpSpec, set: ShapeSet) -> Vec<ReportCase> {
+    let mut out: Vec<ReportCase> = Vec::new();
+    if set != ShapeSet::Model {
+        for case in crate::family::cases(spec, Sweep::Quick) {
+            if !out.iter().any(|c| c.shapes == case.shapes) {
+                out.push(ReportCase { origin: "sweep".to_string(), shapes: case.shapes, attrs: case.attrs });
+            }
+        }
+    }
+    if set != ShapeSet::Sweep {
+        for (origin, first) in model_shapes(&spec.name) {
+            out.push(ReportCase::new(spec, origin, &first));
+        }
+    }
+    out
+}
+
+/// The slot-mapping input of a paged-cache op (an integer rank-1 input next to in-place caches)
+/// and the number of slots its caches have.
+fn slot_input(spec: &OpSpec, column: usize, shapes: &[(String, Vec<usize>)]) -> Option<(usize, u64)> {
+    let cache = spec.inputs.iter().find(|t| t.mutated)?;
+    let cache_shape = &shapes.iter().find(|(n, _)| n == &cache.name)?.1;
+    let capacity = (cache_shape.len() >= 2).then(|| (cache_shape[0] * cache_shape[1]) as u64)?;
+    let slot = spec.inputs.iter().position(|t| {
+        !t.mutated
+            && !t.dtypes[column].is_float()
+            && shapes.iter().any(|(n, s)| n == &t.name && s.len() == 1)
+            && t.name.contains("slot")
+    })?;
+    Some((slot, capacity))
+}
+
+/// The inputs of a case: uniform [-5, 5] (the counters do not depend on values), except a paged
+/// cache's slot mapping, which is realistic: token i goes to slot i (a prefill filling fresh
+/// blocks), wrapping at the cache's capacity. Returns the valid slot count with it.
+pub fn case_inputs(spec: &OpSpec, column: usize, case: &ReportCase) -> (Vec<(String, HostTensor)>, Option<u64>) {
+    let slot = slot_input(spec, column, &case.shapes);
+    let mut valid = None;
+    let tensors = case
+        .shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (name, shape))| {
+            let idx = spec.inputs.iter().position(|t| &t.name == name);
+            let dtype = idx.map(|i| spec.inputs[i].dtypes[column]).unwrap_or(DType::Float32);
+            if let (Some((s, capacity)), Some(idx)) = (slot, idx) {
+                if s == idx {
+                    let slots: Vec<i64> = (0..shape_numel(shape) as u64).map(|t| (t % capacity.max(1)) as i64).collect();
+                    valid = Some(slots.iter().filter(|v| **v >= 0 && (**v as u64) < capacity).count() as u64);
+                    return (name.clone(), HostTensor::from_i64(dtype, shape, &slots));
+                }
+            }
+            (name.clone(), inputs::generate(Distribution::Uniform5, dtype, shape, 7000 + i as u64))
+        })
+        .collect();
+    (tensors, valid)
+}
+
+/// The minimum GM traffic of the op for a case, per tensor: every input read once, every output
+/// written once; an in-place cache counts only the rows its valid slots address (written once).
+/// Independent of the kernel: from the spec, the input shapes and the output shapes InferShape
+/// gave.
+pub fn minimum_bytes(
+    spec: &OpSpec,
+    column: usize,
+    shapes: &[(String, Vec<usize>)],
+    outputs: &[(String, DType, Vec<usize>)],
+    valid_slots: Option<u64>,
+) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for t in &spec.inputs {
+        let Some((_, shape)) = shapes.iter().find(|(n, _)| n == &t.name) else { continue };
+        let size = t.dtypes[column].size_bytes() as u64;
+        let n = shape_numel(shape) as u64;
+        let bytes = match (t.mutated, valid_slots) {
+            (true, Some(valid)) if shape.len() >= 2 && shape[0] * shape[1] > 0 => {
+                valid * (n / (shape[0] * shape[1]) as u64) * size
+            }
+            _ => n * size,
+        };
+        out.insert(t.name.clone(), bytes);
+    }
+    for (name, dtype, shape) in outputs {
+        out.insert(name.clone(), shape_numel(shape) as u64 * dtype.size_bytes() as u64);
+    }
+    out
+}
+
+/// Independent work units a kernel can spread over cores, where the family defines them:
+/// row_norm rows (x's elements / gamma's), rotary rows of D.
+pub fn work_units(spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
+    let numel = |i: usize| shapes.get(i).map(|(_, s)| shape_numel(s) as u64);
+    match spec.family {
+        Family::RowNorm => {
+            let gamma = numel(spec.inputs.len() - 1)?;
+            (gamma > 0).then(|| numel(0).unwrap_or(0) / gamma)
+        }
+        Family::Rotary => {
+            let d = shapes.first()?.1.last().copied()? as u64;
+            (d > 0).then(|| numel(0).unwrap_or(0) / d)
+        }
+        _ => None,
+    }
+}
+
+/// Whether the row needs two passes over x by design (row_norm split-D).
+fn is_split_d(spec: &OpSpec, launch: &Launch) -> bool {
+    spec.family == Family::RowNorm && launch.tiling_field("mode") == Some(2.0)
+}
+
+/// What the generated TilingFunc chose, in a few words.
+fn plan_label(spec: &OpSpec, launch: &Launch) -> String {
+    let f = |n: &str| launch.tiling_field(n).unwrap_or(0.0);
+    match spec.family {
+        Family::RowNorm => match f("mode") as u32 {
+            0 => "1 row/pass".to_string(),
+            1 => format!("{} rows/pass", f("rowFactor")),
+            _ => format!("split-D {}{}", f("colFactor"), if f("gammaResident") != 0.0 { " γres" } else { "" }),
+        },
+        _ => String::new(),
+    }
+}
+
+/// A target of issue #5 checked on one row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    pub target: &'static str,
+    /// `None`: not applicable to this row (the detail says why).
+    pub met: Option<bool>,
+    pub detail: String,
+}
+
+impl Check {
+    fn new(target: &'static str, met: Option<bool>, detail: impl Into<String>) -> Check {
+        Check { target, met, detail: detail.into() }
+    }
+}
+
+/// The eager side of a row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EagerRow {
+    pub sequence: EagerSequence,
+    pub launches: u32,
+    pub bytes: u64,
+    pub estimate: Estimate,
+}
+
+/// Per-tensor traffic next to its minimum.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TensorRow {
+    #[serde(flatten)]
+    pub traffic: TensorTraffic,
+    pub min_bytes: u64,
+}
+
+/// One op × dtype × shape of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub op: String,
+    pub dtype: DType,
+    pub origin: String,
+    pub shapes: Vec<(String, Vec<usize>)>,
+    pub plan: String,
+    pub tiling: BTreeMap<String, f64>,
+    pub vector_cores: u32,
+    pub cores_launched: u64,
+    pub cores_with_work: u64,
+    pub work_units: Option<u64>,
+    pub gm_bytes: u64,
+    pub min_bytes: u64,
+    pub bytes_ratio: f64,
+    pub split_d: bool,
+    pub tensors: BTreeMap<String, TensorRow>,
+    /// The runner's own buffers (tiling data, workspace), not counted in gm_bytes.
+    pub runner_bytes: u64,
+    pub transfers: u64,
+    pub mean_transfer_bytes: f64,
+    /// The tensor with the most GM bytes and its mean transfer size.
+    pub main_stream: Option<(String, f64)>,
+    pub ub_high_water_bytes: u64,
+    /// (cores whose multi-tile loops were double-buffered, cores with a multi-tile loop).
+    pub double_buffered_cores: (u64, u64),
+    /// (copy-ins that went to the other buffer of their queue, copy-ins that had a predecessor
+    /// in their queue), all cores.
+    pub copy_ins_overlapped: (u64, u64),
+    /// Per vector API: (instructions, elements), all cores.
+    pub vector: BTreeMap<String, (u64, u64)>,
+    pub vector_elements_per_output_element: f64,
+    pub scalar_gm_accesses: u64,
+    pub scalar_ub_accesses: u64,
+    pub flag_waits: BTreeMap<String, u64>,
+    pub fused: Estimate,
+    pub roofline_us: f64,
+    pub roofline_fraction: f64,
+    pub eager: Option<EagerRow>,
+    /// Why there is no eager sequence.
+    pub eager_missing: Option<String>,
+    pub traffic_ratio: Option<f64>,
+    pub launch_ratio: Option<f64>,
+    pub speedup: Option<f64>,
+    pub checks: Vec<Check>,
+    /// Per core, for machines.
+    pub cores: Vec<counters::CoreCounters>,
+}
+
+/// Builds a row from the runner's report of the case.
+pub fn build_row(
+    soc: &Soc,
+    spec: &OpSpec,
+    column: usize,
+    case: &ReportCase,
+    report: &Value,
+    valid_slots: Option<u64>,
+) -> Result<Row, String> {
+    let launch = Launch::parse(report)?;
+    let outputs: Vec<(String, DType, Vec<usize>)> = report["outputs"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|o| {
+                    let dtype = DType::parse(o["dtype"].as_str()?)?;
+                    let shape = o["shape"].as_array()?.iter().filter_map(|d| d.as_u64()).map(|d| d as usize).collect();
+                    Some((o["name"].as_str()?.to_string(), dtype, shape))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mins = minimum_bytes(spec, column, &case.shapes, &outputs, valid_slots);
+    let traffic = launch.traffic();
+    let mut tensors: BTreeMap<String, TensorRow> = BTreeMap::new();
+    for (name, min) in &mins {
+        tensors.insert(
+            name.clone(),
+            TensorRow { traffic: traffic.get(name).copied().unwrap_or_default(), min_bytes: *min },
+        );
+    }
+    for (name, t) in &traffic {
+        if !RUNNER_BUFFERS.contains(&name.as_str()) && !tensors.contains_key(name) {
+            tensors.insert(name.clone(), TensorRow { traffic: *t, min_bytes: 0 });
+        }
+    }
+    let runner_bytes = traffic.iter().filter(|(n, _)| RUNNER_BUFFERS.contains(&n.as_str())).map(|(_, t)| t.bytes()).sum();
+    let gm_bytes = launch.tensor_bytes();
+    let min_bytes: u64 = mins.values().sum();
+    let bytes_ratio = if min_bytes == 0 { 1.0 } else { gm_bytes as f64 / min_bytes as f64 };
+    let fused = model::fused(soc, &launch);
+    let roofline_us = model::roofline_us(soc, min_bytes);
+    let output_elements: u64 = outputs.iter().map(|(_, _, s)| shape_numel(s) as u64).sum();
+    let vector = launch.vector();
+    let vector_elements: u64 = vector.values().map(|(_, e)| e).sum();
+
+    let (eager, eager_missing) =
+        match eager::sequence(&EagerCase { spec, column, shapes: &case.shapes, valid_slots }) {
+            Ok(sequence) => {
+                let estimate = model::eager(soc, &sequence);
+                let row = EagerRow { launches: sequence.launches(), bytes: sequence.bytes(), estimate, sequence };
+                (Some(row), None)
+            }
+            Err(why) => (None, Some(why)),
+        };
+    let traffic_ratio = eager.as_ref().filter(|_| gm_bytes > 0).map(|e| e.bytes as f64 / gm_bytes as f64);
+    let launch_ratio = eager.as_ref().map(|e| f64::from(e.launches));
+    let speedup = eager.as_ref().map(|e| e.estimate.total_us / fused.total_us);
+
+    let mut row = Row {
+        op: spec.name.clone(),
+        dtype: spec.inputs[0].dtypes[column],
+        origin: case.origin.clone(),
+        shapes: case.shapes.clone(),
+        plan: plan_label(spec, &launch),
+        tiling: launch.tiling.clone(),
+        vector_cores: soc.vector_cores,
+        cores_launched: launch.cores.len() as u64,
+        cores_with_work: launch.cores_with_work(),
+        work_units: work_units(spec, &case.shapes),
+        gm_bytes,
+        min_bytes,
+        bytes_ratio,
+        split_d: is_split_d(spec, &launch),
+        tensors,
+        runner_bytes,
+        transfers: launch.transfers(),
+        mean_transfer_bytes: launch.mean_transfer_bytes(),
+        main_stream: launch.main_stream(),
+        ub_high_water_bytes: launch.ub_high_water_bytes(),
+        double_buffered_cores: launch.double_buffering(),
+        copy_ins_overlapped: (
+            launch.cores.iter().map(|c| c.copy_in_overlapped).sum(),
+            launch.cores.iter().map(|c| c.copy_in_followers()).sum(),
+        ),
+        vector,
+        vector_elements_per_output_element: if output_elements == 0 {
+            0.0
+        } else {
+            vector_elements as f64 / output_elements as f64
+        },
+        scalar_gm_accesses: launch.scalar_accesses().0,
+        scalar_ub_accesses: launch.scalar_accesses().1,
+        flag_waits: launch.flag_waits(),
+        fused,
+        roofline_us,
+        roofline_fraction: if fused.total_us > 0.0 { roofline_us / fused.total_us } else { 0.0 },
+        eager,
+        eager_missing,
+        traffic_ratio,
+        launch_ratio,
+        speedup,
+        checks: Vec::new(),
+        cores: launch.cores.clone(),
+    };
+    row.checks = checks(spec, &row, soc);
+    Ok(row)
+}
+
+/// The ops whose fusion gain issue #5 sets a target for (at the model shapes).
+const FUSION_TARGET_OPS: [&str; 3] = ["rms_norm", "add_rms_norm", "rotary_mul"];
+
+fn kib(bytes: f64) -> String {
+    format!("{:.1} KiB", bytes / 1024.0)
+}
+
+/// The targets of issue #5 on one row.
+fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
+    let mut out = Vec::new();
+    // 1. Bytes moved / minimum.
+    let excess: Vec<String> = row
+        .tensors
+        .iter()
+        .filter(|(_, t)| t.traffic.bytes() > t.min_bytes)
+        .map(|(n, t)| {
+            let times = if t.min_bytes > 0 { t.traffic.bytes() as f64 / t.min_bytes as f64 } else { f64::INFINITY };
+            let by = if t.traffic.cores > 1 && (times - t.traffic.cores as f64).abs() < 1e-9 {
+                format!(": once by each of {} cores", t.traffic.cores)
+            } else {
+                String::new()
+            };
+            format!("{n} moved {times:.2}x its minimum{by}")
+        })
+        .collect();
+    let (limit, what) = if row.split_d { (1.5, "split-D: x read twice by design") } else { (1.0, "single pass") };
+    let met = row.bytes_ratio <= limit + 0.005;
+    let detail = if excess.is_empty() {
+        format!("{what}: {:.3}", row.bytes_ratio)
+    } else {
+        format!("{what}: {:.3} ({})", row.bytes_ratio, excess.join(", "))
+    };
+    out.push(Check::new("bytes/min", Some(met), detail));
+
+    // 2. Fused vs eager at the model shapes.
+    if FUSION_TARGET_OPS.contains(&spec.name.as_str()) && row.origin != "sweep" {
+        match (&row.eager, row.traffic_ratio) {
+            (Some(e), Some(ratio)) => out.push(Check::new(
+                "fusion",
+                Some(ratio >= 4.0 && e.launches >= 6),
+                format!("{ratio:.2}x fewer GM bytes, 1 launch vs {}", e.launches),
+            )),
+            _ => out.push(Check::new("fusion", Some(false), "no eager sequence to compare with")),
+        }
+    }
+
+    // 3. Cores with work.
+    let cores = u64::from(soc.vector_cores);
+    let idle = row.cores_launched - row.cores_with_work;
+    match row.work_units {
+        Some(units) => {
+            let want = units.min(cores).max(1);
+            out.push(Check::new(
+                "cores",
+                Some(row.cores_with_work == want && idle == 0),
+                format!("{} with work of {} launched; min({units} units, {cores} cores) = {want}", row.cores_with_work, row.cores_launched),
+            ));
+        }
+        None => out.push(Check::new(
+            "cores",
+            Some(idle == 0),
+            format!("{} with work of {} launched (no work-unit rule for this family: idle launches only)", row.cores_with_work, row.cores_launched),
+        )),
+    }
+
+    // 4. Large transfers, where the shape allows.
+    match &row.main_stream {
+        Some((name, mean)) => {
+            let per_core = row.tensors.get(name).map_or(0, |t| t.traffic.bytes()) as f64 / row.cores_with_work.max(1) as f64;
+            let met = if *mean >= model::LARGE_TRANSFER_BYTES {
+                Some(true)
+            } else if per_core < model::LARGE_TRANSFER_BYTES {
+                None
+            } else {
+                Some(false)
+            };
+            let why = match met {
+                None => format!("each core moves {} of `{name}` in all", kib(per_core)),
+                Some(false) => format!("{} per transfer of `{name}` ({} per core){}", kib(*mean), kib(per_core), transfer_reason(spec, row)),
+                Some(true) => format!("{} per transfer of `{name}`", kib(*mean)),
+            };
+            out.push(Check::new("transfers", met, why));
+        }
+        None => out.push(Check::new("transfers", None, "no transfers")),
+    }
+
+    // 5. Double buffering.
+    let (db, multi) = row.double_buffered_cores;
+    out.push(if multi == 0 {
+        Check::new("double buffering", None, "one tile per core: nothing to overlap")
+    } else {
+        let (overlapped, followers) = row.copy_ins_overlapped;
+        Check::new(
+            "double buffering",
+            Some(db == multi),
+            format!(
+                "{db} of {multi} multi-tile cores; {overlapped} of {followers} follow-up copy-ins went to another buffer of their queue"
+            ),
+        )
+    });
+
+    // 6. UB high-water.
+    out.push(Check::new(
+        "UB",
+        Some(row.ub_high_water_bytes <= UB_PLAN_BYTES_A2),
+        format!("{} of {} planned", kib(row.ub_high_water_bytes as f64), kib(UB_PLAN_BYTES_A2 as f64)),
+    ));
+    out
+}
+
+/// Why the kernel's transfers of its main stream are small, for the families that say.
+fn transfer_reason(spec: &OpSpec, row: &Row) -> String {
+    let f = |n: &str| row.tiling.get(n).copied().unwrap_or(0.0);
+    if spec.family != Family::RowNorm {
+        let ub = row.ub_high_water_bytes;
+        return if ub < UB_PLAN_BYTES_A2 / 2 {
+            format!(": the kernel uses {} of {} UB, so larger tiles would fit", kib(ub as f64), kib(UB_PLAN_BYTES_A2 as f64))
+        } else {
+            String::new()
+        };
+    }
+    let elem = row.dtype.size_bytes() as f64;
+    match f("mode") as u32 {
+        0 | 1 => format!(
+            ": the UB plan fits {} row(s) of {} per pass (double-buffered streams + float32 work rows per row)",
+            f("rowFactor"),
+            kib(f("numCol") * elem)
+        ),
+        _ => format!(": split-D chunks of {} elements", f("colFactor")),
+    }
+}
+
+// ---------------------------------------------------------------- text output
+
+fn human_bytes(b: f64) -> String {
+    if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / 1024.0 / 1024.0)
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+fn us(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn shape_text(row: &Row) -> String {
+    let first = row.shapes.first().map(|(_, s)| s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"));
+    let first = first.unwrap_or_default();
+    if row.origin == "sweep" {
+        first
+    } else {
+        format!("{first} ({})", row.origin)
+    }
+}
+
+/// The two tables: the fused kernel's counters and model, then fused vs eager.
+pub fn tables(soc: &Soc, rows: &[Row]) -> String {
+    let mut s = format!(
+        "Fused kernels on the CPU twin ({}: {} vector cores, {:.0} GB/s HBM assumed, {:.1}/{:.1} GB/s MTE2/MTE3 per core)\n",
+        soc.name,
+        soc.vector_cores,
+        soc.hbm_gbps,
+        soc.gm_read_gbps_per_core(),
+        soc.gm_write_gbps_per_core()
+    );
+    s.push_str(&format!(
+        "{:<14} {:<5} {:<26} {:<15} {:>8} {:>10} {:>9} {:>9} {:>9} {:>14} {:>7} {:>9} {:<11} {:>5}\n",
+        "op", "dtype", "shape", "plan", "cores", "GM bytes", "moved/min", "UB", "xfer", "main xfer", "dbl-buf", "fused µs", "bound", "roof"
+    ));
+    for r in rows {
+        let main = r.main_stream.as_ref().map_or("-".to_string(), |(n, m)| format!("{} {n}", human_bytes(*m)));
+        let (db, multi) = r.double_buffered_cores;
+        s.push_str(&format!(
+            "{:<14} {:<5} {:<26} {:<15} {:>8} {:>10} {:>9.3} {:>9} {:>9} {:>14} {:>7} {:>9} {:<11} {:>4.0}%\n",
+            r.op,
+            r.dtype.short_name(),
+            shape_text(r),
+            r.plan,
+            format!("{}/{}", r.cores_with_work, r.cores_launched),
+            human_bytes(r.gm_bytes as f64),
+            r.bytes_ratio,
+            human_bytes(r.ub_high_water_bytes as f64),
+            human_bytes(r.mean_transfer_bytes),
+            main,
+            if multi == 0 { "-".to_string() } else { format!("{db}/{multi}") },
+            us(r.fused.total_us),
+            r.fused.bound,
+            100.0 * r.roofline_fraction
+        ));
+    }
+    s.push_str("\nFused vs eager PyTorch (same shapes; eager = sum over its kernels, same model)\n");
+    s.push_str(&format!(
+        "{:<14} {:<5} {:<26} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>8}\n",
+        "op", "dtype", "shape", "fused GM", "eager GM", "traffic", "launches", "fused µs", "eager µs", "speedup"
+    ));
+    for r in rows {
+        match &r.eager {
+            Some(e) => s.push_str(&format!(
+                "{:<14} {:<5} {:<26} {:>10} {:>10} {:>7.2}x {:>9} {:>9} {:>9} {:>7.2}x\n",
+                r.op,
+                r.dtype.short_name(),
+                shape_text(r),
+                human_bytes(r.gm_bytes as f64),
+                human_bytes(e.bytes as f64),
+                r.traffic_ratio.unwrap_or(0.0),
+                format!("1 vs {}", e.launches),
+                us(r.fused.total_us),
+                us(e.estimate.total_us),
+                r.speedup.unwrap_or(0.0)
+            )),
+            None => s.push_str(&format!(
+                "{:<14} {:<5} {:<26} {:>10}  no eager sequence: {}\n",
+                r.op,
+                r.dtype.short_name(),
+                shape_text(r),
+                human_bytes(r.gm_bytes as f64),
+                r.eager_missing.as_deref().unwrap_or("")
+            )),
+        }
+    }
+    s
+}
+
+/// Per target: rows met / missed / not applicable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetSummary {
+    pub target: &'static str,
+    pub met: usize,
+    pub missed: usize,
+    pub not_applicable: usize,
+    /// `op dtype shape: detail` per missed row.
+    pub misses: Vec<String>,
+}
+
+pub fn summarise(rows: &[Row]) -> Vec<TargetSummary> {
+    let mut out: Vec<TargetSummary> = Vec::new();
+    for r in rows {
+        for c in &r.checks {
+            let i = match out.iter().position(|t| t.target == c.target) {
+                Some(i) => i,
+                None => {
+                    out.push(TargetSummary { target: c.target, met: 0, missed: 0, not_applicable: 0, misses: Vec::new() });
+                    out.len() - 1
+                }
+            };
+            let t = &mut out[i];
+            match c.met {
+                Some(true) => t.met += 1,
+                Some(false) => {
+                    t.missed += 1;
+                    t.misses.push(format!("{} {} {}: {}", r.op, r.dtype.short_name(), shape_text(r), c.detail));
+                }
+                None => t.not_applicable += 1,
+            }
+        }
+    }
+    out
+}
+
+/// The targets section of the text report.
+pub fn targets_text(summary: &[TargetSummary]) -> String {
+    let mut s = String::from("\nTargets (issue #5)\n");
+    for t in summary {
+        s.push_str(&format!(
+            "  {:<17} {} met, {} missed, {} not applicable\n",
+            t.target, t.met, t.missed, t.not_applicable
+        ));
+        for m in &t.misses {
+            s.push_str(&format!("      missed: {m}\n"));
+        }
+    }
+    s
+}
+
+/// The chart's bars: per op, in the first dtype the report has for it, its model-shape rows
+/// (else its largest sweep row).
+pub fn chart_bars(rows: &[Row]) -> Vec<svg::Bar> {
+    let mut ops: Vec<&str> = Vec::new();
+    for r in rows {
+        if !ops.contains(&r.op.as_str()) {
+            ops.push(&r.op);
+        }
+    }
+    let bar = |r: &Row| svg::Bar {
+        label: format!("{} {} {}", r.op, r.dtype.short_name(), shape_text(r)),
+        fused_us: r.fused.total_us,
+        eager_us: r.eager.as_ref().map(|e| e.estimate.total_us),
+    };
+    let mut bars = Vec::new();
+    for op in ops {
+        let Some(dtype) = rows.iter().find(|r| r.op == op).map(|r| r.dtype) else { continue };
+        let same: Vec<&Row> = rows.iter().filter(|r| r.op == op && r.dtype == dtype).collect();
+        let model: Vec<&Row> = same.iter().copied().filter(|r| r.origin != "sweep").collect();
+        if model.is_empty() {
+            bars.extend(same.iter().max_by_key(|r| r.min_bytes).map(|r| bar(r)));
+        } else {
+            bars.extend(model.into_iter().map(bar));
+        }
+    }
+    bars
+}
+
+/// The model's constants, for the JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelConstants {
+    pub launch_overhead_us: f64,
+    pub hbm_gbps: f64,
+    pub hbm_gbps_sourced: bool,
+    pub gm_read_gbps_per_core: f64,
+    pub gm_write_gbps_per_core: f64,
+    pub vector_f32_elements_per_cycle: f64,
+    pub clock_mhz: u32,
+    pub large_transfer_bytes: f64,
+    pub ub_plan_bytes: u64,
+}
+
+impl ModelConstants {
+    pub fn of(soc: &Soc) -> ModelConstants {
+        ModelConstants {
+            launch_overhead_us: model::LAUNCH_OVERHEAD_US,
+            hbm_gbps: soc.hbm_gbps,
+            hbm_gbps_sourced: soc.hbm_gbps_sourced,
+            gm_read_gbps_per_core: soc.gm_read_gbps_per_core(),
+            gm_write_gbps_per_core: soc.gm_write_gbps_per_core(),
+            vector_f32_elements_per_cycle: soc.vector_f32_per_cycle(),
+            clock_mhz: soc.clock_mhz,
+            large_transfer_bytes: model::LARGE_TRANSFER_BYTES,
+            ub_plan_bytes: UB_PLAN_BYTES_A2,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_shapes_cover_the_fusion_targets() {
+        for op in FUSION_TARGET_OPS {
+            assert!(!model_shapes(op).is_empty(), "{op}");
+        }
+        assert_eq!(model_shapes("rotary_mul").len(), 2);
+    }
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human_bytes(10.0), "10 B");
+        assert_eq!(human_bytes(16384.0), "16.0 KiB");
+        assert_eq!(human_bytes(58.0 * 1024.0 * 1024.0), "58.0 MiB");
+    }
+}

@@ -1,0 +1,115 @@
+//! Adding an activation is one new spec file and nothing else: a user writes silu.toml into a
+//! directory of their own, `opgen verify --specs` builds and checks it on the CPU twin (against
+//! the f64 evaluation of its body: silu is not a catalogue op) and `opgen gen --specs` writes its
+//! project; nothing in the repository's specs, templates or golden copy changes.
+
+use ascend_opgen::toolchain::command::Cmd;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const SILU: &str = r#"# SiLU (swish), declared by a user: one spec file, no code.
+name = "silu"
+family = "elementwise"
+summary = "y = x * sigmoid(x)"
+targets = ["ascend910b", "ascend910_93"]
+
+[[inputs]]
+name = "x"
+dtypes = ["float16", "bfloat16", "float32"]
+
+[[outputs]]
+name = "y"
+dtypes = ["float16", "bfloat16", "float32"]
+
+[elementwise]
+body = "x * sigmoid(x)"
+compute = "float32"
+"#;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("opgen-elementwise-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn opgen(args: &[&str]) -> ascend_opgen::toolchain::command::Output {
+    Cmd::new(env!("CARGO_BIN_EXE_opgen"))
+        .args(args)
+        .stdin_null()
+        .timeout(Duration::from_secs(900))
+        .run()
+        .expect("opgen runs")
+}
+
+/// Every file under `dir` with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), fs::read(&p).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn repository_state() -> Vec<(PathBuf, Vec<u8>)> {
+    let root = ascend_opgen::repo_root();
+    ["kernels", "templates", "tests/golden"].iter().flat_map(|d| snapshot(&root.join(d))).collect()
+}
+
+#[test]
+fn a_user_declared_silu_verifies_on_the_twin_and_generates() {
+    let dir = scratch("silu");
+    let specs = dir.join("specs");
+    fs::create_dir_all(&specs).unwrap();
+    fs::write(specs.join("silu.toml"), SILU).unwrap();
+    let out = dir.join("out").join("project");
+    let before = repository_state();
+
+    let specs_arg = specs.display().to_string();
+    let verify = opgen(&["verify", "--specs", &specs_arg]);
+    assert!(verify.success(), "verify failed:\n{}", verify.combined_lossy());
+    let table = verify.stdout_lossy();
+    for dtype in ["float16", "bfloat16", "float32"] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with("silu") && l.contains(dtype))
+            .unwrap_or_else(|| panic!("no {dtype} row in:\n{table}"));
+        assert!(row.trim_end().ends_with("pass"), "{row}");
+    }
+
+    let gen = opgen(&["gen", "--specs", &specs_arg, "--out", &out.display().to_string()]);
+    assert!(gen.success(), "gen failed:\n{}", gen.combined_lossy());
+    for file in ["op_kernel/opgen_silu.cpp", "op_host/opgen_silu.cpp", "op_host/opgen_silu_tiling.h"] {
+        let text = fs::read_to_string(out.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(text.contains("x * sigmoid(x)"), "{file} does not show the body");
+    }
+    let kernel = fs::read_to_string(out.join("op_kernel/opgen_silu.cpp")).unwrap();
+    assert!(kernel.contains("Exp(") && kernel.contains("Div("), "silu lowers to basic vector APIs");
+
+    assert!(before == repository_state(), "verify/gen of a user spec changed files in the repository");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_user_spec_with_a_bad_body_fails_with_its_location() {
+    let dir = scratch("bad");
+    fs::write(dir.join("silu.toml"), SILU.replace("x * sigmoid(x)", "x * sigmoid(z)")).unwrap();
+    let r = opgen(&["gen", "--specs", &dir.display().to_string(), "--out", &dir.join("out").display().to_string()]);
+    assert_eq!(r.code(), Some(2), "{}", r.combined_lossy());
+    let msg = r.stderr_lossy();
+    assert!(msg.contains("silu.toml:16:21: field `elementwise.body`"), "{msg}");
+    assert!(msg.contains("`z` is not defined"), "{msg}");
+    assert!(!dir.join("out").exists());
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,204 @@
+//! The kv_layout family's spec rules: every bad spec is rejected with file:line:column, the
+//! field and a message that says what is wrong; the catalogue specs load with their kinds.
+
+use ascend_opgen::spec::{self, KvKind, SpecErrors};
+use std::path::Path;
+
+const CACHE: &str = r#"name = "my_cache"
+family = "kv_layout"
+summary = "test op"
+targets = ["ascend910b"]
+
+[kv_layout]
+kind = "reshape_and_cache"
+
+[[inputs]]
+name = "key"
+dtypes = ["float16", "bfloat16"]
+
+[[inputs]]
+name = "value"
+dtypes = ["float16", "bfloat16"]
+
+[[inputs]]
+name = "key_cache"
+dtypes = ["float16", "bfloat16"]
+mutated = true
+
+[[inputs]]
+name = "value_cache"
+dtypes = ["float16", "bfloat16"]
+mutated = true
+
+[[inputs]]
+name = "slot_mapping"
+dtypes = ["int32", "int64"]
+
+[[outputs]]
+name = "out_of_range"
+dtypes = ["int32", "int32"]
+"#;
+
+const DEQUANT: &str = r#"name = "my_cache"
+family = "kv_layout"
+summary = "test op"
+targets = ["ascend910b"]
+
+[kv_layout]
+kind = "dequant_int8"
+
+[[inputs]]
+name = "q"
+dtypes = ["int8", "int8"]
+
+[[inputs]]
+name = "scale"
+dtypes = ["float32", "float32"]
+
+[[outputs]]
+name = "x"
+dtypes = ["float16", "float32"]
+
+[[attrs]]
+name = "out_dtype"
+type = "string"
+default = "float16"
+"#;
+
+const PATH: &str = "kernels/my_cache.toml";
+
+fn errors(text: &str) -> SpecErrors {
+    spec::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
+}
+
+/// The error for `field` must sit on `line` and its message must contain `words`.
+fn assert_error(text: &str, line: usize, field: &str, words: &str) {
+    let errs = errors(text);
+    let shown = errs.to_string();
+    let e = errs
+        .0
+        .iter()
+        .find(|e| e.field == field)
+        .unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"));
+    assert_eq!(e.line, line, "line of `{field}` in:\n{shown}");
+    assert!(e.column > 0, "column missing in:\n{shown}");
+    assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
+    assert!(shown.contains(PATH), "file missing in:\n{shown}");
+}
+
+#[test]
+fn the_good_specs_are_accepted() {
+    let s = spec::parse_str(Path::new(PATH), CACHE).unwrap();
+    assert_eq!(s.kv_kind(), Some(KvKind::ReshapeAndCache));
+    assert_eq!(s.mutated_inputs(), vec!["key_cache", "value_cache"]);
+    let s = spec::parse_str(Path::new(PATH), DEQUANT).unwrap();
+    assert_eq!(s.kv_kind(), Some(KvKind::DequantInt8));
+}
+
+#[test]
+fn an_unknown_kind_lists_the_known_ones() {
+    let text = CACHE.replace("kind = \"reshape_and_cache\"", "kind = \"paged_scatter\"");
+    assert_error(
+        &text,
+        7,
+        "kv_layout.kind",
+        "unknown kv_layout kind `paged_scatter`; known kinds: bsnd_to_bnsd, bnsd_to_bsnd, reshape_and_cache, \
+         reshape_and_cache_int8, dequant_int8",
+    );
+}
+
+#[test]
+fn inputs_and_outputs_follow_the_kind() {
+    let text = CACHE.replace("[[inputs]]\nname = \"slot_mapping\"\ndtypes = [\"int32\", \"int64\"]\n\n", "");
+    assert_error(
+        &text,
+        9,
+        "inputs",
+        "family kv_layout (reshape_and_cache) takes 5 inputs (key, value, key_cache, value_cache, slot_mapping), found 4",
+    );
+    let text = DEQUANT.replace(
+        "[[outputs]]\nname = \"x\"",
+        "[[outputs]]\nname = \"y\"\ndtypes = [\"float16\", \"float32\"]\n\n[[outputs]]\nname = \"x\"",
+    );
+    assert_error(&text, 17, "outputs", "has 1 output(s) (x), found 2");
+}
+
+#[test]
+fn caches_must_be_declared_mutated_and_nothing_else() {
+    let text = CACHE.replacen("mutated = true\n", "", 1);
+    assert_error(
+        &text,
+        18,
+        "inputs[2].mutated",
+        "`key_cache` (key_cache) is updated in place: declare it with `mutated = true`",
+    );
+    let text = CACHE.replace(
+        "name = \"key\"\ndtypes = [\"float16\", \"bfloat16\"]",
+        "name = \"key\"\ndtypes = [\"float16\", \"bfloat16\"]\nmutated = true",
+    );
+    assert_error(&text, 12, "inputs[0].mutated", "`key` (key) is only read by the kernel; drop `mutated`");
+}
+
+#[test]
+fn dtypes_follow_the_roles() {
+    // The cache copies raw bytes: it must have the key's dtype.
+    let text = CACHE.replacen(
+        "name = \"key_cache\"\ndtypes = [\"float16\", \"bfloat16\"]",
+        "name = \"key_cache\"\ndtypes = [\"float16\", \"float32\"]",
+        1,
+    );
+    assert_error(
+        &text,
+        19,
+        "inputs[2].dtypes[1]",
+        "`key_cache` must have `key`'s dtype bfloat16 in combination 2",
+    );
+    let text = CACHE.replace("dtypes = [\"int32\", \"int64\"]", "dtypes = [\"int32\", \"float32\"]");
+    assert_error(
+        &text,
+        29,
+        "inputs[4].dtypes[1]",
+        "`slot_mapping` (slot_mapping) cannot be float32; it takes int32, int64",
+    );
+    let text = CACHE.replace("dtypes = [\"int32\", \"int32\"]", "dtypes = [\"int32\", \"int64\"]");
+    assert_error(
+        &text,
+        33,
+        "outputs[0].dtypes[1]",
+        "`out_of_range` (out_of_range) cannot be int64; it takes int32",
+    );
+    let text = DEQUANT.replace("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"float16\", \"int8\"]");
+    assert_error(
+        &text,
+        19,
+        "outputs[0].dtypes[1]",
+        "`x` (x) cannot be int8; it takes float16, bfloat16, float32",
+    );
+}
+
+#[test]
+fn attrs_follow_the_kind() {
+    let text = format!("{CACHE}\n[[attrs]]\nname = \"block_size\"\ntype = \"int\"\ndefault = 16\n");
+    assert_error(&text, 36, "attrs", "family kv_layout (reshape_and_cache) takes no attrs");
+    let text = DEQUANT.replace("default = \"float16\"", "default = \"bfloat16\"");
+    assert_error(
+        &text,
+        24,
+        "attrs[0].default",
+        "default `bfloat16` must be one of the output's dtypes: float16, float32",
+    );
+    let text = DEQUANT.replace("type = \"string\"\ndefault = \"float16\"", "type = \"int\"\ndefault = 1");
+    assert_error(&text, 22, "attrs", "takes exactly one attr: a string naming the output dtype");
+}
+
+#[test]
+fn the_catalogue_has_the_five_kinds() {
+    let specs = spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    for kind in KvKind::ALL {
+        let s =
+            specs.iter().find(|s| s.name == kind.name()).unwrap_or_else(|| panic!("{} missing", kind.name()));
+        assert_eq!(s.kv_kind(), Some(kind));
+        let fields = ascend_opgen::family::tiling_fields(s);
+        assert!(!fields.is_empty() && fields.iter().all(|f| f.ctype == "uint32_t"), "{}", kind.name());
+    }
+}

@@ -1,0 +1,457 @@
+//! The kv_layout ops through the twin runner on hand-made inputs: negative and past-the-cache
+//! slots are never written (the whole cache around them compared bit for bit), the same slot
+//! twice gives the later token's row on every core count, all-zero and tiny int8 rows, the
+//! permutes keep NaN payloads, an int64 slot mapping, the host code's rejections with their
+//! reasons, and a kernel that writes past its rows fails verification.
+
+use ascend_opgen::app::verify::{run_verify, VerifyOptions};
+use ascend_opgen::codegen::{render_project, template_sources};
+use ascend_opgen::plan::soc;
+use ascend_opgen::reference::kv_layout::{self as reference, Int8KvCache};
+use ascend_opgen::spec::{self, AttrValue, OpSpec};
+use ascend_opgen::tensor::HostTensor;
+use ascend_opgen::verify::compare::{compare_tensor, Tolerance};
+use ascend_opgen::verify::inputs::Rng;
+use ascend_opgen::verify::{build_runner, run_case, BuildOptions, CaseInput, CaseRun, Runner, TwinError};
+use ascend_opgen::DType;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+fn op(name: &str) -> OpSpec {
+    let specs = spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    specs.into_iter().find(|s| s.name == name).unwrap()
+}
+
+/// One runner per (op, combination), built once for the whole file (tests run on threads; two
+/// builds of one runner at the same time would race on the cache files).
+fn runner(spec: &OpSpec, column: usize) -> Runner {
+    static RUNNERS: Mutex<Option<HashMap<(String, String, usize), Runner>>> = Mutex::new(None);
+    let mut guard = RUNNERS.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (spec.name.clone(), spec.source.display().to_string(), column);
+    guard
+        .get_or_insert_with(HashMap::new)
+        .entry(key)
+        .or_insert_with(|| {
+            let project = render_project(&[spec]).unwrap();
+            build_runner(&project, spec, column, BuildOptions::default()).unwrap()
+        })
+        .clone()
+}
+
+/// The combination whose tensor `name` has `dtype`.
+fn column(spec: &OpSpec, name: &str, dtype: DType) -> usize {
+    let t = spec.inputs.iter().chain(&spec.outputs).find(|t| t.name == name).unwrap();
+    t.dtypes.iter().position(|d| *d == dtype).unwrap()
+}
+
+fn run_on(
+    spec: &OpSpec,
+    column: usize,
+    soc_name: &str,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+    plan_only: bool,
+) -> Result<CaseRun, TwinError> {
+    let runner = runner(spec, column);
+    let inplace = spec.mutated_inputs();
+    run_case(
+        &runner,
+        spec,
+        soc::find(soc_name).unwrap(),
+        &CaseInput { inputs, attrs, inplace: &inplace },
+        plan_only,
+    )
+}
+
+fn run(spec: &OpSpec, column: usize, inputs: &[(String, HostTensor)]) -> CaseRun {
+    run_on(spec, column, soc::DEFAULT_SOC, inputs, &[], false).unwrap()
+}
+
+fn get<'a>(run: &'a CaseRun, name: &str) -> &'a HostTensor {
+    &run.outputs.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no `{name}` in the run")).1
+}
+
+/// Every bit pattern, NaN payloads and subnormals included.
+fn random_bits(dtype: DType, shape: &[usize], seed: u64) -> HostTensor {
+    let mut rng = Rng::new(seed);
+    let n: usize = shape.iter().product();
+    let bits: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
+    HostTensor::from_bits(dtype, shape, &bits)
+}
+
+fn assert_bitwise(actual: &HostTensor, expected: &HostTensor, what: &str) {
+    let c = compare_tensor(actual, expected, Tolerance::Bitwise);
+    assert!(c.passed(), "{what}: {c}");
+}
+
+fn named(list: Vec<(&str, HostTensor)>) -> Vec<(String, HostTensor)> {
+    list.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
+}
+
+struct CacheCase {
+    inputs: Vec<(String, HostTensor)>,
+    key_cache: HostTensor,
+    value_cache: HostTensor,
+    past: usize,
+}
+
+/// reshape_and_cache inputs of random bits (NaN payloads included) and the reference result.
+fn cache_case(
+    dtype: DType,
+    heads: usize,
+    dim: usize,
+    blocks: usize,
+    block_size: usize,
+    slots: &[i64],
+) -> CacheCase {
+    let tokens = slots.len();
+    let key = random_bits(dtype, &[tokens, heads, dim], 1);
+    let value = random_bits(dtype, &[tokens, heads, dim], 2);
+    let kc = random_bits(dtype, &[blocks, block_size, heads, dim], 3);
+    let vc = random_bits(dtype, &[blocks, block_size, heads, dim], 4);
+    let slot_mapping = HostTensor::from_i64(DType::Int32, &[tokens], slots);
+    let (mut key_cache, mut value_cache) = (kc.clone(), vc.clone());
+    let past = reference::reshape_and_cache(
+        &key,
+        &value,
+        &mut key_cache,
+        &mut value_cache,
+        &slot_mapping,
+        block_size,
+    )
+    .unwrap();
+    let inputs = named(vec![
+        ("key", key),
+        ("value", value),
+        ("key_cache", kc),
+        ("value_cache", vc),
+        ("slot_mapping", slot_mapping),
+    ]);
+    CacheCase { inputs, key_cache, value_cache, past }
+}
+
+fn check_cache_run(run: &CaseRun, case: &CacheCase) {
+    assert_eq!(get(run, "out_of_range").to_i64(), vec![case.past as i64], "slots past the cache are counted");
+    assert_bitwise(get(run, "key_cache"), &case.key_cache, "key_cache");
+    assert_bitwise(get(run, "value_cache"), &case.value_cache, "value_cache");
+}
+
+#[test]
+fn negative_and_out_of_range_slots_are_never_written() {
+    let spec = op("reshape_and_cache");
+    let (heads, dim, blocks, block_size) = (2, 72, 6, 16);
+    let cache_slots = (blocks * block_size) as i64;
+    // 64 tokens: distinct valid slots, padding of several kinds, slots just and far past the cache.
+    let mut rng = Rng::new(7);
+    let valid = rng.distinct_indices(cache_slots as usize, 64);
+    let specials = [-1, -17, i64::from(i32::MIN), cache_slots, cache_slots + 1, 1000, i64::from(i32::MAX)];
+    let slots: Vec<i64> = (0..64)
+        .map(|i| if i % 5 == 2 { specials[(i / 5) % specials.len()] } else { valid[i] as i64 })
+        .collect();
+    let past = slots.iter().filter(|s| **s >= cache_slots).count();
+    assert!(past >= 5 && slots.iter().any(|s| *s < 0));
+    for dtype in [DType::Float16, DType::Int8] {
+        let case = cache_case(dtype, heads, dim, blocks, block_size, &slots);
+        assert_eq!(case.past, past);
+        let out = run(&spec, column(&spec, "key", dtype), &case.inputs);
+        assert!(out.report["block_dim"].as_u64().unwrap() > 1, "the case runs on several cores");
+        check_cache_run(&out, &case);
+        // And explicitly: a slot no token names keeps its old bits, NaN payloads included.
+        let (_, before) = &case.inputs[2];
+        let row = heads * dim;
+        let named: Vec<usize> =
+            slots.iter().filter(|s| (0..cache_slots).contains(*s)).map(|s| *s as usize).collect();
+        for s in (0..cache_slots as usize).filter(|s| !named.contains(s)) {
+            let after = get(&out, "key_cache");
+            assert!(
+                (s * row..(s + 1) * row).all(|i| after.bits(i) == before.bits(i)),
+                "slot {s} was written"
+            );
+        }
+    }
+}
+
+#[test]
+fn duplicate_slots_the_later_token_wins_on_every_core_count() {
+    let spec = op("reshape_and_cache");
+    let col = column(&spec, "key", DType::Float16);
+    // 100 tokens over 13 slots (each slot named 7 or 8 times, by tokens far apart) and a pair
+    // of tokens 0 and 99 on one slot.
+    let mut slots: Vec<i64> = (0..100).map(|i| (i * 7 % 13) as i64).collect();
+    slots[0] = 40;
+    slots[99] = 40;
+    let case = cache_case(DType::Float16, 2, 64, 4, 16, &slots);
+    // Each written slot holds the last token that names it.
+    for (slot, token) in [(40usize, 99usize), (0, 91)] {
+        assert_eq!(slots[token], slot as i64);
+        let row = 2 * 64;
+        let key = &case.inputs[0].1;
+        assert!((0..row).all(|j| case.key_cache.bits(slot * row + j) == key.bits(token * row + j)));
+    }
+    let mut results = Vec::new();
+    for soc_name in ["Ascend910B2", "Ascend910B3", "Ascend910B4"] {
+        let out = run_on(&spec, col, soc_name, &case.inputs, &[], false).unwrap();
+        check_cache_run(&out, &case);
+        results.push((out.report["block_dim"].as_u64().unwrap(), get(&out, "key_cache").clone()));
+    }
+    assert!(results.iter().all(|(_, k)| *k == results[0].1));
+    assert!(results.iter().any(|(b, _)| *b != results[0].0), "the SoCs differ in core count: {results:?}");
+
+    // Duplicates across slot-mapping chunks (2048 entries per UB read) and within one run of
+    // consecutive slots.
+    let mut slots: Vec<i64> = (0..2100).map(|i| (i % 500) as i64).collect();
+    slots[5] = 1999;
+    slots[2090] = 1999;
+    slots[2091] = 2000;
+    let case = cache_case(DType::Float16, 1, 64, 130, 16, &slots);
+    check_cache_run(&run(&spec, col, &case.inputs), &case);
+}
+
+#[test]
+fn slot_mapping_may_be_int64() {
+    let base = op("reshape_and_cache");
+    let text = std::fs::read_to_string(&base.source).unwrap();
+    let dir = std::env::temp_dir().join(format!("opgen-kv-int64-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("reshape_and_cache.toml");
+    let int64 = text.replace(
+        "dtypes = [\"int32\", \"int32\", \"int32\", \"int32\"]\n\n[[outputs]]",
+        "dtypes = [\"int64\", \"int64\", \"int64\", \"int64\"]\n\n[[outputs]]",
+    );
+    assert_ne!(int64, text);
+    std::fs::write(&path, int64).unwrap();
+    let spec = spec::load_file(Path::new(&path)).unwrap();
+    let slots: Vec<i64> = vec![3, -1, 70, 64, 5_000_000_000, 4, 0];
+    let mut case = cache_case(DType::BFloat16, 2, 80, 4, 16, &slots);
+    case.inputs[4].1 = HostTensor::from_i64(DType::Int64, &[slots.len()], &slots);
+    let out = run(&spec, column(&spec, "key", DType::BFloat16), &case.inputs);
+    check_cache_run(&out, &case);
+    assert_eq!(case.past, 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn all_zero_and_tiny_int8_rows() {
+    let spec = op("reshape_and_cache_int8");
+    let (tokens, heads, dim, blocks, block_size) = (4, 3, 80, 2, 16);
+    for dtype in [DType::Float16, DType::BFloat16] {
+        let mut rng = Rng::new(11);
+        let mut values: Vec<f64> = (0..tokens * heads * dim).map(|_| rng.uniform(-3.0, 3.0)).collect();
+        let row = |t: usize, h: usize| (t * heads + h) * dim..(t * heads + h + 1) * dim;
+        for i in row(0, 0) {
+            values[i] = 0.0; // all +0
+        }
+        for (j, i) in row(1, 2).enumerate() {
+            values[i] = if j % 3 == 0 { -0.0 } else { 0.0 }; // zeros of both signs
+        }
+        let tiny = if dtype == DType::BFloat16 { 1e-30 } else { 1e-6 };
+        for (j, i) in row(2, 1).enumerate() {
+            values[i] = tiny * (j as f64 - 40.0) / 40.0; // absmax below 2^-64 in bfloat16
+        }
+        if dtype == DType::BFloat16 {
+            for (j, i) in row(3, 0).enumerate() {
+                values[i] = 1e-39 * (j % 7) as f64; // bfloat16 subnormals
+            }
+        }
+        let key = HostTensor::from_f64(dtype, &[tokens, heads, dim], &values);
+        let value = HostTensor::from_f64(dtype, &[tokens, heads, dim], &values);
+        let cache = |d: DType| {
+            HostTensor::from_bits(
+                d,
+                &[blocks, block_size, heads, dim],
+                &vec![0x80; blocks * block_size * heads * dim],
+            )
+        };
+        let scales = HostTensor::from_f64(
+            DType::Float32,
+            &[blocks, block_size, heads],
+            &vec![-1.0; blocks * block_size * heads],
+        );
+        let slots = HostTensor::from_i64(DType::Int32, &[tokens], &[9, 0, 31, 17]);
+        let inputs = named(vec![
+            ("key", key.clone()),
+            ("value", value.clone()),
+            ("key_cache", cache(DType::Int8)),
+            ("value_cache", cache(DType::Int8)),
+            ("key_scale", scales.clone()),
+            ("value_scale", scales.clone()),
+            ("slot_mapping", slots.clone()),
+        ]);
+        let out = run(&spec, column(&spec, "key", dtype), &inputs);
+        let (mut kc, mut vc, mut ks, mut vs) =
+            (cache(DType::Int8), cache(DType::Int8), scales.clone(), scales.clone());
+        let want = Int8KvCache { key: &mut kc, value: &mut vc, key_scale: &mut ks, value_scale: &mut vs };
+        reference::reshape_and_cache_int8(&key, &value, want, &slots, block_size).unwrap();
+        for (name, expected, rule) in [
+            ("key_cache", &kc, Tolerance::IntWithin(1)),
+            ("value_cache", &vc, Tolerance::IntWithin(1)),
+            ("key_scale", &ks, Tolerance::Ulp { max_ulp: 1 }),
+            ("value_scale", &vs, Tolerance::Ulp { max_ulp: 1 }),
+        ] {
+            let c = compare_tensor(get(&out, name), expected, rule);
+            assert!(c.passed(), "{dtype} {name}: {c}");
+        }
+        let q = get(&out, "key_cache");
+        let s = get(&out, "key_scale");
+        // Token 0 (slot 9) head 0 and token 1 (slot 0) head 2 are all zero: q = 0, scale +0.0.
+        for (slot, h) in [(9usize, 0usize), (0, 2)] {
+            let r = slot * heads + h;
+            assert!((r * dim..(r + 1) * dim).all(|i| q.bits(i) == 0), "{dtype}: q of a zero row");
+            assert_eq!(s.bits(r), 0, "{dtype}: the scale of a zero row is +0.0, never NaN");
+        }
+        assert!(s.to_f64().iter().all(|v| !v.is_nan()));
+        // The tiny row (token 2 → slot 31, head 1) is quantised over the full int8 range.
+        let r = 31 * heads + 1;
+        let tiny_q: Vec<i64> = (r * dim..(r + 1) * dim).map(|i| q.get_i64(i)).collect();
+        assert_eq!(tiny_q.iter().map(|v| v.abs()).max(), Some(127), "{dtype}: {tiny_q:?}");
+        assert!(s.get_f64(r) > 0.0);
+    }
+}
+
+#[test]
+fn permutes_move_every_bit_pattern() {
+    let there = op("bsnd_to_bnsd");
+    let back = op("bnsd_to_bsnd");
+    for (dtype, shape) in
+        [(DType::Float16, [2, 5, 3, 72]), (DType::Float32, [1, 33, 7, 80]), (DType::Int8, [3, 4, 9, 40])]
+    {
+        let x = random_bits(dtype, &shape, 5);
+        let y = get(&run(&there, column(&there, "x", dtype), &named(vec![("x", x.clone())])), "y").clone();
+        assert_bitwise(&y, &reference::bsnd_to_bnsd(&x).unwrap(), "bsnd_to_bnsd");
+        let z = get(&run(&back, column(&back, "x", dtype), &named(vec![("x", y)])), "y").clone();
+        assert_eq!(z, x, "{dtype}: bnsd_to_bsnd undoes bsnd_to_bnsd bit for bit");
+    }
+}
+
+fn rejected(
+    spec: &OpSpec,
+    column: usize,
+    inputs: Vec<(&str, HostTensor)>,
+    attrs: &[(String, AttrValue)],
+) -> String {
+    match run_on(spec, column, soc::DEFAULT_SOC, &named(inputs), attrs, true) {
+        Err(TwinError::HostRejected(why)) => why,
+        other => panic!("{}: expected a host rejection, got {other:?}", spec.name),
+    }
+}
+
+fn zeros(dtype: DType, shape: &[usize]) -> HostTensor {
+    HostTensor::zeros(dtype, shape)
+}
+
+#[test]
+fn host_code_rejects_bad_shapes_with_the_reason() {
+    let f16 = DType::Float16;
+    let cache = op("reshape_and_cache");
+    let col = column(&cache, "key", f16);
+    let inputs = |t: usize, slots: usize, kh: usize, vh: usize, cache_d: usize| {
+        vec![
+            ("key", zeros(f16, &[t, kh, 64])),
+            ("value", zeros(f16, &[t, vh, 64])),
+            ("key_cache", zeros(f16, &[2, 16, kh, cache_d])),
+            ("value_cache", zeros(f16, &[2, 16, kh, 64])),
+            ("slot_mapping", zeros(DType::Int32, &[slots])),
+        ]
+    };
+    let why = rejected(&cache, col, inputs(4, 5, 2, 2, 64), &[]);
+    assert!(why.contains("slot mapping length 5 != tokens 4"), "{why}");
+    let why = rejected(&cache, col, inputs(4, 4, 2, 4, 64), &[]);
+    assert!(why.contains("disagree on tokens or heads"), "{why}");
+    let why = rejected(&cache, col, inputs(4, 4, 2, 2, 72), &[]);
+    assert!(why.contains("key_cache [2, 16, 2, 72] must be [num_blocks, block_size, 2, 64]"), "{why}");
+    let mut flat = inputs(4, 4, 2, 2, 64);
+    flat[0].1 = zeros(f16, &[4, 128]);
+    let why = rejected(&cache, col, flat, &[]);
+    assert!(why.contains("key has rank 2; it must have rank 3"), "{why}");
+
+    let int8 = op("reshape_and_cache_int8");
+    let s = |shape: &[usize]| zeros(DType::Float32, shape);
+    let c8 = |shape: &[usize]| zeros(DType::Int8, shape);
+    let why = rejected(
+        &int8,
+        column(&int8, "key", f16),
+        vec![
+            ("key", zeros(f16, &[3, 2, 80])),
+            ("value", zeros(f16, &[3, 2, 80])),
+            ("key_cache", c8(&[2, 16, 2, 80])),
+            ("value_cache", c8(&[2, 16, 2, 80])),
+            ("key_scale", s(&[2, 16, 2])),
+            ("value_scale", s(&[2, 16, 2, 80])),
+            ("slot_mapping", zeros(DType::Int32, &[3])),
+        ],
+        &[],
+    );
+    assert!(why.contains("value_scale must be [2, 16, 2] (or with a trailing 1)"), "{why}");
+
+    let deq = op("dequant_int8");
+    let out = |d: &str| vec![("out_dtype".to_string(), AttrValue::String(d.to_string()))];
+    let col = column(&deq, "x", f16);
+    let why = rejected(&deq, col, vec![("q", c8(&[3, 2, 64])), ("scale", s(&[3, 3]))], &out("float16"));
+    assert!(why.contains("scale (rank 2, 9 elements) must have q's leading dims"), "{why}");
+    let why = rejected(&deq, col, vec![("q", c8(&[3, 2, 64])), ("scale", s(&[3, 2]))], &out("float64"));
+    assert!(why.contains("output dtype `float64` is not float16, bfloat16 or float32"), "{why}");
+
+    let perm = op("bsnd_to_bnsd");
+    let why = rejected(&perm, column(&perm, "x", f16), vec![("x", zeros(f16, &[4, 8, 64]))], &[]);
+    assert!(why.contains("x has rank 3; it must have rank 4"), "{why}");
+}
+
+#[test]
+fn dequant_follows_the_output_dtype_attr() {
+    let spec = op("dequant_int8");
+    let q =
+        HostTensor::from_i64(DType::Int8, &[2, 3, 72], &(0..432).map(|i| i % 255 - 127).collect::<Vec<_>>());
+    let scale = HostTensor::from_f64(DType::Float32, &[2, 3, 1], &[0.5, 1e-3, 3.0, 0.0, 7.25, 1e-8]);
+    let want = reference::dequant_int8(&q, &scale).unwrap();
+    for dtype in [DType::Float16, DType::BFloat16, DType::Float32] {
+        let attrs = vec![("out_dtype".to_string(), AttrValue::String(dtype.name().to_string()))];
+        let inputs = named(vec![("q", q.clone()), ("scale", scale.clone())]);
+        let out = run_on(&spec, column(&spec, "x", dtype), soc::DEFAULT_SOC, &inputs, &attrs, false).unwrap();
+        let x = get(&out, "x");
+        assert_eq!((x.dtype, x.shape.clone()), (dtype, vec![2, 3, 72]));
+        let bar = if dtype == DType::Float32 {
+            Tolerance::Ulp { max_ulp: 0 }
+        } else {
+            Tolerance::Ulp { max_ulp: 1 }
+        };
+        let c = ascend_opgen::verify::compare::compare(x, &want, bar);
+        assert!(c.passed(), "{dtype}: {c}");
+    }
+}
+
+#[test]
+fn a_cache_kernel_writing_past_its_rows_fails_verification() {
+    // The scales of one pass written one row too far: the row after a run is a slot the
+    // reference leaves alone (or past the buffer).
+    let templates: Vec<(&'static str, String)> = template_sources()
+        .into_iter()
+        .map(|(name, text)| {
+            let text = if name == "kernel/kv_layout.cpp.j2" {
+                let broken = text.replace(
+                    "DataCopyPad(scale, scales, Burst(static_cast<uint64_t>(n) * sizeof(float)));",
+                    "DataCopyPad(scale, scales, Burst(static_cast<uint64_t>(n + 1) * sizeof(float)));",
+                );
+                assert_ne!(broken, text, "the mutation must apply");
+                broken
+            } else {
+                text
+            };
+            (name, text)
+        })
+        .collect();
+    let opts = VerifyOptions {
+        ops: vec!["reshape_and_cache_int8".into()],
+        dtypes: vec![DType::Float16],
+        templates: Some(templates),
+        ..VerifyOptions::default()
+    };
+    let report = run_verify(&opts).expect("verify runs");
+    let failed: usize = report.rows.iter().filter(|r| r.output.ends_with("_scale")).map(|r| r.failures).sum();
+    assert!(failed > 0, "a kernel writing past its rows passed:\n{}", report.table());
+    assert!(
+        report.failures.iter().any(|f| f.contains("the reference leaves unchanged were written")),
+        "{:#?}",
+        report.failures
+    );
+}

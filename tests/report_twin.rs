@@ -1,0 +1,109 @@
+//! `opgen report` on small shapes: the counters the twin takes while running the generated
+//! kernels add up to exact GM traffic, and the report's checks, eager baseline and outputs
+//! (text, JSON, SVG) follow from them. The runners are the sanitized ones `verify` builds (one
+//! object cache), so these tests add little build time.
+
+use ascend_opgen::app::gen::{load_specs, render};
+use ascend_opgen::app::report::{self as app_report, Report};
+use ascend_opgen::plan::soc;
+use ascend_opgen::report::{self, ReportCase, Row};
+use ascend_opgen::verify::{self, BuildOptions, CaseInput};
+use ascend_opgen::DType;
+use ascend_opgen::toolchain::command::Cmd;
+
+fn row(op: &str, dtype: DType, first: &[usize]) -> Row {
+    let specs = load_specs(None, &[op.to_string()]).expect("catalogue");
+    let spec = &specs[0];
+    let project = render(&specs).expect("render");
+    let column = spec.column_for(dtype).expect("dtype registered");
+    let runner = verify::build_runner(&project, spec, column, BuildOptions::default()).expect("twin build");
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let case = ReportCase::new(spec, "test", first);
+    let (inputs, valid) = report::case_inputs(spec, column, &case);
+    let run = verify::run_case(&runner, spec, soc, &CaseInput { inputs: &inputs, attrs: &case.attrs, inplace: &[] }, false)
+        .expect("twin run");
+    report::build_row(soc, spec, column, &case, &run.report, valid).expect("row")
+}
+
+fn check<'a>(row: &'a Row, target: &str) -> &'a report::Check {
+    row.checks.iter().find(|c| c.target == target).unwrap_or_else(|| panic!("no `{target}` check in {:?}", row.checks))
+}
+
+#[test]
+fn rms_norm_moves_each_streamed_byte_once_on_every_core() {
+    // 960 rows over 48 cores = 20 rows each; the plan fits 12 rows of 896 half per pass, so
+    // every core runs two tiles and must double-buffer them.
+    let r = row("rms_norm", DType::Float16, &[960, 896]);
+    let n = 960 * 896 * 2;
+    assert_eq!(r.tensors["x"].traffic.read_bytes, n);
+    assert_eq!(r.tensors["x"].traffic.write_bytes, 0);
+    assert_eq!(r.tensors["y"].traffic.write_bytes, n);
+    assert_eq!(r.tensors["rstd"].traffic.write_bytes, 960 * 4);
+    // gamma: once per core with work, the only traffic above the minimum.
+    assert_eq!(r.cores_with_work, 48);
+    assert_eq!(r.cores_launched, 48);
+    assert_eq!(r.tensors["gamma"].traffic.read_bytes, 48 * 896 * 2);
+    assert_eq!(r.gm_bytes - r.min_bytes, 47 * 896 * 2);
+    assert_eq!(r.tensors["gamma"].traffic.cores, 48);
+    assert!(!r.split_d);
+    assert_eq!(r.plan, "12 rows/pass");
+    // Two tiles per core, each copied into the other buffer of the double-buffered queue.
+    assert_eq!(r.double_buffered_cores, (48, 48));
+    assert_eq!(r.copy_ins_overlapped, (48, 48));
+    assert_eq!(check(&r, "double buffering").met, Some(true));
+    assert!(r.ub_high_water_bytes <= 184 * 1024 && check(&r, "UB").met == Some(true));
+    assert_eq!(check(&r, "cores").met, Some(true));
+    // The eager sequence: HF Qwen2RMSNorm is 8 kernels and ~9x the bytes in half.
+    let eager = r.eager.as_ref().expect("eager sequence");
+    assert_eq!(eager.launches, 8);
+    assert!(r.traffic_ratio.unwrap() > 8.0, "{:?}", r.traffic_ratio);
+    // The model: never faster than the roofline bound, and the twin's transfers add up.
+    assert!(r.fused.total_us >= r.roofline_us && r.roofline_fraction <= 1.0);
+    assert_eq!(r.transfers, r.tensors.values().map(|t| t.traffic.transfers()).sum::<u64>());
+    assert!(r.vector.contains_key("ReduceSum") && r.vector.contains_key("Cast"));
+}
+
+#[test]
+fn split_d_add_rms_norm_reads_its_inputs_twice_and_writes_once() {
+    let r = row("add_rms_norm", DType::Float16, &[1, 32768]);
+    assert!(r.split_d, "{}", r.plan);
+    let n = 32768 * 2;
+    for x in ["x1", "x2"] {
+        assert_eq!(r.tensors[x].traffic.read_bytes, 2 * n, "{x}");
+    }
+    assert_eq!(r.tensors["y"].traffic.write_bytes, n);
+    assert_eq!(r.tensors["x_sum"].traffic.write_bytes, n);
+    assert_eq!(r.tensors["gamma"].traffic.read_bytes, n);
+    // (2 + 2 + 1 + 1 + 1) / (1 + 1 + 1 + 1 + 1) streams of n bytes, plus 4 bytes of rstd.
+    assert!((r.bytes_ratio - 1.4).abs() < 1e-3, "{}", r.bytes_ratio);
+    assert_eq!(check(&r, "bytes/min").met, Some(true));
+    assert_eq!(r.eager.as_ref().unwrap().launches, 9);
+}
+
+#[test]
+fn the_report_outputs_carry_the_rows() {
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let rows = vec![row("rms_norm", DType::Float16, &[64, 896]), row("rms_norm", DType::Float16, &[3, 7])];
+    let report = Report { targets: report::summarise(&rows), rows, failures: Vec::new(), seconds: 1.0 };
+    let text = app_report::text(soc, &report);
+    assert!(text.contains("64x896") && text.contains("1 vs 8") && text.contains("Targets (issue #5)"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&app_report::json(soc, &report)).expect("valid JSON");
+    assert_eq!(json["soc"]["name"], soc.name);
+    assert_eq!(json["rows"].as_array().unwrap().len(), 2);
+    assert_eq!(json["rows"][0]["eager"]["launches"], 8);
+    assert!(json["rows"][0]["cores"][0]["gm_read_transfers"]["x"].as_u64().unwrap() > 0);
+    assert_eq!(json["model"]["launch_overhead_us"], report::model::LAUNCH_OVERHEAD_US);
+    let svg = app_report::svg(soc, &report);
+    assert!(svg.starts_with("<svg") && svg.contains("rms_norm f16 64x896"), "{svg}");
+}
+
+#[test]
+fn report_refuses_an_unknown_soc() {
+    let out = Cmd::new(env!("CARGO_BIN_EXE_opgen"))
+        .args(["report", "--soc", "Ascend910B", "--ops", "rms_norm"])
+        .stdin_null()
+        .run()
+        .expect("opgen runs");
+    assert_eq!(out.code(), Some(2), "{}", out.stderr_lossy());
+    assert!(out.stderr_lossy().contains("first-generation"));
+}

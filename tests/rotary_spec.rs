@@ -1,0 +1,152 @@
+//! The rotary family's spec rules: each bad spec is rejected with file:line:column, the field
+//! and a message that says what is wrong; the catalogue spec and its tiling layout are sane.
+
+use ascend_opgen::family::rotary::{MODES, TILING_FIELDS};
+use ascend_opgen::spec::{self, AttrValue, SpecErrors};
+use std::path::Path;
+
+const GOOD: &str = r#"name = "my_rope"
+family = "rotary"
+summary = "test op"
+targets = ["ascend910b"]
+
+[[inputs]]
+name = "x"
+dtypes = ["float16", "bfloat16", "float32"]
+
+[[inputs]]
+name = "r1"
+dtypes = ["float16", "bfloat16", "float32"]
+
+[[inputs]]
+name = "r2"
+dtypes = ["float16", "bfloat16", "float32"]
+
+[[outputs]]
+name = "y"
+dtypes = ["float16", "bfloat16", "float32"]
+
+[[attrs]]
+name = "mode"
+type = "string"
+default = "half"
+"#;
+
+const PATH: &str = "kernels/my_rope.toml";
+
+fn errors(text: &str) -> SpecErrors {
+    spec::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
+}
+
+/// The error for `field` must sit on `line` and its message must contain `words`.
+fn assert_error(text: &str, line: usize, field: &str, words: &str) {
+    let errs = errors(text);
+    let shown = errs.to_string();
+    let e = errs
+        .0
+        .iter()
+        .find(|e| e.field == field)
+        .unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"));
+    assert_eq!(e.line, line, "line of `{field}` in:\n{shown}");
+    assert!(e.column > 0, "column missing in:\n{shown}");
+    assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
+    assert!(shown.contains(PATH), "file missing in:\n{shown}");
+}
+
+#[test]
+fn the_good_spec_is_accepted_in_both_modes() {
+    for mode in MODES {
+        let text = GOOD.replace("default = \"half\"", &format!("default = \"{mode}\""));
+        let s = spec::parse_str(Path::new(PATH), &text).unwrap();
+        assert_eq!(s.op_type, "OpgenMyRope");
+        assert_eq!(s.columns(), 3);
+        assert_eq!(s.attrs[0].default, Some(AttrValue::String(mode.to_string())));
+    }
+    // No default makes the mode a required attr.
+    let text = GOOD.replace("default = \"half\"\n", "");
+    assert!(spec::parse_str(Path::new(PATH), &text).unwrap().attrs[0].default.is_none());
+}
+
+#[test]
+fn the_catalogue_spec_is_accepted() {
+    let s = spec::load_file(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/rotary_mul.toml").as_path())
+        .expect("kernels/rotary_mul.toml");
+    assert_eq!(s.name, "rotary_mul");
+    assert_eq!(s.op_type, "OpgenRotaryMul");
+    assert_eq!(s.attrs[0].default, Some(AttrValue::String("half".into())));
+}
+
+#[test]
+fn bad_mode_default() {
+    let text = GOOD.replace("default = \"half\"", "default = \"quarter\"");
+    assert_error(&text, 25, "attrs[0].default", "mode `quarter` is not supported: use \"half\"");
+}
+
+#[test]
+fn mode_must_be_the_one_string_attr() {
+    let text = GOOD.replace("type = \"string\"\ndefault = \"half\"", "type = \"int\"\ndefault = 0");
+    assert_error(&text, 23, "attrs", "exactly one attr, the string `mode`");
+    let text = GOOD.replace("name = \"mode\"", "name = \"rotary_mode\"");
+    assert_error(&text, 23, "attrs", "exactly one attr, the string `mode`");
+    let text = GOOD.replace("\n[[attrs]]\nname = \"mode\"\ntype = \"string\"\ndefault = \"half\"\n", "");
+    assert_error(&text, 1, "attrs", "exactly one attr, the string `mode`");
+    let text = format!("{GOOD}\n[[attrs]]\nname = \"rotate\"\ntype = \"bool\"\n");
+    assert_error(&text, 23, "attrs", "exactly one attr");
+}
+
+#[test]
+fn wrong_input_count() {
+    let text =
+        GOOD.replace("[[inputs]]\nname = \"r2\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\"]\n\n", "");
+    assert_error(&text, 6, "inputs", "takes 3 inputs (x, r1, r2), found 2");
+}
+
+#[test]
+fn wrong_output_count() {
+    let text =
+        format!("{GOOD}\n[[outputs]]\nname = \"y2\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\"]\n");
+    assert_error(&text, 18, "outputs", "has 1 output (y), found 2");
+}
+
+#[test]
+fn unsupported_dtype() {
+    let text = GOOD.replacen(
+        "dtypes = [\"float16\", \"bfloat16\", \"float32\"]",
+        "dtypes = [\"float16\", \"bfloat16\", \"int8\"]",
+        1,
+    );
+    assert_error(&text, 8, "inputs[0].dtypes[2]", "cannot compute int8");
+}
+
+#[test]
+fn tables_must_have_x_dtype() {
+    let text = GOOD.replace(
+        "name = \"r1\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\"]",
+        "name = \"r1\"\ndtypes = [\"float32\", \"bfloat16\", \"float32\"]",
+    );
+    assert_error(&text, 12, "inputs[1].dtypes[0]", "`r1` must have x's dtype float16 in combination 1");
+}
+
+#[test]
+fn output_must_have_x_dtype() {
+    let text = GOOD.replace(
+        "name = \"y\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\"]",
+        "name = \"y\"\ndtypes = [\"float16\", \"float32\", \"float32\"]",
+    );
+    assert_error(&text, 20, "outputs[0].dtypes[1]", "must be bfloat16 in combination 2");
+}
+
+#[test]
+fn nothing_is_updated_in_place() {
+    let text = GOOD.replace("name = \"x\"\n", "name = \"x\"\nmutated = true\n");
+    assert_error(&text, 8, "inputs[0].mutated", "updates nothing in place");
+}
+
+#[test]
+fn tiling_fields_are_unique_and_documented() {
+    let mut names: Vec<&str> = TILING_FIELDS.iter().map(|f| f.name).collect();
+    assert!(TILING_FIELDS.iter().all(|f| !f.doc.is_empty() && f.ctype == "uint32_t"));
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), TILING_FIELDS.len());
+}

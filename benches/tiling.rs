@@ -86,7 +86,9 @@ fn compile_all(jobs: Vec<(PathBuf, Vec<String>)>, headers: u64, obj_dir: &Path) 
         let handles: Vec<_> = jobs
             .chunks(half)
             .map(|chunk| {
-                s.spawn(move || chunk.iter().map(|(src, extra)| compile(src, extra, headers, obj_dir)).collect::<Vec<_>>())
+                s.spawn(move || {
+                    chunk.iter().map(|(src, extra)| compile(src, extra, headers, obj_dir)).collect::<Vec<_>>()
+                })
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("compile thread")).collect()
@@ -143,7 +145,10 @@ fn main() {
         fs::read(&lean_header).expect("lean header").hash(&mut h);
         h.finish()
     };
-    println!("TilingFunc cost per call ({}; g++ -O2, no sanitizers; target < 1000 ns for `generated`)", soc.name);
+    println!(
+        "TilingFunc cost per call ({}; g++ -O2, no sanitizers; target < 1000 ns for `generated`)",
+        soc.name
+    );
     println!(
         "{:<22} {:<5} {:<32} {:>10} {:>10} {:>10} {:>7}",
         "op", "dtype", "shape", "twin ns", "generated", "block_dim", "target"
@@ -189,7 +194,12 @@ fn main() {
         for case in cases {
             let run = |exe: &Path| {
                 let out = Cmd::new(exe)
-                    .args([spec.op_type.as_str(), "0.7", &soc.vector_cores.to_string(), &soc.ub_bytes.to_string()])
+                    .args([
+                        spec.op_type.as_str(),
+                        "0.7",
+                        &soc.vector_cores.to_string(),
+                        &soc.ub_bytes.to_string(),
+                    ])
                     .args(input_args(spec, column, &case.shapes))
                     .timeout(Duration::from_secs(120))
                     .stdin_null()

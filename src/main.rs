@@ -202,7 +202,17 @@ fn main() {
             app::plan::plan(&PlanOptions { specs, op, dtype, shapes, attrs, soc })
         }
         Command::Report { specs, ops, dtypes, soc, shapes, json, svg, jobs, check } => {
-            app::report::report(&app::report::ReportOptions { specs, ops, dtypes, soc, shapes, json, svg, jobs, check })
+            app::report::report(&app::report::ReportOptions {
+                specs,
+                ops,
+                dtypes,
+                soc,
+                shapes,
+                json,
+                svg,
+                jobs,
+                check,
+            })
         }
         Command::Doctor { cann } => {
             println!("{}", ascend_opgen::toolchain::doctor_report(cann.as_deref()));

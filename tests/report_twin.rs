@@ -7,9 +7,9 @@ use ascend_opgen::app::gen::{load_specs, render};
 use ascend_opgen::app::report::{self as app_report, Report};
 use ascend_opgen::plan::soc;
 use ascend_opgen::report::{self, ReportCase, Row};
+use ascend_opgen::toolchain::command::Cmd;
 use ascend_opgen::verify::{self, BuildOptions, CaseInput};
 use ascend_opgen::DType;
-use ascend_opgen::toolchain::command::Cmd;
 
 fn row(op: &str, dtype: DType, first: &[usize]) -> Row {
     let specs = load_specs(None, &[op.to_string()]).expect("catalogue");
@@ -20,13 +20,22 @@ fn row(op: &str, dtype: DType, first: &[usize]) -> Row {
     let soc = soc::find(soc::DEFAULT_SOC).unwrap();
     let case = ReportCase::new(spec, "test", first);
     let (inputs, valid) = report::case_inputs(spec, column, &case);
-    let run = verify::run_case(&runner, spec, soc, &CaseInput { inputs: &inputs, attrs: &case.attrs, inplace: &[] }, false)
-        .expect("twin run");
+    let run = verify::run_case(
+        &runner,
+        spec,
+        soc,
+        &CaseInput { inputs: &inputs, attrs: &case.attrs, inplace: &[] },
+        false,
+    )
+    .expect("twin run");
     report::build_row(soc, spec, column, &case, &run.report, valid).expect("row")
 }
 
 fn check<'a>(row: &'a Row, target: &str) -> &'a report::Check {
-    row.checks.iter().find(|c| c.target == target).unwrap_or_else(|| panic!("no `{target}` check in {:?}", row.checks))
+    row.checks
+        .iter()
+        .find(|c| c.target == target)
+        .unwrap_or_else(|| panic!("no `{target}` check in {:?}", row.checks))
 }
 
 #[test]
@@ -86,7 +95,10 @@ fn the_report_outputs_carry_the_rows() {
     let rows = vec![row("rms_norm", DType::Float16, &[64, 896]), row("rms_norm", DType::Float16, &[3, 7])];
     let report = Report { targets: report::summarise(&rows), rows, failures: Vec::new(), seconds: 1.0 };
     let text = app_report::text(soc, &report);
-    assert!(text.contains("64x896") && text.contains("1 vs 8") && text.contains("Targets (issue #5)"), "{text}");
+    assert!(
+        text.contains("64x896") && text.contains("1 vs 8") && text.contains("Targets (issue #5)"),
+        "{text}"
+    );
     let json: serde_json::Value = serde_json::from_str(&app_report::json(soc, &report)).expect("valid JSON");
     assert_eq!(json["soc"]["name"], soc.name);
     assert_eq!(json["rows"].as_array().unwrap().len(), 2);

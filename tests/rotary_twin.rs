@@ -215,8 +215,8 @@ fn a_kernel_without_the_rotation_sign_fails_verification() {
         .map(|(name, text)| {
             let text = if name == "kernel/rotary.cpp.j2" {
                 let broken = text.replace(
-                    "Mul(sin_, sin_, sign_.Get<float>(), static_cast<int32_t>(elems));",
-                    "Muls(sin_, sin_, 1.0f, static_cast<int32_t>(elems));",
+                    "Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], -1.0f,",
+                    "Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], 1.0f,",
                 );
                 assert_ne!(broken, text, "the mutation must apply");
                 broken
@@ -234,4 +234,25 @@ fn a_kernel_without_the_rotation_sign_fails_verification() {
     };
     let report = run_verify(&opts).expect("verify runs");
     assert!(report.rows.iter().all(|r| r.failures > 0), "a wrong kernel passed:\n{}", report.table());
+}
+
+/// Empty tensors (no batch, or a head dim of 0) give empty outputs and no error.
+#[test]
+fn empty_tensors_give_empty_outputs() {
+    let (spec, runner) = spec_and_runner(None, DType::Float16);
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let shapes: &[(&[usize], &[usize])] = &[(&[0, 3, 2, 64], &[1, 3, 1, 64]), (&[1, 3, 2, 0], &[1, 3, 1, 0])];
+    for (x, r) in shapes {
+        let inputs = vec![
+            ("x".to_string(), HostTensor::zeros(DType::Float16, x)),
+            ("r1".to_string(), HostTensor::zeros(DType::Float16, r)),
+            ("r2".to_string(), HostTensor::zeros(DType::Float16, r)),
+        ];
+        let attrs = vec![("mode".to_string(), AttrValue::String("half".into()))];
+        let run =
+            run_case(&runner, &spec, soc, &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, false)
+                .unwrap_or_else(|e| panic!("x {x:?}: {e}"));
+        assert_eq!(run.outputs[0].1.shape, x.to_vec());
+        assert_eq!(run.outputs[0].1.numel(), 0);
+    }
 }

@@ -81,33 +81,44 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
     let project = render(&specs)?;
     let soc = soc::find(&opts.soc).map_err(AppError::input)?;
     let mut jobs = Vec::new();
+    let mut build_failures = Vec::new();
     for spec in &specs {
         for column in 0..spec.columns() {
-            let dtype = spec.inputs[0].dtypes[column];
+            let dtype = report::column_dtype(spec, column);
             if !opts.dtypes.is_empty() && !opts.dtypes.contains(&dtype) {
                 continue;
             }
-            let cases = report::cases(spec, opts.shapes);
+            let cases: Vec<ReportCase> = report::cases(spec, opts.shapes)
+                .into_iter()
+                .map(|c| ReportCase { attrs: report::column_attrs(spec, column, &c.attrs), ..c })
+                .collect();
             if cases.is_empty() {
                 continue;
             }
             eprintln!("report: {} {}: building the twin runner (no sanitizers)", spec.name, dtype);
-            let runner = verify::build_runner(&project, spec, column, BuildOptions { sanitize: false })
-                .map_err(|e| AppError::failed(format!("{} {}: {e}", spec.name, dtype)))?;
-            for case in cases {
-                jobs.push(Job { spec, column, runner: runner.clone(), case });
+            match verify::build_runner(&project, spec, column, BuildOptions { sanitize: false }) {
+                Ok(runner) => {
+                    for case in cases {
+                        jobs.push(Job { spec, column, runner: runner.clone(), case });
+                    }
+                }
+                // One op that does not build does not hide the others' evidence.
+                Err(e) => {
+                    let first = e.to_string().lines().take(3).collect::<Vec<_>>().join(" / ");
+                    build_failures.push(format!("{} {}: {first}", spec.name, dtype.short_name()));
+                }
             }
         }
     }
     let results = run_jobs(soc, &jobs, opts.jobs);
-    let mut out = Report::default();
+    let mut out = Report { failures: build_failures, ..Report::default() };
     for (job, result) in jobs.iter().zip(results) {
         match result {
             Ok(row) => out.rows.push(row),
             Err(why) => out.failures.push(format!(
                 "{} {} {} ({}): {why}",
                 job.spec.name,
-                job.spec.inputs[0].dtypes[job.column].short_name(),
+                report::column_dtype(job.spec, job.column).short_name(),
                 job.case.shape_label(),
                 job.case.origin
             )),
@@ -120,7 +131,8 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
 
 fn run_jobs(soc: &soc::Soc, jobs: &[Job], parallel: usize) -> Vec<Result<Row, String>> {
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Row, String>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<Row, String>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..parallel.max(1) {
             s.spawn(|| loop {
@@ -171,7 +183,11 @@ pub fn text(soc: &soc::Soc, report: &Report) -> String {
             s.push_str(&format!("  {f}\n"));
         }
     }
-    s.push_str(&format!("\n{} cases in {:.1} s\n", report.rows.len() + report.failures.len(), report.seconds));
+    s.push_str(&format!(
+        "\n{} cases in {:.1} s\n",
+        report.rows.len() + report.failures.len(),
+        report.seconds
+    ));
     s
 }
 
@@ -221,7 +237,10 @@ pub fn report(opts: &ReportOptions) -> Result<(), AppError> {
         println!("report: chart written to {}", path.display());
     }
     if !report.failures.is_empty() {
-        return Err(AppError::failed(format!("report: {} case(s) did not run on the twin", report.failures.len())));
+        return Err(AppError::failed(format!(
+            "report: {} case(s) did not run on the twin",
+            report.failures.len()
+        )));
     }
     let missed: usize = report.targets.iter().map(|t| t.missed).sum();
     if opts.check && missed > 0 {

@@ -5,9 +5,10 @@
 //! are broadcast), as CANN's RotaryPositionEmbedding does: BSND with 1S1D or BS1D tables, BNSD
 //! with 11SD or B1SD, SBND with S11D, and in `half` mode any other per-dim broadcast (full
 //! tables included). `interleave` takes tables broadcast over batch and heads only (at most one
-//! of r1's first three dims above 1), like torch_npu. The kernel rotates with a Gather over a
-//! precomputed permutation (any even D, no alignment of D/2 needed) and loads each cos/sin row
-//! once per core for every head and batch copy that uses it.
+//! of r1's first three dims above 1), like torch_npu. The kernel rotates with block copies of
+//! the half rows, or with a Gather over a precomputed permutation (interleave, and any even D
+//! whose half is not whole 32-byte blocks), and loads each cos/sin row once per core for every
+//! head and batch copy that uses it (level-0 Mul with a zero repeat stride on the table row).
 //!
 //! Numerics. The kernel computes CANN's formula, y = RNE(fl(fl(x·r1) + fl(x_rot·r2_signed))) in
 //! float32. For 16-bit inputs both products are exact in float32 (11+11 or 8+8 significant
@@ -144,8 +145,8 @@ pub const TILING_FIELDS: &[TilingField] = &[
     TilingField::u32("tileRows", "x rows per UB tile (one DataCopyPad each way)"),
     TilingField::u32("tableRows", "cos/sin rows per table block, loaded once and kept for all its x rows"),
     TilingField::u32(
-        "expandDiv",
-        "tile rows per table row when the block is expanded to the tile (1: no expansion)",
+        "rotateByCopy",
+        "1: half mode swaps the half rows by block copies (D % 16 == 0), 0: Gather",
     ),
 ];
 

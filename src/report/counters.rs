@@ -184,7 +184,11 @@ impl Launch {
 
     /// GM bytes moved for the spec's tensors (the runner's workspace and tiling buffers apart).
     pub fn tensor_bytes(&self) -> u64 {
-        self.traffic().iter().filter(|(n, _)| !RUNNER_BUFFERS.contains(&n.as_str())).map(|(_, t)| t.bytes()).sum()
+        self.traffic()
+            .iter()
+            .filter(|(n, _)| !RUNNER_BUFFERS.contains(&n.as_str()))
+            .map(|(_, t)| t.bytes())
+            .sum()
     }
 
     pub fn cores_with_work(&self) -> u64 {

@@ -113,7 +113,11 @@ fn input<'a>(case: &EagerCase<'a>, i: usize) -> Result<(T, &'a [usize]), String>
 }
 
 fn last_dim(shape: &[usize]) -> Result<u64, String> {
-    shape.last().map(|d| *d as u64).filter(|d| *d > 0).ok_or_else(|| "an input without a last dim".to_string())
+    shape
+        .last()
+        .map(|d| *d as u64)
+        .filter(|d| *d > 0)
+        .ok_or_else(|| "an input without a last dim".to_string())
 }
 
 /// The eager sequence of `case.spec` for the case's shapes, or why there is none.
@@ -200,7 +204,9 @@ pub fn sequence(case: &EagerCase) -> Result<EagerSequence, String> {
             let s = b.op("silu", &[a], half);
             let g = b.op("contiguous(x.chunk(2)[1])", &[half], half);
             b.op("silu(a) * b", &[s, g], half);
-            notes.push("the contiguous() copies materialise the chunk views for aclnnSilu / aclnnMul".to_string());
+            notes.push(
+                "the contiguous() copies materialise the chunk views for aclnnSilu / aclnnMul".to_string(),
+            );
             "HF LlamaMLP activation: silu(gate) * up from one [.., 2H] tensor"
         }
         _ => {
@@ -218,7 +224,11 @@ fn finish(source: String, b: Builder, notes: Vec<String>) -> EagerSequence {
 /// `weight * (x.to(float32) * rsqrt(mean(x^2) + eps)).to(input_dtype)`; the casts vanish for
 /// float32 input.
 fn qwen2_rms_norm(b: &mut Builder, x: T, w: T, rows: u64) -> T {
-    let f32x = if x.dtype == DType::Float32 { x } else { b.op("hidden.to(float32)", &[x], x.as_dtype(DType::Float32)) };
+    let f32x = if x.dtype == DType::Float32 {
+        x
+    } else {
+        b.op("hidden.to(float32)", &[x], x.as_dtype(DType::Float32))
+    };
     let sq = b.op("pow(2)", &[f32x], f32x);
     let r = T { n: rows, dtype: DType::Float32 };
     let mean = b.op("mean(-1, keepdim=True)", &[sq], r);
@@ -274,10 +284,16 @@ fn kv_sequence(case: &EagerCase, b: &mut Builder, notes: &mut Vec<String>) -> Re
                     ));
                 }
                 for ((src, _), (cache, name)) in sources.iter().zip(&caches) {
-                    b.op(format!("{name}.view(-1, row)[slot_mapping] = src (index_put_)"), &[*src, slot], cache.with_n(src.n));
+                    b.op(
+                        format!("{name}.view(-1, row)[slot_mapping] = src (index_put_)"),
+                        &[*src, slot],
+                        cache.with_n(src.n),
+                    );
                 }
                 let valid = case.valid_slots.map_or(String::new(), |v| format!(" ({v} valid)"));
-                notes.push(format!("{tokens} tokens{valid}; eager index_put_ writes padded (negative) slots too"));
+                notes.push(format!(
+                    "{tokens} tokens{valid}; eager index_put_ writes padded (negative) slots too"
+                ));
                 return Ok("vLLM torch fallback: cache.view(-1, row)[slot_mapping] = key / value".to_string());
             }
             let data: Vec<&(T, &str)> = caches.iter().filter(|c| c.0.dtype == DType::Int8).collect();
@@ -308,7 +324,8 @@ fn kv_sequence(case: &EagerCase, b: &mut Builder, notes: &mut Vec<String>) -> Re
                 b.op(format!("{}[slot_mapping] = q (index_put_)", q_cache.1), &[i8q, slot], i8q);
                 b.op(format!("{}[slot_mapping] = scale (index_put_)", s_cache.1), &[scale, slot], scale);
             }
-            Ok("per-(token, head) absmax int8 quantisation in torch, then index_put_ into the caches".to_string())
+            Ok("per-(token, head) absmax int8 quantisation in torch, then index_put_ into the caches"
+                .to_string())
         }
     }
 }
@@ -382,7 +399,8 @@ mod tests {
     fn an_unknown_op_has_no_sequence() {
         let s = spec("my_op", vec![tensor("x", DType::Float16)]);
         let shapes = vec![("x".to_string(), vec![4])];
-        let err = sequence(&EagerCase { spec: &s, column: 0, shapes: &shapes, valid_slots: None }).unwrap_err();
+        let err =
+            sequence(&EagerCase { spec: &s, column: 0, shapes: &shapes, valid_slots: None }).unwrap_err();
         assert!(err.contains("my_op"), "{err}");
     }
 }

@@ -76,6 +76,36 @@ impl ReportCase {
     }
 }
 
+/// The dtype that tells a spec's dtype combinations apart: the first input's, or the first
+/// output's when every combination has the same first input (dequant_int8: int8 in, f16/bf16/f32
+/// out).
+pub fn column_dtype(spec: &OpSpec, column: usize) -> DType {
+    let first = &spec.inputs[0].dtypes;
+    if first.iter().all(|d| *d == first[0]) {
+        if let Some(out) = spec.outputs.first() {
+            return out.dtypes[column];
+        }
+    }
+    first[column]
+}
+
+/// The case's attrs for one dtype combination: a string attr named `*dtype` (dequant_int8's
+/// `out_dtype`) names the combination's output dtype, as the op's InferDataType reads it.
+pub fn column_attrs(spec: &OpSpec, column: usize, attrs: &[(String, AttrValue)]) -> Vec<(String, AttrValue)> {
+    let mut out = attrs.to_vec();
+    let Some(output) = spec.outputs.first() else { return out };
+    for attr in &spec.attrs {
+        if attr.kind == crate::spec::AttrKind::String && attr.name.ends_with("dtype") {
+            let value = AttrValue::String(output.dtypes[column].name().to_string());
+            match out.iter_mut().find(|(n, _)| n == &attr.name) {
+                Some(slot) => slot.1 = value,
+                None => out.push((attr.name.clone(), value)),
+            }
+        }
+    }
+    out
+}
+
 /// Qwen2-7B (hidden 3584, 28 query heads and 4 KV heads of D 128, intermediate 18944) at 4096
 /// tokens: the first input's shape of each catalogue op, the others by the family's shape rule.
 pub fn model_shapes(op: &str) -> Vec<(&'static str, Vec<usize>)> {
@@ -127,7 +157,11 @@ fn slot_input(spec: &OpSpec, column: usize, shapes: &[(String, Vec<usize>)]) -> 
 /// The inputs of a case: uniform [-5, 5] (the counters do not depend on values), except a paged
 /// cache's slot mapping, which is realistic: token i goes to slot i (a prefill filling fresh
 /// blocks), wrapping at the cache's capacity. Returns the valid slot count with it.
-pub fn case_inputs(spec: &OpSpec, column: usize, case: &ReportCase) -> (Vec<(String, HostTensor)>, Option<u64>) {
+pub fn case_inputs(
+    spec: &OpSpec,
+    column: usize,
+    case: &ReportCase,
+) -> (Vec<(String, HostTensor)>, Option<u64>) {
     let slot = slot_input(spec, column, &case.shapes);
     let mut valid = None;
     let tensors = case
@@ -139,7 +173,8 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &ReportCase) -> (Vec<(Str
             let dtype = idx.map(|i| spec.inputs[i].dtypes[column]).unwrap_or(DType::Float32);
             if let (Some((s, capacity)), Some(idx)) = (slot, idx) {
                 if s == idx {
-                    let slots: Vec<i64> = (0..shape_numel(shape) as u64).map(|t| (t % capacity.max(1)) as i64).collect();
+                    let slots: Vec<i64> =
+                        (0..shape_numel(shape) as u64).map(|t| (t % capacity.max(1)) as i64).collect();
                     valid = Some(slots.iter().filter(|v| **v >= 0 && (**v as u64) < capacity).count() as u64);
                     return (name.clone(), HostTensor::from_i64(dtype, shape, &slots));
                 }
@@ -209,7 +244,9 @@ fn plan_label(spec: &OpSpec, launch: &Launch) -> String {
         Family::RowNorm => match f("mode") as u32 {
             0 => "1 row/pass".to_string(),
             1 => format!("{} rows/pass", f("rowFactor")),
-            _ => format!("split-D {}{}", f("colFactor"), if f("gammaResident") != 0.0 { " γres" } else { "" }),
+            _ => {
+                format!("split-D {}{}", f("colFactor"), if f("gammaResident") != 0.0 { " γres" } else { "" })
+            }
         },
         _ => String::new(),
     }
@@ -313,7 +350,12 @@ pub fn build_row(
             a.iter()
                 .filter_map(|o| {
                     let dtype = DType::parse(o["dtype"].as_str()?)?;
-                    let shape = o["shape"].as_array()?.iter().filter_map(|d| d.as_u64()).map(|d| d as usize).collect();
+                    let shape = o["shape"]
+                        .as_array()?
+                        .iter()
+                        .filter_map(|d| d.as_u64())
+                        .map(|d| d as usize)
+                        .collect();
                     Some((o["name"].as_str()?.to_string(), dtype, shape))
                 })
                 .collect()
@@ -333,7 +375,8 @@ pub fn build_row(
             tensors.insert(name.clone(), TensorRow { traffic: *t, min_bytes: 0 });
         }
     }
-    let runner_bytes = traffic.iter().filter(|(n, _)| RUNNER_BUFFERS.contains(&n.as_str())).map(|(_, t)| t.bytes()).sum();
+    let runner_bytes =
+        traffic.iter().filter(|(n, _)| RUNNER_BUFFERS.contains(&n.as_str())).map(|(_, t)| t.bytes()).sum();
     let gm_bytes = launch.tensor_bytes();
     let min_bytes: u64 = mins.values().sum();
     let bytes_ratio = if min_bytes == 0 { 1.0 } else { gm_bytes as f64 / min_bytes as f64 };
@@ -347,7 +390,8 @@ pub fn build_row(
         match eager::sequence(&EagerCase { spec, column, shapes: &case.shapes, valid_slots }) {
             Ok(sequence) => {
                 let estimate = model::eager(soc, &sequence);
-                let row = EagerRow { launches: sequence.launches(), bytes: sequence.bytes(), estimate, sequence };
+                let row =
+                    EagerRow { launches: sequence.launches(), bytes: sequence.bytes(), estimate, sequence };
                 (Some(row), None)
             }
             Err(why) => (None, Some(why)),
@@ -358,7 +402,7 @@ pub fn build_row(
 
     let mut row = Row {
         op: spec.name.clone(),
-        dtype: spec.inputs[0].dtypes[column],
+        dtype: column_dtype(spec, column),
         origin: case.origin.clone(),
         shapes: case.shapes.clone(),
         plan: plan_label(spec, &launch),
@@ -422,7 +466,8 @@ fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
         .iter()
         .filter(|(_, t)| t.traffic.bytes() > t.min_bytes)
         .map(|(n, t)| {
-            let times = if t.min_bytes > 0 { t.traffic.bytes() as f64 / t.min_bytes as f64 } else { f64::INFINITY };
+            let times =
+                if t.min_bytes > 0 { t.traffic.bytes() as f64 / t.min_bytes as f64 } else { f64::INFINITY };
             let by = if t.traffic.cores > 1 && (times - t.traffic.cores as f64).abs() < 1e-9 {
                 format!(": once by each of {} cores", t.traffic.cores)
             } else {
@@ -431,7 +476,8 @@ fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
             format!("{n} moved {times:.2}x its minimum{by}")
         })
         .collect();
-    let (limit, what) = if row.split_d { (1.5, "split-D: x read twice by design") } else { (1.0, "single pass") };
+    let (limit, what) =
+        if row.split_d { (1.5, "split-D: x read twice by design") } else { (1.0, "single pass") };
     let met = row.bytes_ratio <= limit + 0.005;
     let detail = if excess.is_empty() {
         format!("{what}: {:.3}", row.bytes_ratio)
@@ -461,20 +507,27 @@ fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
             out.push(Check::new(
                 "cores",
                 Some(row.cores_with_work == want && idle == 0),
-                format!("{} with work of {} launched; min({units} units, {cores} cores) = {want}", row.cores_with_work, row.cores_launched),
+                format!(
+                    "{} with work of {} launched; min({units} units, {cores} cores) = {want}",
+                    row.cores_with_work, row.cores_launched
+                ),
             ));
         }
         None => out.push(Check::new(
             "cores",
             Some(idle == 0),
-            format!("{} with work of {} launched (no work-unit rule for this family: idle launches only)", row.cores_with_work, row.cores_launched),
+            format!(
+                "{} with work of {} launched (no work-unit rule for this family: idle launches only)",
+                row.cores_with_work, row.cores_launched
+            ),
         )),
     }
 
     // 4. Large transfers, where the shape allows.
     match &row.main_stream {
         Some((name, mean)) => {
-            let per_core = row.tensors.get(name).map_or(0, |t| t.traffic.bytes()) as f64 / row.cores_with_work.max(1) as f64;
+            let per_core = row.tensors.get(name).map_or(0, |t| t.traffic.bytes()) as f64
+                / row.cores_with_work.max(1) as f64;
             let met = if *mean >= model::LARGE_TRANSFER_BYTES {
                 Some(true)
             } else if per_core < model::LARGE_TRANSFER_BYTES {
@@ -484,7 +537,12 @@ fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
             };
             let why = match met {
                 None => format!("each core moves {} of `{name}` in all", kib(per_core)),
-                Some(false) => format!("{} per transfer of `{name}` ({} per core){}", kib(*mean), kib(per_core), transfer_reason(spec, row)),
+                Some(false) => format!(
+                    "{} per transfer of `{name}` ({} per core){}",
+                    kib(*mean),
+                    kib(per_core),
+                    transfer_reason(spec, row)
+                ),
                 Some(true) => format!("{} per transfer of `{name}`", kib(*mean)),
             };
             out.push(Check::new("transfers", met, why));
@@ -522,7 +580,11 @@ fn transfer_reason(spec: &OpSpec, row: &Row) -> String {
     if spec.family != Family::RowNorm {
         let ub = row.ub_high_water_bytes;
         return if ub < UB_PLAN_BYTES_A2 / 2 {
-            format!(": the kernel uses {} of {} UB, so larger tiles would fit", kib(ub as f64), kib(UB_PLAN_BYTES_A2 as f64))
+            format!(
+                ": the kernel uses {} of {} UB, so larger tiles would fit",
+                kib(ub as f64),
+                kib(UB_PLAN_BYTES_A2 as f64)
+            )
         } else {
             String::new()
         };
@@ -559,7 +621,8 @@ fn us(v: f64) -> String {
 }
 
 fn shape_text(row: &Row) -> String {
-    let first = row.shapes.first().map(|(_, s)| s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"));
+    let first =
+        row.shapes.first().map(|(_, s)| s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"));
     let first = first.unwrap_or_default();
     if row.origin == "sweep" {
         first
@@ -580,10 +643,24 @@ pub fn tables(soc: &Soc, rows: &[Row]) -> String {
     );
     s.push_str(&format!(
         "{:<14} {:<5} {:<26} {:<15} {:>8} {:>10} {:>9} {:>9} {:>9} {:>14} {:>7} {:>9} {:<11} {:>5}\n",
-        "op", "dtype", "shape", "plan", "cores", "GM bytes", "moved/min", "UB", "xfer", "main xfer", "dbl-buf", "fused µs", "bound", "roof"
+        "op",
+        "dtype",
+        "shape",
+        "plan",
+        "cores",
+        "GM bytes",
+        "moved/min",
+        "UB",
+        "xfer",
+        "main xfer",
+        "dbl-buf",
+        "fused µs",
+        "bound",
+        "roof"
     ));
     for r in rows {
-        let main = r.main_stream.as_ref().map_or("-".to_string(), |(n, m)| format!("{} {n}", human_bytes(*m)));
+        let main =
+            r.main_stream.as_ref().map_or("-".to_string(), |(n, m)| format!("{} {n}", human_bytes(*m)));
         let (db, multi) = r.double_buffered_cores;
         s.push_str(&format!(
             "{:<14} {:<5} {:<26} {:<15} {:>8} {:>10} {:>9.3} {:>9} {:>9} {:>14} {:>7} {:>9} {:<11} {:>4.0}%\n",
@@ -606,7 +683,16 @@ pub fn tables(soc: &Soc, rows: &[Row]) -> String {
     s.push_str("\nFused vs eager PyTorch (same shapes; eager = sum over its kernels, same model)\n");
     s.push_str(&format!(
         "{:<14} {:<5} {:<26} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>8}\n",
-        "op", "dtype", "shape", "fused GM", "eager GM", "traffic", "launches", "fused µs", "eager µs", "speedup"
+        "op",
+        "dtype",
+        "shape",
+        "fused GM",
+        "eager GM",
+        "traffic",
+        "launches",
+        "fused µs",
+        "eager µs",
+        "speedup"
     ));
     for r in rows {
         match &r.eager {
@@ -654,7 +740,13 @@ pub fn summarise(rows: &[Row]) -> Vec<TargetSummary> {
             let i = match out.iter().position(|t| t.target == c.target) {
                 Some(i) => i,
                 None => {
-                    out.push(TargetSummary { target: c.target, met: 0, missed: 0, not_applicable: 0, misses: Vec::new() });
+                    out.push(TargetSummary {
+                        target: c.target,
+                        met: 0,
+                        missed: 0,
+                        not_applicable: 0,
+                        misses: Vec::new(),
+                    });
                     out.len() - 1
                 }
             };
@@ -663,7 +755,13 @@ pub fn summarise(rows: &[Row]) -> Vec<TargetSummary> {
                 Some(true) => t.met += 1,
                 Some(false) => {
                     t.missed += 1;
-                    t.misses.push(format!("{} {} {}: {}", r.op, r.dtype.short_name(), shape_text(r), c.detail));
+                    t.misses.push(format!(
+                        "{} {} {}: {}",
+                        r.op,
+                        r.dtype.short_name(),
+                        shape_text(r),
+                        c.detail
+                    ));
                 }
                 None => t.not_applicable += 1,
             }
@@ -755,6 +853,37 @@ mod tests {
             assert!(!model_shapes(op).is_empty(), "{op}");
         }
         assert_eq!(model_shapes("rotary_mul").len(), 2);
+    }
+
+    #[test]
+    fn a_dtype_attr_follows_the_combination() {
+        use crate::spec::{Attr, AttrKind, FamilyParams, TensorArg};
+        let t = |name: &str, dtypes: Vec<DType>| TensorArg { name: name.into(), dtypes, mutated: false };
+        let spec = OpSpec {
+            name: "dequant_int8".into(),
+            op_type: "OpgenDequantInt8".into(),
+            family: Family::KvLayout,
+            summary: String::new(),
+            inputs: vec![
+                t("q", vec![DType::Int8, DType::Int8]),
+                t("scale", vec![DType::Float32, DType::Float32]),
+            ],
+            outputs: vec![t("x", vec![DType::Float16, DType::Float32])],
+            attrs: vec![Attr {
+                name: "out_dtype".into(),
+                kind: AttrKind::String,
+                default: Some(AttrValue::String("float16".into())),
+            }],
+            targets: Vec::new(),
+            params: FamilyParams::KvLayout { kind: None },
+            source: Default::default(),
+        };
+        assert_eq!(column_dtype(&spec, 1), DType::Float32);
+        let attrs = vec![("out_dtype".to_string(), AttrValue::String("float16".into()))];
+        assert_eq!(
+            column_attrs(&spec, 1, &attrs),
+            vec![("out_dtype".to_string(), AttrValue::String("float32".into()))]
+        );
     }
 
     #[test]

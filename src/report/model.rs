@@ -213,7 +213,10 @@ mod tests {
         assert!((big.hbm_us - 96.0).abs() < 1e-6, "{big:?}");
         assert_eq!(big.bound, "HBM");
         assert!((big.total_us - 99.0).abs() < 1e-6);
-        let tiny = fused(soc, &Launch { block_dim: 1, tiling: Default::default(), cores: vec![core(64, 64, 16, 1, 0)] });
+        let tiny = fused(
+            soc,
+            &Launch { block_dim: 1, tiling: Default::default(), cores: vec![core(64, 64, 16, 1, 0)] },
+        );
         assert_eq!(tiny.bound, "launch");
     }
 
@@ -221,7 +224,11 @@ mod tests {
     fn without_double_buffering_a_core_is_serial() {
         let soc = find("Ascend910B2").unwrap();
         let one = |overlapped| {
-            let launch = Launch { block_dim: 1, tiling: Default::default(), cores: vec![core(5_760_000, 0, 0, 10, overlapped)] };
+            let launch = Launch {
+                block_dim: 1,
+                tiling: Default::default(),
+                cores: vec![core(5_760_000, 0, 0, 10, overlapped)],
+            };
             fused(soc, &launch)
         };
         // 5.76 MB through one core's MTE2 at 57.6 GB/s = 100 µs either way; nothing to overlap.
@@ -232,7 +239,8 @@ mod tests {
     #[test]
     fn eager_sums_its_launches() {
         let soc = find("Ascend910B2").unwrap();
-        let step = EagerStep { op: "mul".into(), launches: 1, read_bytes: 1_600_000, write_bytes: 0, elements: 0 };
+        let step =
+            EagerStep { op: "mul".into(), launches: 1, read_bytes: 1_600_000, write_bytes: 0, elements: 0 };
         let seq = EagerSequence { source: "t".into(), steps: vec![step.clone(), step], notes: Vec::new() };
         let e = eager(soc, &seq);
         assert_eq!(e.launches, 2);

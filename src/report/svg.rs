@@ -37,7 +37,7 @@ fn fmt_us(us: f64) -> String {
 
 /// The chart: `title` on top, one group of two bars per entry, a µs axis, a legend.
 pub fn chart(title: &str, subtitle: &str, bars: &[Bar]) -> String {
-    let label_w = 300.0;
+    let label_w = 370.0;
     let plot_w = 560.0;
     let right = 90.0;
     let top = 84.0;
@@ -63,9 +63,10 @@ pub fn chart(title: &str, subtitle: &str, bars: &[Bar]) -> String {
     ));
     s.push_str(&format!("<text x=\"12\" y=\"44\" fill=\"#555\">{}</text>\n", escape(subtitle)));
     // Legend, under the subtitle.
-    for (i, (colour, name)) in [(FUSED_COLOUR, "fused kernel (1 launch)"), (EAGER_COLOUR, "eager PyTorch sequence")]
-        .iter()
-        .enumerate()
+    for (i, (colour, name)) in
+        [(FUSED_COLOUR, "fused kernel (1 launch)"), (EAGER_COLOUR, "eager PyTorch sequence")]
+            .iter()
+            .enumerate()
     {
         let lx = label_w + 200.0 * i as f64;
         s.push_str(&format!("<rect x=\"{lx:.0}\" y=\"54\" width=\"12\" height=\"12\" fill=\"{colour}\"/>\n"));
@@ -82,9 +83,8 @@ pub fn chart(title: &str, subtitle: &str, bars: &[Bar]) -> String {
             "<line x1=\"{tx:.1}\" y1=\"{top:.0}\" x2=\"{tx:.1}\" y2=\"{bottom:.0}\" stroke=\"#ddd\"/>\n"
         ));
         s.push_str(&format!(
-            "<text x=\"{tx:.1}\" y=\"{:.0}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n",
-            bottom + 16.0,
-            format!("{tick:.decimals$}")
+            "<text x=\"{tx:.1}\" y=\"{:.0}\" text-anchor=\"middle\" fill=\"#555\">{tick:.decimals$}</text>\n",
+            bottom + 16.0
         ));
     }
     s.push_str(&format!(
@@ -148,7 +148,7 @@ mod tests {
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert!(svg.contains("a&lt;b"));
         // Three bars and the fused legend swatch start at the plot's left edge.
-        assert_eq!(svg.matches("<rect x=\"300\" y=").count(), 4);
+        assert_eq!(svg.matches("<rect x=\"370\" y=").count(), 4);
         assert!(svg.contains("no eager sequence"));
         assert!(svg.contains("354 µs"));
     }

@@ -289,9 +289,9 @@ pub fn template_extras(spec: &OpSpec) -> Result<serde_json::Map<String, serde_js
 
 // ---- verification ------------------------------------------------------------------------
 
-/// Shapes of the sweep: every input has the shape. Quick: a dozen cases covering one
-/// element, odd and unaligned tails, one and many cores, rank 3. Full: the model hidden sizes
-/// by the token counts of the catalogue issue.
+/// Shapes of the sweep: every input has the shape. Quick: a dozen cases covering one element,
+/// odd and unaligned tails, one core, all cores, several tiles per core, rank 3. Full: the
+/// model hidden sizes by the token counts of the catalogue issue.
 fn shapes(sweep: Sweep) -> Vec<Vec<usize>> {
     let mut shapes: Vec<Vec<usize>> = vec![
         vec![1, 1],
@@ -299,7 +299,7 @@ fn shapes(sweep: Sweep) -> Vec<Vec<usize>> {
         vec![4, 896],
         vec![17, 4097],
         vec![1, 16384],
-        vec![128, 1536],
+        vec![96, 5120],
         vec![2, 3, 5],
     ];
     if sweep == Sweep::Full {
@@ -309,7 +309,7 @@ fn shapes(sweep: Sweep) -> Vec<Vec<usize>> {
                 shapes.push(vec![tokens, hidden]);
             }
         }
-        for hidden in [896, 4096, 4097, 16384] {
+        for hidden in [896, 4097] {
             shapes.push(vec![4096, hidden]);
         }
         shapes.push(vec![2, 7, 3, 5, 2, 9]);

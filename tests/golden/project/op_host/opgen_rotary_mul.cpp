@@ -287,55 +287,43 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     // UB row stride: D rounded up to 32 bytes of the dtype (DataCopyPad's row slots); the
     // float32 work rows use the same stride.
     const uint64_t width = CeilDiv(l.headDim * typeSize, BLOCK_BYTES) * BLOCK_BYTES / typeSize;
+    // Half mode swaps the half rows with block copies when D/2 floats are whole 32-byte blocks;
+    // otherwise (interleave, or e.g. D = 72) a Gather does it with per-element offsets.
+    const uint64_t rotateByCopy = (mode == MODE_HALF && l.headDim % 16 == 0) ? 1 : 0;
     // Bytes per x row in a tile: double-buffered x in and y out, the float32 copy of x (16-bit
-    // types), the rotated row and its gather offsets; with expanded tables also the cos and
-    // signed-sin rows broadcast to the tile and their gather offsets.
-    const uint64_t rowPlain = width * (typeSize * BUFFER_NUM * 2 + (fp32Copy ? 4 : 0) + 4 + 4);
-    const uint64_t rowExpand = rowPlain + width * 12;
+    // types), the rotated row and, without the block copies, its gather offsets.
+    const uint64_t rowBytes = width * (typeSize * BUFFER_NUM * 2 + (fp32Copy ? 4 : 0) + 4 + (rotateByCopy ? 0 : 4));
     // Bytes per table row: cos and sin as loaded (double-buffered, so the next block's copy
-    // overlaps this block's tiles), their float32 copies (16-bit types) and the sign row that
-    // turns sin into the signed sin of the rotation.
-    const uint64_t tableRow = width * (typeSize * 2 * BUFFER_NUM + (fp32Copy ? 8 : 0) + 4);
+    // overlaps this block's tiles), their float32 copies (16-bit types) and, in interleave mode,
+    // the +-1 row that turns sin into the signed sin of the pair swap.
+    const uint64_t tableRow = width * (typeSize * 2 * BUFFER_NUM + (fp32Copy ? 8 : 0) + (mode == MODE_HALF ? 0 : 4));
 
     const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
     CoreSplit split = {0, 0, 0, 1, 1, 1};
     uint64_t tileRows = 0;
     uint64_t tableRows = 0;
-    uint64_t expandDiv = 1;
-    if (rows > 0) {
+    if (rows > 0 && l.headDim > 0) {
         split = SplitCores(l, cores);
-        const uint64_t perCorePos = split.posPerCore;
-        if (split.coresBi == 1 && l.bcastInner == 1) {
-            // Tile rows are table rows (BNSD): no broadcast inside a tile.
-            tableRows = Min(Min(budget / (rowPlain + tableRow), perCorePos), MAX_ROWS_PER_COPY);
-            tileRows = tableRows;
-        } else {
-            uint64_t k = 0;
-            if (split.coresBi == 1 && l.bcastInner <= MAX_ROWS_PER_COPY) {
-                // Whole positions per tile: k table rows, each broadcast over all bcastInner rows.
-                k = Min(Min(budget / (l.bcastInner * rowExpand + tableRow), perCorePos),
-                        MAX_ROWS_PER_COPY / l.bcastInner);
-            }
-            if (k > 0) {
-                tableRows = k;
-                tileRows = k * l.bcastInner;
-                expandDiv = l.bcastInner;
-            } else if (budget > tableRow) {
-                // One position per block, its rows in chunks that all use the one table row.
-                tableRows = 1;
-                tileRows = Min(Min((budget - tableRow) / rowExpand, MAX_ROWS_PER_COPY), split.biPerCore);
-                if (tileRows == 0 && budget >= rowPlain + tableRow) {
-                    tileRows = 1;
-                }
-                expandDiv = tileRows;
-            }
+        if (split.coresBi == 1 && l.bcastInner <= MAX_ROWS_PER_COPY) {
+            // Whole positions per tile: k table rows and all their bcastInner rows (for BNSD,
+            // bcastInner is 1 and tile rows are table rows).
+            tableRows = Min(Min(budget / (l.bcastInner * rowBytes + tableRow), split.posPerCore),
+                            MAX_ROWS_PER_COPY / l.bcastInner);
+            tileRows = tableRows * l.bcastInner;
+        }
+        if (tileRows == 0 && budget > tableRow) {
+            // One position per block, its rows in chunks that all use the one table row.
+            tableRows = 1;
+            tileRows = Min(Min((budget - tableRow) / rowBytes, MAX_ROWS_PER_COPY), split.biPerCore);
         }
         if (tileRows == 0) {
             OPGEN_REJECT("head dim %llu is too large: one row needs %llu B of UB with its cos/sin rows, the budget is %llu B",
                          static_cast<unsigned long long>(l.headDim),
-                         static_cast<unsigned long long>(rowPlain + tableRow),
+                         static_cast<unsigned long long>(rowBytes + tableRow),
                          static_cast<unsigned long long>(budget));
         }
+    } else {
+        split.posPerCore = 0;  // an empty x: every core returns at once
     }
     const uint64_t blockDim = split.coresPos * split.coresBo * split.coresBi;
 
@@ -354,7 +342,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_coresBi(static_cast<uint32_t>(split.coresBi));
     tiling.set_tileRows(static_cast<uint32_t>(tileRows));
     tiling.set_tableRows(static_cast<uint32_t>(tableRows));
-    tiling.set_expandDiv(static_cast<uint32_t>(expandDiv));
+    tiling.set_rotateByCopy(static_cast<uint32_t>(rotateByCopy));
     if (tiling.GetDataSize() > context->GetRawTilingData()->GetCapacity()) {
         OPGEN_REJECT("tiling data of %zu bytes does not fit the tiling buffer", tiling.GetDataSize());
     }

@@ -22,7 +22,7 @@ TILING_DATA_FIELD_DEF(uint32_t, coresBo);  // cores along bcastOuter (core = (po
 TILING_DATA_FIELD_DEF(uint32_t, coresBi);  // cores along bcastInner
 TILING_DATA_FIELD_DEF(uint32_t, tileRows);  // x rows per UB tile (one DataCopyPad each way)
 TILING_DATA_FIELD_DEF(uint32_t, tableRows);  // cos/sin rows per table block, loaded once and kept for all its x rows
-TILING_DATA_FIELD_DEF(uint32_t, expandDiv);  // tile rows per table row when the block is expanded to the tile (1: no expansion)
+TILING_DATA_FIELD_DEF(uint32_t, rotateByCopy);  // 1: half mode swaps the half rows by block copies (D % 16 == 0), 0: Gather
 END_TILING_DATA_DEF;
 
 REGISTER_TILING_DATA_CLASS(OpgenRotaryMul, OpgenRotaryMulTilingData)

@@ -6,18 +6,22 @@
 // on Atlas A2: 16-bit inputs are cast to float32, then y = RNE(fl(fl(x * cos) + fl(x_rot * sin_signed)))
 // (two float32 products and one sum, no FMA), rounded once (CAST_RINT) to the input dtype.
 //
-// The rotation is one Gather per tile with byte offsets built once per core:
-//   half        x_rot[j] = x[j + D/2] for j < D/2, x[j - D/2] otherwise (any even D: no
-//               alignment of D/2 is needed, unlike a copy of the half rows);
-//   interleave  x_rot[j] = x[j ^ 1] (the pair swap).
-// Its sign lives in the table: sin_signed = sin * sign with sign = -1 on the first half (half)
-// or on the even lanes (interleave), applied once per table row, not once per x row.
+// The rotation, per tile:
+//   half        x_rot = [x2 | x1]: two strided UB->UB DataCopy of the half rows when D/2 floats
+//               are whole 32-byte blocks (D % 16 == 0); otherwise (e.g. D = 72) one Gather with
+//               byte offsets built once per core (x_rot[j] = x[j + D/2] for j < D/2, x[j - D/2]
+//               otherwise);
+//   interleave  x_rot[j] = x[j ^ 1] (the pair swap): one Gather.
+// Its sign lives in the table: sin_signed = -sin on the first half of a row (half, one Muls per
+// table row) or on the even lanes (interleave, times a +-1 pattern built once per core), once
+// per table row, not once per x row.
 //
 // Broadcast of r1/r2 (see op_host/opgen_rotary_mul.cpp for the row layout): a block of table
 // rows is loaded once and used for every x row of the core that needs it (all bcastOuter
-// copies, all bcastInner heads). When a tile holds several rows per table row, the block is
-// expanded to the tile's rows once per block with a Gather (row r uses table row
-// r / expandDiv), so the products are whole-tile vector ops.
+// copies, all bcastInner heads). A tile holds whole positions (all their heads, contiguous in
+// GM: one DataCopyPad each way) or a chunk of one position's heads; the heads of a position are
+// multiplied by its cos/sin row with level-0 Mul whose src1 repeat stride is 0, so the table
+// row is read in place for every head instead of being copied.
 #include "kernel_operator.h"
 
 namespace opgen_rotary_mul_kernel {
@@ -26,6 +30,9 @@ using namespace AscendC;
 constexpr uint32_t BUFFER_NUM = 2;   // double buffering: copy of tile i+1 overlaps compute of tile i
 constexpr uint32_t MODE_HALF = 0;
 constexpr uint32_t SEED = 8;         // offsets written by the scalar unit before vector doubling
+constexpr uint32_t LANES = 64;       // floats per 256-byte repeat
+constexpr uint32_t MAX_REPEAT = 255; // repeatTimes and repeat strides are uint8_t
+constexpr uint32_t FLOATS_PER_BLOCK = 8;
 
 // Mirrors OpgenRotaryMulTilingData in op_host/opgen_rotary_mul_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -44,7 +51,7 @@ struct TilingData {
     uint32_t coresBi;
     uint32_t tileRows;
     uint32_t tableRows;
-    uint32_t expandDiv;
+    uint32_t rotateByCopy;
 };
 
 __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
@@ -84,7 +91,6 @@ public:
         if (posBegin_ == posEnd_ || boBegin_ == boEnd_ || biBegin_ == biEnd_) {
             return;
         }
-        expand_ = t_.expandDiv != 1;
         const uint64_t rows = static_cast<uint64_t>(positions) * t_.bcastOuter * t_.bcastInner;
         xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), rows * t_.headDim);
         yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), rows * t_.headDim);
@@ -103,12 +109,11 @@ public:
             pipe_.InitBuffer(sinF32_, tableElems * sizeof(float));
         }
         pipe_.InitBuffer(xRot_, tileElems * sizeof(float));
-        pipe_.InitBuffer(rotOffsets_, tileElems * sizeof(uint32_t));
-        pipe_.InitBuffer(sign_, tableElems * sizeof(float));
-        if (expand_) {
-            pipe_.InitBuffer(expandOffsets_, tileElems * sizeof(uint32_t));
-            pipe_.InitBuffer(cosTile_, tileElems * sizeof(float));
-            pipe_.InitBuffer(sinTile_, tileElems * sizeof(float));
+        if (t_.rotateByCopy == 0) {
+            pipe_.InitBuffer(rotOffsets_, tileElems * sizeof(uint32_t));
+        }
+        if (t_.rotateMode != MODE_HALF) {
+            pipe_.InitBuffer(sign_, tableElems * sizeof(float));
         }
         BuildTables();
         active_ = true;
@@ -127,16 +132,16 @@ public:
             const uint32_t t = p - g * t_.positions;
             // A block never crosses a group: its x rows are contiguous for each bcastOuter copy.
             count = Min(Min(t_.tableRows, posEnd_ - p), t_.positions - t);
-            const uint32_t tileRowsUsed = wholeInner ? count * t_.bcastInner : Min(t_.tileRows, biEnd_ - biBegin_);
-            LoadTableBlock(p, count, tileRowsUsed);
+            LoadTableBlock(p, count);
             for (uint32_t bo = boBegin_; bo < boEnd_; ++bo) {
                 const uint64_t first = ((static_cast<uint64_t>(g) * t_.bcastOuter + bo) * t_.positions + t) * t_.bcastInner;
                 if (wholeInner) {
-                    RunTile(first, count * t_.bcastInner);
+                    RunTile(first, count * t_.bcastInner, t_.bcastInner);
                 } else {
                     // One position (tableRows is 1 here), its heads in chunks of tileRows.
                     for (uint32_t bi = biBegin_; bi < biEnd_; bi += t_.tileRows) {
-                        RunTile(first + bi, Min(t_.tileRows, biEnd_ - bi));
+                        const uint32_t rows = Min(t_.tileRows, biEnd_ - bi);
+                        RunTile(first + bi, rows, rows);
                     }
                 }
             }
@@ -150,25 +155,22 @@ private:
     {
         const uint32_t width = t_.rowStride;
         const uint32_t half = t_.headDim / 2;
-        LocalTensor<int32_t> rot = rotOffsets_.Get<int32_t>();
-        LocalTensor<float> sign = sign_.Get<float>();
         if (t_.rotateMode == MODE_HALF) {
-            // Row 0: j*4 - D/2*4, then j*4 + D/2*4 for the first half; later rows add r*width*4.
-            SeedRamp(rot);
-            Ramp(rot, width);
-            Adds(rot, rot, -static_cast<int32_t>(half * sizeof(float)), static_cast<int32_t>(width));
-            PipeBarrier<PIPE_V>();
-            Adds(rot, rot, static_cast<int32_t>(2 * half * sizeof(float)), static_cast<int32_t>(half));
-            PipeBarrier<PIPE_V>();
-            RepeatRows(rot, 1, t_.tileRows, width * sizeof(float));
-            // sign row: -1 on the first half, +1 elsewhere, repeated over the table block.
-            Duplicate(sign, 1.0f, static_cast<int32_t>(width));
-            PipeBarrier<PIPE_V>();
-            Duplicate(sign, -1.0f, static_cast<int32_t>(half));
-            PipeBarrier<PIPE_V>();
-            CopyRows(sign, width, t_.tableRows);
+            if (t_.rotateByCopy == 0) {
+                // Row 0: j*4 - D/2*4, then j*4 + D/2*4 for the first half; later rows add r*width*4.
+                LocalTensor<int32_t> rot = rotOffsets_.Get<int32_t>();
+                SeedRamp(rot);
+                Ramp(rot, width);
+                Adds(rot, rot, -static_cast<int32_t>(half * sizeof(float)), static_cast<int32_t>(width));
+                PipeBarrier<PIPE_V>();
+                Adds(rot, rot, static_cast<int32_t>(2 * half * sizeof(float)), static_cast<int32_t>(half));
+                PipeBarrier<PIPE_V>();
+                RepeatRows(rot, 1, t_.tileRows, width * sizeof(float));
+            }
         } else {
             // The pair swap (i ^ 1) and the sign -1, +1 repeat with period 2: seed 8, then double.
+            LocalTensor<int32_t> rot = rotOffsets_.Get<int32_t>();
+            LocalTensor<float> sign = sign_.Get<float>();
             for (uint32_t i = 0; i < SEED; ++i) {
                 rot.SetValue(i, static_cast<int32_t>((i ^ 1u) * sizeof(float)));
                 sign.SetValue(i, (i % 2 == 0) ? -1.0f : 1.0f);
@@ -176,16 +178,6 @@ private:
             ScalarToVector();
             Ramp(rot, t_.tileRows * width, SEED);
             CopyRows(sign, SEED, t_.tableRows * width / SEED);
-        }
-        if (expand_) {
-            // Tile row r reads table row (r / expandDiv): row 0 is j*4, copied to the first
-            // expandDiv rows, then each further group of rows adds width*4.
-            LocalTensor<int32_t> expand = expandOffsets_.Get<int32_t>();
-            SeedRamp(expand);
-            Ramp(expand, width);
-            const uint32_t div = Min(t_.expandDiv, t_.tileRows);
-            CopyRows(expand, width, div);
-            RepeatRows(expand, div, t_.tileRows, width * sizeof(float));
         }
     }
 
@@ -237,8 +229,8 @@ private:
     }
 
     // ---- cos/sin table blocks -----------------------------------------------------------
-    // Loads table rows [p, p + count) once, signs sin, and expands both to `tileRows` rows.
-    __aicore__ inline void LoadTableBlock(uint32_t p, uint32_t count, uint32_t tileRows)
+    // Loads table rows [p, p + count) once (float32 copies for 16-bit types) and signs sin.
+    __aicore__ inline void LoadTableBlock(uint32_t p, uint32_t count)
     {
         const uint64_t offset = static_cast<uint64_t>(p) * t_.headDim;
         LocalTensor<T> c = inR1_.AllocTensor<T>();
@@ -261,21 +253,16 @@ private:
             cos_ = cosRaw_;
             sin_ = sinRaw_;
         }
-        // sin * (+-1) is exact: the signed table of the rotation.
-        Mul(sin_, sin_, sign_.Get<float>(), static_cast<int32_t>(elems));
-        PipeBarrier<PIPE_V>();
-        if (expand_) {
-            const uint32_t tileElems = tileRows * t_.rowStride;
-            LocalTensor<uint32_t> offsets = expandOffsets_.Get<uint32_t>();
-            Gather(cosTile_.Get<float>(), cos_, offsets, 0, tileElems);
-            Gather(sinTile_.Get<float>(), sin_, offsets, 0, tileElems);
-            PipeBarrier<PIPE_V>();
-            cosUse_ = cosTile_.Get<float>();
-            sinUse_ = sinTile_.Get<float>();
+        // The signed table of the rotation (sin * -1 is exact): the first half of every row
+        // (half), the even lanes (interleave, by the sign pattern).
+        if (t_.rotateMode == MODE_HALF) {
+            for (uint32_t r = 0; r < count; ++r) {
+                Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], -1.0f, static_cast<int32_t>(t_.headDim / 2));
+            }
         } else {
-            cosUse_ = cos_;
-            sinUse_ = sin_;
+            Mul(sin_, sin_, sign_.Get<float>(), static_cast<int32_t>(elems));
         }
+        PipeBarrier<PIPE_V>();
     }
 
     __aicore__ inline void ReleaseTableBlock()
@@ -285,49 +272,97 @@ private:
     }
 
     // ---- x tiles ---------------------------------------------------------------------------
-    __aicore__ inline void RunTile(uint64_t firstRow, uint32_t rows)
+    // `rows` x rows from firstRow; every `heads` consecutive rows share one table row.
+    __aicore__ inline void RunTile(uint64_t firstRow, uint32_t rows, uint32_t heads)
     {
         const uint64_t offset = firstRow * t_.headDim;
         LocalTensor<T> x = inX_.AllocTensor<T>();
         DataCopyPad(x, xGm_[offset], RowParams(rows), NoPad());
         inX_.EnQue(x);
-        Compute(rows);
+        Compute(rows, heads);
         LocalTensor<T> y = outY_.DeQue<T>();
         DataCopyPad(yGm_[offset], y, RowParams(rows));
         outY_.FreeTensor(y);
     }
 
-    __aicore__ inline void Compute(uint32_t rows)
+    __aicore__ inline void Compute(uint32_t rows, uint32_t heads)
     {
         const int32_t elems = static_cast<int32_t>(rows * t_.rowStride);
         LocalTensor<T> x = inX_.DeQue<T>();
         LocalTensor<T> y = outY_.AllocTensor<T>();
         LocalTensor<float> rot = xRot_.Get<float>();
-        LocalTensor<uint32_t> offsets = rotOffsets_.Get<uint32_t>();
         PipeBarrier<PIPE_V>();
         if constexpr (NEEDS_FP32_COPY) {
             LocalTensor<float> xf = xF32_.Get<float>();
             Cast(xf, x, RoundMode::CAST_NONE, static_cast<uint32_t>(elems));
             PipeBarrier<PIPE_V>();
             inX_.FreeTensor(x);
-            Gather(rot, xf, offsets, 0, static_cast<uint32_t>(elems));
+            Rotate(rot, xf, rows);
             PipeBarrier<PIPE_V>();
-            Mul(xf, xf, cosUse_, elems);
-            Mul(rot, rot, sinUse_, elems);
+            MulTable(xf, xf, cos_, rows, heads);
+            MulTable(rot, rot, sin_, rows, heads);
             PipeBarrier<PIPE_V>();
             Add(xf, xf, rot, elems);
             PipeBarrier<PIPE_V>();
             Cast(y, xf, TO_T, static_cast<uint32_t>(elems));
         } else {
-            Gather(rot, x, offsets, 0, static_cast<uint32_t>(elems));
-            Mul(y, x, cosUse_, elems);
+            Rotate(rot, x, rows);
+            MulTable(y, x, cos_, rows, heads);
             PipeBarrier<PIPE_V>();
             inX_.FreeTensor(x);
-            Mul(rot, rot, sinUse_, elems);
+            MulTable(rot, rot, sin_, rows, heads);
             PipeBarrier<PIPE_V>();
             Add(y, y, rot, elems);
         }
         outY_.EnQue(y);
+    }
+
+    // dst = x_rot of `rows` rows of src.
+    __aicore__ inline void Rotate(const LocalTensor<float>& dst, const LocalTensor<float>& src, uint32_t rows)
+    {
+        if (t_.rotateByCopy != 0) {
+            // [x2 | x1]: the second halves of every row, then the first halves, as blocks.
+            const uint16_t halfBlocks = static_cast<uint16_t>(t_.headDim / 2 / FLOATS_PER_BLOCK);
+            const DataCopyParams halves(static_cast<uint16_t>(rows), halfBlocks, halfBlocks, halfBlocks);
+            DataCopy(dst, src[t_.headDim / 2], halves);
+            DataCopy(dst[t_.headDim / 2], src, halves);
+        } else {
+            Gather(dst, src, rotOffsets_.Get<uint32_t>(), 0, rows * t_.rowStride);
+        }
+    }
+
+    // dst = src * table where each run of `heads` rows uses the next table row. Runs of one row
+    // are one count-form Mul; longer runs repeat over the heads with the table's repeat stride
+    // 0 (level 0, 64 floats per repeat) when a row's stride fits the uint8_t repeat stride,
+    // else one count-form Mul per row.
+    __aicore__ inline void MulTable(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                    const LocalTensor<float>& table, uint32_t rows, uint32_t heads)
+    {
+        const uint32_t width = t_.rowStride;
+        if (heads == 1) {
+            Mul(dst, src, table, static_cast<int32_t>(rows * width));
+            return;
+        }
+        const uint32_t positions = rows / heads;
+        const uint32_t rowBlocks = width / FLOATS_PER_BLOCK;
+        if (rowBlocks <= MAX_REPEAT) {
+            const uint8_t stride = static_cast<uint8_t>(rowBlocks);
+            const BinaryRepeatParams params(1, 1, 1, stride, stride, 0);
+            for (uint32_t p = 0; p < positions; ++p) {
+                for (uint32_t h = 0; h < heads; h += MAX_REPEAT) {
+                    const uint32_t row = p * heads + h;
+                    const uint8_t repeat = static_cast<uint8_t>(Min(MAX_REPEAT, heads - h));
+                    for (uint32_t j = 0; j < width; j += LANES) {
+                        Mul(dst[row * width + j], src[row * width + j], table[p * width + j],
+                            static_cast<uint64_t>(Min(LANES, width - j)), repeat, params);
+                    }
+                }
+            }
+        } else {
+            for (uint32_t r = 0; r < rows; ++r) {
+                Mul(dst[r * width], src[r * width], table[(r / heads) * width], static_cast<int32_t>(width));
+            }
+        }
     }
 
     // ---- helpers ---------------------------------------------------------------------------
@@ -344,7 +379,6 @@ private:
 
     TilingData t_;
     bool active_ = false;
-    bool expand_ = false;
     uint32_t posBegin_ = 0;
     uint32_t posEnd_ = 0;
     uint32_t boBegin_ = 0;
@@ -362,15 +396,10 @@ private:
     TBuf<TPosition::VECCALC> xRot_;
     TBuf<TPosition::VECCALC> rotOffsets_;
     TBuf<TPosition::VECCALC> sign_;
-    TBuf<TPosition::VECCALC> expandOffsets_;
-    TBuf<TPosition::VECCALC> cosTile_;
-    TBuf<TPosition::VECCALC> sinTile_;
     LocalTensor<T> cosRaw_;
     LocalTensor<T> sinRaw_;
     LocalTensor<float> cos_;
     LocalTensor<float> sin_;
-    LocalTensor<float> cosUse_;
-    LocalTensor<float> sinUse_;
     GlobalTensor<T> xGm_;
     GlobalTensor<T> r1Gm_;
     GlobalTensor<T> r2Gm_;

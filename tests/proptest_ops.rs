@@ -65,29 +65,32 @@ fn row_len() -> impl Strategy<Value = usize> {
 
 /// x's shape and gamma's rank for the row norms.
 fn row_norm_shape() -> impl Strategy<Value = (Vec<usize>, usize)> {
-    (prop::collection::vec(1usize..5, 0..3), prop::collection::vec(row_len(), 1..3)).prop_map(|(lead, tail)| {
-        let rank = tail.len();
-        let mut shape = lead;
-        // Keep the launch small: a split-D row is only paired with few rows.
-        let tail_elems: usize = tail.iter().product();
-        if tail_elems > 4096 {
-            shape.truncate(1);
-        }
-        shape.extend(&tail);
-        if tail_elems > 40_000 {
-            // Two trailing dims of a split-D size: fold to one.
-            let n = shape.len();
-            shape.truncate(n - 1);
-            return (shape, 1);
-        }
-        (shape, rank)
-    })
+    (prop::collection::vec(1usize..5, 0..3), prop::collection::vec(row_len(), 1..3)).prop_map(
+        |(lead, tail)| {
+            let rank = tail.len();
+            let mut shape = lead;
+            // Keep the launch small: a split-D row is only paired with few rows.
+            let tail_elems: usize = tail.iter().product();
+            if tail_elems > 4096 {
+                shape.truncate(1);
+            }
+            shape.extend(&tail);
+            if tail_elems > 40_000 {
+                // Two trailing dims of a split-D size: fold to one.
+                let n = shape.len();
+                shape.truncate(n - 1);
+                return (shape, 1);
+            }
+            (shape, rank)
+        },
+    )
 }
 
 fn check_row_norm(name: &str) {
     let cat = catalogue();
     let spec = cat.specs.iter().find(|s| s.name == name).expect("catalogue op").clone();
-    let mut runner_ = TestRunner::new(Config { cases: cases_per_op(), failure_persistence: None, ..Config::default() });
+    let mut runner_ =
+        TestRunner::new(Config { cases: cases_per_op(), failure_persistence: None, ..Config::default() });
     let strategy = (row_norm_shape(), 0..spec.columns(), distribution(), any::<u64>(), 1e-8f64..1e-2);
     runner_
         .run(&strategy, |((x, gamma_rank), column, dist, seed, eps)| {
@@ -97,7 +100,8 @@ fn check_row_norm(name: &str) {
                 shapes.push((names[1].to_string(), x.clone()));
             }
             shapes.push((names[names.len() - 1].to_string(), x[x.len() - gamma_rank..].to_vec()));
-            let case = Case { shapes, dist, seed, attrs: vec![("epsilon".to_string(), AttrValue::Float(eps))] };
+            let case =
+                Case { shapes, dist, seed, attrs: vec![("epsilon".to_string(), AttrValue::Float(eps))] };
             let soc = soc::find(soc::DEFAULT_SOC).unwrap();
             check_case(&spec, column, &runner(&spec, column), soc, &case).map_err(TestCaseError::fail)
         })

@@ -141,42 +141,67 @@ fn rejection(runner: &Runner, spec: &OpSpec, x: &[usize], r1: &[usize], r2: &[us
     }
 }
 
+/// A shape the host must refuse, and the words of its reason.
+struct Refused {
+    x: &'static [usize],
+    r1: &'static [usize],
+    r2: &'static [usize],
+    mode: &'static str,
+    reason: &'static str,
+}
+
+const fn refused(
+    x: &'static [usize],
+    r1: &'static [usize],
+    r2: &'static [usize],
+    mode: &'static str,
+    reason: &'static str,
+) -> Refused {
+    Refused { x, r1, r2, mode, reason }
+}
+
 #[test]
 fn host_rejects_bad_shapes_and_modes_with_reasons() {
     let (spec, runner) = spec_and_runner(None, DType::Float16);
-    let cases: &[(&[usize], &[usize], &[usize], &str, &str)] = &[
-        (&[1, 4, 2, 63], &[1, 4, 1, 63], &[1, 4, 1, 63], "half", "needs an even head dim"),
-        (&[1, 4, 2, 64], &[1, 4, 1, 64], &[1, 1, 4, 64], "half", "r1 and r2 must have the same shape"),
-        (
+    let cases = [
+        refused(&[1, 4, 2, 63], &[1, 4, 1, 63], &[1, 4, 1, 63], "half", "needs an even head dim"),
+        refused(&[1, 4, 2, 64], &[1, 4, 1, 64], &[1, 1, 4, 64], "half", "r1 and r2 must have the same shape"),
+        refused(
             &[2, 4, 2, 64],
             &[1, 3, 1, 64],
             &[1, 3, 1, 64],
             "half",
             "does not broadcast to x [2, 4, 2, 64]: dim 1 is 3",
         ),
-        (
+        refused(
             &[2, 4, 8, 64],
             &[2, 4, 8, 64],
             &[2, 4, 8, 64],
             "interleave",
             "interleave mode takes r1/r2 broadcast over batch and heads",
         ),
-        (&[2, 4, 8, 64], &[2, 4, 1, 64], &[2, 4, 1, 64], "interleave", "(1S1D, 11SD or S11D"),
-        (
+        refused(&[2, 4, 8, 64], &[2, 4, 1, 64], &[2, 4, 1, 64], "interleave", "(1S1D, 11SD or S11D"),
+        refused(
             &[1, 4, 2, 64],
             &[1, 4, 1, 32],
             &[1, 4, 1, 32],
             "half",
             "r1's last dim is 32 but x's head dim is 64",
         ),
-        (&[4, 2, 64], &[4, 1, 64], &[4, 1, 64], "half", "x must be 4-D"),
-        (&[1, 4, 2, 64], &[4, 1, 64], &[4, 1, 64], "half", "must be 4-D like x"),
-        (&[1, 4, 2, 64], &[1, 4, 1, 64], &[1, 4, 1, 64], "quarter", "mode \"quarter\" is not supported"),
-        (&[1, 1, 1, 8192], &[1, 1, 1, 8192], &[1, 1, 1, 8192], "half", "head dim 8192 is too large"),
+        refused(&[4, 2, 64], &[4, 1, 64], &[4, 1, 64], "half", "x must be 4-D"),
+        refused(&[1, 4, 2, 64], &[4, 1, 64], &[4, 1, 64], "half", "must be 4-D like x"),
+        refused(
+            &[1, 4, 2, 64],
+            &[1, 4, 1, 64],
+            &[1, 4, 1, 64],
+            "quarter",
+            "mode \"quarter\" is not supported",
+        ),
+        refused(&[1, 1, 1, 8192], &[1, 1, 1, 8192], &[1, 1, 1, 8192], "half", "head dim 8192 is too large"),
     ];
-    for (x, r1, r2, mode, reason) in cases {
-        let why = rejection(&runner, &spec, x, r1, r2, mode);
-        assert!(why.contains(reason), "x {x:?} r1 {r1:?} {mode}: `{reason}` not in: {why}");
+    for c in &cases {
+        let why = rejection(&runner, &spec, c.x, c.r1, c.r2, c.mode);
+        assert!(why.contains(c.reason), "x {:?} r1 {:?} {}: `{}` not in: {why}", c.x, c.r1, c.mode, c.reason);
         assert!(why.contains("OpgenRotaryMul"), "the op is not named in: {why}");
     }
 }

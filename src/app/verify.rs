@@ -217,7 +217,13 @@ fn run_cases(
 }
 
 /// Runs one case and checks every output against its reference: `Err` says what failed.
-pub fn check_case(spec: &OpSpec, column: usize, runner: &verify::Runner, soc: &soc::Soc, case: &Case) -> Result<(), String> {
+pub fn check_case(
+    spec: &OpSpec,
+    column: usize,
+    runner: &verify::Runner,
+    soc: &soc::Soc,
+    case: &Case,
+) -> Result<(), String> {
     match run_one(spec, column, runner, soc, case).failure {
         None => Ok(()),
         Some(why) => Err(format!("{} {} {}: {why}", spec.name, spec.inputs[0].dtypes[column], case.label())),

@@ -11,7 +11,8 @@ fn names(list: &[&str]) -> Vec<String> {
 
 /// The body over inputs (x, y) and attrs (alpha, beta) at one point.
 fn at(body: &str, x: f64, y: f64, alpha: f64, beta: f64) -> f64 {
-    let b = analyse_body(body, &names(&["x", "y"]), &names(&["alpha", "beta"])).unwrap_or_else(|e| panic!("{body}: {e}"));
+    let b = analyse_body(body, &names(&["x", "y"]), &names(&["alpha", "beta"]))
+        .unwrap_or_else(|e| panic!("{body}: {e}"));
     eval::eval(&b.node, &[x, y], &[alpha, beta])
 }
 

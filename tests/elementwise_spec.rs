@@ -49,7 +49,11 @@ fn with_body(body: &str) -> String {
 fn assert_error_at(text: &str, field: &str, line: usize, column: usize, words: &str) {
     let errs = errors(text);
     let shown = errs.to_string();
-    let e = errs.0.iter().find(|e| e.field == field).unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"));
+    let e = errs
+        .0
+        .iter()
+        .find(|e| e.field == field)
+        .unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"));
     assert_eq!((e.line, e.column), (line, column), "position of `{field}` in:\n{shown}");
     assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
     let located = format!("{PATH}:{line}:{column}: field `{field}`");
@@ -92,7 +96,8 @@ fn a_reference_to_an_undefined_input_is_named_at_its_column() {
 
 #[test]
 fn columns_count_characters_in_a_multi_line_body() {
-    let text = GOOD.replace("body = \"x * sigmoid(alpha * x) * up\"", "body = \"\"\"\nx * up +\n   foo(x)\"\"\"");
+    let text =
+        GOOD.replace("body = \"x * sigmoid(alpha * x) * up\"", "body = \"\"\"\nx * up +\n   foo(x)\"\"\"");
     assert_error_at(&text, "elementwise.body", BODY_LINE + 2, 4, "unknown function `foo`");
 }
 
@@ -104,13 +109,25 @@ fn every_input_must_be_used() {
 
 #[test]
 fn pow_needs_an_integer_literal_exponent() {
-    assert_error_at(&with_body("pow(x, 2.5) * up"), "elementwise.body", BODY_LINE, BODY_COL + 7, "integer literal");
+    assert_error_at(
+        &with_body("pow(x, 2.5) * up"),
+        "elementwise.body",
+        BODY_LINE,
+        BODY_COL + 7,
+        "integer literal",
+    );
     assert_error_at(&with_body("pow(x, up)"), "elementwise.body", BODY_LINE, BODY_COL + 7, "integer literal");
 }
 
 #[test]
 fn wrong_arity() {
-    assert_error_at(&with_body("max(x) * up"), "elementwise.body", BODY_LINE, BODY_COL, "takes 2 arguments, found 1");
+    assert_error_at(
+        &with_body("max(x) * up"),
+        "elementwise.body",
+        BODY_LINE,
+        BODY_COL,
+        "takes 2 arguments, found 1",
+    );
 }
 
 #[test]
@@ -135,7 +152,11 @@ fn exactly_one_output() {
 
 #[test]
 fn dtypes_must_be_float() {
-    let text = GOOD.replacen("dtypes = [\"float16\", \"bfloat16\", \"float32\"]", "dtypes = [\"float16\", \"bfloat16\", \"int32\"]", 1);
+    let text = GOOD.replacen(
+        "dtypes = [\"float16\", \"bfloat16\", \"float32\"]",
+        "dtypes = [\"float16\", \"bfloat16\", \"int32\"]",
+        1,
+    );
     assert_error_at(&text, "inputs[0].dtypes[2]", 8, 34, "not int32");
 }
 
@@ -147,14 +168,24 @@ fn attrs_must_be_numbers() {
 
 #[test]
 fn division_by_a_zero_constant() {
-    assert_error_at(&with_body("x * up / (2 - 2)"), "elementwise.body", BODY_LINE, BODY_COL, "divides by the constant 0");
+    assert_error_at(
+        &with_body("x * up / (2 - 2)"),
+        "elementwise.body",
+        BODY_LINE,
+        BODY_COL,
+        "divides by the constant 0",
+    );
 }
 
 #[test]
 fn the_output_dtype_must_follow_from_the_inputs() {
     let text = GOOD
         .replace("dtypes = [\"float16\", \"bfloat16\", \"float32\"]", "dtypes = [\"float16\", \"float16\"]")
-        .replacen("name = \"y\"\ndtypes = [\"float16\", \"float16\"]", "name = \"y\"\ndtypes = [\"float16\", \"float32\"]", 1);
+        .replacen(
+            "name = \"y\"\ndtypes = [\"float16\", \"float16\"]",
+            "name = \"y\"\ndtypes = [\"float16\", \"float32\"]",
+            1,
+        );
     let errs = errors(&text);
     assert!(errs.0.iter().any(|e| e.message.contains("same input dtypes")), "{errs}");
 }

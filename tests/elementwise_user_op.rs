@@ -90,10 +90,11 @@ fn a_user_declared_silu_verifies_on_the_twin_and_generates() {
 
     let gen = opgen(&["gen", "--specs", &specs_arg, "--out", &out.display().to_string()]);
     assert!(gen.success(), "gen failed:\n{}", gen.combined_lossy());
-    for file in ["op_kernel/opgen_silu.cpp", "op_host/opgen_silu.cpp", "op_host/opgen_silu_tiling.h"] {
+    for file in ["op_kernel/opgen_silu.cpp", "op_host/opgen_silu.cpp"] {
         let text = fs::read_to_string(out.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(text.contains("x * sigmoid(x)"), "{file} does not show the body");
     }
+    assert!(out.join("op_host/opgen_silu_tiling.h").is_file());
     let kernel = fs::read_to_string(out.join("op_kernel/opgen_silu.cpp")).unwrap();
     assert!(kernel.contains("Exp(") && kernel.contains("Div("), "silu lowers to basic vector APIs");
 
@@ -105,7 +106,13 @@ fn a_user_declared_silu_verifies_on_the_twin_and_generates() {
 fn a_user_spec_with_a_bad_body_fails_with_its_location() {
     let dir = scratch("bad");
     fs::write(dir.join("silu.toml"), SILU.replace("x * sigmoid(x)", "x * sigmoid(z)")).unwrap();
-    let r = opgen(&["gen", "--specs", &dir.display().to_string(), "--out", &dir.join("out").display().to_string()]);
+    let r = opgen(&[
+        "gen",
+        "--specs",
+        &dir.display().to_string(),
+        "--out",
+        &dir.join("out").display().to_string(),
+    ]);
     assert_eq!(r.code(), Some(2), "{}", r.combined_lossy());
     let msg = r.stderr_lossy();
     assert!(msg.contains("silu.toml:16:21: field `elementwise.body`"), "{msg}");

@@ -23,10 +23,13 @@ fn op(name: &str) -> OpSpec {
     specs.into_iter().find(|s| s.name == name).unwrap()
 }
 
+/// (op name, spec file, combination).
+type RunnerKey = (String, String, usize);
+
 /// One runner per (op, combination), built once for the whole file (tests run on threads; two
 /// builds of one runner at the same time would race on the cache files).
 fn runner(spec: &OpSpec, column: usize) -> Runner {
-    static RUNNERS: Mutex<Option<HashMap<(String, String, usize), Runner>>> = Mutex::new(None);
+    static RUNNERS: Mutex<Option<HashMap<RunnerKey, Runner>>> = Mutex::new(None);
     let mut guard = RUNNERS.lock().unwrap_or_else(|e| e.into_inner());
     let key = (spec.name.clone(), spec.source.display().to_string(), column);
     guard

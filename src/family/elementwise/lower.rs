@@ -43,6 +43,10 @@ use std::fmt;
 /// At most this many distinct attr-dependent scalars (tiling fields scalar0..).
 pub const SCALAR_SLOTS: usize = 4;
 
+/// At most this many temporaries and masks: each is a TBuf, and a TPipe manages 64 buffers
+/// (the queues of up to 4 inputs and the output, and the inputs' float copies, take up to 14).
+pub const MAX_REGISTERS: usize = 48;
+
 /// Why a body cannot be lowered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LowerError(pub String);
@@ -511,11 +515,11 @@ impl Builder {
                     Vv(self.with_scalar("Muls", v, s, note))
                 }
             }
+            (BinOp::Div, Vv(_), S(s)) if s.is(0.0) => {
+                return Err(LowerError(format!("`{note}` divides by the constant 0")));
+            }
+            (BinOp::Div, Vv(v), S(s)) if s.is(1.0) => Vv(v),
             (BinOp::Div, Vv(v), S(s)) => match s {
-                Scalar::Lit(c) if c == 0.0 => {
-                    return Err(LowerError(format!("`{note}` divides by the constant 0")));
-                }
-                Scalar::Lit(c) if c == 1.0 => Vv(v),
                 Scalar::Lit(c) => Vv(self.with_scalar("Muls", v, lit(1.0 / c), note)),
                 Scalar::Host(e) => {
                     Vv(self.with_scalar("Muls", v, Scalar::Host(format!("(1.0 / {e})")), note))
@@ -728,6 +732,11 @@ fn allocate(defs: &[(V, &Def)], n_inputs: usize, root: V, attrs: &[String]) -> R
             ),
         };
         calls.push(Call { call, note: d.note.clone() });
+    }
+    if temps + masks > MAX_REGISTERS {
+        return Err(LowerError(format!(
+            "the body needs {temps} temporaries and {masks} masks at once; at most {MAX_REGISTERS} fit: split it into several ops"
+        )));
     }
     let attrs_used: Vec<usize> =
         (0..attrs.len()).filter(|i| slots.iter().any(|s| uses_attr(s, *i))).collect();

@@ -248,7 +248,11 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold the slot buffer", Ull(budget));
     }
     // A run of tokens with consecutive slots is one contiguous copy, moved chunkBytes at a time.
-    const uint64_t chunkBytes = MinU64(MAX_BURST_BYTES, (budget - fixed) / BUFFER_NUM / BLOCK_BYTES * BLOCK_BYTES);
+    // No run is longer than all the tokens' rows.
+    const uint64_t longestRun = AlignUp(MaxU64(1, g.tokens * g.heads * MaxU64(g.keyDim * keySize, g.valueDim * valueSize)),
+                                        BLOCK_BYTES);
+    const uint64_t chunkBytes =
+        MinU64(MinU64(MAX_BURST_BYTES, longestRun), (budget - fixed) / BUFFER_NUM / BLOCK_BYTES * BLOCK_BYTES);
     if (chunkBytes < BLOCK_BYTES || chunkBytes < keySize || chunkBytes < valueSize) {
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold a copy buffer", Ull(budget));
     }

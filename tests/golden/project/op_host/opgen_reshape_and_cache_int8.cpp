@@ -279,7 +279,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         OPGEN_REJECT("a row of head_dim %llu needs %llu bytes of UB; the budget is %llu",
                      Ull(MaxU64(g.keyDim, g.valueDim)), Ull(perRow + extra), Ull(budget));
     }
-    const uint64_t rowsPerPass = MinU64(MAX_BLOCK_COUNT, (budget - extra) / perRow);
+    const uint64_t rowsPerPass =
+        MaxU64(1, MinU64(MinU64(MAX_BLOCK_COUNT, (budget - extra) / perRow), g.tokens * g.heads));
 
     OpgenReshapeAndCacheInt8TilingData tiling;
     tiling.set_tokens(static_cast<uint32_t>(g.tokens));

@@ -110,6 +110,16 @@ fn the_report_outputs_carry_the_rows() {
 }
 
 #[test]
+fn the_fusion_target_ops_have_model_shapes() {
+    for (op, cases) in [("rms_norm", 1), ("add_rms_norm", 1), ("rotary_mul", 2)] {
+        let specs = load_specs(None, &[op.to_string()]).expect("catalogue");
+        let model = report::cases(&specs[0], report::ShapeSet::Model);
+        assert_eq!(model.len(), cases, "{op}");
+        assert!(model.iter().all(|c| c.is_model() && c.shapes[0].1.contains(&4096)), "{op}: {model:?}");
+    }
+}
+
+#[test]
 fn report_refuses_an_unknown_soc() {
     let out = Cmd::new(env!("CARGO_BIN_EXE_opgen"))
         .args(["report", "--soc", "Ascend910B", "--ops", "rms_norm"])

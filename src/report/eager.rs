@@ -197,6 +197,13 @@ pub fn sequence(case: &EagerCase) -> Result<EagerSequence, String> {
             notes.push("torch_npu.npu_fast_gelu is already one kernel".to_string());
             "HF QuickGELUActivation (x * sigmoid(1.702 x))"
         }
+        "swiglu" if spec.inputs.len() >= 2 => {
+            let (gate, _) = input(case, 0)?;
+            let (up, _) = input(case, 1)?;
+            let s = b.op("silu(gate)", &[gate], gate);
+            b.op("silu(gate) * up", &[s, up], gate);
+            "HF LlamaMLP activation: act_fn(gate_proj(x)) * up_proj(x)"
+        }
         "swiglu" => {
             let (x, _) = input(case, 0)?;
             let half = x.with_n(x.n / 2);
@@ -207,7 +214,7 @@ pub fn sequence(case: &EagerCase) -> Result<EagerSequence, String> {
             notes.push(
                 "the contiguous() copies materialise the chunk views for aclnnSilu / aclnnMul".to_string(),
             );
-            "HF LlamaMLP activation: silu(gate) * up from one [.., 2H] tensor"
+            "silu(a) * b from one [.., 2H] tensor (x.chunk(2, -1))"
         }
         _ => {
             let source = kv_sequence(case, &mut b, &mut notes)?;

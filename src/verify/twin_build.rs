@@ -152,7 +152,8 @@ fn compile_all(jobs: Vec<Compile>, parallel: usize) -> Result<(), TwinError> {
 }
 
 fn compile_one(c: &Compile) -> Result<(), TwinError> {
-    let partial = c.object.with_extension("o.part");
+    // A name of its own: two builds of the same object (threads or processes) must not share a temp file.
+    let partial = c.object.with_extension(format!("o.part{}", unique_suffix()));
     Cmd::new("g++")
         .args(&c.args)
         .arg("-c")
@@ -257,7 +258,7 @@ pub fn build_runner(
         compile_all(jobs, 2)?;
         let bin = exe.parent().expect("bin dir");
         fs::create_dir_all(bin).map_err(|e| io_error(bin, e))?;
-        let partial = exe.with_extension("part");
+        let partial = exe.with_extension(format!("part{}", unique_suffix()));
         Cmd::new("g++")
             .args(&flags)
             .args(&objects)
@@ -272,4 +273,10 @@ pub fn build_runner(
         fs::rename(&partial, &exe).map_err(|e| io_error(&exe, e))?;
     }
     Ok(Runner { exe, op: spec.name.clone(), column })
+}
+
+/// `<pid>-<n>`, unique per call across threads and processes.
+fn unique_suffix() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
 }

@@ -21,16 +21,8 @@ struct Cli {
     command: Command,
 }
 
-fn parse_dtype(text: &str) -> Result<DType, String> {
-    DType::parse(text).ok_or_else(|| format!("unknown dtype `{text}` (f16, bf16, f32, i8, i32, i64)"))
-}
-
 fn parse_shape_set(text: &str) -> Result<ShapeSet, String> {
     ShapeSet::parse(text).ok_or_else(|| format!("unknown shape set `{text}` (sweep, model, all)"))
-}
-
-fn parse_sweep(text: &str) -> Result<Sweep, String> {
-    Sweep::parse(text).ok_or_else(|| format!("unknown sweep `{text}` (quick, full)"))
 }
 
 /// Where `opgen run` runs the op.
@@ -73,10 +65,10 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
         /// Only these dtypes (of the first input), comma separated: f16,bf16,f32.
-        #[arg(long, value_delimiter = ',', value_parser = parse_dtype)]
+        #[arg(long, value_delimiter = ',', value_parser = app::args::parse_dtype)]
         dtypes: Vec<DType>,
         /// quick (default) or full.
-        #[arg(long, default_value = "quick", value_parser = parse_sweep)]
+        #[arg(long, default_value = "quick", value_parser = app::args::parse_sweep)]
         sweep: Sweep,
         /// Build the twin without AddressSanitizer/UBSan (faster, less strict).
         #[arg(long)]
@@ -93,7 +85,7 @@ enum Command {
         #[arg(long)]
         specs: Option<PathBuf>,
         /// The first input's dtype (default: taken from its .npy file).
-        #[arg(long, value_parser = parse_dtype)]
+        #[arg(long, value_parser = app::args::parse_dtype)]
         dtype: Option<DType>,
         /// name=path.npy, once per input.
         #[arg(long = "input")]
@@ -121,7 +113,7 @@ enum Command {
         op: String,
         #[arg(long)]
         specs: Option<PathBuf>,
-        #[arg(long, value_parser = parse_dtype)]
+        #[arg(long, value_parser = app::args::parse_dtype)]
         dtype: DType,
         /// The first input's shape (4x896); more as name=dims to override derived shapes.
         #[arg(long = "shape", required = true)]
@@ -138,7 +130,7 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
         /// Only these dtypes (of the first input), comma separated: f16,bf16,f32.
-        #[arg(long, value_delimiter = ',', value_parser = parse_dtype)]
+        #[arg(long, value_delimiter = ',', value_parser = app::args::parse_dtype)]
         dtypes: Vec<DType>,
         #[arg(long, default_value = DEFAULT_SOC)]
         soc: String,

@@ -1,6 +1,7 @@
 //! The commands behind `opgen` and `cargo xtask`: both binaries parse arguments and call
 //! these, so the two stay in step.
 
+pub mod args;
 pub mod build_npu;
 pub mod check_cann;
 pub mod gen;

@@ -95,12 +95,7 @@ pub fn plan(opts: &PlanOptions) -> Result<(), AppError> {
     let inputs: Vec<(String, HostTensor)> = shapes
         .iter()
         .map(|(name, shape)| {
-            let dtype = spec
-                .inputs
-                .iter()
-                .find(|t| &t.name == name)
-                .map(|t| t.dtypes[column])
-                .unwrap_or(DType::Float32);
+            let dtype = spec.input_dtype(name, column).unwrap_or(DType::Float32);
             (name.clone(), HostTensor::zeros(dtype, shape))
         })
         .collect();

@@ -177,12 +177,7 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Vec<(String, Ho
         .iter()
         .enumerate()
         .map(|(i, (name, shape))| {
-            let dtype = spec
-                .inputs
-                .iter()
-                .find(|t| &t.name == name)
-                .map(|t| t.dtypes[column])
-                .unwrap_or(DType::Float32);
+            let dtype = spec.input_dtype(name, column).unwrap_or(DType::Float32);
             (
                 name.clone(),
                 inputs::generate(case.dist, dtype, shape, case.seed.wrapping_mul(31).wrapping_add(i as u64)),

@@ -182,6 +182,11 @@ impl OpSpec {
         self.inputs.iter().chain(&self.outputs).map(|t| (t.name.as_str(), t.dtypes[column])).collect()
     }
 
+    /// The dtype of input `name` in combination `column`.
+    pub fn input_dtype(&self, name: &str, column: usize) -> Option<DType> {
+        self.inputs.iter().find(|t| t.name == name).map(|t| t.dtypes[column])
+    }
+
     /// The combination whose first input has `dtype`, if any.
     pub fn column_for(&self, dtype: DType) -> Option<usize> {
         self.inputs.first()?.dtypes.iter().position(|d| *d == dtype)

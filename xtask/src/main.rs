@@ -39,10 +39,10 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
         /// Only these dtypes, comma separated: f16,bf16,f32.
-        #[arg(long, value_delimiter = ',', value_parser = parse_dtype)]
+        #[arg(long, value_delimiter = ',', value_parser = app::args::parse_dtype)]
         dtypes: Vec<DType>,
         /// quick (default) or full.
-        #[arg(long, default_value = "quick", value_parser = parse_sweep)]
+        #[arg(long, default_value = "quick", value_parser = app::args::parse_sweep)]
         sweep: Sweep,
         /// Build the twin without AddressSanitizer/UBSan (faster, less strict).
         #[arg(long)]
@@ -79,14 +79,6 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
     },
-}
-
-fn parse_dtype(text: &str) -> Result<DType, String> {
-    DType::parse(text).ok_or_else(|| format!("unknown dtype `{text}` (f16, bf16, f32)"))
-}
-
-fn parse_sweep(text: &str) -> Result<Sweep, String> {
-    Sweep::parse(text).ok_or_else(|| format!("unknown sweep `{text}` (quick, full)"))
 }
 
 fn main() {

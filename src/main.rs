@@ -79,12 +79,14 @@ enum Command {
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },
-    /// Run one op on the CPU twin with .npy inputs; writes <out>/<output>.npy.
+    /// Run one op on the CPU twin with .npy inputs; writes <out>/<output>.npy, and for caches the
+    /// kernel updates in place <out>/<cache>.npy (the updated cache).
     Run {
         op: String,
         #[arg(long)]
         specs: Option<PathBuf>,
-        /// The first input's dtype (default: taken from its .npy file).
+        /// The dtype combination: the first input's dtype (dequant_int8: the output's). Default:
+        /// the one the .npy files' dtypes (and an output-dtype attr such as out_dtype) select.
         #[arg(long, value_parser = app::args::parse_dtype)]
         dtype: Option<DType>,
         /// name=path.npy, once per input.
@@ -113,6 +115,7 @@ enum Command {
         op: String,
         #[arg(long)]
         specs: Option<PathBuf>,
+        /// The dtype combination: the first input's dtype (dequant_int8: the output's).
         #[arg(long, value_parser = app::args::parse_dtype)]
         dtype: DType,
         /// The first input's shape (4x896); more as name=dims to override derived shapes.

@@ -75,3 +75,115 @@ fn plan_rejects_a_gamma_that_is_not_a_trailing_slice() {
     assert_eq!(r.code(), Some(2), "{}", r.combined_lossy());
     assert!(r.stderr_lossy().contains("gamma must equal the trailing dims of x"), "{}", r.stderr_lossy());
 }
+
+/// A fresh temporary directory per test.
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("opgen-run-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn input_arg(dir: &std::path::Path, name: &str, t: &ascend_opgen::tensor::HostTensor) -> String {
+    let path = dir.join(format!("{name}.npy"));
+    npy::write_npy(&path, t).unwrap();
+    format!("{name}={}", path.display())
+}
+
+#[test]
+fn run_reshape_and_cache_writes_the_updated_caches() {
+    use ascend_opgen::tensor::HostTensor;
+    let dir = temp_dir("cache");
+    let (tokens, heads, dim, blocks, block_size) = (3usize, 2usize, 72usize, 2usize, 4usize);
+    let key = generate(Distribution::Uniform5, DType::Float16, &[tokens, heads, dim], 1);
+    let value = generate(Distribution::Uniform5, DType::Float16, &[tokens, heads, dim], 2);
+    let cache_shape = [blocks, block_size, heads, dim];
+    let key_cache = generate(Distribution::Uniform5, DType::Float16, &cache_shape, 3);
+    let value_cache = generate(Distribution::Uniform5, DType::Float16, &cache_shape, 4);
+    // Token 0 to slot 5 (block 1, offset 1), token 1 skipped, token 2 past the 8 slots.
+    let slots = HostTensor::from_i64(DType::Int32, &[tokens], &[5, -1, 100]);
+    let out = dir.join("out");
+    let mut args = vec!["run".to_string(), "reshape_and_cache".to_string()];
+    for (name, t) in [
+        ("key", &key),
+        ("value", &value),
+        ("key_cache", &key_cache),
+        ("value_cache", &value_cache),
+        ("slot_mapping", &slots),
+    ] {
+        args.push("--input".into());
+        args.push(input_arg(&dir, name, t));
+    }
+    args.extend(["--out".to_string(), out.display().to_string()]);
+    let r = opgen(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(r.success(), "{}", r.combined_lossy());
+    assert!(
+        r.stdout_lossy().contains("key_cache.npy (float16 [2, 4, 2, 72], updated in place)"),
+        "{}",
+        r.stdout_lossy()
+    );
+
+    let row = heads * dim;
+    for (name, src, before) in [("key_cache", &key, &key_cache), ("value_cache", &value, &value_cache)] {
+        let after = npy::read_npy(&out.join(format!("{name}.npy")), Some(DType::Float16)).unwrap();
+        assert_eq!(after.shape, cache_shape.to_vec());
+        for i in 0..after.numel() {
+            // Slot 5 holds token 0's row; every other element is the cache as it was.
+            let slot = i / row;
+            let want = if slot == 5 { src.bits(i % row) } else { before.bits(i) };
+            assert_eq!(after.bits(i), want, "{name}[{i}] (slot {slot})");
+        }
+    }
+    let count = npy::read_npy(&out.join("out_of_range.npy"), Some(DType::Int32)).unwrap();
+    assert_eq!(count.to_i64().iter().sum::<i64>(), 1, "one slot past the cache");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn run_dequant_int8_follows_out_dtype_or_dtype() {
+    use ascend_opgen::tensor::HostTensor;
+    let dir = temp_dir("dequant");
+    let q = HostTensor::from_i64(DType::Int8, &[2, 3], &[-128, -1, 0, 1, 64, 127]);
+    let scale = HostTensor::from_f64(DType::Float32, &[2], &[0.5, 1.0 / 3.0]);
+    let inputs = [input_arg(&dir, "q", &q), input_arg(&dir, "scale", &scale)];
+    let run = |extra: &[&str], out: &str| {
+        let out = dir.join(out);
+        let mut args = vec!["run", "dequant_int8", "--input", &inputs[0], "--input", &inputs[1]];
+        args.extend_from_slice(extra);
+        let out_arg = out.display().to_string();
+        args.extend(["--out", &out_arg]);
+        (opgen(&args), out.join("x.npy"))
+    };
+    // x = q * scale from the math (scale as the float32 the file holds), rounded once.
+    let q_values = [-128.0, -1.0, 0.0, 1.0, 64.0, 127.0];
+    let scales = [0.5, round_to_dtype(DType::Float32, 1.0 / 3.0)];
+    for (extra, dtype) in [
+        (&[][..], DType::Float16),
+        (&["--attr", "out_dtype=bfloat16"][..], DType::BFloat16),
+        (&["--dtype", "f32"][..], DType::Float32),
+    ] {
+        let (r, path) = run(extra, &format!("out-{}", dtype.name()));
+        assert!(r.success(), "{extra:?}: {}", r.combined_lossy());
+        let x = npy::read_npy(&path, Some(dtype)).unwrap();
+        for (i, v) in q_values.iter().enumerate() {
+            assert_eq!(x.get_f64(i), round_to_dtype(dtype, v * scales[i / 3]), "{dtype} x[{i}]");
+        }
+    }
+    let (r, _) = run(&["--dtype", "f32", "--attr", "out_dtype=float16"], "out-conflict");
+    assert_eq!(r.code(), Some(2), "{}", r.combined_lossy());
+    assert!(r.stderr_lossy().contains("no dtype combination with dtype float32"), "{}", r.stderr_lossy());
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn plan_picks_dequants_combination_by_its_output_dtype() {
+    let r = opgen(&["plan", "dequant_int8", "--dtype", "bf16", "--shape", "4x128"]);
+    assert!(r.success(), "{}", r.combined_lossy());
+    let bad = opgen(&["plan", "dequant_int8", "--dtype", "i8", "--shape", "4x128"]);
+    assert_eq!(bad.code(), Some(2), "{}", bad.combined_lossy());
+    assert!(
+        bad.stderr_lossy().contains("registered: float16 (q int8, scale float32 -> x float16)"),
+        "{}",
+        bad.stderr_lossy()
+    );
+}

@@ -106,6 +106,24 @@ void rotary_cases()
     });
 }
 
+void dequant_cases()
+{
+    if (!c10::Dispatcher::singleton().findSchema({"opgen::dequant_int8", ""})) {
+        return;
+    }
+    auto dq = op("opgen::dequant_int8").typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view)>();
+    // The output dtype follows out_dtype, not the (always int8, float32) inputs.
+    for (auto [name, dt] : {std::pair<const char*, at::ScalarType>{"float16", at::kHalf},
+                            {"bfloat16", at::kBFloat16},
+                            {"float32", at::kFloat}}) {
+        at::Tensor x = dq.call(meta({4, 2, 64}, at::kChar), meta({4, 2}, at::kFloat), name);
+        check(x.sizes() == at::IntArrayRef({4, 2, 64}) && x.scalar_type() == dt,
+              std::string("dequant_int8 out_dtype=") + name);
+    }
+    expect_error("dequant_int8 unregistered out_dtype", "out_dtype=\"float64\"",
+                 [&] { dq.call(meta({4, 64}, at::kChar), meta({4}, at::kFloat), "float64"); });
+}
+
 }  // namespace
 
 int main()
@@ -123,7 +141,7 @@ int main()
     }
     check(ops > 0, "the opgen library registered ops");
     // A case that throws where it should not is a failure, not an abort.
-    for (auto [name, cases] : {std::pair<const char*, void (*)()>{"row_norm", row_norm_cases}, {"rotary", rotary_cases}}) {
+    for (auto [name, cases] : {std::pair<const char*, void (*)()>{"row_norm", row_norm_cases}, {"rotary", rotary_cases}, {"dequant", dequant_cases}}) {
         try {
             cases();
         } catch (const c10::Error& e) {

@@ -69,25 +69,38 @@ pub fn parse_attrs(spec: &OpSpec, given: &[String]) -> Result<Vec<(String, AttrV
     Ok(out)
 }
 
-pub fn column_for(spec: &OpSpec, dtype: DType) -> Result<usize, AppError> {
-    spec.column_for(dtype).ok_or_else(|| {
-        let known: Vec<&str> = spec.inputs[0].dtypes.iter().map(|d| d.name()).collect();
-        AppError::input(format!(
-            "op `{}` is not registered for {dtype}; it supports: {}",
-            spec.name,
-            known.join(", ")
-        ))
-    })
+/// The dtype combination a call means (from `--dtype`, the inputs' dtypes and an explicit
+/// output-dtype attr, else its default: see `OpSpec::select_column`) and the call's attrs: the given ones, the
+/// spec's defaults for the rest, the output-dtype attr set to the combination's.
+pub fn combination(
+    spec: &OpSpec,
+    dtype: Option<DType>,
+    inputs: &[(&str, DType)],
+    given_attrs: &[String],
+) -> Result<(usize, Vec<(String, AttrValue)>), AppError> {
+    let attrs = parse_attrs(spec, given_attrs)?;
+    // Given attrs count; so does the output-dtype attr's default when no --dtype says otherwise
+    // (a torch call without out_dtype gets the default's dtype too).
+    let dtype_attr = spec.output_dtype_attr().map(|a| a.name.as_str());
+    let stated: Vec<(String, AttrValue)> = attrs
+        .iter()
+        .filter(|(name, _)| {
+            given_attrs.iter().any(|g| g.split('=').next() == Some(name.as_str()))
+                || (dtype.is_none() && dtype_attr == Some(name.as_str()))
+        })
+        .cloned()
+        .collect();
+    let column = spec.select_column(dtype, inputs, &stated).map_err(AppError::input)?;
+    Ok((column, spec.attrs_for_column(column, &attrs)))
 }
 
 pub fn plan(opts: &PlanOptions) -> Result<(), AppError> {
     let specs = load_specs(opts.specs.as_deref(), std::slice::from_ref(&opts.op))?;
     let spec = &specs[0];
-    let column = column_for(spec, opts.dtype)?;
+    let (column, attrs) = combination(spec, Some(opts.dtype), &[], &opts.attrs)?;
     let soc = soc::find(&opts.soc).map_err(AppError::input)?;
     let (first, explicit) = split_shapes(&opts.shapes)?;
     let shapes = shapes_from_first(spec, &first, &explicit);
-    let attrs = parse_attrs(spec, &opts.attrs)?;
     let project = render(&specs)?;
     let runner = verify::build_runner(&project, spec, column, BuildOptions { sanitize: false })
         .map_err(|e| AppError::failed(e.to_string()))?;

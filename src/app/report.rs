@@ -84,13 +84,13 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
     let mut build_failures = Vec::new();
     for spec in &specs {
         for column in 0..spec.columns() {
-            let dtype = report::column_dtype(spec, column);
+            let dtype = spec.column_dtype(column);
             if !opts.dtypes.is_empty() && !opts.dtypes.contains(&dtype) {
                 continue;
             }
             let cases: Vec<ReportCase> = report::cases(spec, opts.shapes)
                 .into_iter()
-                .map(|c| ReportCase { attrs: report::column_attrs(spec, column, &c.attrs), ..c })
+                .map(|c| ReportCase { attrs: spec.attrs_for_column(column, &c.attrs), ..c })
                 .collect();
             if cases.is_empty() {
                 continue;
@@ -118,7 +118,7 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
             Err(why) => out.failures.push(format!(
                 "{} {} {} ({}): {why}",
                 job.spec.name,
-                report::column_dtype(job.spec, job.column).short_name(),
+                job.spec.column_dtype(job.column).short_name(),
                 job.case.shape_label(),
                 job.case.origin
             )),

@@ -1,7 +1,7 @@
 //! `run`: one op on the CPU twin with .npy inputs and outputs.
 
 use super::gen::{load_specs, render};
-use super::plan::{column_for, format_plan, parse_attrs};
+use super::plan::{combination, format_plan};
 use super::AppError;
 use crate::npy;
 use crate::plan::soc;
@@ -14,7 +14,8 @@ use std::path::PathBuf;
 pub struct RunOptions {
     pub specs: Option<PathBuf>,
     pub op: String,
-    /// The first input's dtype; default: read from its .npy file.
+    /// The dtype combination (the first input's dtype; dequant_int8: the output's); default:
+    /// the one the inputs' .npy files and the attrs select.
     pub dtype: Option<DType>,
     /// `name=path.npy`, one per input.
     pub inputs: Vec<String>,
@@ -54,28 +55,26 @@ pub fn run(opts: &RunOptions) -> Result<(), AppError> {
             .map(|(_, p)| p)
             .ok_or_else(|| AppError::input(format!("op `{}` needs --input {name}=<file.npy>", spec.name)))
     };
-    let first = &spec.inputs[0];
-    let dtype = match opts.dtype {
-        Some(d) => d,
-        None => npy::read_npy(path_of(&first.name)?, None).map_err(|e| AppError::input(e.to_string()))?.dtype,
-    };
-    let column = column_for(spec, dtype)?;
+    // Every input as its file holds it ('<u2' is bfloat16), then the combination those dtypes,
+    // --dtype and an explicit output-dtype attr name.
     let mut inputs: Vec<(String, HostTensor)> = Vec::new();
     for t in &spec.inputs {
-        let want = t.dtypes[column];
-        let tensor = npy::read_npy(path_of(&t.name)?, Some(want))
+        let tensor = npy::read_npy(path_of(&t.name)?, None)
             .map_err(|e| AppError::input(format!("input `{}`: {e}", t.name)))?;
         inputs.push((t.name.clone(), tensor));
     }
-    let attrs = parse_attrs(spec, &opts.attrs)?;
+    let dtypes: Vec<(&str, DType)> = inputs.iter().map(|(n, t)| (n.as_str(), t.dtype)).collect();
+    let (column, attrs) = combination(spec, opts.dtype, &dtypes, &opts.attrs)?;
     let project = render(&specs)?;
+    // Caches the kernel updates in place come back after the outputs, written like them.
+    let inplace = spec.mutated_inputs();
     let runner = verify::build_runner(&project, spec, column, BuildOptions { sanitize: opts.sanitize })
         .map_err(|e| AppError::failed(e.to_string()))?;
     let result = verify::run_case(
         &runner,
         spec,
         soc,
-        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &inplace },
         false,
     )
     .map_err(|e| match e {
@@ -90,7 +89,8 @@ pub fn run(opts: &RunOptions) -> Result<(), AppError> {
     for (name, tensor) in &result.outputs {
         let path = opts.out.join(format!("{name}.npy"));
         npy::write_npy(&path, tensor).map_err(|e| AppError::failed(e.to_string()))?;
-        println!("wrote {} ({} {:?})", path.display(), tensor.dtype, tensor.shape);
+        let how = if inplace.contains(name) { ", updated in place" } else { "" };
+        println!("wrote {} ({} {:?}{how})", path.display(), tensor.dtype, tensor.shape);
     }
     Ok(())
 }

@@ -73,7 +73,7 @@ mod with_acl {
     use crate::acl::aclnn::{Aclnn, Arg};
     use crate::acl::{Acl, AclError, DeviceBuffer};
     use crate::app::gen::load_specs;
-    use crate::app::plan::{column_for, parse_attrs};
+    use crate::app::plan::combination;
     use crate::codegen::VENDOR;
     use crate::npy;
     use crate::spec::{AttrKind, AttrValue, OpSpec};
@@ -124,13 +124,10 @@ mod with_acl {
                     AppError::input(format!("op `{}` needs --input {name}=<file.npy>", spec.name))
                 })
             };
-        let first = npy::read_npy(&path_of(&spec.inputs[0].name)?, None)
-            .map_err(|e| AppError::input(format!("input `{}`: {e}", spec.inputs[0].name)))?;
-        let column = column_for(spec, first.dtype)?;
         spec.inputs
             .iter()
             .map(|t| {
-                let tensor = npy::read_npy(&path_of(&t.name)?, Some(t.dtypes[column]))
+                let tensor = npy::read_npy(&path_of(&t.name)?, None)
                     .map_err(|e| AppError::input(format!("input `{}`: {e}", t.name)))?;
                 Ok((t.name.clone(), tensor))
             })
@@ -141,7 +138,9 @@ mod with_acl {
         let specs = load_specs(opts.specs.as_deref(), std::slice::from_ref(&opts.op))?;
         let spec = &specs[0];
         let inputs = read_inputs(spec, &opts.inputs)?;
-        let attrs = parse_attrs(spec, &opts.attrs)?;
+        // The combination checks the files' dtypes against the registered ones.
+        let dtypes: Vec<(&str, crate::DType)> = inputs.iter().map(|(n, t)| (n.as_str(), t.dtype)).collect();
+        let (_, attrs) = combination(spec, None, &dtypes, &opts.attrs)?;
         let expected = crate::family::expected(spec, &inputs, &attrs)
             .map_err(|e| AppError::failed(format!("op `{}`: reference: {e}", spec.name)))?;
         // The runtime first: without CANN there cannot be an installed package either.

@@ -119,7 +119,7 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
     let mut report = VerifyReport::default();
     for spec in &specs {
         for column in 0..spec.columns() {
-            let dtype = column_dtype(spec, column);
+            let dtype = spec.column_dtype(column);
             if !opts.dtypes.is_empty() && !opts.dtypes.contains(&dtype) {
                 continue;
             }
@@ -157,18 +157,6 @@ pub fn verify(opts: &VerifyOptions) -> Result<(), AppError> {
         message.push_str(&format!("\n  ... and {} more", report.failures.len() - 20));
     }
     Err(AppError::failed(message))
-}
-
-/// The dtype that tells combination `column` apart in reports and `--dtypes`: that of the first
-/// tensor (inputs, then outputs) whose dtype differs between combinations, else the first
-/// input's. (dequant_int8's combinations differ only in their output.)
-pub fn column_dtype(spec: &OpSpec, column: usize) -> DType {
-    spec.inputs
-        .iter()
-        .chain(&spec.outputs)
-        .find(|t| t.dtypes.iter().any(|d| *d != t.dtypes[0]))
-        .unwrap_or(&spec.inputs[0])
-        .dtypes[column]
 }
 
 /// The inputs of a case: each input in its dtype of the combination, seeded per input.

@@ -330,6 +330,11 @@ struct TorchOp {
     py_summary: String,
     /// The schema as a C++ string literal (quotes of string defaults escaped).
     schema_cpp: String,
+    /// The string attr naming the output dtype (dequant_int8's `out_dtype`): the dtype check
+    /// and the output dtype follow it, not the inputs alone.
+    dtype_attr: Option<String>,
+    /// The arguments of `<op>_plan`: the inputs, then the output-dtype attr if any.
+    plan_args: Vec<String>,
 }
 
 /// Names a Python wrapper parameter cannot have.
@@ -437,7 +442,11 @@ fn torch_op(spec: &OpSpec) -> Result<TorchOp, String> {
         }))
         .chain(spec.outputs.iter().map(|t| t.name.clone()))
         .collect();
+    let dtype_attr = spec.output_dtype_attr().map(|a| a.name.clone());
+    let plan_args = spec.inputs.iter().map(|t| t.name.clone()).chain(dtype_attr.clone()).collect();
     Ok(TorchOp {
+        dtype_attr,
+        plan_args,
         name: spec.name.clone(),
         op_type: spec.op_type.clone(),
         aclnn: aclnn_name(spec),

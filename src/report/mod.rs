@@ -76,36 +76,6 @@ impl ReportCase {
     }
 }
 
-/// The dtype that tells a spec's dtype combinations apart: the first input's, or the first
-/// output's when every combination has the same first input (dequant_int8: int8 in, f16/bf16/f32
-/// out).
-pub fn column_dtype(spec: &OpSpec, column: usize) -> DType {
-    let first = &spec.inputs[0].dtypes;
-    if first.iter().all(|d| *d == first[0]) {
-        if let Some(out) = spec.outputs.first() {
-            return out.dtypes[column];
-        }
-    }
-    first[column]
-}
-
-/// The case's attrs for one dtype combination: a string attr named `*dtype` (dequant_int8's
-/// `out_dtype`) names the combination's output dtype, as the op's InferDataType reads it.
-pub fn column_attrs(spec: &OpSpec, column: usize, attrs: &[(String, AttrValue)]) -> Vec<(String, AttrValue)> {
-    let mut out = attrs.to_vec();
-    let Some(output) = spec.outputs.first() else { return out };
-    for attr in &spec.attrs {
-        if attr.kind == crate::spec::AttrKind::String && attr.name.ends_with("dtype") {
-            let value = AttrValue::String(output.dtypes[column].name().to_string());
-            match out.iter_mut().find(|(n, _)| n == &attr.name) {
-                Some(slot) => slot.1 = value,
-                None => out.push((attr.name.clone(), value)),
-            }
-        }
-    }
-    out
-}
-
 /// Qwen2-7B (hidden 3584, 28 query heads and 4 KV heads of D 128, intermediate 18944) at 4096
 /// tokens: the first input's shape of each catalogue op, the others by the family's shape rule.
 pub fn model_shapes(spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
@@ -411,7 +381,7 @@ pub fn build_row(
 
     let mut row = Row {
         op: spec.name.clone(),
-        dtype: column_dtype(spec, column),
+        dtype: spec.column_dtype(column),
         origin: case.origin.clone(),
         shapes: case.shapes.clone(),
         plan: plan_label(spec, &launch),
@@ -858,37 +828,6 @@ impl ModelConstants {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_dtype_attr_follows_the_combination() {
-        use crate::spec::{Attr, AttrKind, FamilyParams, TensorArg};
-        let t = |name: &str, dtypes: Vec<DType>| TensorArg { name: name.into(), dtypes, mutated: false };
-        let spec = OpSpec {
-            name: "dequant_int8".into(),
-            op_type: "OpgenDequantInt8".into(),
-            family: Family::KvLayout,
-            summary: String::new(),
-            inputs: vec![
-                t("q", vec![DType::Int8, DType::Int8]),
-                t("scale", vec![DType::Float32, DType::Float32]),
-            ],
-            outputs: vec![t("x", vec![DType::Float16, DType::Float32])],
-            attrs: vec![Attr {
-                name: "out_dtype".into(),
-                kind: AttrKind::String,
-                default: Some(AttrValue::String("float16".into())),
-            }],
-            targets: Vec::new(),
-            params: FamilyParams::KvLayout { kind: None },
-            source: Default::default(),
-        };
-        assert_eq!(column_dtype(&spec, 1), DType::Float32);
-        let attrs = vec![("out_dtype".to_string(), AttrValue::String("float16".into()))];
-        assert_eq!(
-            column_attrs(&spec, 1, &attrs),
-            vec![("out_dtype".to_string(), AttrValue::String("float32".into()))]
-        );
-    }
 
     #[test]
     fn human_units() {

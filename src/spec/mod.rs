@@ -4,6 +4,7 @@
 //! validation (`validate`) turns the raw form into the model (`model`) the rest of the
 //! pipeline uses, or a list of every problem found.
 
+mod columns;
 mod error;
 mod idents;
 mod model;

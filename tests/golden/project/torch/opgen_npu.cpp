@@ -81,7 +81,7 @@ at::Tensor dequant_int8_npu(const at::Tensor& q, const at::Tensor& scale, c10::s
 {
     static constexpr const char* op_name = "opgen::dequant_int8";
     opgen_torch::check_device(op_name, { {"q", &q}, {"scale", &scale} });
-    const auto plan = opgen_torch::dequant_int8_plan(q, scale);
+    const auto plan = opgen_torch::dequant_int8_plan(q, scale, out_dtype);
     const c10::DeviceGuard guard(q.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor q_contig = q.contiguous();

@@ -43,8 +43,7 @@ at::Tensor bsnd_to_bnsd_meta(const at::Tensor& x)
 // dequant_int8 (kernels/dequant_int8.toml): x = q * scale, one float32 scale per row of q's last dim, in the float dtype out_dtype names
 at::Tensor dequant_int8_meta(const at::Tensor& q, const at::Tensor& scale, c10::string_view out_dtype)
 {
-    (void)out_dtype;  // attrs do not change shapes
-    const auto plan = opgen_torch::dequant_int8_plan(q, scale);
+    const auto plan = opgen_torch::dequant_int8_plan(q, scale, out_dtype);
     at::Tensor x = at::empty_symint(plan.shapes[0], q.options().dtype(plan.dtypes[0]));
     return x;
 }

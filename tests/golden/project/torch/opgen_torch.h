@@ -73,12 +73,16 @@ inline void check_device(const char* op, std::initializer_list<NamedTensor> args
 }
 
 // The registered combination matching the inputs' dtypes, or an error listing all of them.
+// An op whose string attr `out_attr` names the output dtype (dequant_int8's out_dtype) passes
+// it: the combination's first output must have that dtype too.
 template <std::size_t I, std::size_t O>
 const DtypeColumn<I, O>& match_dtypes(const char* op, const std::array<NamedTensor, I>& args,
-                                      const std::vector<DtypeColumn<I, O>>& columns)
+                                      const std::vector<DtypeColumn<I, O>>& columns,
+                                      const char* out_attr = nullptr, c10::string_view out_dtype = {})
 {
+    const std::string wanted(out_dtype.data(), out_dtype.size());
     for (const auto& column : columns) {
-        bool all = true;
+        bool all = out_attr == nullptr || dtype_name(column.outputs[0]) == wanted;
         for (std::size_t i = 0; i < I; ++i) {
             all = all && args[i].tensor->scalar_type() == column.inputs[i];
         }
@@ -91,10 +95,16 @@ const DtypeColumn<I, O>& match_dtypes(const char* op, const std::array<NamedTens
     for (std::size_t i = 0; i < I; ++i) {
         got << (i ? ", " : "") << args[i].name << "=" << dtype_name(args[i].tensor->scalar_type());
     }
+    if (out_attr != nullptr) {
+        got << ", " << out_attr << "=\"" << wanted << "\"";
+    }
     for (std::size_t c = 0; c < columns.size(); ++c) {
         known << (c ? "; " : "") << "(";
         for (std::size_t i = 0; i < I; ++i) {
             known << (i ? ", " : "") << args[i].name << "=" << dtype_name(columns[c].inputs[i]);
+        }
+        if (out_attr != nullptr) {
+            known << ", " << out_attr << "=\"" << dtype_name(columns[c].outputs[0]) << "\"";
         }
         known << ")";
     }
@@ -222,7 +232,7 @@ inline OutputPlan<1> bsnd_to_bnsd_plan(const at::Tensor& x)
 
 // ---- dequant_int8 (kernels/dequant_int8.toml): q, scale -> x
 // Checks the arguments and gives the outputs' shapes and dtypes (dequant_int8(Tensor q, Tensor scale, str out_dtype="float16") -> Tensor).
-inline OutputPlan<1> dequant_int8_plan(const at::Tensor& q, const at::Tensor& scale)
+inline OutputPlan<1> dequant_int8_plan(const at::Tensor& q, const at::Tensor& scale, c10::string_view out_dtype)
 {
     static constexpr const char* op_name = "opgen::dequant_int8";
     check_defined(op_name, { {"q", &q}, {"scale", &scale} });
@@ -232,7 +242,7 @@ inline OutputPlan<1> dequant_int8_plan(const at::Tensor& q, const at::Tensor& sc
         { { at::kChar, at::kFloat }, { at::kBFloat16 } },
         { { at::kChar, at::kFloat }, { at::kFloat } },
     };
-    const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"q", &q}, NamedTensor{"scale", &scale} }, registered);
+    const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"q", &q}, NamedTensor{"scale", &scale} }, registered, "out_dtype", out_dtype);
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(q);  // x
     plan.dtypes = matched.outputs;

@@ -2,12 +2,15 @@
 //! slots are never written (the whole cache around them compared bit for bit), the same slot
 //! twice gives the later token's row on every core count, all-zero and tiny int8 rows, the
 //! permutes keep NaN payloads, an int64 slot mapping, the host code's rejections with their
-//! reasons, and a kernel that writes past its rows fails verification.
+//! reasons, and a kernel that writes past its rows fails verification. The tiling quality
+//! (double buffering, transfer sizes, bytes moved) is read from the twin's counters through
+//! `opgen report`'s rows.
 
 use ascend_opgen::app::verify::{run_verify, VerifyOptions};
 use ascend_opgen::codegen::{render_project, template_sources};
 use ascend_opgen::plan::soc;
 use ascend_opgen::reference::kv_layout::{self as reference, Int8KvCache};
+use ascend_opgen::report::{self, ReportCase, Row};
 use ascend_opgen::spec::{self, AttrValue, OpSpec};
 use ascend_opgen::tensor::HostTensor;
 use ascend_opgen::verify::compare::{compare_tensor, Tolerance};
@@ -457,4 +460,114 @@ fn a_cache_kernel_writing_past_its_rows_fails_verification() {
         "{:#?}",
         report.failures
     );
+}
+
+/// The report row of one launch (report inputs: uniform values, token i in slot i) and the run.
+fn report_row(spec: &OpSpec, dtype: DType, first: &[usize]) -> (Row, CaseRun) {
+    let column = spec.column_for(dtype).unwrap();
+    let case = ReportCase::new(spec, "test", first);
+    let (inputs, valid) = report::case_inputs(spec, column, &case);
+    let run = run_on(spec, column, soc::DEFAULT_SOC, &inputs, &case.attrs, false).unwrap();
+    let row =
+        report::build_row(soc::find(soc::DEFAULT_SOC).unwrap(), spec, column, &case, &run.report, valid)
+            .unwrap();
+    let what = format!("{} {dtype} {first:?}", spec.name);
+    if spec.name == "reshape_and_cache" {
+        let (mut kc, mut vc) = (inputs[2].1.clone(), inputs[3].1.clone());
+        let block_size = kc.shape[1];
+        let past = reference::reshape_and_cache(
+            &inputs[0].1,
+            &inputs[1].1,
+            &mut kc,
+            &mut vc,
+            &inputs[4].1,
+            block_size,
+        )
+        .unwrap();
+        assert_eq!(get(&run, "out_of_range").to_i64(), vec![past as i64], "{what}");
+        assert_bitwise(get(&run, "key_cache"), &kc, &what);
+        assert_bitwise(get(&run, "value_cache"), &vc, &what);
+    } else {
+        // Either permute swaps dims 1 and 2, so one reference serves both.
+        assert_bitwise(get(&run, "y"), &reference::bsnd_to_bnsd(&inputs[0].1).unwrap(), &what);
+    }
+    (row, run)
+}
+
+fn met(row: &Row, target: &str) -> Option<bool> {
+    row.checks.iter().find(|c| c.target == target).unwrap_or_else(|| panic!("no {target} check")).met
+}
+
+#[test]
+fn permute_tiles_are_double_buffered_with_long_y_runs() {
+    let there = op("bsnd_to_bnsd");
+    let back = op("bnsd_to_bsnd");
+    let f16 = DType::Float16;
+    // (op, dtype, x shape, y transfers must reach 16 KiB): every way a tile moves, each checked
+    // bit for bit against the reference.
+    let cases: [(&OpSpec, DType, [usize; 4], bool); 8] = [
+        // p-major, whole Q per tile: x in one burst, y in N runs of S rows (Qwen2-7B kv).
+        (&there, f16, [1, 4096, 4, 128], true),
+        // q-major, whole P per tile: x in N runs, y in one run (Qwen2-7B kv).
+        (&back, f16, [1, 4, 4096, 128], true),
+        // p-major, part of Q: x in one strided transfer, several tiles per core.
+        (&there, DType::Float32, [1, 300, 28, 128], true),
+        // Rows of 144 bytes (not 32-byte multiples) with part of Q: x in one transfer per s.
+        (&there, f16, [1, 512, 64, 72], true),
+        // The same rows q-major: y in one transfer of whole-P rows with padding dropped.
+        (&there, f16, [3, 5, 64, 72], true),
+        // One head per tile: x as single strided rows (every 4th row), y in one run.
+        (&there, f16, [1, 128, 4, 96], true),
+        // Square: p-major, several tiles on some cores.
+        (&back, f16, [1, 100, 100, 256], true),
+        // Too small for 16 KiB transfers on any core.
+        (&back, DType::Float32, [2, 3, 5, 7], false),
+    ];
+    for (spec, dtype, shape, long) in cases {
+        let (row, _) = report_row(spec, dtype, &shape);
+        let what = format!("{} {dtype} {shape:?}: {:?}", spec.name, row.checks);
+        assert_eq!(row.bytes_ratio, 1.0, "{what}");
+        assert_eq!(row.double_buffered_cores.0, row.double_buffered_cores.1, "{what}");
+        assert_ne!(met(&row, "double buffering"), Some(false), "{what}");
+        assert_eq!(row.cores_with_work, row.cores_launched, "{what}");
+        let (name, mean) = row.main_stream.clone().unwrap();
+        assert_eq!(name, "y");
+        if long {
+            assert!(mean >= 16384.0, "{what}: {mean} bytes per y transfer");
+            assert_eq!(met(&row, "transfers"), Some(true), "{what}");
+        } else {
+            assert_eq!(met(&row, "transfers"), None, "{what}");
+        }
+    }
+    // The Qwen2-7B shapes spread over all 48 cores; the 300 x 28 f32 one needs more tiles than
+    // cores (its UB plan), and they overlap.
+    for (spec, shape) in [(&there, [1, 4096, 4, 128]), (&back, [1, 4, 4096, 128])] {
+        assert_eq!(report_row(spec, f16, &shape).0.cores_launched, 48);
+    }
+    let (row, _) = report_row(&there, DType::Float32, &[1, 300, 28, 128]);
+    assert!(
+        row.double_buffered_cores.1 > 0 && met(&row, "double buffering") == Some(true),
+        "{:?}",
+        row.checks
+    );
+}
+
+#[test]
+fn cache_runs_of_consecutive_slots_move_in_16_kib_transfers() {
+    // int8 rows of 4 x 128 bytes: slot groups of 43 tokens (2 per core), so a prefill's run of
+    // consecutive slots moves 21.5 KiB per transfer instead of groups of 22 (11 KiB).
+    let spec = op("reshape_and_cache");
+    let (row, _) = report_row(&spec, DType::Int8, &[2048, 4, 128]);
+    for cache in ["key_cache", "value_cache"] {
+        let t = &row.tensors[cache].traffic;
+        assert!(t.write_bytes as f64 / t.write_transfers as f64 >= 16384.0, "{cache}: {t:?}");
+    }
+    assert_eq!(met(&row, "transfers"), Some(true), "{:?}", row.checks);
+    assert_eq!(met(&row, "double buffering"), Some(true), "{:?}", row.checks);
+    // Every core reads the whole slot mapping: the price of the later token winning on every
+    // core count (a core cannot know whether another core's token names its slot without
+    // reading it). Everything else moves once.
+    let slots = &row.tensors["slot_mapping"];
+    assert_eq!(slots.traffic.read_bytes, 48 * 2048 * 4);
+    assert_eq!(row.gm_bytes - row.min_bytes, 47 * 2048 * 4);
 }

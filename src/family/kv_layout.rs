@@ -250,14 +250,15 @@ const PERMUTE_FIELDS: &[TilingField] = &[
     TilingField::u32("headDim", "D: elements of one row (the last dim)"),
     TilingField::u32(
         "layout",
-        "0: UB rows p-major (one read per tile when tileQ = Q), 1: q-major, tileP = P (one write per tile)",
+        "0: UB rows p-major (x read in one transfer, y written as tileQ runs), 1: q-major with tileP = P (y written as one run)",
     ),
     TilingField::u32("tileP", "rows of a tile along P"),
     TilingField::u32("tileQ", "rows of a tile along Q"),
     TilingField::u32("tilesP", "ceil(P / tileP)"),
     TilingField::u32("tilesQ", "ceil(Q / tileQ)"),
     TilingField::u32("tileCount", "B * tilesP * tilesQ"),
-    TilingField::u32("blockFactor", "tiles per core (the last core may get fewer)"),
+    TilingField::u32("tilesPerCore", "tiles of every core: tileCount / blockDim"),
+    TilingField::u32("extraTiles", "tileCount % blockDim: cores below this index take one tile more"),
     TilingField::u32("slotBytes", "UB bytes of one row: D * sizeof(T) rounded up to 32"),
 ];
 

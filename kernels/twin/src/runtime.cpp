@@ -66,6 +66,7 @@ struct QueRec {
     uint32_t ordinal = 0;
     std::deque<int32_t> fifo;
     int32_t last_copy_in = -1;  // the buffer the previous GM->UB copy of this queue went into
+    uint32_t last_copy_gen = 0;  // and its allocation (BufRec::gen)
 };
 
 struct Counters {
@@ -814,6 +815,11 @@ void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst) {
     note_transfer_size(bytes, c.transfer_in_min, c.transfer_in_max);
     const BufRec& b = g_core.bufs[size_t(dst.buf)];
     if (b.queue < 0) return;
+    QueRec& q = g_core.ques[size_t(b.queue)];
+    // A tile may be filled by several copies (a transpose gathers strided runs): a copy into the
+    // allocation the queue's previous copy-in filled continues that tile's fill. It is issued
+    // right behind the tile's first copy, so it waits for nothing the first one did not.
+    if (q.last_copy_in == dst.buf && q.last_copy_gen == b.gen) return;
     ++c.copy_in_total;
     // Double-buffering evidence. The twin runs a core's instructions one after another, but on the
     // NPU the scalar unit only issues them: MTE2 runs the copy-in of tile i+1 as soon as its buffer
@@ -821,13 +827,13 @@ void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst) {
     // different buffer of the queue than the previous copy-in did (so it need not wait for tile
     // i's FreeTensor); with one buffer, or the same buffer again, MTE2 waits for the vector pipe.
     // The first copy-in of each queue has no predecessor and is never counted.
-    QueRec& q = g_core.ques[size_t(b.queue)];
     if (q.last_copy_in < 0) {
         ++c.copy_in_queues;
     } else if (q.num >= 2 && q.last_copy_in != dst.buf) {
         ++c.copy_in_overlapped;
     }
     q.last_copy_in = dst.buf;
+    q.last_copy_gen = b.gen;
 }
 
 void count_copy_out(const char* gm_name, uint64_t bytes) {

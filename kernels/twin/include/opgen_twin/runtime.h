@@ -66,10 +66,11 @@ int64_t current_core();  // -1 outside a core
 //   "transfer_out_max_bytes":N,"gm_read_transfers":{"x":N,...},"gm_write_transfers":{...},
 //   "flag_waits":{"V_S":N,...}}, ...]}
 // A transfer is one GM<->UB DataCopy/DataCopyPad call (however many blocks it has). copy_in_total
-// counts GM->UB copies into queue buffers; copy_in_overlapped those of them that go into a
-// different buffer of a queue with >= 2 buffers than that queue's previous copy-in (MTE2 can fill
-// it while the vector pipe still works on the previous tile); copy_in_queues the queues that had
-// a copy-in (their first copy-in has no predecessor). Double buffering is in effect on a core when
+// counts the tile fills of queue buffers: consecutive GM->UB copies of a queue into one allocation
+// (a tile gathered by several copies) are one fill. copy_in_overlapped counts the fills that go
+// into a different buffer of a queue with >= 2 buffers than that queue's previous fill (MTE2 can
+// fill it while the vector pipe still works on the previous tile); copy_in_queues the queues that
+// had a fill (their first fill has no predecessor). Double buffering is in effect on a core when
 // copy_in_overlapped == copy_in_total - copy_in_queues.
 void write_counters_json(FILE* out);
 void reset_counters();

@@ -3,7 +3,7 @@
 //! precedence, constants, attrs, pow, NaN handling and the exact rewrites that keep tails
 //! accurate (1 + erf(u) → erfc(−u), 1 + tanh(u) → 2σ(2u)).
 
-use ascend_opgen::family::elementwise::{analyse_body, eval};
+use ascend_opgen::family::elementwise::{analyse_body, eval, expr};
 
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
@@ -114,4 +114,28 @@ fn the_evaluator_agrees_with_the_hand_written_activations() {
             close(x("x * sigmoid(1.702 * x)", v), activation::fast_gelu(v), 1e-12);
         }
     }
+}
+
+/// Regression (fuzz/expr_parser): `x + x + ... + x` with 1500 terms parsed into a 1500-level
+/// left-deep tree, and the recursive stages after parsing (the comment text first) overflowed
+/// the stack. A tree taller than the nesting limit (200 levels) is now refused at the operator
+/// that makes it too tall, however it is built: chained operators, calls, negations.
+#[test]
+fn trees_past_the_nesting_limit_are_refused_not_a_stack_overflow() {
+    let inputs = names(&["x"]);
+    let chain = |n: usize, op: &str| vec!["x"; n].join(op);
+    for n in [1500, 100_000] {
+        let err = analyse_body(&chain(n, " + "), &inputs, &[]).unwrap_err().to_string();
+        assert!(err.contains("nests too deeply"), "{n} terms: {err}");
+    }
+    // 199 operators: a tree of 200 levels, the limit, still parses and lowers.
+    assert!(analyse_body(&chain(200, " + "), &inputs, &[]).is_ok());
+    // 200 operators: refused at the 200th `+` ("x + " is 4 bytes a term).
+    let e = expr::parse(&chain(201, " + ")).unwrap_err();
+    assert_eq!(e.pos, 4 * 199 + 2, "{e}");
+    assert!(e.message.contains("at most 200 levels"), "{e}");
+    // A call, a negation and a product around a chain of 198 levels: 201 levels.
+    let e = expr::parse(&format!("-exp({}) * x", chain(198, " * "))).unwrap_err();
+    assert!(e.message.contains("nests too deeply"), "{e}");
+    assert!(expr::parse(&format!("exp({}) * x", chain(198, " * "))).is_ok());
 }

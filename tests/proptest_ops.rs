@@ -1,16 +1,22 @@
-//! Property tests: random shapes (1-sized and unaligned dims included), dtypes, attrs and
-//! seeds per catalogue op, twin (built with ASan/UBSan) against the reference.
+//! Property tests: random shapes (1-sized and unaligned dims included), dtype combinations,
+//! attrs, distributions and seeds for every catalogue op, twin (built with ASan/UBSan) against
+//! the reference, through the same `check_case` as `opgen verify`.
 //!
-//! The default run keeps a small budget; `OPGEN_PROPTEST_CASES=2000 cargo test --test
-//! proptest_ops -- --test-threads 2` runs thousands.
+//! The default run keeps a small budget (6 cases per op); `OPGEN_PROPTEST_CASES=300 cargo test
+//! --release --test proptest_ops -- --test-threads 2` runs hundreds per op. Shapes are drawn
+//! here, independently of the families' sweep lists; kv_layout's inputs (slot mappings by
+//! pattern, pre-filled caches) are made by the family from the case seed (`case_inputs`), so
+//! the seed strategies below pick the slot pattern explicitly.
 
 use ascend_opgen::app::verify::check_case;
 use ascend_opgen::codegen::{render_project, Project};
+use ascend_opgen::family::kv_layout::SlotPattern;
 use ascend_opgen::plan::soc;
 use ascend_opgen::spec::{self, AttrValue, OpSpec};
 use ascend_opgen::verify::inputs::Distribution;
 use ascend_opgen::verify::{build_runner, BuildOptions, Case, Runner};
 use proptest::prelude::*;
+use proptest::sample::select;
 use proptest::test_runner::{Config, TestRunner};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -41,11 +47,39 @@ fn runner(spec: &OpSpec, column: usize) -> Runner {
     if let Some(r) = cat.runners.lock().unwrap().get(&key) {
         return r.clone();
     }
-    let r = build_runner(&cat.project, spec, column, BuildOptions::default()).unwrap();
+    let r = build_runner(&cat.project, spec, column, BuildOptions::default())
+        .unwrap_or_else(|e| panic!("{} column {column}: {e}", spec.name));
     cat.runners.lock().unwrap().insert(key, r.clone());
     r
 }
 
+fn op(name: &str) -> OpSpec {
+    catalogue().specs.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("catalogue op {name}")).clone()
+}
+
+/// Runs `cases_per_op()` random cases of `name`: `strategy` draws the parameters, `case` turns
+/// them into (dtype combination, case). A failure names op, dtype, shapes, distribution, seed
+/// and attrs (proptest then prints the shrunk parameters).
+fn check_op<S: Strategy>(name: &str, strategy: S, case: impl Fn(&OpSpec, S::Value) -> (usize, Case)) {
+    let spec = op(name);
+    let mut runner_ = TestRunner::new(Config {
+        cases: cases_per_op(),
+        failure_persistence: None,
+        // Every shrink step is a twin run; a bounded walk still ends at a readable case.
+        max_shrink_iters: 64,
+        ..Config::default()
+    });
+    runner_
+        .run(&strategy, |params| {
+            let (column, case) = case(&spec, params);
+            let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+            check_case(&spec, column, &runner(&spec, column), soc, &case)
+                .map_err(|e| TestCaseError::fail(format!("{e} (seed {}, attrs {:?})", case.seed, case.attrs)))
+        })
+        .unwrap();
+}
+
+/// Every distribution of the sweeps, uniform most often.
 fn distribution() -> impl Strategy<Value = Distribution> {
     prop_oneof![
         4 => Just(Distribution::Uniform5),
@@ -56,6 +90,34 @@ fn distribution() -> impl Strategy<Value = Distribution> {
         1 => Just(Distribution::NanInf),
     ]
 }
+
+/// The distributions without NaN/Inf (int8 quantisation of a row with NaN/Inf is not a contract,
+/// op-semantics §7.8).
+fn finite_distribution() -> impl Strategy<Value = Distribution> {
+    distribution().prop_filter("finite inputs", |d| *d != Distribution::NanInf)
+}
+
+fn column(spec: &OpSpec) -> impl Strategy<Value = usize> {
+    0..spec.columns()
+}
+
+fn named(spec: &OpSpec, shapes: Vec<Vec<usize>>) -> Vec<(String, Vec<usize>)> {
+    spec.inputs.iter().map(|t| t.name.clone()).zip(shapes).collect()
+}
+
+/// The spec's attrs at their defaults, with `overrides` replacing some.
+fn attrs(spec: &OpSpec, overrides: &[(&str, AttrValue)]) -> Vec<(String, AttrValue)> {
+    let mut out: Vec<(String, AttrValue)> =
+        overrides.iter().map(|(n, v)| (n.to_string(), v.clone())).collect();
+    for a in &spec.attrs {
+        if let (Some(d), false) = (&a.default, overrides.iter().any(|(n, _)| *n == a.name)) {
+            out.push((a.name.clone(), d.clone()));
+        }
+    }
+    out
+}
+
+// ---- row_norm: rms_norm, add_rms_norm ----------------------------------------------------------
 
 /// A row length: mostly small and unaligned, sometimes one element, sometimes past the UB
 /// budget (split-D).
@@ -87,25 +149,14 @@ fn row_norm_shape() -> impl Strategy<Value = (Vec<usize>, usize)> {
 }
 
 fn check_row_norm(name: &str) {
-    let cat = catalogue();
-    let spec = cat.specs.iter().find(|s| s.name == name).expect("catalogue op").clone();
-    let mut runner_ =
-        TestRunner::new(Config { cases: cases_per_op(), failure_persistence: None, ..Config::default() });
-    let strategy = (row_norm_shape(), 0..spec.columns(), distribution(), any::<u64>(), 1e-8f64..1e-2);
-    runner_
-        .run(&strategy, |((x, gamma_rank), column, dist, seed, eps)| {
-            let names: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
-            let mut shapes = vec![(names[0].to_string(), x.clone())];
-            if spec.inputs.len() == 3 {
-                shapes.push((names[1].to_string(), x.clone()));
-            }
-            shapes.push((names[names.len() - 1].to_string(), x[x.len() - gamma_rank..].to_vec()));
-            let case =
-                Case { shapes, dist, seed, attrs: vec![("epsilon".to_string(), AttrValue::Float(eps))] };
-            let soc = soc::find(soc::DEFAULT_SOC).unwrap();
-            check_case(&spec, column, &runner(&spec, column), soc, &case).map_err(TestCaseError::fail)
-        })
-        .unwrap();
+    let spec = op(name);
+    let strategy = (row_norm_shape(), column(&spec), distribution(), any::<u64>(), 1e-8f64..1e-2);
+    check_op(name, strategy, |spec, ((x, gamma_rank), column, dist, seed, eps)| {
+        let gamma = x[x.len() - gamma_rank..].to_vec();
+        let shapes = if spec.inputs.len() == 3 { vec![x.clone(), x, gamma] } else { vec![x, gamma] };
+        let attrs = attrs(spec, &[("epsilon", AttrValue::Float(eps))]);
+        (column, Case { shapes: named(spec, shapes), dist, seed, attrs })
+    });
 }
 
 #[test]
@@ -116,4 +167,275 @@ fn rms_norm_random_cases_match_the_reference() {
 #[test]
 fn add_rms_norm_random_cases_match_the_reference() {
     check_row_norm("add_rms_norm");
+}
+
+// ---- rotary: rotary_mul -------------------------------------------------------------------------
+
+/// x's layout and the tables' broadcast (research/op-semantics.md §2.1).
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    /// x [B,S,N,D], r [1,S,1,D].
+    Bsnd1s1d,
+    /// x [B,S,N,D], r [B,S,1,D] (half only).
+    BsndBs1d,
+    /// x [B,N,S,D], r [1,1,S,D].
+    Bnsd11sd,
+    /// x [B,N,S,D], r [B,1,S,D] (half only).
+    BnsdB1sd,
+    /// x [S,B,N,D], r [S,1,1,D].
+    Sbnd,
+    /// x [B,S,N,D], r [B,S,N,D]: nothing broadcast (half only).
+    Full,
+}
+
+impl Layout {
+    fn shapes(self, b: usize, s: usize, n: usize, d: usize) -> (Vec<usize>, Vec<usize>) {
+        match self {
+            Layout::Bsnd1s1d => (vec![b, s, n, d], vec![1, s, 1, d]),
+            Layout::BsndBs1d => (vec![b, s, n, d], vec![b, s, 1, d]),
+            Layout::Bnsd11sd => (vec![b, n, s, d], vec![1, 1, s, d]),
+            Layout::BnsdB1sd => (vec![b, n, s, d], vec![b, 1, s, d]),
+            Layout::Sbnd => (vec![s, b, n, d], vec![s, 1, 1, d]),
+            Layout::Full => (vec![b, s, n, d], vec![b, s, n, d]),
+        }
+    }
+}
+
+/// (mode, layout): interleave takes tables broadcast over batch and heads only (torch_npu).
+fn rotary_mode_layout() -> impl Strategy<Value = (&'static str, Layout)> {
+    use Layout::*;
+    prop_oneof![
+        (Just("half"), select(vec![Bsnd1s1d, BsndBs1d, Bnsd11sd, BnsdB1sd, Sbnd, Full])),
+        (Just("interleave"), select(vec![Bsnd1s1d, Bnsd11sd, Sbnd])),
+    ]
+}
+
+/// An even head dim: the model ones (72, 80, 96: halves that are not whole 32-byte blocks in
+/// 16-bit), tiny ones, and any even D up to 320.
+fn head_dim() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        2 => select(vec![2usize, 4, 8, 16, 64, 72, 80, 96, 128, 136, 256]),
+        1 => (1usize..=160).prop_map(|h| 2 * h),
+    ]
+}
+
+#[test]
+fn rotary_mul_random_cases_match_the_reference() {
+    let spec = op("rotary_mul");
+    let dims = (1usize..4, 1usize..7, 1usize..6, head_dim());
+    let strategy = (rotary_mode_layout(), dims, column(&spec), distribution(), any::<u64>());
+    check_op("rotary_mul", strategy, |spec, ((mode, layout), (b, s, n, d), column, dist, seed)| {
+        let (x, table) = layout.shapes(b, s, n, d);
+        let attrs = attrs(spec, &[("mode", AttrValue::String(mode.to_string()))]);
+        (column, Case { shapes: named(spec, vec![x, table.clone(), table]), dist, seed, attrs })
+    });
+}
+
+// ---- elementwise: gelu_tanh, gelu_erf, fast_gelu, swiglu ---------------------------------------
+
+/// A shape of rank 1 to 4 (rarely up to 8): dims mostly small and unaligned, one dim sometimes
+/// large enough for several tiles per core, at most ~300k elements in all.
+fn elementwise_shape() -> impl Strategy<Value = Vec<usize>> {
+    let dim = prop_oneof![6 => 1usize..40, 2 => Just(1usize), 1 => 40usize..5000];
+    let small = prop::collection::vec(dim, 1..5);
+    let ranked = prop_oneof![
+        8 => small,
+        1 => prop::collection::vec(1usize..4, 5..9),
+        1 => (1usize..8, 20_000usize..40_000).prop_map(|(a, b)| vec![a, b]),
+    ];
+    ranked.prop_map(|mut shape| {
+        // Cap the element count (the twin runs under ASan): shrink the largest dim.
+        while shape.iter().product::<usize>() > 300_000 {
+            let i = (0..shape.len()).max_by_key(|&i| shape[i]).expect("rank >= 1");
+            shape[i] /= 2;
+        }
+        shape
+    })
+}
+
+fn check_elementwise(name: &str) {
+    let spec = op(name);
+    let strategy = (elementwise_shape(), column(&spec), distribution(), any::<u64>());
+    check_op(name, strategy, |spec, (shape, column, dist, seed)| {
+        // Every input (swiglu's gate and up) has the one shape: elementwise ops do not broadcast.
+        let shapes = vec![shape; spec.inputs.len()];
+        (column, Case { shapes: named(spec, shapes), dist, seed, attrs: attrs(spec, &[]) })
+    });
+}
+
+#[test]
+fn gelu_tanh_random_cases_match_the_reference() {
+    check_elementwise("gelu_tanh");
+}
+
+#[test]
+fn gelu_erf_random_cases_match_the_reference() {
+    check_elementwise("gelu_erf");
+}
+
+#[test]
+fn fast_gelu_random_cases_match_the_reference() {
+    check_elementwise("fast_gelu");
+}
+
+#[test]
+fn swiglu_random_cases_match_the_reference() {
+    check_elementwise("swiglu");
+}
+
+// ---- kv_layout: permutes ------------------------------------------------------------------------
+
+/// (B, P, Q, D) of a permute's x: odd sizes, head dims incl. 72 (not 32-byte rows in fp16) and
+/// odd ones, sometimes enough rows for many tiles.
+fn permute_dims() -> impl Strategy<Value = [usize; 4]> {
+    let d = prop_oneof![
+        2 => select(vec![1usize, 3, 7, 16, 64, 72, 80, 96, 128, 256]),
+        1 => 1usize..300,
+    ];
+    let pq = prop_oneof![6 => 1usize..24, 1 => 24usize..300];
+    (1usize..4, pq.clone(), pq, d).prop_map(|(b, p, q, d)| {
+        let mut dims = [b, p, q, d];
+        // At most ~400k elements: shrink P or Q.
+        while dims.iter().product::<usize>() > 400_000 {
+            let i = if dims[1] >= dims[2] { 1 } else { 2 };
+            dims[i] = dims[i].div_ceil(2);
+        }
+        dims
+    })
+}
+
+fn check_permute(name: &str) {
+    let spec = op(name);
+    let strategy = (permute_dims(), column(&spec), distribution(), any::<u64>());
+    check_op(name, strategy, |spec, (dims, column, dist, seed)| {
+        (column, Case { shapes: named(spec, vec![dims.to_vec()]), dist, seed, attrs: attrs(spec, &[]) })
+    });
+}
+
+#[test]
+fn bsnd_to_bnsd_random_cases_match_the_reference() {
+    check_permute("bsnd_to_bnsd");
+}
+
+#[test]
+fn bnsd_to_bsnd_random_cases_match_the_reference() {
+    check_permute("bnsd_to_bsnd");
+}
+
+// ---- kv_layout: paged caches --------------------------------------------------------------------
+
+/// One paged-cache case: tokens, heads, key/value head dims, block size, blocks, whether the
+/// int8 scale caches carry a trailing 1, the slot pattern and the seed.
+#[derive(Debug, Clone)]
+struct CacheParams {
+    tokens: usize,
+    heads: usize,
+    key_dim: usize,
+    value_dim: usize,
+    block_size: usize,
+    num_blocks: usize,
+    trailing_one: bool,
+    pattern: SlotPattern,
+    seed: u64,
+}
+
+/// The slot pattern is read from `seed % 8` by the family's `case_inputs` (prefill runs, decode,
+/// padding with negative and past-the-cache slots, duplicates).
+fn pattern_seed() -> impl Strategy<Value = (SlotPattern, u64)> {
+    (0u64..4, 0u64..1 << 40).prop_map(|(code, high)| {
+        let seed = high * 8 + code;
+        (SlotPattern::of_seed(seed), seed)
+    })
+}
+
+fn cache_params() -> impl Strategy<Value = CacheParams> {
+    let dim = prop_oneof![2 => select(vec![1usize, 16, 20, 36, 64, 72, 80, 96, 128, 256]), 1 => 1usize..300];
+    let block_size = prop_oneof![2 => Just(16usize), 1 => Just(128usize), 2 => 1usize..20];
+    let tokens = prop_oneof![4 => 1usize..40, 1 => 40usize..200];
+    (tokens, 1usize..6, dim.clone(), dim, block_size, 0usize..5, any::<bool>(), any::<bool>(), pattern_seed())
+        .prop_map(
+            |(tokens, heads, key_dim, value_dim, block_size, extra, short, trailing_one, (pattern, seed))| {
+                let needed = tokens.div_ceil(block_size);
+                // Decode draws distinct slots, so it needs a slot per token; the other
+                // patterns may also run on fewer blocks than tokens need (prefill then wraps
+                // its block table: the same slot twice, the later token wins).
+                let num_blocks = if short && pattern != SlotPattern::Decode {
+                    1 + extra.min(needed.saturating_sub(1))
+                } else {
+                    needed + extra
+                };
+                CacheParams {
+                    tokens,
+                    heads,
+                    key_dim,
+                    value_dim,
+                    block_size,
+                    num_blocks,
+                    trailing_one,
+                    pattern,
+                    seed,
+                }
+            },
+        )
+}
+
+fn cache_case(spec: &OpSpec, p: &CacheParams, dist: Distribution) -> Case {
+    assert_eq!(SlotPattern::of_seed(p.seed), p.pattern, "the seed encodes the pattern drawn");
+    let (nb, bs, n) = (p.num_blocks, p.block_size, p.heads);
+    let mut shapes = vec![
+        vec![p.tokens, n, p.key_dim],
+        vec![p.tokens, n, p.value_dim],
+        vec![nb, bs, n, p.key_dim],
+        vec![nb, bs, n, p.value_dim],
+    ];
+    if spec.inputs.len() == 7 {
+        // int8: the float32 scale caches, one per (slot, head), optionally with a trailing 1.
+        shapes.push(vec![nb, bs, n]);
+        shapes.push(if p.trailing_one { vec![nb, bs, n, 1] } else { vec![nb, bs, n] });
+    }
+    shapes.push(vec![p.tokens]);
+    Case { shapes: named(spec, shapes), dist, seed: p.seed, attrs: attrs(spec, &[]) }
+}
+
+#[test]
+fn reshape_and_cache_random_cases_match_the_reference() {
+    let spec = op("reshape_and_cache");
+    let strategy = (cache_params(), column(&spec), distribution());
+    check_op("reshape_and_cache", strategy, |spec, (p, column, dist)| (column, cache_case(spec, &p, dist)));
+}
+
+#[test]
+fn reshape_and_cache_int8_random_cases_match_the_reference() {
+    let spec = op("reshape_and_cache_int8");
+    let strategy = (cache_params(), column(&spec), finite_distribution());
+    check_op("reshape_and_cache_int8", strategy, |spec, (p, column, dist)| {
+        (column, cache_case(spec, &p, dist))
+    });
+}
+
+// ---- kv_layout: dequant_int8 --------------------------------------------------------------------
+
+#[test]
+fn dequant_int8_random_cases_match_the_reference() {
+    let spec = op("dequant_int8");
+    let lead = prop::collection::vec(prop_oneof![4 => 1usize..20, 1 => 20usize..300], 0..4);
+    let d = prop_oneof![2 => select(vec![1usize, 7, 16, 64, 72, 80, 96, 128, 256]), 1 => 1usize..600];
+    let strategy = (lead, d, any::<bool>(), column(&spec), distribution(), any::<u64>());
+    check_op("dequant_int8", strategy, |spec, (mut lead, d, trailing_one, column, dist, seed)| {
+        while lead.iter().product::<usize>() * d > 300_000 {
+            let i = (0..lead.len()).max_by_key(|&i| lead[i]).expect("non-empty when over the cap");
+            lead[i] = lead[i].div_ceil(2);
+        }
+        let mut q = lead.clone();
+        q.push(d);
+        let mut scale = lead;
+        if trailing_one {
+            scale.push(1);
+        }
+        // The output dtype attr names the combination's output dtype (`case_inputs` sets it
+        // so too; a mismatch is a host rejection, not a numerics property).
+        let out = AttrValue::String(spec.outputs[0].dtypes[column].name().to_string());
+        let attrs = attrs(spec, &[("out_dtype", out)]);
+        (column, Case { shapes: named(spec, vec![q, scale]), dist, seed, attrs })
+    });
 }

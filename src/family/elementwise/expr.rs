@@ -168,8 +168,18 @@ struct Parser {
     depth: usize,
 }
 
-/// Nesting deeper than this is refused (it would only exhaust the stack).
+/// Nesting deeper than this is refused, and so is a tree taller than this (a long chain
+/// `x + x + ... + x` is a left-deep tree): every later stage (resolution, canonical form,
+/// lowering, the evaluator, the comment text) walks the tree recursively and would exhaust the
+/// stack.
 const MAX_DEPTH: usize = 200;
+
+/// A parsed subtree and its height (a leaf has height 1).
+type Parsed = (Syntax, usize);
+
+fn too_deep(pos: usize) -> ExprError {
+    ExprError::new(pos, format!("the body nests too deeply: at most {MAX_DEPTH} levels of operations"))
+}
 
 impl Parser {
     fn peek(&self) -> &(usize, Tok) {
@@ -186,62 +196,80 @@ impl Parser {
         self.peek().1 == Tok::Sym(c)
     }
 
-    fn expr(&mut self) -> Result<Syntax, ExprError> {
+    /// `lhs op rhs` with its height, refused past MAX_DEPTH (at the operator).
+    fn bin(at: usize, op: BinOp, (lhs, hl): Parsed, (rhs, hr): Parsed) -> Result<Parsed, ExprError> {
+        let height = 1 + hl.max(hr);
+        if height > MAX_DEPTH {
+            return Err(too_deep(at));
+        }
+        Ok((Syntax::Bin { pos: lhs.pos(), op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, height))
+    }
+
+    fn expr(&mut self) -> Result<Parsed, ExprError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(ExprError::new(self.peek().0, "the body nests too deeply"));
+            return Err(too_deep(self.peek().0));
         }
         let mut lhs = self.term()?;
         while self.sym('+') || self.sym('-') {
-            let (_, tok) = self.bump();
+            let (at, tok) = self.bump();
             let op = if tok == Tok::Sym('+') { BinOp::Add } else { BinOp::Sub };
             let rhs = self.term()?;
-            lhs = Syntax::Bin { pos: lhs.pos(), op, lhs: Box::new(lhs), rhs: Box::new(rhs) };
+            lhs = Self::bin(at, op, lhs, rhs)?;
         }
         self.depth -= 1;
         Ok(lhs)
     }
 
-    fn term(&mut self) -> Result<Syntax, ExprError> {
+    fn term(&mut self) -> Result<Parsed, ExprError> {
         let mut lhs = self.unary()?;
         while self.sym('*') || self.sym('/') {
-            let (_, tok) = self.bump();
+            let (at, tok) = self.bump();
             let op = if tok == Tok::Sym('*') { BinOp::Mul } else { BinOp::Div };
             let rhs = self.unary()?;
-            lhs = Syntax::Bin { pos: lhs.pos(), op, lhs: Box::new(lhs), rhs: Box::new(rhs) };
+            lhs = Self::bin(at, op, lhs, rhs)?;
         }
         Ok(lhs)
     }
 
-    fn unary(&mut self) -> Result<Syntax, ExprError> {
+    fn unary(&mut self) -> Result<Parsed, ExprError> {
         if self.sym('-') || self.sym('+') {
             self.depth += 1;
             if self.depth > MAX_DEPTH {
-                return Err(ExprError::new(self.peek().0, "the body nests too deeply"));
+                return Err(too_deep(self.peek().0));
             }
             let (pos, tok) = self.bump();
-            let arg = self.unary()?;
+            let (arg, height) = self.unary()?;
             self.depth -= 1;
-            return Ok(if tok == Tok::Sym('-') { Syntax::Neg { pos, arg: Box::new(arg) } } else { arg });
+            if tok == Tok::Sym('+') {
+                return Ok((arg, height));
+            }
+            if height + 1 > MAX_DEPTH {
+                return Err(too_deep(pos));
+            }
+            return Ok((Syntax::Neg { pos, arg: Box::new(arg) }, height + 1));
         }
         self.atom()
     }
 
-    fn atom(&mut self) -> Result<Syntax, ExprError> {
+    fn atom(&mut self) -> Result<Parsed, ExprError> {
         let (pos, tok) = self.bump();
         match tok {
-            Tok::Num(value, text) => Ok(Syntax::Num { pos, value, text }),
+            Tok::Num(value, text) => Ok((Syntax::Num { pos, value, text }, 1)),
             Tok::Ident(name) => {
                 if !self.sym('(') {
-                    return Ok(Syntax::Name { pos, name });
+                    return Ok((Syntax::Name { pos, name }, 1));
                 }
                 let (open, _) = self.bump();
                 let mut args = Vec::new();
+                let mut height = 0;
                 if self.sym(')') {
                     return Err(ExprError::new(self.peek().0, format!("`{name}(` needs an argument")));
                 }
                 loop {
-                    args.push(self.expr()?);
+                    let (arg, h) = self.expr()?;
+                    args.push(arg);
+                    height = height.max(h);
                     let (p, t) = self.bump();
                     match t {
                         Tok::Sym(',') => continue,
@@ -257,7 +285,10 @@ impl Parser {
                         }
                     }
                 }
-                Ok(Syntax::Call { pos, name, args })
+                if height + 1 > MAX_DEPTH {
+                    return Err(too_deep(pos));
+                }
+                Ok((Syntax::Call { pos, name, args }, height + 1))
             }
             Tok::Sym('(') => {
                 let inner = self.expr()?;
@@ -285,7 +316,7 @@ pub fn parse(body: &str) -> Result<Syntax, ExprError> {
     if p.peek().1 == Tok::End {
         return Err(ExprError::new(0, "the body is empty"));
     }
-    let e = p.expr()?;
+    let (e, _) = p.expr()?;
     let (pos, t) = p.peek().clone();
     if t != Tok::End {
         let what = match t {

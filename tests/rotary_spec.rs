@@ -3,6 +3,7 @@
 
 use ascend_opgen::family::rotary::{MODES, TILING_FIELDS};
 use ascend_opgen::spec::{self, AttrValue, SpecErrors};
+use ascend_opgen::DType;
 use std::path::Path;
 
 const GOOD: &str = r#"name = "my_rope"
@@ -73,6 +74,9 @@ fn the_catalogue_spec_is_accepted() {
         .expect("kernels/rotary_mul.toml");
     assert_eq!(s.name, "rotary_mul");
     assert_eq!(s.op_type, "OpgenRotaryMul");
+    // float32 is registered (error-free products in the kernel): every tensor in every dtype.
+    let all = [DType::Float16, DType::BFloat16, DType::Float32];
+    assert!(s.inputs.iter().chain(&s.outputs).all(|t| t.dtypes == all), "{:?}", s.inputs);
     assert_eq!(s.attrs[0].default, Some(AttrValue::String("half".into())));
 }
 

@@ -1,46 +1,23 @@
 //! rotary_mul on the CPU twin: the quick verify sweep (1 ULP for 16-bit outputs, the CANN gate),
-//! the kernel's arithmetic bit for bit against a model of CANN's (every dtype, float32
-//! included), and the host tiling's rejections, each with its reason.
+//! the 16-bit kernels' arithmetic bit for bit against a model of CANN's, the float32 kernel's
+//! error-free products where CANN's formula cancels (and its NaN/Inf behaviour), the core split,
+//! and the host tiling's rejections, each with its reason.
 
 use ascend_opgen::app::gen::{load_specs, render};
 use ascend_opgen::app::verify::{case_inputs, run_verify, VerifyOptions};
 use ascend_opgen::family::rotary::mode_of;
 use ascend_opgen::plan::soc;
-use ascend_opgen::reference::rotary::RotaryMode;
+use ascend_opgen::reference::{self, rotary::RotaryMode};
 use ascend_opgen::spec::{AttrValue, OpSpec};
 use ascend_opgen::tensor::{c_strides, HostTensor};
+use ascend_opgen::verify::compare::{compare, Comparison, Tolerance};
 use ascend_opgen::verify::{
     build_runner, cases, run_case, BuildOptions, CaseInput, Runner, Sweep, TwinError,
 };
 use ascend_opgen::DType;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-fn catalogue() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels").join("rotary_mul.toml")
-}
-
-/// The catalogue spec with every dtype column the kernel template supports (float32 included,
-/// whatever the catalogue registers), written to a scratch directory.
-fn all_dtypes_spec_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let text = std::fs::read_to_string(catalogue()).expect("kernels/rotary_mul.toml");
-        let all = "dtypes = [\"float16\", \"bfloat16\", \"float32\"]";
-        let text: String = text
-            .lines()
-            .map(|l| if l.starts_with("dtypes = ") { all.to_string() } else { l.to_string() })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let dir = std::env::temp_dir().join(format!("opgen-rotary-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("rotary_mul.toml"), text + "\n").unwrap();
-        dir
-    })
-}
-
-fn spec_and_runner(dir: Option<&Path>, dtype: DType) -> (OpSpec, Runner) {
-    let specs = load_specs(dir, &["rotary_mul".to_string()]).expect("rotary_mul spec");
+fn spec_and_runner(dtype: DType) -> (OpSpec, Runner) {
+    let specs = load_specs(None, &["rotary_mul".to_string()]).expect("rotary_mul spec");
     let project = render(&specs).expect("render");
     let spec = specs.into_iter().next().unwrap();
     let column = spec.column_for(dtype).expect("dtype column");
@@ -93,26 +70,18 @@ fn cann_model(x: &HostTensor, r1: &HostTensor, r2: &HostTensor, mode: RotaryMode
     HostTensor::from_f64(x.dtype, &x.shape, &y)
 }
 
-/// Every quick-sweep case in every dtype (float32 too) equals the model bit for bit: the kernel
-/// computes exactly CANN's formula, whatever the tolerance of the comparison with the exact
-/// reference.
+/// Every quick-sweep case in float16 and bfloat16 equals the model bit for bit: for 16-bit inputs
+/// the kernel computes exactly CANN's formula (its products are exact in float32).
 #[test]
-fn kernel_matches_cann_arithmetic_bit_for_bit() {
+fn kernel_matches_cann_arithmetic_bit_for_bit_in_16_bit() {
     let soc = soc::find(soc::DEFAULT_SOC).unwrap();
-    for dtype in [DType::Float16, DType::BFloat16, DType::Float32] {
-        let (spec, runner) = spec_and_runner(Some(all_dtypes_spec_dir()), dtype);
+    for dtype in [DType::Float16, DType::BFloat16] {
+        let (spec, runner) = spec_and_runner(dtype);
         let column = spec.column_for(dtype).unwrap();
         for case in cases(&spec, Sweep::Quick) {
             let inputs = case_inputs(&spec, column, &case);
-            let run = run_case(
-                &runner,
-                &spec,
-                soc,
-                &CaseInput { inputs: &inputs, attrs: &case.attrs, inplace: &[] },
-                false,
-            )
-            .unwrap_or_else(|e| panic!("{dtype} {}: {e}", case.label()));
-            let y = &run.outputs[0].1;
+            let y = run(&runner, &spec, soc, &inputs, mode_of(&case.attrs).unwrap())
+                .unwrap_or_else(|e| panic!("{dtype} {}: {e}", case.label()));
             let want = cann_model(&inputs[0].1, &inputs[1].1, &inputs[2].1, mode_of(&case.attrs).unwrap());
             assert_eq!(y.shape, want.shape);
             for i in 0..y.numel() {
@@ -122,6 +91,209 @@ fn kernel_matches_cann_arithmetic_bit_for_bit() {
             }
         }
     }
+}
+
+/// Runs the kernel on (x, r1, r2) and returns y.
+fn run(
+    runner: &Runner,
+    spec: &OpSpec,
+    soc: &soc::Soc,
+    inputs: &[(String, HostTensor)],
+    mode: RotaryMode,
+) -> Result<HostTensor, TwinError> {
+    let mode = match mode {
+        RotaryMode::Half => "half",
+        RotaryMode::Interleave => "interleave",
+    };
+    let attrs = vec![("mode".to_string(), AttrValue::String(mode.to_string()))];
+    let run = run_case(runner, spec, soc, &CaseInput { inputs, attrs: &attrs, inplace: &[] }, false)?;
+    Ok(run.outputs.into_iter().next().expect("y").1)
+}
+
+/// Deterministic uniform numbers in [0, 1) (splitmix64): the tests pick their own inputs.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// ±m·2^k with m in [1, 2) and k uniform in [lo, hi].
+    fn signed_pow2(&mut self, lo: i32, hi: i32) -> f64 {
+        let k = lo + (self.next() * f64::from(hi - lo + 1)) as i32;
+        let sign = if self.next() < 0.5 { -1.0 } else { 1.0 };
+        sign * (1.0 + self.next()) * 2f64.powi(k)
+    }
+}
+
+/// rotate(x)[j] = sign · x[partner] (the reference's definition, op-semantics §2.1).
+fn partner(mode: RotaryMode, d: usize, j: usize) -> (usize, f64) {
+    match mode {
+        RotaryMode::Half if j < d / 2 => (j + d / 2, -1.0),
+        RotaryMode::Half => (j - d / 2, 1.0),
+        RotaryMode::Interleave if j % 2 == 0 => (j + 1, -1.0),
+        RotaryMode::Interleave => (j - 1, 1.0),
+    }
+}
+
+/// float32 inputs where x·r1 and rotate(x)·r2 cancel: x [1, S, 2, D] (BSND, tables [1, S, 1, D],
+/// head 1 = 8 · head 0 so both heads of a table row cancel), |x| from 2^-2 to 2^14 (results on
+/// both sides of the CANN small-value bound 2^-14), r1 in [-1, 1), and
+/// r2 = RNE(−x·r1 / rotate(x) · (1 + δ)) with δ = 0 or ±2^-k, k in [8, 24]: cancellation of
+/// every depth down to the last bit.
+fn cancelling_inputs(mode: RotaryMode, seq: usize, d: usize, seed: u64) -> Vec<(String, HostTensor)> {
+    let mut rng = Rng(seed);
+    let f32_of = |v: f64| f64::from(v as f32);
+    let mut x = vec![0.0; seq * 2 * d];
+    let mut r1 = vec![0.0; seq * d];
+    let mut r2 = vec![0.0; seq * d];
+    for s in 0..seq {
+        let row = &mut x[s * 2 * d..(s * 2 + 1) * d];
+        for v in row.iter_mut() {
+            *v = f32_of(rng.signed_pow2(-2, 13));
+        }
+        for j in 0..d {
+            r1[s * d + j] = f32_of(2.0 * rng.next() - 1.0);
+        }
+        for j in 0..d {
+            let (src, sign) = partner(mode, d, j);
+            let (xj, rot) = (x[s * 2 * d + j], sign * x[s * 2 * d + src]);
+            let delta = if rng.next() < 0.25 { 0.0 } else { rng.signed_pow2(-24, -9) };
+            r2[s * d + j] = f32_of(-xj * r1[s * d + j] / rot * (1.0 + delta));
+        }
+        for j in 0..d {
+            x[(s * 2 + 1) * d + j] = 8.0 * x[s * 2 * d + j];
+        }
+    }
+    vec![
+        ("x".to_string(), HostTensor::from_f64(DType::Float32, &[1, seq, 2, d], &x)),
+        ("r1".to_string(), HostTensor::from_f64(DType::Float32, &[1, seq, 1, d], &r1)),
+        ("r2".to_string(), HostTensor::from_f64(DType::Float32, &[1, seq, 1, d], &r2)),
+    ]
+}
+
+fn exact(inputs: &[(String, HostTensor)], mode: RotaryMode) -> Vec<f64> {
+    reference::rotary::rotary_mul(&inputs[0].1, &inputs[1].1, &inputs[2].1, mode).expect("reference")
+}
+
+/// Where CANN's formula fails the CANN float32 gate (its products cancel), the kernel's
+/// error-free products pass it within 1 ULP of the exact value rounded once, in both modes,
+/// with the rotation by block copies (D = 64) and by Gather (D = 72, 40).
+#[test]
+fn float32_error_free_products_survive_cancellation() {
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let (spec, runner) = spec_and_runner(DType::Float32);
+    let shapes = [(RotaryMode::Half, 64), (RotaryMode::Half, 72), (RotaryMode::Interleave, 40)];
+    for (k, (mode, d)) in shapes.into_iter().enumerate() {
+        let inputs = cancelling_inputs(mode, 24, d, 7 + k as u64);
+        let want = exact(&inputs, mode);
+        let naive = cann_model(&inputs[0].1, &inputs[1].1, &inputs[2].1, mode);
+        let plain: Comparison = compare(&naive, &want, Tolerance::CannOnly);
+        assert!(
+            !plain.passed(),
+            "{mode:?} D={d}: the inputs do not cancel enough to fail CANN's formula: {plain}"
+        );
+        let y = run(&runner, &spec, soc, &inputs, mode).unwrap_or_else(|e| panic!("{mode:?} D={d}: {e}"));
+        let got = compare(&y, &want, Tolerance::CannOnly);
+        assert!(got.passed(), "{mode:?} D={d}: {got}");
+        assert!(got.max_ulp <= 1, "{mode:?} D={d}: {got}");
+    }
+}
+
+/// NaN and ±Inf come out where the reference has them, and where the compensated terms are NaN
+/// but the plain sum is not (|x| above ~8e34: the split's 4097·x overflows), y is the plain sum.
+#[test]
+fn float32_nan_and_inf_propagate_like_the_reference() {
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let (spec, runner) = spec_and_runner(DType::Float32);
+    for mode in [RotaryMode::Half, RotaryMode::Interleave] {
+        let d = 64;
+        let mut inputs = cancelling_inputs(mode, 4, d, 99);
+        let mut set = |i: usize, at: usize, v: f64| inputs[i].1.set_f64(at, v);
+        // x row 0 (head 0 of position 0): infinities, NaN, and huge finite values.
+        set(0, 0, f64::INFINITY);
+        set(0, 3, f64::NEG_INFINITY);
+        set(0, 5, f64::NAN);
+        set(0, 7, 1e36);
+        set(0, 10, -3e38);
+        // x row 2 (head 0 of position 1): a zero times an infinite table entry is NaN.
+        set(0, 2 * d + 12, 0.0);
+        // Tables: an infinite cos and a NaN sin at position 1.
+        set(1, d + 12, f64::INFINITY);
+        set(2, d + 20, f64::NAN);
+        let want = exact(&inputs, mode);
+        let y = run(&runner, &spec, soc, &inputs, mode).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let got = compare(&y, &want, Tolerance::CannOnly);
+        assert!(got.passed() && got.special_mismatches == 0, "{mode:?}: {got}");
+        assert!(want.iter().filter(|g| !g.is_finite()).count() >= 6, "{mode:?}: too few specials");
+        let naive = cann_model(&inputs[0].1, &inputs[1].1, &inputs[2].1, mode);
+        for at in [7, 10] {
+            assert!(y.get_f64(at).is_finite(), "{mode:?} element {at}: {}", y.get_f64(at));
+            assert_eq!(y.bits(at), naive.bits(at), "{mode:?} element {at}: not the plain sum");
+        }
+    }
+}
+
+/// The TilingFunc's core split (plan only): BSND x [B, S, N, 64] with tables [1, S, 1, 64] has
+/// rows (b · S + s) · N + n of table row s. Against an exhaustive search over every grid of
+/// cores: its busiest core moves the fewest rows (x rows plus table rows,
+/// `ceil(S/cs) · (ceil(B/cb) · ceil(N/cn) + 1)`); among those grids it reads each table row the
+/// fewest times (cb · cn); and idle cores join along S, where they cost no table reads. So the
+/// decode shape 4x1x14x64 (56 rows of one table row) keeps 28 cores of 2 rows: 48 would read the
+/// table row 48 times for the same busiest core.
+#[test]
+fn core_split_is_as_good_as_the_exhaustive_search() {
+    let (spec, runner) = spec_and_runner(DType::Float16);
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let cores = soc.vector_cores as usize;
+    let plan = |x: &[usize]| {
+        let table = [1, x[1], 1, x[3]];
+        let inputs = vec![
+            ("x".to_string(), HostTensor::zeros(DType::Float16, x)),
+            ("r1".to_string(), HostTensor::zeros(DType::Float16, &table)),
+            ("r2".to_string(), HostTensor::zeros(DType::Float16, &table)),
+        ];
+        let attrs = vec![("mode".to_string(), AttrValue::String("half".into()))];
+        let run =
+            run_case(&runner, &spec, soc, &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, true)
+                .unwrap_or_else(|e| panic!("x {x:?}: {e}"));
+        let field =
+            |name: &str| run.report["tiling"][name].as_u64().unwrap_or_else(|| panic!("{name}")) as usize;
+        let split = (field("coresPos"), field("coresBo"), field("coresBi"));
+        (split, run.report["block_dim"].as_u64().unwrap() as usize)
+    };
+    let busiest = |(s, b, n): (usize, usize, usize), (cs, cb, cn): (usize, usize, usize)| {
+        s.div_ceil(cs) * (b.div_ceil(cb) * n.div_ceil(cn) + 1)
+    };
+    for b in [2, 3, 7] {
+        for s in [2, 3, 5, 47, 49, 100] {
+            for n in [2, 4, 9, 28] {
+                let (split, block_dim) = plan(&[b, s, n, 64]);
+                let (cs, cb, cn) = split;
+                assert!(cs <= s && cb <= b && cn <= n && block_dim == cs * cb * cn && block_dim <= cores);
+                // (busiest rows, table reads) of the best grids.
+                let mut best = (usize::MAX, usize::MAX);
+                for ts in 1..=s.min(cores) {
+                    for tb in 1..=b.min(cores / ts) {
+                        for tn in 1..=n.min(cores / (ts * tb)) {
+                            best = best.min((busiest((s, b, n), (ts, tb, tn)), tb * tn));
+                        }
+                    }
+                }
+                let x = format!("x [{b}, {s}, {n}, 64]: split {split:?}");
+                assert_eq!((busiest((s, b, n), split), cb * cn), best, "{x}");
+                assert_eq!(cs, s.min(cores / (cb * cn)), "{x}: idle cores left along S");
+            }
+        }
+    }
+    assert_eq!(plan(&[4, 1, 14, 64]), ((1, 1, 28), 28));
+    // 50 positions of 2 heads: the busiest core takes 2 positions (2 · (2 + 1) rows) either way;
+    // shares of ceil(50 / 48) = 2 positions fill 25 cores, balanced shares all 48 (2 take 2).
+    assert_eq!(plan(&[1, 50, 2, 64]).1, 48);
 }
 
 /// Runs x, r1, r2 of the given shapes (zeros) with `mode` and returns the host's rejection.
@@ -162,7 +334,7 @@ const fn refused(
 
 #[test]
 fn host_rejects_bad_shapes_and_modes_with_reasons() {
-    let (spec, runner) = spec_and_runner(None, DType::Float16);
+    let (spec, runner) = spec_and_runner(DType::Float16);
     let cases = [
         refused(&[1, 4, 2, 63], &[1, 4, 1, 63], &[1, 4, 1, 63], "half", "needs an even head dim"),
         refused(&[1, 4, 2, 64], &[1, 4, 1, 64], &[1, 1, 4, 64], "half", "r1 and r2 must have the same shape"),
@@ -206,11 +378,38 @@ fn host_rejects_bad_shapes_and_modes_with_reasons() {
     }
 }
 
+/// float32's work rows (x's and the tables' hi/lo halves) cost UB: D = 3000 (the full sweep's
+/// largest) still plans, with one buffer per table; D = 3400 is refused, saying why.
+#[test]
+fn float32_large_head_dims_plan_or_are_refused_with_the_reason() {
+    let (spec, runner) = spec_and_runner(DType::Float32);
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let plan = |d: usize| {
+        let inputs = vec![
+            ("x".to_string(), HostTensor::zeros(DType::Float32, &[1, 2, 3, d])),
+            ("r1".to_string(), HostTensor::zeros(DType::Float32, &[1, 2, 1, d])),
+            ("r2".to_string(), HostTensor::zeros(DType::Float32, &[1, 2, 1, d])),
+        ];
+        let attrs = vec![("mode".to_string(), AttrValue::String("half".into()))];
+        run_case(&runner, &spec, soc, &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, true)
+    };
+    let run = plan(3000).expect("D = 3000 plans");
+    assert_eq!(run.report["tiling"]["tableBuffers"].as_u64(), Some(1), "{}", run.report["tiling"]);
+    assert_eq!(plan(128).expect("D = 128").report["tiling"]["tableBuffers"].as_u64(), Some(2));
+    match plan(3400) {
+        Err(TwinError::HostRejected(why)) => {
+            assert!(why.contains("head dim 3400 is too large") && why.contains("hi/lo halves"), "{why}")
+        }
+        Err(other) => panic!("D = 3400: expected a host rejection, got {other}"),
+        Ok(_) => panic!("D = 3400 float32 does not fit the UB, but was accepted"),
+    }
+}
+
 /// The shapes the brief calls out that torch_npu refuses run here: D above 896 and a large B·N
 /// in BNSD and interleave (plan only; the sweeps run them).
 #[test]
 fn host_accepts_what_torch_npu_refuses() {
-    let (spec, runner) = spec_and_runner(None, DType::Float16);
+    let (spec, runner) = spec_and_runner(DType::Float16);
     let soc = soc::find(soc::DEFAULT_SOC).unwrap();
     let shapes: &[(&[usize], &[usize], &str)] = &[
         (&[1, 17, 4, 1024], &[1, 17, 1, 1024], "half"),
@@ -264,7 +463,7 @@ fn a_kernel_without_the_rotation_sign_fails_verification() {
 /// Empty tensors (no batch, or a head dim of 0) give empty outputs and no error.
 #[test]
 fn empty_tensors_give_empty_outputs() {
-    let (spec, runner) = spec_and_runner(None, DType::Float16);
+    let (spec, runner) = spec_and_runner(DType::Float16);
     let soc = soc::find(soc::DEFAULT_SOC).unwrap();
     let shapes: &[(&[usize], &[usize])] = &[(&[0, 3, 2, 64], &[1, 3, 1, 64]), (&[1, 3, 2, 0], &[1, 3, 1, 0])];
     for (x, r) in shapes {

@@ -10,15 +10,31 @@
 //! whose half is not whole 32-byte blocks), and loads each cos/sin row once per core for every
 //! head and batch copy that uses it (level-0 Mul with a zero repeat stride on the table row).
 //!
-//! Numerics. The kernel computes CANN's formula, y = RNE(fl(fl(x·r1) + fl(x_rot·r2_signed))) in
-//! float32. For 16-bit inputs both products are exact in float32 (11+11 or 8+8 significant
-//! bits), so y is the exact value rounded to float32 and then to the output dtype: always within
-//! 1 ULP of the reference, even where the two products cancel. For float32 inputs the products
-//! round (relative 2^-24 each), so where x·r1 ≈ −x_rot·r2 the error relative to y is unbounded;
-//! in the full sweep 379 of 45.7 million float32 elements (69 of 243 cases) miss the CANN gate
-//! (MARE < 10·2^-13; small values |y| < 2^-14 held to 2^-30). The kernel's float32 arithmetic is
-//! checked bit for bit against a model of CANN's in tests/rotary_twin.rs; the catalogue spec
-//! registers float32 once the project decides its bar (or the kernel adds error-free products).
+//! Numerics. For 16-bit inputs the kernel computes CANN's formula,
+//! y = RNE(fl(fl(x·r1) + fl(x_rot·r2_signed))) in float32: both products are exact in float32
+//! (11+11 or 8+8 significant bits), so y is the exact value rounded to float32 and then to the
+//! output dtype: always within 1 ULP of the reference, even where the two products cancel (checked
+//! bit for bit against a model of CANN's arithmetic in tests/rotary_twin.rs). For float32 inputs
+//! CANN's products round (relative 2^-24 each), so where x·r1 ≈ −x_rot·r2 that formula has no
+//! relative accuracy (69 of the 243 full-sweep float32 cases missed the CANN gate with it). The
+//! float32 kernel therefore computes the two-term dot product as Ogita–Rump–Oishi Dot2 with
+//! error-free transformations on IEEE float32 vector arithmetic: Veltkamp splits (of the table
+//! rows once per table block, of x once per tile, its halves rotated), Dekker products, TwoSum,
+//! y = s + (t + (e1 + e2)): as accurate as the sum in twice the precision, then rounded. Where
+//! the corrections are NaN but the plain sum s is not (the split overflows for |x| above ~8e34,
+//! Inf − Inf inside the corrections of an infinite product) the kernel outputs s, so NaN and Inf
+//! come out as the reference has them. float32 is judged like every float32 output, by the CANN
+//! gate (`compute_tolerance`); the full sweep measures max 1 ULP from the exact value rounded
+//! once. The price is 4–6x the vector work of the 16-bit path (`opgen report`: 36–48 vector
+//! element operations per element against 6–12), three more float work rows and a mask bit of
+//! UB per x row, and the hi/lo halves of the table rows.
+//!
+//! Cores. The TilingFunc spreads x's rows over a grid of cores along table rows × bcastOuter ×
+//! bcastInner with balanced shares (n / c each, the first n % c one more): the grid whose busiest
+//! core moves the fewest x and table rows, then the fewest table re-reads; idle cores then join
+//! along table rows only, where they read nothing twice. The search is bounded (at most
+//! 2·sqrt(cores) core counts along table rows, each with at most 2·sqrt(cores) splits of the
+//! rest, most of them pruned); tests/rotary_twin.rs checks it against the exhaustive one.
 
 use super::default_attrs;
 use super::row_norm::compute_tolerance;
@@ -137,13 +153,19 @@ pub const TILING_FIELDS: &[TilingField] = &[
         "bcastInner",
         "bi: innermost broadcast dims, rows sharing a table row (N, or B*N of S11D)",
     ),
-    TilingField::u32("posPerCore", "table rows (positions over all groups) per core"),
-    TilingField::u32("boPerCore", "bcastOuter copies per core"),
-    TilingField::u32("biPerCore", "bcastInner rows per core"),
+    TilingField::u32(
+        "coresPos",
+        "cores along the table rows (positions over all groups); along each dim of n rows with c \
+         cores, a core takes n / c and the first n % c cores one more",
+    ),
     TilingField::u32("coresBo", "cores along bcastOuter (core = (pos * coresBo + bo) * coresBi + bi)"),
     TilingField::u32("coresBi", "cores along bcastInner"),
     TilingField::u32("tileRows", "x rows per UB tile (one DataCopyPad each way)"),
     TilingField::u32("tableRows", "cos/sin rows per table block, loaded once and kept for all its x rows"),
+    TilingField::u32(
+        "tableBuffers",
+        "UB buffers per table (2: the next block loads while this one is used; 1 for head dims too large for 2)",
+    ),
     TilingField::u32(
         "rotateByCopy",
         "1: half mode swaps the half rows by block copies (D % 16 == 0), 0: Gather",

@@ -64,9 +64,36 @@ fn plan_prints_split_d_for_a_16k_bf16_row() {
     let text = r.stdout_lossy();
     assert!(text.contains("block dim: 4"), "{text}");
     assert!(text.contains("2 (split-D, two passes)"), "{text}");
-    assert!(text.contains("gammaResident  1"), "{text}");
+    // One row per core: the row stays in UB between the passes; gamma, read once per core
+    // either way, is streamed with the chunks.
+    assert!(text.contains("rowResident    1"), "{text}");
+    assert!(text.contains("gammaResident  0"), "{text}");
+    // Two rows per core: gamma stays resident too, so it is read once per core, not per row.
+    let two = opgen(&["plan", "rms_norm", "--dtype", "bf16", "--shape", "96x16384"]);
+    let two = two.stdout_lossy();
+    assert!(two.contains("rowResident    1") && two.contains("gammaResident  1"), "{two}");
     let short = opgen(&["plan", "rms_norm", "--dtype", "f16", "--shape", "1000x64"]);
     assert!(short.stdout_lossy().contains("1 (several rows per UB pass)"), "{}", short.combined_lossy());
+}
+
+#[test]
+fn plan_spreads_rows_over_every_core_with_one_more_row_on_the_first() {
+    // 64 rows on 48 cores: 16 cores take 2 rows, 32 take 1 (not 32 cores of 2 rows).
+    let r = opgen(&["plan", "rms_norm", "--dtype", "f16", "--shape", "64x128"]);
+    let text = r.stdout_lossy();
+    assert!(text.contains("block dim: 48"), "{}", r.combined_lossy());
+    assert!(text.contains("blockFactor    1 "), "{text}");
+    assert!(text.contains("blockRemainder 16 "), "{text}");
+}
+
+#[test]
+fn plan_computes_the_float_work_in_sub_tiles_when_it_limits_the_pass() {
+    // Qwen2-7B hidden 3584 in float16: with the float32 work of every row of the pass, 2 rows
+    // (14 KiB transfers) fit; computed one row at a time, 4 rows per pass.
+    let r = opgen(&["plan", "rms_norm", "--dtype", "f16", "--shape", "4096x3584"]);
+    let text = r.stdout_lossy();
+    assert!(text.contains("rowFactor      4 "), "{}", r.combined_lossy());
+    assert!(text.contains("subRows        1 "), "{text}");
 }
 
 #[test]

@@ -73,10 +73,32 @@ fn rms_norm_moves_each_streamed_byte_once_on_every_core() {
 }
 
 #[test]
-fn split_d_add_rms_norm_reads_its_inputs_twice_and_writes_once() {
+fn split_d_add_rms_norm_with_the_sum_resident_reads_its_inputs_once() {
+    // A 32768-element float16 row does not fit one pass; its rounded sum (64 KiB) stays in UB
+    // between the passes, so x1 and x2 are read once and x_sum written once, in one transfer.
     let r = row("add_rms_norm", DType::Float16, &[1, 32768]);
     assert!(r.split_d, "{}", r.plan);
+    assert_eq!(r.tiling["rowResident"], 1.0, "{}", r.plan);
     let n = 32768 * 2;
+    for x in ["x1", "x2"] {
+        assert_eq!(r.tensors[x].traffic.read_bytes, n, "{x}");
+    }
+    assert_eq!(r.tensors["y"].traffic.write_bytes, n);
+    assert_eq!(r.tensors["x_sum"].traffic.write_bytes, n);
+    assert_eq!(r.tensors["x_sum"].traffic.write_transfers, 1);
+    assert_eq!(r.tensors["gamma"].traffic.read_bytes, n);
+    assert!((r.bytes_ratio - 1.0).abs() < 1e-3, "{}", r.bytes_ratio);
+    assert_eq!(check(&r, "bytes/min").met, Some(true));
+    assert_eq!(r.eager.as_ref().unwrap().launches, 9);
+}
+
+#[test]
+fn split_d_add_rms_norm_reads_its_inputs_twice_when_the_row_cannot_stay() {
+    // 65536 float32 (256 KiB) cannot stay in UB: pass 2 reads x1 and x2 again.
+    let r = row("add_rms_norm", DType::Float32, &[1, 65536]);
+    assert!(r.split_d, "{}", r.plan);
+    assert_eq!(r.tiling["rowResident"], 0.0, "{}", r.plan);
+    let n = 65536 * 4;
     for x in ["x1", "x2"] {
         assert_eq!(r.tensors[x].traffic.read_bytes, 2 * n, "{x}");
     }
@@ -86,7 +108,6 @@ fn split_d_add_rms_norm_reads_its_inputs_twice_and_writes_once() {
     // (2 + 2 + 1 + 1 + 1) / (1 + 1 + 1 + 1 + 1) streams of n bytes, plus 4 bytes of rstd.
     assert!((r.bytes_ratio - 1.4).abs() < 1e-3, "{}", r.bytes_ratio);
     assert_eq!(check(&r, "bytes/min").met, Some(true));
-    assert_eq!(r.eager.as_ref().unwrap().launches, 9);
 }
 
 #[test]

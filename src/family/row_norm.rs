@@ -128,10 +128,13 @@ pub const TILING_FIELDS: &[TilingField] = &[
     TilingField::u32("numRow", "rows: product of x's leading dims"),
     TilingField::u32("numCol", "elements per row: product of gamma's dims"),
     TilingField::u32("numColAlign", "numCol rounded up to 32 bytes of x's dtype"),
-    TilingField::u32("blockFactor", "rows per core (the last core may get fewer)"),
+    TilingField::u32("blockFactor", "rows per core: numRow / block dim"),
+    TilingField::u32("blockRemainder", "numRow % block dim: cores below this index take one row more"),
     TilingField::u32("rowFactor", "rows per UB pass in modes 0 and 1"),
+    TilingField::u32("subRows", "modes 0/1: rows per float32 sub-tile of a pass (<= rowFactor)"),
     TilingField::u32("colFactor", "elements per chunk in mode 2"),
     TilingField::u32("gammaResident", "mode 2: 1 when gamma stays in UB for every row"),
+    TilingField::u32("rowResident", "mode 2: 1 when the row (x, or add's sum) stays in UB for pass 2"),
     TilingField::f32("epsilon", "added to mean(x^2) before the square root"),
     TilingField::f32("avgFactor", "1/numCol in float32"),
 ];
@@ -146,7 +149,10 @@ pub fn template_extras(spec: &OpSpec) -> serde_json::Map<String, serde_json::Val
 // ---- verification ------------------------------------------------------------------------
 
 /// (x shape, gamma rank): rows × hidden, including unaligned, one-element, split-D (16384,
-/// 32768, 65536 in 16-bit) and multi-dim gamma shapes.
+/// 32768, 65536 in 16-bit) and multi-dim gamma shapes. On the 48 cores of the default SoC,
+/// 100x3584 gives cores more rows than fit one pass, so the float32 work runs in sub-tiles of
+/// the pass (16-bit), and 50x16384 gives two cores two split-D rows each (the resident row and
+/// gamma reused across rows); 64x128 spreads 64 rows over all 48 cores.
 fn shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
     let mut shapes: Vec<(Vec<usize>, usize)> = vec![
         (vec![1, 1], 1),
@@ -172,6 +178,9 @@ fn shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
         }
         shapes.push((vec![2, 7, 3, 5, 2, 9], 3));
     }
+    // Appended after the full sweep's shapes so the seeds (1000 + index) of every other case stay.
+    shapes.push((vec![100, 3584], 1));
+    shapes.push((vec![50, 16384], 1));
     shapes
 }
 

@@ -216,9 +216,12 @@ fn plan_label(spec: &OpSpec, launch: &Launch) -> String {
         Family::RowNorm => match f("mode") as u32 {
             0 => "1 row/pass".to_string(),
             1 => format!("{} rows/pass", f("rowFactor")),
-            _ => {
-                format!("split-D {}{}", f("colFactor"), if f("gammaResident") != 0.0 { " γres" } else { "" })
-            }
+            _ => format!(
+                "split-D {}{}{}",
+                f("colFactor"),
+                if f("rowResident") != 0.0 { " row" } else { "" },
+                if f("gammaResident") != 0.0 { " γres" } else { "" }
+            ),
         },
         _ => String::new(),
     }
@@ -455,8 +458,11 @@ fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
             format!("{n} moved {times:.2}x its minimum{by}")
         })
         .collect();
-    let (limit, what) =
-        if row.split_d { (1.5, "split-D: x read twice by design") } else { (1.0, "single pass") };
+    let (limit, what) = match (row.split_d, row.tiling.get("rowResident").copied().unwrap_or(0.0) != 0.0) {
+        (true, true) => (1.5, "split-D, row resident in UB"),
+        (true, false) => (1.5, "split-D: x read twice by design"),
+        _ => (1.0, "single pass"),
+    };
     let met = row.bytes_ratio <= limit + 0.005;
     let detail = if excess.is_empty() {
         format!("{what}: {:.3}", row.bytes_ratio)
@@ -571,11 +577,16 @@ fn transfer_reason(spec: &OpSpec, row: &Row) -> String {
     let elem = row.dtype.size_bytes() as f64;
     match f("mode") as u32 {
         0 | 1 => format!(
-            ": the UB plan fits {} row(s) of {} per pass (double-buffered streams + float32 work rows per row)",
+            ": the UB plan fits {} row(s) of {} per pass (double-buffered T streams per row + float32 work of {} row(s))",
             f("rowFactor"),
-            kib(f("numCol") * elem)
+            kib(f("numCol") * elem),
+            f("subRows")
         ),
-        _ => format!(": split-D chunks of {} elements", f("colFactor")),
+        _ => format!(
+            ": split-D chunks of {} elements (UB per chunk element: double-buffered T streams + float32 work{})",
+            f("colFactor"),
+            if f("rowResident") != 0.0 { ", next to the resident row" } else { "" }
+        ),
     }
 }
 

@@ -112,13 +112,102 @@ const uint32_t REDUCE_SLOT_BYTES = 32;
 const uint32_t REDUCE_TMP_BYTES = 256;
 const uint32_t MAX_ROWS_PER_COPY = 4095;  // DataCopyPad blockCount limit
 const uint32_t CHUNK_ALIGN = 64;          // split-D chunk, in elements: 32-byte aligned for every dtype
-const uint32_t MIN_RESIDENT_CHUNK = 1024; // below this, stream gamma instead of keeping it in UB
+// Split-D: below this chunk, keep gamma (or the row) streamed rather than resident in UB — a
+// smaller chunk costs more per-chunk overhead (a scalar wait per chunk in pass 1) than it saves.
+const uint32_t MIN_RESIDENT_CHUNK = 1024;
+// A row tile whose transfers are below this is not using the DMA well (the report's 16 KiB).
+const uint64_t LARGE_TRANSFER_BYTES = 16384;
 const uint32_t MODE_WHOLE_ROW = 0;
 const uint32_t MODE_MULTI_ROW = 1;
 const uint32_t MODE_SPLIT_D = 2;
 const uint32_t STREAMS = 3;  // row-sized T streams through the queues: x1, x2 in; sum out (y is counted apart)
 
 static uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+struct Plan {
+    uint64_t mode = MODE_SPLIT_D;
+    uint64_t rowFactor = 0;
+    uint64_t subRows = 0;
+    uint64_t colFactor = 0;
+    uint64_t gammaResident = 0;
+    uint64_t rowResident = 0;
+};
+
+// Modes 0/1. UB per row of the tile: the double-buffered T streams (x1, x2, sum, y), its
+// reduce slot and rstd lane; per row of the float32 sub-tile: the work row (and x's float copy
+// for 16-bit types). Returns false when one row with its float work does not fit.
+static bool PlanRows(uint64_t budget, uint64_t colAlign, uint64_t typeSize, uint64_t maxCoreRows, Plan* plan)
+{
+    const bool fp32Copy = typeSize == 2;
+    const uint64_t streamRow = colAlign * typeSize * BUFFER_NUM * (STREAMS + 1) + REDUCE_SLOT_BYTES + 4 * BUFFER_NUM;
+    const uint64_t floatRow = colAlign * 4 * (fp32Copy ? 2 : 1);
+    const uint64_t fixed = colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0) + REDUCE_TMP_BYTES +
+                           BUFFER_NUM * BLOCK_BYTES;
+    if (fixed + streamRow + floatRow > budget) {
+        return false;
+    }
+    const uint64_t cap = MinU64(MAX_ROWS_PER_COPY, maxCoreRows > 0 ? maxCoreRows : 1);
+    // The float work covers the whole tile when that still gives large transfers...
+    uint64_t rows = MinU64((budget - fixed) / (streamRow + floatRow), cap);
+    uint64_t sub = rows;
+    if (rows < cap && rows * colAlign * typeSize < LARGE_TRANSFER_BYTES) {
+        // ...otherwise it is what limits the tile: compute it a few rows at a time (the same
+        // per-row arithmetic), so the streams get the UB and move more rows per transfer.
+        const uint64_t wide = MinU64((budget - fixed - floatRow) / streamRow, cap);
+        if (wide > rows) {
+            rows = wide;
+            sub = MinU64((budget - fixed - rows * streamRow) / floatRow, rows);
+        }
+    }
+    plan->rowFactor = rows;
+    plan->subRows = sub;
+    plan->mode = rows > 1 ? MODE_MULTI_ROW : MODE_WHOLE_ROW;
+    return true;
+}
+
+// Mode 2, for a row that does not fit: chunks of colFactor elements, two passes per row.
+// Preferred: the row stays resident in UB in x's dtype (the rounded sum, written as x_sum once), so
+// pass 2 reads it from UB, when chunks of at least MIN_RESIDENT_CHUNK remain. gamma is then
+// resident too if the core has several rows and it still fits (it is read once per core instead
+// of once per row); with one row per core both read gamma once, and streaming it gives larger
+// chunks and overlaps its copy with the compute. Otherwise the streamed split-D: pass 2 reads
+// x1 and x2 from GM again, gamma resident when that leaves MIN_RESIDENT_CHUNK chunks.
+static bool PlanSplitD(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxCoreRows,
+                       Plan* plan)
+{
+    const bool fp32Copy = typeSize == 2;
+    const uint64_t chunkFixed = REDUCE_SLOT_BYTES + REDUCE_TMP_BYTES + BUFFER_NUM * BLOCK_BYTES;
+    // Per chunk element: the double-buffered T streams, the float work (and the float copies of
+    // x and gamma for 16-bit types).
+    const uint64_t perElem = typeSize * BUFFER_NUM * (STREAMS + 1) + 4 + (fp32Copy ? 8 : 0);
+    // The resident row replaces one stream: the sum is written to the row, not to a queue.
+    const uint64_t residentPerElem = perElem - typeSize * BUFFER_NUM;
+    const uint64_t gammaStream = typeSize * BUFFER_NUM;
+    const uint64_t rowBytes = colAlign * typeSize;
+    if (chunkFixed + rowBytes < budget) {
+        const uint64_t avail = budget - chunkFixed - rowBytes;
+        if (maxCoreRows > 1 && avail > rowBytes && (avail - rowBytes) / residentPerElem >= MIN_RESIDENT_CHUNK) {
+            plan->rowResident = 1;
+            plan->gammaResident = 1;
+            plan->colFactor = (avail - rowBytes) / residentPerElem;
+        } else if (avail / (residentPerElem + gammaStream) >= MIN_RESIDENT_CHUNK) {
+            plan->rowResident = 1;
+            plan->colFactor = avail / (residentPerElem + gammaStream);
+        }
+    }
+    if (plan->rowResident == 0) {
+        if (chunkFixed + rowBytes < budget && (budget - chunkFixed - rowBytes) / perElem >= MIN_RESIDENT_CHUNK) {
+            plan->gammaResident = 1;
+            plan->colFactor = (budget - chunkFixed - rowBytes) / perElem;
+        } else {
+            plan->colFactor = (budget - chunkFixed) / (perElem + gammaStream);
+        }
+    }
+    // A chunk never needs to be longer than the row.
+    plan->colFactor = MinU64(plan->colFactor / CHUNK_ALIGN * CHUNK_ALIGN, AlignUp(cols, CHUNK_ALIGN));
+    return plan->colFactor > 0;
+}
 
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
@@ -146,7 +235,6 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     } else {
         OPGEN_REJECT("x dtype %d is not float16, bfloat16 or float32", static_cast<int>(dtype));
     }
-    const bool fp32Copy = typeSize == 2;
 
     platform_ascendc::PlatformAscendC platform(context->GetPlatformInfo());
     const uint64_t cores = platform.GetCoreNumAiv();
@@ -159,58 +247,30 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t budget = ubSize - UB_RESERVED_BYTES;
 
     const uint64_t colAlign = AlignUp(cols, BLOCK_BYTES / typeSize);
-    const uint64_t blockFactor = rows == 0 ? 0 : (rows + cores - 1) / cores;
-    const uint64_t blockDim = rows == 0 ? 1 : (rows + blockFactor - 1) / blockFactor;
+    // min(rows, cores) cores each take rows / blockDim rows; the first rows % blockDim take one more.
+    const uint64_t blockDim = rows == 0 ? 1 : MinU64(rows, cores);
+    const uint64_t blockFactor = rows / blockDim;
+    const uint64_t blockRemainder = rows % blockDim;
+    const uint64_t maxCoreRows = blockFactor + (blockRemainder > 0 ? 1 : 0);
 
-    // UB bytes of one row in the row modes: double-buffered T streams in and out, the float
-    // work row (and the float copy of x for 16-bit types), its reduce slot and rstd lane.
-    const uint64_t perRow = colAlign * typeSize * BUFFER_NUM * (STREAMS + 1) + colAlign * 4 * (fp32Copy ? 2 : 1) +
-                            REDUCE_SLOT_BYTES + 4 * BUFFER_NUM;
-    const uint64_t fixed = colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0) + REDUCE_TMP_BYTES +
-                           BUFFER_NUM * BLOCK_BYTES;
-    uint64_t mode = MODE_SPLIT_D;
-    uint64_t rowFactor = 0;
-    uint64_t colFactor = 0;
-    uint64_t gammaResident = 0;
-    if (fixed + perRow <= budget) {
-        rowFactor = (budget - fixed) / perRow;
-        if (rowFactor > MAX_ROWS_PER_COPY) {
-            rowFactor = MAX_ROWS_PER_COPY;
-        }
-        if (blockFactor > 0 && rowFactor > blockFactor) {
-            rowFactor = blockFactor;
-        }
-        if (rowFactor == 0) {
-            rowFactor = 1;
-        }
-        mode = rowFactor > 1 ? MODE_MULTI_ROW : MODE_WHOLE_ROW;
-    } else {
-        // A row does not fit: chunks of colFactor elements, two passes over x.
-        const uint64_t chunkFixed = REDUCE_SLOT_BYTES + REDUCE_TMP_BYTES + BUFFER_NUM * BLOCK_BYTES;
-        const uint64_t perElem = typeSize * BUFFER_NUM * (STREAMS + 1) + 4 + (fp32Copy ? 8 : 0);
-        const uint64_t residentBytes = colAlign * typeSize;
-        if (chunkFixed + residentBytes < budget &&
-            (budget - chunkFixed - residentBytes) / perElem >= MIN_RESIDENT_CHUNK) {
-            gammaResident = 1;
-            colFactor = (budget - chunkFixed - residentBytes) / perElem;
-        } else {
-            colFactor = (budget - chunkFixed) / (perElem + typeSize * BUFFER_NUM);
-        }
-        colFactor = colFactor / CHUNK_ALIGN * CHUNK_ALIGN;
-        if (colFactor == 0) {
-            OPGEN_REJECT("the UB budget of %llu bytes cannot hold one chunk", static_cast<unsigned long long>(budget));
-        }
+    Plan plan;
+    if (!PlanRows(budget, colAlign, typeSize, maxCoreRows, &plan) &&
+        !PlanSplitD(budget, cols, colAlign, typeSize, maxCoreRows, &plan)) {
+        OPGEN_REJECT("the UB budget of %llu bytes cannot hold one chunk", static_cast<unsigned long long>(budget));
     }
 
     OpgenAddRmsNormTilingData tiling;
-    tiling.set_mode(static_cast<uint32_t>(mode));
+    tiling.set_mode(static_cast<uint32_t>(plan.mode));
     tiling.set_numRow(static_cast<uint32_t>(rows));
     tiling.set_numCol(static_cast<uint32_t>(cols));
     tiling.set_numColAlign(static_cast<uint32_t>(colAlign));
     tiling.set_blockFactor(static_cast<uint32_t>(blockFactor));
-    tiling.set_rowFactor(static_cast<uint32_t>(rowFactor));
-    tiling.set_colFactor(static_cast<uint32_t>(colFactor));
-    tiling.set_gammaResident(static_cast<uint32_t>(gammaResident));
+    tiling.set_blockRemainder(static_cast<uint32_t>(blockRemainder));
+    tiling.set_rowFactor(static_cast<uint32_t>(plan.rowFactor));
+    tiling.set_subRows(static_cast<uint32_t>(plan.subRows));
+    tiling.set_colFactor(static_cast<uint32_t>(plan.colFactor));
+    tiling.set_gammaResident(static_cast<uint32_t>(plan.gammaResident));
+    tiling.set_rowResident(static_cast<uint32_t>(plan.rowResident));
     tiling.set_epsilon(*epsilon);
     // CANN's RmsNorm multiplies by a float 1/n rather than dividing: the same here.
     tiling.set_avgFactor(cols == 0 ? 0.0f : 1.0f / static_cast<float>(cols));

@@ -106,15 +106,21 @@ ge::graphStatus Finish(gert::TilingContext* context, optiling::OpgenBnsdToBsndTi
 }
 
 // ---- bnsd_to_bsnd: x [B, P, Q, D] -> y [B, Q, P, D] ------------------------------------------------
-// (P = N, Q = S.) A tile is tileP x tileQ rows of D. P-major tiles read
-// the tile's x rows in one transfer when tileQ = Q (else tileP runs) and write tileQ strided
-// runs; q-major tiles (always tileP = P) read tileP strided runs and write one contiguous y
-// block. The TilingFunc picks the tile that moves the most rows per transfer.
+// (P = N, Q = S.) A tile is tileP x tileQ rows of D, moved GM -> UB -> GM through
+// one double-buffered queue. y's contiguous runs are the rows of one q along P (P rows), so:
+//   P rows of one q reach TARGET_TRANSFER_BYTES: p-major tiles. x comes in as one transfer (one
+//     burst when tileQ = Q), y goes out as tileQ runs of tileP rows; tileP is kept long enough for
+//     the runs to average TARGET_TRANSFER_BYTES, tileQ takes what UB leaves.
+//   else: q-major tiles with tileP = P, whose y rows are one contiguous run (one transfer); x
+//     comes in as P runs of tileQ rows.
+// Then the tiles are cut smaller to give idle cores work, never below those run lengths.
 const uint32_t INPUT_X = 0;
 const uint64_t LAYOUT_P_MAJOR = 0;
 const uint64_t LAYOUT_Q_MAJOR = 1;
-// Below this many bytes per tile, splitting further to reach more cores is not worth it.
-const uint64_t MIN_TILE_BYTES = 16384;
+// DMA transfers below this size waste bandwidth; tiles keep y's above it where the shape allows.
+const uint64_t TARGET_TRANSFER_BYTES = 16384;
+// Per-core tile counts tried when spreading a dim over the cores.
+const uint64_t SPREAD_STEPS = 4;
 
 ge::graphStatus PermuteDims(const gert::Shape& x, uint64_t* dims)
 {
@@ -130,13 +136,32 @@ ge::graphStatus PermuteDims(const gert::Shape& x, uint64_t* dims)
     return ge::GRAPH_SUCCESS;
 }
 
-uint64_t Isqrt(uint64_t v)
+// How many tiles to cut a dim of `units` rows into, for `groups` independent copies of it over
+// `cores` (tiles of one core are consecutive): a count in [lo, hi] that minimises the rows of the
+// busiest core, ceil(groups * tiles / cores) * ceil(units / tiles); the fewest tiles on ties.
+// groups * units <= 2^40 (Dims), so nothing overflows.
+uint64_t SpreadCount(uint64_t units, uint64_t groups, uint64_t cores, uint64_t lo, uint64_t hi)
 {
-    uint64_t r = 0;
-    while ((r + 1) * (r + 1) <= v) {  // v <= 4095: at most 64 steps
-        ++r;
+    uint64_t best = lo;
+    uint64_t bestRows = CeilDiv(groups * lo, cores) * CeilDiv(units, lo);
+    const uint64_t first = CeilDiv(groups * lo, cores);
+    for (uint64_t perCore = first; perCore < first + SPREAD_STEPS; ++perCore) {
+        const uint64_t tiles = MinU64(hi, perCore * cores / groups);
+        if (tiles < lo) {
+            continue;
+        }
+        const uint64_t extent = CeilDiv(units, tiles);
+        const uint64_t used = CeilDiv(units, extent);  // the same extent without an empty tile
+        const uint64_t rows = CeilDiv(groups * used, cores) * extent;
+        if (rows < bestRows) {
+            best = used;
+            bestRows = rows;
+        }
+        if (tiles == hi) {
+            break;
+        }
     }
-    return r > 0 ? r : 1;
+    return best;
 }
 }  // namespace
 
@@ -192,8 +217,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         OPGEN_REJECT("a row of %llu bytes (head_dim %llu) does not fit a UB buffer of %llu bytes", Ull(rowBytes),
                      Ull(d), Ull(perBuffer));
     }
-    // Rows a UB buffer holds; one DataCopyPad moves at most MAX_BLOCK_COUNT of them.
-    const uint64_t capacity = MinU64(MAX_BLOCK_COUNT, perBuffer / slotBytes);
+    // Rows a tile may hold: one UB buffer, and one DataCopyPad moves at most MAX_BLOCK_COUNT rows.
+    const uint64_t rowsMax = MinU64(MAX_BLOCK_COUNT, perBuffer / slotBytes);
 
     uint64_t layout = LAYOUT_P_MAJOR;
     uint64_t tileP = 1;
@@ -202,60 +227,45 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint64_t tilesQ = 0;
     uint64_t tiles = 0;
     if (batch != 0 && p != 0 && q != 0 && d != 0) {
-        // Candidate tiles; the one moving the most rows per DMA transfer wins (ties: the first).
-        //   0: p-major, tileQ = Q: one read, tileQ strided writes per tile
-        //   1: q-major, tileP = P: tileP strided reads, one write per tile
-        //   2: p-major square-ish tiles, for when both dims are long: tileP reads, tileQ writes
-        const uint64_t side = Isqrt(capacity);
-        const uint64_t candidates[3][3] = {
-            {LAYOUT_P_MAJOR, q <= capacity ? MinU64(p, capacity / q) : 0, q},
-            {LAYOUT_Q_MAJOR, p, p <= capacity ? MinU64(q, capacity / p) : 0},
-            {LAYOUT_P_MAJOR, MinU64(p, capacity / MinU64(q, side)), MinU64(q, side)},
-        };
-        uint64_t bestRows = 0;
-        uint64_t bestTransfers = 1;
-        for (int c = 0; c < 3; ++c) {
-            const uint64_t cp = candidates[c][1];
-            const uint64_t cq = candidates[c][2];
-            if (cp == 0 || cq == 0) {
-                continue;
-            }
-            const bool pMajor = candidates[c][0] == LAYOUT_P_MAJOR;
-            const uint64_t reads = pMajor && cq == q ? 1 : cp;
-            const uint64_t writes = pMajor ? cq : 1;
-            if (cp * cq * bestTransfers > bestRows * (reads + writes)) {
-                layout = candidates[c][0];
-                tileP = cp;
-                tileQ = cq;
-                bestRows = cp * cq;
-                bestTransfers = reads + writes;
+        const uint64_t run = p * rowBytes;  // y bytes of one q: its longest contiguous run
+        if (run < TARGET_TRANSFER_BYTES && p <= rowsMax) {
+            // Whole-P q-major tiles: each tile's y rows are one run of tileQ * P rows. At most
+            // q * run / TARGET tiles along Q keep the y transfers at TARGET on average.
+            layout = LAYOUT_Q_MAJOR;
+            tileP = p;
+            tilesP = 1;
+            const uint64_t lo = CeilDiv(q, MinU64(q, rowsMax / p));
+            const uint64_t hi = MaxU64(lo, MinU64(q, q * run / TARGET_TRANSFER_BYTES));
+            tilesQ = SpreadCount(q, batch, cores, lo, hi);
+            tileQ = CeilDiv(q, tilesQ);
+        } else {
+            // p-major: y transfers are runs of tileP rows, which average TARGET with at most
+            // run / TARGET tiles along P; take the q rows UB leaves beside the shortest such run.
+            const uint64_t hiP = MaxU64(1, MinU64(p, run / TARGET_TRANSFER_BYTES));
+            const uint64_t minP = MinU64(CeilDiv(p, hiP), rowsMax);
+            tileQ = MinU64(q, rowsMax / minP);
+            tilesQ = CeilDiv(q, tileQ);
+            tileQ = CeilDiv(q, tilesQ);
+            const uint64_t loP = CeilDiv(p, MinU64(p, rowsMax / tileQ));
+            tilesP = SpreadCount(p, batch * tilesQ, cores, loP, MaxU64(loP, hiP));
+            tileP = CeilDiv(p, tilesP);
+            if (batch * tilesP * tilesQ < cores && tileQ > 1) {
+                // Cores still idle: cut Q as well (y runs keep their length, x runs shorten).
+                tilesQ = SpreadCount(q, batch * tilesP, cores, tilesQ, q);
+                tileQ = CeilDiv(q, tilesQ);
             }
         }
         tilesP = CeilDiv(p, tileP);
         tilesQ = CeilDiv(q, tileQ);
         tiles = batch * tilesP * tilesQ;
-        if (tiles < cores) {
-            // Too few tiles for the cores: split the dim that is not kept whole, down to tiles of
-            // MIN_TILE_BYTES.
-            if (layout == LAYOUT_P_MAJOR) {
-                const uint64_t wanted = CeilDiv(cores, batch * tilesQ);
-                const uint64_t floorRows = CeilDiv(MIN_TILE_BYTES, tileQ * slotBytes);
-                tileP = MinU64(tileP, MaxU64(floorRows, CeilDiv(p, wanted)));
-            } else {
-                const uint64_t wanted = CeilDiv(cores, batch * tilesP);
-                const uint64_t floorRows = CeilDiv(MIN_TILE_BYTES, tileP * slotBytes);
-                tileQ = MinU64(tileQ, MaxU64(floorRows, CeilDiv(q, wanted)));
-            }
-            tilesP = CeilDiv(p, tileP);
-            tilesQ = CeilDiv(q, tileQ);
-            tiles = batch * tilesP * tilesQ;
-        }
         if (tiles > U32_MAX) {
             OPGEN_REJECT("%llu tiles: element counts past the index type", Ull(tiles));
         }
     }
-    const uint64_t blockFactor = tiles == 0 ? 0 : CeilDiv(tiles, cores);
-    const uint64_t blockDim = tiles == 0 ? 1 : CeilDiv(tiles, blockFactor);
+    // Consecutive tiles per core, as even as can be: the first `extra` cores take one more.
+    const uint64_t blockDim = tiles == 0 ? 1 : MinU64(tiles, cores);
+    const uint64_t perCore = tiles / blockDim;
+    const uint64_t extra = tiles % blockDim;
 
     OpgenBnsdToBsndTilingData tiling;
     tiling.set_batch(static_cast<uint32_t>(batch));
@@ -268,7 +278,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_tilesP(static_cast<uint32_t>(tilesP));
     tiling.set_tilesQ(static_cast<uint32_t>(tilesQ));
     tiling.set_tileCount(static_cast<uint32_t>(tiles));
-    tiling.set_blockFactor(static_cast<uint32_t>(blockFactor));
+    tiling.set_tilesPerCore(static_cast<uint32_t>(perCore));
+    tiling.set_extraTiles(static_cast<uint32_t>(extra));
     tiling.set_slotBytes(static_cast<uint32_t>(slotBytes));
     return Finish(context, tiling, blockDim);
 }

@@ -12,13 +12,14 @@ TILING_DATA_FIELD_DEF(uint32_t, batch);  // B: dim 0 of x and y
 TILING_DATA_FIELD_DEF(uint32_t, dimP);  // P: dim 1 of x (S for bsnd_to_bnsd, N for bnsd_to_bsnd), dim 2 of y
 TILING_DATA_FIELD_DEF(uint32_t, dimQ);  // Q: dim 2 of x, dim 1 of y
 TILING_DATA_FIELD_DEF(uint32_t, headDim);  // D: elements of one row (the last dim)
-TILING_DATA_FIELD_DEF(uint32_t, layout);  // 0: UB rows p-major (one read per tile when tileQ = Q), 1: q-major, tileP = P (one write per tile)
+TILING_DATA_FIELD_DEF(uint32_t, layout);  // 0: UB rows p-major (x read in one transfer, y written as tileQ runs), 1: q-major with tileP = P (y written as one run)
 TILING_DATA_FIELD_DEF(uint32_t, tileP);  // rows of a tile along P
 TILING_DATA_FIELD_DEF(uint32_t, tileQ);  // rows of a tile along Q
 TILING_DATA_FIELD_DEF(uint32_t, tilesP);  // ceil(P / tileP)
 TILING_DATA_FIELD_DEF(uint32_t, tilesQ);  // ceil(Q / tileQ)
 TILING_DATA_FIELD_DEF(uint32_t, tileCount);  // B * tilesP * tilesQ
-TILING_DATA_FIELD_DEF(uint32_t, blockFactor);  // tiles per core (the last core may get fewer)
+TILING_DATA_FIELD_DEF(uint32_t, tilesPerCore);  // tiles of every core: tileCount / blockDim
+TILING_DATA_FIELD_DEF(uint32_t, extraTiles);  // tileCount % blockDim: cores below this index take one tile more
 TILING_DATA_FIELD_DEF(uint32_t, slotBytes);  // UB bytes of one row: D * sizeof(T) rounded up to 32
 END_TILING_DATA_DEF;
 

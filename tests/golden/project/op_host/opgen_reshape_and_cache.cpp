@@ -113,7 +113,10 @@ const uint32_t INPUT_VALUE_CACHE = 3;
 const uint32_t INPUT_SLOTS = 4;
 const uint32_t INPUTS = INPUT_SLOTS + 1;
 const uint64_t MAX_SLOT_CHUNK = 2048;  // slot-mapping entries per UB read
-const uint64_t GROUPS_PER_CORE = 4;    // slot groups per core: balance for runs of consecutive slots
+const uint64_t GROUPS_PER_CORE = 4;    // slot groups per core, at most: balance for scattered blocks
+// A run of consecutive slots is cut at its group's end; groups of this many bytes of key (or
+// value) rows keep a prefill run's transfers at least this large.
+const uint64_t TARGET_TRANSFER_BYTES = 16384;
 const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
 
 struct Geometry {
@@ -239,9 +242,16 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     }
     // Every core reads the whole slot mapping and handles the tokens whose slot lies in one of
     // its groups (slot s: group s / slotGroup, core group % blockDim). All tokens writing one
-    // slot meet on one core, in token order, so the later token wins on every core count.
+    // slot meet on one core, in token order, so the later token wins on every core count; no
+    // core can tell whether a token of another core names its slot without reading that slot.
+    // Groups: up to GROUPS_PER_CORE per core (shuffled block tables spread evenly), but no
+    // shorter than TARGET_TRANSFER_BYTES of a token's key or value rows where the tokens allow
+    // (a prefill of consecutive slots then moves runs of at least that size).
     const uint64_t blockDim = MaxU64(1, MinU64(cores, g.tokens));
-    const uint64_t slotGroup = MaxU64(1, CeilDiv(g.tokens, blockDim * GROUPS_PER_CORE));
+    const uint64_t tokenBytes = g.heads * MinU64(g.keyDim * keySize, g.valueDim * valueSize);
+    const uint64_t minGroup = CeilDiv(TARGET_TRANSFER_BYTES, MaxU64(1, tokenBytes));
+    const uint64_t groupsPerCore = MaxU64(1, MinU64(GROUPS_PER_CORE, g.tokens / (blockDim * minGroup)));
+    const uint64_t slotGroup = MaxU64(1, CeilDiv(g.tokens, blockDim * groupsPerCore));
     const uint64_t slotChunk = AlignUp(MaxU64(1, MinU64(g.tokens, MAX_SLOT_CHUNK)), BLOCK_BYTES / sizeof(int32_t));
     const uint64_t fixed = AlignUp(slotChunk * slotSize, BLOCK_BYTES) + BLOCK_BYTES;  // slots, the count
     if (budget <= fixed) {

@@ -12,10 +12,13 @@ TILING_DATA_FIELD_DEF(uint32_t, mode);  // 0 whole row per UB pass, 1 several ro
 TILING_DATA_FIELD_DEF(uint32_t, numRow);  // rows: product of x's leading dims
 TILING_DATA_FIELD_DEF(uint32_t, numCol);  // elements per row: product of gamma's dims
 TILING_DATA_FIELD_DEF(uint32_t, numColAlign);  // numCol rounded up to 32 bytes of x's dtype
-TILING_DATA_FIELD_DEF(uint32_t, blockFactor);  // rows per core (the last core may get fewer)
+TILING_DATA_FIELD_DEF(uint32_t, blockFactor);  // rows per core: numRow / block dim
+TILING_DATA_FIELD_DEF(uint32_t, blockRemainder);  // numRow % block dim: cores below this index take one row more
 TILING_DATA_FIELD_DEF(uint32_t, rowFactor);  // rows per UB pass in modes 0 and 1
+TILING_DATA_FIELD_DEF(uint32_t, subRows);  // modes 0/1: rows per float32 sub-tile of a pass (<= rowFactor)
 TILING_DATA_FIELD_DEF(uint32_t, colFactor);  // elements per chunk in mode 2
 TILING_DATA_FIELD_DEF(uint32_t, gammaResident);  // mode 2: 1 when gamma stays in UB for every row
+TILING_DATA_FIELD_DEF(uint32_t, rowResident);  // mode 2: 1 when the row (x, or add's sum) stays in UB for pass 2
 TILING_DATA_FIELD_DEF(float, epsilon);  // added to mean(x^2) before the square root
 TILING_DATA_FIELD_DEF(float, avgFactor);  // 1/numCol in float32
 END_TILING_DATA_DEF;

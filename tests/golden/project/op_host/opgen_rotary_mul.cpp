@@ -193,52 +193,115 @@ const uint32_t BLOCK_BYTES = 32;
 const uint64_t UB_RESERVED_BYTES = 8192;
 const uint64_t BUFFER_NUM = 2;
 const uint64_t MAX_ROWS_PER_COPY = 4095;  // DataCopyPad blockCount limit
+const uint64_t REPEAT_BYTES = 256;        // one vector repeat; Compare counts whole repeats
+const uint64_t MAX_CORES = 4096;          // keeps SplitCores' products within 64 bits
 
 static uint64_t CeilDiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 static uint64_t Min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint32_t Min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+// ceil(a / b) for a, b >= 1, in 32 bits (the split's divisions are most of its cost).
+static uint32_t Up32(uint32_t a, uint32_t b) { return (a - 1) / b + 1; }
 
-// How the rows are spread: cores along positions x bcastOuter x bcastInner.
+// How the rows are spread: cores along positions x bcastOuter x bcastInner. Along each dim of
+// n with c cores, every core takes n / c and the first n % c cores one more (the kernel's
+// Share), so c <= n cores all have work and the busiest takes ceil(n / c).
 struct CoreSplit {
-    uint64_t posPerCore;
-    uint64_t boPerCore;
-    uint64_t biPerCore;
-    uint64_t coresPos;
-    uint64_t coresBo;
-    uint64_t coresBi;
+    uint32_t coresPos;
+    uint32_t coresBo;
+    uint32_t coresBi;
 };
+
+// The split of the m * n x rows of one table row (m <= n: bcastOuter and bcastInner, smaller
+// first) over at most `left` cores: fewest rows on the busiest core, ceil(m / cm) * ceil(n / cn),
+// then the fewest cores (each re-reads the table row). Only the largest cm with a given
+// left / cm can be best (same cn, fewer rows), so cm runs over at most 2 sqrt(left) values; the
+// winner then shrinks to the fewest cores that give its rows.
+struct PairSplit {
+    uint64_t rows;
+    uint32_t cm;
+    uint32_t cn;
+};
+static PairSplit SplitPair(uint32_t m, uint32_t n, uint32_t left)
+{
+    const uint32_t maxCm = Min32(m, left);
+    if (maxCm == 1) {
+        const uint32_t nn = Up32(n, Min32(n, left));
+        return {static_cast<uint64_t>(m) * nn, 1, Up32(n, nn)};
+    }
+    PairSplit best = {UINT64_MAX, 1, 1};
+    uint64_t bestCores = UINT64_MAX;
+    for (uint32_t cm = 1; cm <= maxCm;) {
+        const uint32_t q = left / cm;
+        const uint32_t top = Min32(left / q, maxCm);
+        const uint32_t mm = Up32(m, top);
+        const uint32_t nn = Up32(n, Min32(n, q));
+        const uint64_t rows = static_cast<uint64_t>(mm) * nn;
+        if (rows <= best.rows) {
+            const uint32_t um = Up32(m, mm);
+            const uint32_t un = Up32(n, nn);
+            const uint64_t used = static_cast<uint64_t>(um) * un;
+            if (rows < best.rows || used < bestCores) {
+                best = {rows, um, un};
+                bestCores = used;
+            }
+        }
+        cm = top + 1;
+    }
+    return best;
+}
 
 // The split that moves the fewest rows through the busiest core: its x rows (read and written)
 // plus its table rows (r1 and r2 read once each), so spreading one position's heads over cores
-// is paid for by the table rows every one of those cores reads. Among equals, the split that
-// reads the tables the fewest times. At most cores x cores candidates: no loop over elements.
-static CoreSplit SplitCores(const RowLayout& l, uint64_t cores)
+// is paid for by the table rows every one of those cores reads; among equals, the one that
+// reads the tables the fewest times. Then idle cores join along positions, where they add no
+// table reads (and no rows to the busiest core): more cores only where no more bytes move. A
+// core added along the broadcast dims would read its table rows once more, so a decode shape
+// whose rows all share one table row keeps the fewest cores that give its busiest core.
+//
+// A bounded search, not a loop over every grid: cp, the cores along positions, runs down over
+// the largest value of each cores / cp (at most 2 sqrt(cores) values; the cores left per
+// position are all that differ in between, and more cp only shortens the busiest core's
+// positions). With cp or fewer, the busiest core moves at least P*O*I/cores + P/cp rows, which
+// only grows as cp falls: once that exceeds the best, no smaller cp can win. A cp whose
+// positions even a perfect split of its left cores, O*I/left rows, cannot bring to the best is
+// skipped; the others take SplitPair. Needs rows < 2^32 (checked by Layout) and cores <=
+// MAX_CORES, so no product below leaves 64 bits.
+static CoreSplit SplitCores(const RowLayout& l, uint32_t cores)
 {
-    const uint64_t positions = l.groups * l.positions;
-    CoreSplit best = {positions, l.bcastOuter, l.bcastInner, 1, 1, 1};
-    uint64_t bestRows = positions * l.bcastOuter * l.bcastInner + positions;
+    const uint32_t positions = static_cast<uint32_t>(l.groups * l.positions);
+    const uint32_t outer = static_cast<uint32_t>(l.bcastOuter);
+    const uint32_t inner = static_cast<uint32_t>(l.bcastInner);
+    const bool outerFirst = outer <= inner;
+    const uint32_t m = outerFirst ? outer : inner;
+    const uint32_t n = outerFirst ? inner : outer;
+    const uint64_t perPosition = static_cast<uint64_t>(outer) * inner;
+    const uint64_t rows = positions * perPosition;
+    uint64_t bestRows = positions * (perPosition + 1);  // one core
     uint64_t bestReads = 1;
-    for (uint64_t cp = 1; cp <= Min(positions, cores); ++cp) {
-        const uint64_t pp = CeilDiv(positions, cp);
-        const uint64_t up = CeilDiv(positions, pp);
-        for (uint64_t cb = 1; cb <= Min(l.bcastOuter, cores / up); ++cb) {
-            const uint64_t bb = CeilDiv(l.bcastOuter, cb);
-            const uint64_t ub = CeilDiv(l.bcastOuter, bb);
-            const uint64_t ci = Min(l.bcastInner, cores / (up * ub));
-            if (ci == 0) {
-                continue;
-            }
-            const uint64_t ii = CeilDiv(l.bcastInner, ci);
-            const uint64_t ui = CeilDiv(l.bcastInner, ii);
-            const uint64_t rows = pp * bb * ii + pp;
-            const uint64_t reads = ub * ui;
-            if (rows < bestRows || (rows == bestRows && reads < bestReads)) {
-                best = {pp, bb, ii, up, ub, ui};
-                bestRows = rows;
+    uint32_t bestCp = 1;
+    PairSplit bestPair = {perPosition, 1, 1};
+    for (uint32_t cp = Min32(positions, cores); cp >= 1;) {
+        if (rows * cp + static_cast<uint64_t>(positions) * cores > bestRows * cores * cp) {
+            break;
+        }
+        const uint32_t left = cores / cp;
+        const uint64_t pp = Up32(positions, cp);
+        if (pp * (perPosition + left) <= bestRows * left) {
+            const PairSplit pair = SplitPair(m, n, left);
+            const uint64_t busiest = pp * (pair.rows + 1);
+            const uint64_t reads = static_cast<uint64_t>(pair.cm) * pair.cn;
+            if (busiest < bestRows || (busiest == bestRows && reads < bestReads)) {
+                bestRows = busiest;
                 bestReads = reads;
+                bestCp = Up32(positions, static_cast<uint32_t>(pp));
+                bestPair = pair;
             }
         }
+        cp = cores / (left + 1);  // the largest cp with more cores left per position
     }
-    return best;
+    CoreSplit split = {bestCp, outerFirst ? bestPair.cm : bestPair.cn, outerFirst ? bestPair.cn : bestPair.cm};
+    split.coresPos = Min32(positions, cores / (split.coresBo * split.coresBi));
+    return split;
 }
 
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
@@ -273,15 +336,20 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         OPGEN_REJECT("x dtype %d is not float16, bfloat16 or float32", static_cast<int>(dtype));
     }
     const bool fp32Copy = typeSize == 2;
+    // float32 inputs take the compensated (error-free product) path of the kernel.
+    const bool compensated = typeSize == 4;
 
     platform_ascendc::PlatformAscendC platform(context->GetPlatformInfo());
-    const uint64_t cores = platform.GetCoreNumAiv();
+    const uint64_t coreNum = platform.GetCoreNumAiv();
     uint64_t ubSize = 0;
     platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
-    if (cores == 0 || ubSize <= UB_RESERVED_BYTES) {
-        OPGEN_REJECT("the platform reports %llu vector cores and %llu bytes of UB",
-                     static_cast<unsigned long long>(cores), static_cast<unsigned long long>(ubSize));
+    if (coreNum == 0 || coreNum > MAX_CORES || ubSize <= UB_RESERVED_BYTES) {
+        OPGEN_REJECT("the platform reports %llu vector cores and %llu bytes of UB (planned for: 1 to %llu cores, "
+                     "more than %llu bytes of UB)",
+                     static_cast<unsigned long long>(coreNum), static_cast<unsigned long long>(ubSize),
+                     static_cast<unsigned long long>(MAX_CORES), static_cast<unsigned long long>(UB_RESERVED_BYTES));
     }
+    const uint32_t cores = static_cast<uint32_t>(coreNum);
     const uint64_t budget = ubSize - UB_RESERVED_BYTES;
 
     // UB row stride: D rounded up to 32 bytes of the dtype (DataCopyPad's row slots); the
@@ -291,41 +359,61 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     // otherwise (interleave, or e.g. D = 72) a Gather does it with per-element offsets.
     const uint64_t rotateByCopy = (mode == MODE_HALF && l.headDim % 16 == 0) ? 1 : 0;
     // Bytes per x row in a tile: double-buffered x in and y out, the float32 copy of x (16-bit
-    // types), the rotated row and, without the block copies, its gather offsets.
-    const uint64_t rowBytes = width * (typeSize * BUFFER_NUM * 2 + (fp32Copy ? 4 : 0) + 4 + (rotateByCopy ? 0 : 4));
-    // Bytes per table row: cos and sin as loaded (double-buffered, so the next block's copy
-    // overlaps this block's tiles), their float32 copies (16-bit types) and, in interleave mode,
-    // the +-1 row that turns sin into the signed sin of the pair swap.
-    const uint64_t tableRow = width * (typeSize * 2 * BUFFER_NUM + (fp32Copy ? 8 : 0) + (mode == MODE_HALF ? 0 : 4));
+    // types), the rotated row, without the block copies its gather offsets and, for float32,
+    // three work rows of the error-free products plus one mask bit per element.
+    const uint64_t rowBytes =
+        width * (typeSize * BUFFER_NUM * 2 + (fp32Copy ? 4 : 0) + 4 + (rotateByCopy ? 0 : 4) + (compensated ? 12 : 0)) +
+        (compensated ? width / 8 : 0);
+    // float32 rounds y's buffers up to whole 256-byte repeats (Compare's unit) and the mask up
+    // to 32 bytes: a fixed slack per tile, whatever its rows.
+    const uint64_t tileSlack = compensated ? BUFFER_NUM * REPEAT_BYTES + 2 * BLOCK_BYTES : 0;
+    // Bytes per table row: cos and sin as loaded (`buffers` of each: with 2 the next block's
+    // copy overlaps this block's tiles), their float32 copies (16-bit types) or their hi/lo
+    // halves (float32) and, in interleave mode, the +-1 row that turns sin into the signed sin
+    // of the pair swap.
+    const auto tableRowBytes = [&](uint64_t buffers) {
+        return width * (typeSize * 2 * buffers + (compensated ? 16 : 8) + (mode == MODE_HALF ? 0 : 4));
+    };
 
     const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
-    CoreSplit split = {0, 0, 0, 1, 1, 1};
+    CoreSplit split = {1, 1, 1};
     uint64_t tileRows = 0;
     uint64_t tableRows = 0;
+    uint64_t tableBuffers = BUFFER_NUM;
     if (rows > 0 && l.headDim > 0) {
         split = SplitCores(l, cores);
+        const uint64_t avail = budget - tileSlack;
+        // A head dim so large that one x row and one double-buffered table row do not fit
+        // loads its table rows into one buffer each (the next block's copy then waits for this
+        // block's tiles) rather than being refused.
+        if (avail < rowBytes + tableRowBytes(BUFFER_NUM)) {
+            tableBuffers = 1;
+        }
+        const uint64_t tableRow = tableRowBytes(tableBuffers);
         if (split.coresBi == 1 && l.bcastInner <= MAX_ROWS_PER_COPY) {
             // Whole positions per tile: k table rows and all their bcastInner rows (for BNSD,
             // bcastInner is 1 and tile rows are table rows).
-            tableRows = Min(Min(budget / (l.bcastInner * rowBytes + tableRow), split.posPerCore),
+            const uint64_t posPerCore = CeilDiv(l.groups * l.positions, split.coresPos);
+            tableRows = Min(Min(avail / (l.bcastInner * rowBytes + tableRow), posPerCore),
                             MAX_ROWS_PER_COPY / l.bcastInner);
             tileRows = tableRows * l.bcastInner;
         }
-        if (tileRows == 0 && budget > tableRow) {
+        if (tileRows == 0 && avail > tableRow) {
             // One position per block, its rows in chunks that all use the one table row.
             tableRows = 1;
-            tileRows = Min(Min((budget - tableRow) / rowBytes, MAX_ROWS_PER_COPY), split.biPerCore);
+            tileRows = Min(Min((avail - tableRow) / rowBytes, MAX_ROWS_PER_COPY),
+                           CeilDiv(l.bcastInner, split.coresBi));
         }
         if (tileRows == 0) {
-            OPGEN_REJECT("head dim %llu is too large: one row needs %llu B of UB with its cos/sin rows, the budget is %llu B",
+            OPGEN_REJECT("head dim %llu is too large: one row needs %llu B of UB with its cos/sin rows%s, the budget is %llu B",
                          static_cast<unsigned long long>(l.headDim),
-                         static_cast<unsigned long long>(rowBytes + tableRow),
+                         static_cast<unsigned long long>(rowBytes + tableRow + tileSlack),
+                         compensated ? " (float32 keeps the hi/lo halves of x and of the tables for its error-free products)" : "",
                          static_cast<unsigned long long>(budget));
         }
-    } else {
-        split.posPerCore = 0;  // an empty x: every core returns at once
     }
-    const uint64_t blockDim = split.coresPos * split.coresBo * split.coresBi;
+    // An empty x has tileRows 0: the kernel returns at once on every core.
+    const uint64_t blockDim = static_cast<uint64_t>(split.coresPos) * split.coresBo * split.coresBi;
 
     OpgenRotaryMulTilingData tiling;
     tiling.set_rotateMode(mode);
@@ -335,13 +423,12 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_bcastOuter(static_cast<uint32_t>(l.bcastOuter));
     tiling.set_positions(static_cast<uint32_t>(l.positions));
     tiling.set_bcastInner(static_cast<uint32_t>(l.bcastInner));
-    tiling.set_posPerCore(static_cast<uint32_t>(split.posPerCore));
-    tiling.set_boPerCore(static_cast<uint32_t>(split.boPerCore));
-    tiling.set_biPerCore(static_cast<uint32_t>(split.biPerCore));
-    tiling.set_coresBo(static_cast<uint32_t>(split.coresBo));
-    tiling.set_coresBi(static_cast<uint32_t>(split.coresBi));
+    tiling.set_coresPos(split.coresPos);
+    tiling.set_coresBo(split.coresBo);
+    tiling.set_coresBi(split.coresBi);
     tiling.set_tileRows(static_cast<uint32_t>(tileRows));
     tiling.set_tableRows(static_cast<uint32_t>(tableRows));
+    tiling.set_tableBuffers(static_cast<uint32_t>(tableBuffers));
     tiling.set_rotateByCopy(static_cast<uint32_t>(rotateByCopy));
     if (tiling.GetDataSize() > context->GetRawTilingData()->GetCapacity()) {
         OPGEN_REJECT("tiling data of %zu bytes does not fit the tiling buffer", tiling.GetDataSize());
@@ -363,24 +450,24 @@ public:
     {
         this->Input("x")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT16, ge::DT_BF16 })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("r1")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT16, ge::DT_BF16 })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("r2")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT16, ge::DT_BF16 })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Output("y")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT16, ge::DT_BF16 })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Attr("mode").AttrType(OPTIONAL).String("half");
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
         this->AICore().SetTiling(optiling::TilingFunc);

@@ -15,13 +15,12 @@ TILING_DATA_FIELD_DEF(uint32_t, groups);  // g: outer dims where the tables vary
 TILING_DATA_FIELD_DEF(uint32_t, bcastOuter);  // bo: dims between, where the tables are broadcast (B of 1S1D, B*N of 11SD)
 TILING_DATA_FIELD_DEF(uint32_t, positions);  // t: table rows per group (S, or B*S of BS1D tables)
 TILING_DATA_FIELD_DEF(uint32_t, bcastInner);  // bi: innermost broadcast dims, rows sharing a table row (N, or B*N of S11D)
-TILING_DATA_FIELD_DEF(uint32_t, posPerCore);  // table rows (positions over all groups) per core
-TILING_DATA_FIELD_DEF(uint32_t, boPerCore);  // bcastOuter copies per core
-TILING_DATA_FIELD_DEF(uint32_t, biPerCore);  // bcastInner rows per core
+TILING_DATA_FIELD_DEF(uint32_t, coresPos);  // cores along the table rows (positions over all groups); along each dim of n rows with c cores, a core takes n / c and the first n % c cores one more
 TILING_DATA_FIELD_DEF(uint32_t, coresBo);  // cores along bcastOuter (core = (pos * coresBo + bo) * coresBi + bi)
 TILING_DATA_FIELD_DEF(uint32_t, coresBi);  // cores along bcastInner
 TILING_DATA_FIELD_DEF(uint32_t, tileRows);  // x rows per UB tile (one DataCopyPad each way)
 TILING_DATA_FIELD_DEF(uint32_t, tableRows);  // cos/sin rows per table block, loaded once and kept for all its x rows
+TILING_DATA_FIELD_DEF(uint32_t, tableBuffers);  // UB buffers per table (2: the next block loads while this one is used; 1 for head dims too large for 2)
 TILING_DATA_FIELD_DEF(uint32_t, rotateByCopy);  // 1: half mode swaps the half rows by block copies (D % 16 == 0), 0: Gather
 END_TILING_DATA_DEF;
 

@@ -2,12 +2,18 @@
 // Do not edit by hand: change the spec or the template, then run `cargo xtask gen-ops` again.
 // Family row_norm: x_sum = x1 + x2 (rounded), y = RNE(RNE(x_sum * rstd) * gamma) with rstd = 1 / sqrt(mean(x_sum^2) + epsilon); rstd is float32 with x's rank
 //
-// Rows (the leading dims of x) are spread over the vector cores; gamma covers the trailing
-// dims. Three modes, chosen by the TilingFunc in op_host/opgen_add_rms_norm.cpp:
+// Rows (the leading dims of x) are spread over min(rows, cores) vector cores, the first
+// numRow % blockDim cores taking one row more; gamma covers the trailing dims. Three modes,
+// chosen by the TilingFunc in op_host/opgen_add_rms_norm.cpp:
 //   MODE_WHOLE_ROW (0)  one row per UB pass
 //   MODE_MULTI_ROW (1)  rowFactor short rows per UB pass, copied with one strided transfer
+//   In modes 0/1 the float32 work covers subRows rows of the pass at a time (subRows <
+//   rowFactor when the float work is what would otherwise limit the pass to small transfers).
 //   MODE_SPLIT_D   (2)  a row larger than the UB budget: pass 1 sums squares chunk by chunk,
-//                       pass 2 reads x again and writes y chunk by chunk
+//                       pass 2 writes y chunk by chunk. With rowResident the whole row stays
+//                       in UB in x's dtype between the passes (the rounded sum, computed
+//                       in pass 1 from x1 and x2 and written to x_sum in one transfer),
+//                       so pass 2 reads it from UB; otherwise pass 2 reads x1 and x2 from GM again.
 // 16-bit inputs are computed in float32 and rounded once at the end (CAST_RINT = RNE).
 // Fused residual add: s = x1 + x2 is rounded to the input dtype and written as x_sum;
 // the variance comes from the rounded sum and y = RNE(RNE(s * rstd) * gamma), as CANN's
@@ -33,9 +39,12 @@ struct TilingData {
     uint32_t numCol;
     uint32_t numColAlign;
     uint32_t blockFactor;
+    uint32_t blockRemainder;
     uint32_t rowFactor;
+    uint32_t subRows;
     uint32_t colFactor;
     uint32_t gammaResident;
+    uint32_t rowResident;
     float epsilon;
     float avgFactor;
 };
@@ -64,8 +73,12 @@ public:
     {
         t_ = tiling;
         const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
-        rowStart_ = block * t_.blockFactor;
-        rowCount_ = rowStart_ < t_.numRow ? Min(t_.blockFactor, t_.numRow - rowStart_) : 0;
+        // The first blockRemainder cores take blockFactor + 1 rows, the others blockFactor.
+        rowStart_ = block * t_.blockFactor + Min(block, t_.blockRemainder);
+        rowCount_ = t_.blockFactor + (block < t_.blockRemainder ? 1 : 0);
+        if (rowStart_ >= t_.numRow) {
+            rowCount_ = 0;
+        }
         if (rowCount_ == 0) {
             return;
         }
@@ -97,17 +110,19 @@ private:
     {
         const uint32_t width = t_.numColAlign;
         const uint32_t rows = t_.rowFactor;
+        const uint32_t sub = t_.subRows;
         pipe_.InitBuffer(inX_, BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(inX2_, BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(outSum_, BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(outY_, BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(outRstd_, BUFFER_NUM, AlignBytes(rows * sizeof(float)));
         pipe_.InitBuffer(gammaBuf_, width * sizeof(T));
-        pipe_.InitBuffer(work_, rows * width * sizeof(float));
+        // The float work covers `sub` rows; each row of the pass keeps its own reduce slot.
+        pipe_.InitBuffer(work_, sub * width * sizeof(float));
         pipe_.InitBuffer(reduce_, rows * REDUCE_SLOT * sizeof(float));
         pipe_.InitBuffer(reduceTmp_, REDUCE_TMP_FLOATS * sizeof(float));
         if constexpr (NEEDS_FP32_COPY) {
-            pipe_.InitBuffer(xF32_, rows * width * sizeof(float));
+            pipe_.InitBuffer(xF32_, sub * width * sizeof(float));
             pipe_.InitBuffer(gammaF32_, width * sizeof(float));
         }
         LoadGamma(width);
@@ -147,17 +162,36 @@ private:
     __aicore__ inline void ComputeRows(uint32_t count)
     {
         const uint32_t width = t_.numColAlign;
-        const uint32_t elems = count * width;
+        const uint32_t sub = t_.subRows;
         LocalTensor<T> y = outY_.AllocTensor<T>();
         LocalTensor<float> rstd = outRstd_.AllocTensor<float>();
-        LocalTensor<float> work = work_.Get<float>();
-        LocalTensor<float> sums = reduce_.Get<float>();
-        LocalTensor<float> xf;
         LocalTensor<T> x1 = inX_.DeQue<T>();
         LocalTensor<T> x2 = inX2_.DeQue<T>();
         LocalTensor<T> sum = outSum_.AllocTensor<T>();
+        for (uint32_t first = 0; first < count; first += sub) {
+            const uint32_t n = Min(sub, count - first);
+            const uint32_t at = first * width;
+            if (first > 0) {
+                PipeBarrier<PIPE_V>();  // the previous sub-tile's vector ops still read xF32_ and work_
+            }
+            LocalTensor<float> xf = SumRows(sum[at], x1[at], x2[at], n * width);
+            NormalizeRows(xf, y[at], rstd, first, n);
+        }
+        inX_.FreeTensor(x1);
+        inX2_.FreeTensor(x2);
+        outSum_.EnQue(sum);
+        outY_.EnQue(y);
+        outRstd_.EnQue(rstd);
+    }
+
+    // s = x1 + x2 for `elems` elements of the pass, rounded to T into `sum`; returns the rounded
+    // sum in float (xF32_, or `sum` itself for float32).
+    __aicore__ inline LocalTensor<float> SumRows(const LocalTensor<T>& sum, const LocalTensor<T>& x1,
+                                                 const LocalTensor<T>& x2, uint32_t elems)
+    {
         if constexpr (NEEDS_FP32_COPY) {
-            xf = xF32_.Get<float>();
+            LocalTensor<float> xf = xF32_.Get<float>();
+            LocalTensor<float> work = work_.Get<float>();
             Cast(xf, x1, RoundMode::CAST_NONE, elems);
             Cast(work, x2, RoundMode::CAST_NONE, elems);
             PipeBarrier<PIPE_V>();
@@ -167,33 +201,38 @@ private:
             PipeBarrier<PIPE_V>();
             Cast(xf, sum, RoundMode::CAST_NONE, elems);  // the variance uses the rounded sum
             PipeBarrier<PIPE_V>();
+            return xf;
         } else {
             Add(sum, x1, x2, elems);
             PipeBarrier<PIPE_V>();
-            xf = sum;
+            return sum;
         }
-        inX_.FreeTensor(x1);
-        inX2_.FreeTensor(x2);
-        Mul(work, xf, xf, elems);
+    }
+
+    // rstd and y for rows [first, first + n) of the pass, from their float values xf.
+    __aicore__ inline void NormalizeRows(const LocalTensor<float>& xf, const LocalTensor<T>& y,
+                                         const LocalTensor<float>& rstd, uint32_t first, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        LocalTensor<float> work = work_.Get<float>();
+        LocalTensor<float> sums = reduce_.Get<float>();
+        Mul(work, xf, xf, n * width);
         PipeBarrier<PIPE_V>();
-        for (uint32_t r = 0; r < count; ++r) {
-            ReduceSum(sums[r * REDUCE_SLOT], work[r * width], reduceTmp_.Get<float>(), t_.numCol);
+        for (uint32_t r = 0; r < n; ++r) {
+            ReduceSum(sums[(first + r) * REDUCE_SLOT], work[r * width], reduceTmp_.Get<float>(), t_.numCol);
         }
         // The row sums are read by the scalar unit; rstd is computed there, as CANN's RmsNorm does.
         event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
         SetFlag<HardEvent::V_S>(reduced);
         WaitFlag<HardEvent::V_S>(reduced);
-        for (uint32_t r = 0; r < count; ++r) {
-            const float meanSquare = sums.GetValue(r * REDUCE_SLOT) * t_.avgFactor;
+        for (uint32_t r = 0; r < n; ++r) {
+            const float meanSquare = sums.GetValue((first + r) * REDUCE_SLOT) * t_.avgFactor;
             const float inv = 1.0f / sqrt(meanSquare + t_.epsilon);
-            rstd.SetValue(r, inv);
+            rstd.SetValue(first + r, inv);
             Muls(work[r * width], xf[r * width], inv, t_.numCol);
         }
         PipeBarrier<PIPE_V>();
-        ApplyGamma(y, work, count);
-        outSum_.EnQue(sum);
-        outY_.EnQue(y);
-        outRstd_.EnQue(rstd);
+        ApplyGamma(y, work, n);
     }
 
     // y = work * gamma row by row, then rounded to T once (after rounding work to T first, as AddRmsNorm does).
@@ -242,9 +281,15 @@ private:
     __aicore__ inline void ProcessSplitD()
     {
         const uint32_t chunk = t_.colFactor;
+        const bool resident = t_.rowResident != 0;
         pipe_.InitBuffer(inX_, BUFFER_NUM, chunk * sizeof(T));
         pipe_.InitBuffer(inX2_, BUFFER_NUM, chunk * sizeof(T));
-        pipe_.InitBuffer(outSum_, BUFFER_NUM, chunk * sizeof(T));
+        if (!resident) {
+            pipe_.InitBuffer(outSum_, BUFFER_NUM, chunk * sizeof(T));
+        }
+        if (resident) {
+            pipe_.InitBuffer(rowBuf_, t_.numColAlign * sizeof(T));
+        }
         pipe_.InitBuffer(outY_, BUFFER_NUM, chunk * sizeof(T));
         pipe_.InitBuffer(outRstd_, BUFFER_NUM, BLOCK_BYTES);
         pipe_.InitBuffer(work_, chunk * sizeof(float));
@@ -265,6 +310,10 @@ private:
         } else {
             pipe_.InitBuffer(inGamma_, BUFFER_NUM, chunk * sizeof(T));
         }
+        if (resident) {
+            ProcessResidentRows();
+            return;
+        }
         const uint32_t chunks = (t_.numCol + chunk - 1) / chunk;
         for (uint32_t row = 0; row < rowCount_; ++row) {
             const uint64_t rowOffset = static_cast<uint64_t>(row) * t_.numCol;
@@ -280,9 +329,67 @@ private:
         }
     }
 
-    // Loads one chunk of the row into float (xF32_, or the queue tensor itself for float32);
-    // the returned tensor must be released with ReleaseChunk.
+    // rowResident: the same two passes and the same arithmetic, with the row kept in rowBuf_
+    // (a TBuf, so every hand-off between pipes is an explicit event).
+    __aicore__ inline void ProcessResidentRows()
+    {
+        const uint32_t chunk = t_.colFactor;
+        const uint32_t chunks = (t_.numCol + chunk - 1) / chunk;
+        LocalTensor<T> rowT = rowBuf_.Get<T>();
+        for (uint32_t row = 0; row < rowCount_; ++row) {
+            const uint64_t rowOffset = static_cast<uint64_t>(row) * t_.numCol;
+            if (row > 0) {
+                // The previous row's x_sum copy-out (MTE3) reads rowBuf_ before pass 1 rewrites it.
+                event_t drained = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE3_V));
+                SetFlag<HardEvent::MTE3_V>(drained);
+                WaitFlag<HardEvent::MTE3_V>(drained);
+            }
+            float squares = 0.0f;
+            for (uint32_t k = 0; k < chunks; ++k) {
+                const uint32_t col = k * chunk;
+                const uint32_t len = Min(chunk, t_.numCol - col);
+                LocalTensor<float> xf = LoadSum(rowOffset + col, len, rowT[col]);
+                squares += Squares(xf, len);
+            }
+            // The whole rounded sum goes out in one transfer while pass 2 computes.
+            event_t summed = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE3));
+            SetFlag<HardEvent::V_MTE3>(summed);
+            WaitFlag<HardEvent::V_MTE3>(summed);
+            DataCopyPad(sumGm_[rowOffset], rowT, RowParams(1, t_.numCol));
+            const float inv = 1.0f / sqrt(squares * t_.avgFactor + t_.epsilon);
+            for (uint32_t k = 0; k < chunks; ++k) {
+                const uint32_t col = k * chunk;
+                const uint32_t len = Min(chunk, t_.numCol - col);
+                NormalizeChunk(RowChunkF32(rowT[col], len), rowOffset + col, col, len, inv);
+            }
+            WriteRstd(row, inv);
+        }
+    }
+
+    // A chunk of the resident row in float: cast into xF32_, or the row itself for float32.
+    __aicore__ inline LocalTensor<float> RowChunkF32(const LocalTensor<T>& chunk, uint32_t len)
+    {
+        if constexpr (NEEDS_FP32_COPY) {
+            LocalTensor<float> xf = xF32_.Get<float>();
+            PipeBarrier<PIPE_V>();  // the previous chunk's vector ops still read xF32_
+            Cast(xf, chunk, RoundMode::CAST_NONE, len);
+            PipeBarrier<PIPE_V>();
+            return xf;
+        } else {
+            return chunk;
+        }
+    }
+
+    // Streamed mode: loads one chunk of the row into float (xF32_, or the queue tensor itself for
+    // float32); the caller frees the chunk's queue tensor (pendingSum_) when done with it.
     __aicore__ inline LocalTensor<float> LoadChunk(uint64_t offset, uint32_t len)
+    {
+        pendingSum_ = outSum_.AllocTensor<T>();
+        return LoadSum(offset, len, pendingSum_);
+    }
+
+    // x1 + x2 of one chunk, rounded to T into `sum`; returns the rounded sum in float.
+    __aicore__ inline LocalTensor<float> LoadSum(uint64_t offset, uint32_t len, const LocalTensor<T>& sum)
     {
         LocalTensor<T> x1 = inX_.AllocTensor<T>();
         DataCopyPad(x1, x1Gm_[offset], RowParams(1, len), NoPad());
@@ -292,7 +399,6 @@ private:
         inX2_.EnQue(x2);
         x1 = inX_.DeQue<T>();
         x2 = inX2_.DeQue<T>();
-        LocalTensor<T> sum = outSum_.AllocTensor<T>();
         LocalTensor<float> xf;
         if constexpr (NEEDS_FP32_COPY) {
             xf = xF32_.Get<float>();
@@ -313,14 +419,12 @@ private:
         }
         inX_.FreeTensor(x1);
         inX2_.FreeTensor(x2);
-        pendingSum_ = sum;
         return xf;
     }
 
-    // Pass 1: the sum of squares of one chunk.
-    __aicore__ inline float ChunkSquares(uint64_t offset, uint32_t len)
+    // The sum of squares of one chunk of float values.
+    __aicore__ inline float Squares(const LocalTensor<float>& xf, uint32_t len)
     {
-        LocalTensor<float> xf = LoadChunk(offset, len);
         LocalTensor<float> work = work_.Get<float>();
         LocalTensor<float> sums = reduce_.Get<float>();
         Mul(work, xf, xf, len);
@@ -334,16 +438,33 @@ private:
         event_t read = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
         SetFlag<HardEvent::S_V>(read);
         WaitFlag<HardEvent::S_V>(read);
+        return squares;
+    }
+
+    // Pass 1 (streamed): the sum of squares of one chunk read from GM.
+    __aicore__ inline float ChunkSquares(uint64_t offset, uint32_t len)
+    {
+        const float squares = Squares(LoadChunk(offset, len), len);
         // Pass 1 only needs the sum; pass 2 recomputes and writes it.
         outSum_.FreeTensor(pendingSum_);
         return squares;
     }
 
-    // Pass 2: y for one chunk.
+    // Pass 2 (streamed): y for one chunk, reading x1 and x2 from GM again.
     __aicore__ inline void ChunkOutput(uint64_t rowOffset, uint32_t col, uint32_t len, float inv)
     {
         const uint64_t offset = rowOffset + col;
-        LocalTensor<float> xf = LoadChunk(offset, len);
+        NormalizeChunk(LoadChunk(offset, len), offset, col, len, inv);
+        outSum_.EnQue(pendingSum_);
+        LocalTensor<T> sum = outSum_.DeQue<T>();
+        DataCopyPad(sumGm_[offset], sum, RowParams(1, len));
+        outSum_.FreeTensor(sum);
+    }
+
+    // Pass 2: y = xf * inv * gamma for one chunk (element `col` of the row, GM offset `offset`).
+    __aicore__ inline void NormalizeChunk(const LocalTensor<float>& xf, uint64_t offset, uint32_t col, uint32_t len,
+                                          float inv)
+    {
         LocalTensor<T> gamma;
         if (t_.gammaResident != 0) {
             gamma = gammaBuf_.Get<T>()[col];
@@ -355,6 +476,7 @@ private:
         }
         LocalTensor<T> y = outY_.AllocTensor<T>();
         LocalTensor<float> work = work_.Get<float>();
+        PipeBarrier<PIPE_V>();  // the previous chunk's last vector op still reads work_
         Muls(work, xf, inv, len);
         PipeBarrier<PIPE_V>();
         if constexpr (NEEDS_FP32_COPY) {
@@ -374,10 +496,6 @@ private:
         if (t_.gammaResident == 0) {
             inGamma_.FreeTensor(gamma);
         }
-        outSum_.EnQue(pendingSum_);
-        LocalTensor<T> sum = outSum_.DeQue<T>();
-        DataCopyPad(sumGm_[offset], sum, RowParams(1, len));
-        outSum_.FreeTensor(sum);
         outY_.EnQue(y);
         y = outY_.DeQue<T>();
         DataCopyPad(yGm_[offset], y, RowParams(1, len));
@@ -429,6 +547,7 @@ private:
     TQue<QuePosition::VECOUT, 1> outY_;
     TQue<QuePosition::VECOUT, 1> outRstd_;
     TBuf<TPosition::VECCALC> gammaBuf_;
+    TBuf<TPosition::VECCALC> rowBuf_;  // mode 2 with rowResident: the whole row in T
     TBuf<TPosition::VECCALC> gammaF32_;
     TBuf<TPosition::VECCALC> xF32_;
     TBuf<TPosition::VECCALC> work_;

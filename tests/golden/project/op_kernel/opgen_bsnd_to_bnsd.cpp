@@ -4,12 +4,14 @@
 //
 // x [B, P, Q, D] -> y [B, Q, P, D] with P = S, Q = N: a pure permutation of rows of D
 // elements, moved GM -> UB -> GM without touching a value (bit-exact, NaN payloads included).
-// The work is tiles of tileP x tileQ rows (B * tilesP * tilesQ tiles, contiguous ranges per
-// core). In UB every row takes a 32-byte-aligned slot, so a head_dim whose bytes are not a
-// multiple of 32 (72 in float16) is moved with DataCopyPad and its padding never reaches GM.
-//   LAYOUT_P_MAJOR (0)  UB row (p, q) at p * tileQ + q; with tileQ = Q the tile's x rows are one
-//                       contiguous read; y is written as tileQ runs of tileP rows
-//   LAYOUT_Q_MAJOR (1)  UB row (p, q) at q * tileP + p with tileP = P; x is read as P runs of
+// The work is tiles of tileP x tileQ rows (B * tilesP * tilesQ tiles, consecutive ones per
+// core), double-buffered: tile i + 1 is read while tile i is written. In UB every row takes a
+// 32-byte-aligned slot, so a head_dim whose bytes are not a multiple of 32 (72 in float16) is
+// moved with DataCopyPad and its padding never reaches GM.
+//   LAYOUT_P_MAJOR (0)  UB row (p, q) at p * tileQ + q: x is read in one transfer (one burst when
+//                       tileQ = Q) or, for rows that are not 32-byte multiples, one per p; y is
+//                       written as tileQ runs of tileP rows
+//   LAYOUT_Q_MAJOR (1)  UB row (p, q) at q * tileP + p with tileP = P: x is read as P runs of
 //                       tileQ rows, the tile's y rows are one contiguous write
 // The TilingFunc in op_host/opgen_bsnd_to_bnsd.cpp picks the layout and the tile.
 #include "kernel_operator.h"
@@ -33,7 +35,8 @@ struct TilingData {
     uint32_t tilesP;
     uint32_t tilesQ;
     uint32_t tileCount;
-    uint32_t blockFactor;
+    uint32_t tilesPerCore;
+    uint32_t extraTiles;
     uint32_t slotBytes;
 };
 
@@ -71,7 +74,7 @@ __aicore__ inline void Sync()
 }
 
 constexpr uint32_t LAYOUT_P_MAJOR = 0;
-constexpr uint32_t LAYOUT_Q_MAJOR = 1;
+constexpr uint64_t MAX_GAP_BYTES = 0xFFFFFFFFull;  // DataCopyExtParams strides are 32-bit
 
 template <typename T>
 class PermuteKernel {
@@ -82,8 +85,8 @@ public:
     {
         t_ = tiling;
         const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
-        first_ = block * t_.blockFactor;
-        count_ = first_ < t_.tileCount ? Min(t_.blockFactor, t_.tileCount - first_) : 0;
+        first_ = block * t_.tilesPerCore + Min(block, t_.extraTiles);
+        count_ = t_.tilesPerCore + (block < t_.extraTiles ? 1 : 0);
         if (count_ == 0) {
             return;
         }
@@ -97,6 +100,7 @@ public:
         pipe_.InitBuffer(que_, BUFFER_NUM, t_.tileP * t_.tileQ * t_.slotBytes);
     }
 
+    // Tile i + 1 is read into the queue's other buffer while tile i is written out.
     __aicore__ inline void Process()
     {
         const uint32_t perBatch = t_.tilesP * t_.tilesQ;
@@ -110,61 +114,100 @@ public:
     }
 
 private:
-    // x rows (b, p0 + p, q0 + q) -> UB -> y rows (b, q0 + q, p0 + p) for p < m, q < k.
+    // x rows (b, p0 + p, q0 + q) -> UB -> y rows (b, q0 + q, p0 + p) for p < m, q < k. UB slot of
+    // (p, q): p * k + q (p-major) or q * m + p (q-major). x holds m groups (one per p) of k
+    // consecutive rows, Q rows apart; y holds k groups (one per q) of m consecutive rows, P apart.
     __aicore__ inline void CopyTile(uint32_t b, uint32_t p0, uint32_t m, uint32_t q0, uint32_t k)
     {
         const uint64_t dimP = t_.dimP;
         const uint64_t dimQ = t_.dimQ;
+        const bool pMajor = t_.layout == LAYOUT_P_MAJOR;
         LocalTensor<T> tile = que_.AllocTensor<T>();
         const uint64_t xRow = (b * dimP + p0) * dimQ + q0;  // the row index of x[b, p0, q0]
-        if (t_.layout == LAYOUT_P_MAJOR) {
-            if (k == t_.dimQ) {
-                ReadRows(tile, xRow, m * k, 0);  // x[b, p0 .. p0 + m, :, :] is contiguous
-            } else {
-                for (uint32_t p = 0; p < m; ++p) {
-                    ReadRows(tile[p * t_.tileQ * slotElems_], xRow + p * dimQ, k, 0);
-                }
-            }
-        } else {
-            // The k rows of one p land tileP slots apart.
-            for (uint32_t p = 0; p < m; ++p) {
-                ReadRows(tile[p * slotElems_], xRow + p * dimQ, k, t_.tileP - 1);
-            }
-        }
+        Move<true>(tile, xRow, Groups{m, k, dimQ, pMajor ? k : 1, pMajor ? 1 : m});
         que_.EnQue(tile);
         tile = que_.DeQue<T>();
         const uint64_t yRow = (b * dimQ + q0) * dimP + p0;  // the row index of y[b, q0, p0]
-        if (t_.layout == LAYOUT_P_MAJOR) {
-            // The m rows of one q sit tileQ slots apart.
-            for (uint32_t q = 0; q < k; ++q) {
-                WriteRows(yRow + q * dimP, tile[q * slotElems_], m, t_.tileQ - 1);
-            }
-        } else {
-            WriteRows(yRow, tile, k * m, 0);  // tileP = P: y[b, q0 .. q0 + k, :, :] is contiguous
-        }
+        Move<false>(tile, yRow, Groups{k, m, dimP, pMajor ? 1 : m, pMajor ? k : 1});
         que_.FreeTensor(tile);
     }
 
-    // `rows` consecutive x rows from row `row` into UB slots `gapSlots` slots apart.
-    __aicore__ inline void ReadRows(const LocalTensor<T>& dst, uint64_t row, uint32_t rows, uint32_t gapSlots)
+    // `count` groups of `rows` consecutive GM rows, `gmStride` rows apart; row j of group g sits in
+    // UB slot g * ubGroup + j * ubRow.
+    struct Groups {
+        uint32_t count;
+        uint32_t rows;
+        uint64_t gmStride;
+        uint32_t ubGroup;
+        uint32_t ubRow;
+    };
+
+    // Moves the groups between GM (from row `row` on) and UB in as few DataCopyPad calls as their
+    // pattern allows: one when every group is a single block (one row, or a dense row run of
+    // 32-byte-multiple rows) with uniform strides on both sides, else one per group.
+    template <bool TO_UB>
+    __aicore__ inline void Move(const LocalTensor<T>& ub, uint64_t row, const Groups& g)
     {
-        const uint64_t at = row * t_.headDim;
-        if (dense_ && gapSlots == 0) {
-            DataCopyPad(dst, xGm_[at], Burst(static_cast<uint64_t>(rows) * rowBytes_), NoPad<T>());
-        } else {
-            const DataCopyExtParams params(static_cast<uint16_t>(rows), rowBytes_, 0, gapSlots * slotBlocks_, 0);
-            DataCopyPad(dst, xGm_[at], params, NoPad<T>());
+        const uint64_t rowBytes = rowBytes_;
+        if (g.rows == 1 || g.count == 1) {
+            // One strided row per group, or one group: rows with a uniform stride on both sides.
+            const bool single = g.rows == 1;
+            const uint32_t n = single ? g.count : g.rows;
+            const uint64_t gmStride = single ? g.gmStride : 1;
+            const uint32_t ubStride = single ? g.ubGroup : g.ubRow;
+            if ((gmStride - 1) * rowBytes <= MAX_GAP_BYTES) {
+                Rows<TO_UB>(ub, row, n, gmStride, ubStride);
+                return;
+            }
+        } else if (dense_ && g.ubRow == 1 && (g.gmStride - g.rows) * rowBytes <= MAX_GAP_BYTES) {
+            // Each group is one block of rows * rowBytes bytes, dense in UB.
+            const uint32_t blockLen = g.rows * rowBytes_;
+            if (g.gmStride == g.rows && g.ubGroup == g.rows) {
+                Copy<TO_UB>(ub, row, DataCopyExtParams(1, g.count * blockLen, 0, 0, 0));
+            } else {
+                const uint32_t gmGap = static_cast<uint32_t>((g.gmStride - g.rows) * rowBytes);
+                const uint32_t ubGap = (g.ubGroup - g.rows) * slotBlocks_;
+                Copy<TO_UB>(ub, row, Params<TO_UB>(g.count, blockLen, gmGap, ubGap));
+            }
+            return;
+        } else if (g.ubRow == 1 && g.gmStride == g.rows && g.ubGroup == g.rows) {
+            // Contiguous on both sides: one run of count * rows rows.
+            Rows<TO_UB>(ub, row, g.count * g.rows, 1, 1);
+            return;
+        }
+        for (uint32_t i = 0; i < g.count; ++i) {
+            Rows<TO_UB>(ub[i * g.ubGroup * slotElems_], row + i * g.gmStride, g.rows, 1, g.ubRow);
         }
     }
 
-    // UB slots `gapSlots` slots apart to `rows` consecutive y rows from row `row`.
-    __aicore__ inline void WriteRows(uint64_t row, const LocalTensor<T>& src, uint32_t rows, uint32_t gapSlots)
+    // `n` rows, `gmStride` rows apart in GM and `ubStride` slots apart in UB, in one call.
+    template <bool TO_UB>
+    __aicore__ inline void Rows(const LocalTensor<T>& ub, uint64_t row, uint32_t n, uint64_t gmStride,
+                                uint32_t ubStride)
     {
-        const uint64_t at = row * t_.headDim;
-        if (dense_ && gapSlots == 0) {
-            DataCopyPad(yGm_[at], src, Burst(static_cast<uint64_t>(rows) * rowBytes_));
+        if (dense_ && gmStride == 1 && ubStride == 1) {
+            Copy<TO_UB>(ub, row, DataCopyExtParams(1, n * rowBytes_, 0, 0, 0));  // one burst
         } else {
-            DataCopyPad(yGm_[at], src, DataCopyExtParams(static_cast<uint16_t>(rows), rowBytes_, gapSlots * slotBlocks_, 0, 0));
+            const uint32_t gmGap = static_cast<uint32_t>((gmStride - 1) * rowBytes_);
+            Copy<TO_UB>(ub, row, Params<TO_UB>(n, rowBytes_, gmGap, (ubStride - 1) * slotBlocks_));
+        }
+    }
+
+    // DataCopyPad strides: GM side in bytes, UB side in 32-byte blocks.
+    template <bool TO_UB>
+    __aicore__ inline DataCopyExtParams Params(uint32_t blocks, uint32_t blockLen, uint32_t gmGap, uint32_t ubGap)
+    {
+        return TO_UB ? DataCopyExtParams(static_cast<uint16_t>(blocks), blockLen, gmGap, ubGap, 0)
+                     : DataCopyExtParams(static_cast<uint16_t>(blocks), blockLen, ubGap, gmGap, 0);
+    }
+
+    template <bool TO_UB>
+    __aicore__ inline void Copy(const LocalTensor<T>& ub, uint64_t row, const DataCopyExtParams& params)
+    {
+        if constexpr (TO_UB) {
+            DataCopyPad(ub, xGm_[row * t_.headDim], params, NoPad<T>());
+        } else {
+            DataCopyPad(yGm_[row * t_.headDim], ub, params);
         }
     }
 
@@ -176,7 +219,8 @@ private:
     uint32_t slotBlocks_ = 0;
     bool dense_ = false;
     TPipe pipe_;
-    // GM -> UB -> GM with no compute: the bound queue orders each read before its writes.
+    // GM -> UB -> GM with no compute: the bound queue orders each read before its writes, and its
+    // two buffers let the next tile's read overlap this tile's write.
     TQueBind<TPosition::VECIN, TPosition::VECOUT, 1> que_;
     GlobalTensor<T> xGm_;
     GlobalTensor<T> yGm_;

@@ -4,7 +4,18 @@
 //
 // y = x * r1 + rotate(x) * r2 over rows of D elements, as torch_npu.npu_rotary_mul
 // on Atlas A2: 16-bit inputs are cast to float32, then y = RNE(fl(fl(x * cos) + fl(x_rot * sin_signed)))
-// (two float32 products and one sum, no FMA), rounded once (CAST_RINT) to the input dtype.
+// (two float32 products and one sum, no FMA), rounded once (CAST_RINT) to the input dtype: the
+// products of 16-bit values are exact in float32, so y is the exact value rounded once.
+// float32 inputs: the two products round, and where they cancel that formula has no relative
+// accuracy at all, so the kernel computes the dot product x*cos + x_rot*sin_signed as
+// Ogita-Rump-Oishi Dot2 from error-free transformations (IEEE float32 Muls/Mul/Add/Sub only):
+//   Veltkamp split   v = hi + lo exactly (c = 4097 v; hi = c - (c - v); lo = v - hi), once per
+//                    table block for cos/sin and once per tile for x (rotated as hi and lo);
+//   Dekker product   p = fl(a b), e = ((ah bh - p) + ah bl + al bh) + al bl = a b - p exactly;
+//   TwoSum           s = fl(p1 + p2), t = (p1 - (s - b')) + (p2 - b') with b' = s - p1;
+//   y = s + (t + (e1 + e2)): as accurate as the sum in twice the precision, then rounded.
+// Where that is NaN but s is not (the split overflows for |v| > ~8e34, or Inf - Inf inside the
+// corrections of an infinite product), y = s: NaN and Inf come out as from the plain formula.
 //
 // The rotation, per tile:
 //   half        x_rot = [x2 | x1]: two strided UB->UB DataCopy of the half rows when D/2 floats
@@ -33,6 +44,8 @@ constexpr uint32_t SEED = 8;         // offsets written by the scalar unit befor
 constexpr uint32_t LANES = 64;       // floats per 256-byte repeat
 constexpr uint32_t MAX_REPEAT = 255; // repeatTimes and repeat strides are uint8_t
 constexpr uint32_t FLOATS_PER_BLOCK = 8;
+constexpr uint32_t BLOCK_BYTES = 32;
+constexpr float SPLITTER = 4097.0f;  // 2^12 + 1: Veltkamp's split of a 24-bit significand into 12 + 12
 
 // Mirrors OpgenRotaryMulTilingData in op_host/opgen_rotary_mul_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -44,13 +57,12 @@ struct TilingData {
     uint32_t bcastOuter;
     uint32_t positions;
     uint32_t bcastInner;
-    uint32_t posPerCore;
-    uint32_t boPerCore;
-    uint32_t biPerCore;
+    uint32_t coresPos;
     uint32_t coresBo;
     uint32_t coresBi;
     uint32_t tileRows;
     uint32_t tableRows;
+    uint32_t tableBuffers;
     uint32_t rotateByCopy;
 };
 
@@ -65,9 +77,20 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
 
 __aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
+// This core's rows [begin, end) of a dim of n rows over `cores` cores: n / cores each, the first
+// n % cores one more (the TilingFunc's split assumes exactly this).
+__aicore__ inline void Share(uint32_t n, uint32_t cores, uint32_t index, uint32_t* begin, uint32_t* end)
+{
+    const uint32_t each = n / cores;
+    const uint32_t extra = n % cores;
+    *begin = index * each + Min(index, extra);
+    *end = *begin + each + (index < extra ? 1 : 0);
+}
+
 template <typename T>
 class RotaryKernel {
     static constexpr bool NEEDS_FP32_COPY = sizeof(T) == 2;  // half / bfloat16_t compute in float
+    static constexpr bool COMPENSATED = !NEEDS_FP32_COPY;     // float: Dot2 (see the file comment)
     // float -> half is exact-or-RNE with CAST_NONE; float -> bfloat16_t must name CAST_RINT.
     static constexpr RoundMode TO_T = RoundMode::CAST_RINT;
 
@@ -82,12 +105,12 @@ public:
         const uint32_t iBo = (block / t_.coresBi) % t_.coresBo;
         const uint32_t iPos = block / (t_.coresBi * t_.coresBo);
         const uint32_t positions = t_.groups * t_.positions;
-        posBegin_ = Min(iPos * t_.posPerCore, positions);
-        posEnd_ = Min(posBegin_ + t_.posPerCore, positions);
-        boBegin_ = Min(iBo * t_.boPerCore, t_.bcastOuter);
-        boEnd_ = Min(boBegin_ + t_.boPerCore, t_.bcastOuter);
-        biBegin_ = Min(iBi * t_.biPerCore, t_.bcastInner);
-        biEnd_ = Min(biBegin_ + t_.biPerCore, t_.bcastInner);
+        if (t_.tileRows == 0) {
+            return;  // an empty x
+        }
+        Share(positions, t_.coresPos, iPos, &posBegin_, &posEnd_);
+        Share(t_.bcastOuter, t_.coresBo, iBo, &boBegin_, &boEnd_);
+        Share(t_.bcastInner, t_.coresBi, iBi, &biBegin_, &biEnd_);
         if (posBegin_ == posEnd_ || boBegin_ == boEnd_ || biBegin_ == biEnd_) {
             return;
         }
@@ -100,13 +123,26 @@ public:
         const uint32_t tileElems = t_.tileRows * t_.rowStride;
         const uint32_t tableElems = t_.tableRows * t_.rowStride;
         pipe_.InitBuffer(inX_, BUFFER_NUM, tileElems * sizeof(T));
-        pipe_.InitBuffer(outY_, BUFFER_NUM, tileElems * sizeof(T));
-        pipe_.InitBuffer(inR1_, BUFFER_NUM, tableElems * sizeof(T));
-        pipe_.InitBuffer(inR2_, BUFFER_NUM, tableElems * sizeof(T));
+        pipe_.InitBuffer(inR1_, t_.tableBuffers, tableElems * sizeof(T));
+        pipe_.InitBuffer(inR2_, t_.tableBuffers, tableElems * sizeof(T));
         if constexpr (NEEDS_FP32_COPY) {
+            pipe_.InitBuffer(outY_, BUFFER_NUM, tileElems * sizeof(T));
             pipe_.InitBuffer(xF32_, tileElems * sizeof(float));
             pipe_.InitBuffer(cosF32_, tableElems * sizeof(float));
             pipe_.InitBuffer(sinF32_, tableElems * sizeof(float));
+        } else {
+            // y is compared with itself over whole 256-byte repeats (Compare's unit): its
+            // buffers and the mask cover the tile rounded up to one.
+            const uint32_t wholeRepeats = (tileElems + LANES - 1) / LANES * LANES;
+            pipe_.InitBuffer(outY_, BUFFER_NUM, wholeRepeats * sizeof(float));
+            pipe_.InitBuffer(workA_, tileElems * sizeof(float));
+            pipe_.InitBuffer(workB_, tileElems * sizeof(float));
+            pipe_.InitBuffer(workE_, tileElems * sizeof(float));
+            pipe_.InitBuffer(notNan_, (wholeRepeats / 8 + BLOCK_BYTES - 1) / BLOCK_BYTES * BLOCK_BYTES);
+            pipe_.InitBuffer(cosHi_, tableElems * sizeof(float));
+            pipe_.InitBuffer(cosLo_, tableElems * sizeof(float));
+            pipe_.InitBuffer(sinHi_, tableElems * sizeof(float));
+            pipe_.InitBuffer(sinLo_, tableElems * sizeof(float));
         }
         pipe_.InitBuffer(xRot_, tileElems * sizeof(float));
         if (t_.rotateByCopy == 0) {
@@ -229,7 +265,8 @@ private:
     }
 
     // ---- cos/sin table blocks -----------------------------------------------------------
-    // Loads table rows [p, p + count) once (float32 copies for 16-bit types) and signs sin.
+    // Loads table rows [p, p + count) once (float32 copies for 16-bit types), signs sin and,
+    // for float32, splits both into hi + lo for the error-free products of every x row.
     __aicore__ inline void LoadTableBlock(uint32_t p, uint32_t count)
     {
         const uint64_t offset = static_cast<uint64_t>(p) * t_.headDim;
@@ -263,6 +300,11 @@ private:
             Mul(sin_, sin_, sign_.Get<float>(), static_cast<int32_t>(elems));
         }
         PipeBarrier<PIPE_V>();
+        if constexpr (COMPENSATED) {
+            // Once per block, for every x row that uses it.
+            Split(cosHi_.Get<float>(), cosLo_.Get<float>(), cos_, elems);
+            Split(sinHi_.Get<float>(), sinLo_.Get<float>(), sin_, elems);
+        }
     }
 
     __aicore__ inline void ReleaseTableBlock()
@@ -306,15 +348,102 @@ private:
             PipeBarrier<PIPE_V>();
             Cast(y, xf, TO_T, static_cast<uint32_t>(elems));
         } else {
-            Rotate(rot, x, rows);
-            MulTable(y, x, cos_, rows, heads);
-            PipeBarrier<PIPE_V>();
+            ComputeDot2(y, x, rot, rows, heads);
             inX_.FreeTensor(x);
-            MulTable(rot, rot, sin_, rows, heads);
-            PipeBarrier<PIPE_V>();
-            Add(y, y, rot, elems);
         }
         outY_.EnQue(y);
+    }
+
+    // ---- float32: Dot2 (see the file comment) ----------------------------------------------
+    // y = x*cos + x_rot*sin_signed for `rows` rows of x; x and rot are work space here.
+    __aicore__ inline void ComputeDot2(const LocalTensor<float>& y, const LocalTensor<float>& x,
+                                       const LocalTensor<float>& rot, uint32_t rows, uint32_t heads)
+    {
+        const uint32_t elems = rows * t_.rowStride;
+        const int32_t n = static_cast<int32_t>(elems);
+        LocalTensor<float> a = workA_.Get<float>();
+        LocalTensor<float> b = workB_.Get<float>();
+        LocalTensor<float> e = workE_.Get<float>();
+        Rotate(rot, x, rows);
+        Split(a, b, x, elems);
+        // x * cos: p1 in x, its rounding error e1 in y (a and b kept: e is the work row).
+        MulTable(x, x, cos_, rows, heads);
+        PipeBarrier<PIPE_V>();
+        ProductError(y, x, a, b, cosHi_.Get<float>(), cosLo_.Get<float>(), e, rows, heads);
+        // x_rot = rot(a) + rot(b) exactly: x is split once and its halves rotated.
+        Rotate(e, a, rows);
+        PipeBarrier<PIPE_V>();
+        Rotate(a, b, rows);
+        // x_rot * sin_signed: p2 in rot, e2 in b (the rotated halves e and a are used up).
+        MulTable(rot, rot, sin_, rows, heads);
+        PipeBarrier<PIPE_V>();
+        ProductError(b, rot, e, a, sinHi_.Get<float>(), sinLo_.Get<float>(), e, rows, heads);
+        Add(y, y, b, n);
+        // TwoSum: s = p1 + p2 in a, its rounding error t in e (x and rot are used up).
+        Add(a, x, rot, n);
+        PipeBarrier<PIPE_V>();
+        Sub(e, a, x, n);
+        PipeBarrier<PIPE_V>();
+        Sub(rot, rot, e, n);
+        PipeBarrier<PIPE_V>();
+        Sub(e, a, e, n);
+        PipeBarrier<PIPE_V>();
+        Sub(x, x, e, n);
+        PipeBarrier<PIPE_V>();
+        Add(e, x, rot, n);
+        PipeBarrier<PIPE_V>();
+        // y = s + (t + (e1 + e2)), and s where that is NaN (y == y fails only for NaN).
+        Add(y, e, y, n);
+        PipeBarrier<PIPE_V>();
+        Add(y, a, y, n);
+        PipeBarrier<PIPE_V>();
+        LocalTensor<uint8_t> notNan = notNan_.Get<uint8_t>();
+        Compare(notNan, y, y, CMPMODE::EQ, (elems + LANES - 1) / LANES * LANES);
+        PipeBarrier<PIPE_V>();
+        Select(y, notNan, y, a, SELMODE::VSEL_TENSOR_TENSOR_MODE, elems);
+        PipeBarrier<PIPE_V>();
+    }
+
+    // hi + lo = v exactly for `count` elements, hi holding the upper 12 significant bits
+    // (Veltkamp with 4097 = 2^12 + 1, float32 RNE; exact unless 4097 v overflows).
+    __aicore__ inline void Split(const LocalTensor<float>& hi, const LocalTensor<float>& lo,
+                                 const LocalTensor<float>& v, uint32_t count)
+    {
+        const int32_t n = static_cast<int32_t>(count);
+        Muls(hi, v, SPLITTER, n);
+        PipeBarrier<PIPE_V>();
+        Sub(lo, hi, v, n);
+        PipeBarrier<PIPE_V>();
+        Sub(hi, hi, lo, n);
+        PipeBarrier<PIPE_V>();
+        Sub(lo, v, hi, n);
+        PipeBarrier<PIPE_V>();
+    }
+
+    // err = v * table - p exactly, for p = fl(v * table), v = vHi + vLo and table = tHi + tLo
+    // (Dekker: ((vHi tHi - p) + vHi tLo + vLo tHi) + vLo tLo, every step exact). The partial
+    // products go to `work`: a row of its own keeps vHi, work = vHi uses vHi up. vLo is kept.
+    __aicore__ inline void ProductError(const LocalTensor<float>& err, const LocalTensor<float>& p,
+                                        const LocalTensor<float>& vHi, const LocalTensor<float>& vLo,
+                                        const LocalTensor<float>& tHi, const LocalTensor<float>& tLo,
+                                        const LocalTensor<float>& work, uint32_t rows, uint32_t heads)
+    {
+        const int32_t n = static_cast<int32_t>(rows * t_.rowStride);
+        MulTable(err, vHi, tHi, rows, heads);
+        PipeBarrier<PIPE_V>();
+        Sub(err, err, p, n);
+        MulTable(work, vHi, tLo, rows, heads);
+        PipeBarrier<PIPE_V>();
+        Add(err, err, work, n);
+        PipeBarrier<PIPE_V>();
+        MulTable(work, vLo, tHi, rows, heads);
+        PipeBarrier<PIPE_V>();
+        Add(err, err, work, n);
+        PipeBarrier<PIPE_V>();
+        MulTable(work, vLo, tLo, rows, heads);
+        PipeBarrier<PIPE_V>();
+        Add(err, err, work, n);
+        PipeBarrier<PIPE_V>();
     }
 
     // dst = x_rot of `rows` rows of src.
@@ -396,6 +525,14 @@ private:
     TBuf<TPosition::VECCALC> xRot_;
     TBuf<TPosition::VECCALC> rotOffsets_;
     TBuf<TPosition::VECCALC> sign_;
+    TBuf<TPosition::VECCALC> workA_;   // float32: x's hi half, rot(lo), then s
+    TBuf<TPosition::VECCALC> workB_;   // float32: x's lo half, then the error of x_rot * sin
+    TBuf<TPosition::VECCALC> workE_;   // float32: partial products, rot(hi), then TwoSum's t
+    TBuf<TPosition::VECCALC> notNan_;  // float32: the y == y mask
+    TBuf<TPosition::VECCALC> cosHi_;
+    TBuf<TPosition::VECCALC> cosLo_;
+    TBuf<TPosition::VECCALC> sinHi_;
+    TBuf<TPosition::VECCALC> sinLo_;
     LocalTensor<T> cosRaw_;
     LocalTensor<T> sinRaw_;
     LocalTensor<float> cos_;

@@ -376,6 +376,7 @@ inline OutputPlan<1> rotary_mul_plan(const at::Tensor& x, const at::Tensor& r1, 
     static const std::vector<DtypeColumn<3, 1>> registered = {
         { { at::kHalf, at::kHalf, at::kHalf }, { at::kHalf } },
         { { at::kBFloat16, at::kBFloat16, at::kBFloat16 }, { at::kBFloat16 } },
+        { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 1>(op_name, { NamedTensor{"x", &x}, NamedTensor{"r1", &r1}, NamedTensor{"r2", &r2} }, registered);
     check_same_shape(op_name, {"r2", &r2}, {"r1", &r1});

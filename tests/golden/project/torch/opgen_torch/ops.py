@@ -281,17 +281,18 @@ def rotary_mul(
     """y = x * r1 + rotate(x) * r2 with rotate = rotate_half (mode "half") or the pair swap (mode "interleave"); r1/r2 (cos, sin) broadcast over x's batch and head dims
 
     Args:
-        x: float16 | bfloat16 tensor on the NPU.
-        r1: float16 | bfloat16 tensor on the NPU.
-        r2: float16 | bfloat16 tensor on the NPU.
+        x: float16 | bfloat16 | float32 tensor on the NPU.
+        r1: float16 | bfloat16 | float32 tensor on the NPU.
+        r2: float16 | bfloat16 | float32 tensor on the NPU.
         mode: str, default "half".
 
     Returns:
-        y: float16 | bfloat16.
+        y: float16 | bfloat16 | float32.
 
     Dtype combinations:
         x=float16, r1=float16, r2=float16 -> y=float16
         x=bfloat16, r1=bfloat16, r2=bfloat16 -> y=bfloat16
+        x=float32, r1=float32, r2=float32 -> y=float32
 
     Schema: opgen::rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode="half") -> Tensor
     Runs aclnnOpgenRotaryMul (CANN op OpgenRotaryMul), generated from kernels/rotary_mul.toml.

@@ -262,11 +262,18 @@ fn run_one(
         };
         let mut c = compare(actual, &closest_allowed(actual, &exp.values, &alternates), exp.tolerance);
         if !alternates.is_empty() {
-            // The CANN gate and MERE/MARE always measure against the reference itself.
+            // MERE/MARE always measure against the reference itself. The small-value check is
+            // an absolute bar per element: an element equal to its documented alternate (the
+            // other rounding of an intermediate within float32 error of a 16-bit boundary) is
+            // held to that value, since gamma scales the intermediate's one-ulp step past the
+            // bar at small |y| (add_rms_norm bf16 4096x896 seed 1057: 2.3e-5 vs 2^-16).
             let plain = compare(actual, &exp.values, Tolerance::CannOnly);
             c.mere = plain.mere;
             c.mare = plain.mare;
-            c.cann = plain.cann;
+            c.cann = plain.cann.map(|gate| match &c.cann {
+                Some(allowed) => gate.with_small_values_of(allowed, plain.mere, plain.mare),
+                None => gate,
+            });
         }
         if let Some((_, before)) = inputs.iter().find(|(n, _)| inplace.contains(n) && n == &exp.name) {
             if let Some(why) = untouched_changed(before, &exp.values, actual) {

@@ -97,6 +97,25 @@ pub struct CannGate {
     pub small_violations: usize,
 }
 
+impl CannGate {
+    /// This gate with `other`'s small-value findings (the same output compared with another
+    /// allowed value), the verdict recomputed from `mere` and `mare`.
+    pub fn with_small_values_of(self, other: &CannGate, mere: f64, mare: f64) -> CannGate {
+        CannGate {
+            passed: gate_passes(self.threshold, mere, mare, other.small_violations),
+            small_count: other.small_count,
+            small_max_abs_err: other.small_max_abs_err,
+            small_violations: other.small_violations,
+            ..self
+        }
+    }
+}
+
+/// The CANN standard: MERE < T, MARE < 10·T, and no small-value element over its bar.
+fn gate_passes(t: f64, mere: f64, mare: f64, small_violations: usize) -> bool {
+    mere < t && mare < 10.0 * t && small_violations == 0
+}
+
 /// The result of [`compare`]; `passed()` is the verdict, `Display` a one-line summary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
@@ -380,7 +399,7 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
     }
     out.cann = cann_t.map(|t| CannGate {
         threshold: t,
-        passed: out.mere < t && out.mare < 10.0 * t && small_violations == 0,
+        passed: gate_passes(t, out.mere, out.mare, small_violations),
         small_count,
         small_max_abs_err: small_max,
         small_violations,

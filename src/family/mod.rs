@@ -10,6 +10,7 @@ pub mod kv_layout;
 pub mod rotary;
 pub mod row_norm;
 
+use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrValue, Family, FamilyParams, OpSpec, Reporter};
@@ -126,6 +127,44 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData
         Family::KvLayout => Some(kv_layout::case_inputs(spec, column, case)),
         _ => None,
     }
+}
+
+/// The dtypes the float families compute (in float32 for the 16-bit ones).
+pub(crate) const FLOATS: [DType; 3] = [DType::Float16, DType::BFloat16, DType::Float32];
+
+/// The dtype rule of families whose inputs all share the first input's float dtype (row_norm,
+/// rotary): per combination, the first input must be one of [`FLOATS`] and every other input
+/// must have its dtype (`mixed` says why, in the family's terms). Returns the combinations whose
+/// first input is valid, with that dtype, for the family's output rules.
+pub(crate) fn check_inputs_share_a_float(
+    r: &mut Reporter,
+    raw: &RawSpec,
+    spec: &OpSpec,
+    family: &str,
+    mixed: &str,
+) -> Vec<(usize, DType)> {
+    let mut valid = Vec::new();
+    for (c, x) in spec.inputs[0].dtypes.iter().enumerate() {
+        if !FLOATS.contains(x) {
+            r.error(
+                &raw.inputs.get_ref()[0].dtypes.get_ref()[c],
+                &format!("inputs[0].dtypes[{c}]"),
+                format!("family {family} cannot compute {x}; it supports float16, bfloat16, float32"),
+            );
+            continue;
+        }
+        for (i, t) in spec.inputs.iter().enumerate().skip(1) {
+            if t.dtypes[c] != *x {
+                r.error(
+                    &raw.inputs.get_ref()[i].dtypes.get_ref()[c],
+                    &format!("inputs[{i}].dtypes[{c}]"),
+                    format!("`{}` must have x's dtype {x} in combination {} ({mixed})", t.name, c + 1),
+                );
+            }
+        }
+        valid.push((c, *x));
+    }
+    valid
 }
 
 /// Attrs at their spec defaults.

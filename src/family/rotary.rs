@@ -38,7 +38,6 @@
 
 use super::default_attrs;
 use super::row_norm::compute_tolerance;
-use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference::{self, rotary::RotaryMode};
 use crate::spec::raw::RawSpec;
@@ -48,8 +47,6 @@ use crate::verify::inputs::Distribution;
 use crate::verify::{Case, Expected, Sweep};
 
 // ---- spec --------------------------------------------------------------------------------
-
-const FLOATS: [DType; 3] = [DType::Float16, DType::BFloat16, DType::Float32];
 
 /// The values of the `mode` attr.
 pub const MODES: [&str; 2] = ["half", "interleave"];
@@ -71,31 +68,15 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         );
         return;
     }
-    for (c, x) in spec.inputs[0].dtypes.iter().enumerate() {
-        if !FLOATS.contains(x) {
-            let span = &raw.inputs.get_ref()[0].dtypes.get_ref()[c];
-            r.error(
-                span,
-                &format!("inputs[0].dtypes[{c}]"),
-                format!("family rotary cannot compute {x}; it supports float16, bfloat16, float32"),
-            );
-            continue;
-        }
-        for (i, t) in spec.inputs.iter().enumerate().skip(1) {
-            if t.dtypes[c] != *x {
-                let span = &raw.inputs.get_ref()[i].dtypes.get_ref()[c];
-                r.error(
-                    span,
-                    &format!("inputs[{i}].dtypes[{c}]"),
-                    format!(
-                        "`{}` must have x's dtype {x} in combination {} (torch_npu casts the tables to x's dtype first)",
-                        t.name,
-                        c + 1
-                    ),
-                );
-            }
-        }
-        if spec.outputs[0].dtypes[c] != *x {
+    let valid = super::check_inputs_share_a_float(
+        r,
+        raw,
+        spec,
+        "rotary",
+        "torch_npu casts the tables to x's dtype first",
+    );
+    for (c, x) in valid {
+        if spec.outputs[0].dtypes[c] != x {
             let span = &raw.outputs.get_ref()[0].dtypes.get_ref()[c];
             r.error(
                 span,

@@ -23,8 +23,6 @@ fn is_fused(spec: &OpSpec) -> bool {
     spec.row_norm().is_some_and(|p| p.fused_residual_add)
 }
 
-const FLOATS: [DType; 3] = [DType::Float16, DType::BFloat16, DType::Float32];
-
 pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
     let fused = is_fused(spec);
     let (want_inputs, want_outputs) =
@@ -55,24 +53,11 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         );
         return;
     }
-    for (c, x) in spec.inputs[0].dtypes.iter().enumerate() {
-        let span = &raw.inputs.get_ref()[0].dtypes.get_ref()[c];
-        if !FLOATS.contains(x) {
-            r.error(
-                span,
-                &format!("inputs[0].dtypes[{c}]"),
-                format!("family row_norm cannot compute {x}; it supports float16, bfloat16, float32"),
-            );
-            continue;
-        }
-        for (i, t) in spec.inputs.iter().enumerate().skip(1) {
-            if t.dtypes[c] != *x {
-                let span = &raw.inputs.get_ref()[i].dtypes.get_ref()[c];
-                r.error(span, &format!("inputs[{i}].dtypes[{c}]"), format!("`{}` must have x's dtype {x} in combination {} (mixed-dtype row_norm is not supported)", t.name, c + 1));
-            }
-        }
+    let valid =
+        super::check_inputs_share_a_float(r, raw, spec, "row_norm", "mixed-dtype row_norm is not supported");
+    for (c, x) in valid {
         for (o, t) in spec.outputs.iter().enumerate() {
-            let want = if o == 1 { DType::Float32 } else { *x };
+            let want = if o == 1 { DType::Float32 } else { x };
             if t.dtypes[c] != want {
                 let span = &raw.outputs.get_ref()[o].dtypes.get_ref()[c];
                 let role = if o == 1 {

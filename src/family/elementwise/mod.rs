@@ -14,6 +14,7 @@ pub mod eval;
 pub mod expr;
 pub mod lower;
 
+use super::FLOATS;
 use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference::activation;
@@ -38,7 +39,6 @@ pub(crate) fn params(raw: &RawSpec) -> crate::spec::FamilyParams {
     })
 }
 
-const FLOATS: [DType; 3] = [DType::Float16, DType::BFloat16, DType::Float32];
 /// Inputs a kernel may read: each is a double-buffered VECIN queue, and a queue position holds
 /// at most 8 buffers.
 pub const MAX_INPUTS: usize = 4;

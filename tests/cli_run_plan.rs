@@ -15,13 +15,9 @@ fn opgen(args: &[&str]) -> ascend_opgen::toolchain::command::Output {
 
 #[test]
 fn run_rms_norm_bf16_from_npy_files() {
-    let dir = std::env::temp_dir().join(format!("opgen-run-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("bf16");
     let x = generate(Distribution::Uniform5, DType::BFloat16, &[5, 300], 7);
     let gamma = generate(Distribution::Uniform5, DType::BFloat16, &[300], 8);
-    npy::write_npy(&dir.join("x.npy"), &x).unwrap();
-    npy::write_npy(&dir.join("g.npy"), &gamma).unwrap();
     let out = dir.join("out");
     let r = opgen(&[
         "run",
@@ -29,9 +25,9 @@ fn run_rms_norm_bf16_from_npy_files() {
         "--dtype",
         "bf16",
         "--input",
-        &format!("x={}", dir.join("x.npy").display()),
+        &input_arg(&dir, "x", &x),
         "--input",
-        &format!("gamma={}", dir.join("g.npy").display()),
+        &input_arg(&dir, "gamma", &gamma),
         "--attr",
         "epsilon=1e-5",
         "--out",

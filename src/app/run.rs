@@ -5,6 +5,7 @@ use super::plan::{combination, format_plan};
 use super::AppError;
 use crate::npy;
 use crate::plan::soc;
+use crate::spec::OpSpec;
 use crate::tensor::HostTensor;
 use crate::verify::{self, BuildOptions, CaseInput};
 use crate::DType;
@@ -25,12 +26,11 @@ pub struct RunOptions {
     pub sanitize: bool,
 }
 
-pub fn run(opts: &RunOptions) -> Result<(), AppError> {
-    let specs = load_specs(opts.specs.as_deref(), std::slice::from_ref(&opts.op))?;
-    let spec = &specs[0];
-    let soc = soc::find(&opts.soc).map_err(AppError::input)?;
-    let given: Vec<(String, PathBuf)> = opts
-        .inputs
+/// Every input of `spec` from its `name=path.npy` argument, as the file holds it ('<u2' is
+/// bfloat16); the combination is picked from these dtypes afterwards. Shared by the twin and NPU
+/// paths of `opgen run`.
+pub(crate) fn read_inputs(spec: &OpSpec, given: &[String]) -> Result<Vec<(String, HostTensor)>, AppError> {
+    let given: Vec<(String, PathBuf)> = given
         .iter()
         .map(|s| {
             s.split_once('=')
@@ -48,21 +48,24 @@ pub fn run(opts: &RunOptions) -> Result<(), AppError> {
             )));
         }
     }
-    let path_of = |name: &str| -> Result<&PathBuf, AppError> {
-        given
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, p)| p)
-            .ok_or_else(|| AppError::input(format!("op `{}` needs --input {name}=<file.npy>", spec.name)))
-    };
-    // Every input as its file holds it ('<u2' is bfloat16), then the combination those dtypes,
-    // --dtype and an explicit output-dtype attr name.
-    let mut inputs: Vec<(String, HostTensor)> = Vec::new();
-    for t in &spec.inputs {
-        let tensor = npy::read_npy(path_of(&t.name)?, None)
-            .map_err(|e| AppError::input(format!("input `{}`: {e}", t.name)))?;
-        inputs.push((t.name.clone(), tensor));
-    }
+    spec.inputs
+        .iter()
+        .map(|t| {
+            let path = given.iter().find(|(n, _)| n == &t.name).map(|(_, p)| p).ok_or_else(|| {
+                AppError::input(format!("op `{}` needs --input {}=<file.npy>", spec.name, t.name))
+            })?;
+            let tensor =
+                npy::read_npy(path, None).map_err(|e| AppError::input(format!("input `{}`: {e}", t.name)))?;
+            Ok((t.name.clone(), tensor))
+        })
+        .collect()
+}
+
+pub fn run(opts: &RunOptions) -> Result<(), AppError> {
+    let specs = load_specs(opts.specs.as_deref(), std::slice::from_ref(&opts.op))?;
+    let spec = &specs[0];
+    let soc = soc::find(&opts.soc).map_err(AppError::input)?;
+    let inputs = read_inputs(spec, &opts.inputs)?;
     let dtypes: Vec<(&str, DType)> = inputs.iter().map(|(n, t)| (n.as_str(), t.dtype)).collect();
     let (column, attrs) = combination(spec, opts.dtype, &dtypes, &opts.attrs)?;
     let project = render(&specs)?;

@@ -74,9 +74,10 @@ mod with_acl {
     use crate::acl::{Acl, AclError, DeviceBuffer};
     use crate::app::gen::load_specs;
     use crate::app::plan::combination;
+    use crate::app::run::read_inputs;
     use crate::codegen::VENDOR;
     use crate::npy;
-    use crate::spec::{AttrKind, AttrValue, OpSpec};
+    use crate::spec::{AttrKind, AttrValue};
     use crate::tensor::HostTensor;
     use crate::verify::compare::compare;
     use std::ffi::CString;
@@ -108,30 +109,6 @@ mod with_acl {
              (and pass its --install DIR here)",
             tried.join(", ")
         )))
-    }
-
-    fn read_inputs(spec: &OpSpec, given: &[String]) -> Result<Vec<(String, HostTensor)>, AppError> {
-        let mut paths: Vec<(String, PathBuf)> = Vec::new();
-        for s in given {
-            let (n, p) = s
-                .split_once('=')
-                .ok_or_else(|| AppError::input(format!("--input `{s}`: expected name=path.npy")))?;
-            paths.push((n.to_string(), PathBuf::from(p)));
-        }
-        let path_of =
-            |name: &str| {
-                paths.iter().find(|(n, _)| n == name).map(|(_, p)| p.clone()).ok_or_else(|| {
-                    AppError::input(format!("op `{}` needs --input {name}=<file.npy>", spec.name))
-                })
-            };
-        spec.inputs
-            .iter()
-            .map(|t| {
-                let tensor = npy::read_npy(&path_of(&t.name)?, None)
-                    .map_err(|e| AppError::input(format!("input `{}`: {e}", t.name)))?;
-                Ok((t.name.clone(), tensor))
-            })
-            .collect()
     }
 
     pub(super) fn run(opts: &RunNpuOptions) -> Result<(), AppError> {

@@ -291,12 +291,12 @@ fn in_place_inputs_are_mutable_in_the_schema_and_passed_uncopied() {
 
 #[test]
 fn row_norm_shape_rules_follow_the_op_host_infer_shape() {
-    use torch::{OutputShape, ShapeCheck};
+    use ascend_opgen::family::{shape_rule, OutputShape, ShapeCheck};
     let specs = catalogue();
     let by_name =
         |n: &str| specs.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("{n} in the catalogue"));
     let s = |t: &str| t.to_string();
-    let rule = torch::shape_rule(by_name("rms_norm")).unwrap();
+    let rule = shape_rule(by_name("rms_norm")).unwrap();
     assert_eq!(rule.checks, vec![ShapeCheck::TrailingDims { tensor: s("gamma"), of: s("x") }]);
     assert_eq!(
         rule.outputs,
@@ -305,7 +305,7 @@ fn row_norm_shape_rules_follow_the_op_host_infer_shape() {
             OutputShape::TrailingOnes { of: s("x"), count_of: s("gamma") }
         ]
     );
-    let rule = torch::shape_rule(by_name("add_rms_norm")).unwrap();
+    let rule = shape_rule(by_name("add_rms_norm")).unwrap();
     assert_eq!(
         rule.checks,
         vec![

@@ -43,7 +43,7 @@ impl<'a> OpContext<'a> {
             targets: &spec.targets,
             source: banner_source(&spec.source),
             mutated: spec.mutated_inputs(),
-            extra: family::template_extras(spec)?,
+            extra: family::template_extras(spec).map_err(|e| e.to_string())?,
         })
     }
 }

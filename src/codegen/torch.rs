@@ -11,13 +11,15 @@
 //! - `opgen_torch/`: the Python package that sets the environment, loads the library and wraps
 //!   every op in a typed function with a docstring.
 //!
-//! The family knowledge here is the shape rule ([`shape_rule`]): one small function per family.
+//! No family knowledge lives here: the shape rule comes from the op's family
+//! (`crate::family::shape_rule`).
 
 use super::context::banner_source;
 use super::project::GeneratedFile;
 use super::{RenderError, VENDOR};
 use crate::dtype::DType;
-use crate::spec::{Attr, AttrKind, AttrValue, Family, KvKind, OpSpec, TensorArg};
+use crate::family::{shape_rule, ShapeRule};
+use crate::spec::{Attr, AttrKind, AttrValue, OpSpec, TensorArg};
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
 
@@ -150,127 +152,6 @@ fn scalar_type(d: DType) -> &'static str {
     }
 }
 
-// ---- shape rules ------------------------------------------------------------------------------
-
-/// A check on input shapes, rendered as a call of a helper in `opgen_torch.h`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ShapeCheck {
-    /// `tensor` has exactly `like`'s shape.
-    SameShape { tensor: String, like: String },
-    /// `tensor` has 1..=rank(of) dims, equal to `of`'s trailing dims.
-    TrailingDims { tensor: String, of: String },
-}
-
-/// How an output's shape follows from the inputs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum OutputShape {
-    /// `of`'s shape.
-    Like { of: String },
-    /// `of`'s shape with its last rank(`count_of`) dims set to 1.
-    TrailingOnes { of: String, count_of: String },
-    /// `of`'s shape with dims `a` and `b` swapped; `of` must have `rank` dims (kv_layout's
-    /// BSND <-> BNSD permutes).
-    SwapDims { of: String, rank: usize, a: usize, b: usize },
-    /// A fixed shape (kv_layout's int32 count of slots past the cache: [1]).
-    Fixed { dims: Vec<usize> },
-}
-
-/// What the torch kernels check on the inputs and how they size the outputs (one entry per
-/// output, in order). The same rule as the op_host InferShape of the family.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ShapeRule {
-    pub checks: Vec<ShapeCheck>,
-    pub outputs: Vec<OutputShape>,
-}
-
-/// The family's shape rule for `spec`. A family without one is an error naming it: the
-/// extension is never generated with guessed shapes.
-pub fn shape_rule(spec: &OpSpec) -> Result<ShapeRule, String> {
-    let rule = match spec.family {
-        Family::RowNorm => row_norm_rule(spec),
-        Family::Rotary => rotary_rule(spec),
-        Family::Elementwise => elementwise_rule(spec),
-        Family::KvLayout => kv_layout_rule(spec),
-    }?;
-    if rule.outputs.len() != spec.outputs.len() {
-        return Err(format!(
-            "the {} shape rule gives {} output shapes, the op has {} outputs",
-            spec.family.name(),
-            rule.outputs.len(),
-            spec.outputs.len()
-        ));
-    }
-    Ok(rule)
-}
-
-/// row_norm: inputs (x[, x2], gamma), outputs (y, rstd[, x_sum]). gamma covers x's trailing
-/// dims; the residual has x's shape; y and x_sum are shaped like x; rstd is x's shape with the
-/// gamma-covered dims set to 1 (rank preserved, as torch_npu's npu_rms_norm).
-fn row_norm_rule(spec: &OpSpec) -> Result<ShapeRule, String> {
-    let name = |ts: &[TensorArg], i: usize| ts.get(i).map(|t| t.name.clone());
-    let (x, gamma) = match (name(&spec.inputs, 0), spec.inputs.last().map(|t| t.name.clone())) {
-        (Some(x), Some(g)) if spec.inputs.len() >= 2 => (x, g),
-        _ => return Err("row_norm needs inputs (x, [residual,] gamma)".into()),
-    };
-    let mut checks = Vec::new();
-    for t in &spec.inputs[1..spec.inputs.len() - 1] {
-        checks.push(ShapeCheck::SameShape { tensor: t.name.clone(), like: x.clone() });
-    }
-    checks.push(ShapeCheck::TrailingDims { tensor: gamma.clone(), of: x.clone() });
-    let outputs = (0..spec.outputs.len())
-        .map(|i| match i {
-            1 => OutputShape::TrailingOnes { of: x.clone(), count_of: gamma.clone() },
-            _ => OutputShape::Like { of: x.clone() },
-        })
-        .collect();
-    Ok(ShapeRule { checks, outputs })
-}
-
-/// rotary: inputs (x, r1, r2), output y shaped like x. r2 has r1's shape; how r1 broadcasts
-/// over x (layout inference, mode restrictions) is checked by the op_host TilingFunc, which says
-/// why a shape is refused.
-fn rotary_rule(spec: &OpSpec) -> Result<ShapeRule, String> {
-    match spec.inputs.as_slice() {
-        [x, r1, r2] => Ok(ShapeRule {
-            checks: vec![ShapeCheck::SameShape { tensor: r2.name.clone(), like: r1.name.clone() }],
-            outputs: vec![OutputShape::Like { of: x.name.clone() }],
-        }),
-        _ => Err("rotary needs inputs (x, r1, r2)".into()),
-    }
-}
-
-/// elementwise: every input has the first input's shape (no broadcasting); the one output is
-/// shaped like it.
-fn elementwise_rule(spec: &OpSpec) -> Result<ShapeRule, String> {
-    let first = spec.inputs.first().ok_or("elementwise needs at least one input")?;
-    Ok(ShapeRule {
-        checks: spec.inputs[1..]
-            .iter()
-            .map(|t| ShapeCheck::SameShape { tensor: t.name.clone(), like: first.name.clone() })
-            .collect(),
-        outputs: vec![OutputShape::Like { of: first.name.clone() }],
-    })
-}
-
-/// kv_layout: the permutes swap dims 1 and 2 of a 4-D x; the cache writers update their caches
-/// in place and return the int32 count [1]; dequant_int8's x is shaped like q. The cache
-/// geometry (slot mapping length, cache shapes) is checked by the op_host, which says why a
-/// shape is refused.
-fn kv_layout_rule(spec: &OpSpec) -> Result<ShapeRule, String> {
-    let first = spec.inputs.first().ok_or("kv_layout needs inputs")?.name.clone();
-    let output = match spec.kv_kind() {
-        Some(KvKind::BsndToBnsd | KvKind::BnsdToBsnd) => {
-            OutputShape::SwapDims { of: first, rank: 4, a: 1, b: 2 }
-        }
-        Some(KvKind::ReshapeAndCache | KvKind::ReshapeAndCacheInt8) => OutputShape::Fixed { dims: vec![1] },
-        Some(KvKind::DequantInt8) => OutputShape::Like { of: first },
-        None => return Err("a kv_layout spec without a known kind".into()),
-    };
-    Ok(ShapeRule { checks: Vec::new(), outputs: vec![output] })
-}
-
 // ---- template context -------------------------------------------------------------------------
 
 #[derive(Debug, Serialize)]
@@ -381,7 +262,7 @@ fn torch_op(spec: &OpSpec) -> Result<TorchOp, String> {
             ));
         }
     }
-    let rule = shape_rule(spec)?;
+    let rule = shape_rule(spec).map_err(|e| e.to_string())?;
     let tensor = |t: &TensorArg, output: bool| TorchTensor {
         name: t.name.clone(),
         mutated: t.mutated,

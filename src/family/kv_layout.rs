@@ -17,6 +17,11 @@
 //! that every slot the reference leaves alone is checked bit for bit (int8 caches hold −128 and
 //! scale caches negative values, which no quantisation writes).
 
+use super::eager::{self, last_dim, Builder, T};
+use super::{
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+};
+use super::{OutputShape, ShapeRule};
 use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference::kv_layout::{self as reference, Int8KvCache};
@@ -868,6 +873,234 @@ pub fn expected(
                 values,
                 tolerance,
             }])
+        }
+    }
+}
+
+// ---- the family --------------------------------------------------------------------------
+
+pub struct KvLayout;
+
+impl FamilyOps for KvLayout {
+    fn params(&self, raw: &RawSpec) -> FamilyParams {
+        params(raw)
+    }
+
+    fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+        check(r, raw, spec)
+    }
+
+    fn tiling_fields(&self, spec: &OpSpec) -> &'static [TilingField] {
+        tiling_fields(spec)
+    }
+
+    fn templates(&self, _spec: &OpSpec) -> Templates {
+        Templates { kernel: "kernel/kv_layout.cpp.j2", host: "host/kv_layout.cpp.j2" }
+    }
+
+    fn template_extras(
+        &self,
+        spec: &OpSpec,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
+        Ok(template_extras(spec))
+    }
+
+    /// The permutes swap dims 1 and 2 of a 4-D x; the cache writers update their caches in
+    /// place and return the int32 count [1]; dequant_int8's x is shaped like q. The cache
+    /// geometry (slot mapping length, cache shapes) is checked by the op_host, which says why a
+    /// shape is refused.
+    fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+        let first = spec.inputs.first().ok_or("kv_layout needs inputs")?.name.clone();
+        let output = match spec.kv_kind() {
+            Some(KvKind::BsndToBnsd | KvKind::BnsdToBsnd) => {
+                OutputShape::SwapDims { of: first, rank: 4, a: 1, b: 2 }
+            }
+            Some(KvKind::ReshapeAndCache | KvKind::ReshapeAndCacheInt8) => {
+                OutputShape::Fixed { dims: vec![1] }
+            }
+            Some(KvKind::DequantInt8) => OutputShape::Like { of: first },
+            None => return Err(FamilyError::new("a kv_layout spec without a known kind")),
+        };
+        Ok(ShapeRule { checks: Vec::new(), outputs: vec![output] })
+    }
+
+    fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+        derived_shape(spec, i, first)
+    }
+
+    fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+        cases(spec, sweep)
+    }
+
+    fn case_inputs(&self, spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
+        Some(case_inputs(spec, column, case))
+    }
+
+    fn expected(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+    ) -> Result<Vec<Expected>, FamilyError> {
+        Ok(expected(spec, inputs, attrs)?)
+    }
+
+    fn alternates(
+        &self,
+        _spec: &OpSpec,
+        _inputs: &[(String, HostTensor)],
+        _attrs: &[(String, AttrValue)],
+        _output: &str,
+    ) -> Result<Vec<f64>, FamilyError> {
+        Ok(Vec::new())
+    }
+
+    /// Qwen2-7B's KV heads (4 of D 128) at 4096 tokens.
+    fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        match spec.kv_kind() {
+            Some(KvKind::BsndToBnsd) => vec![("Qwen2-7B kv", vec![1, 4096, 4, 128])],
+            Some(KvKind::BnsdToBsnd) => vec![("Qwen2-7B kv", vec![1, 4, 4096, 128])],
+            Some(KvKind::ReshapeAndCache | KvKind::ReshapeAndCacheInt8) => {
+                vec![("Qwen2-7B kv", vec![4096, 4, 128])]
+            }
+            Some(KvKind::DequantInt8) | None => Vec::new(),
+        }
+    }
+
+    fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
+        None
+    }
+
+    fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
+        PlanReading::default()
+    }
+
+    fn fusion_target(&self, _spec: &OpSpec) -> bool {
+        false
+    }
+
+    /// A paged cache's slot mapping is realistic: token i goes to slot i (a prefill filling
+    /// fresh blocks), wrapping at the cache's capacity; the valid slot count comes with it.
+    fn report_inputs(
+        &self,
+        spec: &OpSpec,
+        column: usize,
+        shapes: &[(String, Vec<usize>)],
+    ) -> Option<ReportInputs> {
+        if !matches!(spec.kv_kind(), Some(KvKind::ReshapeAndCache | KvKind::ReshapeAndCacheInt8)) {
+            return None;
+        }
+        let shape_of = |name: &str| shapes.iter().find(|(n, _)| n == name).map(|(_, s)| s.as_slice());
+        let cache = shape_of(&spec.inputs.iter().find(|t| t.mutated)?.name)?;
+        let capacity = (cache.len() >= 2).then(|| (cache[0] * cache[1]) as u64)?;
+        let slot = spec.inputs.len() - 1;
+        let tokens = crate::tensor::shape_numel(shape_of(&spec.inputs[slot].name)?) as u64;
+        let slots: Vec<i64> = (0..tokens).map(|t| (t % capacity.max(1)) as i64).collect();
+        let valid = slots.iter().filter(|v| **v >= 0 && (**v as u64) < capacity).count() as u64;
+        let tensor = HostTensor::from_i64(spec.inputs[slot].dtypes[column], &[tokens as usize], &slots);
+        Some(ReportInputs { tensors: vec![(slot, tensor)], valid_slots: Some(valid) })
+    }
+
+    fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
+        kv_eager_sequence(case)
+    }
+}
+
+/// The KV-layout ops, by the spec's kv kind (their tensors found by role: mutated inputs are the
+/// caches, the integer rank-1 input the slot mapping).
+fn kv_eager_sequence(case: &EagerCase) -> Result<EagerSequence, FamilyError> {
+    let spec = case.spec;
+    let b = &mut Builder::default();
+    let kind = spec
+        .kv_kind()
+        .ok_or_else(|| FamilyError::new(format!("no eager sequence for op `{}`", spec.name)))?;
+    let all: Vec<(T, &[usize], bool, &str)> = (0..spec.inputs.len())
+        .map(|i| {
+            eager::input(case, i).map(|(t, s)| (t, s, spec.inputs[i].mutated, spec.inputs[i].name.as_str()))
+        })
+        .collect::<Result<_, _>>()?;
+    match kind {
+        KvKind::BsndToBnsd | KvKind::BnsdToBsnd => {
+            let (x, _, _, _) = all.first().copied().ok_or(FamilyError::new("no input"))?;
+            b.op("x.transpose(1, 2).contiguous()", &[x], x);
+            Ok(std::mem::take(b).finish("x.transpose(1, 2).contiguous() (one copy kernel)"))
+        }
+        KvKind::DequantInt8 => {
+            let x = all.iter().find(|t| t.0.dtype == DType::Int8).ok_or(FamilyError::new("no int8 input"))?.0;
+            let scale =
+                all.iter().find(|t| t.0.dtype.is_float()).ok_or(FamilyError::new("no scale input"))?.0;
+            let out = spec.outputs.first().ok_or(FamilyError::new("no output"))?.dtypes[case.column];
+            let f = b.op("x.to(float32)", &[x], x.as_dtype(DType::Float32));
+            let y = b.op("* scale", &[f, scale], f);
+            if out != DType::Float32 {
+                b.op(".to(output dtype)", &[y], x.as_dtype(out));
+            }
+            Ok(std::mem::take(b).finish("x.to(float32) * scale, cast to the output dtype"))
+        }
+        KvKind::ReshapeAndCache | KvKind::ReshapeAndCacheInt8 => {
+            let slot = all
+                .iter()
+                .find(|t| !t.2 && !t.0.dtype.is_float() && t.1.len() == 1)
+                .ok_or(FamilyError::new("no slot-mapping input"))?
+                .0;
+            // key and value: the other inputs of rank >= 2 (int8 too, for a plain int8 cache).
+            let sources: Vec<(T, &[usize])> =
+                all.iter().filter(|t| !t.2 && t.1.len() >= 2).map(|t| (t.0, t.1)).collect();
+            let caches: Vec<(T, &str)> = all.iter().filter(|t| t.2).map(|t| (t.0, t.3)).collect();
+            let tokens = slot.n;
+            if kind == KvKind::ReshapeAndCache {
+                if sources.len() != caches.len() || sources.is_empty() {
+                    return Err(FamilyError::new(format!(
+                        "{} sources for {} caches: no eager sequence written for this signature",
+                        sources.len(),
+                        caches.len()
+                    )));
+                }
+                for ((src, _), (cache, name)) in sources.iter().zip(&caches) {
+                    b.op(
+                        format!("{name}.view(-1, row)[slot_mapping] = src (index_put_)"),
+                        &[*src, slot],
+                        cache.with_n(src.n),
+                    );
+                }
+                let valid = case.valid_slots.map_or(String::new(), |v| format!(" ({v} valid)"));
+                b.note(format!(
+                    "{tokens} tokens{valid}; eager index_put_ writes padded (negative) slots too"
+                ));
+                return Ok(std::mem::take(b)
+                    .finish("vLLM torch fallback: cache.view(-1, row)[slot_mapping] = key / value"));
+            }
+            let data: Vec<&(T, &str)> = caches.iter().filter(|c| c.0.dtype == DType::Int8).collect();
+            let scales: Vec<&(T, &str)> = caches.iter().filter(|c| c.0.dtype.is_float()).collect();
+            if sources.is_empty() || data.len() != sources.len() || scales.len() != sources.len() {
+                return Err(FamilyError::new(format!(
+                    "{} sources, {} int8 caches, {} scale caches: no eager sequence written for this signature",
+                    sources.len(),
+                    data.len(),
+                    scales.len()
+                )));
+            }
+            for (((src, shape), q_cache), s_cache) in sources.iter().zip(data).zip(scales) {
+                let d = last_dim(shape)?;
+                let groups = T { n: src.n / d, dtype: DType::Float32 };
+                let f = if src.dtype == DType::Float32 {
+                    *src
+                } else {
+                    b.op("x.to(float32)", &[*src], src.as_dtype(DType::Float32))
+                };
+                let a = b.op("abs", &[f], f);
+                let m = b.op("amax(-1, keepdim=True)", &[a], groups);
+                let scale = b.op("absmax / 127", &[m], groups);
+                let q = b.op("x / scale", &[f, scale], f);
+                let r = b.op("round", &[q], f);
+                let c = b.op("clamp(-128, 127)", &[r], f);
+                let i8q = b.op(".to(int8)", &[c], f.as_dtype(DType::Int8));
+                b.op(format!("{}[slot_mapping] = q (index_put_)", q_cache.1), &[i8q, slot], i8q);
+                b.op(format!("{}[slot_mapping] = scale (index_put_)", s_cache.1), &[scale, slot], scale);
+            }
+            Ok(std::mem::take(b).finish(
+                "per-(token, head) absmax int8 quantisation in torch, then index_put_ into the caches",
+            ))
         }
     }
 }

@@ -2,13 +2,16 @@
 //! (roles of inputs/outputs/attrs, dtypes it can compute), the tiling-data layout, the
 //! templates and their extra context, the verification cases, the shape rule, and which
 //! reference checks it. The shared machinery (spec parsing, codegen, the twin, verify)
-//! dispatches here; adding a family means a module here, its templates, and an arm in each
-//! `match` below.
+//! reaches a family only through the [`FamilyOps`] trait and the one registry, [`ops`];
+//! adding a family means a module here (its `impl FamilyOps`), its templates, its reference,
+//! its test file, the variant in `spec::Family` and one arm in [`ops`].
 
+pub mod eager;
 pub mod elementwise;
 pub mod kv_layout;
 pub mod rotary;
 pub mod row_norm;
+pub mod shape_rule;
 
 use crate::dtype::DType;
 use crate::plan::TilingField;
@@ -16,73 +19,192 @@ use crate::spec::raw::RawSpec;
 use crate::spec::{AttrValue, Family, FamilyParams, OpSpec, Reporter};
 use crate::tensor::HostTensor;
 use crate::verify::{Case, Expected, Sweep};
+pub use eager::{EagerCase, EagerSequence, EagerStep};
+pub use shape_rule::{OutputShape, ShapeCheck, ShapeRule};
 
-/// The family's parameters from its spec table.
-pub(crate) fn params(family: Family, raw: &RawSpec) -> FamilyParams {
+/// What a family must provide. No hook has a default, so a new family's `impl` names every
+/// one of them (the compiler lists what is missing); shared code reaches a family only through
+/// [`ops`].
+pub(crate) trait FamilyOps: Sync {
+    /// The family's parameters from its spec table.
+    fn params(&self, raw: &RawSpec) -> FamilyParams;
+    /// The family's structure rules (run after the generic rules passed).
+    fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec);
+    /// The tiling-data layout (every field 4 bytes; host and kernel read the same list).
+    fn tiling_fields(&self, spec: &OpSpec) -> &'static [TilingField];
+    /// The kernel and op_host templates of `spec`.
+    fn templates(&self, spec: &OpSpec) -> Templates;
+    /// Extra template context, merged into the op's context (e.g. the lowered expression).
+    fn template_extras(
+        &self,
+        spec: &OpSpec,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError>;
+    /// The shape rule the torch kernels (Meta included) apply: the op_host InferShape's.
+    fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError>;
+    /// The shape of input `i` given the first input's shape (`plan`, `report`, sweeps).
+    fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize>;
+    /// The verification cases of a sweep.
+    fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case>;
+    /// The inputs and attrs of a case in dtype combination `column` when the family makes its
+    /// own (slot mappings by pattern, pre-filled caches); `None`: every input is drawn from the
+    /// case's distribution.
+    fn case_inputs(&self, spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData>;
+    /// Expected outputs of a case, from `crate::reference` (written from the math).
+    fn expected(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+    ) -> Result<Vec<Expected>, FamilyError>;
+    /// Per element of `output`, a second value the semantics allow (NaN where there is none),
+    /// or an empty vector (see [`alternates`]).
+    fn alternates(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+        output: &str,
+    ) -> Result<Vec<f64>, FamilyError>;
+    /// The report's model shapes (first input's shape, labelled), e.g. Qwen2-7B.
+    fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)>;
+    /// Independent work units a kernel can spread over cores (rows), where the family has them.
+    fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64>;
+    /// The report's reading of what the generated TilingFunc chose, from its tiling fields.
+    fn read_plan(&self, spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, dtype: DType) -> PlanReading;
+    /// Whether the report holds the op to the fusion target at its model shapes (≥ 4x fewer
+    /// GM bytes than eager in 1 launch against ≥ 6).
+    fn fusion_target(&self, spec: &OpSpec) -> bool;
+    /// The report's realistic inputs, where values matter to the traffic (a paged cache's slot
+    /// mapping): input index → tensor, plus how many slots are valid. `None`: uniform inputs.
+    fn report_inputs(
+        &self,
+        spec: &OpSpec,
+        column: usize,
+        shapes: &[(String, Vec<usize>)],
+    ) -> Option<ReportInputs>;
+    /// What eager PyTorch runs for the same work (the report's baseline).
+    fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError>;
+}
+
+/// The kernel and op_host templates of an op (paths under `templates/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Templates {
+    pub kernel: &'static str,
+    pub host: &'static str,
+}
+
+/// The report's reading of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PlanReading {
+    /// What the TilingFunc chose, in a few words (`4 rows/pass`).
+    pub label: String,
+    /// The design makes two passes over the input (row_norm split-D).
+    pub two_pass: bool,
+    /// Why the main stream's transfers are what they are, where the family can say
+    /// (`: the UB plan fits 2 row(s) ...`); `None`: the report's generic reason.
+    pub transfer_reason: Option<String>,
+}
+
+/// Inputs a family makes for the report (values that change the traffic).
+#[derive(Debug, Clone)]
+pub struct ReportInputs {
+    /// (input index, tensor) for each input the family sets; the rest are uniform.
+    pub tensors: Vec<(usize, HostTensor)>,
+    /// Valid slots of a paged cache (the in-place rows actually written).
+    pub valid_slots: Option<u64>,
+}
+
+/// The family of `spec` — the one registry: a new family is one arm here.
+pub(crate) fn ops(family: Family) -> &'static dyn FamilyOps {
     match family {
-        Family::RowNorm => row_norm::params(raw),
-        Family::Rotary => FamilyParams::Rotary,
-        Family::Elementwise => elementwise::params(raw),
-        Family::KvLayout => kv_layout::params(raw),
+        Family::RowNorm => &row_norm::RowNorm,
+        Family::Rotary => &rotary::Rotary,
+        Family::Elementwise => &elementwise::Elementwise,
+        Family::KvLayout => &kv_layout::KvLayout,
     }
 }
 
-/// The family's structure rules (run after the generic rules passed).
-pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, family: Family, spec: &OpSpec) {
-    match family {
-        Family::RowNorm => row_norm::check(r, raw, spec),
-        Family::Rotary => rotary::check(r, raw, spec),
-        Family::Elementwise => elementwise::check(r, raw, spec),
-        Family::KvLayout => kv_layout::check(r, raw, spec),
+/// A family hook that could not answer: which op, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyError {
+    pub message: String,
+}
+
+impl FamilyError {
+    pub fn new(message: impl Into<String>) -> FamilyError {
+        FamilyError { message: message.into() }
     }
+}
+
+impl std::fmt::Display for FamilyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FamilyError {}
+
+impl From<String> for FamilyError {
+    fn from(message: String) -> FamilyError {
+        FamilyError { message }
+    }
+}
+
+impl From<&str> for FamilyError {
+    fn from(message: &str) -> FamilyError {
+        FamilyError { message: message.to_string() }
+    }
+}
+
+impl From<crate::reference::ReferenceError> for FamilyError {
+    fn from(e: crate::reference::ReferenceError) -> FamilyError {
+        FamilyError { message: e.to_string() }
+    }
+}
+
+// Shared entry points: each asks the op's family.
+
+pub(crate) fn params(family: Family, raw: &RawSpec) -> FamilyParams {
+    ops(family).params(raw)
+}
+
+pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, family: Family, spec: &OpSpec) {
+    ops(family).check(r, raw, spec)
 }
 
 pub fn tiling_fields(spec: &OpSpec) -> &'static [TilingField] {
-    match spec.family {
-        Family::RowNorm => row_norm::TILING_FIELDS,
-        Family::Rotary => rotary::TILING_FIELDS,
-        Family::Elementwise => elementwise::TILING_FIELDS,
-        Family::KvLayout => kv_layout::tiling_fields(spec),
-    }
+    ops(spec.family).tiling_fields(spec)
 }
 
-/// (kernel template, op_host template).
-pub fn templates(family: Family) -> (&'static str, &'static str) {
-    match family {
-        Family::RowNorm => ("kernel/row_norm.cpp.j2", "host/row_norm.cpp.j2"),
-        Family::Rotary => ("kernel/rotary.cpp.j2", "host/rotary.cpp.j2"),
-        Family::Elementwise => ("kernel/elementwise.cpp.j2", "host/elementwise.cpp.j2"),
-        Family::KvLayout => ("kernel/kv_layout.cpp.j2", "host/kv_layout.cpp.j2"),
-    }
+pub fn templates(spec: &OpSpec) -> Templates {
+    ops(spec.family).templates(spec)
 }
 
-/// Extra template context, merged into the op's context (e.g. the lowered expression).
-pub fn template_extras(spec: &OpSpec) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-    match spec.family {
-        Family::RowNorm => Ok(row_norm::template_extras(spec)),
-        Family::Rotary => Ok(rotary::template_extras(spec)),
-        Family::Elementwise => elementwise::template_extras(spec),
-        Family::KvLayout => Ok(kv_layout::template_extras(spec)),
+pub fn template_extras(spec: &OpSpec) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
+    ops(spec.family).template_extras(spec)
+}
+
+pub fn shape_rule(spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+    let rule = ops(spec.family).shape_rule(spec)?;
+    if rule.outputs.len() != spec.outputs.len() {
+        return Err(FamilyError::new(format!(
+            "the {} shape rule gives {} output shapes, op `{}` has {} outputs",
+            spec.family.name(),
+            rule.outputs.len(),
+            spec.name,
+            spec.outputs.len()
+        )));
     }
+    Ok(rule)
 }
 
 pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
-    match spec.family {
-        Family::RowNorm => row_norm::cases(spec, sweep),
-        Family::Rotary => rotary::cases(spec, sweep),
-        Family::Elementwise => elementwise::cases(spec, sweep),
-        Family::KvLayout => kv_layout::cases(spec, sweep),
-    }
+    ops(spec.family).cases(spec, sweep)
 }
 
 /// The shape of input `i` given the first input's shape, by the family's shape rule.
 pub fn derived_shape(spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
-    match spec.family {
-        Family::RowNorm => row_norm::derived_shape(spec, i, first),
-        Family::Rotary => rotary::derived_shape(spec, i, first),
-        Family::Elementwise => first.to_vec(),
-        Family::KvLayout => kv_layout::derived_shape(spec, i, first),
-    }
+    ops(spec.family).derived_shape(spec, i, first)
 }
 
 /// Expected outputs of a case. The reference is picked by the op's name (catalogue ops) or,
@@ -91,13 +213,8 @@ pub fn expected(
     spec: &OpSpec,
     inputs: &[(String, HostTensor)],
     attrs: &[(String, AttrValue)],
-) -> Result<Vec<Expected>, String> {
-    match spec.family {
-        Family::RowNorm => row_norm::expected(spec, inputs, attrs),
-        Family::Rotary => rotary::expected(spec, inputs, attrs),
-        Family::Elementwise => elementwise::expected(spec, inputs, attrs),
-        Family::KvLayout => kv_layout::expected(spec, inputs, attrs),
-    }
+) -> Result<Vec<Expected>, FamilyError> {
+    ops(spec.family).expected(spec, inputs, attrs)
 }
 
 /// Per output element, a second value the semantics allow (NaN where there is none), or an
@@ -109,24 +226,17 @@ pub fn alternates(
     inputs: &[(String, HostTensor)],
     attrs: &[(String, AttrValue)],
     output: &str,
-) -> Result<Vec<f64>, String> {
-    match spec.family {
-        Family::RowNorm => row_norm::alternates(spec, inputs, attrs, output),
-        _ => Ok(Vec::new()),
-    }
+) -> Result<Vec<f64>, FamilyError> {
+    ops(spec.family).alternates(spec, inputs, attrs, output)
 }
 
 /// A case's inputs and attrs, by name.
 pub type CaseData = (Vec<(String, HostTensor)>, Vec<(String, AttrValue)>);
 
-/// The inputs and attrs of a case in dtype combination `column` when the family makes its own
-/// (kv_layout: slot mappings by pattern, pre-filled caches, dequant_int8's output-dtype attr);
+/// The inputs and attrs of a case in dtype combination `column` when the family makes its own;
 /// `None`: every input is drawn from the case's distribution (`app::verify::case_inputs`).
 pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
-    match spec.family {
-        Family::KvLayout => Some(kv_layout::case_inputs(spec, column, case)),
-        _ => None,
-    }
+    ops(spec.family).case_inputs(spec, column, case)
 }
 
 /// The dtypes the float families compute (in float32 for the 16-bit ones).

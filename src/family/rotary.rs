@@ -37,11 +37,17 @@
 //! rest, most of them pruned); tests/rotary_twin.rs checks it against the exhaustive one.
 
 use super::default_attrs;
+use super::eager::{input, Builder};
 use super::row_norm::compute_tolerance;
+use super::{
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+};
+use super::{OutputShape, ShapeCheck, ShapeRule};
+use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference::{self, rotary::RotaryMode};
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrKind, AttrValue, OpSpec, Reporter};
+use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
 use crate::tensor::HostTensor;
 use crate::verify::inputs::Distribution;
 use crate::verify::{Case, Expected, Sweep};
@@ -376,5 +382,129 @@ pub fn expected(
         other => Err(format!(
             "no reference for rotary op `{other}`: catalogue ops are checked against src/reference"
         )),
+    }
+}
+
+// ---- the family --------------------------------------------------------------------------
+
+pub struct Rotary;
+
+impl FamilyOps for Rotary {
+    fn params(&self, _raw: &RawSpec) -> FamilyParams {
+        FamilyParams::Rotary
+    }
+
+    fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+        check(r, raw, spec)
+    }
+
+    fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
+        TILING_FIELDS
+    }
+
+    fn templates(&self, _spec: &OpSpec) -> Templates {
+        Templates { kernel: "kernel/rotary.cpp.j2", host: "host/rotary.cpp.j2" }
+    }
+
+    fn template_extras(
+        &self,
+        spec: &OpSpec,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
+        Ok(template_extras(spec))
+    }
+
+    /// Inputs (x, r1, r2), output y shaped like x. r2 has r1's shape; how r1 broadcasts over x
+    /// (layout inference, mode restrictions) is checked by the op_host TilingFunc, which says
+    /// why a shape is refused.
+    fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+        match spec.inputs.as_slice() {
+            [x, r1, r2] => Ok(ShapeRule {
+                checks: vec![ShapeCheck::SameShape { tensor: r2.name.clone(), like: r1.name.clone() }],
+                outputs: vec![OutputShape::Like { of: x.name.clone() }],
+            }),
+            _ => Err(FamilyError::new("rotary needs inputs (x, r1, r2)")),
+        }
+    }
+
+    fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+        derived_shape(spec, i, first)
+    }
+
+    fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+        cases(spec, sweep)
+    }
+
+    fn case_inputs(&self, _spec: &OpSpec, _column: usize, _case: &Case) -> Option<CaseData> {
+        None
+    }
+
+    fn expected(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+    ) -> Result<Vec<Expected>, FamilyError> {
+        Ok(expected(spec, inputs, attrs)?)
+    }
+
+    fn alternates(
+        &self,
+        _spec: &OpSpec,
+        _inputs: &[(String, HostTensor)],
+        _attrs: &[(String, AttrValue)],
+        _output: &str,
+    ) -> Result<Vec<f64>, FamilyError> {
+        Ok(Vec::new())
+    }
+
+    /// Qwen2-7B's q (28 heads) and k (4 heads) of D 128 at 4096 tokens, BSND.
+    fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        vec![("Qwen2-7B q", vec![1, 4096, 28, 128]), ("Qwen2-7B k", vec![1, 4096, 4, 128])]
+    }
+
+    /// Rows of D.
+    fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
+        let (_, x) = shapes.first()?;
+        let d = *x.last()? as u64;
+        (d > 0).then(|| crate::tensor::shape_numel(x) as u64 / d)
+    }
+
+    fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
+        PlanReading::default()
+    }
+
+    fn fusion_target(&self, _spec: &OpSpec) -> bool {
+        true
+    }
+
+    fn report_inputs(
+        &self,
+        _spec: &OpSpec,
+        _column: usize,
+        _shapes: &[(String, Vec<usize>)],
+    ) -> Option<ReportInputs> {
+        None
+    }
+
+    /// HF `apply_rotary_pos_emb` with `rotate_half`.
+    fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
+        let mut b = Builder::default();
+        let (x, _) = input(case, 0)?;
+        let (r1, _) = input(case, 1)?;
+        let (r2, _) = input(case, 2)?;
+        let half = x.with_n(x.n / 2);
+        let x2 = b.op("contiguous(x[..., D/2:])", &[half], half);
+        let neg = b.op("neg", &[x2], half);
+        let x1 = b.op("contiguous(x[..., :D/2])", &[half], half);
+        let rotated = b.op("cat((-x2, x1), -1)", &[neg, x1], x);
+        let a = b.op("x * cos", &[x, r1], x);
+        let c = b.op("rotate_half(x) * sin", &[rotated, r2], x);
+        b.op("add", &[a, c], x);
+        b.note(
+            "the two contiguous() copies are the l0op::Contiguous that aclnnNeg / aclnnCat run on a \
+             sliced (non-contiguous) input; without them eager is 5 launches",
+        );
+        b.note("q and k are two calls of this sequence (and two fused launches)");
+        Ok(b.finish("HF apply_rotary_pos_emb with rotate_half (one tensor)"))
     }
 }

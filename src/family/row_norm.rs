@@ -1,12 +1,16 @@
 //! Family row_norm: rms_norm and add_rms_norm (fused residual add). Rows over the vector
 //! cores; whole-row, multi-row and split-D modes chosen by the generated TilingFunc.
 
-use super::{attr_f64, default_attrs};
+use super::eager::{input, last_dim, Builder, T};
+use super::{
+    attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+};
+use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
 use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference::{self, ReferenceError};
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrValue, FamilyParams, OpSpec, Reporter, RowNormParams};
+use crate::spec::{AttrValue, FamilyParams, OpSpec, Reporter, RowNormParams, TensorArg};
 use crate::tensor::{round_to_dtype, HostTensor};
 use crate::verify::compare::Tolerance;
 use crate::verify::inputs::Distribution;
@@ -348,6 +352,184 @@ fn neighbour(dtype: DType, v: f64, direction: f64) -> f64 {
         e -= 1;
     }
     v + direction * 2f64.powi(e - mantissa_bits)
+}
+
+// ---- the family --------------------------------------------------------------------------
+
+pub struct RowNorm;
+
+impl FamilyOps for RowNorm {
+    fn params(&self, raw: &RawSpec) -> FamilyParams {
+        params(raw)
+    }
+
+    fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+        check(r, raw, spec)
+    }
+
+    fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
+        TILING_FIELDS
+    }
+
+    fn templates(&self, _spec: &OpSpec) -> Templates {
+        Templates { kernel: "kernel/row_norm.cpp.j2", host: "host/row_norm.cpp.j2" }
+    }
+
+    fn template_extras(
+        &self,
+        spec: &OpSpec,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
+        Ok(template_extras(spec))
+    }
+
+    /// Inputs (x[, x2], gamma), outputs (y, rstd[, x_sum]). gamma covers x's trailing dims; the
+    /// residual has x's shape; y and x_sum are shaped like x; rstd is x's shape with the
+    /// gamma-covered dims set to 1 (rank preserved, as torch_npu's npu_rms_norm).
+    fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+        let name = |ts: &[TensorArg], i: usize| ts.get(i).map(|t| t.name.clone());
+        let (x, gamma) = match (name(&spec.inputs, 0), spec.inputs.last().map(|t| t.name.clone())) {
+            (Some(x), Some(g)) if spec.inputs.len() >= 2 => (x, g),
+            _ => return Err(FamilyError::new("row_norm needs inputs (x, [residual,] gamma)")),
+        };
+        let mut checks = Vec::new();
+        for t in &spec.inputs[1..spec.inputs.len() - 1] {
+            checks.push(ShapeCheck::SameShape { tensor: t.name.clone(), like: x.clone() });
+        }
+        checks.push(ShapeCheck::TrailingDims { tensor: gamma.clone(), of: x.clone() });
+        let outputs = (0..spec.outputs.len())
+            .map(|i| match i {
+                1 => OutputShape::TrailingOnes { of: x.clone(), count_of: gamma.clone() },
+                _ => OutputShape::Like { of: x.clone() },
+            })
+            .collect();
+        Ok(ShapeRule { checks, outputs })
+    }
+
+    fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+        derived_shape(spec, i, first)
+    }
+
+    fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+        cases(spec, sweep)
+    }
+
+    fn case_inputs(&self, _spec: &OpSpec, _column: usize, _case: &Case) -> Option<CaseData> {
+        None
+    }
+
+    fn expected(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+    ) -> Result<Vec<Expected>, FamilyError> {
+        Ok(expected(spec, inputs, attrs)?)
+    }
+
+    fn alternates(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+        output: &str,
+    ) -> Result<Vec<f64>, FamilyError> {
+        Ok(alternates(spec, inputs, attrs, output)?)
+    }
+
+    /// Qwen2-7B's hidden size at 4096 tokens.
+    fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        vec![("Qwen2-7B", vec![4096, 3584])]
+    }
+
+    /// Rows: x's elements / gamma's.
+    fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
+        let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
+        let gamma = numel(spec.inputs.len() - 1)?;
+        (gamma > 0).then(|| numel(0).unwrap_or(0) / gamma)
+    }
+
+    fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, dtype: DType) -> PlanReading {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let mode = f("mode") as u32;
+        let resident = if f("rowResident") != 0.0 { ", next to the resident row" } else { "" };
+        let (label, transfer_reason) = match mode {
+            0 | 1 => (
+                if mode == 0 { "1 row/pass".to_string() } else { format!("{} rows/pass", f("rowFactor")) },
+                format!(
+                    ": the UB plan fits {} row(s) of {:.1} KiB per pass (double-buffered T streams per row + float32 work of {} row(s))",
+                    f("rowFactor"),
+                    f("numCol") * dtype.size_bytes() as f64 / 1024.0,
+                    f("subRows")
+                ),
+            ),
+            _ => (
+                format!(
+                    "split-D {}{}{}",
+                    f("colFactor"),
+                    if f("rowResident") != 0.0 { " row" } else { "" },
+                    if f("gammaResident") != 0.0 { " γres" } else { "" }
+                ),
+                format!(
+                    ": split-D chunks of {} elements (UB per chunk element: double-buffered T streams + float32 work{resident})",
+                    f("colFactor")
+                ),
+            ),
+        };
+        PlanReading { label, two_pass: mode == 2, transfer_reason: Some(transfer_reason) }
+    }
+
+    fn fusion_target(&self, _spec: &OpSpec) -> bool {
+        true
+    }
+
+    fn report_inputs(
+        &self,
+        _spec: &OpSpec,
+        _column: usize,
+        _shapes: &[(String, Vec<usize>)],
+    ) -> Option<ReportInputs> {
+        None
+    }
+
+    fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
+        let mut b = Builder::default();
+        b.note("eager returns no rstd; the fused op writes it as well");
+        if is_fused(case.spec) {
+            let (x1, _) = input(case, 0)?;
+            let (x2, _) = input(case, 1)?;
+            let (w, _) = input(case, 2)?;
+            let gamma_n = w.n.max(1);
+            let sum = b.op("residual + hidden", &[x1, x2], x1);
+            qwen2_rms_norm(&mut b, sum, w, (x1.n / gamma_n).max(1));
+            Ok(b.finish("HF decoder residual add, then Qwen2RMSNorm"))
+        } else {
+            let (x, xs) = input(case, 0)?;
+            let (w, _) = input(case, 1)?;
+            let rows = x.n / last_dim(xs)?.max(1);
+            qwen2_rms_norm(&mut b, x, w, rows.max(1));
+            Ok(b.finish(
+                "HF Qwen2RMSNorm: to(float32), pow(2), mean(-1), + eps, rsqrt, *, to(input dtype), weight *",
+            ))
+        }
+    }
+}
+
+/// `weight * (x.to(float32) * rsqrt(mean(x^2) + eps)).to(input_dtype)`; the casts vanish for
+/// float32 input.
+fn qwen2_rms_norm(b: &mut Builder, x: T, w: T, rows: u64) -> T {
+    let f32x = if x.dtype == DType::Float32 {
+        x
+    } else {
+        b.op("hidden.to(float32)", &[x], x.as_dtype(DType::Float32))
+    };
+    let sq = b.op("pow(2)", &[f32x], f32x);
+    let r = T { n: rows, dtype: DType::Float32 };
+    let mean = b.op("mean(-1, keepdim=True)", &[sq], r);
+    let eps = b.op("+ eps", &[mean], r);
+    let rstd = b.op("rsqrt", &[eps], r);
+    let normed = b.op("hidden * rsqrt(...)", &[f32x, rstd], f32x);
+    let back = if x.dtype == DType::Float32 { normed } else { b.op(".to(input_dtype)", &[normed], x) };
+    b.op("weight * hidden", &[w, back], x)
 }
 
 #[cfg(test)]

@@ -1,22 +1,21 @@
 //! Performance evidence (`opgen report`): the generated kernels run on the CPU twin with real
 //! shapes, their exact per-core counters ([`counters`]) are turned into GM traffic, transfer
 //! sizes, UB use, core use and a roofline estimate ([`model`]), and set beside the eager PyTorch
-//! sequence for the same work ([`eager`]). Tables for people, JSON for machines, an SVG chart
+//! sequence for the same work (`crate::family::eager`). Tables for people, JSON for machines, an SVG chart
 //! ([`svg`]). The targets of issue #5 are checked per row ([`Check`]).
 
 pub mod counters;
-pub mod eager;
 pub mod model;
 pub mod svg;
 
 use crate::dtype::DType;
+use crate::family::{EagerCase, EagerSequence, PlanReading};
 use crate::plan::soc::{Soc, UB_PLAN_BYTES_A2};
-use crate::spec::{AttrValue, Family, OpSpec};
+use crate::spec::{AttrValue, OpSpec};
 use crate::tensor::{shape_numel, HostTensor};
 use crate::verify::inputs::{self, Distribution};
 use crate::verify::Sweep;
 use counters::{Launch, TensorTraffic, RUNNER_BUFFERS};
-use eager::{EagerCase, EagerSequence};
 use model::Estimate;
 use serde::Serialize;
 use serde_json::Value;
@@ -76,21 +75,10 @@ impl ReportCase {
     }
 }
 
-/// Qwen2-7B (hidden 3584, 28 query heads and 4 KV heads of D 128, intermediate 18944) at 4096
-/// tokens: the first input's shape of each catalogue op, the others by the family's shape rule.
+/// The family's model shapes (Qwen2-7B): the first input's shape of each op, the others by the
+/// family's shape rule.
 pub fn model_shapes(spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-    match spec.name.as_str() {
-        "rms_norm" | "add_rms_norm" => vec![("Qwen2-7B", vec![4096, 3584])],
-        "rotary_mul" => vec![("Qwen2-7B q", vec![1, 4096, 28, 128]), ("Qwen2-7B k", vec![1, 4096, 4, 128])],
-        "gelu_tanh" | "gelu_erf" | "fast_gelu" => vec![("Qwen2-7B MLP", vec![4096, 18944])],
-        // gate and up as two tensors, or one [.., 2 x intermediate] tensor.
-        "swiglu" if spec.inputs.len() >= 2 => vec![("Qwen2-7B MLP", vec![4096, 18944])],
-        "swiglu" => vec![("Qwen2-7B MLP", vec![4096, 2 * 18944])],
-        "bsnd_to_bnsd" => vec![("Qwen2-7B kv", vec![1, 4096, 4, 128])],
-        "bnsd_to_bsnd" => vec![("Qwen2-7B kv", vec![1, 4, 4096, 128])],
-        "reshape_and_cache" | "reshape_and_cache_int8" => vec![("Qwen2-7B kv", vec![4096, 4, 128])],
-        _ => Vec::new(),
-    }
+    crate::family::ops(spec.family).model_shapes(spec)
 }
 
 /// The report's cases of one op.
@@ -111,50 +99,30 @@ pub fn cases(spec: &OpSpec, set: ShapeSet) -> Vec<ReportCase> {
     out
 }
 
-/// The slot-mapping input of a paged-cache op (an integer rank-1 input next to in-place caches)
-/// and the number of slots its caches have.
-fn slot_input(spec: &OpSpec, column: usize, shapes: &[(String, Vec<usize>)]) -> Option<(usize, u64)> {
-    let cache = spec.inputs.iter().find(|t| t.mutated)?;
-    let cache_shape = &shapes.iter().find(|(n, _)| n == &cache.name)?.1;
-    let capacity = (cache_shape.len() >= 2).then(|| (cache_shape[0] * cache_shape[1]) as u64)?;
-    let slot = spec.inputs.iter().position(|t| {
-        !t.mutated
-            && !t.dtypes[column].is_float()
-            && shapes.iter().any(|(n, s)| n == &t.name && s.len() == 1)
-            && t.name.contains("slot")
-    })?;
-    Some((slot, capacity))
-}
-
-/// The inputs of a case: uniform [-5, 5] (the counters do not depend on values), except a paged
-/// cache's slot mapping, which is realistic: token i goes to slot i (a prefill filling fresh
-/// blocks), wrapping at the cache's capacity. Returns the valid slot count with it.
+/// The inputs of a case: uniform [-5, 5] (the counters do not depend on values), except those
+/// whose values change the traffic, which the family makes (a paged cache's slot mapping).
+/// Returns the valid slot count with them.
 pub fn case_inputs(
     spec: &OpSpec,
     column: usize,
     case: &ReportCase,
 ) -> (Vec<(String, HostTensor)>, Option<u64>) {
-    let slot = slot_input(spec, column, &case.shapes);
-    let mut valid = None;
+    let made = crate::family::ops(spec.family).report_inputs(spec, column, &case.shapes);
     let tensors = case
         .shapes
         .iter()
         .enumerate()
         .map(|(i, (name, shape))| {
             let idx = spec.inputs.iter().position(|t| &t.name == name);
-            let dtype = idx.map(|i| spec.inputs[i].dtypes[column]).unwrap_or(DType::Float32);
-            if let (Some((s, capacity)), Some(idx)) = (slot, idx) {
-                if s == idx {
-                    let slots: Vec<i64> =
-                        (0..shape_numel(shape) as u64).map(|t| (t % capacity.max(1)) as i64).collect();
-                    valid = Some(slots.iter().filter(|v| **v >= 0 && (**v as u64) < capacity).count() as u64);
-                    return (name.clone(), HostTensor::from_i64(dtype, shape, &slots));
-                }
+            if let Some((_, t)) = made.as_ref().and_then(|m| m.tensors.iter().find(|(j, _)| Some(*j) == idx))
+            {
+                return (name.clone(), t.clone());
             }
+            let dtype = idx.map(|i| spec.inputs[i].dtypes[column]).unwrap_or(DType::Float32);
             (name.clone(), inputs::generate(Distribution::Uniform5, dtype, shape, 7000 + i as u64))
         })
         .collect();
-    (tensors, valid)
+    (tensors, made.and_then(|m| m.valid_slots))
 }
 
 /// The minimum GM traffic of the op for a case, per tensor: every input read once, every output
@@ -187,44 +155,15 @@ pub fn minimum_bytes(
     out
 }
 
-/// Independent work units a kernel can spread over cores, where the family defines them:
-/// row_norm rows (x's elements / gamma's), rotary rows of D.
+/// Independent work units a kernel can spread over cores, where the family defines them
+/// (row_norm rows, rotary rows of D).
 pub fn work_units(spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
-    let numel = |i: usize| shapes.get(i).map(|(_, s)| shape_numel(s) as u64);
-    match spec.family {
-        Family::RowNorm => {
-            let gamma = numel(spec.inputs.len() - 1)?;
-            (gamma > 0).then(|| numel(0).unwrap_or(0) / gamma)
-        }
-        Family::Rotary => {
-            let d = shapes.first()?.1.last().copied()? as u64;
-            (d > 0).then(|| numel(0).unwrap_or(0) / d)
-        }
-        _ => None,
-    }
+    crate::family::ops(spec.family).work_units(spec, shapes)
 }
 
-/// Whether the row needs two passes over x by design (row_norm split-D).
-fn is_split_d(spec: &OpSpec, launch: &Launch) -> bool {
-    spec.family == Family::RowNorm && launch.tiling_field("mode") == Some(2.0)
-}
-
-/// What the generated TilingFunc chose, in a few words.
-fn plan_label(spec: &OpSpec, launch: &Launch) -> String {
-    let f = |n: &str| launch.tiling_field(n).unwrap_or(0.0);
-    match spec.family {
-        Family::RowNorm => match f("mode") as u32 {
-            0 => "1 row/pass".to_string(),
-            1 => format!("{} rows/pass", f("rowFactor")),
-            _ => format!(
-                "split-D {}{}{}",
-                f("colFactor"),
-                if f("rowResident") != 0.0 { " row" } else { "" },
-                if f("gammaResident") != 0.0 { " γres" } else { "" }
-            ),
-        },
-        _ => String::new(),
-    }
+/// The family's reading of the plan the generated TilingFunc chose.
+fn read_plan(spec: &OpSpec, column: usize, launch: &Launch) -> PlanReading {
+    crate::family::ops(spec.family).read_plan(spec, &|n| launch.tiling_field(n), spec.column_dtype(column))
 }
 
 /// A target of issue #5 checked on one row.
@@ -366,18 +305,22 @@ pub fn build_row(
             .map(|t| mins.get(&t.name).copied().unwrap_or(0) / t.dtypes[column].size_bytes() as u64)
             .sum::<u64>();
     let vector = launch.vector();
+    let plan = read_plan(spec, column, &launch);
     let vector_elements: u64 = vector.values().map(|(_, e)| e).sum();
 
-    let (eager, eager_missing) =
-        match eager::sequence(&EagerCase { spec, column, shapes: &case.shapes, valid_slots }) {
-            Ok(sequence) => {
-                let estimate = model::eager(soc, &sequence);
-                let row =
-                    EagerRow { launches: sequence.launches(), bytes: sequence.bytes(), estimate, sequence };
-                (Some(row), None)
-            }
-            Err(why) => (None, Some(why)),
-        };
+    let (eager, eager_missing) = match crate::family::ops(spec.family).eager_sequence(&EagerCase {
+        spec,
+        column,
+        shapes: &case.shapes,
+        valid_slots,
+    }) {
+        Ok(sequence) => {
+            let estimate = model::eager(soc, &sequence);
+            let row = EagerRow { launches: sequence.launches(), bytes: sequence.bytes(), estimate, sequence };
+            (Some(row), None)
+        }
+        Err(why) => (None, Some(why.to_string())),
+    };
     let traffic_ratio = eager.as_ref().filter(|_| gm_bytes > 0).map(|e| e.bytes as f64 / gm_bytes as f64);
     let launch_ratio = eager.as_ref().map(|e| f64::from(e.launches));
     let speedup = eager.as_ref().map(|e| e.estimate.total_us / fused.total_us);
@@ -387,7 +330,7 @@ pub fn build_row(
         dtype: spec.column_dtype(column),
         origin: case.origin.clone(),
         shapes: case.shapes.clone(),
-        plan: plan_label(spec, &launch),
+        plan: plan.label.clone(),
         tiling: launch.tiling.clone(),
         vector_cores: soc.vector_cores,
         cores_launched: launch.cores.len() as u64,
@@ -396,7 +339,7 @@ pub fn build_row(
         gm_bytes,
         min_bytes,
         bytes_ratio,
-        split_d: is_split_d(spec, &launch),
+        split_d: plan.two_pass,
         tensors,
         runner_bytes,
         transfers: launch.transfers(),
@@ -428,19 +371,16 @@ pub fn build_row(
         checks: Vec::new(),
         cores: launch.cores.clone(),
     };
-    row.checks = checks(spec, &row, soc);
+    row.checks = checks(spec, &row, soc, &plan);
     Ok(row)
 }
-
-/// The ops whose fusion gain issue #5 sets a target for (at the model shapes).
-const FUSION_TARGET_OPS: [&str; 3] = ["rms_norm", "add_rms_norm", "rotary_mul"];
 
 fn kib(bytes: f64) -> String {
     format!("{:.1} KiB", bytes / 1024.0)
 }
 
 /// The targets of issue #5 on one row.
-fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
+fn checks(spec: &OpSpec, row: &Row, soc: &Soc, plan: &PlanReading) -> Vec<Check> {
     let mut out = Vec::new();
     // 1. Bytes moved / minimum.
     let excess: Vec<String> = row
@@ -472,7 +412,7 @@ fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
     out.push(Check::new("bytes/min", Some(met), detail));
 
     // 2. Fused vs eager at the model shapes.
-    if FUSION_TARGET_OPS.contains(&spec.name.as_str()) && row.origin != "sweep" {
+    if crate::family::ops(spec.family).fusion_target(spec) && row.origin != "sweep" {
         match (&row.eager, row.traffic_ratio) {
             (Some(e), Some(ratio)) => out.push(Check::new(
                 "fusion",
@@ -526,7 +466,7 @@ fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
                     "{} per transfer of `{name}` ({} per core){}",
                     kib(*mean),
                     kib(per_core),
-                    transfer_reason(spec, row)
+                    transfer_reason(plan, row)
                 ),
                 Some(true) => format!("{} per transfer of `{name}`", kib(*mean)),
             };
@@ -559,34 +499,21 @@ fn checks(spec: &OpSpec, row: &Row, soc: &Soc) -> Vec<Check> {
     out
 }
 
-/// Why the kernel's transfers of its main stream are small, for the families that say.
-fn transfer_reason(spec: &OpSpec, row: &Row) -> String {
-    let f = |n: &str| row.tiling.get(n).copied().unwrap_or(0.0);
-    if spec.family != Family::RowNorm {
-        let ub = row.ub_high_water_bytes;
-        return if ub < UB_PLAN_BYTES_A2 / 2 {
-            format!(
-                ": the kernel uses {} of {} UB, so larger tiles would fit",
-                kib(ub as f64),
-                kib(UB_PLAN_BYTES_A2 as f64)
-            )
-        } else {
-            String::new()
-        };
+/// Why the kernel's transfers of its main stream are small: the family's reason, else whether
+/// larger tiles would have fit in UB.
+fn transfer_reason(plan: &PlanReading, row: &Row) -> String {
+    if let Some(reason) = &plan.transfer_reason {
+        return reason.clone();
     }
-    let elem = row.dtype.size_bytes() as f64;
-    match f("mode") as u32 {
-        0 | 1 => format!(
-            ": the UB plan fits {} row(s) of {} per pass (double-buffered T streams per row + float32 work of {} row(s))",
-            f("rowFactor"),
-            kib(f("numCol") * elem),
-            f("subRows")
-        ),
-        _ => format!(
-            ": split-D chunks of {} elements (UB per chunk element: double-buffered T streams + float32 work{})",
-            f("colFactor"),
-            if f("rowResident") != 0.0 { ", next to the resident row" } else { "" }
-        ),
+    let ub = row.ub_high_water_bytes;
+    if ub < UB_PLAN_BYTES_A2 / 2 {
+        format!(
+            ": the kernel uses {} of {} UB, so larger tiles would fit",
+            kib(ub as f64),
+            kib(UB_PLAN_BYTES_A2 as f64)
+        )
+    } else {
+        String::new()
     }
 }
 

@@ -18,7 +18,7 @@
 //! reported), host-side dispatch (the seeds' problem; see the TilingFunc bench).
 
 use super::counters::Launch;
-use super::eager::{EagerSequence, EagerStep};
+use crate::family::{EagerSequence, EagerStep};
 use crate::plan::soc::Soc;
 use serde::Serialize;
 

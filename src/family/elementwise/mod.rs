@@ -14,7 +14,11 @@ pub mod eval;
 pub mod expr;
 pub mod lower;
 
-use super::FLOATS;
+use super::eager::{input, Builder};
+use super::{
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+};
+use super::{OutputShape, ShapeCheck, ShapeRule, FLOATS};
 use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference::activation;
@@ -456,4 +460,168 @@ pub fn expected(
         values,
         tolerance: tolerance(out_dtype),
     }])
+}
+
+// ---- the family --------------------------------------------------------------------------
+
+pub struct Elementwise;
+
+impl FamilyOps for Elementwise {
+    fn params(&self, raw: &RawSpec) -> crate::spec::FamilyParams {
+        params(raw)
+    }
+
+    fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+        check(r, raw, spec)
+    }
+
+    fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
+        TILING_FIELDS
+    }
+
+    fn templates(&self, _spec: &OpSpec) -> Templates {
+        Templates { kernel: "kernel/elementwise.cpp.j2", host: "host/elementwise.cpp.j2" }
+    }
+
+    fn template_extras(
+        &self,
+        spec: &OpSpec,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
+        Ok(template_extras(spec)?)
+    }
+
+    /// Every input has the first input's shape (no broadcasting); the one output is shaped
+    /// like it.
+    fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+        let first = spec.inputs.first().ok_or("elementwise needs at least one input")?;
+        Ok(ShapeRule {
+            checks: spec.inputs[1..]
+                .iter()
+                .map(|t| ShapeCheck::SameShape { tensor: t.name.clone(), like: first.name.clone() })
+                .collect(),
+            outputs: vec![OutputShape::Like { of: first.name.clone() }],
+        })
+    }
+
+    fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+        derived_shape(spec, i, first)
+    }
+
+    fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+        cases(spec, sweep)
+    }
+
+    fn case_inputs(&self, _spec: &OpSpec, _column: usize, _case: &Case) -> Option<CaseData> {
+        None
+    }
+
+    fn expected(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+    ) -> Result<Vec<Expected>, FamilyError> {
+        Ok(expected(spec, inputs, attrs)?)
+    }
+
+    fn alternates(
+        &self,
+        _spec: &OpSpec,
+        _inputs: &[(String, HostTensor)],
+        _attrs: &[(String, AttrValue)],
+        _output: &str,
+    ) -> Result<Vec<f64>, FamilyError> {
+        Ok(Vec::new())
+    }
+
+    /// Qwen2-7B's MLP (intermediate 18944) at 4096 tokens, for the catalogue activations; gate
+    /// and up as two tensors, or one [.., 2 x intermediate] tensor.
+    fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        match spec.name.as_str() {
+            "gelu_tanh" | "gelu_erf" | "fast_gelu" => vec![("Qwen2-7B MLP", vec![4096, 18944])],
+            "swiglu" if spec.inputs.len() >= 2 => vec![("Qwen2-7B MLP", vec![4096, 18944])],
+            "swiglu" => vec![("Qwen2-7B MLP", vec![4096, 2 * 18944])],
+            _ => Vec::new(),
+        }
+    }
+
+    fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
+        None
+    }
+
+    fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
+        PlanReading::default()
+    }
+
+    fn fusion_target(&self, _spec: &OpSpec) -> bool {
+        false
+    }
+
+    fn report_inputs(
+        &self,
+        _spec: &OpSpec,
+        _column: usize,
+        _shapes: &[(String, Vec<usize>)],
+    ) -> Option<ReportInputs> {
+        None
+    }
+
+    /// The unfused eager forms of the catalogue activations (research/op-semantics.md §3).
+    fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
+        let spec = case.spec;
+        let mut b = Builder::default();
+        let source = match spec.name.as_str() {
+            "gelu_tanh" => {
+                let (x, _) = input(case, 0)?;
+                let half_x = b.op("0.5 * x", &[x], x);
+                let cube = b.op("pow(x, 3.0)", &[x], x);
+                let k = b.op("0.044715 * x^3", &[cube], x);
+                let inner = b.op("x + 0.044715 * x^3", &[x, k], x);
+                let scaled = b.op("sqrt(2/pi) * (...)", &[inner], x);
+                let t = b.op("tanh", &[scaled], x);
+                let one = b.op("1.0 + tanh", &[t], x);
+                b.op("0.5 * x * (...)", &[half_x, one], x);
+                "HF NewGELUActivation (unfused tanh form)"
+            }
+            "gelu_erf" => {
+                let (x, _) = input(case, 0)?;
+                let half_x = b.op("x * 0.5", &[x], x);
+                let s = b.op("x / sqrt(2)", &[x], x);
+                let e = b.op("erf", &[s], x);
+                let one = b.op("1.0 + erf", &[e], x);
+                b.op("x * 0.5 * (...)", &[half_x, one], x);
+                b.note(
+                    "torch.nn.functional.gelu is one kernel on NPU (aclnnGelu, tanh form: research/op-semantics.md §3.2)",
+                );
+                "HF _gelu_python (unfused erf form)"
+            }
+            "fast_gelu" => {
+                let (x, _) = input(case, 0)?;
+                let z = b.op("1.702 * x", &[x], x);
+                let s = b.op("sigmoid", &[z], x);
+                b.op("x * sigmoid(1.702 x)", &[x, s], x);
+                b.note("torch_npu.npu_fast_gelu is already one kernel");
+                "HF QuickGELUActivation (x * sigmoid(1.702 x))"
+            }
+            "swiglu" if spec.inputs.len() >= 2 => {
+                let (gate, _) = input(case, 0)?;
+                let (up, _) = input(case, 1)?;
+                let s = b.op("silu(gate)", &[gate], gate);
+                b.op("silu(gate) * up", &[s, up], gate);
+                "HF LlamaMLP activation: act_fn(gate_proj(x)) * up_proj(x)"
+            }
+            "swiglu" => {
+                let (x, _) = input(case, 0)?;
+                let half = x.with_n(x.n / 2);
+                let a = b.op("contiguous(x.chunk(2)[0])", &[half], half);
+                let s = b.op("silu", &[a], half);
+                let g = b.op("contiguous(x.chunk(2)[1])", &[half], half);
+                b.op("silu(a) * b", &[s, g], half);
+                b.note("the contiguous() copies materialise the chunk views for aclnnSilu / aclnnMul");
+                "silu(a) * b from one [.., 2H] tensor (x.chunk(2, -1))"
+            }
+            other => return Err(FamilyError::new(format!("no eager sequence for op `{other}`"))),
+        };
+        Ok(b.finish(source))
+    }
 }

@@ -9,6 +9,7 @@
 pub mod acl;
 pub mod app;
 pub mod codegen;
+pub mod compare;
 pub mod dtype;
 pub mod family;
 pub mod npy;

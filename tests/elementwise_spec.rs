@@ -2,7 +2,8 @@
 //! the column (inside the body for body errors: the column of the offending character) and the
 //! field.
 
-use ascend_opgen::spec::{self, SpecErrors};
+use ascend_opgen::family;
+use ascend_opgen::spec::SpecErrors;
 use std::path::Path;
 
 const GOOD: &str = r#"name = "my_act"
@@ -38,7 +39,7 @@ const BODY_LINE: usize = 24;
 const BODY_COL: usize = 9;
 
 fn errors(text: &str) -> SpecErrors {
-    spec::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
+    family::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
 }
 
 fn with_body(body: &str) -> String {
@@ -62,7 +63,7 @@ fn assert_error_at(text: &str, field: &str, line: usize, column: usize, words: &
 
 #[test]
 fn the_good_spec_is_accepted() {
-    let s = spec::parse_str(Path::new(PATH), GOOD).unwrap();
+    let s = family::parse_str(Path::new(PATH), GOOD).unwrap();
     assert_eq!(s.op_type, "OpgenMyAct");
     assert_eq!(s.columns(), 3);
 }

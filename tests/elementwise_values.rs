@@ -5,8 +5,9 @@
 //! empty tensors.
 
 use ascend_opgen::codegen::render_project;
+use ascend_opgen::family;
 use ascend_opgen::plan::soc;
-use ascend_opgen::spec::{self, OpSpec};
+use ascend_opgen::spec::OpSpec;
 use ascend_opgen::tensor::HostTensor;
 use ascend_opgen::verify::compare::compare;
 use ascend_opgen::verify::{
@@ -15,7 +16,7 @@ use ascend_opgen::verify::{
 use ascend_opgen::DType;
 
 fn op(name: &str) -> OpSpec {
-    let specs = spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
     specs.into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("`{name}` is not in the catalogue"))
 }
 

@@ -2,10 +2,11 @@
 //! template edit is caught by the staleness check.
 
 use ascend_opgen::codegen::{self, render_project, render_project_with, GOLDEN_DIR};
-use ascend_opgen::spec::{self, OpSpec};
+use ascend_opgen::family;
+use ascend_opgen::spec::OpSpec;
 
 fn catalogue() -> Vec<OpSpec> {
-    spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).expect("the catalogue loads")
+    family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).expect("the catalogue loads")
 }
 
 #[test]

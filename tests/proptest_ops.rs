@@ -10,9 +10,10 @@
 
 use ascend_opgen::app::verify::check_case;
 use ascend_opgen::codegen::{render_project, Project};
-use ascend_opgen::family::kv_layout::SlotPattern;
+use ascend_opgen::family;
+use ascend_opgen::family::paged_cache::SlotPattern;
 use ascend_opgen::plan::soc;
-use ascend_opgen::spec::{self, AttrValue, OpSpec};
+use ascend_opgen::spec::{AttrValue, OpSpec};
 use ascend_opgen::verify::inputs::Distribution;
 use ascend_opgen::verify::{build_runner, BuildOptions, Case, Runner};
 use proptest::prelude::*;
@@ -34,7 +35,7 @@ struct Catalogue {
 fn catalogue() -> &'static Catalogue {
     static CATALOGUE: OnceLock<Catalogue> = OnceLock::new();
     CATALOGUE.get_or_init(|| {
-        let specs = spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+        let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
         let refs: Vec<&OpSpec> = specs.iter().collect();
         let project = render_project(&refs).unwrap();
         Catalogue { specs, project, runners: Mutex::new(HashMap::new()) }

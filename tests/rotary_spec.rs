@@ -1,8 +1,9 @@
 //! The rotary family's spec rules: each bad spec is rejected with file:line:column, the field
 //! and a message that says what is wrong; the catalogue spec and its tiling layout are sane.
 
+use ascend_opgen::family;
 use ascend_opgen::family::rotary::{MODES, TILING_FIELDS};
-use ascend_opgen::spec::{self, AttrValue, SpecErrors};
+use ascend_opgen::spec::{AttrValue, SpecErrors};
 use ascend_opgen::DType;
 use std::path::Path;
 
@@ -36,7 +37,7 @@ default = "half"
 const PATH: &str = "kernels/my_rope.toml";
 
 fn errors(text: &str) -> SpecErrors {
-    spec::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
+    family::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
 }
 
 /// The error for `field` must sit on `line` and its message must contain `words`.
@@ -58,20 +59,21 @@ fn assert_error(text: &str, line: usize, field: &str, words: &str) {
 fn the_good_spec_is_accepted_in_both_modes() {
     for mode in MODES {
         let text = GOOD.replace("default = \"half\"", &format!("default = \"{mode}\""));
-        let s = spec::parse_str(Path::new(PATH), &text).unwrap();
+        let s = family::parse_str(Path::new(PATH), &text).unwrap();
         assert_eq!(s.op_type, "OpgenMyRope");
         assert_eq!(s.columns(), 3);
         assert_eq!(s.attrs[0].default, Some(AttrValue::String(mode.to_string())));
     }
     // No default makes the mode a required attr.
     let text = GOOD.replace("default = \"half\"\n", "");
-    assert!(spec::parse_str(Path::new(PATH), &text).unwrap().attrs[0].default.is_none());
+    assert!(family::parse_str(Path::new(PATH), &text).unwrap().attrs[0].default.is_none());
 }
 
 #[test]
 fn the_catalogue_spec_is_accepted() {
-    let s = spec::load_file(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/rotary_mul.toml").as_path())
-        .expect("kernels/rotary_mul.toml");
+    let s =
+        family::load_file(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/rotary_mul.toml").as_path())
+            .expect("kernels/rotary_mul.toml");
     assert_eq!(s.name, "rotary_mul");
     assert_eq!(s.op_type, "OpgenRotaryMul");
     // float32 is registered (error-free products in the kernel): every tensor in every dtype.

@@ -4,14 +4,15 @@
 //! the host code cannot serve are rejected with the reason.
 
 use ascend_opgen::codegen::render_project;
+use ascend_opgen::family;
 use ascend_opgen::plan::soc;
-use ascend_opgen::spec::{self, AttrValue, OpSpec};
+use ascend_opgen::spec::{AttrValue, OpSpec};
 use ascend_opgen::tensor::HostTensor;
 use ascend_opgen::verify::{build_runner, run_case, BuildOptions, CaseInput, CaseRun, TwinError};
 use ascend_opgen::DType;
 
 fn op(name: &str) -> OpSpec {
-    let specs = spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
     specs.into_iter().find(|s| s.name == name).unwrap()
 }
 

@@ -67,7 +67,7 @@ fn unknown_devices_are_rejected() {
 
 #[test]
 fn every_catalogue_op_has_a_typed_aclnn_call() {
-    let specs = ascend_opgen::spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let specs = ascend_opgen::family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
     for spec in &specs {
         let p = aclnn_pattern(spec);
         assert!(

@@ -1,7 +1,8 @@
 //! One test per spec validation rule: each bad spec must be rejected with file:line:column,
 //! the field, and a message that says what is wrong.
 
-use ascend_opgen::spec::{self, SpecErrors};
+use ascend_opgen::family;
+use ascend_opgen::spec::SpecErrors;
 use std::path::Path;
 
 const GOOD: &str = r#"name = "my_norm"
@@ -32,7 +33,7 @@ default = 1e-6
 "#;
 
 fn errors(text: &str) -> SpecErrors {
-    spec::parse_str(Path::new("kernels/my_norm.toml"), text).expect_err("the spec must be rejected")
+    family::parse_str(Path::new("kernels/my_norm.toml"), text).expect_err("the spec must be rejected")
 }
 
 /// The single error's "line:column: field `..`: message" must contain all the parts.
@@ -49,7 +50,7 @@ fn assert_error(text: &str, line: usize, field: &str, words: &str) {
 
 #[test]
 fn the_good_spec_is_accepted() {
-    let s = spec::parse_str(Path::new("kernels/my_norm.toml"), GOOD).unwrap();
+    let s = family::parse_str(Path::new("kernels/my_norm.toml"), GOOD).unwrap();
     assert_eq!(s.op_type, "OpgenMyNorm");
     assert_eq!(s.file_stem(), "opgen_my_norm");
     assert_eq!(s.columns(), 2);
@@ -156,7 +157,7 @@ fn not_toml_at_all() {
 fn empty_catalogue() {
     let dir = std::env::temp_dir().join(format!("opgen-empty-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let err = spec::load_catalogue(&dir).unwrap_err();
+    let err = family::load_catalogue(&dir).unwrap_err();
     assert!(err.to_string().contains("the catalogue is empty"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -4,11 +4,12 @@
 //! every op has a Meta and an NPU kernel, and the NPU kernel calls aclnn in the aclnn order.
 
 use ascend_opgen::codegen::{render_project, torch, Project};
-use ascend_opgen::spec::{self, AttrKind, AttrValue, OpSpec};
+use ascend_opgen::family;
+use ascend_opgen::spec::{AttrKind, AttrValue, OpSpec};
 use std::path::Path;
 
 fn catalogue() -> Vec<OpSpec> {
-    spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).expect("the catalogue loads")
+    family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).expect("the catalogue loads")
 }
 
 fn render(specs: &[OpSpec]) -> Project {
@@ -269,7 +270,8 @@ type = "float"
 
 #[test]
 fn in_place_inputs_are_mutable_in_the_schema_and_passed_uncopied() {
-    let spec = spec::parse_str(Path::new("kernels/rms_norm_cached.toml"), IN_PLACE_SPEC).expect("valid spec");
+    let spec =
+        family::parse_str(Path::new("kernels/rms_norm_cached.toml"), IN_PLACE_SPEC).expect("valid spec");
     let schema = torch::schema(&spec);
     assert_eq!(
         schema,

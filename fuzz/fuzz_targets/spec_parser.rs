@@ -7,7 +7,7 @@ use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    match ascend_opgen::spec::parse_str(Path::new("kernels/fuzz.toml"), text) {
+    match ascend_opgen::family::parse_str(Path::new("kernels/fuzz.toml"), text) {
         Ok(spec) => {
             // A spec that validates must also render.
             let _ = ascend_opgen::codegen::render_project(&[&spec]);

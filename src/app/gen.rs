@@ -2,6 +2,7 @@
 
 use super::AppError;
 use crate::codegen::{self, Project};
+use crate::family;
 use crate::spec::{self, OpSpec};
 use std::path::{Path, PathBuf};
 
@@ -25,7 +26,7 @@ pub fn catalogue_dir() -> PathBuf {
 /// Loads the specs a command works on, as one error message on failure (exit code 2).
 pub fn load_specs(specs: Option<&Path>, ops: &[String]) -> Result<Vec<OpSpec>, AppError> {
     let dir = specs.map(Path::to_path_buf).unwrap_or_else(catalogue_dir);
-    let all = spec::load_catalogue(&dir).map_err(|e| AppError::input(e.to_string()))?;
+    let all = family::load_catalogue(&dir).map_err(|e| AppError::input(e.to_string()))?;
     let chosen = spec::select(&all, ops).map_err(AppError::input)?;
     Ok(chosen.into_iter().cloned().collect())
 }

@@ -2,7 +2,8 @@
 
 use super::gen::{load_specs, render};
 use super::AppError;
-use crate::plan::{soc, tiling_fields};
+use crate::family::tiling_fields;
+use crate::plan::soc;
 use crate::spec::{AttrValue, OpSpec};
 use crate::tensor::HostTensor;
 use crate::verify::{self, sweep::shapes_from_first, BuildOptions, CaseInput};

@@ -76,10 +76,10 @@ mod with_acl {
     use crate::app::plan::combination;
     use crate::app::run::read_inputs;
     use crate::codegen::VENDOR;
+    use crate::compare::compare;
     use crate::npy;
     use crate::spec::{AttrKind, AttrValue};
     use crate::tensor::HostTensor;
-    use crate::verify::compare::compare;
     use std::ffi::CString;
     use std::path::{Path, PathBuf};
 

@@ -3,10 +3,10 @@
 
 use super::gen::{load_specs, render};
 use super::AppError;
+use crate::compare::{compare, Comparison, Tolerance};
 use crate::plan::soc;
 use crate::spec::OpSpec;
 use crate::tensor::{round_to_dtype, HostTensor};
-use crate::verify::compare::{compare, Comparison, Tolerance};
 use crate::verify::{self, inputs, BuildOptions, Case, CaseInput, Sweep};
 use crate::DType;
 use std::path::PathBuf;
@@ -220,7 +220,7 @@ fn run_one(
     soc: &soc::Soc,
     case: &Case,
 ) -> CaseOutcome {
-    // A family may make its own inputs (kv_layout: slot mappings, pre-filled caches).
+    // A family may make its own inputs (paged_cache: slot mappings, pre-filled caches).
     let (inputs, attrs) = match crate::family::case_inputs(spec, column, case) {
         Some(made) => made,
         None => (case_inputs(spec, column, case), case.attrs.clone()),
@@ -294,7 +294,7 @@ fn run_one(
 /// back bit-identical, whatever the tolerance of the elements it writes (a cache's untouched
 /// slots are checked bitwise even where the written rows are held to int8 ±1). A family whose
 /// written values could equal the old contents bit for bit must pre-fill its in-place inputs so
-/// they cannot (kv_layout: int8 caches hold −128, scale caches negative values).
+/// they cannot (paged_cache: int8 caches hold −128, scale caches negative values).
 fn untouched_changed(before: &HostTensor, expected: &[f64], actual: &HostTensor) -> Option<String> {
     if before.shape != actual.shape || before.dtype != actual.dtype || expected.len() != before.numel() {
         return None; // reported by the comparison

@@ -1,7 +1,8 @@
 //! What a template sees of an op.
 
 use crate::family;
-use crate::plan::{tiling_fields, TilingField};
+use crate::family::tiling_fields;
+use crate::plan::TilingField;
 use crate::spec::{Attr, OpSpec, TensorArg};
 use serde::Serialize;
 use std::path::Path;

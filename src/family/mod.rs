@@ -6,9 +6,14 @@
 //! adding a family means a module here (its `impl FamilyOps`), its templates, its reference,
 //! its test file, the variant in `spec::Family` and one arm in [`ops`].
 
+mod case;
+pub mod dequant;
 pub mod eager;
 pub mod elementwise;
-pub mod kv_layout;
+pub mod inputs;
+mod layout;
+pub mod paged_cache;
+pub mod permute;
 pub mod rotary;
 pub mod row_norm;
 pub mod shape_rule;
@@ -16,11 +21,12 @@ pub mod shape_rule;
 use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrValue, Family, FamilyParams, OpSpec, Reporter};
+use crate::spec::{AttrValue, Family, FamilyParams, OpSpec, Reporter, SpecErrors};
 use crate::tensor::HostTensor;
-use crate::verify::{Case, Expected, Sweep};
+pub use case::{Case, Expected, Sweep};
 pub use eager::{EagerCase, EagerSequence, EagerStep};
 pub use shape_rule::{OutputShape, ShapeCheck, ShapeRule};
+use std::path::Path;
 
 /// What a family must provide. No hook has a default, so a new family's `impl` names every
 /// one of them (the compiler lists what is missing); shared code reaches a family only through
@@ -120,7 +126,9 @@ pub(crate) fn ops(family: Family) -> &'static dyn FamilyOps {
         Family::RowNorm => &row_norm::RowNorm,
         Family::Rotary => &rotary::Rotary,
         Family::Elementwise => &elementwise::Elementwise,
-        Family::KvLayout => &kv_layout::KvLayout,
+        Family::Permute => &permute::Permute,
+        Family::PagedCache => &paged_cache::PagedCache,
+        Family::Dequant => &dequant::Dequant,
     }
 }
 
@@ -162,15 +170,35 @@ impl From<crate::reference::ReferenceError> for FamilyError {
     }
 }
 
+/// The families' spec rules, for `crate::spec`'s validation.
+struct Registry;
+
+impl crate::spec::FamilyRules for Registry {
+    fn params(&self, family: Family, raw: &RawSpec) -> FamilyParams {
+        ops(family).params(raw)
+    }
+
+    fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+        ops(spec.family).check(r, raw, spec)
+    }
+}
+
+/// Parses and validates one spec file (spec rules and the family's).
+pub fn load_file(path: &Path) -> Result<OpSpec, SpecErrors> {
+    crate::spec::load_file(path, &Registry)
+}
+
+/// Parses and validates spec text; `path` is used for messages and the file-stem rule.
+pub fn parse_str(path: &Path, text: &str) -> Result<OpSpec, SpecErrors> {
+    crate::spec::parse_str(path, text, &Registry)
+}
+
+/// Loads a catalogue: a directory of `*.toml` specs (sorted by file name) or one spec file.
+pub fn load_catalogue(path: &Path) -> Result<Vec<OpSpec>, SpecErrors> {
+    crate::spec::load_catalogue(path, &Registry)
+}
+
 // Shared entry points: each asks the op's family.
-
-pub(crate) fn params(family: Family, raw: &RawSpec) -> FamilyParams {
-    ops(family).params(raw)
-}
-
-pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, family: Family, spec: &OpSpec) {
-    ops(family).check(r, raw, spec)
-}
 
 pub fn tiling_fields(spec: &OpSpec) -> &'static [TilingField] {
     ops(spec.family).tiling_fields(spec)
@@ -283,10 +311,10 @@ pub(crate) fn default_attrs(spec: &OpSpec) -> Vec<(String, AttrValue)> {
 }
 
 /// A numeric attr of a case.
-pub(crate) fn attr_f64(attrs: &[(String, AttrValue)], name: &str) -> Result<f64, String> {
+pub(crate) fn attr_f64(attrs: &[(String, AttrValue)], name: &str) -> Result<f64, FamilyError> {
     attrs
         .iter()
         .find(|(n, _)| n == name)
         .and_then(|(_, v)| v.as_f64())
-        .ok_or_else(|| format!("attr `{name}` missing"))
+        .ok_or_else(|| FamilyError::new(format!("attr `{name}` missing")))
 }

@@ -39,18 +39,18 @@
 use super::default_attrs;
 use super::eager::{input, Builder};
 use super::row_norm::compute_tolerance;
+use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
 };
 use super::{OutputShape, ShapeCheck, ShapeRule};
 use crate::dtype::DType;
+use crate::family::inputs::Distribution;
 use crate::plan::TilingField;
 use crate::reference::{self, rotary::RotaryMode};
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
 use crate::tensor::HostTensor;
-use crate::verify::inputs::Distribution;
-use crate::verify::{Case, Expected, Sweep};
 
 // ---- spec --------------------------------------------------------------------------------
 
@@ -351,12 +351,14 @@ pub fn derived_shape(_spec: &OpSpec, _i: usize, first: &[usize]) -> Vec<usize> {
 }
 
 /// The mode of a case's attrs.
-pub fn mode_of(attrs: &[(String, AttrValue)]) -> Result<RotaryMode, String> {
+pub fn mode_of(attrs: &[(String, AttrValue)]) -> Result<RotaryMode, FamilyError> {
     match attrs.iter().find(|(n, _)| n == "mode").map(|(_, v)| v) {
         Some(AttrValue::String(m)) if m == "half" => Ok(RotaryMode::Half),
         Some(AttrValue::String(m)) if m == "interleave" => Ok(RotaryMode::Interleave),
-        Some(other) => Err(format!("mode {other:?} is neither \"half\" nor \"interleave\"")),
-        None => Err("attr `mode` missing".into()),
+        Some(other) => {
+            Err(FamilyError::new(format!("mode {other:?} is neither \"half\" nor \"interleave\"")))
+        }
+        None => Err(FamilyError::new("attr `mode` missing")),
     }
 }
 
@@ -365,12 +367,11 @@ pub fn expected(
     spec: &OpSpec,
     inputs: &[(String, HostTensor)],
     attrs: &[(String, AttrValue)],
-) -> Result<Vec<Expected>, String> {
+) -> Result<Vec<Expected>, FamilyError> {
     match spec.name.as_str() {
         "rotary_mul" => {
             let (x, r1, r2) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
-            let values =
-                reference::rotary::rotary_mul(x, r1, r2, mode_of(attrs)?).map_err(|e| e.to_string())?;
+            let values = reference::rotary::rotary_mul(x, r1, r2, mode_of(attrs)?)?;
             Ok(vec![Expected {
                 name: spec.outputs[0].name.clone(),
                 dtype: x.dtype,
@@ -379,9 +380,9 @@ pub fn expected(
                 tolerance: compute_tolerance(x.dtype),
             }])
         }
-        other => Err(format!(
+        other => Err(FamilyError::new(format!(
             "no reference for rotary op `{other}`: catalogue ops are checked against src/reference"
-        )),
+        ))),
     }
 }
 
@@ -444,7 +445,7 @@ impl FamilyOps for Rotary {
         inputs: &[(String, HostTensor)],
         attrs: &[(String, AttrValue)],
     ) -> Result<Vec<Expected>, FamilyError> {
-        Ok(expected(spec, inputs, attrs)?)
+        expected(spec, inputs, attrs)
     }
 
     fn alternates(

@@ -5,16 +5,16 @@ use super::eager::{input, last_dim, Builder, T};
 use super::{
     attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
 };
+use super::{Case, Expected, Sweep};
 use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
+use crate::compare::Tolerance;
 use crate::dtype::DType;
+use crate::family::inputs::Distribution;
 use crate::plan::TilingField;
-use crate::reference::{self, ReferenceError};
+use crate::reference;
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrValue, FamilyParams, OpSpec, Reporter, RowNormParams, TensorArg};
 use crate::tensor::{round_to_dtype, HostTensor};
-use crate::verify::compare::Tolerance;
-use crate::verify::inputs::Distribution;
-use crate::verify::{Case, Expected, Sweep};
 
 // ---- spec --------------------------------------------------------------------------------
 
@@ -227,22 +227,18 @@ pub(crate) fn compute_tolerance(dtype: DType) -> Tolerance {
     }
 }
 
-fn err(e: ReferenceError) -> String {
-    e.to_string()
-}
-
 /// Checked by name: rms_norm against npu_rms_norm's math, add_rms_norm against AddRmsNorm's.
 pub fn expected(
     spec: &OpSpec,
     inputs: &[(String, HostTensor)],
     attrs: &[(String, AttrValue)],
-) -> Result<Vec<Expected>, String> {
+) -> Result<Vec<Expected>, FamilyError> {
     let out = |i: usize| spec.outputs[i].name.clone();
     let eps = attr_f64(attrs, "epsilon")?;
     match spec.name.as_str() {
         "rms_norm" => {
             let (x, gamma) = (&inputs[0].1, &inputs[1].1);
-            let r = reference::row_norm::rms_norm(x, gamma, eps).map_err(err)?;
+            let r = reference::row_norm::rms_norm(x, gamma, eps)?;
             Ok(vec![
                 Expected {
                     name: out(0),
@@ -262,7 +258,7 @@ pub fn expected(
         }
         "add_rms_norm" => {
             let (x1, x2, gamma) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
-            let r = reference::row_norm::add_rms_norm(x1, x2, gamma, eps).map_err(err)?;
+            let r = reference::row_norm::add_rms_norm(x1, x2, gamma, eps)?;
             Ok(vec![
                 Expected {
                     name: out(0),
@@ -287,9 +283,9 @@ pub fn expected(
                 },
             ])
         }
-        other => Err(format!(
+        other => Err(FamilyError::new(format!(
             "no reference for row_norm op `{other}`: catalogue ops are checked against src/reference"
-        )),
+        ))),
     }
 }
 
@@ -301,7 +297,7 @@ pub fn alternates(
     inputs: &[(String, HostTensor)],
     attrs: &[(String, AttrValue)],
     output: &str,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, FamilyError> {
     if spec.name != "add_rms_norm" || output != spec.outputs[0].name {
         return Ok(Vec::new());
     }
@@ -310,7 +306,7 @@ pub fn alternates(
     if !matches!(dtype, DType::Float16 | DType::BFloat16) {
         return Ok(Vec::new());
     }
-    let r = reference::row_norm::add_rms_norm(x1, x2, gamma, attr_f64(attrs, "epsilon")?).map_err(err)?;
+    let r = reference::row_norm::add_rms_norm(x1, x2, gamma, attr_f64(attrs, "epsilon")?)?;
     let n = gamma.numel();
     let g = gamma.to_f64();
     let window = 8.0 * f64::from(f32::EPSILON) / 2.0;
@@ -423,7 +419,7 @@ impl FamilyOps for RowNorm {
         inputs: &[(String, HostTensor)],
         attrs: &[(String, AttrValue)],
     ) -> Result<Vec<Expected>, FamilyError> {
-        Ok(expected(spec, inputs, attrs)?)
+        expected(spec, inputs, attrs)
     }
 
     fn alternates(
@@ -433,7 +429,7 @@ impl FamilyOps for RowNorm {
         attrs: &[(String, AttrValue)],
         output: &str,
     ) -> Result<Vec<f64>, FamilyError> {
-        Ok(alternates(spec, inputs, attrs, output)?)
+        alternates(spec, inputs, attrs, output)
     }
 
     /// Qwen2-7B's hidden size at 4096 tokens.

@@ -22,10 +22,10 @@ pub enum OutputShape {
     Like { of: String },
     /// `of`'s shape with its last rank(`count_of`) dims set to 1.
     TrailingOnes { of: String, count_of: String },
-    /// `of`'s shape with dims `a` and `b` swapped; `of` must have `rank` dims (kv_layout's
+    /// `of`'s shape with dims `a` and `b` swapped; `of` must have `rank` dims (permute's
     /// BSND <-> BNSD permutes).
     SwapDims { of: String, rank: usize, a: usize, b: usize },
-    /// A fixed shape (kv_layout's int32 count of slots past the cache: [1]).
+    /// A fixed shape (paged_cache's int32 count of slots past the cache: [1]).
     Fixed { dims: Vec<usize> },
 }
 

@@ -1,5 +1,5 @@
 //! Planning data shared by codegen, the twin runner and reports: the SoC table and the tiling-field type
-//! each family's layout (crate::family) is made of.
+//! each family's layout is made of.
 
 pub mod soc;
 
@@ -22,5 +22,3 @@ impl TilingField {
         TilingField { name, ctype: "float", doc }
     }
 }
-
-pub use crate::family::tiling_fields;

@@ -5,7 +5,7 @@
 //! computes in f64 and returns **unrounded** f64 outputs; the caller rounds once (RNE) to the
 //! output dtype, or hands the f64 values straight to `verify::compare`. Where the semantics
 //! round an intermediate (add_rms_norm), the reference does exactly that rounding itself.
-//! Layout ops (kv_layout) move raw element bytes and return tensors, bit for bit.
+//! Layout ops (permute, paged_cache, dequant) move raw element bytes and return tensors, bit for bit.
 //!
 //! [`HostTensor`]: crate::tensor::HostTensor
 

@@ -9,11 +9,11 @@ pub mod model;
 pub mod svg;
 
 use crate::dtype::DType;
+use crate::family::inputs::{self, Distribution};
 use crate::family::{EagerCase, EagerSequence, PlanReading};
 use crate::plan::soc::{Soc, UB_PLAN_BYTES_A2};
 use crate::spec::{AttrValue, OpSpec};
 use crate::tensor::{shape_numel, HostTensor};
-use crate::verify::inputs::{self, Distribution};
 use crate::verify::Sweep;
 use counters::{Launch, TensorTraffic, RUNNER_BUFFERS};
 use model::Estimate;

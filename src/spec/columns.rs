@@ -111,13 +111,13 @@ impl OpSpec {
 
 #[cfg(test)]
 mod tests {
-    use crate::spec::{parse_str, AttrValue};
+    use crate::spec::AttrValue;
     use crate::DType;
     use std::path::Path;
 
     fn dequant() -> crate::spec::OpSpec {
         let path = crate::repo_root().join("kernels/dequant_int8.toml");
-        crate::spec::load_file(&path).unwrap()
+        crate::family::load_file(&path).unwrap()
     }
 
     #[test]
@@ -162,7 +162,7 @@ dtypes = ["float16", "float32"]
 name = "y"
 dtypes = ["float16", "float32"]
 "#;
-        let spec = parse_str(Path::new("mix.toml"), text).unwrap();
+        let spec = crate::family::parse_str(Path::new("mix.toml"), text).unwrap();
         assert_eq!(spec.select_column(None, &[("a", DType::Float32), ("b", DType::Float32)], &[]), Ok(1));
         let err = spec.select_column(None, &[("a", DType::Float32), ("b", DType::Float16)], &[]).unwrap_err();
         assert!(

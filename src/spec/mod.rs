@@ -21,28 +21,38 @@ pub use model::{
 
 use std::path::{Path, PathBuf};
 
+/// What validation needs from the families, which sit above the spec layer: their
+/// parameters and structure rules. `crate::family` implements it and offers the loading
+/// functions users call (`family::load_catalogue`, `family::load_file`, `family::parse_str`).
+pub(crate) trait FamilyRules {
+    /// The family's parameters from its spec table.
+    fn params(&self, family: Family, raw: &raw::RawSpec) -> FamilyParams;
+    /// The family's structure rules (run after the generic rules passed).
+    fn check(&self, r: &mut Reporter, raw: &raw::RawSpec, spec: &OpSpec);
+}
+
 /// Parses and validates one spec file.
-pub fn load_file(path: &Path) -> Result<OpSpec, SpecErrors> {
+pub(crate) fn load_file(path: &Path, rules: &dyn FamilyRules) -> Result<OpSpec, SpecErrors> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| SpecErrors::one(SpecError::whole_file(path, format!("cannot read the spec: {e}"))))?;
-    parse_str(path, &text)
+    parse_str(path, &text, rules)
 }
 
 /// Parses and validates spec text; `path` is used for messages and the file-stem rule.
-pub fn parse_str(path: &Path, text: &str) -> Result<OpSpec, SpecErrors> {
+pub(crate) fn parse_str(path: &Path, text: &str, rules: &dyn FamilyRules) -> Result<OpSpec, SpecErrors> {
     let raw = raw::parse(path, text).map_err(SpecErrors::one)?;
-    validate::validate(path, text, raw)
+    validate::validate(path, text, raw, rules)
 }
 
 /// Loads a catalogue: a directory of `*.toml` specs (not recursive; sorted by file name so
 /// the output is deterministic) or a single spec file. An empty catalogue is an error, and
 /// so are two specs with the same op name.
-pub fn load_catalogue(path: &Path) -> Result<Vec<OpSpec>, SpecErrors> {
+pub(crate) fn load_catalogue(path: &Path, rules: &dyn FamilyRules) -> Result<Vec<OpSpec>, SpecErrors> {
     let files = spec_files(path)?;
     let mut errors = SpecErrors::default();
     let mut specs: Vec<OpSpec> = Vec::new();
     for file in &files {
-        match load_file(file) {
+        match load_file(file, rules) {
             Ok(spec) => {
                 if let Some(other) = specs.iter().find(|s| s.name == spec.name) {
                     errors.push(SpecError::whole_file(

@@ -10,18 +10,29 @@ pub enum Family {
     RowNorm,
     Rotary,
     Elementwise,
-    KvLayout,
+    Permute,
+    PagedCache,
+    Dequant,
 }
 
 impl Family {
-    pub const ALL: [Family; 4] = [Family::RowNorm, Family::Rotary, Family::Elementwise, Family::KvLayout];
+    pub const ALL: [Family; 6] = [
+        Family::RowNorm,
+        Family::Rotary,
+        Family::Elementwise,
+        Family::Permute,
+        Family::PagedCache,
+        Family::Dequant,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Family::RowNorm => "row_norm",
             Family::Rotary => "rotary",
             Family::Elementwise => "elementwise",
-            Family::KvLayout => "kv_layout",
+            Family::Permute => "permute",
+            Family::PagedCache => "paged_cache",
+            Family::Dequant => "dequant",
         }
     }
 
@@ -103,7 +114,7 @@ pub struct ElementwiseParams {
     pub body_offset: usize,
 }
 
-/// Which KV-cache layout operation a kv_layout spec is.
+/// Which KV-cache layout operation a spec of the permute, paged_cache or dequant family is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KvKind {
@@ -140,7 +151,8 @@ pub enum FamilyParams {
     RowNorm(RowNormParams),
     Rotary,
     Elementwise(ElementwiseParams),
-    KvLayout {
+    /// The KV-layout families (permute, paged_cache, dequant): which operation.
+    Layout {
         kind: Option<KvKind>,
     },
     /// Only while a spec with an unknown family is being rejected.
@@ -212,7 +224,7 @@ impl OpSpec {
 
     pub fn kv_kind(&self) -> Option<KvKind> {
         match &self.params {
-            FamilyParams::KvLayout { kind } => *kind,
+            FamilyParams::Layout { kind } => *kind,
             _ => None,
         }
     }

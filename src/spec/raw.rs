@@ -24,7 +24,9 @@ pub(crate) struct RawSpec {
     #[serde(default)]
     pub elementwise: Option<Spanned<RawElementwise>>,
     #[serde(default)]
-    pub kv_layout: Option<Spanned<RawKvLayout>>,
+    pub permute: Option<Spanned<RawKvKind>>,
+    #[serde(default)]
+    pub paged_cache: Option<Spanned<RawKvKind>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,7 +67,8 @@ pub(crate) struct RawElementwise {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawKvLayout {
+/// `[permute]` / `[paged_cache]`: which operation of the family.
+pub(crate) struct RawKvKind {
     pub kind: Spanned<String>,
 }
 

@@ -18,7 +18,12 @@ pub const OP_TYPE_PREFIX: &str = "Opgen";
 
 type Ctx<'a> = Reporter<'a>;
 
-pub(super) fn validate(path: &Path, text: &str, raw: RawSpec) -> Result<OpSpec, SpecErrors> {
+pub(super) fn validate(
+    path: &Path,
+    text: &str,
+    raw: RawSpec,
+    rules: &dyn super::FamilyRules,
+) -> Result<OpSpec, SpecErrors> {
     let mut cx = Ctx { path, text, errors: SpecErrors::default() };
 
     let name = raw.name.get_ref().clone();
@@ -44,7 +49,7 @@ pub(super) fn validate(path: &Path, text: &str, raw: RawSpec) -> Result<OpSpec, 
     let attrs = attrs(&mut cx, &raw.attrs);
     check_unique_names(&mut cx, &raw);
 
-    let params = family.map(|f| crate::family::params(f, &raw)).unwrap_or(FamilyParams::None);
+    let params = family.map(|f| rules.params(f, &raw)).unwrap_or(FamilyParams::None);
 
     let spec = OpSpec {
         name,
@@ -61,7 +66,8 @@ pub(super) fn validate(path: &Path, text: &str, raw: RawSpec) -> Result<OpSpec, 
     check_family_tables(&mut cx, &raw, family);
     if cx.errors.is_empty() {
         if let Some(family) = family {
-            crate::family::check(&mut cx, &raw, family, &spec);
+            let _ = family;
+            rules.check(&mut cx, &raw, &spec);
         }
     }
     cx.errors.into_result(spec)
@@ -300,12 +306,14 @@ fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
     }
 }
 
-/// A family's own table (`[row_norm]`, `[elementwise]`, `[kv_layout]`) only with that family.
+/// A family's own table (`[row_norm]`, `[elementwise]`, `[permute]`, `[paged_cache]`) only with
+/// that family.
 fn check_family_tables(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) {
-    let tables: [(&str, Option<usize>, Family); 3] = [
+    let tables: [(&str, Option<usize>, Family); 4] = [
         ("row_norm", raw.row_norm.as_ref().map(|t| t.span().start), Family::RowNorm),
         ("elementwise", raw.elementwise.as_ref().map(|t| t.span().start), Family::Elementwise),
-        ("kv_layout", raw.kv_layout.as_ref().map(|t| t.span().start), Family::KvLayout),
+        ("permute", raw.permute.as_ref().map(|t| t.span().start), Family::Permute),
+        ("paged_cache", raw.paged_cache.as_ref().map(|t| t.span().start), Family::PagedCache),
     ];
     for (name, at, owner) in tables {
         if let (Some(at), Some(f)) = (at, family) {
@@ -324,15 +332,6 @@ fn check_family_tables(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) {
                 &raw.family,
                 "elementwise",
                 "family elementwise needs an [elementwise] table with `body` and `compute`".into(),
-            );
-        }
-    }
-    if let Some(Family::KvLayout) = family {
-        if raw.kv_layout.is_none() {
-            cx.error(
-                &raw.family,
-                "kv_layout",
-                "family kv_layout needs a [kv_layout] table with `kind`".into(),
             );
         }
     }

@@ -2,30 +2,19 @@
 //! shape/dtype/distribution sweep, compare every output with the reference written from the
 //! math, and summarise.
 
-pub mod compare;
-pub mod inputs;
 pub mod sweep;
 mod twin_build;
 mod twin_run;
 
+pub use crate::compare;
 pub use crate::family::expected as expected_outputs;
-pub use sweep::{cases, Case, Sweep};
+pub use crate::family::inputs;
+pub use crate::family::{Case, Expected, Sweep};
+pub use sweep::cases;
 pub use twin_build::{build_runner, cache_dir, twin_dir, BuildOptions, Runner};
 pub use twin_run::{run_case, CaseInput, CaseRun};
 
-use crate::DType;
-use compare::Tolerance;
 use std::fmt;
-
-/// One output's expected values (unrounded f64) and the bar it must clear.
-#[derive(Debug, Clone)]
-pub struct Expected {
-    pub name: String,
-    pub dtype: DType,
-    pub shape: Vec<usize>,
-    pub values: Vec<f64>,
-    pub tolerance: Tolerance,
-}
 
 /// How a twin run failed.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,45 +1,8 @@
-//! The cases a sweep runs, per family: shapes, input distributions, seeds and attrs.
-//! `quick` is the default test run; `full` covers the model shapes of the catalogue issue.
+//! The cases a sweep runs (each family's, `crate::family::Case`), and the input shapes of a
+//! call given the first input's.
 
-use super::inputs::Distribution;
-use crate::spec::{AttrValue, OpSpec};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sweep {
-    Quick,
-    Full,
-}
-
-impl Sweep {
-    pub fn parse(text: &str) -> Option<Sweep> {
-        match text {
-            "quick" => Some(Sweep::Quick),
-            "full" => Some(Sweep::Full),
-            _ => None,
-        }
-    }
-}
-
-/// One launch: a shape per input, an input distribution, a seed, the attrs.
-#[derive(Debug, Clone)]
-pub struct Case {
-    pub shapes: Vec<(String, Vec<usize>)>,
-    pub dist: Distribution,
-    pub seed: u64,
-    pub attrs: Vec<(String, AttrValue)>,
-}
-
-impl Case {
-    /// `x=[4,896] gamma=[896] uniform`.
-    pub fn label(&self) -> String {
-        let shapes: Vec<String> = self
-            .shapes
-            .iter()
-            .map(|(n, s)| format!("{n}=[{}]", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")))
-            .collect();
-        format!("{} {:?}", shapes.join(" "), self.dist)
-    }
-}
+use crate::family::{Case, Sweep};
+use crate::spec::OpSpec;
 
 pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     crate::family::cases(spec, sweep)

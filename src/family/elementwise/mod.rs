@@ -15,19 +15,19 @@ pub mod expr;
 pub mod lower;
 
 use super::eager::{input, Builder};
+use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
 };
 use super::{OutputShape, ShapeCheck, ShapeRule, FLOATS};
+use crate::compare::Tolerance;
 use crate::dtype::DType;
+use crate::family::inputs::Distribution;
 use crate::plan::TilingField;
 use crate::reference::activation;
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrKind, AttrValue, OpSpec, Reporter};
 use crate::tensor::HostTensor;
-use crate::verify::compare::Tolerance;
-use crate::verify::inputs::Distribution;
-use crate::verify::{Case, Expected, Sweep};
 use expr::{ExprError, Node, Scope};
 use lower::{LowerError, Program};
 

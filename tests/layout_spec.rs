@@ -1,15 +1,17 @@
-//! The kv_layout family's spec rules: every bad spec is rejected with file:line:column, the
-//! field and a message that says what is wrong; the catalogue specs load with their kinds.
+//! The KV-layout families' spec rules (permute, paged_cache, dequant): every bad spec is
+//! rejected with file:line:column, the field and a message that says what is wrong; the
+//! catalogue specs load with their kinds.
 
-use ascend_opgen::spec::{self, KvKind, SpecErrors};
+use ascend_opgen::family;
+use ascend_opgen::spec::{KvKind, SpecErrors};
 use std::path::Path;
 
 const CACHE: &str = r#"name = "my_cache"
-family = "kv_layout"
+family = "paged_cache"
 summary = "test op"
 targets = ["ascend910b"]
 
-[kv_layout]
+[paged_cache]
 kind = "reshape_and_cache"
 
 [[inputs]]
@@ -40,12 +42,9 @@ dtypes = ["int32", "int32"]
 "#;
 
 const DEQUANT: &str = r#"name = "my_cache"
-family = "kv_layout"
+family = "dequant"
 summary = "test op"
 targets = ["ascend910b"]
-
-[kv_layout]
-kind = "dequant_int8"
 
 [[inputs]]
 name = "q"
@@ -68,7 +67,7 @@ default = "float16"
 const PATH: &str = "kernels/my_cache.toml";
 
 fn errors(text: &str) -> SpecErrors {
-    spec::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
+    family::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
 }
 
 /// The error for `field` must sit on `line` and its message must contain `words`.
@@ -88,10 +87,10 @@ fn assert_error(text: &str, line: usize, field: &str, words: &str) {
 
 #[test]
 fn the_good_specs_are_accepted() {
-    let s = spec::parse_str(Path::new(PATH), CACHE).unwrap();
+    let s = family::parse_str(Path::new(PATH), CACHE).unwrap();
     assert_eq!(s.kv_kind(), Some(KvKind::ReshapeAndCache));
     assert_eq!(s.mutated_inputs(), vec!["key_cache", "value_cache"]);
-    let s = spec::parse_str(Path::new(PATH), DEQUANT).unwrap();
+    let s = family::parse_str(Path::new(PATH), DEQUANT).unwrap();
     assert_eq!(s.kv_kind(), Some(KvKind::DequantInt8));
 }
 
@@ -101,10 +100,30 @@ fn an_unknown_kind_lists_the_known_ones() {
     assert_error(
         &text,
         7,
-        "kv_layout.kind",
-        "unknown kv_layout kind `paged_scatter`; known kinds: bsnd_to_bnsd, bnsd_to_bsnd, reshape_and_cache, \
-         reshape_and_cache_int8, dequant_int8",
+        "paged_cache.kind",
+        "unknown paged_cache kind `paged_scatter`; known kinds: reshape_and_cache, reshape_and_cache_int8",
     );
+    // A permute kind is not a paged_cache kind.
+    let text = CACHE.replace("kind = \"reshape_and_cache\"", "kind = \"bsnd_to_bnsd\"");
+    assert_error(&text, 7, "paged_cache.kind", "unknown paged_cache kind `bsnd_to_bnsd`");
+}
+
+#[test]
+fn a_family_table_belongs_to_its_family() {
+    let text = CACHE.replace("[paged_cache]", "[permute]");
+    assert_error(
+        &text,
+        6,
+        "permute",
+        "table [permute] belongs to family permute, but this spec is family paged_cache",
+    );
+    let text = DEQUANT.replace(
+        "targets = [\"ascend910b\"]\n",
+        "targets = [\"ascend910b\"]\n\n[paged_cache]\nkind = \"reshape_and_cache\"\n",
+    );
+    assert_error(&text, 6, "paged_cache", "belongs to family paged_cache, but this spec is family dequant");
+    let text = CACHE.replace("[paged_cache]\nkind = \"reshape_and_cache\"\n", "");
+    assert_error(&text, 2, "paged_cache", "family paged_cache needs a [paged_cache] table with `kind`");
 }
 
 #[test]
@@ -114,13 +133,13 @@ fn inputs_and_outputs_follow_the_kind() {
         &text,
         9,
         "inputs",
-        "family kv_layout (reshape_and_cache) takes 5 inputs (key, value, key_cache, value_cache, slot_mapping), found 4",
+        "family paged_cache (reshape_and_cache) takes 5 inputs (key, value, key_cache, value_cache, slot_mapping), found 4",
     );
     let text = DEQUANT.replace(
         "[[outputs]]\nname = \"x\"",
         "[[outputs]]\nname = \"y\"\ndtypes = [\"float16\", \"float32\"]\n\n[[outputs]]\nname = \"x\"",
     );
-    assert_error(&text, 17, "outputs", "has 1 output(s) (x), found 2");
+    assert_error(&text, 14, "outputs", "family dequant (dequant_int8) has 1 output(s) (x), found 2");
 }
 
 #[test]
@@ -170,7 +189,7 @@ fn dtypes_follow_the_roles() {
     let text = DEQUANT.replace("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"float16\", \"int8\"]");
     assert_error(
         &text,
-        19,
+        16,
         "outputs[0].dtypes[1]",
         "`x` (x) cannot be int8; it takes float16, bfloat16, float32",
     );
@@ -179,21 +198,21 @@ fn dtypes_follow_the_roles() {
 #[test]
 fn attrs_follow_the_kind() {
     let text = format!("{CACHE}\n[[attrs]]\nname = \"block_size\"\ntype = \"int\"\ndefault = 16\n");
-    assert_error(&text, 36, "attrs", "family kv_layout (reshape_and_cache) takes no attrs");
+    assert_error(&text, 36, "attrs", "family paged_cache (reshape_and_cache) takes no attrs");
     let text = DEQUANT.replace("default = \"float16\"", "default = \"bfloat16\"");
     assert_error(
         &text,
-        24,
+        21,
         "attrs[0].default",
         "default `bfloat16` must be one of the output's dtypes: float16, float32",
     );
     let text = DEQUANT.replace("type = \"string\"\ndefault = \"float16\"", "type = \"int\"\ndefault = 1");
-    assert_error(&text, 22, "attrs", "takes exactly one attr: a string naming the output dtype");
+    assert_error(&text, 19, "attrs", "takes exactly one attr: a string naming the output dtype");
 }
 
 #[test]
 fn the_catalogue_has_the_five_kinds() {
-    let specs = spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
     for kind in KvKind::ALL {
         let s =
             specs.iter().find(|s| s.name == kind.name()).unwrap_or_else(|| panic!("{} missing", kind.name()));

@@ -8,10 +8,11 @@
 
 use ascend_opgen::app::verify::{run_verify, VerifyOptions};
 use ascend_opgen::codegen::{render_project, template_sources};
+use ascend_opgen::family;
 use ascend_opgen::plan::soc;
 use ascend_opgen::reference::kv_layout::{self as reference, Int8KvCache};
 use ascend_opgen::report::{self, ReportCase, Row};
-use ascend_opgen::spec::{self, AttrValue, OpSpec};
+use ascend_opgen::spec::{AttrValue, OpSpec};
 use ascend_opgen::tensor::HostTensor;
 use ascend_opgen::verify::compare::{compare_tensor, Tolerance};
 use ascend_opgen::verify::inputs::Rng;
@@ -22,7 +23,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 fn op(name: &str) -> OpSpec {
-    let specs = spec::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
     specs.into_iter().find(|s| s.name == name).unwrap()
 }
 
@@ -227,7 +228,7 @@ fn slot_mapping_may_be_int64() {
     );
     assert_ne!(int64, text);
     std::fs::write(&path, int64).unwrap();
-    let spec = spec::load_file(Path::new(&path)).unwrap();
+    let spec = family::load_file(Path::new(&path)).unwrap();
     let slots: Vec<i64> = vec![3, -1, 70, 64, 5_000_000_000, 4, 0];
     let mut case = cache_case(DType::BFloat16, 2, 80, 4, 16, &slots);
     case.inputs[4].1 = HostTensor::from_i64(DType::Int64, &[slots.len()], &slots);
@@ -430,10 +431,12 @@ fn dequant_follows_the_output_dtype_attr() {
 fn a_cache_kernel_writing_past_its_rows_fails_verification() {
     // The scales of one pass written one row too far: the row after a run is a slot the
     // reference leaves alone (or past the buffer).
-    let templates: Vec<(&'static str, String)> = template_sources()
+    let sources = template_sources();
+    assert!(sources.iter().any(|(n, _)| *n == "kernel/paged_cache.cpp.j2"), "the template to break exists");
+    let templates: Vec<(&'static str, String)> = sources
         .into_iter()
         .map(|(name, text)| {
-            let text = if name == "kernel/kv_layout.cpp.j2" {
+            let text = if name == "kernel/paged_cache.cpp.j2" {
                 let broken = text.replace(
                     "DataCopyPad(scale, scales, Burst(static_cast<uint64_t>(n) * sizeof(float)));",
                     "DataCopyPad(scale, scales, Burst(static_cast<uint64_t>(n + 1) * sizeof(float)));",

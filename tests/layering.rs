@@ -1,0 +1,132 @@
+//! Dependencies point one way (ARCHITECTURE.md "Layers"): every `crate::<module>` a source file
+//! names outside its unit tests must be in its own layer or one below. Read from the source
+//! text, so a new upward `use` fails here with the file and line.
+
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first. A module may use its own layer and those below it.
+const LAYERS: &[&[&str]] = &[
+    &["dtype", "tensor", "npy", "toolchain"],
+    &["spec"],
+    &["plan"],
+    &["reference"],
+    &["compare"],
+    &["family"],
+    &["codegen"],
+    &["verify"],
+    &["report"],
+    &["app", "acl"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a file under src/ belongs to (`src/family/rotary.rs` → `family`).
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    Some(first.trim_end_matches(".rs").to_string())
+}
+
+/// `crate::<name>` references on a line of code (comments and string text after `//` ignored).
+fn crate_refs(line: &str) -> Vec<String> {
+    let code = line.split("//").next().unwrap_or("");
+    let mut refs = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        let after = &rest[at + "crate::".len()..];
+        let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() {
+            refs.push(name);
+        }
+        rest = after;
+    }
+    // `use crate::{a, b::c}`: every name in the braces.
+    if let Some(at) = code.find("crate::{") {
+        let inner = &code[at + "crate::{".len()..];
+        for part in inner.split([',', '}']) {
+            let name: String =
+                part.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                refs.push(name);
+            }
+        }
+    }
+    refs
+}
+
+/// Upward references of the crate's sources: (file:line, from, to).
+fn upward_references(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let Some(module) = module_of(src, &file) else { continue };
+        let Some(own) = layer_of(&module) else { continue };
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            // Unit tests may reach further up (a spec test loading the catalogue).
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                break;
+            }
+            for target in crate_refs(line) {
+                if let Some(layer) = layer_of(&target) {
+                    if layer > own {
+                        found.push(format!("{}:{}: {module} uses crate::{target}", file.display(), i + 1));
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_module_imports_one_above_it() {
+    let src = ascend_opgen::repo_root().join("src");
+    let found = upward_references(&src);
+    assert!(found.is_empty(), "upward references:\n{}", found.join("\n"));
+}
+
+#[test]
+fn every_top_level_module_has_a_layer() {
+    let src = ascend_opgen::repo_root().join("src");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().trim_end_matches(".rs").to_string();
+        if ["lib", "main"].contains(&name.as_str()) {
+            continue;
+        }
+        if layer_of(&name).is_none() {
+            missing.push(name);
+        }
+    }
+    assert!(missing.is_empty(), "modules without a layer in tests/layering.rs: {missing:?}");
+}
+
+#[test]
+fn the_checker_sees_an_upward_use() {
+    // A spec file naming the family layer is flagged; one naming the layer below is not.
+    let dir = std::env::temp_dir().join(format!("opgen-layering-{}", std::process::id()));
+    let spec = dir.join("spec");
+    std::fs::create_dir_all(&spec).unwrap();
+    std::fs::write(spec.join("mod.rs"), "use crate::dtype::DType;\nuse crate::{family, tensor};\n").unwrap();
+    let found = upward_references(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].ends_with("mod.rs:2: spec uses crate::family"), "{found:?}");
+}

@@ -1,15 +1,18 @@
 //! The twin runner's per-core counters (kernels/twin/include/opgen_twin/runtime.h,
 //! `write_counters_json`) read back from its report, and what one launch adds up to.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// GM buffers the runner passes besides the spec's tensors; their traffic is reported apart.
 pub const RUNNER_BUFFERS: [&str; 2] = ["workspace", "tiling"];
 
-/// The counters of one simulated core.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// The counters of one simulated core, as `write_counters_json` writes them. Every field is
+/// required and no other is accepted, so a counter renamed or added on one side of the
+/// protocol fails to parse instead of reading as 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CoreCounters {
     pub core: u64,
     pub gm_read_bytes: BTreeMap<String, u64>,
@@ -37,45 +40,16 @@ pub struct CoreCounters {
     pub flag_waits: BTreeMap<String, u64>,
 }
 
-fn map_of(v: &Value, key: &str) -> BTreeMap<String, u64> {
-    v[key]
-        .as_object()
-        .map(|m| m.iter().filter_map(|(k, n)| n.as_u64().map(|n| (k.clone(), n))).collect())
-        .unwrap_or_default()
+/// `{"cores": [...]}` of the runner's report.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountersDoc {
+    cores: Vec<CoreCounters>,
 }
 
 impl CoreCounters {
     pub fn parse(v: &Value) -> Result<CoreCounters, String> {
-        let n = |key: &str| v[key].as_u64().unwrap_or(0);
-        if !v.is_object() || v["core"].as_u64().is_none() {
-            return Err(format!("a core entry without a core index: {v}"));
-        }
-        Ok(CoreCounters {
-            core: n("core"),
-            gm_read_bytes: map_of(v, "gm_read_bytes"),
-            gm_write_bytes: map_of(v, "gm_write_bytes"),
-            gm_read_transfers: map_of(v, "gm_read_transfers"),
-            gm_write_transfers: map_of(v, "gm_write_transfers"),
-            transfers_in: n("transfers_in"),
-            transfer_in_bytes: n("transfer_in_bytes"),
-            transfers_out: n("transfers_out"),
-            transfer_out_bytes: n("transfer_out_bytes"),
-            transfer_in_min_bytes: n("transfer_in_min_bytes"),
-            transfer_in_max_bytes: n("transfer_in_max_bytes"),
-            transfer_out_min_bytes: n("transfer_out_min_bytes"),
-            transfer_out_max_bytes: n("transfer_out_max_bytes"),
-            vector_instructions: map_of(v, "vector_instructions"),
-            vector_elements: map_of(v, "vector_elements"),
-            scalar_gm_accesses: n("scalar_gm_accesses"),
-            scalar_ub_accesses: n("scalar_ub_accesses"),
-            ub_high_water_bytes: n("ub_high_water_bytes"),
-            queue_handoffs: n("queue_handoffs"),
-            barriers: n("barriers"),
-            copy_in_overlapped: n("copy_in_overlapped"),
-            copy_in_total: n("copy_in_total"),
-            copy_in_queues: n("copy_in_queues"),
-            flag_waits: map_of(v, "flag_waits"),
-        })
+        serde_json::from_value(v.clone()).map_err(|e| format!("the twin's counters of a core: {e}: {v}"))
     }
 
     /// The core moved data or computed something.
@@ -139,12 +113,12 @@ impl Launch {
         if report["launched"] == Value::Bool(false) {
             return Err("the runner did not launch the kernel (nothing to compute)".to_string());
         }
-        let cores = report["counters"]["cores"]
-            .as_array()
-            .ok_or_else(|| "the runner's report has no counters".to_string())?
-            .iter()
-            .map(CoreCounters::parse)
-            .collect::<Result<Vec<_>, _>>()?;
+        if report["counters"].is_null() {
+            return Err("the runner's report has no counters".to_string());
+        }
+        let cores = serde_json::from_value::<CountersDoc>(report["counters"].clone())
+            .map_err(|e| format!("the twin's counters: {e}"))?
+            .cores;
         let tiling = report["tiling"]
             .as_object()
             .map(|m| m.iter().filter_map(|(k, v)| v.as_f64().map(|v| (k.clone(), v))).collect())
@@ -275,8 +249,24 @@ mod tests {
             "transfers_in": 2, "transfer_in_bytes": 1024, "transfers_out": 2, "transfer_out_bytes": 1024,
             "vector_instructions": {"Muls": 2}, "vector_elements": {"Muls": 256},
             "ub_high_water_bytes": 4096 + i, "copy_in_total": total, "copy_in_overlapped": overlapped,
-            "copy_in_queues": queues
+            "copy_in_queues": queues, "transfer_in_min_bytes": 512, "transfer_in_max_bytes": 512,
+            "transfer_out_min_bytes": 512, "transfer_out_max_bytes": 512, "scalar_gm_accesses": 0,
+            "scalar_ub_accesses": 0, "queue_handoffs": 4, "barriers": 0, "flag_waits": {}
         })
+    }
+
+    #[test]
+    fn a_renamed_or_missing_counter_is_an_error() {
+        let mut renamed = core(0, 1, 0, 1);
+        let v = renamed.as_object_mut().unwrap().remove("barriers").unwrap();
+        renamed["pipe_barriers"] = v;
+        let err = CoreCounters::parse(&renamed).unwrap_err();
+        assert!(err.contains("pipe_barriers"), "{err}");
+        let mut missing = core(0, 1, 0, 1);
+        missing.as_object_mut().unwrap().remove("copy_in_total");
+        let err = CoreCounters::parse(&missing).unwrap_err();
+        assert!(err.contains("copy_in_total"), "{err}");
+        assert!(CoreCounters::parse(&core(0, 1, 0, 1)).is_ok());
     }
 
     #[test]

@@ -33,6 +33,7 @@ const FILES: &[(&str, &str)] = &[
     ("torch/opgen_torch.h", "torch/opgen_torch.h.j2"),
     ("torch/opgen_schema.cpp", "torch/opgen_schema.cpp.j2"),
     ("torch/opgen_npu.cpp", "torch/opgen_npu.cpp.j2"),
+    ("torch/opgen_cpu.cpp", "torch/opgen_cpu.cpp.j2"),
     ("torch/opgen_torch/__init__.py", "torch/package_init.py.j2"),
     ("torch/opgen_torch/ops.py", "torch/package_ops.py.j2"),
 ];
@@ -335,6 +336,33 @@ struct TorchOp {
     dtype_attr: Option<String>,
     /// The arguments of `<op>_plan`: the inputs, then the output-dtype attr if any.
     plan_args: Vec<String>,
+    /// The generated sources' stem (`opgen_rms_norm`): the CPU backend's kernel library names.
+    stem: String,
+    /// The autograd formula's ingredients, or None: the op refuses inputs that require grad.
+    backward: Option<TorchBackward>,
+}
+
+/// What the autograd formula of a differentiable op calls and saves: the one place the torch
+/// templates read it from (the Python package's `register_autograd`, and the C++ Autograd
+/// kernels, which are generated only for ops without one).
+///
+/// Convention of the backward op: `torch.ops.opgen.<op>(grads of every output, saved tensors,
+/// attrs) -> the gradients of `differentiable`, in that order`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TorchBackward {
+    /// The backward op's name in the `opgen` library (e.g. `rms_norm_grad`).
+    pub op: String,
+    /// Forward inputs and outputs saved for backward, in the order the backward op takes them.
+    pub saved: Vec<String>,
+    /// The inputs that get a gradient; the others (integer inputs, caches) get None.
+    pub differentiable: Vec<String>,
+}
+
+/// The backward of `spec`. No spec declares a backward op yet (the spec field and the
+/// generated `<op>_grad` ops come from the backward work): every op is non-differentiable
+/// until this returns Some for it.
+pub fn backward_of(_spec: &OpSpec) -> Option<TorchBackward> {
+    None
 }
 
 /// Names a Python wrapper parameter cannot have.
@@ -445,6 +473,8 @@ fn torch_op(spec: &OpSpec) -> Result<TorchOp, String> {
     let dtype_attr = spec.output_dtype_attr().map(|a| a.name.clone());
     let plan_args = spec.inputs.iter().map(|t| t.name.clone()).chain(dtype_attr.clone()).collect();
     Ok(TorchOp {
+        stem: spec.file_stem(),
+        backward: backward_of(spec),
         dtype_attr,
         plan_args,
         name: spec.name.clone(),

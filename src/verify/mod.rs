@@ -5,7 +5,7 @@
 pub mod compare;
 pub mod inputs;
 pub mod sweep;
-mod twin_build;
+pub(crate) mod twin_build;
 mod twin_run;
 
 pub use crate::family::expected as expected_outputs;

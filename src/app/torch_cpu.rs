@@ -160,11 +160,8 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
     fs::create_dir_all(&obj).map_err(|e| io(&obj, e))?;
 
     write_sources(&project, &specs, &src)?;
-    for py in ["__init__.py", "ops.py"] {
-        let file = project.file(&format!("torch/opgen_torch/{py}")).ok_or_else(|| {
-            AppError::failed(format!("torch-cpu: the project has no torch/opgen_torch/{py}"))
-        })?;
-        write_if_changed(&package.join(py), &file.contents)?;
+    for file in project.files.iter().filter(|f| f.path.starts_with("torch/opgen_torch/")) {
+        write_if_changed(&package.join(&file.path["torch/opgen_torch/".len()..]), &file.contents)?;
     }
 
     let twin = twin_dir();

@@ -36,6 +36,7 @@ const FILES: &[(&str, &str)] = &[
     ("torch/opgen_cpu.cpp", "torch/opgen_cpu.cpp.j2"),
     ("torch/opgen_torch/__init__.py", "torch/package_init.py.j2"),
     ("torch/opgen_torch/ops.py", "torch/package_ops.py.j2"),
+    ("torch/opgen_torch/transformers.py", "torch/package_transformers.py.j2"),
 ];
 
 /// The aclnn entry point opbuild generates for the op (research §3): `aclnn<OpType>`.

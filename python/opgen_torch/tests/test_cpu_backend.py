@@ -19,6 +19,7 @@ import math
 import unittest
 
 import torch
+import torch.utils._python_dispatch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import opgen_torch  # noqa: F401  (registers torch.ops.opgen)
@@ -434,6 +435,98 @@ class Autograd(unittest.TestCase):
         compiled = torch.compile(lambda g, u: OPS.swiglu(g, u) * 2, backend="aot_eager")
         g, u = torch.randn(4, 16), torch.randn(4, 16)
         self.assertTrue(torch.equal(compiled(g, u), OPS.swiglu(g, u) * 2))
+
+
+# ---- opgen_torch.transformers on tiny random models (no weights downloaded) -------------------
+
+
+class RecordOps(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records every op dispatched below autograd (the opgen ops that really ran)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def tiny(family, dtype=torch.float32):
+    import transformers
+
+    torch.manual_seed(0)
+    common = dict(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    if family == "qwen2":
+        model = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common))
+    else:
+        model = transformers.Qwen3ForCausalLM(transformers.Qwen3Config(head_dim=16, **common))
+    # Random norm weights: ones would hide a weight that is not applied.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(torch.rand(p.shape, generator=gen(len(name))) + 0.5)
+    return model.to(dtype).eval()
+
+
+class Transformers(unittest.TestCase):
+    TOKENS = torch.tensor([[3, 17, 99, 5, 64, 2, 8, 120]])
+
+    def check_family(self, family, apply, norms):
+        import opgen_torch.transformers as patch
+
+        model = tiny(family)
+        with torch.no_grad():
+            want = model(self.TOKENS).logits
+            self.assertIs(apply(model), model)
+            self.assertEqual(len(patch.patched_modules(model)), norms)
+            with RecordOps() as rec:
+                got = model(self.TOKENS).logits
+            self.assertEqual(rec.ops.count("opgen.rms_norm.default"), norms)
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+            self.assertEqual(
+                model.generate(self.TOKENS, max_new_tokens=6, do_sample=False).tolist(),
+                patch.revert(tiny(family)).generate(self.TOKENS, max_new_tokens=6, do_sample=False).tolist(),
+            )
+            patch.revert(model)
+            self.assertEqual(patch.patched_modules(model), [])
+            with RecordOps() as rec:
+                again = model(self.TOKENS).logits
+            self.assertNotIn("opgen.rms_norm.default", rec.ops)
+            self.assertTrue(torch.equal(again, want))
+
+    def test_qwen2_forward_parity(self):
+        import opgen_torch.transformers as patch
+
+        # 2 layers x (input, post-attention) + the final norm.
+        self.check_family("qwen2", patch.apply_to_qwen2, 5)
+
+    def test_qwen3_forward_parity(self):
+        import opgen_torch.transformers as patch
+
+        # Qwen3 adds q_norm and k_norm per layer.
+        self.check_family("qwen3", patch.apply_to_qwen3, 9)
+
+    def test_training_a_patched_model_refuses(self):
+        import opgen_torch.transformers as patch
+
+        model = patch.apply_to_qwen2(tiny("qwen2")).train()
+        with self.assertRaisesRegex(RuntimeError, "opgen::rms_norm: input `(x|gamma)` requires grad"):
+            model(self.TOKENS, labels=self.TOKENS).loss.backward()
+
+    def test_wrong_family_is_an_error(self):
+        import opgen_torch.transformers as patch
+
+        with self.assertRaisesRegex(ValueError, "no Qwen3RMSNorm"):
+            patch.apply_to_qwen3(tiny("qwen2"))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ python=$("$OPGEN_REPO/scripts/torch-venv.sh" | tail -n 1)
 echo "== build the CPU package with the generated kernels"
 cd "$OPGEN_REPO"
 start=$(opgen_now)
-cargo run --quiet --release -p xtask -- torch-cpu --python "$python" --out "$out"
+cargo xtask torch-cpu --python "$python" --out "$out"
 echo "  torch-cpu: $(opgen_elapsed "$start") s"
 
 echo "== python/opgen_torch/tests/test_cpu_backend.py"

@@ -33,6 +33,8 @@ echo "  torch-cpu: $(opgen_elapsed "$start") s"
 echo "== python/opgen_torch/tests/test_cpu_backend.py"
 start=$(opgen_now)
 # The package must import from the build alone: no torch_npu, no CANN, nothing from the repo.
-PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_cpu_backend.py"
+# OPGEN_TWIN_INCLUDE: the twin headers, for the test that builds a rule-breaking kernel.
+PYTHONPATH="$out" OPGEN_TWIN_INCLUDE="$OPGEN_REPO/kernels/twin/include" \
+    "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_cpu_backend.py"
 echo "  tests: $(opgen_elapsed "$start") s"
 echo "== torch CPU backend: ok in $(opgen_elapsed "$total") s"

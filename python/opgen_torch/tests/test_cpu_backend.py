@@ -9,6 +9,8 @@ real PyTorch: the generated kernels and op_host code running on the CPU twin.
   outputs the CANN standard (MERE < 2^-13, MARE < 10 * 2^-13), layout ops bit-exact, int8 +-1;
 - the shapes the generated op_host code refuses, the Meta kernel refuses under FakeTensorMode
   with the same message (rotary tables that do not broadcast, a key/cache head-dim mismatch...);
+- a kernel that breaks a twin rule raises a RuntimeError naming the op and the rule, and the
+  process goes on (a mutant kernel library replaces one of the build's);
 - an op without a backward op raises a clear error naming the op and the input when an input
   requires grad, eagerly and under torch.compile(backend="aot_eager"); never a None gradient.
 
@@ -435,6 +437,80 @@ class Autograd(unittest.TestCase):
         compiled = torch.compile(lambda g, u: OPS.swiglu(g, u) * 2, backend="aot_eager")
         g, u = torch.randn(4, 16), torch.randn(4, 16)
         self.assertTrue(torch.equal(compiled(g, u), OPS.swiglu(g, u) * 2))
+
+
+# ---- a broken twin rule inside a kernel is a RuntimeError, not the end of the process --------
+
+MUTANT = r"""
+// A gelu_erf kernel library that frees one queue tensor twice (twin rule 3).
+#include <cstdint>
+#include "kernel_operator.h"
+using namespace AscendC;
+
+extern "C" int opgen_twin_kernel_arg_count() { return 4; }  // x, y, workspace, tiling
+
+extern "C" void opgen_twin_launch(uint8_t**) {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> in;
+    pipe.InitBuffer(in, 2, 256);
+    LocalTensor<float> t = in.AllocTensor<float>();
+    in.EnQue(t);
+    LocalTensor<float> u = in.DeQue<float>();
+    in.FreeTensor(u);
+    in.FreeTensor(u);
+}
+"""
+
+
+class TwinRules(unittest.TestCase):
+    """The package is copied and its float32 gelu_erf kernel replaced by MUTANT, in a child
+    Python (the extension can be loaded once per process)."""
+
+    def test_broken_rule_raises_and_the_process_goes_on(self):
+        import os
+        import shutil
+        import subprocess
+        import sys
+        import tempfile
+
+        include = os.environ.get("OPGEN_TWIN_INCLUDE")
+        if not include:
+            self.fail("OPGEN_TWIN_INCLUDE (kernels/twin/include) is not set; scripts/check_torch_cpu.sh sets it")
+        package = os.path.dirname(opgen_torch.__file__)
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "opgen_torch")
+            shutil.copytree(package, copy)
+            source = os.path.join(tmp, "mutant.cpp")
+            with open(source, "w") as f:
+                f.write(MUTANT)
+            column = 2  # (float32) -> (float32): the third registered combination
+            target = os.path.join(copy, "kernels", f"opgen_gelu_erf_c{column}.so")
+            subprocess.run(
+                ["g++", "-std=c++17", "-shared", "-fPIC", "-I", include, source, "-o", target,
+                 f"-L{copy}", "-lopgen_twin", "-Wl,-rpath,$ORIGIN/.."],
+                check=True,
+            )
+            child = r"""
+import torch, opgen_torch
+try:
+    torch.ops.opgen.gelu_erf(torch.ones(64))
+    print("NOT STOPPED")
+except RuntimeError as e:
+    print("RAISED", str(e).splitlines()[0])
+y = torch.ops.opgen.gelu_erf(torch.ones(64, dtype=torch.float16))  # another kernel still runs
+print("AFTER", float(y[0]))
+y, _ = torch.ops.opgen.rms_norm(torch.ones(4, 64), torch.ones(64))
+print("AFTER", float(y[0, 0]))
+"""
+            run = subprocess.run([sys.executable, "-c", child], env=dict(os.environ, PYTHONPATH=tmp),
+                                 capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        lines = run.stdout.splitlines()
+        self.assertEqual(len(lines), 3, run.stdout + run.stderr)
+        self.assertTrue(lines[0].startswith("RAISED opgen::gelu_erf: the CPU twin stopped the kernel: core 0: "), lines[0])
+        self.assertIn("double FreeTensor", lines[0])
+        self.assertAlmostEqual(float(lines[1].split()[1]), 0.8413, places=3)
+        self.assertAlmostEqual(float(lines[2].split()[1]), 1.0, places=5)
 
 
 # ---- opgen_torch.transformers on tiny random models (no weights downloaded) -------------------

@@ -87,13 +87,20 @@ def backend() -> str:
         raise ValueError(f"OPGEN_TORCH_BACKEND={forced!r}: use 'cpu' or 'npu'")
     if not cpu_library_path().is_file():
         return "npu"
-    import importlib.util
+    return "npu" if _torch_npu_installed() else "cpu"
 
+
+def _torch_npu_installed() -> bool:
+    """Whether torch_npu can be imported, without importing it (that needs CANN's libraries)."""
+    import importlib.util
+    import sys
+
+    if "torch_npu" in sys.modules:
+        return sys.modules["torch_npu"] is not None
     try:
-        has_npu = importlib.util.find_spec("torch_npu") is not None
+        return importlib.util.find_spec("torch_npu") is not None
     except (ImportError, ValueError):
-        has_npu = False
-    return "npu" if has_npu else "cpu"
+        return False
 
 
 def _loaded(torch) -> bool:

@@ -514,9 +514,13 @@ pub(crate) fn render(
             })
         })
         .collect::<Result<Vec<TorchOp>, RenderError>>()?;
+    render_ops(env, &ops)
+}
+
+fn render_ops(env: &Environment<'static>, ops: &[TorchOp]) -> Result<Vec<GeneratedFile>, RenderError> {
     let sources: Vec<&str> = ops.iter().map(|o| o.source.as_str()).collect();
     let cx = context! {
-        ops => Value::from_serialize(&ops),
+        ops => Value::from_serialize(ops),
         library => LIBRARY,
         extension => EXTENSION,
         vendor => VENDOR,
@@ -539,6 +543,45 @@ pub(crate) fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The autograd plumbing for an op with a backward op (none exists yet, so the catalogue
+    /// never renders it): rms_norm given one here gets a register_autograd call with the names
+    /// from TorchBackward, valid Python, and no C++ Autograd kernel of its own.
+    #[test]
+    fn an_op_with_a_backward_gets_register_autograd_and_no_refusing_kernel() {
+        let specs = crate::spec::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
+        let mut ops: Vec<TorchOp> = specs.iter().map(|s| torch_op(s).expect("context")).collect();
+        let rms = ops.iter_mut().find(|o| o.name == "rms_norm").expect("rms_norm");
+        rms.backward = Some(TorchBackward {
+            op: "rms_norm_grad".into(),
+            saved: vec!["x".into(), "gamma".into(), "rstd".into()],
+            differentiable: vec!["x".into(), "gamma".into()],
+        });
+        let mut env =
+            super::super::env::environment(&super::super::project::template_sources()).expect("environment");
+        env.add_function("banner", super::super::project::banner);
+        let files = render_ops(&env, &ops).expect("renders");
+        let text = |path: &str| files.iter().find(|f| f.path == path).expect(path).contents.clone();
+        let py = text("torch/opgen_torch/ops.py");
+        assert!(
+            py.contains("\"opgen::rms_norm\", _rms_norm_backward, setup_context=_rms_norm_setup_context"),
+            "{py}"
+        );
+        assert!(py.contains("torch.ops.opgen.rms_norm_grad(*grads, *ctx.saved_tensors, *ctx.attrs)"), "{py}");
+        assert!(py.contains("ctx.save_for_backward(x, gamma, rstd, )"), "{py}");
+        assert!(py.contains("(\"x\", \"gamma\", )"), "{py}");
+        let parsed = crate::toolchain::command::Cmd::new("python3")
+            .args(["-c", "import ast, sys; ast.parse(sys.stdin.read())"])
+            .stdin_bytes(py.into_bytes())
+            .run_checked();
+        assert!(parsed.is_ok(), "ops.py with a backward is not valid Python: {parsed:?}");
+        let schema = text("torch/opgen_schema.cpp");
+        assert!(
+            !schema.contains("m.impl(\"rms_norm\", torch::CppFunction::makeFromBoxedFunction"),
+            "{schema}"
+        );
+        assert!(schema.contains("m.impl(\"swiglu\", torch::CppFunction::makeFromBoxedFunction"));
+    }
 
     #[test]
     fn python_literals() {

@@ -318,3 +318,48 @@ fn row_norm_shape_rules_follow_the_op_host_infer_shape() {
     assert_eq!(rule.outputs[1], OutputShape::TrailingOnes { of: s("x1"), count_of: s("gamma") });
     assert_eq!(rule.outputs[2], OutputShape::Like { of: s("x1") });
 }
+
+#[test]
+fn every_op_has_a_cpu_kernel_a_host_checked_meta_kernel_and_an_autograd_kernel() {
+    let specs = catalogue();
+    let project = render(&specs);
+    let schema_cpp = &project.file("torch/opgen_schema.cpp").unwrap().contents;
+    let cpu_cpp = &project.file("torch/opgen_cpu.cpp").unwrap().contents;
+    assert!(cpu_cpp.contains("TORCH_LIBRARY_IMPL(opgen, CPU, m)"));
+    assert!(schema_cpp.contains("TORCH_LIBRARY_IMPL(opgen, Autograd, m)"));
+    for spec in &specs {
+        let name = &spec.name;
+        assert!(cpu_cpp.contains(&format!("m.impl(\"{name}\", TORCH_FN({name}_cpu));")), "{name}");
+        // The CPU kernel runs the kernel built for the op's own stem and type.
+        assert!(
+            cpu_cpp.contains(&format!(
+                "launch(op_name, \"{}\", \"{}\", plan.column,",
+                spec.op_type,
+                spec.file_stem()
+            )),
+            "{name}: CPU launch"
+        );
+        // The Meta kernel asks the op_host (under the op's CANN type) with every attr.
+        let meta_start = schema_cpp.find(&format!(" {name}_meta(")).unwrap();
+        let meta = &schema_cpp[meta_start..meta_start + schema_cpp[meta_start..].find("\n}\n").unwrap()];
+        assert!(meta.contains(&format!("check_with_host(\"opgen::{name}\", \"{}\"", spec.op_type)), "{meta}");
+        for a in &spec.attrs {
+            assert!(
+                meta.contains(&format!("attr_text(\"{0}\", {0})", a.name)),
+                "{name}: attr {} in {meta}",
+                a.name
+            );
+        }
+        // No spec declares a backward op yet: every op refuses inputs that require grad.
+        assert!(torch::backward_of(spec).is_none());
+        assert!(
+            schema_cpp.contains(&format!(
+                "m.impl(\"{name}\", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());"
+            )),
+            "{name}: Autograd kernel"
+        );
+    }
+    // The CPU kernels are never part of the NPU build.
+    let cmake = &project.file("torch/CMakeLists.txt").unwrap().contents;
+    assert!(!cmake.contains("opgen_cpu.cpp"));
+}

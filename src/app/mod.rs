@@ -10,6 +10,7 @@ pub mod report;
 pub mod run;
 pub mod run_npu;
 pub mod test_suite;
+pub mod torch_cpu;
 pub mod verify;
 
 use std::fmt;

@@ -20,6 +20,12 @@ fn steps() -> Vec<(&'static str, Cmd)> {
     if torch.exists() {
         steps.push(("torch extension link check", Cmd::new("bash").arg(torch).cwd(root)));
     }
+    // The torch CPU backend: the generated kernels under a real CPU PyTorch (a cached venv;
+    // OPGEN_SKIP_TORCH_CPU=1 skips it locally, never in CI).
+    let torch_cpu = root.join("scripts").join("check_torch_cpu.sh");
+    if torch_cpu.exists() {
+        steps.push(("torch CPU backend", Cmd::new("bash").arg(torch_cpu).cwd(root)));
+    }
     steps
 }
 

@@ -33,8 +33,10 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("torch/opgen_torch.h.j2", include_str!("../../templates/torch/opgen_torch.h.j2")),
     ("torch/opgen_schema.cpp.j2", include_str!("../../templates/torch/opgen_schema.cpp.j2")),
     ("torch/opgen_npu.cpp.j2", include_str!("../../templates/torch/opgen_npu.cpp.j2")),
+    ("torch/opgen_cpu.cpp.j2", include_str!("../../templates/torch/opgen_cpu.cpp.j2")),
     ("torch/package_init.py.j2", include_str!("../../templates/torch/package_init.py.j2")),
     ("torch/package_ops.py.j2", include_str!("../../templates/torch/package_ops.py.j2")),
+    ("torch/package_transformers.py.j2", include_str!("../../templates/torch/package_transformers.py.j2")),
 ];
 
 pub(crate) fn environment(templates: &[(&'static str, String)]) -> Result<Environment<'static>, Error> {

@@ -146,7 +146,7 @@ fn render_error(op: &str, template: &str, e: &minijinja::Error) -> RenderError {
 }
 
 /// `{{ banner("//") }}`: the do-not-edit header naming the spec(s) and the command.
-fn banner(state: &State, prefix: String) -> Result<String, minijinja::Error> {
+pub(crate) fn banner(state: &State, prefix: String) -> Result<String, minijinja::Error> {
     let source = state.lookup("source").and_then(|v| v.as_str().map(str::to_string)).ok_or_else(|| {
         minijinja::Error::new(minijinja::ErrorKind::UndefinedError, "banner() needs `source`")
     })?;

@@ -35,8 +35,10 @@ const FILES: &[(&str, &str)] = &[
     ("torch/opgen_torch.h", "torch/opgen_torch.h.j2"),
     ("torch/opgen_schema.cpp", "torch/opgen_schema.cpp.j2"),
     ("torch/opgen_npu.cpp", "torch/opgen_npu.cpp.j2"),
+    ("torch/opgen_cpu.cpp", "torch/opgen_cpu.cpp.j2"),
     ("torch/opgen_torch/__init__.py", "torch/package_init.py.j2"),
     ("torch/opgen_torch/ops.py", "torch/package_ops.py.j2"),
+    ("torch/opgen_torch/transformers.py", "torch/package_transformers.py.j2"),
 ];
 
 /// The aclnn entry point opbuild generates for the op (research §3): `aclnn<OpType>`.
@@ -216,6 +218,33 @@ struct TorchOp {
     dtype_attr: Option<String>,
     /// The arguments of `<op>_plan`: the inputs, then the output-dtype attr if any.
     plan_args: Vec<String>,
+    /// The generated sources' stem (`opgen_rms_norm`): the CPU backend's kernel library names.
+    stem: String,
+    /// The autograd formula's ingredients, or None: the op refuses inputs that require grad.
+    backward: Option<TorchBackward>,
+}
+
+/// What the autograd formula of a differentiable op calls and saves: the one place the torch
+/// templates read it from (the Python package's `register_autograd`, and the C++ Autograd
+/// kernels, which are generated only for ops without one).
+///
+/// Convention of the backward op: `torch.ops.opgen.<op>(grads of every output, saved tensors,
+/// attrs) -> the gradients of `differentiable`, in that order`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TorchBackward {
+    /// The backward op's name in the `opgen` library (e.g. `rms_norm_grad`).
+    pub op: String,
+    /// Forward inputs and outputs saved for backward, in the order the backward op takes them.
+    pub saved: Vec<String>,
+    /// The inputs that get a gradient; the others (integer inputs, caches) get None.
+    pub differentiable: Vec<String>,
+}
+
+/// The backward of `spec`. No spec declares a backward op yet (the spec field and the
+/// generated `<op>_grad` ops come from the backward work): every op is non-differentiable
+/// until this returns Some for it.
+pub fn backward_of(_spec: &OpSpec) -> Option<TorchBackward> {
+    None
 }
 
 /// Names a Python wrapper parameter cannot have.
@@ -326,6 +355,8 @@ fn torch_op(spec: &OpSpec) -> Result<TorchOp, String> {
     let dtype_attr = spec.output_dtype_attr().map(|a| a.name.clone());
     let plan_args = spec.inputs.iter().map(|t| t.name.clone()).chain(dtype_attr.clone()).collect();
     Ok(TorchOp {
+        stem: spec.file_stem(),
+        backward: backward_of(spec),
         dtype_attr,
         plan_args,
         name: spec.name.clone(),
@@ -364,9 +395,13 @@ pub(crate) fn render(
             })
         })
         .collect::<Result<Vec<TorchOp>, RenderError>>()?;
+    render_ops(env, &ops)
+}
+
+fn render_ops(env: &Environment<'static>, ops: &[TorchOp]) -> Result<Vec<GeneratedFile>, RenderError> {
     let sources: Vec<&str> = ops.iter().map(|o| o.source.as_str()).collect();
     let cx = context! {
-        ops => Value::from_serialize(&ops),
+        ops => Value::from_serialize(ops),
         library => LIBRARY,
         extension => EXTENSION,
         vendor => VENDOR,
@@ -389,6 +424,45 @@ pub(crate) fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The autograd plumbing for an op with a backward op (none exists yet, so the catalogue
+    /// never renders it): rms_norm given one here gets a register_autograd call with the names
+    /// from TorchBackward, valid Python, and no C++ Autograd kernel of its own.
+    #[test]
+    fn an_op_with_a_backward_gets_register_autograd_and_no_refusing_kernel() {
+        let specs = crate::spec::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
+        let mut ops: Vec<TorchOp> = specs.iter().map(|s| torch_op(s).expect("context")).collect();
+        let rms = ops.iter_mut().find(|o| o.name == "rms_norm").expect("rms_norm");
+        rms.backward = Some(TorchBackward {
+            op: "rms_norm_grad".into(),
+            saved: vec!["x".into(), "gamma".into(), "rstd".into()],
+            differentiable: vec!["x".into(), "gamma".into()],
+        });
+        let mut env =
+            super::super::env::environment(&super::super::project::template_sources()).expect("environment");
+        env.add_function("banner", super::super::project::banner);
+        let files = render_ops(&env, &ops).expect("renders");
+        let text = |path: &str| files.iter().find(|f| f.path == path).expect(path).contents.clone();
+        let py = text("torch/opgen_torch/ops.py");
+        assert!(
+            py.contains("\"opgen::rms_norm\", _rms_norm_backward, setup_context=_rms_norm_setup_context"),
+            "{py}"
+        );
+        assert!(py.contains("torch.ops.opgen.rms_norm_grad(*grads, *ctx.saved_tensors, *ctx.attrs)"), "{py}");
+        assert!(py.contains("ctx.save_for_backward(x, gamma, rstd, )"), "{py}");
+        assert!(py.contains("(\"x\", \"gamma\", )"), "{py}");
+        let parsed = crate::toolchain::command::Cmd::new("python3")
+            .args(["-c", "import ast, sys; ast.parse(sys.stdin.read())"])
+            .stdin_bytes(py.into_bytes())
+            .run_checked();
+        assert!(parsed.is_ok(), "ops.py with a backward is not valid Python: {parsed:?}");
+        let schema = text("torch/opgen_schema.cpp");
+        assert!(
+            !schema.contains("m.impl(\"rms_norm\", torch::CppFunction::makeFromBoxedFunction"),
+            "{schema}"
+        );
+        assert!(schema.contains("m.impl(\"swiglu\", torch::CppFunction::makeFromBoxedFunction"));
+    }
 
     #[test]
     fn python_literals() {

@@ -3,7 +3,7 @@
 //! math, and summarise.
 
 pub mod sweep;
-mod twin_build;
+pub(crate) mod twin_build;
 mod twin_run;
 
 pub use crate::compare;

@@ -88,7 +88,7 @@ impl Fnv {
 }
 
 /// Hash of every file under `dir` (paths and contents, sorted).
-fn tree_hash(dir: &Path, mut h: Fnv) -> Fnv {
+pub(crate) fn tree_hash(dir: &Path, mut h: Fnv) -> Fnv {
     let mut files = Vec::new();
     collect(dir, &mut files);
     files.sort();
@@ -124,14 +124,14 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), TwinError> {
     fs::write(path, text).map_err(|e| io_error(path, e))
 }
 
-struct Compile {
-    source: PathBuf,
-    object: PathBuf,
-    args: Vec<String>,
+pub(crate) struct Compile {
+    pub source: PathBuf,
+    pub object: PathBuf,
+    pub args: Vec<String>,
 }
 
 /// Compiles (in parallel, at most `jobs` at a time) every object not in the cache yet.
-fn compile_all(jobs: Vec<Compile>, parallel: usize) -> Result<(), TwinError> {
+pub(crate) fn compile_all(jobs: Vec<Compile>, parallel: usize) -> Result<(), TwinError> {
     let todo: Vec<Compile> = jobs.into_iter().filter(|c| !c.object.exists()).collect();
     let chunks: Vec<&[Compile]> = todo.chunks(todo.len().div_ceil(parallel.max(1)).max(1)).collect();
     let results: Vec<Result<(), TwinError>> = std::thread::scope(|s| {
@@ -276,7 +276,7 @@ pub fn build_runner(
 }
 
 /// `<pid>-<n>`, unique per call across threads and processes.
-fn unique_suffix() -> String {
+pub(crate) fn unique_suffix() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
 }

@@ -2,7 +2,8 @@
 //! call into the ascend-opgen library.
 
 use ascend_opgen::app::{
-    self, build_npu::BuildNpuOptions, check_cann::CheckCannOptions, gen::GenOptions, verify::VerifyOptions,
+    self, build_npu::BuildNpuOptions, check_cann::CheckCannOptions, gen::GenOptions,
+    torch_cpu::TorchCpuOptions, verify::VerifyOptions,
 };
 use ascend_opgen::verify::Sweep;
 use ascend_opgen::DType;
@@ -68,6 +69,18 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Build the opgen_torch package for a CPU-only PyTorch: the generated kernels and op_host
+    /// code compiled against the CPU twin, registered for the CPU, Meta and Autograd keys.
+    TorchCpu {
+        /// The Python whose torch the extension is built for (e.g. the cached venv's).
+        #[arg(long)]
+        python: PathBuf,
+        /// The directory that receives opgen_torch/ (use it as PYTHONPATH).
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+    },
     /// Syntax-check every generated file against a real CANN toolkit's headers.
     CheckCann {
         /// The toolkit root (default: ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, standard roots).
@@ -105,6 +118,9 @@ fn main() {
                 dry_run,
                 ..Default::default()
             })
+        }
+        Command::TorchCpu { python, out, ops } => {
+            app::torch_cpu::torch_cpu(&TorchCpuOptions { python, out, ops })
         }
         Command::CheckCann { cann, specs, ops } => {
             app::check_cann::check_cann(&CheckCannOptions { cann, specs, ops })

@@ -103,6 +103,7 @@ std::deque<GmEntry> g_gm;
 Core g_core;
 std::map<int64_t, Counters> g_counters;
 uint32_t g_epochs = 0;
+FailHandler g_fail_handler = nullptr;
 
 const char* const kEventNames[] = {
     "MTE2_MTE1", "MTE1_MTE2", "MTE1_M",    "M_MTE1",   "MTE2_V",    "V_MTE2",    "MTE3_V",    "V_MTE3",   "M_V",
@@ -318,6 +319,10 @@ std::string event_desc(uint8_t evt, int32_t id) {
 // ---------------------------------------------------------------- runtime.h
 
 void fail(const char* api, const char* rule, const std::string& detail) {
+    if (g_fail_handler != nullptr) {
+        const std::string where = g_core.active ? "core " + std::to_string(g_core.idx) : std::string("host");
+        g_fail_handler(where + ": " + api + ": " + rule + ": " + detail);
+    }
     if (g_core.active) {
         std::fprintf(stderr, "opgen-twin: core %" PRId64 ": %s: %s: %s\n", g_core.idx, api, rule, detail.c_str());
     } else {
@@ -326,6 +331,15 @@ void fail(const char* api, const char* rule, const std::string& detail) {
     std::fflush(stderr);
     std::fflush(stdout);
     std::exit(EXIT_TWIN_RULE);
+}
+
+void set_fail_handler(FailHandler handler) { g_fail_handler = handler; }
+
+void abandon_launch() {
+    g_core.active = false;
+    g_core.pipe = nullptr;
+    g_core.counters = nullptr;
+    g_gm.clear();
 }
 
 void set_soc(const SocConfig& soc) { g_soc = soc; }

@@ -138,6 +138,48 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(pkg.vendor_dir(), other / "vendors" / "opgen")
         self.assertEqual(os.environ["ASCEND_CUSTOM_OPP_PATH"].split(os.pathsep)[0], str(other / "vendors" / "opgen"))
 
+    # ---- the CPU build (cargo xtask torch-cpu) beside the NPU one
+
+    def add_cpu_library(self):
+        lib = self.install / "python" / "opgen_torch" / "libopgen_torch_cpu.so"
+        lib.write_bytes(b"")
+        return lib.resolve()
+
+    def test_cpu_build_without_torch_npu_loads_the_cpu_library(self):
+        cpu = self.add_cpu_library()
+        install_fakes(self.events, torch_npu_fails=True)
+        pkg = importlib.import_module("opgen_torch")
+        self.assertEqual(pkg.backend(), "cpu")
+        self.assertEqual(self.events, [("load_library", str(cpu))])
+        # The NPU environment is left alone.
+        self.assertEqual(os.environ["ASCEND_CUSTOM_OPP_PATH"], "/elsewhere/vendors/x")
+
+    def test_cpu_build_next_to_torch_npu_keeps_the_npu_path(self):
+        self.add_cpu_library()
+        install_fakes(self.events)
+        pkg = importlib.import_module("opgen_torch")
+        self.assertEqual(pkg.backend(), "npu")
+        self.assertEqual([e[0] for e in self.events], ["import torch_npu", "load_library"])
+        self.assertTrue(self.events[1][1].endswith("/libopgen_torch.so"), self.events)
+
+    def test_backend_forced_by_the_environment(self):
+        cpu = self.add_cpu_library()
+        install_fakes(self.events)
+        os.environ["OPGEN_TORCH_BACKEND"] = "cpu"
+        pkg = importlib.import_module("opgen_torch")
+        self.assertEqual(self.events[-1], ("load_library", str(cpu)))
+        os.environ["OPGEN_TORCH_BACKEND"] = "gpu"
+        with self.assertRaisesRegex(ValueError, "OPGEN_TORCH_BACKEND='gpu'"):
+            pkg.backend()
+
+    def test_npu_forced_without_torch_npu_names_set_env(self):
+        self.add_cpu_library()
+        install_fakes(self.events, torch_npu_fails=True)
+        os.environ["OPGEN_TORCH_BACKEND"] = "npu"
+        with self.assertRaises(ImportError) as cm:
+            importlib.import_module("opgen_torch")
+        self.assertIn("set_env.sh", str(cm.exception))
+
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:

@@ -22,6 +22,16 @@ constexpr int EXIT_USAGE = 4;           // the runner was called wrongly
 // (or "opgen-twin: host: ..." outside a core) to stderr and exits with EXIT_TWIN_RULE.
 [[noreturn]] void fail(const char* api, const char* rule, const std::string& detail);
 
+// In-process hosts (the torch CPU backend) cannot let a broken rule end the Python process: a
+// handler set here is called by fail() with the line it would print (without "opgen-twin: ")
+// and is expected to throw. The thrower must then call abandon_launch(). If the handler
+// returns, fail() prints and exits as without one. nullptr restores the default.
+using FailHandler = void (*)(const std::string& message);
+void set_fail_handler(FailHandler handler);
+// Forgets a launch that a failure interrupted: the running core (if any) stops and every GM
+// buffer is freed, so the next launch starts clean.
+void abandon_launch();
+
 // ---- the SoC the twin models (set by the runner before any core runs) ----
 struct SocConfig {
     std::string name = "Ascend910B2";

@@ -3,7 +3,9 @@
 //
 // The `opgen` torch library: every op's schema, and its Meta kernel (output shapes and
 // dtypes from the op's shape rule, no computation) so that fake tensors, torch.compile and
-// torch.export can trace the ops. Needs only torch: the NPU kernels are in opgen_npu.cpp.
+// torch.export can trace the ops, and its Autograd kernel. Needs only torch: the NPU kernels
+// are in opgen_npu.cpp, the CPU-twin kernels in opgen_cpu.cpp. Where the op_host code is linked
+// in (the CPU build), the Meta kernels also run its InferShape/TilingFunc checks.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -16,8 +18,8 @@ namespace {
 // add_rms_norm (kernels/add_rms_norm.toml): x_sum = x1 + x2 (rounded), y = RNE(RNE(x_sum * rstd) * gamma) with rstd = 1 / sqrt(mean(x_sum^2) + epsilon); rstd is float32 with x's rank
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_meta(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon)
 {
-    (void)epsilon;  // attrs do not change shapes
     const auto plan = opgen_torch::add_rms_norm_plan(x1, x2, gamma);
+    opgen_torch::check_with_host("opgen::add_rms_norm", "OpgenAddRmsNorm", { {"x1", &x1}, {"x2", &x2}, {"gamma", &gamma} }, { opgen_torch::attr_text("epsilon", epsilon) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x1.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x1.options().dtype(plan.dtypes[1]));
     at::Tensor x_sum = at::empty_symint(plan.shapes[2], x1.options().dtype(plan.dtypes[2]));
@@ -28,6 +30,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_meta(const at::Tenso
 at::Tensor bnsd_to_bsnd_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::bnsd_to_bsnd_plan(x);
+    opgen_torch::check_with_host("opgen::bnsd_to_bsnd", "OpgenBnsdToBsnd", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
 }
@@ -36,6 +39,7 @@ at::Tensor bnsd_to_bsnd_meta(const at::Tensor& x)
 at::Tensor bsnd_to_bnsd_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::bsnd_to_bnsd_plan(x);
+    opgen_torch::check_with_host("opgen::bsnd_to_bnsd", "OpgenBsndToBnsd", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
 }
@@ -44,6 +48,7 @@ at::Tensor bsnd_to_bnsd_meta(const at::Tensor& x)
 at::Tensor dequant_int8_meta(const at::Tensor& q, const at::Tensor& scale, c10::string_view out_dtype)
 {
     const auto plan = opgen_torch::dequant_int8_plan(q, scale, out_dtype);
+    opgen_torch::check_with_host("opgen::dequant_int8", "OpgenDequantInt8", { {"q", &q}, {"scale", &scale} }, { opgen_torch::attr_text("out_dtype", out_dtype) });
     at::Tensor x = at::empty_symint(plan.shapes[0], q.options().dtype(plan.dtypes[0]));
     return x;
 }
@@ -52,6 +57,7 @@ at::Tensor dequant_int8_meta(const at::Tensor& q, const at::Tensor& scale, c10::
 at::Tensor fast_gelu_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::fast_gelu_plan(x);
+    opgen_torch::check_with_host("opgen::fast_gelu", "OpgenFastGelu", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
 }
@@ -60,6 +66,7 @@ at::Tensor fast_gelu_meta(const at::Tensor& x)
 at::Tensor gelu_erf_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::gelu_erf_plan(x);
+    opgen_torch::check_with_host("opgen::gelu_erf", "OpgenGeluErf", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
 }
@@ -68,6 +75,7 @@ at::Tensor gelu_erf_meta(const at::Tensor& x)
 at::Tensor gelu_tanh_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::gelu_tanh_plan(x);
+    opgen_torch::check_with_host("opgen::gelu_tanh", "OpgenGeluTanh", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
 }
@@ -76,6 +84,7 @@ at::Tensor gelu_tanh_meta(const at::Tensor& x)
 at::Tensor reshape_and_cache_meta(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, const at::Tensor& slot_mapping)
 {
     const auto plan = opgen_torch::reshape_and_cache_plan(key, value, key_cache, value_cache, slot_mapping);
+    opgen_torch::check_with_host("opgen::reshape_and_cache", "OpgenReshapeAndCache", { {"key", &key}, {"value", &value}, {"key_cache", &key_cache}, {"value_cache", &value_cache}, {"slot_mapping", &slot_mapping} }, {  });
     at::Tensor out_of_range = at::empty_symint(plan.shapes[0], key.options().dtype(plan.dtypes[0]));
     return out_of_range;
 }
@@ -84,6 +93,7 @@ at::Tensor reshape_and_cache_meta(const at::Tensor& key, const at::Tensor& value
 at::Tensor reshape_and_cache_int8_meta(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, at::Tensor& key_scale, at::Tensor& value_scale, const at::Tensor& slot_mapping)
 {
     const auto plan = opgen_torch::reshape_and_cache_int8_plan(key, value, key_cache, value_cache, key_scale, value_scale, slot_mapping);
+    opgen_torch::check_with_host("opgen::reshape_and_cache_int8", "OpgenReshapeAndCacheInt8", { {"key", &key}, {"value", &value}, {"key_cache", &key_cache}, {"value_cache", &value_cache}, {"key_scale", &key_scale}, {"value_scale", &value_scale}, {"slot_mapping", &slot_mapping} }, {  });
     at::Tensor out_of_range = at::empty_symint(plan.shapes[0], key.options().dtype(plan.dtypes[0]));
     return out_of_range;
 }
@@ -91,8 +101,8 @@ at::Tensor reshape_and_cache_int8_meta(const at::Tensor& key, const at::Tensor& 
 // rms_norm (kernels/rms_norm.toml): y = x * rstd * gamma with rstd = 1 / sqrt(mean(x^2) + epsilon) over the dims gamma covers; rstd is float32 with x's rank
 std::tuple<at::Tensor, at::Tensor> rms_norm_meta(const at::Tensor& x, const at::Tensor& gamma, double epsilon)
 {
-    (void)epsilon;  // attrs do not change shapes
     const auto plan = opgen_torch::rms_norm_plan(x, gamma);
+    opgen_torch::check_with_host("opgen::rms_norm", "OpgenRmsNorm", { {"x", &x}, {"gamma", &gamma} }, { opgen_torch::attr_text("epsilon", epsilon) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x.options().dtype(plan.dtypes[1]));
     return { y, rstd };
@@ -101,8 +111,8 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_meta(const at::Tensor& x, const at::
 // rotary_mul (kernels/rotary_mul.toml): y = x * r1 + rotate(x) * r2 with rotate = rotate_half (mode "half") or the pair swap (mode "interleave"); r1/r2 (cos, sin) broadcast over x's batch and head dims
 at::Tensor rotary_mul_meta(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode)
 {
-    (void)mode;  // attrs do not change shapes
     const auto plan = opgen_torch::rotary_mul_plan(x, r1, r2);
+    opgen_torch::check_with_host("opgen::rotary_mul", "OpgenRotaryMul", { {"x", &x}, {"r1", &r1}, {"r2", &r2} }, { opgen_torch::attr_text("mode", mode) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
 }
@@ -111,6 +121,7 @@ at::Tensor rotary_mul_meta(const at::Tensor& x, const at::Tensor& r1, const at::
 at::Tensor swiglu_meta(const at::Tensor& gate, const at::Tensor& up)
 {
     const auto plan = opgen_torch::swiglu_plan(gate, up);
+    opgen_torch::check_with_host("opgen::swiglu", "OpgenSwiglu", { {"gate", &gate}, {"up", &up} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], gate.options().dtype(plan.dtypes[0]));
     return y;
 }
@@ -147,4 +158,22 @@ TORCH_LIBRARY_IMPL(opgen, Meta, m)
     m.impl("rms_norm", TORCH_FN(rms_norm_meta));
     m.impl("rotary_mul", TORCH_FN(rotary_mul_meta));
     m.impl("swiglu", TORCH_FN(swiglu_meta));
+}
+
+// Ops with a backward op get their autograd formula from the Python package
+// (torch.library.register_autograd); every other op refuses inputs that require grad.
+TORCH_LIBRARY_IMPL(opgen, Autograd, m)
+{
+    m.impl("add_rms_norm", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("bnsd_to_bsnd", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("bsnd_to_bnsd", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("dequant_int8", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("fast_gelu", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("gelu_erf", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("gelu_tanh", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("reshape_and_cache", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("reshape_and_cache_int8", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("rms_norm", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("rotary_mul", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
+    m.impl("swiglu", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
 }

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/core/SymBool.h>
 
 #include <array>
@@ -29,6 +31,8 @@ template <std::size_t N>
 struct OutputPlan {
     std::array<c10::SymDimVector, N> shapes;
     std::array<at::ScalarType, N> dtypes;
+    // Which registered combination matched: the CPU backend runs the kernel built for it.
+    std::size_t column = 0;
 };
 
 // One dtype combination the op registered (a column of the spec's dtype lists).
@@ -148,6 +152,84 @@ inline void check_trailing_dims(const char* op, const NamedTensor& tensor, const
     }
 }
 
+// ---- the op_host's own checks (InferShape, InferDataType, TilingFunc)
+//
+// The rules above are only what a shape rule can say; the op_host refuses more (a rotary
+// table that does not broadcast, a cache whose head dim differs from the key's). A build that
+// carries the generated op_host code (the CPU backend, compiled against the twin's op_host
+// API) installs a HostCheck: the Meta kernels and the CPU kernels then both call the op_host
+// and fail with its message, so torch.compile refuses at trace time what the device refuses
+// at run time. Without one (the NPU build), the Meta kernels check the shape rule only.
+
+// One attr as the op_host receives it: its name, type ("float", "int", "bool", "string") and
+// value as text (floats with 17 significant digits: the same double).
+struct AttrText {
+    const char* name;
+    const char* type;
+    std::string value;
+};
+
+inline AttrText attr_text(const char* name, double v)
+{
+    std::ostringstream s;
+    s.precision(17);
+    s << v;
+    return { name, "float", s.str() };
+}
+inline AttrText attr_text(const char* name, int64_t v) { return { name, "int", std::to_string(v) }; }
+inline AttrText attr_text(const char* name, bool v) { return { name, "bool", v ? "true" : "false" }; }
+inline AttrText attr_text(const char* name, c10::string_view v) { return { name, "string", std::string(v.data(), v.size()) }; }
+
+// Throws the op_host's refusal (c10::Error naming `op`) for concrete shapes.
+using HostCheck = void (*)(const char* op, const char* op_type, std::initializer_list<NamedTensor> inputs,
+                           const std::vector<AttrText>& attrs);
+
+inline HostCheck& host_check()
+{
+    static HostCheck check = nullptr;
+    return check;
+}
+
+// Runs the installed HostCheck when every input shape is concrete. A symbolic shape (dynamic
+// shapes under torch.compile) is not specialised for it: the kernel's own call checks it.
+inline void check_with_host(const char* op, const char* op_type, std::initializer_list<NamedTensor> inputs,
+                            const std::vector<AttrText>& attrs)
+{
+    if (host_check() == nullptr) {
+        return;
+    }
+    for (const auto& t : inputs) {
+        for (const c10::SymInt& d : t.tensor->sym_sizes()) {
+            if (!d.maybe_as_int().has_value()) {
+                return;
+            }
+        }
+    }
+    host_check()(op, op_type, inputs, attrs);
+}
+
+// ---- autograd
+//
+// The Autograd kernel of an op without a backward op: with grad mode on, an input that
+// requires grad is an error naming the op and the input (never a silent None gradient);
+// otherwise the call goes on below autograd. Boxed, so one function serves every op.
+inline void not_differentiable(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack)
+{
+    const auto& arguments = op.schema().arguments();
+    const std::size_t n = arguments.size();
+    if (at::GradMode::is_enabled()) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const c10::IValue& v = (*stack)[stack->size() - n + i];
+            if (v.isTensor() && v.toTensor().defined() && v.toTensor().requires_grad()) {
+                TORCH_CHECK(false, op.schema().name(), ": input `", arguments[i].name(),
+                            "` requires grad, but the op has no backward op (its spec declares none), so no "
+                            "gradient can flow through it; detach the input or run it under torch.no_grad()");
+            }
+        }
+    }
+    op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+}
+
 inline c10::SymDimVector shape_of(const at::Tensor& t)
 {
     return c10::SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end());
@@ -183,6 +265,7 @@ inline OutputPlan<3> add_rms_norm_plan(const at::Tensor& x1, const at::Tensor& x
     plan.shapes[1] = with_trailing_ones(x1, gamma.dim());  // rstd
     plan.shapes[2] = shape_of(x1);  // x_sum
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -205,6 +288,7 @@ inline OutputPlan<1> bnsd_to_bsnd_plan(const at::Tensor& x)
     plan.shapes[0] = shape_of(x);  // y: dims 1 and 2 swapped
     std::swap(plan.shapes[0][1], plan.shapes[0][2]);
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -227,6 +311,7 @@ inline OutputPlan<1> bsnd_to_bnsd_plan(const at::Tensor& x)
     plan.shapes[0] = shape_of(x);  // y: dims 1 and 2 swapped
     std::swap(plan.shapes[0][1], plan.shapes[0][2]);
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -246,6 +331,7 @@ inline OutputPlan<1> dequant_int8_plan(const at::Tensor& q, const at::Tensor& sc
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(q);  // x
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -265,6 +351,7 @@ inline OutputPlan<1> fast_gelu_plan(const at::Tensor& x)
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -284,6 +371,7 @@ inline OutputPlan<1> gelu_erf_plan(const at::Tensor& x)
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -303,6 +391,7 @@ inline OutputPlan<1> gelu_tanh_plan(const at::Tensor& x)
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -323,6 +412,7 @@ inline OutputPlan<1> reshape_and_cache_plan(const at::Tensor& key, const at::Ten
     OutputPlan<1> plan{};
     plan.shapes[0] = c10::SymDimVector{ 1 };  // out_of_range
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -342,6 +432,7 @@ inline OutputPlan<1> reshape_and_cache_int8_plan(const at::Tensor& key, const at
     OutputPlan<1> plan{};
     plan.shapes[0] = c10::SymDimVector{ 1 };  // out_of_range
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -363,6 +454,7 @@ inline OutputPlan<2> rms_norm_plan(const at::Tensor& x, const at::Tensor& gamma)
     plan.shapes[0] = shape_of(x);  // y
     plan.shapes[1] = with_trailing_ones(x, gamma.dim());  // rstd
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -383,6 +475,7 @@ inline OutputPlan<1> rotary_mul_plan(const at::Tensor& x, const at::Tensor& r1, 
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 
@@ -403,6 +496,7 @@ inline OutputPlan<1> swiglu_plan(const at::Tensor& gate, const at::Tensor& up)
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(gate);  // y
     plan.dtypes = matched.outputs;
+    plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
 }
 

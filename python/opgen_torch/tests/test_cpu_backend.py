@@ -1,0 +1,615 @@
+"""Tests of the generated `opgen_torch` package's CPU backend (`cargo xtask torch-cpu`) in a
+real PyTorch: the generated kernels and op_host code running on the CPU twin.
+
+- every op passes torch.library.opcheck (schema, fake tensors, autograd registration,
+  aot_dispatch with dynamic shapes);
+- each forward op's output against a torch implementation of the same math written here in
+  float64 from the rounded inputs (never from the kernels or the specs), with the project's bars:
+  16-bit outputs of computing ops within 1 ULP of the once-rounded float64 value, float32
+  outputs the CANN standard (MERE < 2^-13, MARE < 10 * 2^-13), layout ops bit-exact, int8 +-1;
+- the shapes the generated op_host code refuses, the Meta kernel refuses under FakeTensorMode
+  with the same message (rotary tables that do not broadcast, a key/cache head-dim mismatch...);
+- a kernel that breaks a twin rule raises a RuntimeError naming the op and the rule, and the
+  process goes on (a mutant kernel library replaces one of the build's);
+- an op without a backward op raises a clear error naming the op and the input when an input
+  requires grad, eagerly and under torch.compile(backend="aot_eager"); never a None gradient.
+
+Usage: PYTHONPATH=<torch-cpu --out DIR> python test_cpu_backend.py
+"""
+
+import math
+import unittest
+
+import torch
+import torch.utils._python_dispatch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import opgen_torch  # noqa: F401  (registers torch.ops.opgen)
+
+OPS = torch.ops.opgen
+FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+# CANN's float32 accuracy standard (research/op-semantics.md): MERE < T, MARE < 10 T.
+F32_T = 2.0**-13
+
+
+def gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def uniform(shape, dtype, seed, lo=-5.0, hi=5.0):
+    """Uniform in [lo, hi], rounded to dtype: the gold is computed from these rounded values."""
+    return (torch.rand(shape, generator=gen(seed), dtype=torch.float64) * (hi - lo) + lo).to(dtype)
+
+
+def ordered(t):
+    """The float's bits as integers ordered like the values (for ULP distances)."""
+    bits = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}[t.dtype]
+    i = t.contiguous().view(bits).to(torch.int64)
+    top = 1 << (8 * t.element_size() - 1)
+    return torch.where(i < 0, -(i + top), i)
+
+
+def ulp_distance(a, b):
+    return (ordered(a) - ordered(b)).abs()
+
+
+def check_close(test, name, got, gold64):
+    """The project's bar for one output: `gold64` is the float64 value of the math."""
+    test.assertEqual(got.shape, gold64.shape, name)
+    if got.dtype in (torch.float16, torch.bfloat16):
+        want = gold64.to(got.dtype)
+        worst = int(ulp_distance(got, want).max()) if got.numel() else 0
+        test.assertLessEqual(worst, 1, f"{name}: {worst} ULP from the once-rounded float64 value")
+    elif got.dtype == torch.float32:
+        g = got.double()
+        rel = (g - gold64).abs() / gold64.abs().clamp_min(1e-30)
+        # Near zero the relative error means nothing: CANN's standard takes those as absolute.
+        rel = torch.where(gold64.abs() < 1e-6, (g - gold64).abs(), rel)
+        mere, mare = float(rel.mean()), float(rel.max())
+        test.assertLess(mere, F32_T, f"{name}: MERE {mere:.3g}")
+        test.assertLess(mare, 10 * F32_T, f"{name}: MARE {mare:.3g}")
+    else:
+        test.assertTrue(torch.equal(got, gold64.to(got.dtype)), name)
+
+
+# ---- the math, in float64 ---------------------------------------------------------------------
+
+
+def rms_norm_gold(x, gamma, eps):
+    x = x.double()
+    dims = tuple(range(x.dim() - gamma.dim(), x.dim()))
+    rstd = torch.rsqrt(x.pow(2).mean(dim=dims, keepdim=True) + eps)
+    return x * rstd * gamma.double(), rstd
+
+
+def rotate(x, mode):
+    if mode == "half":
+        a, b = x.chunk(2, dim=-1)
+        return torch.cat((-b, a), dim=-1)
+    pairs = x.unflatten(-1, (-1, 2))
+    return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+
+
+def gelu_tanh_gold(x):
+    x = x.double()
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def gelu_erf_gold(x):
+    x = x.double()
+    return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+
+
+def fast_gelu_gold(x):
+    x = x.double()
+    return x * torch.sigmoid(1.702 * x)
+
+
+def swiglu_gold(g, u):
+    g = g.double()
+    return g * torch.sigmoid(g) * u.double()
+
+
+def cache_gold(key, cache, slots):
+    """key [T, N, D] scattered into cache [NB, BS, N, D] at slots, the later token winning;
+    negative slots skipped, slots past the cache counted."""
+    out = cache.clone()
+    flat = out.view(-1, *cache.shape[2:])
+    past = 0
+    for t, s in enumerate(slots.tolist()):
+        if s < 0:
+            continue
+        if s >= flat.shape[0]:
+            past += 1
+            continue
+        flat[s] = key[t]
+    return out, past
+
+
+def quantize_gold(x):
+    """Per-row symmetric int8: scale = absmax / 127 (float32 division), q = rne(x * 127 / absmax)."""
+    xf = x.float()
+    absmax = xf.abs().amax(dim=-1)
+    scale = absmax / 127
+    q = torch.where(absmax[..., None] > 0, xf.double() * 127 / absmax.double()[..., None], torch.zeros((), dtype=torch.float64))
+    return torch.round(q).clamp(-127, 127).to(torch.int8), scale
+
+
+# ---- sample arguments of every op, for opcheck ------------------------------------------------
+
+
+def samples(dtype=torch.float32, seed=1):
+    x = uniform((3, 40), dtype, seed)
+    rot_x = uniform((2, 6, 2, 64), dtype, seed)
+    rot_t = uniform((1, 6, 1, 64), dtype, seed + 1, -1, 1)
+    key = uniform((5, 2, 32), dtype, seed)
+    slots = torch.tensor([3, 0, -1, 7, 40], dtype=torch.int32)
+    return {
+        "rms_norm": (x, uniform((40,), dtype, seed + 1), 1e-6),
+        "add_rms_norm": (x, uniform((3, 40), dtype, seed + 2), uniform((40,), dtype, seed + 1), 1e-6),
+        "rotary_mul": (rot_x, rot_t, uniform((1, 6, 1, 64), dtype, seed + 2, -1, 1), "half"),
+        "gelu_tanh": (x,),
+        "gelu_erf": (x,),
+        "fast_gelu": (x,),
+        "swiglu": (x, uniform((3, 40), dtype, seed + 3)),
+        "bsnd_to_bnsd": (rot_x,),
+        "bnsd_to_bsnd": (rot_x,),
+        "reshape_and_cache": (
+            key,
+            uniform((5, 2, 16), dtype, seed + 4),
+            torch.zeros((2, 8, 2, 32), dtype=dtype),
+            torch.zeros((2, 8, 2, 16), dtype=dtype),
+            slots,
+        ),
+        "reshape_and_cache_int8": (
+            key,
+            uniform((5, 2, 16), dtype, seed + 4),
+            torch.zeros((2, 8, 2, 32), dtype=torch.int8),
+            torch.zeros((2, 8, 2, 16), dtype=torch.int8),
+            torch.zeros((2, 8, 2), dtype=torch.float32),
+            torch.zeros((2, 8, 2), dtype=torch.float32),
+            slots,
+        ),
+        "dequant_int8": (
+            torch.randint(-127, 128, (4, 3, 32), generator=gen(seed), dtype=torch.int8),
+            uniform((4, 3), torch.float32, seed, 0.001, 0.1),
+            "float32" if dtype == torch.float32 else opgen_torch_name(dtype),
+        ),
+    }
+
+
+def opgen_torch_name(dtype):
+    return {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}[dtype]
+
+
+class Registration(unittest.TestCase):
+    def test_backend_is_cpu(self):
+        self.assertEqual(opgen_torch.backend(), "cpu")
+
+    def test_samples_cover_every_op(self):
+        self.assertEqual(sorted(samples()), sorted(opgen_torch.OPS))
+
+    def test_opcheck_every_op(self):
+        for name, args in samples().items():
+            with self.subTest(op=name):
+                torch.library.opcheck(getattr(OPS, name).default, args)
+
+
+class Forward(unittest.TestCase):
+    def test_rms_norm(self):
+        for dtype in FLOATS:
+            for shape, gshape in [((4, 64), (64,)), ((2, 3, 896), (896,)), ((5, 8, 16), (8, 16))]:
+                with self.subTest(dtype=dtype, shape=shape):
+                    x, g = uniform(shape, dtype, 11), uniform(gshape, dtype, 12)
+                    y, rstd = OPS.rms_norm(x, g, 1e-6)
+                    y64, rstd64 = rms_norm_gold(x, g, 1e-6)
+                    check_close(self, "y", y, y64)
+                    check_close(self, "rstd", rstd, rstd64)
+
+    def test_add_rms_norm(self):
+        for dtype in FLOATS:
+            for shape in [(4, 64), (3, 1000)]:
+                with self.subTest(dtype=dtype, shape=shape):
+                    x1, x2, g = uniform(shape, dtype, 21), uniform(shape, dtype, 22), uniform(shape[-1:], dtype, 23)
+                    y, rstd, x_sum = OPS.add_rms_norm(x1, x2, g, 1e-6)
+                    s = (x1.double() + x2.double()).to(dtype)  # the sum is rounded to the dtype first
+                    check_close(self, "x_sum", x_sum, x1.double() + x2.double())
+                    xs = s.double()
+                    rstd64 = torch.rsqrt(xs.pow(2).mean(-1, keepdim=True) + 1e-6)
+                    # y = RNE(RNE(x_sum * rstd) * gamma): the normalised row is rounded to the dtype.
+                    normed = (xs * rstd64).to(dtype).double()
+                    check_close(self, "y", y, normed * g.double())
+                    check_close(self, "rstd", rstd, rstd64)
+
+    def test_rotary_mul(self):
+        for dtype in FLOATS:
+            for mode in ("half", "interleave"):
+                for xs, ts in [((2, 8, 4, 64), (1, 8, 1, 64)), ((1, 5, 2, 128), (1, 5, 1, 128))]:
+                    with self.subTest(dtype=dtype, mode=mode, shape=xs):
+                        x = uniform(xs, dtype, 31)
+                        c, s = uniform(ts, dtype, 32, -1, 1), uniform(ts, dtype, 33, -1, 1)
+                        y = OPS.rotary_mul(x, c, s, mode)
+                        x64 = x.double()
+                        check_close(self, "y", y, x64 * c.double() + rotate(x64, mode) * s.double())
+
+    def test_activations(self):
+        golds = {"gelu_tanh": gelu_tanh_gold, "gelu_erf": gelu_erf_gold, "fast_gelu": fast_gelu_gold}
+        for name, gold in golds.items():
+            for dtype in FLOATS:
+                for shape in [(7, 33), (4096,)]:
+                    with self.subTest(op=name, dtype=dtype, shape=shape):
+                        x = uniform(shape, dtype, 41)
+                        check_close(self, "y", getattr(OPS, name)(x), gold(x))
+
+    def test_swiglu(self):
+        for dtype in FLOATS:
+            for shape in [(7, 33), (2, 4864)]:
+                with self.subTest(dtype=dtype, shape=shape):
+                    g, u = uniform(shape, dtype, 51), uniform(shape, dtype, 52)
+                    check_close(self, "y", OPS.swiglu(g, u), swiglu_gold(g, u))
+
+    def test_permutes(self):
+        for dtype in FLOATS + (torch.int8,):
+            with self.subTest(dtype=dtype):
+                x = uniform((2, 5, 3, 16), torch.float32, 61).to(dtype)
+                self.assertTrue(torch.equal(OPS.bsnd_to_bnsd(x), x.permute(0, 2, 1, 3)))
+                self.assertTrue(torch.equal(OPS.bnsd_to_bsnd(x), x.permute(0, 2, 1, 3)))
+
+    def test_reshape_and_cache(self):
+        for dtype in FLOATS + (torch.int8,):
+            with self.subTest(dtype=dtype):
+                key = uniform((6, 2, 32), torch.float32, 71).to(dtype)
+                value = uniform((6, 2, 16), torch.float32, 72).to(dtype)
+                kc = uniform((3, 4, 2, 32), torch.float32, 73).to(dtype)
+                vc = uniform((3, 4, 2, 16), torch.float32, 74).to(dtype)
+                slots = torch.tensor([5, 0, -1, 11, 12, 5], dtype=torch.int32)  # pad, past, duplicate
+                kc_gold, past = cache_gold(key, kc, slots)
+                vc_gold, _ = cache_gold(value, vc, slots)
+                out = OPS.reshape_and_cache(key, value, kc, vc, slots)
+                self.assertEqual(out.tolist(), [past])
+                self.assertTrue(torch.equal(kc, kc_gold))
+                self.assertTrue(torch.equal(vc, vc_gold))
+
+    def test_reshape_and_cache_int8(self):
+        for dtype in FLOATS:
+            with self.subTest(dtype=dtype):
+                key, value = uniform((5, 2, 32), dtype, 81), uniform((5, 2, 16), dtype, 82)
+                kc, vc = torch.zeros((2, 4, 2, 32), dtype=torch.int8), torch.zeros((2, 4, 2, 16), dtype=torch.int8)
+                ks, vs = torch.zeros((2, 4, 2)), torch.zeros((2, 4, 2))
+                slots = torch.tensor([1, 7, -1, 2, 9], dtype=torch.int32)
+                out = OPS.reshape_and_cache_int8(key, value, kc, vc, ks, vs, slots)
+                self.assertEqual(out.tolist(), [1])
+                for x, cache, scales in ((key, kc, ks), (value, vc, vs)):
+                    q, scale = quantize_gold(x)
+                    q_gold, _ = cache_gold(q, torch.zeros_like(cache), slots)
+                    s_gold, _ = cache_gold(scale, torch.zeros_like(scales), slots)
+                    self.assertLessEqual(int((cache.int() - q_gold.int()).abs().max()), 1)
+                    self.assertTrue(torch.equal(scales, s_gold))
+
+    def test_dequant_int8(self):
+        for dtype in FLOATS:
+            with self.subTest(dtype=dtype):
+                q = torch.randint(-127, 128, (4, 3, 64), generator=gen(91), dtype=torch.int8)
+                scale = uniform((4, 3), torch.float32, 92, 1e-3, 0.1)
+                x = OPS.dequant_int8(q, scale, opgen_torch_name(dtype))
+                self.assertEqual(x.dtype, dtype)
+                check_close(self, "x", x, q.double() * scale.double()[..., None])
+
+    def test_non_contiguous_input(self):
+        x = uniform((64, 8), torch.float32, 5).t()  # [8, 64], not contiguous
+        g = uniform((64,), torch.float32, 6)
+        y, _ = OPS.rms_norm(x, g, 1e-6)
+        check_close(self, "y", y, rms_norm_gold(x, g, 1e-6)[0])
+
+    def test_empty_input(self):
+        y, rstd = OPS.rms_norm(torch.empty(0, 64), torch.ones(64), 1e-6)
+        self.assertEqual((y.shape, rstd.shape), (torch.Size([0, 64]), torch.Size([0, 1])))
+
+
+# ---- the op_host's refusals, the same under FakeTensorMode ------------------------------------
+
+# (op, builder of the arguments from a tensor factory, a fragment the message must contain).
+REFUSALS = [
+    (
+        "rotary_mul: a table of S=77 for x of S=4096",
+        "rotary_mul",
+        lambda t: (t((1, 4096, 2, 64)), t((1, 77, 1, 64)), t((1, 77, 1, 64)), "half"),
+        "does not broadcast",
+    ),
+    (
+        "rotary_mul: an odd head dim in half mode",
+        "rotary_mul",
+        lambda t: (t((1, 4, 2, 63)), t((1, 4, 1, 63)), t((1, 4, 1, 63)), "half"),
+        "even head dim",
+    ),
+    (
+        "rotary_mul: an unknown mode",
+        "rotary_mul",
+        lambda t: (t((1, 4, 2, 64)), t((1, 4, 1, 64)), t((1, 4, 1, 64)), "spiral"),
+        'is not supported: use "half"',
+    ),
+    (
+        "reshape_and_cache: key head dim 64, cache head dim 32",
+        "reshape_and_cache",
+        lambda t: (t((4, 2, 64)), t((4, 2, 64)), t((2, 16, 2, 32)), t((2, 16, 2, 64)), t((4,), torch.int32)),
+        "key_cache [2, 16, 2, 32] must be",
+    ),
+    (
+        "reshape_and_cache: slot_mapping shorter than the tokens",
+        "reshape_and_cache",
+        lambda t: (t((4, 2, 64)), t((4, 2, 64)), t((2, 16, 2, 64)), t((2, 16, 2, 64)), t((3,), torch.int32)),
+        "slot mapping length 3 != tokens 4",
+    ),
+    (
+        "reshape_and_cache_int8: scale cache of the wrong shape",
+        "reshape_and_cache_int8",
+        lambda t: (
+            t((4, 2, 64)),
+            t((4, 2, 64)),
+            t((2, 16, 2, 64), torch.int8),
+            t((2, 16, 2, 64), torch.int8),
+            t((2, 16, 3)),
+            t((2, 16, 2)),
+            t((4,), torch.int32),
+        ),
+        "key_scale must be [2, 16, 2]",
+    ),
+    (
+        "dequant_int8: one scale too few",
+        "dequant_int8",
+        lambda t: (t((4, 3, 32), torch.int8), t((4, 2)), "float16"),
+        "one scale per row",
+    ),
+    (
+        "rms_norm: gamma that is not x's trailing dims (the shape rule)",
+        "rms_norm",
+        lambda t: (t((4, 64)), t((32,)), 1e-6),
+        "trailing dims",
+    ),
+]
+
+
+def real_tensor(shape, dtype=torch.float32):
+    return torch.zeros(shape, dtype=dtype)
+
+
+class HostRefusals(unittest.TestCase):
+    def setUp(self):
+        # FakeTensorMode logs every refused Meta call with a traceback: expected here.
+        import logging
+
+        logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
+
+    def refusal(self, op, args):
+        with self.assertRaises(RuntimeError) as caught:
+            getattr(OPS, op)(*args)
+        return str(caught.exception).split("\n")[0]
+
+    def test_meta_refuses_what_the_host_refuses(self):
+        for title, op, build, fragment in REFUSALS:
+            with self.subTest(case=title):
+                on_cpu = self.refusal(op, build(real_tensor))
+                with FakeTensorMode():
+                    on_meta = self.refusal(op, build(real_tensor))
+                self.assertIn(f"opgen::{op}", on_cpu)
+                self.assertIn(fragment, on_cpu)
+                self.assertEqual(on_meta, on_cpu)
+
+    def test_accepted_shapes_trace(self):
+        with FakeTensorMode():
+            x = torch.empty(1, 4096, 2, 64)
+            t = torch.empty(1, 4096, 1, 64)
+            self.assertEqual(OPS.rotary_mul(x, t, t, "half").shape, x.shape)
+
+
+# ---- autograd ---------------------------------------------------------------------------------
+
+
+class Autograd(unittest.TestCase):
+    def test_every_op_without_backward_refuses_grad(self):
+        for name, args in samples().items():
+            floats = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
+            with self.subTest(op=name):
+                i = floats[0]
+                args = list(args)
+                args[i] = args[i].clone().requires_grad_()
+                with self.assertRaisesRegex(RuntimeError, f"opgen::{name}: input `\\w+` requires grad"):
+                    getattr(OPS, name)(*args)
+
+    def test_error_names_the_input(self):
+        x, g = torch.randn(2, 8), torch.randn(8, requires_grad=True)
+        with self.assertRaisesRegex(RuntimeError, "opgen::rms_norm: input `gamma` requires grad"):
+            OPS.rms_norm(x, g, 1e-6)
+
+    def test_no_grad_mode_runs(self):
+        x = torch.randn(2, 8, requires_grad=True)
+        with torch.no_grad():
+            y, _ = OPS.rms_norm(x, torch.ones(8), 1e-6)
+        self.assertFalse(y.requires_grad)
+
+    def test_compiled_aot_eager_refuses_grad(self):
+        torch._dynamo.reset()
+
+        def f(x, g):
+            return OPS.rms_norm(x, g, 1e-6)[0].sum()
+
+        compiled = torch.compile(f, backend="aot_eager")
+        x = torch.randn(2, 8, requires_grad=True)
+        with self.assertRaisesRegex(Exception, "opgen::rms_norm: input `x` requires grad"):
+            compiled(x, torch.ones(8))
+
+    def test_compiled_aot_eager_forward_matches_eager(self):
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda g, u: OPS.swiglu(g, u) * 2, backend="aot_eager")
+        g, u = torch.randn(4, 16), torch.randn(4, 16)
+        self.assertTrue(torch.equal(compiled(g, u), OPS.swiglu(g, u) * 2))
+
+
+# ---- a broken twin rule inside a kernel is a RuntimeError, not the end of the process --------
+
+MUTANT = r"""
+// A gelu_erf kernel library that frees one queue tensor twice (twin rule 3).
+#include <cstdint>
+#include "kernel_operator.h"
+using namespace AscendC;
+
+extern "C" int opgen_twin_kernel_arg_count() { return 4; }  // x, y, workspace, tiling
+
+extern "C" void opgen_twin_launch(uint8_t**) {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> in;
+    pipe.InitBuffer(in, 2, 256);
+    LocalTensor<float> t = in.AllocTensor<float>();
+    in.EnQue(t);
+    LocalTensor<float> u = in.DeQue<float>();
+    in.FreeTensor(u);
+    in.FreeTensor(u);
+}
+"""
+
+
+class TwinRules(unittest.TestCase):
+    """The package is copied and its float32 gelu_erf kernel replaced by MUTANT, in a child
+    Python (the extension can be loaded once per process)."""
+
+    def test_broken_rule_raises_and_the_process_goes_on(self):
+        import os
+        import shutil
+        import subprocess
+        import sys
+        import tempfile
+
+        include = os.environ.get("OPGEN_TWIN_INCLUDE")
+        if not include:
+            self.fail("OPGEN_TWIN_INCLUDE (kernels/twin/include) is not set; scripts/check_torch_cpu.sh sets it")
+        package = os.path.dirname(opgen_torch.__file__)
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "opgen_torch")
+            shutil.copytree(package, copy)
+            source = os.path.join(tmp, "mutant.cpp")
+            with open(source, "w") as f:
+                f.write(MUTANT)
+            column = 2  # (float32) -> (float32): the third registered combination
+            target = os.path.join(copy, "kernels", f"opgen_gelu_erf_c{column}.so")
+            subprocess.run(
+                ["g++", "-std=c++17", "-shared", "-fPIC", "-I", include, source, "-o", target,
+                 f"-L{copy}", "-lopgen_twin", "-Wl,-rpath,$ORIGIN/.."],
+                check=True,
+            )
+            child = r"""
+import torch, opgen_torch
+try:
+    torch.ops.opgen.gelu_erf(torch.ones(64))
+    print("NOT STOPPED")
+except RuntimeError as e:
+    print("RAISED", str(e).splitlines()[0])
+y = torch.ops.opgen.gelu_erf(torch.ones(64, dtype=torch.float16))  # another kernel still runs
+print("AFTER", float(y[0]))
+y, _ = torch.ops.opgen.rms_norm(torch.ones(4, 64), torch.ones(64))
+print("AFTER", float(y[0, 0]))
+"""
+            run = subprocess.run([sys.executable, "-c", child], env=dict(os.environ, PYTHONPATH=tmp),
+                                 capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        lines = run.stdout.splitlines()
+        self.assertEqual(len(lines), 3, run.stdout + run.stderr)
+        self.assertTrue(lines[0].startswith("RAISED opgen::gelu_erf: the CPU twin stopped the kernel: core 0: "), lines[0])
+        self.assertIn("double FreeTensor", lines[0])
+        self.assertAlmostEqual(float(lines[1].split()[1]), 0.8413, places=3)
+        self.assertAlmostEqual(float(lines[2].split()[1]), 1.0, places=5)
+
+
+# ---- opgen_torch.transformers on tiny random models (no weights downloaded) -------------------
+
+
+class RecordOps(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records every op dispatched below autograd (the opgen ops that really ran)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def tiny(family, dtype=torch.float32):
+    import transformers
+
+    torch.manual_seed(0)
+    common = dict(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    if family == "qwen2":
+        model = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common))
+    else:
+        model = transformers.Qwen3ForCausalLM(transformers.Qwen3Config(head_dim=16, **common))
+    # Random norm weights: ones would hide a weight that is not applied.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(torch.rand(p.shape, generator=gen(len(name))) + 0.5)
+    return model.to(dtype).eval()
+
+
+class Transformers(unittest.TestCase):
+    TOKENS = torch.tensor([[3, 17, 99, 5, 64, 2, 8, 120]])
+
+    def check_family(self, family, apply, norms):
+        import opgen_torch.transformers as patch
+
+        model = tiny(family)
+        with torch.no_grad():
+            want = model(self.TOKENS).logits
+            self.assertIs(apply(model), model)
+            self.assertEqual(len(patch.patched_modules(model)), norms)
+            with RecordOps() as rec:
+                got = model(self.TOKENS).logits
+            self.assertEqual(rec.ops.count("opgen.rms_norm.default"), norms)
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+            self.assertEqual(
+                model.generate(self.TOKENS, max_new_tokens=6, do_sample=False).tolist(),
+                patch.revert(tiny(family)).generate(self.TOKENS, max_new_tokens=6, do_sample=False).tolist(),
+            )
+            patch.revert(model)
+            self.assertEqual(patch.patched_modules(model), [])
+            with RecordOps() as rec:
+                again = model(self.TOKENS).logits
+            self.assertNotIn("opgen.rms_norm.default", rec.ops)
+            self.assertTrue(torch.equal(again, want))
+
+    def test_qwen2_forward_parity(self):
+        import opgen_torch.transformers as patch
+
+        # 2 layers x (input, post-attention) + the final norm.
+        self.check_family("qwen2", patch.apply_to_qwen2, 5)
+
+    def test_qwen3_forward_parity(self):
+        import opgen_torch.transformers as patch
+
+        # Qwen3 adds q_norm and k_norm per layer.
+        self.check_family("qwen3", patch.apply_to_qwen3, 9)
+
+    def test_training_a_patched_model_refuses(self):
+        import opgen_torch.transformers as patch
+
+        model = patch.apply_to_qwen2(tiny("qwen2")).train()
+        with self.assertRaisesRegex(RuntimeError, "opgen::rms_norm: input `(x|gamma)` requires grad"):
+            model(self.TOKENS, labels=self.TOKENS).loss.backward()
+
+    def test_wrong_family_is_an_error(self):
+        import opgen_torch.transformers as patch
+
+        with self.assertRaisesRegex(ValueError, "no Qwen3RMSNorm"):
+            patch.apply_to_qwen3(tiny("qwen2"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The torch CPU backend in a real PyTorch: makes (once, cached) the torch + transformers venv
+# (scripts/torch-venv.sh), builds the opgen_torch package for it with the generated kernels on
+# the CPU twin (`cargo xtask torch-cpu`), and runs python/opgen_torch/tests/test_cpu_backend.py
+# in it: opcheck on every op, forward numerics against float64 math, the op_host refusals under
+# FakeTensorMode, autograd refusals eager and compiled.
+#
+# OPGEN_SKIP_TORCH_CPU=1 skips it on a developer machine (the venv is ~7 GB); it is never
+# skipped in CI (CI=true).
+# Usage: scripts/check_torch_cpu.sh [OUT_DIR]   (default: target/opgen-torch-cpu)
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+
+if [ "${OPGEN_SKIP_TORCH_CPU:-}" = 1 ]; then
+    if [ "${CI:-}" = true ]; then
+        echo "OPGEN_SKIP_TORCH_CPU=1 is ignored in CI (CI=true): the torch CPU backend tests always run there"
+    else
+        echo "== torch CPU backend: skipped (OPGEN_SKIP_TORCH_CPU=1)"
+        exit 0
+    fi
+fi
+
+total=$(opgen_now)
+out=${1:-$OPGEN_REPO/target/opgen-torch-cpu}
+python=$("$OPGEN_REPO/scripts/torch-venv.sh" | tail -n 1)
+
+echo "== build the CPU package with the generated kernels"
+cd "$OPGEN_REPO"
+start=$(opgen_now)
+cargo xtask torch-cpu --python "$python" --out "$out"
+echo "  torch-cpu: $(opgen_elapsed "$start") s"
+
+echo "== python/opgen_torch/tests/test_cpu_backend.py"
+start=$(opgen_now)
+# The package must import from the build alone: no torch_npu, no CANN, nothing from the repo.
+# OPGEN_TWIN_INCLUDE: the twin headers, for the test that builds a rule-breaking kernel.
+PYTHONPATH="$out" OPGEN_TWIN_INCLUDE="$OPGEN_REPO/kernels/twin/include" \
+    "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_cpu_backend.py"
+echo "  tests: $(opgen_elapsed "$start") s"
+echo "== torch CPU backend: ok in $(opgen_elapsed "$total") s"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The cached Python venv with a CPU-capable torch and transformers that the torch CPU-backend
+# tests run in: ${OPGEN_CACHE:-~/.cache/ascend-opgen}/venv-torch. Idempotent: a venv whose stamp
+# names the same versions is kept as it is (seconds); otherwise it is made anew (the torch
+# wheel is downloaded once into $OPGEN_CACHE/wheels, shared with check_torch_extension.sh).
+#
+# PyPI's torch 2.10.0 for x86_64 is the CUDA build; it imports and runs on a CPU, but only with
+# its NVIDIA runtime wheels installed: libtorch_cpu.so itself NEEDs libcudart and libcupti, and
+# libtorch.so / libtorch_python.so NEED libtorch_cuda.so, which NEEDs cuBLAS, cuDNN, cuFFT,
+# cuSPARSE(Lt), cuRAND, NCCL, cuFile and NVSHMEM. `--no-deps` plus the pure-Python deps was tried:
+# `import torch` fails (libcudart.so.12, then libcublasLt). So the full dependency set is
+# installed (about 7 GB, ~3 min here), once.
+#
+# Prints the venv's python on its last line. Usage: scripts/torch-venv.sh
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+source "$(dirname "$0")/lib/wheels.sh"
+
+# 4.57 is the last 4.x transformers (the field report used 4.53.2); it supports torch 2.10.
+OPGEN_TRANSFORMERS_VERSION=${OPGEN_TRANSFORMERS_VERSION:-4.57.1}
+venv="$OPGEN_CACHE/venv-torch"
+want="torch==$OPGEN_TORCH_VERSION transformers==$OPGEN_TRANSFORMERS_VERSION python=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+start=$(opgen_now)
+
+if [ -f "$venv/.opgen-venv" ] && [ "$(cat "$venv/.opgen-venv")" = "$want" ] && [ -x "$venv/bin/python" ]; then
+    echo "== torch venv: cached ($want) in $(opgen_elapsed "$start") s"
+    echo "$venv/bin/python"
+    exit 0
+fi
+
+echo "== torch venv: making $venv ($want)"
+opgen_fetch_wheel torch "$OPGEN_TORCH_VERSION"
+rm -rf "$venv"
+# The venv's scripts name the directory they were made in, so it is made where it stays; the
+# stamp is written last, so an interrupted install is never taken for a complete one.
+opgen_run "python3 -m venv" python3 -m venv "$venv"
+opgen_run "pip install torch (with its NVIDIA runtime wheels) + transformers" \
+    "$venv/bin/python" -m pip install --disable-pip-version-check --no-input \
+    "$(opgen_wheel_file torch "$OPGEN_TORCH_VERSION")" "transformers==$OPGEN_TRANSFORMERS_VERSION"
+opgen_run "import check" "$venv/bin/python" -c \
+    "import torch, transformers; assert torch.ones(2).add(1).sum().item() == 4.0; print(torch.__version__, transformers.__version__)"
+echo "    $OPGEN_LAST_LOG"
+echo "$want" >"$venv/.opgen-venv"
+echo "== torch venv: ready in $(opgen_elapsed "$start") s ($(du -sh "$venv" | cut -f1))"
+echo "$venv/bin/python"

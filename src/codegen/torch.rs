@@ -430,7 +430,7 @@ mod tests {
     /// from TorchBackward, valid Python, and no C++ Autograd kernel of its own.
     #[test]
     fn an_op_with_a_backward_gets_register_autograd_and_no_refusing_kernel() {
-        let specs = crate::spec::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
+        let specs = crate::family::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
         let mut ops: Vec<TorchOp> = specs.iter().map(|s| torch_op(s).expect("context")).collect();
         let rms = ops.iter_mut().find(|o| o.name == "rms_norm").expect("rms_norm");
         rms.backward = Some(TorchBackward {

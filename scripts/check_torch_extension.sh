@@ -73,7 +73,17 @@ opgen_run "compile the Meta check driver" g++ "${flags[@]}" -c "$OPGEN_REPO/scri
 # opgen_schema.o; libtorch_cpu holds the dispatcher they register with.
 opgen_run "link the Meta check" g++ "$schema_obj" "$meta/meta_check.o" -o "$meta/meta_check" \
     -L"$TORCH_PATH/lib" -Wl,--no-as-needed -lc10 -ltorch_cpu -Wl,-rpath-link,"$OPGEN_TORCH_CPU_LD_PATH"
-opgen_run "run the Meta check" env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" "$meta/meta_check"
+# The catalogue's op names (each spec's top-level `name = "..."`, before its first table): the
+# check asserts exactly these are registered, so a missing op fails instead of skipping its cases.
+catalogue=()
+for spec in "$OPGEN_REPO"/kernels/*.toml; do
+    name=$(sed -n '/^\[/q; s/^name *= *"\([a-z0-9_]*\)".*/\1/p' "$spec")
+    [ -n "$name" ] || opgen_fail "$spec: no top-level name = \"...\" before its first table"
+    catalogue+=("$name")
+done
+[ "${#catalogue[@]}" -gt 0 ] || opgen_fail "no op names read from kernels/*.toml"
+opgen_run "run the Meta check (${#catalogue[@]} catalogue ops)" env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" \
+    "$meta/meta_check" "${catalogue[@]}"
 sed 's/^/    /' <<<"$OPGEN_LAST_LOG"
 
 echo "== the Python package"

@@ -85,6 +85,14 @@ done
 opgen_run "run the Meta check (${#catalogue[@]} catalogue ops)" env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" \
     "$meta/meta_check" "${catalogue[@]}"
 sed 's/^/    /' <<<"$OPGEN_LAST_LOG"
+# The mutant: an op the library does not register must fail the check (it used to be skipped).
+if env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" "$meta/meta_check" "${catalogue[@]}" \
+    opgen_not_registered >"$meta/mutant.log" 2>&1; then
+    opgen_fail "the Meta check passed with an op the library lacks (opgen_not_registered)"
+fi
+grep -q "FAILED: catalogue op opgen::opgen_not_registered is registered" "$meta/mutant.log" \
+    || opgen_fail "the Meta check did not name the missing op: $(tail -n 5 "$meta/mutant.log")"
+echo "  a missing op fails the Meta check: ok"
 
 echo "== the Python package"
 opgen_run "py_compile" python3 -m py_compile "$work/install/python/opgen_torch/__init__.py" \

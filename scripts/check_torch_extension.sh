@@ -73,8 +73,26 @@ opgen_run "compile the Meta check driver" g++ "${flags[@]}" -c "$OPGEN_REPO/scri
 # opgen_schema.o; libtorch_cpu holds the dispatcher they register with.
 opgen_run "link the Meta check" g++ "$schema_obj" "$meta/meta_check.o" -o "$meta/meta_check" \
     -L"$TORCH_PATH/lib" -Wl,--no-as-needed -lc10 -ltorch_cpu -Wl,-rpath-link,"$OPGEN_TORCH_CPU_LD_PATH"
-opgen_run "run the Meta check" env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" "$meta/meta_check"
+# The catalogue's op names (each spec's top-level `name = "..."`, before its first table): the
+# check asserts exactly these are registered, so a missing op fails instead of skipping its cases.
+catalogue=()
+for spec in "$OPGEN_REPO"/kernels/*.toml; do
+    name=$(sed -n '/^\[/q; s/^name *= *"\([a-z0-9_]*\)".*/\1/p' "$spec")
+    [ -n "$name" ] || opgen_fail "$spec: no top-level name = \"...\" before its first table"
+    catalogue+=("$name")
+done
+[ "${#catalogue[@]}" -gt 0 ] || opgen_fail "no op names read from kernels/*.toml"
+opgen_run "run the Meta check (${#catalogue[@]} catalogue ops)" env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" \
+    "$meta/meta_check" "${catalogue[@]}"
 sed 's/^/    /' <<<"$OPGEN_LAST_LOG"
+# The mutant: an op the library does not register must fail the check (it used to be skipped).
+if env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" "$meta/meta_check" "${catalogue[@]}" \
+    opgen_not_registered >"$meta/mutant.log" 2>&1; then
+    opgen_fail "the Meta check passed with an op the library lacks (opgen_not_registered)"
+fi
+grep -q "FAILED: catalogue op opgen::opgen_not_registered is registered" "$meta/mutant.log" \
+    || opgen_fail "the Meta check did not name the missing op: $(tail -n 5 "$meta/mutant.log")"
+echo "  a missing op fails the Meta check: ok"
 
 echo "== the Python package"
 opgen_run "py_compile" python3 -m py_compile "$work/install/python/opgen_torch/__init__.py" \

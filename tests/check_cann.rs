@@ -135,10 +135,8 @@ fn bad_inputs_are_errors() {
 
 #[test]
 fn compiles_against_placeholder_headers() {
-    if which("g++").is_none() {
-        eprintln!("note: g++ not in PATH, skipping compiles_against_placeholder_headers");
-        return;
-    }
+    // g++ is a prerequisite of the project (README set-up): its absence fails, never skips.
+    assert!(which("g++").is_some(), "compiles_against_placeholder_headers needs g++ on PATH");
     let tmp = TempDir::new("check-fake");
     let toolkit = fake(&tmp);
     let project = tmp.path().join("proj");
@@ -341,14 +339,11 @@ OP_ADD(ScaleCustom);
 "#;
 
 #[test]
+#[ignore = "needs a CANN 8.1 toolkit tree: OPGEN_TEST_CANN_ROOT=<toolkit root> cargo test -- --ignored"]
 fn real_cann_headers_accept_a_good_project_and_reject_broken_files() {
-    let Some(root) = real_cann_root("real_cann_headers_accept_a_good_project") else {
-        return;
-    };
-    if which("g++").is_none() {
-        eprintln!("note: g++ not in PATH, skipping real_cann_headers_accept_a_good_project");
-        return;
-    }
+    let root = real_cann_root("real_cann_headers_accept_a_good_project");
+    // g++ is a prerequisite of the project (README set-up): its absence fails, never skips.
+    assert!(which("g++").is_some(), "real_cann_headers_accept_a_good_project needs g++ on PATH");
     let toolkit = inspect_root_for(&root, Need::Headers, std::env::consts::ARCH).unwrap();
     let tmp = TempDir::new("check-real");
     let project = tmp.path();

@@ -120,3 +120,31 @@ fn a_user_spec_with_a_bad_body_fails_with_its_location() {
     assert!(!dir.join("out").exists());
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// A user op's reference is its body as written, not the canonical form the kernel is built
+/// from: `1 - erf(x)` is rewritten to `erfc(x)` for the kernel, but the reference evaluates
+/// 1 - erf(x) in f64. At x = 10, erf(10) rounds to 1.0 in f64 (1 - erf(10) ≈ 2.1e-45 is far
+/// below f64's half-ulp of 1), so the expression as written is exactly 0 there, while erfc(10)
+/// ≈ 2.088e-45 (Abramowitz & Stegun 7.1.13 bounds it within [2.07e-45, 2.09e-45]). At x = 0.5
+/// both forms give 1 - erf(0.5) = 0.4795001221869535 (erfc(0.5), A&S table 7.1).
+#[test]
+fn a_user_op_is_checked_against_its_body_as_written() {
+    use ascend_opgen::dtype::DType;
+    use ascend_opgen::tensor::HostTensor;
+    let text = SILU
+        .replace("name = \"silu\"", "name = \"one_minus_erf\"")
+        .replace("body = \"x * sigmoid(x)\"", "body = \"1 - erf(x)\"");
+    let spec = ascend_opgen::family::parse_str(Path::new("one_minus_erf.toml"), &text).unwrap();
+    let x = HostTensor::from_f64(DType::Float32, &[2], &[10.0, 0.5]);
+    let expected = ascend_opgen::family::elementwise::expected(&spec, &[("x".to_string(), x)], &[]).unwrap();
+    assert_eq!(expected.len(), 1);
+    assert_eq!(expected[0].values[0], 0.0, "the reference must evaluate 1 - erf(10), not erfc(10)");
+    assert!((expected[0].values[1] - 0.479_500_122_186_953_5).abs() < 1e-15, "{:?}", expected[0].values);
+    // The kernel's form is the canonical one: erfc(x).
+    let body = ascend_opgen::family::elementwise::analyse(&spec).unwrap();
+    assert!(
+        matches!(body.node, ascend_opgen::family::elementwise::expr::Node::Call(_, _)),
+        "{:?}",
+        body.node
+    );
+}

@@ -2,8 +2,11 @@
 //! attrs, distributions and seeds for every catalogue op, twin (built with ASan/UBSan) against
 //! the reference, through the same `check_case` as `opgen verify`.
 //!
-//! The default run keeps a small budget (6 cases per op); `OPGEN_PROPTEST_CASES=300 cargo test
-//! --release --test proptest_ops -- --test-threads 2` runs hundreds per op. Shapes are drawn
+//! The default run keeps a small budget (6 cases per op) from a fixed seed, so CI draws the same
+//! cases every run and a failure reproduces; failures are saved in
+//! tests/proptest-regressions/proptest_ops.txt (committed) and replayed first. The long run:
+//! `OPGEN_PROPTEST_CASES=2000 OPGEN_PROPTEST_SEED=$RANDOM cargo test --release --test
+//! proptest_ops -- --test-threads 2` (~25 min on 2 cores; a failure reruns with the same seed, and is saved). Shapes are drawn
 //! here, independently of the families' sweep lists; kv_layout's inputs (slot mappings by
 //! pattern, pre-filled caches) are made by the family from the case seed (`case_inputs`), so
 //! the seed strategies below pick the slot pattern explicitly.
@@ -18,13 +21,36 @@ use ascend_opgen::verify::inputs::Distribution;
 use ascend_opgen::verify::{build_runner, BuildOptions, Case, Runner};
 use proptest::prelude::*;
 use proptest::sample::select;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestRunner};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 fn cases_per_op() -> u32 {
     std::env::var("OPGEN_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(6)
 }
+
+/// The seed of the case stream: fixed (so a CI failure reproduces with the same command), or
+/// `OPGEN_PROPTEST_SEED=<u64>` for another stream (a long run: `OPGEN_PROPTEST_SEED=$RANDOM`),
+/// or `OPGEN_PROPTEST_SEED=random` for proptest's fresh random seed. Each op mixes its name in,
+/// so ops do not share the stream.
+fn rng_seed(op: &str) -> RngSeed {
+    const DEFAULT_SEED: u64 = 0x0f6e_2026;
+    let base = match std::env::var("OPGEN_PROPTEST_SEED").ok().as_deref() {
+        Some("random") => return RngSeed::Random,
+        Some(v) => v.parse().unwrap_or_else(|_| panic!("OPGEN_PROPTEST_SEED={v}: not a u64 or `random`")),
+        None => DEFAULT_SEED,
+    };
+    // FNV-1a of the op name, a stable mix (std's hasher is not stable across releases).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in op.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    RngSeed::Fixed(base ^ h)
+}
+
+/// Failures are appended here (by proptest) and every saved case is replayed first on every
+/// run, fixed seed or not: commit the file when it gains a line.
+const REGRESSIONS: &str = "tests/proptest-regressions/proptest_ops.txt";
 
 struct Catalogue {
     specs: Vec<OpSpec>,
@@ -65,7 +91,8 @@ fn check_op<S: Strategy>(name: &str, strategy: S, case: impl Fn(&OpSpec, S::Valu
     let spec = op(name);
     let mut runner_ = TestRunner::new(Config {
         cases: cases_per_op(),
-        failure_persistence: None,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))),
+        rng_seed: rng_seed(name),
         // Every shrink step is a twin run; a bounded walk still ends at a readable case.
         max_shrink_iters: 64,
         ..Config::default()

@@ -11,6 +11,17 @@ fn the_catalogue_passes_the_quick_sweep_under_sanitizers() {
     println!("{}", report.table());
     assert!(report.failures.is_empty(), "failures:\n{}", report.failures.join("\n"));
     assert!(report.rows.iter().all(|r| r.cases > 0));
+    // Exactly one row per op, dtype combination and output (or in-place input) of kernels/*.toml:
+    // a combination the sweep skipped would be missing here.
+    let specs = ascend_opgen::family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let want: usize = specs
+        .iter()
+        .map(|s| s.columns() * (s.outputs.len() + s.inputs.iter().filter(|t| t.mutated).count()))
+        .sum();
+    assert_eq!(report.rows.len(), want, "{}", report.table());
+    for s in &specs {
+        assert!(report.rows.iter().any(|r| r.op == s.name), "no row for catalogue op {}", s.name);
+    }
     // Every 16-bit y of the row norms is within 1 ULP (the project's bar, not just CANN's).
     for r in report.rows.iter().filter(|r| r.output == "y" && r.dtype.size_bytes() == 2) {
         assert!(r.max_ulp <= 1, "{r:?}");

@@ -49,7 +49,8 @@ enum Command {
         #[arg(long)]
         no_sanitize: bool,
     },
-    /// The whole test run (what CI runs): cargo test, then the torch extension link check.
+    /// The whole test run (what CI runs): cargo test, the report's targets at the model shapes,
+    /// the torch extension link check; ends with passed/failed/ignored counts and skip reasons.
     Test,
     /// Build the generated project with CANN into custom_opp_<os>_<arch>.run, install it, build
     /// and install the torch extension, and print the lines to source. Without CANN: exit 2.

@@ -15,6 +15,7 @@ namespace {
 opgen_twin::HostTensor& tensor_at(std::vector<opgen_twin::HostTensor>& tensors, size_t index,
                                   const char* api, const char* what) {
     if (index >= tensors.size()) {
+        // twin rule: "input index out of range" "output index out of range"
         opgen_twin::fail(api, (std::string(what) + " index out of range").c_str(),
                          "index " + std::to_string(index) + ", the op has " +
                              std::to_string(tensors.size()) + " " + what + "s");

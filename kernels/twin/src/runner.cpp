@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "opgen-twin: host: %s\n", result.message.c_str());
             return EXIT_HOST_REJECTED;
         case PlanStatus::Rule:
+            // twin rule: forwarded (the planner's rule() calls in host_plan.cpp)
             fail(result.rule_api.c_str(), result.rule.c_str(), result.message);
         case PlanStatus::Ok:
             break;

@@ -111,10 +111,12 @@ bool nothing_to_do(const HostPlan& plan) {
 
 void check_block_dim(const HostPlan& plan) {
     if (!plan.block_dim_set) {
+        // twin rule untested: needs a runner built for an op whose TilingFunc skips SetBlockDim (host_registry_test drives the sample op's runner only)
         fail("TilingContext::SetBlockDim", "block dim never set",
              plan.op->type + ": the TilingFunc did not call SetBlockDim");
     }
     if (plan.block_dim < 1 || plan.block_dim > kMaxBlockDim) {
+        // twin rule untested: as above, needs a runner for an op whose TilingFunc sets 0 or > 65535
         fail("TilingContext::SetBlockDim", "block dim outside [1, 65535]",
              plan.op->type + ": the TilingFunc set " + std::to_string(plan.block_dim));
     }
@@ -125,6 +127,7 @@ std::string counters_text() {
     size_t size = 0;
     FILE* stream = open_memstream(&text, &size);
     if (stream == nullptr) {
+        // twin rule untested: open_memstream fails only when memory runs out; no test can arrange that
         fail("runner", "cannot capture counters", "open_memstream failed");
     }
     write_counters_json(stream);
@@ -163,6 +166,7 @@ LaunchOutcome launch_plan(const RunnerArgs& args, const HostPlan& plan) {
     check_block_dim(plan);
     const size_t arg_count = plan.inputs.size() + plan.outputs.size() + 2;
     if (opgen_twin_kernel_arg_count() != static_cast<int>(arg_count)) {
+        // twin rule untested: needs a runner linked with another op's launch shim (the build links each op with its own)
         fail("runner", "launch shim does not fit the op",
              "the shim takes " + std::to_string(opgen_twin_kernel_arg_count()) + " arguments, " +
                  plan.op->type + " needs " + std::to_string(arg_count));

@@ -715,6 +715,7 @@ const char* gm_operand(const char* api, const char* role, const GmView& view, co
             owner ? std::string(" starting at '") + owner->name + "' +" +
                         str(region - reinterpret_cast<uintptr_t>(owner->base)) + " B"
                   : std::string();
+        // twin rule: "GM access beyond the GlobalTensor size" "index out of bounds" (the callers' size_rule)
         fail(api, size_rule,
              std::string(role) + ": bytes [" + std::to_string(int64_t(a - region)) + ", " +
                  std::to_string(int64_t(a - region + bytes)) + ") of a GlobalTensor of " + str(view.region_bytes) +

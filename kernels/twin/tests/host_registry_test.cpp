@@ -120,7 +120,7 @@ opgen_twin::PlanRequest sample_request(ge::DataType x, ge::DataType gamma,
 void test_registry_contents() {
     const std::vector<std::string> ops = opgen_twin::registered_ops();
     CHECK_EQ(ops, (std::vector<std::string>{"TwinAttrOp", "TwinBadDtypeOp", "TwinBrokenOp",
-                                            "TwinSampleNorm"}));
+                                            "TwinRuleOp", "TwinSampleNorm"}));
     CHECK(opgen_twin::find_op("Nope") == nullptr);
 
     const opgen_twin::RegisteredOp* op = opgen_twin::find_op("TwinSampleNorm");
@@ -323,7 +323,7 @@ void test_context_rules() {
         value.kind = opgen_twin::AttrKind::Int;
         state.attr_values.push_back(value);
         (void)state.attrs.GetAttrPointer<int>(0);
-    }, "'count' is int, read as a type no attribute has");
+    }, "attr read with the wrong C type: attr 0 'count' is int, read as a type no attribute has");
     check_fails("attr index", [] {
         opgen_twin::HostCallState state;
         (void)state.attrs.GetFloat(0);
@@ -332,6 +332,20 @@ void test_context_rules() {
         platform_ascendc::PlatformAscendC platform(nullptr);
         (void)platform.GetCoreNum();
     }, "PlatformAscendC::GetCoreNum: null platform info");
+    check_fails("output index", [] {
+        opgen_twin::HostCallState state;
+        state.outputs.resize(1);
+        gert::TilingContext context(&state);
+        (void)context.GetOutputShape(1);
+    }, "TilingContext::GetOutputShape: output index out of range: index 1, the op has 1 outputs");
+    check_fails("SaveToBuffer null", [] {
+        optiling::TwinSampleNormTilingData data;
+        data.SaveToBuffer(nullptr, 64);
+    }, "TilingDef::SaveToBuffer: null buffer: class TwinSampleNormTilingData");
+    check_fails("store from null", [] {
+        optiling::TwinSampleNormTilingData data;
+        data.set_coreSplit(nullptr);
+    }, "TilingDef::set_: null source");
 }
 
 void test_platform() {
@@ -365,6 +379,13 @@ void test_platform() {
         uint64_t l2 = 0;
         p.GetCoreMemSize(platform_ascendc::CoreMemType::L2, l2);
     }, "PlatformAscendC::GetCoreMemSize: memory kind not modelled: CoreMemType 4 on Ascend310P3");
+    check_fails("system workspace of a 310P", [] {
+        opgen_twin::SocConfig other;
+        other.name = "Ascend310P3";
+        fe::PlatFormInfos other_info(other);
+        platform_ascendc::PlatformAscendC p(&other_info);
+        (void)p.GetLibApiWorkSpaceSize();
+    }, "PlatformAscendC::GetLibApiWorkSpaceSize: SoC not modelled");
 }
 
 // ---------------------------------------------------------------- planner
@@ -481,7 +502,7 @@ void test_plan_rejections() {
     result = opgen_twin::plan_op(request);
     CHECK(result.status == opgen_twin::PlanStatus::Usage);
     CHECK_EQ(result.message, std::string("unknown op 'Nope'; registered ops: TwinAttrOp, "
-                                         "TwinBadDtypeOp, TwinBrokenOp, TwinSampleNorm"));
+                                         "TwinBadDtypeOp, TwinBrokenOp, TwinRuleOp, TwinSampleNorm"));
 
     request = sample_request(ge::DT_FLOAT, ge::DT_FLOAT, {5, 40});
     request.inputs[1].name = "weight";
@@ -508,8 +529,32 @@ void test_plan_rejections() {
     result = opgen_twin::plan_op(request);
     CHECK(result.status == opgen_twin::PlanStatus::Rule);
     CHECK_EQ(result.rule_api, std::string("InferDataType"));
+    CHECK_EQ(result.rule, std::string("output dtypes match no registered column"));
     CHECK_EQ(result.message, std::string("TwinBadDtypeOp chose (int32) for (y); registered "
                                          "(x, y): (float32, float32)"));
+
+    // TwinRuleOp makes the mistake its attr names: each planner rule stops the plan.
+    const auto mistake = [](int n) {
+        opgen_twin::PlanRequest r;
+        r.op_type = "TwinRuleOp";
+        r.inputs.push_back({"x", ge::DT_FLOAT, {4, 8}});
+        r.attrs.push_back({"mistake", "int", std::to_string(n)});
+        return opgen_twin::plan_op(r);
+    };
+    CHECK(mistake(0).status == opgen_twin::PlanStatus::Ok);
+    result = mistake(1);
+    CHECK(result.status == opgen_twin::PlanStatus::Rule);
+    CHECK_EQ(result.rule, std::string("negative output dim"));
+    CHECK_EQ(result.message, std::string("TwinRuleOp gave output 'y' dim 0 = -1"));
+    result = mistake(2);
+    CHECK_EQ(result.rule, std::string("output dtype not set"));
+    result = mistake(3);
+    CHECK_EQ(result.rule, std::string("output too large"));
+    result = mistake(4);
+    CHECK_EQ(result.rule, std::string("no tiling data"));
+    result = mistake(5);
+    CHECK_EQ(result.rule, std::string("tiling data size differs from its class"));
+    CHECK_EQ(result.message, std::string("TwinRuleOp: 16 bytes declared, TwinRuleOpTilingData has 8"));
 }
 
 void test_describe() {

@@ -1,5 +1,7 @@
 // Extra op definitions for host_registry_test: one with every attribute kind, one whose
-// InferDataType picks an unregistered dtype, and one full of registration mistakes.
+// InferDataType picks an unregistered dtype, one full of registration mistakes, and one
+// (TwinRuleOp) whose host functions make the mistake its `mistake` attr names, one per planner
+// rule, so each rule has a negative test.
 // (The well-formed sample op lives in host_sample/op_host/, shared with the runner build.)
 #include <cstdio>
 #include <cstring>
@@ -40,9 +42,52 @@ static ge::graphStatus TwinBadDtypeOpTiling(gert::TilingContext* context)
     context->SetBlockDim(1);
     return ge::GRAPH_SUCCESS;
 }
+BEGIN_TILING_DATA_DEF(TwinRuleOpTilingData)
+TILING_DATA_FIELD_DEF(uint32_t, n);
+TILING_DATA_FIELD_DEF(uint32_t, m);
+END_TILING_DATA_DEF;
+
+REGISTER_TILING_DATA_CLASS(TwinRuleOp, TwinRuleOpTilingData)
+
+// mistake 4: no SetDataSize; 5: a size other than the registered class's 8 bytes.
+static ge::graphStatus TwinRuleOpTiling(gert::TilingContext* context)
+{
+    const int64_t mistake = *context->GetAttrs()->GetInt(0);
+    if (mistake != 4) {
+        context->GetRawTilingData()->SetDataSize(mistake == 5 ? 16 : 8);
+    }
+    context->SetBlockDim(1);
+    return ge::GRAPH_SUCCESS;
+}
 }  // namespace optiling
 
 namespace ge {
+// mistake 1: a negative output dim; 3: dims whose product overflows int64.
+static graphStatus TwinRuleOpShape(gert::InferShapeContext* context)
+{
+    const int64_t mistake = *context->GetAttrs()->GetInt(0);
+    gert::Shape* y = context->GetOutputShape(0);
+    *y = *context->GetInputShape(0);
+    if (mistake == 1) {
+        y->SetDim(0, -1);
+    } else if (mistake == 3) {
+        y->SetDimNum(0);
+        for (int i = 0; i < 4; ++i) {
+            y->AppendDim(int64_t(1) << 20);
+        }
+    }
+    return GRAPH_SUCCESS;
+}
+
+// mistake 2: the output dtype left unset.
+static graphStatus TwinRuleOpDataType(gert::InferDataTypeContext* context)
+{
+    if (*context->GetAttrs()->GetInt(0) != 2) {
+        context->SetOutputDataType(0, context->GetInputDataType(0));
+    }
+    return GRAPH_SUCCESS;
+}
+
 static graphStatus TwinCopyShape(gert::InferShapeContext* context)
 {
     *context->GetOutputShape(0) = *context->GetInputShape(0);
@@ -107,4 +152,17 @@ public:
     }
 };
 OP_ADD(TwinBrokenOp);
+
+class TwinRuleOp : public OpDef {
+public:
+    explicit TwinRuleOp(const char* name) : OpDef(name)
+    {
+        this->Input("x").DataType({ge::DT_FLOAT});
+        this->Output("y").DataType({ge::DT_FLOAT});
+        this->Attr("mistake").AttrType(REQUIRED).Int();
+        this->SetInferShape(ge::TwinRuleOpShape).SetInferDataType(ge::TwinRuleOpDataType);
+        this->AICore().SetTiling(optiling::TwinRuleOpTiling).AddConfig("ascend910b");
+    }
+};
+OP_ADD(TwinRuleOp);
 }  // namespace ops

@@ -1,4 +1,4 @@
-// expect: (the NPU rounds down and drops the tail)
+// expect: DataCopy size not a multiple of 32 bytes
 // Rule 4: DataCopy's count form moves whole 32-byte blocks only; 10 halves are 20 bytes.
 #include "kernel_operator.h"
 #include "twin_test.h"

@@ -1,8 +1,9 @@
 //! The f64 evaluator of a body: the reference of user-declared elementwise ops (catalogue ops
 //! are checked against the hand-written references in `crate::reference::activation`
-//! instead). It evaluates the canonical form (`expr::canonical`), whose rewrites are exact
-//! identities, with IEEE f64 arithmetic; erf, erfc and sigmoid come from the reference module,
-//! the other functions from Rust's f64 methods.
+//! instead). The reference evaluates the tree as written (`as_written`: parsed and resolved,
+//! before `expr::canonical`), so a fold or rewrite bug is not shared by kernel and reference;
+//! constant folding also uses it. IEEE f64 arithmetic; erf, erfc and sigmoid come from the
+//! reference module, the other functions from Rust's f64 methods.
 
 use super::expr::{BinOp, Func, Node};
 use crate::reference::activation;

@@ -94,6 +94,17 @@ pub fn analyse(spec: &OpSpec) -> Result<Body, String> {
     analyse_body(&p.body, &inputs, &attrs).map_err(|e| format!("op `{}`: body: {e}", spec.name))
 }
 
+/// The body of a user op as written: parsed and resolved, with no fold or rewrite (the
+/// reference of user-declared ops; `analyse` gives the canonical form the kernel computes).
+pub fn as_written(spec: &OpSpec) -> Result<Node, String> {
+    let p = spec.elementwise().ok_or_else(|| format!("op `{}` is not an elementwise op", spec.name))?;
+    let inputs: Vec<String> = spec.inputs.iter().map(|t| t.name.clone()).collect();
+    let attrs: Vec<String> = spec.attrs.iter().map(|a| a.name.clone()).collect();
+    let syntax = expr::parse(&p.body).map_err(|e| format!("op `{}`: body: {e}", spec.name))?;
+    expr::resolve(&syntax, Scope { inputs: &inputs, attrs: &attrs })
+        .map_err(|e| format!("op `{}`: body: {}", spec.name, BodyError::Expr(e)))
+}
+
 /// Maps a byte offset of the body string to a byte offset of the spec text: the body's
 /// characters are found right after the string's opening delimiter (`"`, `'`, `"""` or
 /// `'''`, a multi-line string also skipping its first newline). A string with escapes does not
@@ -437,7 +448,10 @@ pub fn expected(
             activation::binary(a, b, f).map_err(|e| e.to_string())?
         }
         None => {
-            let body = analyse(spec)?;
+            // The body as written (parsed and resolved, before `expr::canonical`): the kernel is
+            // built from the canonical form, so a parser-to-kernel bug in a rewrite or a fold
+            // would be shared by a reference evaluating that form too.
+            let body = as_written(spec)?;
             let attr_values: Vec<f64> = spec
                 .attrs
                 .iter()
@@ -450,7 +464,7 @@ pub fn expected(
                 })
                 .collect::<Result<_, _>>()?;
             let columns: Vec<Vec<f64>> = inputs.iter().map(|(_, t)| t.to_f64()).collect();
-            eval::eval_all(&body.node, &columns, &attr_values)
+            eval::eval_all(&body, &columns, &attr_values)
         }
     };
     Ok(vec![Expected {

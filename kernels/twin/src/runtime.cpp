@@ -535,12 +535,13 @@ void access(Shadow& sh, uint64_t a, uint64_t b, bool write, Describe describe) {
     for (auto it = sh.lower_bound(a); it != sh.end() && it->first < b; ++it) {
         const Seg& g = it->second;
         const auto where = [&] { return describe(std::max(a, it->first), std::min(b, g.end)); };
-        if (!ordered(g.wpipe, g.w, p)) race(write ? "WAW" : "RAW", g.wpipe, g.w, true, write, where());
+        // A write checks the reads since the last write first: they are the nearer hazard.
         if (write) {
             for (int q = 0; q < kP; ++q) {
                 if (!ordered(q, g.r[q], p)) race("WAR", q, g.r[q], false, true, where());
             }
         }
+        if (!ordered(g.wpipe, g.w, p)) race(write ? "WAW" : "RAW", g.wpipe, g.w, true, write, where());
     }
     if (write) {
         // Everything earlier is ordered before this write, so it alone describes [a, b) now.

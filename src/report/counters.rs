@@ -38,6 +38,9 @@ pub struct CoreCounters {
     pub copy_in_total: u64,
     pub copy_in_queues: u64,
     pub flag_waits: BTreeMap<String, u64>,
+    /// SetFlag/WaitFlag pairs inside AscendC APIs on dav_c220 (ReduceSum/ReduceMax/ReduceMin:
+    /// V_S, S_V, S_MTE3 per call), apart from the kernel's own `flag_waits`.
+    pub hidden_flag_waits: BTreeMap<String, u64>,
 }
 
 /// `{"cores": [...]}` of the runner's report.
@@ -228,14 +231,23 @@ impl Launch {
     }
 
     pub fn flag_waits(&self) -> BTreeMap<String, u64> {
-        let mut out: BTreeMap<String, u64> = BTreeMap::new();
-        for c in &self.cores {
-            for (e, n) in &c.flag_waits {
-                *out.entry(e.clone()).or_default() += n;
-            }
-        }
-        out
+        sum_maps(self.cores.iter().map(|c| &c.flag_waits))
     }
+
+    /// The waits AscendC APIs perform inside (dav_c220), all cores.
+    pub fn hidden_flag_waits(&self) -> BTreeMap<String, u64> {
+        sum_maps(self.cores.iter().map(|c| &c.hidden_flag_waits))
+    }
+}
+
+fn sum_maps<'a>(maps: impl Iterator<Item = &'a BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for m in maps {
+        for (e, n) in m {
+            *out.entry(e.clone()).or_default() += n;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -251,7 +263,8 @@ mod tests {
             "ub_high_water_bytes": 4096 + i, "copy_in_total": total, "copy_in_overlapped": overlapped,
             "copy_in_queues": queues, "transfer_in_min_bytes": 512, "transfer_in_max_bytes": 512,
             "transfer_out_min_bytes": 512, "transfer_out_max_bytes": 512, "scalar_gm_accesses": 0,
-            "scalar_ub_accesses": 0, "queue_handoffs": 4, "barriers": 0, "flag_waits": {}
+            "scalar_ub_accesses": 0, "queue_handoffs": 4, "barriers": 0, "flag_waits": {},
+            "hidden_flag_waits": {}
         })
     }
 
@@ -287,6 +300,23 @@ mod tests {
         // Core 0 double-buffered its second tile, core 1 did not, core 2 had one tile.
         assert_eq!(launch.double_buffering(), (1, 2));
         assert_eq!(launch.vector()["Muls"], (6, 768));
+    }
+
+    #[test]
+    fn kernel_and_hidden_flag_waits_are_kept_apart() {
+        let mut a = core(0, 1, 0, 1);
+        a["flag_waits"] = serde_json::json!({"V_S": 2});
+        a["hidden_flag_waits"] = serde_json::json!({"V_S": 3, "S_V": 3, "S_MTE3": 3});
+        let mut b = core(1, 1, 0, 1);
+        b["hidden_flag_waits"] = serde_json::json!({"V_S": 1});
+        let report = serde_json::json!({
+            "block_dim": 2, "launched": true, "tiling": {}, "counters": {"cores": [a, b]}
+        });
+        let launch = Launch::parse(&report).unwrap();
+        assert_eq!(launch.flag_waits()["V_S"], 2);
+        assert_eq!(launch.hidden_flag_waits()["V_S"], 4);
+        assert_eq!(launch.hidden_flag_waits()["S_MTE3"], 3);
+        assert!(!launch.flag_waits().contains_key("S_V"));
     }
 
     #[test]

@@ -234,6 +234,8 @@ pub struct Row {
     pub scalar_gm_accesses: u64,
     pub scalar_ub_accesses: u64,
     pub flag_waits: BTreeMap<String, u64>,
+    /// Waits inside AscendC APIs (ReduceSum/ReduceMax/ReduceMin on dav_c220), all cores.
+    pub hidden_flag_waits: BTreeMap<String, u64>,
     pub fused: Estimate,
     pub roofline_us: f64,
     pub roofline_fraction: f64,
@@ -360,6 +362,7 @@ pub fn build_row(
         scalar_gm_accesses: launch.scalar_accesses().0,
         scalar_ub_accesses: launch.scalar_accesses().1,
         flag_waits: launch.flag_waits(),
+        hidden_flag_waits: launch.hidden_flag_waits(),
         fused,
         roofline_us,
         roofline_fraction: if fused.total_us > 0.0 { roofline_us / fused.total_us } else { 0.0 },

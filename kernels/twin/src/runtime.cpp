@@ -46,6 +46,12 @@ constexpr int kMaxBuffers = 64;
 
 enum class BufState : uint8_t { Free, Allocated, Enqueued, Dequeued, Fixed, Released };
 
+// A vector timestamp over the pipes: c[q] is the last instruction of pipe q known to have
+// completed (see "pipes" below).
+struct Clock {
+    uint64_t c[kern::kPipes] = {};
+};
+
 struct BufRec {
     int32_t queue = -1;  // -1: a TBuf
     uint8_t pos = 0;
@@ -55,6 +61,9 @@ struct BufRec {
     uint32_t bytes = 0;
     BufState state = BufState::Free;
     uint32_t gen = 0;  // bumped by every AllocTensor, so older views are recognisably stale
+    Clock enq_snap;         // what the EnQue event carried (the producer pipe's clock at EnQue)
+    Clock free_snap;        // what the FreeTensor event carried (the consumer pipe's clock)
+    bool free_set = false;  // a FreeTensor event the next AllocTensor of this buffer waits for
 };
 
 struct QueRec {
@@ -65,6 +74,8 @@ struct QueRec {
     int32_t cursor = 0;
     uint32_t ordinal = 0;
     std::deque<int32_t> fifo;
+    uint8_t enq_evt = 0;   // HardEvent of EnQue -> DeQue (from the positions, as CANN's GetQueEvt)
+    uint8_t free_evt = 0;  // HardEvent of FreeTensor -> AllocTensor
     int32_t last_copy_in = -1;  // the buffer the previous GM->UB copy of this queue went into
     uint32_t last_copy_gen = 0;  // and its allocation (BufRec::gen)
 };
@@ -74,10 +85,40 @@ struct Counters {
     // DMA instructions per GM tensor (one DataCopy / DataCopyPad call = one transfer, whatever its
     // blockCount), and the flag waits per HardEvent (WaitFlag, e.g. V_S: the scalar unit waits).
     std::map<std::string, uint64_t, std::less<>> read_transfers, write_transfers, flag_waits;
+    // Waits inside AscendC APIs on dav_c220 (e.g. ReduceSum's V_S, S_V, S_MTE3), per HardEvent.
+    std::map<std::string, uint64_t, std::less<>> hidden_waits;
     uint64_t transfers_in = 0, transfer_in_bytes = 0, transfers_out = 0, transfer_out_bytes = 0;
     uint64_t transfer_in_min = 0, transfer_in_max = 0, transfer_out_min = 0, transfer_out_max = 0;
     uint64_t scalar_gm = 0, scalar_ub = 0, ub_high = 0, handoffs = 0, barriers = 0;
     uint64_t copy_in_overlapped = 0, copy_in_total = 0, copy_in_queues = 0;
+};
+
+// One access of an instruction: its time on its pipe (0 = none) and where the kernel made it.
+struct Acc {
+    uint64_t t = 0;
+    const char* api = nullptr;
+    const char* file = nullptr;
+    uint32_t line = 0;
+};
+
+// The access history of a byte range: its last writer and, per pipe, the latest read since.
+struct Seg {
+    uint64_t end = 0;
+    uint8_t wpipe = 0;
+    Acc w;
+    Acc r[kern::kPipes];
+};
+using Shadow = std::map<uint64_t, Seg>;  // keyed by the range's first byte; ranges are disjoint
+
+struct Pipes {
+    uint64_t cnt[kern::kPipes] = {};  // instructions issued per pipe
+    Clock vc[kern::kPipes];           // what the next instruction of each pipe is ordered after
+    Clock flag_snap[int(AscendC::HardEvent::MAX)][8];
+    int depth = 0;  // nesting of kern::Call
+    kern::Pipe pipe = kern::Pipe::S;
+    Acc cur;  // the running instruction
+    Shadow ub;
+    std::map<const uint8_t*, Shadow> gm;  // per registered GM buffer (by base), offsets from base
 };
 
 struct Core {
@@ -96,6 +137,7 @@ struct Core {
     bool flags[kEventTypes][kEventIds] = {};
     bool reserved[kEventTypes][kEventIds] = {};
     Counters* counters = nullptr;
+    Pipes pipes;
 };
 
 SocConfig g_soc;
@@ -314,6 +356,223 @@ std::string event_desc(uint8_t evt, int32_t id) {
     return std::string("HardEvent::") + kEventNames[evt] + " id " + std::to_string(id);
 }
 
+// ---------------------------------------------------------------- pipes
+//
+// The happens-before model. On the NPU the scalar unit only issues instructions; MTE2 (GM->UB),
+// MTE3 (UB->GM), V (vector) and S (scalar loads/stores) then run concurrently, and an instruction
+// is ordered after another one only by (research/ascendc-api.md 5, twin-fidelity.md 2, CANN 8.1
+// headers):
+//  - SetFlag<A_B>(id) -> WaitFlag<A_B>(id): B's later instructions start after A's earlier ones
+//    completed (a vector clock travels with the flag);
+//  - a queue hand-off, which is such a pair with the event fixed by the queue's positions
+//    (pipe.h que_event): EnQue -> DeQue and FreeTensor -> next AllocTensor of that buffer;
+//  - PipeBarrier<PIPE_X>: X's later instructions start after its earlier ones completed; the
+//    same pipe is NOT otherwise ordered for memory (the docs require PipeBarrier<PIPE_V> between
+//    dependent vector instructions and PipeBarrier<PIPE_MTE2/MTE3> between copies with
+//    overlapping destinations: DataCopy 约束说明, PipeBarrier(ISASI).md); PIPE_ALL orders all;
+//  - scalar program order: S accesses are ordered among themselves, and an instruction of any
+//    pipe is issued by S after every wait S has passed, so it inherits what S knows of the other
+//    pipes (not S's own stores: those need S_V / S_MTE2 / S_MTE3);
+//  - compiler auto-sync (--cce-auto-sync), only when switched on (OPGEN_TWIN_AUTO_SYNC=1 or
+//    set_auto_sync): a PipeBarrier<PIPE_V> before every vector instruction and S <-> {V, MTE2,
+//    MTE3} waits around every scalar access (ascendc-api.md 5: never MTE2 <-> V, V <-> MTE3 or
+//    overlapping same-pipe copies). Off by default: the generated kernels must be correct
+//    without it.
+// Every UB and GM byte range keeps its last writer and the latest read per pipe since; an access
+// that conflicts (RAW, WAR, WAW) with one it is not ordered after stops the run.
+
+bool g_auto_sync = [] {
+    const char* v = std::getenv("OPGEN_TWIN_AUTO_SYNC");
+    return v != nullptr && v[0] == '1';
+}();
+
+using kern::Pipe;
+constexpr int kP = kern::kPipes;
+
+const char* pipe_name(int p) {
+    static const char* const names[] = {"S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX"};
+    return p >= 0 && p < kP ? names[p] : "?";
+}
+
+int pipe_of_name(const std::string& n) {
+    for (int p = 0; p < kP; ++p) {
+        if (n == pipe_name(p)) return p;
+    }
+    return -1;
+}
+
+// The source and destination pipes of each HardEvent, from its name ("MTE2_V": MTE2 sets, V waits).
+struct EventPipes {
+    int src = -1, dst = -1;
+};
+const EventPipes& event_pipes(uint8_t evt) {
+    static const std::vector<EventPipes> table = [] {
+        std::vector<EventPipes> t(kEventTypes);
+        for (int e = 0; e < kEventTypes; ++e) {
+            const std::string n = kEventNames[e];
+            const size_t cut = n.find('_');
+            t[size_t(e)] = EventPipes{pipe_of_name(n.substr(0, cut)), pipe_of_name(n.substr(cut + 1))};
+        }
+        return t;
+    }();
+    return table[evt];
+}
+
+Pipes& pipes() { return g_core.pipes; }
+
+// Pipe p's clock as a flag set now would carry it: every instruction p has issued is complete.
+Clock snapshot(int p) {
+    Clock s = pipes().vc[p];
+    s.c[p] = pipes().cnt[p];
+    return s;
+}
+
+void merge(int p, const Clock& s) {
+    Clock& v = pipes().vc[p];
+    for (int q = 0; q < kP; ++q) v.c[q] = std::max(v.c[q], s.c[q]);
+}
+
+// An SetFlag/WaitFlag pair of `evt` (a queue hand-off or an API's internal pair).
+void flag_pair(uint8_t evt, const Clock& carried) {
+    const EventPipes& ep = event_pipes(evt);
+    if (ep.dst >= 0) merge(ep.dst, carried);
+}
+
+Clock flag_carries(uint8_t evt) {
+    const EventPipes& ep = event_pipes(evt);
+    return ep.src >= 0 ? snapshot(ep.src) : Clock{};
+}
+
+void start_instruction(Pipe pipe, const char* api, const kern::Here& here) {
+    Pipes& ps = pipes();
+    const int p = int(pipe);
+    const int s = int(Pipe::S);
+    if (g_auto_sync) {
+        if (pipe == Pipe::V) ps.vc[p].c[p] = ps.cnt[p];
+        if (pipe == Pipe::S) {
+            for (Pipe q : {Pipe::V, Pipe::MTE2, Pipe::MTE3}) merge(s, snapshot(int(q)));
+        } else if (pipe == Pipe::V || pipe == Pipe::MTE2 || pipe == Pipe::MTE3) {
+            merge(p, snapshot(s));
+        }
+    }
+    if (p != s) {
+        for (int q = 0; q < kP; ++q) {
+            if (q != s) ps.vc[p].c[q] = std::max(ps.vc[p].c[q], ps.vc[s].c[q]);
+        }
+    }
+    ps.pipe = pipe;
+    ps.cur = Acc{++ps.cnt[p], api, here.file, here.line};
+}
+
+bool ordered(int q, const Acc& prior, int p) {
+    if (prior.t == 0) return true;
+    if (q == p && prior.t == pipes().cur.t) return true;  // the same instruction
+    if (q == int(Pipe::S) && p == int(Pipe::S)) return true;
+    return pipes().vc[p].c[q] >= prior.t;
+}
+
+std::string base_name(const char* file) {
+    if (file == nullptr) return "?";
+    const char* slash = std::strrchr(file, '/');
+    return slash != nullptr ? slash + 1 : file;
+}
+
+std::string acc_desc(int pipe, const Acc& a) {
+    return std::string(pipe_name(pipe)) + " (" + (a.api ? a.api : "?") + " at " + base_name(a.file) + ":" +
+           str(a.line) + ")";
+}
+
+// Names the UB buffer that holds byte `off` (the newest one, after a TPipe::Reset).
+std::string ub_region(uint64_t off) {
+    for (size_t i = g_core.bufs.size(); i-- > 0;) {
+        const BufRec& b = g_core.bufs[i];
+        if (off >= b.ub_off && off < uint64_t(b.ub_off) + b.bytes) return buf_name(b);
+    }
+    return "unallocated UB";
+}
+
+std::string event_between(int from, int to) {
+    if (from == to) return std::string("PipeBarrier<PIPE_") + pipe_name(from) + ">";
+    const std::string want = std::string(pipe_name(from)) + "_" + pipe_name(to);
+    for (int e = 0; e < kEventTypes; ++e) {
+        if (want == kEventNames[e]) return "SetFlag/WaitFlag<HardEvent::" + want + "> (or a queue hand-off)";
+    }
+    return "a chain of SetFlag/WaitFlag pairs from " + std::string(pipe_name(from)) + " to " + pipe_name(to);
+}
+
+[[noreturn]] void race(const char* kind, int prior_pipe, const Acc& prior, bool prior_write, bool write,
+                       const std::string& where) {
+    const Pipes& ps = pipes();
+    const int p = int(ps.pipe);
+    const bool same = prior_pipe == p;
+    const std::string rule = std::string(kind) + (same ? " on one pipe without PipeBarrier" : " across pipes without synchronisation");
+    // twin rule: "RAW across pipes without synchronisation" "WAR across pipes without synchronisation" "WAW across pipes without synchronisation" "RAW on one pipe without PipeBarrier" "WAR on one pipe without PipeBarrier" "WAW on one pipe without PipeBarrier"
+    fail(ps.cur.api ? ps.cur.api : "?", rule.c_str(),
+         where + ": " + (prior_write ? "written" : "read") + " by " + acc_desc(prior_pipe, prior) + ", then " +
+             (write ? "written" : "read") + " by " + acc_desc(p, ps.cur) + " with nothing ordering them (needs " +
+             event_between(prior_pipe, p) + (g_auto_sync ? "" : "; strict mode: no compiler auto-sync") + ")");
+}
+
+// Splits the segment containing x so that a segment starts at x (if x is inside one).
+void split_at(Shadow& sh, uint64_t x) {
+    auto it = sh.upper_bound(x);
+    if (it == sh.begin()) return;
+    --it;
+    if (it->first < x && x < it->second.end) {
+        Seg tail = it->second;
+        it->second.end = x;
+        sh.emplace(x, tail);
+    }
+}
+
+// Records an access of the running instruction to [a, b) of `sh`, after checking it against the
+// history. `describe` names a byte range for the message.
+template <typename Describe>
+void access(Shadow& sh, uint64_t a, uint64_t b, bool write, Describe describe) {
+    if (a >= b) return;
+    Pipes& ps = pipes();
+    const int p = int(ps.pipe);
+    split_at(sh, a);
+    split_at(sh, b);
+    for (auto it = sh.lower_bound(a); it != sh.end() && it->first < b; ++it) {
+        const Seg& g = it->second;
+        const auto where = [&] { return describe(std::max(a, it->first), std::min(b, g.end)); };
+        // A write checks the reads since the last write first: they are the nearer hazard.
+        if (write) {
+            for (int q = 0; q < kP; ++q) {
+                if (!ordered(q, g.r[q], p)) race("WAR", q, g.r[q], false, true, where());
+            }
+        }
+        if (!ordered(g.wpipe, g.w, p)) race(write ? "WAW" : "RAW", g.wpipe, g.w, true, write, where());
+    }
+    if (write) {
+        // Everything earlier is ordered before this write, so it alone describes [a, b) now.
+        sh.erase(sh.lower_bound(a), sh.lower_bound(b));
+        Seg g;
+        g.end = b;
+        g.wpipe = uint8_t(p);
+        g.w = ps.cur;
+        sh.emplace(a, g);
+        return;
+    }
+    uint64_t at = a;
+    auto it = sh.lower_bound(a);
+    while (at < b) {
+        if (it == sh.end() || it->first > at) {
+            // A gap nobody accessed yet: give it a segment to hold the read.
+            const uint64_t end = (it == sh.end() || it->first >= b) ? b : it->first;
+            Seg g;
+            g.end = end;
+            it = sh.emplace_hint(it, at, g);
+        }
+        Seg& g = it->second;
+        g.r[p] = ps.cur;
+        at = g.end;
+        ++it;
+    }
+}
+
+
 }  // namespace
 
 // ---------------------------------------------------------------- runtime.h
@@ -343,6 +602,8 @@ void abandon_launch() {
 }
 
 void set_soc(const SocConfig& soc) { g_soc = soc; }
+void set_auto_sync(bool on) { g_auto_sync = on; }
+bool auto_sync() { return g_auto_sync; }
 const SocConfig& soc() { return g_soc; }
 
 uint8_t* gm_alloc(const char* name, size_t bytes) {
@@ -402,6 +663,9 @@ void begin_core(int64_t idx, int64_t num) {
     g_core.next_que = 0;
     g_core.next_tbuf = 0;
     std::memset(g_core.flags, 0, sizeof g_core.flags);
+    // Cores run one after another here; each starts with no pipe history (cross-core GM races
+    // are not this model's business).
+    g_core.pipes = Pipes{};
     Counters& c = g_counters[idx];
     c = Counters{};
     g_core.counters = &c;
@@ -454,6 +718,8 @@ void write_counters_json(FILE* out) {
         json_map(out, "gm_write_transfers", c.write_transfers);
         std::fputc(',', out);
         json_map(out, "flag_waits", c.flag_waits);
+        std::fputc(',', out);
+        json_map(out, "hidden_flag_waits", c.hidden_waits);
         std::fputc('}', out);
     }
     std::fputs("]}\n", out);
@@ -518,11 +784,14 @@ void pipe_reset(const void*) {
     release_all();
 }
 
-void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len) {
+void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len, uint8_t enq_evt,
+              uint8_t free_evt) {
     const char* api = "TPipe::InitBuffer";
     Core& c = core(api);
     QueRec q;
     q.pos = pos;
+    q.enq_evt = enq_evt;
+    q.free_evt = free_evt;
     q.depth = depth;
     q.num = int32_t(num);
     q.ordinal = c.next_que;
@@ -573,6 +842,9 @@ TensorRef que_alloc(const Handle& que) {
         q.cursor = (i + 1) % q.num;
         b.state = BufState::Allocated;
         ++b.gen;
+        // CANN's AllocTensor waits for the buffer's FreeTensor event (freeBufEvt) if one was set.
+        if (b.free_set) flag_pair(q.free_evt, b.free_snap);
+        b.free_set = false;
         poison(b.ub_off, b.bytes);
         return TensorRef{q.first + i, b.gen, b.ub_off, b.bytes};
     }
@@ -600,6 +872,7 @@ void que_enque(const Handle& que, const TensorRef& t) {
     }
     q.fifo.push_back(t.buf);
     b.state = BufState::Enqueued;
+    b.enq_snap = flag_carries(q.enq_evt);
     ++counters().handoffs;
 }
 
@@ -613,6 +886,7 @@ TensorRef que_deque(const Handle& que) {
     q.fifo.pop_front();
     BufRec& b = g_core.bufs[size_t(id)];
     b.state = BufState::Dequeued;
+    flag_pair(q.enq_evt, b.enq_snap);
     ++counters().handoffs;
     return TensorRef{id, b.gen, b.ub_off, b.bytes};
 }
@@ -635,6 +909,8 @@ void que_free(const Handle& que, const TensorRef& t) {
              tensor_desc(t) + " is still in the queue; DeQue it before FreeTensor");
     }
     b.state = BufState::Free;
+    b.free_snap = flag_carries(q.free_evt);
+    b.free_set = true;
 }
 
 int32_t que_count(const Handle& que) { return int32_t(que_of(que, "TQue::GetTensorCountInQue").fifo.size()); }
@@ -653,6 +929,83 @@ TensorRef tbuf_get(const Handle& buf, const char* api, uint64_t offset_bytes, ui
     return TensorRef{int32_t(&b - g_core.bufs.data()), b.gen, uint32_t(b.ub_off + offset_bytes), uint32_t(bytes)};
 }
 
+// ---------------------------------------------------------------- pipes (kernel side)
+
+Call::Call(const char* api, Pipe pipe, const Here& here) {
+    Core& c = core(api);
+    outer_ = c.pipes.depth == 0;
+    ++c.pipes.depth;
+    if (outer_) start_instruction(pipe, api, here);
+}
+
+Call::~Call() {
+    if (g_core.active && g_core.pipes.depth > 0) --g_core.pipes.depth;
+}
+
+void call_on(Pipe pipe) {
+    Pipes& ps = core("call_on").pipes;
+    const Acc cur = ps.cur;
+    start_instruction(pipe, cur.api, Here(cur.file, cur.line));
+}
+
+void hidden_sync(uint8_t evt) {
+    core("hidden_sync");
+    flag_pair(evt, flag_carries(evt));
+    ++counters().hidden_waits[kEventNames[evt]];
+}
+
+namespace {
+Pipes& running(const char* what) {
+    Pipes& ps = core(what).pipes;
+    if (ps.depth == 0) {
+        // twin rule untested: an internal check of the twin headers (every API opens a kern::Call); no kernel can reach it
+        fail(what, "twin: access outside an API call",
+             "a twin API touched memory without a kern::Call naming its pipe (a bug in the twin headers)");
+    }
+    return ps;
+}
+}  // namespace
+
+void track_ub(uint64_t off, uint64_t bytes, bool write) {
+    Pipes& ps = running("track_ub");
+    access(ps.ub, off, off + bytes, write, [](uint64_t a, uint64_t b) {
+        return "UB [" + hex(a) + ", " + hex(b) + ") of " + ub_region(a);
+    });
+}
+
+void track_gm(const void* addr, uint64_t bytes, bool write) {
+    Pipes& ps = running("track_gm");
+    const GmBuffer* g = gm_find(addr, bytes);
+    if (g == nullptr || bytes == 0) return;  // gm_operand already refused accesses outside GM buffers
+    const uint64_t off = uint64_t(static_cast<const uint8_t*>(addr) - g->base);
+    const char* name = g->name;
+    access(ps.gm[g->base], off, off + bytes, write, [name](uint64_t a, uint64_t b) {
+        return "GM '" + std::string(name) + "' bytes [" + str(a) + ", " + str(b) + ")";
+    });
+}
+
+// dav_c220: TOTAL_VEC_LOCAL_SIZE = TMP_UB_OFFSET = 184 KiB (CANN 8.1 impl/utils/
+// kernel_utils_constants.h l.136-138); APIs that need scratch write it there, whatever the
+// kernel's TPipe put there.
+constexpr uint64_t kTmpUbOffset = 184 * 1024;
+
+void api_scratch(const char* api, uint64_t bytes) {
+    Core& c = core(api);
+    const uint64_t a = kTmpUbOffset, b = kTmpUbOffset + bytes;
+    if (b > c.ub.size()) return;
+    for (const BufRec& buf : c.bufs) {
+        if (buf.state == BufState::Released) continue;
+        if (buf.ub_off < b && a < uint64_t(buf.ub_off) + buf.bytes) {
+            fail(api, "buffer overlaps the API scratch at TMP_UB_OFFSET",
+                 buf_name(buf) + " [UB " + hex(buf.ub_off) + ", " + str(buf.bytes) + " B] covers UB [" + hex(a) + ", " +
+                     hex(b) + "), which " + api + " overwrites on dav_c220 (TMP_UB_OFFSET = 184 KiB); keep the " +
+                     "TPipe's buffers below 184 KiB in kernels that use it");
+        }
+    }
+    track_ub(a, bytes, true);
+    poison(uint32_t(a), bytes);
+}
+
 // ---------------------------------------------------------------- checks
 
 uint8_t* ub_base() { return core("LocalTensor").ub.data(); }
@@ -666,7 +1019,7 @@ std::string tensor_desc(const TensorRef& t) {
 }
 
 uint8_t* ub_operand(const char* api, const char* role, const TensorRef& t, uint64_t bytes, bool aligned,
-                    Extent extent) {
+                    Extent extent, bool track) {
     const BufRec& b = live_buffer(api, role, t);
     if (aligned && t.off % 32 != 0) {
         fail(api, "UB address not 32-byte aligned",
@@ -679,6 +1032,7 @@ uint8_t* ub_operand(const char* api, const char* role, const TensorRef& t, uint6
              std::string(role) + " " + tensor_desc(t) + ": the access covers " + str(bytes) + " B, the tensor " +
                  str(limit) + " B");
     }
+    if (track && bytes > 0) track_ub(t.off, bytes, std::strncmp(role, "dst", 3) == 0);
     return g_core.ub.data() + t.off;
 }
 
@@ -733,13 +1087,14 @@ const char* gm_operand(const char* api, const char* role, const GmView& view, co
     return g->name;
 }
 
-uint8_t* ub_element(const char* api, const TensorRef& t, uint64_t index, uint32_t elem_size) {
+uint8_t* ub_element(const char* api, const TensorRef& t, uint64_t index, uint32_t elem_size, bool write) {
     live_buffer(api, "tensor", t);
     if ((index + 1) * elem_size > t.bytes) {
         fail(api, "index out of bounds",
              tensor_desc(t) + ": index " + str(index) + ", size " + str(t.bytes / elem_size) + " elements");
     }
     count_scalar_ub();
+    track_ub(t.off + index * elem_size, elem_size, write);
     return g_core.ub.data() + t.off + index * elem_size;
 }
 
@@ -765,6 +1120,7 @@ void event_set(uint8_t evt, int32_t id) {
              event_desc(evt, id) + " is already set (each SetFlag needs its WaitFlag before the next SetFlag)");
     }
     flag = true;
+    g_core.pipes.flag_snap[evt][id] = flag_carries(evt);
 }
 
 void event_wait(uint8_t evt, int32_t id) {
@@ -775,6 +1131,7 @@ void event_wait(uint8_t evt, int32_t id) {
              event_desc(evt, id) + " was not set (the NPU would wait forever)");
     }
     flag = false;
+    flag_pair(evt, g_core.pipes.flag_snap[evt][id]);
     ++counters().flag_waits[kEventNames[evt]];
 }
 
@@ -801,6 +1158,26 @@ void event_release(uint8_t evt, int32_t id) {
 void barrier(int pipe) {
     if (pipe == PIPE_S) fail("PipeBarrier", "PipeBarrier<PIPE_S> is not allowed", "the scalar pipe has no barrier");
     ++counters().barriers;
+    Pipes& ps = g_core.pipes;
+    if (pipe == PIPE_ALL) {
+        // Every pipe drains and the scalar unit waits for it: everything is ordered before.
+        Clock all;
+        for (int q = 0; q < kP; ++q) all.c[q] = ps.cnt[q];
+        for (int q = 0; q < kP; ++q) ps.vc[q] = all;
+        return;
+    }
+    int p = -1;
+    switch (pipe) {
+        case PIPE_V: p = int(Pipe::V); break;
+        case PIPE_MTE2: p = int(Pipe::MTE2); break;
+        case PIPE_MTE3: p = int(Pipe::MTE3); break;
+        case PIPE_MTE1: p = int(Pipe::MTE1); break;
+        case PIPE_M: p = int(Pipe::M); break;
+        case PIPE_FIX: p = int(Pipe::FIX); break;
+        default: fail("PipeBarrier", "pipe not modelled", "pipe_t value " + std::to_string(pipe));
+    }
+    // A barrier is an instruction of that pipe: its later instructions wait for its earlier ones.
+    ps.vc[p].c[p] = ps.cnt[p];
 }
 
 // ---------------------------------------------------------------- counters

@@ -9,6 +9,9 @@
 #include "twin_test.h"
 
 int main() {
+    // A numeric test: its vector and scalar steps lean on compiler auto-sync (V->V barriers,
+    // S<->V waits) instead of spelling out PipeBarrier<PIPE_V> and V_S/S_V flags.
+    opgen_twin::set_auto_sync(true);
     uint8_t* x = opgen_twin::gm_alloc("x", 100 * sizeof(half));
     uint8_t* out = opgen_twin::gm_alloc("out", sizeof(float));
     for (int i = 0; i < 100; ++i) {

@@ -32,37 +32,57 @@ extern "C" __global__ __aicore__ void copy_layout(GM_ADDR x, GM_ADDR dump, GM_AD
     // 2 halves of left padding, 1 of right padding, padding value 7.
     LocalTensor<half> t = in.AllocTensor<half>();
     Duplicate(t, (half)-1.0f, kDump);
+    PipeBarrier<PIPE_ALL>();
     DataCopyExtParams copy{3, 10, 6, 1, 0};
     DataCopyPadExtParams<half> pad{true, 2, 1, (half)7.0f};
+    PipeBarrier<PIPE_ALL>();
     DataCopyPad(t, xGm, copy, pad);
+    PipeBarrier<PIPE_ALL>();
     DataCopy(dumpGm, t, kDump);
+    PipeBarrier<PIPE_ALL>();
 
     // The same rows without isPad: every non-data lane repeats the row's first element.
     Duplicate(t, (half)-1.0f, kDump);
+    PipeBarrier<PIPE_ALL>();
     DataCopyPad(t, xGm, copy, DataCopyPadExtParams<half>{false, 0, 0, (half)0.0f});
+    PipeBarrier<PIPE_ALL>();
     DataCopy(dumpGm[kDump], t, kDump);
+    PipeBarrier<PIPE_ALL>();
 
     // Legacy form: blockLen in bytes, 64-bit paddingValue holding half's bit pattern (2.0 = 0x4000).
     Duplicate(t, (half)-1.0f, kDump);
+    PipeBarrier<PIPE_ALL>();
     DataCopyPad(t, xGm, DataCopyParams{2, 6, 2, 0}, DataCopyPadParams{true, 0, 0, 0x4000});
+    PipeBarrier<PIPE_ALL>();
     DataCopy(dumpGm[2 * kDump], t, kDump);
+    PipeBarrier<PIPE_ALL>();
 
     // UB -> GM: rows of 5 halves from slots 2 blocks apart (1 block of stride), 4 B apart in GM.
     in.EnQue(t);
     LocalTensor<half> u = in.DeQue<half>();
     Duplicate(u, (half)0.0f, kDump);
+    PipeBarrier<PIPE_ALL>();
     for (uint32_t i = 0; i < kDump; ++i) u.SetValue(i, (half)float(i));
+    PipeBarrier<PIPE_ALL>();
     DataCopyPad(rowsGm, u, DataCopyExtParams{3, 10, 1, 4, 0});
+    PipeBarrier<PIPE_ALL>();
 
     // Strided DataCopy: 2 blocks of 32 B, 1 block skipped in GM, 2 skipped in UB.
     LocalTensor<half> o = other.Get<half>();
     Duplicate(o, (half)-1.0f, kDump);
+    PipeBarrier<PIPE_ALL>();
     DataCopy(o, xGm, DataCopyParams{2, 1, 1, 2});
+    PipeBarrier<PIPE_ALL>();
     DataCopy(dumpGm[3 * kDump], o, kDump);
+    PipeBarrier<PIPE_ALL>();
     // ... and back out with the strides swapped, then a UB->UB copy.
+    PipeBarrier<PIPE_ALL>();
     DataCopy(stridedGm, o, DataCopyParams{2, 1, 2, 1});
+    PipeBarrier<PIPE_ALL>();
     DataCopy(o, u, 32);
+    PipeBarrier<PIPE_ALL>();
     DataCopy(stridedGm[48], o, 16);
+    PipeBarrier<PIPE_ALL>();
     in.FreeTensor(u);
 }
 
@@ -80,6 +100,9 @@ void expect(const char* what, uint32_t i, float got, float want) {
 }  // namespace
 
 int main() {
+    // This test is about data layout and numerics, not pipelining: every copy sits between
+    // PipeBarrier<PIPE_ALL>s, and the vector/scalar steps lean on compiler auto-sync.
+    opgen_twin::set_auto_sync(true);
     GM_ADDR x = opgen_twin::gm_alloc("x", kSrc * 2);
     GM_ADDR dump = opgen_twin::gm_alloc("dump", 4 * kDump * 2);
     GM_ADDR rows = opgen_twin::gm_alloc("rows", 32 * 2);

@@ -144,8 +144,8 @@ int main() {
         expect_in(json, v.overlap);
         expect_in(json, v.split ? "\"transfer_in_min_bytes\":512,\"transfer_in_max_bytes\":512,"
                                 : "\"transfer_in_min_bytes\":1024,\"transfer_in_max_bytes\":1024,");
-        expect_in(json, v.split ? "\"gm_read_transfers\":{\"x\":8},\"gm_write_transfers\":{\"y\":4},\"flag_waits\":{}}"
-                                : "\"gm_read_transfers\":{\"x\":4},\"gm_write_transfers\":{\"y\":4},\"flag_waits\":{}}");
+        expect_in(json, v.split ? "\"gm_read_transfers\":{\"x\":8},\"gm_write_transfers\":{\"y\":4},\"flag_waits\":{},\"hidden_flag_waits\":{}}"
+                                : "\"gm_read_transfers\":{\"x\":4},\"gm_write_transfers\":{\"y\":4},\"flag_waits\":{},\"hidden_flag_waits\":{}}");
         expect_in(json, "{\"core\":1,");
     }
     return g_bad == 0 ? 0 : 1;

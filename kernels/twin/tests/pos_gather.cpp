@@ -63,6 +63,9 @@ extern "C" __global__ __aicore__ void gather_kernel() {
 }  // namespace
 
 int main() {
+    // A numeric test: its vector and scalar steps lean on compiler auto-sync (V->V barriers,
+    // S<->V waits) instead of spelling out PipeBarrier<PIPE_V> and V_S/S_V flags.
+    opgen_twin::set_auto_sync(true);
     twin_test::launch(1, [] { gather_kernel(); });
     if (g_bad != 0) {
         std::fprintf(stderr, "pos_gather: %d wrong elements\n", g_bad);

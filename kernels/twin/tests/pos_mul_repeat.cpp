@@ -65,6 +65,9 @@ extern "C" __global__ __aicore__ void mul_repeat() {
 }  // namespace
 
 int main() {
+    // A numeric test: its vector and scalar steps lean on compiler auto-sync (V->V barriers,
+    // S<->V waits) instead of spelling out PipeBarrier<PIPE_V> and V_S/S_V flags.
+    opgen_twin::set_auto_sync(true);
     twin_test::launch(1, [] { mul_repeat(); });
     if (g_bad != 0) {
         std::fprintf(stderr, "pos_mul_repeat: %d wrong elements\n", g_bad);

@@ -20,24 +20,35 @@ extern "C" __global__ __aicore__ void ub_poison(GM_ADDR x, GM_ADDR y) {
 
     // Tile 0 fills the queue's only buffer with real data.
     LocalTensor<float> t = in.AllocTensor<float>();
+    PipeBarrier<PIPE_ALL>();
     DataCopy(t, xGm, 64);
+    PipeBarrier<PIPE_ALL>();
     in.EnQue(t);
     LocalTensor<float> u = in.DeQue<float>();
+    PipeBarrier<PIPE_ALL>();
     DataCopy(yGm, u, 64);
+    PipeBarrier<PIPE_ALL>();
     in.FreeTensor(u);
 
     // Tile 1 allocates the same buffer again but forgets the copy-in.
     t = in.AllocTensor<float>();
     in.EnQue(t);
     u = in.DeQue<float>();
+    PipeBarrier<PIPE_ALL>();
     DataCopy(yGm[64], u, 64);
+    PipeBarrier<PIPE_ALL>();
     in.FreeTensor(u);
 
     // A TBuf nobody wrote.
+    PipeBarrier<PIPE_ALL>();
     DataCopy(yGm[128], scratch.Get<float>(), 64);
+    PipeBarrier<PIPE_ALL>();
 }
 
 int main() {
+    // This test is about data layout and numerics, not pipelining: every copy sits between
+    // PipeBarrier<PIPE_ALL>s, and the vector/scalar steps lean on compiler auto-sync.
+    opgen_twin::set_auto_sync(true);
     GM_ADDR x = opgen_twin::gm_alloc("x", 64 * sizeof(float));
     GM_ADDR y = opgen_twin::gm_alloc("y", 192 * sizeof(float));
     for (int i = 0; i < 64; ++i) {

@@ -18,6 +18,9 @@ extern "C" __global__ __aicore__ void mul_level0_overlap() {
 }
 
 int main() {
+    // This test is about another rule; its vector and scalar steps lean on compiler auto-sync
+    // (V->V barriers, S<->V waits) instead of spelling out PipeBarrier<PIPE_V> and V_S/S_V flags.
+    opgen_twin::set_auto_sync(true);
     twin_test::launch(1, [] { mul_level0_overlap(); });
     return twin_test::not_stopped();
 }

@@ -41,6 +41,13 @@ struct SocConfig {
 void set_soc(const SocConfig& soc);
 const SocConfig& soc();
 
+// ---- compiler auto-sync ----
+// Off by default (strict): the happens-before checker accepts only the kernel's own flags,
+// barriers and queue hand-offs. On (OPGEN_TWIN_AUTO_SYNC=1 in the environment, or this call)
+// it also assumes what bisheng --cce-auto-sync inserts: V->V barriers and S<->{V, MTE2, MTE3}.
+void set_auto_sync(bool on);
+bool auto_sync();
+
 // ---- global memory ----
 // Allocates a GM buffer of `bytes` bytes named `name`, 32-byte aligned, surrounded by poisoned
 // guard regions that are checked by gm_check_guards(). Contents start zeroed.
@@ -74,7 +81,9 @@ int64_t current_core();  // -1 outside a core
 //   "queue_handoffs":N,"barriers":N,"copy_in_overlapped":N,"copy_in_total":N,"copy_in_queues":N,
 //   "transfer_in_min_bytes":N,"transfer_in_max_bytes":N,"transfer_out_min_bytes":N,
 //   "transfer_out_max_bytes":N,"gm_read_transfers":{"x":N,...},"gm_write_transfers":{...},
-//   "flag_waits":{"V_S":N,...}}, ...]}
+//   "flag_waits":{"V_S":N,...},"hidden_flag_waits":{"V_S":N,...}}, ...]}
+// hidden_flag_waits counts the SetFlag/WaitFlag pairs AscendC APIs perform internally on dav_c220
+// (ReduceSum, ReduceMax, ReduceMin: V_S, S_V, S_MTE3 each call); flag_waits only the kernel's own.
 // A transfer is one GM<->UB DataCopy/DataCopyPad call (however many blocks it has). copy_in_total
 // counts the tile fills of queue buffers: consecutive GM->UB copies of a queue into one allocation
 // (a tile gathered by several copies) are one fill. copy_in_overlapped counts the fills that go

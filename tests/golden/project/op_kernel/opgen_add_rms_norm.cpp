@@ -189,6 +189,8 @@ private:
     __aicore__ inline LocalTensor<float> SumRows(const LocalTensor<T>& sum, const LocalTensor<T>& x1,
                                                  const LocalTensor<T>& x2, uint32_t elems)
     {
+        // The previous pass's last vector calls may still read xf and work (same-pipe WAR).
+        PipeBarrier<PIPE_V>();
         if constexpr (NEEDS_FP32_COPY) {
             LocalTensor<float> xf = xF32_.Get<float>();
             LocalTensor<float> work = work_.Get<float>();
@@ -216,6 +218,8 @@ private:
         const uint32_t width = t_.numColAlign;
         LocalTensor<float> work = work_.Get<float>();
         LocalTensor<float> sums = reduce_.Get<float>();
+        // The previous pass's ApplyGamma may still read work (same-pipe WAR).
+        PipeBarrier<PIPE_V>();
         Mul(work, xf, xf, n * width);
         PipeBarrier<PIPE_V>();
         for (uint32_t r = 0; r < n; ++r) {
@@ -231,6 +235,10 @@ private:
             rstd.SetValue(first + r, inv);
             Muls(work[r * width], xf[r * width], inv, t_.numCol);
         }
+        // The next pass's ReduceSum (vector) overwrites the sums the scalar unit just read.
+        event_t readSums = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(readSums);
+        WaitFlag<HardEvent::S_V>(readSums);
         PipeBarrier<PIPE_V>();
         ApplyGamma(y, work, n);
     }

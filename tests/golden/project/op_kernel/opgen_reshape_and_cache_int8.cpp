@@ -276,6 +276,9 @@ private:
         LocalTensor<float> xf;
         if constexpr (sizeof(T) == sizeof(float)) {
             xf = x;
+            // The previous pass's last Cast may still read abs_, which Abs overwrites next
+            // (same-pipe WAR; the 16-bit path's barrier after its Cast covers it).
+            PipeBarrier<PIPE_V>();
         } else {
             xf = work_.Get<float>();
             Cast(xf, x, RoundMode::CAST_NONE, elems);  // exact widening

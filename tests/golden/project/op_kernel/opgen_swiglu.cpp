@@ -134,6 +134,9 @@ private:
 
     __aicore__ inline void ComputeTile(uint32_t len)
     {
+        // The previous tile's last vector calls may still read the float buffers this tile's
+        // first calls overwrite: same-pipe WAR, which only PipeBarrier<PIPE_V> orders.
+        PipeBarrier<PIPE_V>();
         // Whole repeats: the lanes past len hold padding or stale data and are never stored.
         const int32_t n = static_cast<int32_t>((len + COMPUTE_ALIGN - 1) / COMPUTE_ALIGN * COMPUTE_ALIGN);
         LocalTensor<T0> x0 = inQue0_.DeQue<T0>();

@@ -71,7 +71,9 @@ namespace AscendC {
 
 template <typename T1, typename T2>
 void Cast(const LocalTensor<T1>& dstLocal, const LocalTensor<T2>& srcLocal, const RoundMode& round_mode,
-          const uint32_t calCount) {
+          const uint32_t calCount,
+          opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Cast", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     using opgen_twin::DType;
     const char* api = "Cast";

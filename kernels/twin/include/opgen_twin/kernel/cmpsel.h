@@ -65,7 +65,9 @@ namespace AscendC {
 
 template <typename T, typename U>
 void Compare(const LocalTensor<U>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-             CMPMODE cmpMode, uint32_t calCount) {
+             CMPMODE cmpMode, uint32_t calCount,
+             opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Compare", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "Compare";
     const uint64_t n = calCount;
@@ -87,7 +89,9 @@ void Compare(const LocalTensor<U>& dstLocal, const LocalTensor<T>& src0Local, co
 
 template <typename T, typename U>
 void CompareScalar(const LocalTensor<U>& dstLocal, const LocalTensor<T>& src0Local, const T src1Scalar,
-                   CMPMODE cmpMode, uint32_t calCount) {
+                   CMPMODE cmpMode, uint32_t calCount,
+                   opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("CompareScalar", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "CompareScalar";
     const uint64_t n = calCount;
@@ -108,7 +112,9 @@ void CompareScalar(const LocalTensor<U>& dstLocal, const LocalTensor<T>& src0Loc
 // VSEL_TENSOR_TENSOR_MODE consumes one bit per element. The scalar mode has its own overload.
 template <typename T, typename U>
 void Select(const LocalTensor<T>& dstLocal, const LocalTensor<U>& selMask, const LocalTensor<T>& src0Local,
-            const LocalTensor<T>& src1Local, SELMODE selMode, uint32_t calCount) {
+            const LocalTensor<T>& src1Local, SELMODE selMode, uint32_t calCount,
+            opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Select", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "Select";
     if (selMode == SELMODE::VSEL_TENSOR_SCALAR_MODE) {
@@ -126,6 +132,9 @@ void Select(const LocalTensor<T>& dstLocal, const LocalTensor<U>& selMask, const
     const uint8_t* m = k::ub_operand(api, "selMask", selMask.ref_, mask_bytes);
     k::no_partial_overlap(api, "src0", dstLocal, src0Local, n);
     k::no_partial_overlap(api, "src1", dstLocal, src1Local, n);
+    // dav_c220 VSEL_TENSOR_TENSOR_MODE stores the mask address with a vector Duplicate into 32 B
+    // at TMP_UB_OFFSET (CANN 8.1 impl/dav_c220/kernel_operator_vec_cmpsel_impl.h l.176-183).
+    if (selMode == SELMODE::VSEL_TENSOR_TENSOR_MODE) k::api_scratch(api, 32);
     for (uint64_t i = 0; i < n; ++i) {
         const bool take0 = k::mask_bit(m, repeating ? i % per : i);
         k::store<T>(d + i * sizeof(T), k::load<T>((take0 ? a : b) + i * sizeof(T)));
@@ -135,7 +144,9 @@ void Select(const LocalTensor<T>& dstLocal, const LocalTensor<U>& selMask, const
 
 template <typename T, typename U>
 void Select(const LocalTensor<T>& dstLocal, const LocalTensor<U>& selMask, const LocalTensor<T>& src0Local,
-            T src1Local, SELMODE selMode, uint32_t calCount) {
+            T src1Local, SELMODE selMode, uint32_t calCount,
+            opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Select", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "Select";
     if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE) {
@@ -149,6 +160,9 @@ void Select(const LocalTensor<T>& dstLocal, const LocalTensor<U>& selMask, const
     const uint8_t* a = k::operand(api, "src0", src0Local, n);
     const uint8_t* m = k::ub_operand(api, "selMask", selMask.ref_, mask_bytes);
     k::no_partial_overlap(api, "src0", dstLocal, src0Local, n);
+    // The scalar mode broadcasts src1 with a vector Duplicate into 32 B at TMP_UB_OFFSET
+    // (impl/dav_c220/kernel_operator_vec_cmpsel_impl.h l.199-214).
+    k::api_scratch(api, 32);
     for (uint64_t i = 0; i < n; ++i) {
         k::store<T>(d + i * sizeof(T), k::mask_bit(m, i) ? k::load<T>(a + i * sizeof(T)) : src1Local);
     }

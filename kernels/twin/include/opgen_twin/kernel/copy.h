@@ -116,12 +116,16 @@ inline void check_padding(const char* api, uint64_t left, uint64_t right, uint32
 // `pad` is the padding element, or nullptr to repeat each row's first element (isPad = false).
 inline void dma_in(const Dma& d, const GmView& view, const uint8_t* gm, const TensorRef& dst, const uint8_t* pad) {
     if (d.rows == 0 || d.row_bytes == 0) return;
-    uint8_t* ub = ub_operand(d.api, "dst", dst, ub_span_bytes(d), true, d.slots ? Extent::BlockPadded : Extent::Exact);
+    uint8_t* ub =
+        ub_operand(d.api, "dst", dst, ub_span_bytes(d), true, d.slots ? Extent::BlockPadded : Extent::Exact, false);
     const char* name = gm_operand(d.api, "src", view, gm, gm_span_bytes(d), "GM access beyond the GlobalTensor size");
     const uint64_t slot = ub_row_bytes(d);
     for (uint64_t r = 0; r < d.rows; ++r) {
         const uint8_t* from = gm + r * (d.row_bytes + d.gm_gap);
         uint8_t* row = ub + r * (slot + d.ub_gap);
+        // MTE2 reads the GM row and writes the whole UB slot (padding included); gaps are untouched.
+        track_gm(from, d.row_bytes, false);
+        track_ub(dst.off + r * (slot + d.ub_gap), slot, true);
         std::memcpy(row + d.left_bytes, from, d.row_bytes);
         const uint8_t* filler = pad != nullptr ? pad : from;
         for (uint64_t b = 0; b < d.left_bytes; b += d.elem) std::memcpy(row + b, filler, d.elem);
@@ -133,10 +137,13 @@ inline void dma_in(const Dma& d, const GmView& view, const uint8_t* gm, const Te
 inline void dma_out(const Dma& d, const GmView& view, uint8_t* gm, const TensorRef& src) {
     if (d.rows == 0 || d.row_bytes == 0) return;
     const uint8_t* ub =
-        ub_operand(d.api, "src", src, ub_span_bytes(d), true, d.slots ? Extent::BlockPadded : Extent::Exact);
+        ub_operand(d.api, "src", src, ub_span_bytes(d), true, d.slots ? Extent::BlockPadded : Extent::Exact, false);
     const char* name = gm_operand(d.api, "dst", view, gm, gm_span_bytes(d), "GM access beyond the GlobalTensor size");
     const uint64_t slot = ub_row_bytes(d);
     for (uint64_t r = 0; r < d.rows; ++r) {
+        // MTE3 reads the row's data bytes of UB (not the slot padding) and writes the GM row.
+        track_ub(src.off + r * (slot + d.ub_gap), d.row_bytes, false);
+        track_gm(gm + r * (d.row_bytes + d.gm_gap), d.row_bytes, true);
         std::memcpy(gm + r * (d.row_bytes + d.gm_gap), ub + r * (slot + d.ub_gap), d.row_bytes);
     }
     count_copy_out(name, d.rows * d.row_bytes);
@@ -147,9 +154,13 @@ inline void dma_local(const Dma& d, const TensorRef& dst, const TensorRef& src, 
     if (d.rows == 0 || d.row_bytes == 0) return;
     const uint64_t dst_span = (d.rows - 1) * (d.row_bytes + d.ub_gap) + d.row_bytes;
     const uint64_t src_span = (d.rows - 1) * (d.row_bytes + src_gap) + d.row_bytes;
-    uint8_t* to = ub_operand(d.api, "dst", dst, dst_span);
-    const uint8_t* from = ub_operand(d.api, "src", src, src_span);
+    uint8_t* to = ub_operand(d.api, "dst", dst, dst_span, true, Extent::Exact, false);
+    const uint8_t* from = ub_operand(d.api, "src", src, src_span, true, Extent::Exact, false);
     check_overlap(d.api, "dst", dst, dst_span, "src", src, src_span, true);
+    for (uint64_t r = 0; r < d.rows; ++r) {
+        track_ub(src.off + r * (d.row_bytes + src_gap), d.row_bytes, false);
+        track_ub(dst.off + r * (d.row_bytes + d.ub_gap), d.row_bytes, true);
+    }
     for (uint64_t r = 0; r < d.rows; ++r) {
         std::memmove(to + r * (d.row_bytes + d.ub_gap), from + r * (d.row_bytes + src_gap), d.row_bytes);
     }
@@ -178,7 +189,9 @@ namespace AscendC {
 
 // ---- DataCopy: contiguous, count in elements; count * sizeof(T) must be a multiple of 32 B ----
 template <typename T>
-void DataCopy(const LocalTensor<T>& dstLocal, const GlobalTensor<T>& srcGlobal, const uint32_t calCount) {
+void DataCopy(const LocalTensor<T>& dstLocal, const GlobalTensor<T>& srcGlobal, const uint32_t calCount,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopy", opgen_twin::kern::Pipe::MTE2, here);
     namespace k = opgen_twin::kern;
     k::check_count_bytes("DataCopy", calCount, sizeof(T));
     const k::Dma d{"DataCopy", sizeof(T), 1, uint64_t(calCount) * sizeof(T), 0, 0, false, 0, 0};
@@ -186,7 +199,9 @@ void DataCopy(const LocalTensor<T>& dstLocal, const GlobalTensor<T>& srcGlobal, 
 }
 
 template <typename T>
-void DataCopy(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLocal, const uint32_t calCount) {
+void DataCopy(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLocal, const uint32_t calCount,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopy", opgen_twin::kern::Pipe::MTE3, here);
     namespace k = opgen_twin::kern;
     k::check_count_bytes("DataCopy", calCount, sizeof(T));
     const k::Dma d{"DataCopy", sizeof(T), 1, uint64_t(calCount) * sizeof(T), 0, 0, false, 0, 0};
@@ -194,7 +209,9 @@ void DataCopy(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLocal, 
 }
 
 template <typename T>
-void DataCopy(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const uint32_t calCount) {
+void DataCopy(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const uint32_t calCount,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopy", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     k::check_count_bytes("DataCopy", calCount, sizeof(T));
     const k::Dma d{"DataCopy", sizeof(T), 1, uint64_t(calCount) * sizeof(T), 0, 0, false, 0, 0};
@@ -203,21 +220,27 @@ void DataCopy(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, co
 
 // ---- DataCopy: strided, blockLen and both strides in 32-byte blocks ----
 template <typename T>
-void DataCopy(const LocalTensor<T>& dstLocal, const GlobalTensor<T>& srcGlobal, const DataCopyParams& repeatParams) {
+void DataCopy(const LocalTensor<T>& dstLocal, const GlobalTensor<T>& srcGlobal, const DataCopyParams& repeatParams,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopy", opgen_twin::kern::Pipe::MTE2, here);
     namespace k = opgen_twin::kern;
     const k::Dma d = k::blocks_dma("DataCopy", sizeof(T), repeatParams, true);
     k::dma_in(d, srcGlobal.gm_view(), reinterpret_cast<const uint8_t*>(srcGlobal.GetPhyAddr()), dstLocal.ref_, nullptr);
 }
 
 template <typename T>
-void DataCopy(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLocal, const DataCopyParams& repeatParams) {
+void DataCopy(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLocal, const DataCopyParams& repeatParams,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopy", opgen_twin::kern::Pipe::MTE3, here);
     namespace k = opgen_twin::kern;
     const k::Dma d = k::blocks_dma("DataCopy", sizeof(T), repeatParams, false);
     k::dma_out(d, dstGlobal.gm_view(), reinterpret_cast<uint8_t*>(dstGlobal.GetPhyAddr(0)), srcLocal.ref_);
 }
 
 template <typename T>
-void DataCopy(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const DataCopyParams& repeatParams) {
+void DataCopy(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const DataCopyParams& repeatParams,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopy", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     k::Dma d = k::blocks_dma("DataCopy", sizeof(T), repeatParams, false);
     d.ub_gap = uint64_t(repeatParams.dstStride) * k::kBlock;
@@ -227,7 +250,9 @@ void DataCopy(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, co
 // ---- DataCopyPad: blockLen in bytes; GM-side stride in bytes, UB-side stride in 32-byte blocks ----
 template <typename T>
 void DataCopyPad(const LocalTensor<T>& dstLocal, const GlobalTensor<T>& srcGlobal,
-                 const DataCopyExtParams& dataCopyParams, const DataCopyPadExtParams<T>& padParams) {
+                 const DataCopyExtParams& dataCopyParams, const DataCopyPadExtParams<T>& padParams,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopyPad", opgen_twin::kern::Pipe::MTE2, here);
     namespace k = opgen_twin::kern;
     const char* api = "DataCopyPad";
     k::check_block_count(api, dataCopyParams.blockCount);
@@ -249,7 +274,9 @@ void DataCopyPad(const LocalTensor<T>& dstLocal, const GlobalTensor<T>& srcGloba
 
 template <typename T>
 void DataCopyPad(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLocal,
-                 const DataCopyExtParams& dataCopyParams) {
+                 const DataCopyExtParams& dataCopyParams,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopyPad", opgen_twin::kern::Pipe::MTE3, here);
     namespace k = opgen_twin::kern;
     const char* api = "DataCopyPad";
     k::check_block_count(api, dataCopyParams.blockCount);
@@ -270,7 +297,9 @@ void DataCopyPad(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLoca
 // element's bit pattern in its low bytes (assumption: the documentation does not say).
 template <typename T>
 void DataCopyPad(const LocalTensor<T>& dstLocal, const GlobalTensor<T>& srcGlobal,
-                 const DataCopyParams& dataCopyParams, const DataCopyPadParams& padParams) {
+                 const DataCopyParams& dataCopyParams, const DataCopyPadParams& padParams,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopyPad", opgen_twin::kern::Pipe::MTE2, here);
     T pad;
     std::memcpy(static_cast<void*>(&pad), &padParams.paddingValue, sizeof(T));
     const DataCopyExtParams ext(dataCopyParams.blockCount, dataCopyParams.blockLen, dataCopyParams.srcStride,
@@ -281,7 +310,9 @@ void DataCopyPad(const LocalTensor<T>& dstLocal, const GlobalTensor<T>& srcGloba
 
 template <typename T>
 void DataCopyPad(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLocal,
-                 const DataCopyParams& dataCopyParams) {
+                 const DataCopyParams& dataCopyParams,
+              opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call call("DataCopyPad", opgen_twin::kern::Pipe::MTE3, here);
     const DataCopyExtParams ext(dataCopyParams.blockCount, dataCopyParams.blockLen, dataCopyParams.srcStride,
                                 dataCopyParams.dstStride, 0);
     DataCopyPad(dstGlobal, srcLocal, ext);

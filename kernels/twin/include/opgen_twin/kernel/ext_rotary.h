@@ -48,7 +48,9 @@ namespace AscendC {
 
 template <typename T>
 void Gather(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const LocalTensor<uint32_t>& srcOffsetLocal,
-            const uint32_t srcBaseAddr, const uint32_t count) {
+            const uint32_t srcBaseAddr, const uint32_t count,
+            opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Gather", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "Gather";
     k::require_dtype<T>(api, "T", k::kGather);
@@ -150,6 +152,26 @@ inline uint64_t level0_extent(uint64_t repeats, uint64_t mask, uint8_t blk, uint
     return end;
 }
 
+// Tracks the bytes a level-0 operand really touches, block by block (the extent also spans the
+// gaps between blocks and repeats, which other instructions may own).
+template <typename T>
+inline void level0_track(const TensorRef& t, uint64_t repeats, uint64_t mask, uint8_t blk, uint8_t rep, bool write) {
+    constexpr uint64_t per_block = kBlock / sizeof(T);
+    for (uint64_t r = 0; r < repeats; ++r) {
+        uint64_t run_start = 0, run_end = 0;
+        for (uint64_t e = 0; e < mask; e += per_block) {
+            const uint64_t a = level0_offset<T>(r, e, blk, rep);
+            const uint64_t b = a + std::min<uint64_t>(per_block, mask - e) * sizeof(T);
+            if (run_end == run_start || a != run_end) {
+                if (run_end > run_start) track_ub(t.off + run_start, run_end - run_start, write);
+                run_start = a;
+            }
+            run_end = b;
+        }
+        if (run_end > run_start) track_ub(t.off + run_start, run_end - run_start, write);
+    }
+}
+
 template <typename T>
 inline void level0_overlap(const char* api, const char* role, const AscendC::LocalTensor<T>& dst, uint64_t dst_bytes,
                            uint8_t dst_blk, uint8_t dst_rep, const AscendC::LocalTensor<T>& src, uint64_t src_bytes,
@@ -170,7 +192,9 @@ namespace AscendC {
 
 template <typename T, bool isSetMask = true>
 void Mul(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& repeatParams) {
+         uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& repeatParams,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Mul", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "Mul";
     k::require_dtype<T>(api, "T", k::kArith);
@@ -190,9 +214,12 @@ void Mul(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const 
     const uint64_t dst_bytes = k::level0_extent<T>(rt, mask, p.dstBlkStride, p.dstRepStride);
     const uint64_t a_bytes = k::level0_extent<T>(rt, mask, p.src0BlkStride, p.src0RepStride);
     const uint64_t b_bytes = k::level0_extent<T>(rt, mask, p.src1BlkStride, p.src1RepStride);
-    uint8_t* d = k::ub_operand(api, "dst", dstLocal.ref_, dst_bytes);
-    const uint8_t* a = k::ub_operand(api, "src0", src0Local.ref_, a_bytes);
-    const uint8_t* b = k::ub_operand(api, "src1", src1Local.ref_, b_bytes);
+    uint8_t* d = k::ub_operand(api, "dst", dstLocal.ref_, dst_bytes, true, k::Extent::Exact, false);
+    const uint8_t* a = k::ub_operand(api, "src0", src0Local.ref_, a_bytes, true, k::Extent::Exact, false);
+    const uint8_t* b = k::ub_operand(api, "src1", src1Local.ref_, b_bytes, true, k::Extent::Exact, false);
+    k::level0_track<T>(src0Local.ref_, rt, mask, p.src0BlkStride, p.src0RepStride, false);
+    k::level0_track<T>(src1Local.ref_, rt, mask, p.src1BlkStride, p.src1RepStride, false);
+    k::level0_track<T>(dstLocal.ref_, rt, mask, p.dstBlkStride, p.dstRepStride, true);
     k::level0_overlap(api, "src0", dstLocal, dst_bytes, p.dstBlkStride, p.dstRepStride, src0Local, a_bytes,
                       p.src0BlkStride, p.src0RepStride);
     k::level0_overlap(api, "src1", dstLocal, dst_bytes, p.dstBlkStride, p.dstRepStride, src1Local, b_bytes,

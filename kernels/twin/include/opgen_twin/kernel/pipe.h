@@ -16,6 +16,17 @@ namespace detail {
 // A TQue at VECIN is fed from GM, one at VECOUT drains to GM; VECCALC stays inside UB.
 constexpr TPosition que_src(TPosition pos) { return pos == TPosition::VECIN ? TPosition::GM : pos; }
 constexpr TPosition que_dst(TPosition pos) { return pos == TPosition::VECOUT ? TPosition::GM : pos; }
+// The events a queue's EnQue/DeQue (fwd) and FreeTensor/AllocTensor (!fwd) use follow from its
+// positions exactly as CANN 8.1 computes them (impl/kernel_event.h GetQueEvt, with
+// interface/kernel_tpipe.h enQueEvt/freeBufEvt = GetQueEvt(GetPhyType(src), GetPhyType(dst), ...)):
+// GM->UB is MTE2_V / V_MTE2, UB->GM is V_MTE3 / MTE3_V, UB->UB is MTE2_MTE3 / MTE3_MTE2.
+// EnQue sets enQueEvt and DeQue waits for it; FreeTensor sets freeBufEvt and the next AllocTensor
+// of that buffer waits for it (impl/kernel_tquebind_impl.h). All vector positions are UB.
+constexpr HardEvent que_event(TPosition src, TPosition dst, bool fwd) {
+    if (src == TPosition::GM) return fwd ? HardEvent::MTE2_V : HardEvent::V_MTE2;
+    if (dst == TPosition::GM) return fwd ? HardEvent::V_MTE3 : HardEvent::MTE3_V;
+    return fwd ? HardEvent::MTE2_MTE3 : HardEvent::MTE3_MTE2;
+}
 }  // namespace detail
 
 template <TPosition src, TPosition dst, int32_t depth, auto mask = 0>
@@ -108,7 +119,9 @@ public:
     template <class T>
     bool InitBuffer(T& que, uint8_t num, uint32_t len) {
         static_assert(T::isTQue, "InitBuffer(que, num, len) takes a TQue; a TBuf takes InitBuffer(buf, len)");
-        opgen_twin::kern::que_init(que.twin_handle_, uint8_t(T::ubPosition), T::queDepth, num, len);
+        opgen_twin::kern::que_init(que.twin_handle_, uint8_t(T::ubPosition), T::queDepth, num, len,
+                                   uint8_t(detail::que_event(T::srcPosition, T::dstPosition, true)),
+                                   uint8_t(detail::que_event(T::srcPosition, T::dstPosition, false)));
         return true;
     }
     template <TPosition pos>

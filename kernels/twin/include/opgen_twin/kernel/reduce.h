@@ -42,6 +42,19 @@ inline void check_work(const char* api, const AscendC::LocalTensor<T>& work) {
     ub_operand(api, "sharedTmpBuffer", work.ref_, 0);
 }
 
+// dav_c220 ReduceSum (count form) and ReduceMax/ReduceMin finish alike: the vector part, then
+// SetFlag/WaitFlag<V_S>, a scalar store of the result into dst, then S_V and S_MTE3 set/wait
+// pairs (CANN 8.1 impl/dav_c220/kernel_operator_vec_reduce_impl.h: ReduceSumImpl l.152-178,
+// ReduceImplThirdStep l.560-640). So the result is written by S, and the kernel's own V_S before
+// a GetValue of it is redundant, while the next vector op and copy-out are already ordered.
+inline void scalar_result(const TensorRef& dst, uint64_t bytes) {
+    hidden_sync(uint8_t(AscendC::HardEvent::V_S));
+    call_on(Pipe::S);
+    track_ub(dst.off, bytes, true);
+    hidden_sync(uint8_t(AscendC::HardEvent::S_V));
+    hidden_sync(uint8_t(AscendC::HardEvent::S_MTE3));
+}
+
 template <typename T>
 inline bool better(T candidate, T best, bool want_max) {
     const long double c = exact_value(candidate);
@@ -58,7 +71,8 @@ inline void reduce_extreme(const char* api, const AscendC::LocalTensor<T>& dst, 
     check_count(api, count);
     const uint64_t n = uint64_t(count);
     const uint8_t* s = operand(api, "src", src, n);
-    uint8_t* d = operand(api, "dst", dst, cal_index ? 2 : 1);
+    // dav_c220 writes dst only with the scalar unit (scalar_result); the vector steps use work.
+    uint8_t* d = ub_operand(api, "dst", dst.ref_, (cal_index ? 2 : 1) * sizeof(T), true, Extent::Exact, false);
     check_work(api, work);
     if (n == 0) return;
     T best = load<T>(s);
@@ -83,6 +97,7 @@ inline void reduce_extreme(const char* api, const AscendC::LocalTensor<T>& dst, 
         }
     }
     count_vector(api, n);
+    scalar_result(dst.ref_, (cal_index ? 2 : 1) * sizeof(T));
 }
 
 }  // namespace kern
@@ -93,7 +108,9 @@ namespace AscendC {
 // The total lands in dst[0]; dst may alias src or the (unread on A2) work tensor.
 template <typename T, bool isSetMask = true>
 void ReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const LocalTensor<T>& workLocal,
-               const int32_t count) {
+               const int32_t count,
+               opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("ReduceSum", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "ReduceSum";
     k::require_dtype<T>(api, "T", k::kFloats);
@@ -114,17 +131,22 @@ void ReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, c
     }
     k::store<T>(d, total);
     k::count_vector(api, n);
+    k::scalar_result(dstLocal.ref_, sizeof(T));
 }
 
 template <typename T>
 void ReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const LocalTensor<T>& workLocal,
-               const int32_t count, bool calIndex = 0) {
+               const int32_t count, bool calIndex = 0,
+               opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("ReduceMax", opgen_twin::kern::Pipe::V, here);
     opgen_twin::kern::reduce_extreme("ReduceMax", dstLocal, srcLocal, workLocal, count, calIndex, true);
 }
 
 template <typename T>
 void ReduceMin(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const LocalTensor<T>& workLocal,
-               const int32_t count, bool calIndex = 0) {
+               const int32_t count, bool calIndex = 0,
+               opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("ReduceMin", opgen_twin::kern::Pipe::V, here);
     opgen_twin::kern::reduce_extreme("ReduceMin", dstLocal, srcLocal, workLocal, count, calIndex, false);
 }
 
@@ -133,7 +155,9 @@ void ReduceMin(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, c
 template <typename T, bool isSetMask = true>
 void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t mask,
                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,
-                    const int32_t srcRepStride) {
+                    const int32_t srcRepStride,
+                    opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("WholeReduceSum", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "WholeReduceSum";
     k::require_dtype<T>(api, "T", k::kFloats);

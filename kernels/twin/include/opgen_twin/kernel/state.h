@@ -30,12 +30,54 @@ struct Handle {
     uint32_t epoch = 0;
 };
 
+// ---- pipes and the happens-before checker (runtime.cpp, "pipes") ----
+// The pipes of an AI Core that touch UB or GM. The vector core (dav_c220 AIV) has S, V, MTE2 and
+// MTE3; the cube pipes are reserved so an AIC model can tag its accesses the same way.
+enum class Pipe : uint8_t { S, V, MTE2, MTE3, MTE1, M, FIX };
+constexpr int kPipes = 7;
+
+// The kernel source location of an API call. Every public API takes `Here here = {}` as its last
+// parameter: __builtin_FILE/__builtin_LINE in a default argument are evaluated at the call site,
+// so a race report names the generated kernel's line, not the twin header's.
+struct Here {
+    const char* file;
+    uint32_t line;
+    Here(const char* f = __builtin_FILE(), uint32_t l = __builtin_LINE()) : file(f), line(l) {}
+};
+
+// One API call the kernel makes is one instruction on `pipe` (a new logical time on that pipe):
+// every UB/GM access the API performs until the Call ends is tagged with that pipe, time and
+// location. Calls nest (an API implemented by another one); only the outermost counts, so the
+// kernel's call site is the one reported.
+class Call {
+public:
+    Call(const char* api, Pipe pipe, const Here& here);
+    ~Call();
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+private:
+    bool outer_;
+};
+// The running API continues as a new instruction on `pipe` (dav_c220 ReduceSum/ReduceMax finish
+// with a scalar store of the result).
+void call_on(Pipe pipe);
+// A SetFlag/WaitFlag pair an API performs internally on dav_c220 (counted as a hidden wait).
+void hidden_sync(uint8_t evt);
+// Records an access of the running API to UB bytes [off, off + bytes) (explicit row tracking).
+void track_ub(uint64_t off, uint64_t bytes, bool write);
+// Records an access to GM [addr, addr + bytes) (must lie in a registered buffer).
+void track_gm(const void* addr, uint64_t bytes, bool write);
+// The dav_c220 API scratch at TMP_UB_OFFSET (184 KiB): APIs that write it clobber UB there.
+void api_scratch(const char* api, uint64_t bytes);
+
 // ---- TPipe / TQue / TBuf ----
 void pipe_open(const void* pipe);
 void pipe_close(const void* pipe);
 void* pipe_current();
 void pipe_reset(const void* pipe);
-void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len);
+// enq_evt / free_evt: the HardEvents CANN's queue sets on EnQue and FreeTensor (GetQueEvt).
+void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len, uint8_t enq_evt, uint8_t free_evt);
 void tbuf_init(Handle& buf, uint8_t pos, uint32_t len);
 TensorRef que_alloc(const Handle& que);
 void que_enque(const Handle& que, const TensorRef& t);
@@ -51,15 +93,17 @@ enum class Extent : uint8_t {
 };
 uint8_t* ub_base();
 std::string tensor_desc(const TensorRef& t);
-// Checks that a UB operand is live, 32-byte aligned when asked, and covers `bytes`.
+// Checks that a UB operand is live, 32-byte aligned when asked, and covers `bytes`. With `track`
+// the access is recorded for the running API: a role starting with "dst" is a write, any other a
+// read (the DMA copies track their rows themselves).
 uint8_t* ub_operand(const char* api, const char* role, const TensorRef& t, uint64_t bytes, bool aligned = true,
-                    Extent extent = Extent::Exact);
+                    Extent extent = Extent::Exact, bool track = true);
 // Fails unless the two byte ranges are disjoint or (when allowed) identical.
 void check_overlap(const char* api, const char* role_a, const TensorRef& a, uint64_t bytes_a, const char* role_b,
                    const TensorRef& b, uint64_t bytes_b, bool identical_ok);
 void check_count(const char* api, int64_t count);
-// Scalar access to element `index` of a view (bounds and liveness checked, counted).
-uint8_t* ub_element(const char* api, const TensorRef& t, uint64_t index, uint32_t elem_size);
+// Scalar access to element `index` of a view (bounds and liveness checked, counted, tracked).
+uint8_t* ub_element(const char* api, const TensorRef& t, uint64_t index, uint32_t elem_size, bool write);
 // SetSize may shrink a view or grow it up to the end of its buffer, never past it.
 void check_resize(const char* api, const TensorRef& t, uint64_t bytes);
 int32_t buffer_position(const TensorRef& t);

@@ -29,16 +29,19 @@ public:
     const __gm__ PrimType* GetPhyAddr() const { return addr_; }
     __gm__ PrimType* GetPhyAddr(const uint64_t offset) const { return addr_ + offset; }
 
-    PrimType GetValue(const uint64_t offset) const {
+    PrimType GetValue(const uint64_t offset, opgen_twin::kern::Here here = {}) const {
+        const opgen_twin::kern::Call call("GlobalTensor::GetValue", opgen_twin::kern::Pipe::S, here);
         uint8_t* p = element("GlobalTensor::GetValue", offset, false);
         return opgen_twin::kern::load<PrimType>(p);
     }
-    void SetValue(const uint64_t offset, PrimType value) {
+    void SetValue(const uint64_t offset, PrimType value, opgen_twin::kern::Here here = {}) {
+        const opgen_twin::kern::Call call("GlobalTensor::SetValue", opgen_twin::kern::Pipe::S, here);
         uint8_t* p = element("GlobalTensor::SetValue", offset, true);
         opgen_twin::kern::store<PrimType>(p, value);
     }
-    // The reference escapes the checks after the index check, as on the NPU.
-    __gm__ PrimType& operator()(const uint64_t offset) const {
+    // The reference escapes the checks after the index check, as on the NPU (tracked as a write).
+    __gm__ PrimType& operator()(const uint64_t offset, opgen_twin::kern::Here here = {}) const {
+        const opgen_twin::kern::Call call("GlobalTensor::operator()", opgen_twin::kern::Pipe::S, here);
         return *reinterpret_cast<PrimType*>(element("GlobalTensor::operator()", offset, true));
     }
 
@@ -63,6 +66,7 @@ private:
         const char* name = opgen_twin::kern::gm_operand(api, "element", gm_view(), addr_ + offset, sizeof(PrimType),
                                                         "index out of bounds");
         opgen_twin::kern::count_scalar_gm(name, sizeof(PrimType), write);
+        opgen_twin::kern::track_gm(addr_ + offset, sizeof(PrimType), write);
         return reinterpret_cast<uint8_t*>(addr_ + offset);
     }
 };
@@ -77,19 +81,25 @@ public:
     PrimType* GetPhyAddr() const { return reinterpret_cast<PrimType*>(opgen_twin::kern::ub_base() + ref_.off); }
     PrimType* GetPhyAddr(const uint32_t offset) const { return GetPhyAddr() + offset; }
 
-    PrimType GetValue(const uint32_t index) const {
+    // Scalar accesses run on the scalar pipe (S).
+    PrimType GetValue(const uint32_t index, opgen_twin::kern::Here here = {}) const {
+        const opgen_twin::kern::Call call("LocalTensor::GetValue", opgen_twin::kern::Pipe::S, here);
         return opgen_twin::kern::load<PrimType>(
-            opgen_twin::kern::ub_element("LocalTensor::GetValue", ref_, index, sizeof(PrimType)));
+            opgen_twin::kern::ub_element("LocalTensor::GetValue", ref_, index, sizeof(PrimType), false));
     }
     template <typename T1>
-    void SetValue(const uint32_t index, const T1 value) const {
+    void SetValue(const uint32_t index, const T1 value, opgen_twin::kern::Here here = {}) const {
+        const opgen_twin::kern::Call call("LocalTensor::SetValue", opgen_twin::kern::Pipe::S, here);
         opgen_twin::kern::store<PrimType>(
-            opgen_twin::kern::ub_element("LocalTensor::SetValue", ref_, index, sizeof(PrimType)),
+            opgen_twin::kern::ub_element("LocalTensor::SetValue", ref_, index, sizeof(PrimType), true),
             static_cast<PrimType>(value));
     }
-    PrimType& operator()(const uint32_t index) const {
+    // The reference may be read or written: it is tracked as a write, which conflicts with every
+    // unordered access of another pipe.
+    PrimType& operator()(const uint32_t index, opgen_twin::kern::Here here = {}) const {
+        const opgen_twin::kern::Call call("LocalTensor::operator()", opgen_twin::kern::Pipe::S, here);
         return *reinterpret_cast<PrimType*>(
-            opgen_twin::kern::ub_element("LocalTensor::operator()", ref_, index, sizeof(PrimType)));
+            opgen_twin::kern::ub_element("LocalTensor::operator()", ref_, index, sizeof(PrimType), true));
     }
 
     // A view starting `offset` elements in; CANN's CPU debug mode also requires offset < size.

@@ -51,116 +51,158 @@ struct AbsOp {
 // ---- binary ----
 template <typename T>
 void Add(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         const int32_t& calCount) {
+         const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Add", opgen_twin::kern::Pipe::V, here);
     detail::k::binary("Add", detail::k::kArith, dstLocal, src0Local, src1Local, calCount, detail::AddOp{});
 }
 template <typename T>
 void Sub(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         const int32_t& calCount) {
+         const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Sub", opgen_twin::kern::Pipe::V, here);
     detail::k::binary("Sub", detail::k::kArith, dstLocal, src0Local, src1Local, calCount, detail::SubOp{});
 }
 template <typename T>
 void Mul(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         const int32_t& calCount) {
+         const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Mul", opgen_twin::kern::Pipe::V, here);
     detail::k::binary("Mul", detail::k::kArith, dstLocal, src0Local, src1Local, calCount, detail::MulOp{});
 }
 template <typename T>
 void Div(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         const int32_t& calCount) {
+         const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Div", opgen_twin::kern::Pipe::V, here);
     detail::k::binary("Div", detail::k::kFloats, dstLocal, src0Local, src1Local, calCount, detail::DivOp{});
 }
 template <typename T>
 void Max(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         const int32_t& calCount) {
+         const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Max", opgen_twin::kern::Pipe::V, here);
     detail::k::binary("Max", detail::k::kArith, dstLocal, src0Local, src1Local, calCount, detail::k::MaxOp{});
 }
 template <typename T>
 void Min(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         const int32_t& calCount) {
+         const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Min", opgen_twin::kern::Pipe::V, here);
     detail::k::binary("Min", detail::k::kArith, dstLocal, src0Local, src1Local, calCount, detail::k::MinOp{});
 }
 template <typename T>
 void And(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         const int32_t& calCount) {
+         const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("And", opgen_twin::kern::Pipe::V, here);
     detail::k::binary("And", detail::k::kBitwise, dstLocal, src0Local, src1Local, calCount, detail::AndOp{});
 }
 template <typename T>
 void Or(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-        const int32_t& calCount) {
+        const int32_t& calCount,
+        opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Or", opgen_twin::kern::Pipe::V, here);
     detail::k::binary("Or", detail::k::kBitwise, dstLocal, src0Local, src1Local, calCount, detail::OrOp{});
 }
 
 // ---- tensor op scalar ----
 template <typename T, bool isSetMask = true>
 void Adds(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const T& scalarValue,
-          const int32_t& calCount) {
+          const int32_t& calCount,
+          opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Adds", opgen_twin::kern::Pipe::V, here);
     detail::k::with_scalar("Adds", detail::k::kArith, dstLocal, srcLocal, scalarValue, calCount, detail::AddOp{});
 }
 template <typename T, bool isSetMask = true>
 void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const T& scalarValue,
-          const int32_t& calCount) {
+          const int32_t& calCount,
+          opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Muls", opgen_twin::kern::Pipe::V, here);
     detail::k::with_scalar("Muls", detail::k::kArith, dstLocal, srcLocal, scalarValue, calCount, detail::MulOp{});
 }
 template <typename T, bool isSetMask = true>
 void Maxs(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const T& scalarValue,
-          const int32_t& calCount) {
+          const int32_t& calCount,
+          opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Maxs", opgen_twin::kern::Pipe::V, here);
     detail::k::with_scalar("Maxs", detail::k::kArith, dstLocal, srcLocal, scalarValue, calCount, detail::k::MaxOp{});
 }
 template <typename T, bool isSetMask = true>
 void Mins(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const T& scalarValue,
-          const int32_t& calCount) {
+          const int32_t& calCount,
+          opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Mins", opgen_twin::kern::Pipe::V, here);
     detail::k::with_scalar("Mins", detail::k::kArith, dstLocal, srcLocal, scalarValue, calCount, detail::k::MinOp{});
 }
 
 // ---- unary: float uses the single-precision libm function, half the double one ----
 template <typename T>
-void Exp(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
+void Exp(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Exp", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
         "Exp", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return expf(x); },
         [](double x) { return std::exp(x); });
 }
 template <typename T>
-void Ln(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
+void Ln(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount,
+        opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Ln", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
         "Ln", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return logf(x); },
         [](double x) { return std::log(x); });
 }
 template <typename T>
-void Sqrt(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
+void Sqrt(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount,
+          opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Sqrt", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
         "Sqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return sqrtf(x); },
         [](double x) { return std::sqrt(x); });
 }
 // Rsqrt is modelled as 1/sqrt: two correctly rounded steps in the element type's arithmetic.
 template <typename T>
-void Rsqrt(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
+void Rsqrt(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount,
+           opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Rsqrt", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
         "Rsqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return 1.0f / sqrtf(x); },
         [](double x) { return 1.0 / std::sqrt(x); });
 }
 template <typename T>
-void Reciprocal(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
+void Reciprocal(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount,
+                opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Reciprocal", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
         "Reciprocal", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return 1.0f / x; },
         [](double x) { return 1.0 / x; });
 }
 template <typename T>
-void Abs(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
+void Abs(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Abs", opgen_twin::kern::Pipe::V, here);
     detail::k::unary("Abs", detail::k::kFloats, dstLocal, srcLocal, calCount, detail::AbsOp{}, detail::AbsOp{});
 }
 template <typename T>
-void Relu(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
+void Relu(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount,
+          opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Relu", opgen_twin::kern::Pipe::V, here);
     detail::k::unary("Relu", detail::k::kRelu, dstLocal, srcLocal, calCount, detail::ReluOp{}, detail::ReluOp{});
 }
 template <typename T>
-void Not(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
+void Not(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Not", opgen_twin::kern::Pipe::V, here);
     auto bit_not = [](auto x) { return ~x; };
     detail::k::unary("Not", detail::k::kBitwise, dstLocal, srcLocal, calCount, bit_not, bit_not);
 }
 
 // ---- fill ----
 template <typename T>
-void Duplicate(const LocalTensor<T>& dstLocal, const T& scalarValue, const int32_t& calCount) {
+void Duplicate(const LocalTensor<T>& dstLocal, const T& scalarValue, const int32_t& calCount,
+               opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Duplicate", opgen_twin::kern::Pipe::V, here);
     namespace k = detail::k;
     k::require_dtype<T>("Duplicate", "T", k::kDuplicate);
     k::check_count("Duplicate", calCount);

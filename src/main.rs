@@ -149,9 +149,16 @@ enum Command {
         /// Runner processes at once.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
-        /// Exit 1 when a target of the report is missed.
+        /// Exit 1 when a target of the report is missed (and not listed in --known-misses).
         #[arg(long)]
         check: bool,
+        /// Misses accepted with their reason, one `op dtype shape target | reason` per line;
+        /// with --check, an unlisted miss fails, and so does a listed one that is now met.
+        #[arg(long)]
+        known_misses: Option<PathBuf>,
+        /// Skip cases whose largest input has more elements (each skipped case is listed).
+        #[arg(long)]
+        max_elements: Option<u64>,
     },
     /// Find the CANN toolkit and say what is missing.
     Doctor {
@@ -196,19 +203,31 @@ fn main() {
         Command::Plan { op, specs, dtype, shapes, attrs, soc } => {
             app::plan::plan(&PlanOptions { specs, op, dtype, shapes, attrs, soc })
         }
-        Command::Report { specs, ops, dtypes, soc, shapes, json, svg, jobs, check } => {
-            app::report::report(&app::report::ReportOptions {
-                specs,
-                ops,
-                dtypes,
-                soc,
-                shapes,
-                json,
-                svg,
-                jobs,
-                check,
-            })
-        }
+        Command::Report {
+            specs,
+            ops,
+            dtypes,
+            soc,
+            shapes,
+            json,
+            svg,
+            jobs,
+            check,
+            known_misses,
+            max_elements,
+        } => app::report::report(&app::report::ReportOptions {
+            specs,
+            ops,
+            dtypes,
+            soc,
+            shapes,
+            json,
+            svg,
+            jobs,
+            check,
+            known_misses,
+            max_elements,
+        }),
         Command::Doctor { cann } => {
             println!("{}", ascend_opgen::toolchain::doctor_report(cann.as_deref()));
             Ok(())

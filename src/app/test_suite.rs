@@ -48,6 +48,10 @@ fn steps() -> Vec<Step> {
     // exists for. The quick-sweep shapes add ~10 minutes on 2 cores and are left to `opgen report`.
     steps.push(Step {
         name: "opgen report --check --shapes model",
+        // The model shapes up to 2^24 elements per input (the norms, rotary, KV layouts at
+        // Qwen2-7B; the 4096x18944 MLP activations take minutes each on the twin and are the
+        // long run's), gated against tests/report-known-misses.txt: an unlisted miss fails, and
+        // so does a listed miss that is now met.
         cmd: Cmd::new(&cargo)
             .args([
                 "run",
@@ -60,6 +64,10 @@ fn steps() -> Vec<Step> {
                 "--check",
                 "--shapes",
                 "model",
+                "--max-elements",
+                "16777216",
+                "--known-misses",
+                "tests/report-known-misses.txt",
             ])
             .cwd(root),
         kind: Kind::Single,

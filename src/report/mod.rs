@@ -63,6 +63,11 @@ impl ReportCase {
         }
     }
 
+    /// Elements of the case's largest input (what a run on the twin costs).
+    pub fn largest_input(&self) -> u64 {
+        self.shapes.iter().map(|(_, s)| shape_numel(s) as u64).max().unwrap_or(0)
+    }
+
     pub fn is_model(&self) -> bool {
         self.origin != "sweep"
     }
@@ -540,7 +545,7 @@ fn us(v: f64) -> String {
     }
 }
 
-fn shape_text(row: &Row) -> String {
+pub(crate) fn shape_text(row: &Row) -> String {
     let first =
         row.shapes.first().map(|(_, s)| s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"));
     let first = first.unwrap_or_default();
@@ -549,6 +554,27 @@ fn shape_text(row: &Row) -> String {
     } else {
         format!("{first} ({})", row.origin)
     }
+}
+
+/// The identity of one check of one row, as the known-misses list names it:
+/// `op dtype shape target` (`rms_norm f16 4096x3584 (Qwen2-7B) bytes/min`).
+pub fn check_key(row: &Row, check: &Check) -> String {
+    format!("{} {} {} {}", row.op, row.dtype.short_name(), shape_text(row), check.target)
+}
+
+/// A missed target accepted with its reason: the check's [`check_key`] and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownMiss {
+    pub key: String,
+    pub reason: String,
+}
+
+/// How many of the rows' missed checks the list accepts.
+pub fn accepted_misses(rows: &[Row], accepted: &[KnownMiss]) -> usize {
+    rows.iter()
+        .flat_map(|r| r.checks.iter().map(move |c| (r, c)))
+        .filter(|(r, c)| c.met == Some(false) && accepted.iter().any(|k| k.key == check_key(r, c)))
+        .count()
 }
 
 /// The two tables: the fused kernel's counters and model, then fused vs eager.

@@ -68,7 +68,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(b.program, p, "analyse_body lowers differently from the stages");
             assert!(!b.program.calls.is_empty(), "a lowered body without a vector call");
             assert!(
-                b.program.calls.last().is_some_and(|c| c.call.contains("(res, ")),
+                b.program.calls.last().is_some_and(|c| c.call.contains("(res0, ")),
                 "the last call must write res"
             );
         }

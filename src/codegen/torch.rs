@@ -241,8 +241,8 @@ fn rotary_rule(spec: &OpSpec) -> Result<ShapeRule, String> {
     }
 }
 
-/// elementwise: every input has the first input's shape (no broadcasting); the one output is
-/// shaped like it.
+/// elementwise: every input has the first input's shape (no broadcasting); every output (one
+/// for a forward op, one per forward input for a generated backward op) is shaped like it.
 fn elementwise_rule(spec: &OpSpec) -> Result<ShapeRule, String> {
     let first = spec.inputs.first().ok_or("elementwise needs at least one input")?;
     Ok(ShapeRule {
@@ -250,7 +250,7 @@ fn elementwise_rule(spec: &OpSpec) -> Result<ShapeRule, String> {
             .iter()
             .map(|t| ShapeCheck::SameShape { tensor: t.name.clone(), like: first.name.clone() })
             .collect(),
-        outputs: vec![OutputShape::Like { of: first.name.clone() }],
+        outputs: spec.outputs.iter().map(|_| OutputShape::Like { of: first.name.clone() }).collect(),
     })
 }
 

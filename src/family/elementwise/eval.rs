@@ -19,7 +19,35 @@ pub fn apply(f: Func, v: f64) -> f64 {
         Func::Erf => activation::erf(v),
         Func::Erfc => activation::erfc(v),
         Func::Sigmoid => activation::sigmoid(v),
+        Func::Softplus => softplus(v),
+        Func::Log1p => v.ln_1p(),
+        Func::Expm1 => v.exp_m1(),
+        Func::Sign => {
+            if v > 0.0 {
+                1.0
+            } else if v < 0.0 {
+                -1.0
+            } else {
+                v
+            }
+        }
+        Func::Step => {
+            if v > 0.0 {
+                1.0
+            } else {
+                0.0
+            }
+        }
     }
+}
+
+/// log(1 + e^v) = max(v, 0) + log1p(e^-|v|): no overflow for large v, no cancellation for
+/// v ≪ 0 (where it is e^v).
+pub fn softplus(v: f64) -> f64 {
+    if v.is_nan() {
+        return v;
+    }
+    v.max(0.0) + (-v.abs()).exp().ln_1p()
 }
 
 /// min/max with NaN propagation (the vector Min/Max of the twin propagate NaN too).

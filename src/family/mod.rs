@@ -116,6 +116,21 @@ pub fn alternates(
     }
 }
 
+/// For a failed output at element `flat`: where the computation loses its precision, when the
+/// family can tell (elementwise: the subexpression, from f64 vs float32 emulation).
+pub fn diagnose(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+    output: &str,
+    flat: usize,
+) -> Option<String> {
+    match spec.family {
+        Family::Elementwise => elementwise::diagnose(spec, inputs, attrs, output, flat),
+        _ => None,
+    }
+}
+
 /// A case's inputs and attrs, by name.
 pub type CaseData = (Vec<(String, HostTensor)>, Vec<(String, AttrValue)>);
 

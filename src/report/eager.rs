@@ -357,6 +357,7 @@ mod tests {
             attrs: Vec::new(),
             targets: Vec::new(),
             params: FamilyParams::RowNorm(RowNormParams { fused_residual_add: false }),
+            backward: crate::spec::Backward::NotGenerated,
             source: Default::default(),
         }
     }

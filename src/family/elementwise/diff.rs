@@ -95,7 +95,7 @@ pub fn div(a: Node, b: Node) -> Node {
 /// Rebuilds a tree through the simplifying constructors (bottom up).
 pub fn simplify(n: Node) -> Node {
     match n {
-        Node::Input(_) | Node::Attr(_) | Node::Const(_) => n,
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) => n,
         Node::Neg(a) => neg(simplify(*a)),
         Node::Bin(op, a, b) => {
             let (a, b) = (simplify(*a), simplify(*b));
@@ -180,6 +180,7 @@ pub fn derivative(n: &Node, wrt: usize) -> Node {
             }
             mul(func_derivative(*f, a), da)
         }
+        Node::Patched(p) => d(&p.base),
         Node::Powi(a, k) => {
             let da = d(a);
             if is_zero(&da) || *k == 0 {
@@ -203,16 +204,23 @@ pub fn shift_inputs(n: &Node, by: usize) -> Node {
         Node::Max(a, b) => Node::Max(s(a), s(b)),
         Node::Call(f, a) => Node::Call(*f, s(a)),
         Node::Powi(a, k) => Node::Powi(s(a), *k),
+        Node::Patched(p) => Node::Patched(Box::new(super::roots::Patch {
+            base: shift_inputs(&p.base, by),
+            input: p.input + by,
+            windows: p.windows.clone(),
+        })),
     }
 }
 
 /// The backward op's outputs for a canonical forward body over `n_inputs` inputs: output i is
-/// dy · ∂body/∂x_i in the backward op's scope (input 0 is dy, input i + 1 is x_i), canonical.
+/// dy · ∂body/∂x_i in the backward op's scope (input 0 is dy, input i + 1 is x_i), canonical,
+/// with its cancelling one-input sums patched near their roots (`roots.rs`).
 pub fn gradients(body: &Node, n_inputs: usize) -> Vec<Node> {
     (0..n_inputs)
         .map(|i| {
             let partial = simplify(derivative(body, i));
-            canonical(simplify(mul(Node::Input(0), shift_inputs(&partial, 1))))
+            let g = canonical(simplify(mul(Node::Input(0), shift_inputs(&partial, 1))));
+            super::roots::patch(g, n_inputs + 1)
         })
         .collect()
 }

@@ -415,6 +415,9 @@ pub enum Node {
     Max(Box<Node>, Box<Node>),
     Call(Func, Box<Node>),
     Powi(Box<Node>, i32),
+    /// A sum evaluated by a root-local series near its roots (backward ops only; the value is
+    /// the base sum's, see `roots.rs`).
+    Patched(Box<super::roots::Patch>),
 }
 
 /// What names mean in one op's body.
@@ -565,6 +568,7 @@ impl Node {
             Node::Attr(_) | Node::Const(_) => true,
             Node::Neg(a) | Node::Call(_, a) | Node::Powi(a, _) => a.is_scalar(),
             Node::Bin(_, a, b) | Node::Min(a, b) | Node::Max(a, b) => a.is_scalar() && b.is_scalar(),
+            Node::Patched(p) => p.base.is_scalar(),
         }
     }
 
@@ -582,6 +586,7 @@ impl Node {
                 a.inputs_used(used);
                 b.inputs_used(used);
             }
+            Node::Patched(p) => p.base.inputs_used(used),
         }
     }
 
@@ -599,6 +604,7 @@ impl Node {
                 a.attrs_used(used);
                 b.attrs_used(used);
             }
+            Node::Patched(p) => p.base.attrs_used(used),
         }
     }
 }
@@ -630,7 +636,7 @@ pub fn canonical(node: Node) -> Node {
 
 fn fold(node: Node) -> Node {
     let folded = match node {
-        Node::Input(_) | Node::Attr(_) | Node::Const(_) => return node,
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) => return node,
         Node::Neg(a) => Node::Neg(Box::new(fold(*a))),
         Node::Bin(op, a, b) => Node::Bin(op, Box::new(fold(*a)), Box::new(fold(*b))),
         Node::Min(a, b) => Node::Min(Box::new(fold(*a)), Box::new(fold(*b))),
@@ -716,7 +722,7 @@ fn expm1_form(op: BinOp, a: &Node, b: &Node) -> Option<Node> {
 
 fn rewrite(node: Node) -> Node {
     let node = match node {
-        Node::Input(_) | Node::Attr(_) | Node::Const(_) => return node,
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) => return node,
         Node::Neg(a) => return neg(rewrite(*a)),
         Node::Bin(op, a, b) => Node::Bin(op, Box::new(rewrite(*a)), Box::new(rewrite(*b))),
         Node::Min(a, b) => Node::Min(Box::new(rewrite(*a)), Box::new(rewrite(*b))),

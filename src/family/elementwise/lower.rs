@@ -250,6 +250,7 @@ fn need(n: &Node) -> usize {
             _ => 1,
         }),
         Node::Powi(a, _) => need(a).max(2),
+        Node::Patched(p) => need(&p.base).max(4),
         Node::Bin(_, a, b) | Node::Min(a, b) | Node::Max(a, b) => {
             let (x, y) = (need(a), need(b));
             if x == y {
@@ -296,6 +297,10 @@ pub fn show(n: &Node, inputs: &[String], attrs: &[String]) -> String {
         Node::Max(a, b) => format!("max({}, {})", s(a), s(b)),
         Node::Call(f, a) => format!("{}({})", f.name(), s(a)),
         Node::Powi(a, k) => format!("pow({}, {k})", s(a)),
+        Node::Patched(p) => {
+            let roots: Vec<String> = p.windows.iter().map(|w| format!("{}", (w.hi + w.lo) as f32)).collect();
+            format!("[{}; series near {} = {}]", s(&p.base), s(&Node::Input(p.input)), roots.join(", "))
+        }
     }
 }
 
@@ -442,6 +447,23 @@ impl Builder {
         self.select(m, small, large, "expm1(u)")
     }
 
+    /// A sum near its roots: Select(|t| < r, t·G(t/r), sum) per window (`roots.rs`).
+    fn patched(&mut self, base: V, x: V, windows: &[super::roots::Window]) -> V {
+        let mut out = base;
+        for w in windows {
+            let root = (w.hi + w.lo) as f32;
+            let t = self.with_scalar("Adds", x, lit(-w.hi), format!("series near the root {root}: x - x0_hi (exact)"));
+            let t = self.with_scalar("Adds", t, lit(-w.lo), "t = (x - x0_hi) - x0_lo");
+            let a = self.unary("Abs", t, "|t|");
+            let m = self.cmp(a, "LT", lit(super::roots::RADIUS), format!("|t| < {}", super::roots::RADIUS));
+            let u = self.with_scalar("Muls", t, lit(1.0 / super::roots::RADIUS), "u = t / r (exact)");
+            let g = self.horner(u, &w.coeffs, "G(u), the sum / t near the root");
+            let p = self.binary("Mul", g, t, "t * G(u)");
+            out = self.select(m, p, out, format!("the sum, by its series within {} of {root}", super::roots::RADIUS));
+        }
+        out
+    }
+
     fn step(&mut self, z: V) -> V {
         let one = self.emit(Inst::Dup(lit(1.0)), "1");
         let zero = self.emit(Inst::Dup(lit(0.0)), "0");
@@ -521,6 +543,10 @@ impl Builder {
                 Operand::Vector(v) => Operand::Vector(self.powi(v, *k, &note)),
             },
             Node::Bin(op, a, b) => self.binop(*op, a, b, note, attrs)?,
+            Node::Patched(p) => match self.lower(&p.base, attrs)? {
+                Operand::Scalar(s) => Operand::Scalar(s),
+                Operand::Vector(base) => Operand::Vector(self.patched(base, V(p.input), &p.windows)),
+            },
             Node::Min(a, b) | Node::Max(a, b) => {
                 let is_min = matches!(n, Node::Min(..));
                 let (x, y) = self.pair(a, b, attrs)?;

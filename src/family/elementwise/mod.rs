@@ -14,6 +14,7 @@ pub mod diff;
 pub mod eval;
 pub mod expr;
 pub mod lower;
+pub mod roots;
 
 use super::FLOATS;
 use crate::dtype::DType;
@@ -618,4 +619,34 @@ fn catalogue_grad_reference(name: &str) -> Option<GradReference> {
         "swiglu_grad" => GradReference::Swiglu,
         _ => return None,
     })
+}
+
+/// When an output fails at element `flat`, the subexpression whose float32 evaluation loses
+/// the precision there (see [`eval::precision_loss`]), as a sentence for the failure message.
+pub fn diagnose(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+    output: &str,
+    flat: usize,
+) -> Option<String> {
+    let body = analyse(spec).ok()?;
+    let k = spec.outputs.iter().position(|t| t.name == output)?;
+    let point: Vec<f64> = inputs.iter().map(|(_, t)| t.to_f64().get(flat).copied()).collect::<Option<_>>()?;
+    let attr_values: Vec<f64> = spec
+        .attrs
+        .iter()
+        .map(|a| attrs.iter().find(|(n, _)| n == &a.name).and_then(|(_, v)| v.as_f64()))
+        .collect::<Option<_>>()?;
+    let loss = eval::precision_loss(&body.outputs[k], &point, &attr_values)?;
+    let at: Vec<String> = body.inputs.iter().zip(&point).map(|(n, v)| format!("{n} = {v:e}")).collect();
+    Some(format!(
+        "float32 loses the precision in `{}` at {}: {:e} in float32 emulation vs {:e} in f64 (relative error {:.1e}, its operands within {:.1e}); rewrite that subexpression (softplus, log1p, expm1 keep their accuracy)",
+        lower::show(&loss.node, &body.inputs, &body.attrs),
+        at.join(", "),
+        loss.float32,
+        loss.exact,
+        loss.rel_err,
+        loss.operand_rel_err
+    ))
 }

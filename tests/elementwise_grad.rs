@@ -48,9 +48,10 @@ fn sig(z: f64) -> f64 {
 #[test]
 fn each_rule_against_finite_differences_of_the_forward_written_here() {
     type F = fn(&[f64]) -> f64;
+    type Case<'a> = (&'a str, F, Vec<&'a str>, Vec<Vec<f64>>);
     // (body, the same function in Rust, input names, points): the points avoid the kinks of
     // abs/min/max.
-    let cases: Vec<(&str, F, Vec<&str>, Vec<Vec<f64>>)> = vec![
+    let cases: Vec<Case> = vec![
         ("exp(x)", |v| v[0].exp(), vec!["x"], vec![vec![-2.0], vec![0.3], vec![3.0]]),
         ("log(x)", |v| v[0].ln(), vec!["x"], vec![vec![0.2], vec![5.0]]),
         ("sqrt(x)", |v| v[0].sqrt(), vec!["x"], vec![vec![0.3], vec![7.0]]),
@@ -65,13 +66,43 @@ fn each_rule_against_finite_differences_of_the_forward_written_here() {
         ("expm1(x)", |v| v[0].exp_m1(), vec!["x"], vec![vec![-0.2], vec![1.5]]),
         ("pow(x, 3) - pow(x, -2)", |v| v[0].powi(3) - v[0].powi(-2), vec!["x"], vec![vec![0.7], vec![-2.0]]),
         ("x / (1 + x * x)", |v| v[0] / (1.0 + v[0] * v[0]), vec!["x"], vec![vec![-0.4], vec![3.0]]),
-        ("max(x, 0) + 2 * min(x, 1)", |v| v[0].max(0.0) + 2.0 * v[0].min(1.0), vec!["x"], vec![vec![-0.5], vec![0.5], vec![2.0]]),
-        ("-x * sign(x) + step(x)", |v| -v[0].abs() + if v[0] > 0.0 { 1.0 } else { 0.0 }, vec!["x"], vec![vec![-2.0], vec![3.0]]),
-        ("x * y / (x - y)", |v| v[0] * v[1] / (v[0] - v[1]), vec!["x", "y"], vec![vec![2.0, 0.5], vec![-1.0, 3.0]]),
-        ("max(x, y) * exp(-y)", |v| v[0].max(v[1]) * (-v[1]).exp(), vec!["x", "y"], vec![vec![2.0, 0.5], vec![-1.0, 3.0]]),
+        (
+            "max(x, 0) + 2 * min(x, 1)",
+            |v| v[0].max(0.0) + 2.0 * v[0].min(1.0),
+            vec!["x"],
+            vec![vec![-0.5], vec![0.5], vec![2.0]],
+        ),
+        (
+            "-x * sign(x) + step(x)",
+            |v| -v[0].abs() + if v[0] > 0.0 { 1.0 } else { 0.0 },
+            vec!["x"],
+            vec![vec![-2.0], vec![3.0]],
+        ),
+        (
+            "x * y / (x - y)",
+            |v| v[0] * v[1] / (v[0] - v[1]),
+            vec!["x", "y"],
+            vec![vec![2.0, 0.5], vec![-1.0, 3.0]],
+        ),
+        (
+            "max(x, y) * exp(-y)",
+            |v| v[0].max(v[1]) * (-v[1]).exp(),
+            vec!["x", "y"],
+            vec![vec![2.0, 0.5], vec![-1.0, 3.0]],
+        ),
         // The user's mish as written and SwiGLU with three inputs.
-        ("x * tanh(log(1 + exp(x)))", |v| v[0] * (1.0 + v[0].exp()).ln().tanh(), vec!["x"], vec![vec![-1.19], vec![-9.0], vec![0.7], vec![4.0]]),
-        ("gate * sigmoid(gate) * up + 0.5 * w", |v| v[0] * sig(v[0]) * v[1] + 0.5 * v[2], vec!["gate", "up", "w"], vec![vec![-1.3, 2.0, 0.1], vec![3.0, -0.5, 7.0]]),
+        (
+            "x * tanh(log(1 + exp(x)))",
+            |v| v[0] * (1.0 + v[0].exp()).ln().tanh(),
+            vec!["x"],
+            vec![vec![-1.19], vec![-9.0], vec![0.7], vec![4.0]],
+        ),
+        (
+            "gate * sigmoid(gate) * up + 0.5 * w",
+            |v| v[0] * sig(v[0]) * v[1] + 0.5 * v[2],
+            vec!["gate", "up", "w"],
+            vec![vec![-1.3, 2.0, 0.1], vec![3.0, -0.5, 7.0]],
+        ),
     ];
     for (body, f, inputs, points) in &cases {
         for point in points {
@@ -86,8 +117,13 @@ fn each_rule_against_finite_differences_of_the_forward_written_here() {
 
 #[test]
 fn the_catalogue_references_match_the_differentiated_bodies_and_finite_differences() {
-    let bodies: [(&str, fn(f64) -> f64, fn(f64) -> f64); 3] = [
-        ("x * sigmoid(2 * sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))", activation::gelu_tanh, activation::gelu_tanh_grad),
+    type Unary = fn(f64) -> f64;
+    let bodies: [(&str, Unary, Unary); 3] = [
+        (
+            "x * sigmoid(2 * sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))",
+            activation::gelu_tanh,
+            activation::gelu_tanh_grad,
+        ),
         ("0.5 * x * (1 + erf(x / sqrt(2)))", activation::gelu_erf, activation::gelu_erf_grad),
         ("x * sigmoid(1.702 * x)", activation::fast_gelu, activation::fast_gelu_grad),
     ];
@@ -141,18 +177,21 @@ fn derivatives_are_simplified() {
 fn shared_subexpressions_are_computed_once_across_outputs() {
     let body = "gate * sigmoid(gate) * up";
     let both = analyse_backward(body, "dy", &names(&["gate", "up"]), &[]).unwrap();
-    let alone: usize = both
-        .outputs
-        .iter()
-        .map(|o| lower::lower(o, &both.inputs, &[]).unwrap().calls.len())
-        .sum();
+    let alone: usize =
+        both.outputs.iter().map(|o| lower::lower(o, &both.inputs, &[]).unwrap().calls.len()).sum();
     let shared = both.program.calls.len();
     // sigmoid(gate) (7 calls) is in both outputs; lowered together it is computed once.
     assert!(shared + 7 <= alone, "one program {shared} calls, separately {alone}");
     let exps = |calls: &[lower::Call]| calls.iter().filter(|c| c.call.starts_with("Exp(")).count();
     assert_eq!(exps(&both.program.calls), 2, "e^min(g, 0) and e^-|g|, each once: {:#?}", both.program.calls);
     // gelu_tanh's backward: the sigmoid's e^-|z| is the slope's too.
-    let g = analyse_backward("x * sigmoid(2 * sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))", "dy", &names(&["x"]), &[]).unwrap();
+    let g = analyse_backward(
+        "x * sigmoid(2 * sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))",
+        "dy",
+        &names(&["x"]),
+        &[],
+    )
+    .unwrap();
     let main: Vec<&lower::Call> = g.program.calls.iter().collect();
     assert_eq!(main.iter().filter(|c| c.call.starts_with("Exp(")).count(), 2);
     assert_eq!(g.program.results.len(), 1);
@@ -209,7 +248,21 @@ fn unstable_forms_are_rewritten() {
     for c in &b.program.calls {
         let api = c.call.split('(').next().unwrap();
         assert!(
-            ["Abs", "Muls", "Adds", "Exp", "Ln", "Sub", "Div", "Mul", "Add", "Maxs", "CompareScalar", "Select"].contains(&api),
+            [
+                "Abs",
+                "Muls",
+                "Adds",
+                "Exp",
+                "Ln",
+                "Sub",
+                "Div",
+                "Mul",
+                "Add",
+                "Maxs",
+                "CompareScalar",
+                "Select"
+            ]
+            .contains(&api),
             "{}",
             c.call
         );
@@ -253,7 +306,11 @@ fn one_error(text: &str, name: &str) -> String {
 
 #[test]
 fn a_differentiable_activation_brings_its_grad_and_differentiable_false_opts_out() {
-    let specs = catalogue(&[("quick", act("quick", "x * sigmoid(1.702 * x)", "")), ("relu", act("relu", "max(x, 0)", "differentiable = false"))]).unwrap();
+    let specs = catalogue(&[
+        ("quick", act("quick", "x * sigmoid(1.702 * x)", "")),
+        ("relu", act("relu", "max(x, 0)", "differentiable = false")),
+    ])
+    .unwrap();
     let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["quick", "quick_grad", "relu"]);
     let g = &specs[1];
@@ -283,12 +340,18 @@ fn backward_declarations_are_validated_with_locations() {
     assert!(e.contains("kernels/a.toml:5:") && e.contains("differentiable"), "{e}");
     // Elementwise ops derive theirs.
     let e = one_error(&act("a", "exp(x)", "backward = \"b\""), "a");
-    assert!(e.contains("kernels/a.toml:5:12: field `backward`") && e.contains("differentiating the body"), "{e}");
+    assert!(
+        e.contains("kernels/a.toml:5:12: field `backward`") && e.contains("differentiating the body"),
+        "{e}"
+    );
     // A layout op must say.
     let e = one_error(&layout("p", "bsnd_to_bnsd", "", "\"float16\""), "p");
     assert!(e.contains("kernels/p.toml:2:") && e.contains("`backward = \"<op>\"`"), "{e}");
     // Both at once.
-    let e = one_error(&layout("p", "bsnd_to_bnsd", "backward = \"q\"\ndifferentiable = false", "\"float16\""), "p");
+    let e = one_error(
+        &layout("p", "bsnd_to_bnsd", "backward = \"q\"\ndifferentiable = false", "\"float16\""),
+        "p",
+    );
     assert!(e.contains(":5:12: field `backward`") && e.contains("contradicts"), "{e}");
     let e = one_error(&layout("p", "bsnd_to_bnsd", "backward = \"p\"", "\"float16\""), "p");
     assert!(e.contains("its own backward"), "{e}");
@@ -296,9 +359,16 @@ fn backward_declarations_are_validated_with_locations() {
     let four = "name = \"f\"\nfamily = \"elementwise\"\nsummary = \"s\"\ntargets = [\"ascend910b\"]\n[[inputs]]\nname = \"a\"\ndtypes = [\"float32\"]\n[[inputs]]\nname = \"b\"\ndtypes = [\"float32\"]\n[[inputs]]\nname = \"c\"\ndtypes = [\"float32\"]\n[[inputs]]\nname = \"d\"\ndtypes = [\"float32\"]\n[[outputs]]\nname = \"y\"\ndtypes = [\"float32\"]\n[elementwise]\nbody = \"a * b + c * d\"\ncompute = \"float32\"\n";
     let e = one_error(four, "f");
     assert!(e.contains("field `differentiable`") && e.contains("differentiable = false"), "{e}");
-    assert!(spec::parse_str(Path::new("kernels/f.toml"), &four.replace("targets", "differentiable = false\ntargets")).is_ok());
+    assert!(spec::parse_str(
+        Path::new("kernels/f.toml"),
+        &four.replace("targets", "differentiable = false\ntargets")
+    )
+    .is_ok());
     // A gradient name that is already taken (input dx next to x).
-    let clash = act("c", "x * dx", "").replace("[[outputs]]", "[[inputs]]\nname = \"dx\"\ndtypes = [\"float16\", \"float32\"]\n\n[[outputs]]");
+    let clash = act("c", "x * dx", "").replace(
+        "[[outputs]]",
+        "[[inputs]]\nname = \"dx\"\ndtypes = [\"float16\", \"float32\"]\n\n[[outputs]]",
+    );
     let e = one_error(&clash, "c");
     assert!(e.contains("`dx`") && e.contains("differentiable = false"), "{e}");
 }
@@ -306,8 +376,12 @@ fn backward_declarations_are_validated_with_locations() {
 #[test]
 fn named_backward_ops_must_exist_and_fit() {
     let f = "\"float16\", \"float32\"";
-    let e = catalogue(&[("p", layout("p", "bsnd_to_bnsd", "backward = \"nope\"", f))]).unwrap_err().to_string();
-    assert!(e.contains("p.toml:5:12: field `backward`: backward op `nope` of `p` is not in the catalogue"), "{e}");
+    let e =
+        catalogue(&[("p", layout("p", "bsnd_to_bnsd", "backward = \"nope\"", f))]).unwrap_err().to_string();
+    assert!(
+        e.contains("p.toml:5:12: field `backward`: backward op `nope` of `p` is not in the catalogue"),
+        "{e}"
+    );
     // The backward takes one gradient per output and gives one per input, dtype for dtype.
     let e = catalogue(&[
         ("p", layout("p", "bsnd_to_bnsd", "backward = \"q\"", f)),
@@ -315,11 +389,21 @@ fn named_backward_ops_must_exist_and_fit() {
     ])
     .unwrap_err()
     .to_string();
-    assert!(e.contains("p.toml:5:12") && e.contains("no dtype combination (float32) -> (float32) for combination 2 of `p`"), "{e}");
-    let e = catalogue(&[("p", layout("p", "bsnd_to_bnsd", "backward = \"q\"", f)), ("q", act("q", "x", "differentiable = false"))]);
+    assert!(
+        e.contains("p.toml:5:12")
+            && e.contains("no dtype combination (float32) -> (float32) for combination 2 of `p`"),
+        "{e}"
+    );
+    let e = catalogue(&[
+        ("p", layout("p", "bsnd_to_bnsd", "backward = \"q\"", f)),
+        ("q", act("q", "x", "differentiable = false")),
+    ]);
     assert!(e.is_ok(), "a one-in one-out op with the dtypes fits");
     // An op named like a generated backward op.
-    let e = catalogue(&[("s", act("s", "x * x", "")), ("s_grad", act("s_grad", "x", "differentiable = false"))]).unwrap_err().to_string();
+    let e =
+        catalogue(&[("s", act("s", "x * x", "")), ("s_grad", act("s_grad", "x", "differentiable = false"))])
+            .unwrap_err()
+            .to_string();
     assert!(e.contains("s_grad.toml") && e.contains("also the backward op generated from `s`"), "{e}");
 }
 
@@ -348,7 +432,8 @@ compute = "float32"
 fn a_users_mish_and_quick_gelu_verify_with_their_grads_on_the_twin() {
     let dir = scratch("twin");
     fs::write(dir.join("mish.toml"), MISH).unwrap();
-    let quick = MISH.replace("mish", "quick_gelu").replace("x * tanh(log(1 + exp(x)))", "x * sigmoid(1.702 * x)");
+    let quick =
+        MISH.replace("mish", "quick_gelu").replace("x * tanh(log(1 + exp(x)))", "x * sigmoid(1.702 * x)");
     fs::write(dir.join("quick_gelu.toml"), quick).unwrap();
     let out = Cmd::new(env!("CARGO_BIN_EXE_opgen"))
         .args(["verify", "--specs", dir.to_str().unwrap(), "--no-sanitize"])
@@ -374,7 +459,11 @@ fn the_subexpression_that_loses_the_precision_is_named() {
     // The user's mish as written (before the canonical rewrite) at x = -17: 1 + e^-17 is within
     // float32 rounding, the log of it is not.
     let inputs = names(&["x"]);
-    let node = expr::resolve(&expr::parse("x * tanh(log(1 + exp(x)))").unwrap(), expr::Scope { inputs: &inputs, attrs: &[] }).unwrap();
+    let node = expr::resolve(
+        &expr::parse("x * tanh(log(1 + exp(x)))").unwrap(),
+        expr::Scope { inputs: &inputs, attrs: &[] },
+    )
+    .unwrap();
     let loss = eval::precision_loss(&node, &[-17.0], &[]).expect("a loss");
     assert_eq!(lower::show(&loss.node, &inputs, &[]), "log(1 + exp(x))");
     assert_eq!(loss.float32, 0.0);
@@ -383,7 +472,9 @@ fn the_subexpression_that_loses_the_precision_is_named() {
     let canon = expr::canonical(node);
     assert_eq!(eval::precision_loss(&canon, &[-17.0], &[]), None);
     // A cancellation.
-    let node = expr::resolve(&expr::parse("(x + 100) - 100").unwrap(), expr::Scope { inputs: &inputs, attrs: &[] }).unwrap();
+    let node =
+        expr::resolve(&expr::parse("(x + 100) - 100").unwrap(), expr::Scope { inputs: &inputs, attrs: &[] })
+            .unwrap();
     let loss = eval::precision_loss(&node, &[4.7e-4], &[]).expect("a loss");
     assert_eq!(lower::show(&loss.node, &inputs, &[]), "x + 100 - 100");
 }

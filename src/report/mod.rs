@@ -83,6 +83,10 @@ pub fn model_shapes(spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
         "rms_norm" | "add_rms_norm" => vec![("Qwen2-7B", vec![4096, 3584])],
         "rotary_mul" => vec![("Qwen2-7B q", vec![1, 4096, 28, 128]), ("Qwen2-7B k", vec![1, 4096, 4, 128])],
         "gelu_tanh" | "gelu_erf" | "fast_gelu" => vec![("Qwen2-7B MLP", vec![4096, 18944])],
+        // The generated backward ops: dy first, of the forward output's shape.
+        "gelu_tanh_grad" | "gelu_erf_grad" | "fast_gelu_grad" | "swiglu_grad" => {
+            vec![("Qwen2-7B MLP", vec![4096, 18944])]
+        }
         // gate and up as two tensors, or one [.., 2 x intermediate] tensor.
         "swiglu" if spec.inputs.len() >= 2 => vec![("Qwen2-7B MLP", vec![4096, 18944])],
         "swiglu" => vec![("Qwen2-7B MLP", vec![4096, 2 * 18944])],

@@ -15,8 +15,8 @@ pub(crate) use error::Reporter;
 pub use error::{SpecError, SpecErrors};
 pub use idents::{camel_case, is_c_identifier, is_cpp_keyword, snake_case, CANN_BUILTIN_OP_TYPES};
 pub use model::{
-    Attr, AttrKind, AttrValue, Backward, ElementwiseParams, Family, FamilyParams, KvKind, OpSpec, RowNormParams,
-    TensorArg,
+    Attr, AttrKind, AttrValue, Backward, ElementwiseParams, Family, FamilyParams, KvKind, OpSpec,
+    RowNormParams, TensorArg,
 };
 
 use std::path::{Path, PathBuf};
@@ -127,7 +127,8 @@ fn check_backward_ops(specs: &[OpSpec], errors: &mut SpecErrors) {
                     && b.outputs.iter().map(|t| t.dtypes[k]).eq(results.iter().copied())
             });
             if !fits {
-                let show = |v: &[crate::dtype::DType]| v.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
+                let show =
+                    |v: &[crate::dtype::DType]| v.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
                 errors.push(located(format!(
                     "backward op `{name}` has no dtype combination ({}) -> ({}) for combination {} of `{}`",
                     show(&grads),

@@ -452,14 +452,24 @@ impl Builder {
         let mut out = base;
         for w in windows {
             let root = (w.hi + w.lo) as f32;
-            let t = self.with_scalar("Adds", x, lit(-w.hi), format!("series near the root {root}: x - x0_hi (exact)"));
+            let t = self.with_scalar(
+                "Adds",
+                x,
+                lit(-w.hi),
+                format!("series near the root {root}: x - x0_hi (exact)"),
+            );
             let t = self.with_scalar("Adds", t, lit(-w.lo), "t = (x - x0_hi) - x0_lo");
             let a = self.unary("Abs", t, "|t|");
             let m = self.cmp(a, "LT", lit(super::roots::RADIUS), format!("|t| < {}", super::roots::RADIUS));
             let u = self.with_scalar("Muls", t, lit(1.0 / super::roots::RADIUS), "u = t / r (exact)");
             let g = self.horner(u, &w.coeffs, "G(u), the sum / t near the root");
             let p = self.binary("Mul", g, t, "t * G(u)");
-            out = self.select(m, p, out, format!("the sum, by its series within {} of {root}", super::roots::RADIUS));
+            out = self.select(
+                m,
+                p,
+                out,
+                format!("the sum, by its series within {} of {root}", super::roots::RADIUS),
+            );
         }
         out
     }
@@ -748,7 +758,12 @@ fn live_defs<'d>(defs: &'d [Def], n_inputs: usize, roots: &[V]) -> Vec<(V, &'d D
     defs.iter().enumerate().filter(|(k, _)| needed[n_inputs + k]).map(|(k, d)| (V(n_inputs + k), d)).collect()
 }
 
-fn allocate(defs: &[(V, &Def)], n_inputs: usize, roots: &[V], attrs: &[String]) -> Result<Program, LowerError> {
+fn allocate(
+    defs: &[(V, &Def)],
+    n_inputs: usize,
+    roots: &[V],
+    attrs: &[String],
+) -> Result<Program, LowerError> {
     let mut last_use: HashMap<V, usize> = HashMap::new();
     for (idx, (_, d)) in defs.iter().enumerate() {
         for o in d.inst.operands() {

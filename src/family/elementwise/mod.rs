@@ -92,7 +92,12 @@ pub fn analyse_body(body: &str, inputs: &[String], attrs: &[String]) -> Result<B
 
 /// The backward op of a body over `inputs`: inputs `dy` (named `incoming`) then `inputs`, one
 /// output dy · ∂body/∂x_i per input, lowered as one program (shared subexpressions once).
-pub fn analyse_backward(body: &str, incoming: &str, inputs: &[String], attrs: &[String]) -> Result<Body, BodyError> {
+pub fn analyse_backward(
+    body: &str,
+    incoming: &str,
+    inputs: &[String],
+    attrs: &[String],
+) -> Result<Body, BodyError> {
     let syntax = expr::parse(body).map_err(|e| BodyError::Expr(vec![e]))?;
     let node = expr::resolve(&syntax, Scope { inputs, attrs }).map_err(BodyError::Expr)?;
     let node = expr::canonical(node);
@@ -126,20 +131,43 @@ pub fn grad_name(name: &str) -> String {
 pub fn backward_spec(spec: &OpSpec) -> OpSpec {
     let p = spec.elementwise().expect("an elementwise spec");
     let y = &spec.outputs[0];
-    let mut inputs = vec![crate::spec::TensorArg { name: grad_name(&y.name), dtypes: y.dtypes.clone(), mutated: false }];
+    let mut inputs =
+        vec![crate::spec::TensorArg { name: grad_name(&y.name), dtypes: y.dtypes.clone(), mutated: false }];
     inputs.extend(spec.inputs.iter().map(|t| crate::spec::TensorArg { mutated: false, ..t.clone() }));
     let outputs: Vec<crate::spec::TensorArg> = spec
         .inputs
         .iter()
-        .map(|t| crate::spec::TensorArg { name: grad_name(&t.name), dtypes: t.dtypes.clone(), mutated: false })
+        .map(|t| crate::spec::TensorArg {
+            name: grad_name(&t.name),
+            dtypes: t.dtypes.clone(),
+            mutated: false,
+        })
         .collect();
-    let partials: Vec<String> =
-        spec.inputs.iter().map(|t| format!("{} = {} * (partial {} / partial {})", grad_name(&t.name), grad_name(&y.name), y.name, t.name)).collect();
+    let partials: Vec<String> = spec
+        .inputs
+        .iter()
+        .map(|t| {
+            format!(
+                "{} = {} * (partial {} / partial {})",
+                grad_name(&t.name),
+                grad_name(&y.name),
+                y.name,
+                t.name
+            )
+        })
+        .collect();
     OpSpec {
         name: format!("{}_grad", spec.name),
         op_type: format!("{}Grad", spec.op_type),
         family: spec.family,
-        summary: format!("backward of {} ({}): {}, by symbolic differentiation of {} = {}", spec.name, spec.op_type, partials.join(", "), y.name, p.body),
+        summary: format!(
+            "backward of {} ({}): {}, by symbolic differentiation of {} = {}",
+            spec.name,
+            spec.op_type,
+            partials.join(", "),
+            y.name,
+            p.body
+        ),
         inputs,
         outputs,
         attrs: spec.attrs.clone(),
@@ -304,7 +332,14 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 
 /// The generated backward op must be an op too: dy plus the inputs within MAX_INPUTS, names
 /// that do not collide, and a lowering that fits. Each problem says how to opt out.
-fn check_backward(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec, inputs: &[String], attrs: &[String], body_at: usize) {
+fn check_backward(
+    r: &mut Reporter,
+    raw: &RawSpec,
+    spec: &OpSpec,
+    inputs: &[String],
+    attrs: &[String],
+    body_at: usize,
+) {
     let field = "differentiable";
     let at = raw.differentiable.as_ref().map_or(body_at, |d| d.span().start);
     let opt_out = "set `differentiable = false` to generate no backward op";
@@ -335,7 +370,11 @@ fn check_backward(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec, inputs: &[Stri
     }
     let body = &spec.elementwise().expect("elementwise").body;
     if let Err(e) = analyse_backward(body, &grads[0], inputs, attrs) {
-        r.error_at(at, field, format!("the backward op `{}_grad` cannot be generated: {e}; {opt_out}", spec.name));
+        r.error_at(
+            at,
+            field,
+            format!("the backward op `{}_grad` cannot be generated: {e}; {opt_out}", spec.name),
+        );
     }
 }
 
@@ -344,7 +383,7 @@ fn check_backward(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec, inputs: &[Stri
 /// The tiling-data layout: the generated TilingFunc fills it, the kernel reads it, `opgen
 /// plan` names the fields.
 pub const TILING_FIELDS: &[TilingField] = &[
-    TilingField::u32("totalLength", "elements of each input and of the output (the shape flattened)"),
+    TilingField::u32("totalLength", "elements of each input and each output (the shape flattened)"),
     TilingField::u32("tileLength", "elements per UB pass: a multiple of 256 that fits the UB budget"),
     TilingField::u32("tileCount", "tiles in all: ceil(totalLength / tileLength)"),
     TilingField::u32("usedCores", "cores with work: min(tileCount, vector cores)"),
@@ -542,11 +581,16 @@ pub fn expected(
         if inputs.len() == want {
             Ok(())
         } else {
-            Err(format!("catalogue op `{}` takes {want} inputs, the spec declares {}", spec.name, inputs.len()))
+            Err(format!(
+                "catalogue op `{}` takes {want} inputs, the spec declares {}",
+                spec.name,
+                inputs.len()
+            ))
         }
     };
     let columns: Vec<Vec<f64>> = inputs.iter().map(|(_, t)| t.to_f64()).collect();
-    let values: Vec<Vec<f64>> = match (catalogue_reference(&spec.name), catalogue_grad_reference(&spec.name)) {
+    let values: Vec<Vec<f64>> = match (catalogue_reference(&spec.name), catalogue_grad_reference(&spec.name))
+    {
         (Some(Reference::Unary(f)), _) => {
             arity(1)?;
             vec![activation::unary(&inputs[0].1, f)]
@@ -599,7 +643,13 @@ pub fn expected(
         .zip(values)
         .map(|(t, values)| {
             let dtype = t.dtypes[column];
-            Expected { name: t.name.clone(), dtype, shape: first.shape.clone(), values, tolerance: tolerance(dtype) }
+            Expected {
+                name: t.name.clone(),
+                dtype,
+                shape: first.shape.clone(),
+                values,
+                tolerance: tolerance(dtype),
+            }
         })
         .collect())
 }

@@ -144,8 +144,11 @@ fn fit(f: &impl Fn(f64) -> f64, x0: f64) -> Option<Window> {
     }
     // Vandermonde solve (Gaussian elimination with partial pivoting); well conditioned enough
     // in f64 for 12 Chebyshev nodes on [-1, 1].
-    let mut m: Vec<Vec<f64>> =
-        nodes.iter().zip(&values).map(|(u, v)| (0..NODES).map(|k| u.powi(k as i32)).chain([*v]).collect()).collect();
+    let mut m: Vec<Vec<f64>> = nodes
+        .iter()
+        .zip(&values)
+        .map(|(u, v)| (0..NODES).map(|k| u.powi(k as i32)).chain([*v]).collect())
+        .collect();
     for col in 0..NODES {
         let pivot = (col..NODES).max_by(|&i, &j| m[i][col].abs().total_cmp(&m[j][col].abs()))?;
         m.swap(col, pivot);
@@ -153,11 +156,12 @@ fn fit(f: &impl Fn(f64) -> f64, x0: f64) -> Option<Window> {
         if p == 0.0 {
             return None;
         }
-        for row in 0..NODES {
+        let pivot_row = m[col].clone();
+        for (row, r) in m.iter_mut().enumerate() {
             if row != col {
-                let factor = m[row][col] / p;
-                for k in col..=NODES {
-                    m[row][k] -= factor * m[col][k];
+                let factor = r[col] / p;
+                for (x, y) in r.iter_mut().zip(&pivot_row).skip(col) {
+                    *x -= factor * y;
                 }
             }
         }

@@ -690,8 +690,15 @@ pub fn diagnose(
         .collect::<Option<_>>()?;
     let loss = eval::precision_loss(&body.outputs[k], &point, &attr_values)?;
     let at: Vec<String> = body.inputs.iter().zip(&point).map(|(n, v)| format!("{n} = {v:e}")).collect();
+    // Below float32's normal range the loss is underflow, which no rewrite of the expression
+    // avoids; otherwise it is a cancellation or a rounding the stable functions avoid.
+    let advice = if loss.exact != 0.0 && loss.exact.abs() < f64::from(f32::MIN_POSITIVE) {
+        "the value is below float32's normal range there (underflow: its subnormals keep fewer bits)"
+    } else {
+        "rewrite that subexpression (softplus, log1p, expm1 keep their accuracy)"
+    };
     Some(format!(
-        "float32 loses the precision in `{}` at {}: {:e} in float32 emulation vs {:e} in f64 (relative error {:.1e}, its operands within {:.1e}); rewrite that subexpression (softplus, log1p, expm1 keep their accuracy)",
+        "float32 loses the precision in `{}` at {}: {:e} in float32 emulation vs {:e} in f64 (relative error {:.1e}, its operands within {:.1e}); {advice}",
         lower::show(&loss.node, &body.inputs, &body.attrs),
         at.join(", "),
         loss.float32,

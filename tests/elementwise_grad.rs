@@ -183,7 +183,9 @@ fn shared_subexpressions_are_computed_once_across_outputs() {
     // sigmoid(gate) (7 calls) is in both outputs; lowered together it is computed once.
     assert!(shared + 7 <= alone, "one program {shared} calls, separately {alone}");
     let exps = |calls: &[lower::Call]| calls.iter().filter(|c| c.call.starts_with("Exp(")).count();
-    assert_eq!(exps(&both.program.calls), 2, "e^min(g, 0) and e^-|g|, each once: {:#?}", both.program.calls);
+    // e^min(g, 0) and e^-|g| once each for both outputs, and once each shifted by 2^64 for
+    // the underflow rescue (also shared by both outputs).
+    assert_eq!(exps(&both.program.calls), 4, "{:#?}", both.program.calls);
     // gelu_tanh's backward: the sigmoid's e^-|z| is the slope's too.
     let g = analyse_backward(
         "x * sigmoid(2 * sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))",
@@ -193,7 +195,7 @@ fn shared_subexpressions_are_computed_once_across_outputs() {
     )
     .unwrap();
     let main: Vec<&lower::Call> = g.program.calls.iter().collect();
-    assert_eq!(main.iter().filter(|c| c.call.starts_with("Exp(")).count(), 2);
+    assert_eq!(main.iter().filter(|c| c.call.starts_with("Exp(")).count(), 4);
     assert_eq!(g.program.results.len(), 1);
 }
 
@@ -206,7 +208,8 @@ fn cancelling_sums_get_a_series_at_their_roots() {
     assert!(shown.contains("series near x = -0.75"), "{shown}");
     // The series in float32 (what the kernel's Adds/Muls/Horner do) keeps relative accuracy at
     // the root where the plain float32 sum has none.
-    let expr::Node::Bin(_, _, patched) = &b.outputs[0] else { panic!("dy * (..): {shown}") };
+    let expr::Node::Rescued(plain, _) = &b.outputs[0] else { panic!("rescued: {shown}") };
+    let expr::Node::Bin(_, _, patched) = &**plain else { panic!("dy * (..): {shown}") };
     let expr::Node::Patched(p) = &**patched else { panic!("{shown}") };
     let w = &p.windows[0];
     for k in -20..=20 {
@@ -477,4 +480,23 @@ fn the_subexpression_that_loses_the_precision_is_named() {
             .unwrap();
     let loss = eval::precision_loss(&node, &[4.7e-4], &[]).expect("a loss");
     assert_eq!(lower::show(&loss.node, &inputs, &[]), "x + 100 - 100");
+}
+
+#[test]
+fn products_with_an_underflowing_exponential_are_rescued() {
+    // swiglu's dgate at gate = -103: e^gate is a float32 subnormal with a bit or two, but dy * up
+    // (10^4) brings the product back into bfloat16's range. The backward op's tree carries the
+    // same product from exponentials shifted by 2^64 (arguments <= 0, so no overflow).
+    let b = analyse_backward("gate * sigmoid(gate) * up", "dy", &names(&["gate", "up"]), &[]).unwrap();
+    let expr::Node::Rescued(plain, scaled) = &b.outputs[0] else { panic!("{:?}", b.outputs[0]) };
+    let point = [-80.0, -103.0, -95.0];
+    let exact = eval::eval(plain, &point, &[]);
+    let (dg, _) = activation::swiglu_grad(-103.0, -95.0);
+    close(exact, -80.0 * dg, 1e-12, "the value is the plain tree's");
+    let shifted = eval::eval(scaled, &point, &[]) * diff::unshift();
+    close(shifted, exact, 1e-6, "the shifted tree, scaled back, is the same value");
+    assert!(exact.abs() > 1e-41 && (exact as f32).abs() < f32::MIN_POSITIVE, "a float32 subnormal: {exact}");
+    let program = &b.program.calls;
+    assert!(program.iter().any(|c| c.call.contains("44.36142f")), "the shifted exponent");
+    assert!(program.iter().any(|c| c.call.starts_with("Select(") && c.note.contains("underflow")));
 }

@@ -21,7 +21,9 @@
 //! for |b| > 1.8e19 in float32. The result is simplified as it is built (structural zeros and
 //! ones, folded constants; see [`simplify`]) and then put in canonical form; the lowering shares
 //! what the partial derivatives have in common (CSE), so a backward op computes e.g. its
-//! sigmoid once for every output.
+//! sigmoid once for every output. Two float32 hazards are handled on the way: sums that cancel
+//! at a root (`roots.rs`) and exponentials that underflow before the other factors would bring
+//! the product back into range ([`rescue_underflow`]).
 
 use super::expr::{canonical, is_const, neg, BinOp, Func, Node};
 use std::f64::consts::FRAC_2_SQRT_PI;
@@ -95,7 +97,7 @@ pub fn div(a: Node, b: Node) -> Node {
 /// Rebuilds a tree through the simplifying constructors (bottom up).
 pub fn simplify(n: Node) -> Node {
     match n {
-        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) => n,
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) | Node::Rescued(..) => n,
         Node::Neg(a) => neg(simplify(*a)),
         Node::Bin(op, a, b) => {
             let (a, b) = (simplify(*a), simplify(*b));
@@ -181,6 +183,7 @@ pub fn derivative(n: &Node, wrt: usize) -> Node {
             mul(func_derivative(*f, a), da)
         }
         Node::Patched(p) => d(&p.base),
+        Node::Rescued(plain, _) => d(plain),
         Node::Powi(a, k) => {
             let da = d(a);
             if is_zero(&da) || *k == 0 {
@@ -209,6 +212,7 @@ pub fn shift_inputs(n: &Node, by: usize) -> Node {
             input: p.input + by,
             windows: p.windows.clone(),
         })),
+        Node::Rescued(a, b) => Node::Rescued(s(a), s(b)),
     }
 }
 
@@ -220,7 +224,59 @@ pub fn gradients(body: &Node, n_inputs: usize) -> Vec<Node> {
         .map(|i| {
             let partial = simplify(derivative(body, i));
             let g = canonical(simplify(mul(Node::Input(0), shift_inputs(&partial, 1))));
-            super::roots::patch(g, n_inputs + 1)
+            rescue_underflow(super::roots::patch(g, n_inputs + 1))
         })
         .collect()
+}
+
+/// 64·ln 2 as float32: e^(v + SHIFT) = e^v · e^SHIFT ≈ e^v · 2^64.
+pub const SHIFT: f64 = 44.361_419_555_836_5;
+
+/// The factor undoing the shift: e^-SHIFT for the float32 SHIFT, rounded once to float32.
+pub fn unshift() -> f64 {
+    f64::from((-f64::from(SHIFT as f32)).exp() as f32)
+}
+
+/// dy · up · x · e^-|u| (a backward op's product with the slope of a sigmoid) underflows in
+/// float32 once e^-|u| does (|u| > 87, subnormal; > 104, zero) although the product is still a
+/// bfloat16 value: dy · up can be 10^4. Where the plain value is below 2^-100, the same
+/// product is taken from exponentials shifted by 2^64 (their arguments are ≤ 0 by
+/// construction: -|u|, min(u, 0), so the shifted ones stay ≤ 1.8e19) and scaled back at the
+/// end. The shift adds one float32 rounding of the exponent (≤ 2^-19 relative), far below a
+/// bfloat16 ULP; the plain value is kept everywhere else.
+pub fn rescue_underflow(node: Node) -> Node {
+    match scaled(&node) {
+        Some(s) => Node::Rescued(Box::new(node), Box::new(s)),
+        None => node,
+    }
+}
+
+/// `n · e^SHIFT` from shifted exponentials, when every path to `n`'s value goes through one
+/// (sums: both terms; products and quotients: the numerator or one factor).
+fn scaled(n: &Node) -> Option<Node> {
+    let shift = |v: Node| call(Func::Exp, Node::Bin(BinOp::Add, Box::new(v), Box::new(c(SHIFT))));
+    let nonpositive = |u: &Node| {
+        matches!(u, Node::Neg(a) if matches!(**a, Node::Call(Func::Abs, _)))
+            || matches!(u, Node::Min(_, b) if is_const(b, 0.0))
+    };
+    match n {
+        Node::Bin(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+            Some(Node::Bin(*op, Box::new(scaled(a)?), Box::new(scaled(b)?)))
+        }
+        Node::Bin(BinOp::Mul, a, b) => match scaled(a) {
+            Some(s) => Some(Node::Bin(BinOp::Mul, Box::new(s), b.clone())),
+            None => Some(Node::Bin(BinOp::Mul, a.clone(), Box::new(scaled(b)?))),
+        },
+        Node::Bin(BinOp::Div, a, b) => Some(Node::Bin(BinOp::Div, Box::new(scaled(a)?), b.clone())),
+        Node::Neg(a) => Some(Node::Neg(Box::new(scaled(a)?))),
+        Node::Patched(p) => scaled(&p.base),
+        Node::Call(Func::Exp, u) if nonpositive(u) => Some(shift((**u).clone())),
+        // sigmoid(u) = e^min(u, 0) / (1 + e^-|u|), its lowering's form.
+        Node::Call(Func::Sigmoid, u) => {
+            let num = shift(Node::Min(u.clone(), Box::new(c(0.0))));
+            let den = add(c(1.0), call(Func::Exp, neg(call(Func::Abs, (**u).clone()))));
+            Some(Node::Bin(BinOp::Div, Box::new(num), Box::new(den)))
+        }
+        _ => None,
+    }
 }

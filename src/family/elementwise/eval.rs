@@ -98,6 +98,7 @@ pub fn eval(node: &Node, inputs: &[f64], attrs: &[f64]) -> f64 {
         Node::Powi(a, n) => powi(eval(a, inputs, attrs), *n),
         // The math of a patched sum is the sum (the series is how float32 evaluates it).
         Node::Patched(p) => eval(&p.base, inputs, attrs),
+        Node::Rescued(plain, _) => eval(plain, inputs, attrs),
     }
 }
 
@@ -157,6 +158,7 @@ fn walk(node: &Node, inputs: &[f64], attrs: &[f64], worst: &mut Option<Loss>) ->
             let e = eval(&p.base, inputs, attrs);
             (e, r32(e), 0.0)
         }
+        Node::Rescued(plain, _) => return walk(plain, inputs, attrs, worst),
         Node::Neg(a) => {
             let (e, f, r) = sub(a);
             (-e, -f, r)

@@ -418,6 +418,10 @@ pub enum Node {
     /// A sum evaluated by a root-local series near its roots (backward ops only; the value is
     /// the base sum's, see `roots.rs`).
     Patched(Box<super::roots::Patch>),
+    /// `plain`, or where |plain| < 2^-100 (an exponential underflowed) `scaled · 2^-64`, with
+    /// `scaled` the same value computed with its exponentials shifted by 2^64 (backward ops
+    /// only; the value is `plain`'s, see `diff::rescue_underflow`).
+    Rescued(Box<Node>, Box<Node>),
 }
 
 /// What names mean in one op's body.
@@ -569,6 +573,7 @@ impl Node {
             Node::Neg(a) | Node::Call(_, a) | Node::Powi(a, _) => a.is_scalar(),
             Node::Bin(_, a, b) | Node::Min(a, b) | Node::Max(a, b) => a.is_scalar() && b.is_scalar(),
             Node::Patched(p) => p.base.is_scalar(),
+            Node::Rescued(a, _) => a.is_scalar(),
         }
     }
 
@@ -587,6 +592,7 @@ impl Node {
                 b.inputs_used(used);
             }
             Node::Patched(p) => p.base.inputs_used(used),
+            Node::Rescued(a, _) => a.inputs_used(used),
         }
     }
 
@@ -605,6 +611,7 @@ impl Node {
                 b.attrs_used(used);
             }
             Node::Patched(p) => p.base.attrs_used(used),
+            Node::Rescued(a, _) => a.attrs_used(used),
         }
     }
 }
@@ -636,7 +643,9 @@ pub fn canonical(node: Node) -> Node {
 
 fn fold(node: Node) -> Node {
     let folded = match node {
-        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) => return node,
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) | Node::Rescued(..) => {
+            return node
+        }
         Node::Neg(a) => Node::Neg(Box::new(fold(*a))),
         Node::Bin(op, a, b) => Node::Bin(op, Box::new(fold(*a)), Box::new(fold(*b))),
         Node::Min(a, b) => Node::Min(Box::new(fold(*a)), Box::new(fold(*b))),
@@ -722,7 +731,9 @@ fn expm1_form(op: BinOp, a: &Node, b: &Node) -> Option<Node> {
 
 fn rewrite(node: Node) -> Node {
     let node = match node {
-        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) => return node,
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) | Node::Rescued(..) => {
+            return node
+        }
         Node::Neg(a) => return neg(rewrite(*a)),
         Node::Bin(op, a, b) => Node::Bin(op, Box::new(rewrite(*a)), Box::new(rewrite(*b))),
         Node::Min(a, b) => Node::Min(Box::new(rewrite(*a)), Box::new(rewrite(*b))),

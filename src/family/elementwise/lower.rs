@@ -204,6 +204,8 @@ const ERFCC: [f64; 9] = [
 ];
 const ERF_SMALL: f64 = 0.5;
 const LOG1P_SMALL: f64 = 0.5;
+/// 2^-100: below it a backward op's value is taken from its shifted exponentials.
+const UNDERFLOW: f64 = 7.888_609_052_210_118e-31;
 const EXPM1_SMALL: f64 = 0.5;
 
 /// 1/(k+1)!, k = 0..8: expm1(u) = u·Σ cₖuᵏ.
@@ -251,6 +253,7 @@ fn need(n: &Node) -> usize {
         }),
         Node::Powi(a, _) => need(a).max(2),
         Node::Patched(p) => need(&p.base).max(4),
+        Node::Rescued(a, b) => need(a).max(need(b)) + 1,
         Node::Bin(_, a, b) | Node::Min(a, b) | Node::Max(a, b) => {
             let (x, y) = (need(a), need(b));
             if x == y {
@@ -301,6 +304,7 @@ pub fn show(n: &Node, inputs: &[String], attrs: &[String]) -> String {
             let roots: Vec<String> = p.windows.iter().map(|w| format!("{}", (w.hi + w.lo) as f32)).collect();
             format!("[{}; series near {} = {}]", s(&p.base), s(&Node::Input(p.input)), roots.join(", "))
         }
+        Node::Rescued(a, _) => format!("{} [rescued from underflow]", s(a)),
     }
 }
 
@@ -553,6 +557,20 @@ impl Builder {
                 Operand::Vector(v) => Operand::Vector(self.powi(v, *k, &note)),
             },
             Node::Bin(op, a, b) => self.binop(*op, a, b, note, attrs)?,
+            Node::Rescued(plain, scaled) => match (self.lower(plain, attrs)?, self.lower(scaled, attrs)?) {
+                (Operand::Vector(p), Operand::Vector(q)) => {
+                    let a = self.unary("Abs", p, "underflow rescue: |value|");
+                    let m = self.cmp(a, "LT", lit(UNDERFLOW), "|value| < 2^-100: an exponential underflowed");
+                    let r = self.with_scalar(
+                        "Muls",
+                        q,
+                        lit(super::diff::unshift()),
+                        "the value from exponentials shifted by 2^64, scaled back",
+                    );
+                    Operand::Vector(self.select(m, r, p, "the value, rescued from float32 underflow"))
+                }
+                (p, _) => p,
+            },
             Node::Patched(p) => match self.lower(&p.base, attrs)? {
                 Operand::Scalar(s) => Operand::Scalar(s),
                 Operand::Vector(base) => Operand::Vector(self.patched(base, V(p.input), &p.windows)),

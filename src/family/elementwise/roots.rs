@@ -57,7 +57,7 @@ pub fn patch(node: Node, n_inputs: usize) -> Node {
     }
     let p = |m: Box<Node>| Box::new(patch(*m, n_inputs));
     match node {
-        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) => node,
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) | Node::Rescued(..) => node,
         Node::Neg(a) => Node::Neg(p(a)),
         Node::Bin(op, a, b) => Node::Bin(op, p(a), p(b)),
         Node::Min(a, b) => Node::Min(p(a), p(b)),

@@ -6,10 +6,10 @@
 //
 // computed per element in float32 as
 //
-//   dx = dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))); series near x = -0.75115424]
+//   dx = dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))); series near x = -0.75115424] [rescued from underflow]
 //
-// 43 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 3, compare masks m<k>: 1.
+// 57 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// float copies in<i> (free after their last use), temporaries t<k>: 8, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_fast_gelu_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -114,6 +114,11 @@ public:
         pipe_.InitBuffer(tmp0_, tile * sizeof(float));
         pipe_.InitBuffer(tmp1_, tile * sizeof(float));
         pipe_.InitBuffer(tmp2_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp3_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp4_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp5_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp6_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp7_, tile * sizeof(float));
         pipe_.InitBuffer(mask0_, tile / 8);
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
@@ -157,6 +162,11 @@ private:
         LocalTensor<float> t0 = tmp0_.Get<float>();
         LocalTensor<float> t1 = tmp1_.Get<float>();
         LocalTensor<float> t2 = tmp2_.Get<float>();
+        LocalTensor<float> t3 = tmp3_.Get<float>();
+        LocalTensor<float> t4 = tmp4_.Get<float>();
+        LocalTensor<float> t5 = tmp5_.Get<float>();
+        LocalTensor<float> t6 = tmp6_.Get<float>();
+        LocalTensor<float> t7 = tmp7_.Get<float>();
         LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dx: a float32 output is computed in place
@@ -170,87 +180,115 @@ private:
         PipeBarrier<PIPE_V>();
         Mins(t1, t0, 0.0f, n);  // sigmoid: min(z, 0)
         PipeBarrier<PIPE_V>();
-        Exp(t1, t1, n);  // e^min(z, 0)
+        Exp(t2, t1, n);  // e^min(z, 0)
         PipeBarrier<PIPE_V>();
         Abs(t0, t0, n);  // |z|
         PipeBarrier<PIPE_V>();
         Muls(t0, t0, -1.0f, n);  // -|z|
         PipeBarrier<PIPE_V>();
-        Exp(t0, t0, n);  // e^-|z|
+        Exp(t3, t0, n);  // e^-|z|
         PipeBarrier<PIPE_V>();
-        Adds(t2, t0, 1.0f, n);  // 1 + e^-|z|
+        Adds(t4, t3, 1.0f, n);  // 1 + e^-|z|
         PipeBarrier<PIPE_V>();
-        Div(t1, t1, t2, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(t2, t2, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t2, n);
+        Mul(t5, t4, t4, n);
         PipeBarrier<PIPE_V>();
-        Div(t0, t0, t2, n);  // exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)
+        Div(t3, t3, t5, n);  // exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)
         PipeBarrier<PIPE_V>();
-        Muls(t0, t0, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))
+        Muls(t3, t3, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))
         PipeBarrier<PIPE_V>();
-        Mul(t0, in1, t0, n);  // x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)))
+        Mul(t3, in1, t3, n);  // x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)))
         PipeBarrier<PIPE_V>();
-        Add(t1, t1, t0, n);  // sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp...
+        Add(t2, t2, t3, n);  // sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp...
         PipeBarrier<PIPE_V>();
-        Adds(in1, in1, 0.75115424f, n);  // series near the root -0.75115424: x - x0_hi (exact)
+        Adds(t3, in1, 0.75115424f, n);  // series near the root -0.75115424: x - x0_hi (exact)
         PipeBarrier<PIPE_V>();
-        Adds(in1, in1, 1.1495214e-8f, n);  // t = (x - x0_hi) - x0_lo
+        Adds(t3, t3, 1.1495214e-8f, n);  // t = (x - x0_hi) - x0_lo
         PipeBarrier<PIPE_V>();
-        Abs(t0, in1, n);  // |t|
+        Abs(t6, t3, n);  // |t|
         PipeBarrier<PIPE_V>();
-        CompareScalar(m0, t0, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
+        CompareScalar(m0, t6, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
         PipeBarrier<PIPE_V>();
-        Muls(t0, in1, 8.0f, n);  // u = t / r (exact)
+        Muls(t6, t3, 8.0f, n);  // u = t / r (exact)
         PipeBarrier<PIPE_V>();
-        Muls(t2, t0, 6.8944346e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
+        Muls(t7, t6, 6.8944346e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -9.3651e-13f, n);
+        Adds(t7, t7, -9.3651e-13f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -4.6803415e-11f, n);
+        Adds(t7, t7, -4.6803415e-11f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -2.9219283e-10f, n);
+        Adds(t7, t7, -2.9219283e-10f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 6.237417e-9f, n);
+        Adds(t7, t7, 6.237417e-9f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 1.26027e-7f, n);
+        Adds(t7, t7, 1.26027e-7f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 9.393567e-8f, n);
+        Adds(t7, t7, 9.393567e-8f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -2.3036428e-5f, n);
+        Adds(t7, t7, -2.3036428e-5f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -0.00024949317f, n);
+        Adds(t7, t7, -0.00024949317f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.0014540568f, n);
+        Adds(t7, t7, 0.0014540568f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.053101603f, n);
+        Adds(t7, t7, 0.053101603f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.37071553f, n);
+        Adds(t7, t7, 0.37071553f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, in1, n);  // t * G(u)
+        Mul(t7, t7, t3, n);  // t * G(u)
         PipeBarrier<PIPE_V>();
-        Select(t2, m0, t2, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75115424
+        Select(t7, m0, t7, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75115424
         PipeBarrier<PIPE_V>();
-        Mul(res0, in0, t2, n);  // dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1...
+        Mul(t7, in0, t7, n);  // dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1...
+        PipeBarrier<PIPE_V>();
+        Adds(t1, t1, 44.36142f, n);  // min(1.702 * x, 0) + 44.36142
+        PipeBarrier<PIPE_V>();
+        Exp(t1, t1, n);  // exp(min(1.702 * x, 0) + 44.36142)
+        PipeBarrier<PIPE_V>();
+        Div(t1, t1, t4, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x)))
+        PipeBarrier<PIPE_V>();
+        Adds(t0, t0, 44.36142f, n);  // -abs(1.702 * x) + 44.36142
+        PipeBarrier<PIPE_V>();
+        Exp(t0, t0, n);  // exp(-abs(1.702 * x) + 44.36142)
+        PipeBarrier<PIPE_V>();
+        Div(t0, t0, t5, n);  // exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x)), 2)
+        PipeBarrier<PIPE_V>();
+        Muls(t0, t0, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x...
+        PipeBarrier<PIPE_V>();
+        Mul(in1, in1, t0, n);  // x * (1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.70...
+        PipeBarrier<PIPE_V>();
+        Add(t1, t1, in1, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) + x * ...
+        PipeBarrier<PIPE_V>();
+        Mul(in0, in0, t1, n);  // dy * (exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) ...
+        PipeBarrier<PIPE_V>();
+        Abs(in1, t7, n);  // underflow rescue: |value|
+        PipeBarrier<PIPE_V>();
+        CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+        PipeBarrier<PIPE_V>();
+        Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+        PipeBarrier<PIPE_V>();
+        Select(res0, m0, in0, t7, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
         PipeBarrier<PIPE_V>();
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
@@ -281,6 +319,11 @@ private:
     TBuf<TPosition::VECCALC> tmp0_;
     TBuf<TPosition::VECCALC> tmp1_;
     TBuf<TPosition::VECCALC> tmp2_;
+    TBuf<TPosition::VECCALC> tmp3_;
+    TBuf<TPosition::VECCALC> tmp4_;
+    TBuf<TPosition::VECCALC> tmp5_;
+    TBuf<TPosition::VECCALC> tmp6_;
+    TBuf<TPosition::VECCALC> tmp7_;
     TBuf<TPosition::VECCALC> mask0_;
 };
 }  // namespace opgen_fast_gelu_grad_kernel

@@ -6,10 +6,10 @@
 //
 // computed per element in float32 as
 //
-//   dx = dy * [sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))), 2) * (1.5957692 * (1 + 0.134145 * pow(x, 2)))); series near x = -0.75246143]
+//   dx = dy * [sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))), 2) * (1.5957692 * (1 + 0.134145 * pow(x, 2)))); series near x = -0.75246143] [rescued from underflow]
 //
-// 50 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 5, compare masks m<k>: 1.
+// 64 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// float copies in<i> (free after their last use), temporaries t<k>: 9, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_gelu_tanh_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -116,6 +116,10 @@ public:
         pipe_.InitBuffer(tmp2_, tile * sizeof(float));
         pipe_.InitBuffer(tmp3_, tile * sizeof(float));
         pipe_.InitBuffer(tmp4_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp5_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp6_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp7_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp8_, tile * sizeof(float));
         pipe_.InitBuffer(mask0_, tile / 8);
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
@@ -161,6 +165,10 @@ private:
         LocalTensor<float> t2 = tmp2_.Get<float>();
         LocalTensor<float> t3 = tmp3_.Get<float>();
         LocalTensor<float> t4 = tmp4_.Get<float>();
+        LocalTensor<float> t5 = tmp5_.Get<float>();
+        LocalTensor<float> t6 = tmp6_.Get<float>();
+        LocalTensor<float> t7 = tmp7_.Get<float>();
+        LocalTensor<float> t8 = tmp8_.Get<float>();
         LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dx: a float32 output is computed in place
@@ -184,13 +192,13 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(t2, t2, -1.0f, n);  // -abs(1.5957692 * (x + 0.044715 * pow(x, 3)))
         PipeBarrier<PIPE_V>();
-        Exp(t2, t2, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
+        Exp(t3, t2, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
         PipeBarrier<PIPE_V>();
-        Adds(t3, t2, 1.0f, n);  // 1 + exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
+        Adds(t4, t3, 1.0f, n);  // 1 + exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
         PipeBarrier<PIPE_V>();
-        Mul(t4, t3, t3, n);
+        Mul(t5, t4, t4, n);
         PipeBarrier<PIPE_V>();
-        Div(t2, t2, t4, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
+        Div(t3, t3, t5, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
         PipeBarrier<PIPE_V>();
         Muls(t0, t0, 0.134145f, n);  // 0.134145 * pow(x, 2)
         PipeBarrier<PIPE_V>();
@@ -198,77 +206,105 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(t0, t0, 1.5957692f, n);  // 1.5957692 * (1 + 0.134145 * pow(x, 2))
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
+        Mul(t3, t3, t0, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
         PipeBarrier<PIPE_V>();
-        Mul(t2, in1, t2, n);  // x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(...
+        Mul(t3, in1, t3, n);  // x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(...
         PipeBarrier<PIPE_V>();
         Mins(t1, t1, 0.0f, n);  // sigmoid: min(z, 0)
         PipeBarrier<PIPE_V>();
-        Exp(t1, t1, n);  // e^min(z, 0)
+        Exp(t6, t1, n);  // e^min(z, 0)
         PipeBarrier<PIPE_V>();
-        Div(t1, t1, t3, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(t6, t6, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
         PipeBarrier<PIPE_V>();
-        Add(t1, t1, t2, n);  // sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.595...
+        Add(t6, t6, t3, n);  // sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.595...
         PipeBarrier<PIPE_V>();
-        Adds(in1, in1, 0.75246143f, n);  // series near the root -0.75246143: x - x0_hi (exact)
+        Adds(t3, in1, 0.75246143f, n);  // series near the root -0.75246143: x - x0_hi (exact)
         PipeBarrier<PIPE_V>();
-        Adds(in1, in1, -1.1339628e-8f, n);  // t = (x - x0_hi) - x0_lo
+        Adds(t3, t3, -1.1339628e-8f, n);  // t = (x - x0_hi) - x0_lo
         PipeBarrier<PIPE_V>();
-        Abs(t0, in1, n);  // |t|
+        Abs(t7, t3, n);  // |t|
         PipeBarrier<PIPE_V>();
-        CompareScalar(m0, t0, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
+        CompareScalar(m0, t7, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
         PipeBarrier<PIPE_V>();
-        Muls(t0, in1, 8.0f, n);  // u = t / r (exact)
+        Muls(t7, t3, 8.0f, n);  // u = t / r (exact)
         PipeBarrier<PIPE_V>();
-        Muls(t2, t0, -1.4321048e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
+        Muls(t8, t7, -1.4321048e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 5.0235745e-14f, n);
+        Adds(t8, t8, 5.0235745e-14f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 2.305356e-12f, n);
+        Adds(t8, t8, 2.305356e-12f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -5.5094887e-11f, n);
+        Adds(t8, t8, -5.5094887e-11f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -1.1555397e-9f, n);
+        Adds(t8, t8, -1.1555397e-9f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 2.0069148e-8f, n);
+        Adds(t8, t8, 2.0069148e-8f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 6.006565e-7f, n);
+        Adds(t8, t8, 6.006565e-7f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -4.057453e-6f, n);
+        Adds(t8, t8, -4.057453e-6f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -0.00022254782f, n);
+        Adds(t8, t8, -0.00022254782f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -0.0002466071f, n);
+        Adds(t8, t8, -0.0002466071f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.048439804f, n);
+        Adds(t8, t8, 0.048439804f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.4304001f, n);
+        Adds(t8, t8, 0.4304001f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, in1, n);  // t * G(u)
+        Mul(t8, t8, t3, n);  // t * G(u)
         PipeBarrier<PIPE_V>();
-        Select(t2, m0, t2, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75246143
+        Select(t8, m0, t8, t6, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75246143
         PipeBarrier<PIPE_V>();
-        Mul(res0, in0, t2, n);  // dy * [sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs...
+        Mul(t8, in0, t8, n);  // dy * [sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs...
+        PipeBarrier<PIPE_V>();
+        Adds(t1, t1, 44.36142f, n);  // min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142
+        PipeBarrier<PIPE_V>();
+        Exp(t1, t1, n);  // exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142)
+        PipeBarrier<PIPE_V>();
+        Div(t1, t1, t4, n);  // exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142) / (1 +...
+        PipeBarrier<PIPE_V>();
+        Adds(t2, t2, 44.36142f, n);  // -abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142
+        PipeBarrier<PIPE_V>();
+        Exp(t2, t2, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142)
+        PipeBarrier<PIPE_V>();
+        Div(t2, t2, t5, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142) / pow(1 ...
+        PipeBarrier<PIPE_V>();
+        Mul(t2, t2, t0, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142) / pow(1 ...
+        PipeBarrier<PIPE_V>();
+        Mul(in1, in1, t2, n);  // x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142) / p...
+        PipeBarrier<PIPE_V>();
+        Add(t1, t1, in1, n);  // exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142) / (1 +...
+        PipeBarrier<PIPE_V>();
+        Mul(in0, in0, t1, n);  // dy * (exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142) ...
+        PipeBarrier<PIPE_V>();
+        Abs(in1, t8, n);  // underflow rescue: |value|
+        PipeBarrier<PIPE_V>();
+        CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+        PipeBarrier<PIPE_V>();
+        Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+        PipeBarrier<PIPE_V>();
+        Select(res0, m0, in0, t8, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
         PipeBarrier<PIPE_V>();
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
@@ -301,6 +337,10 @@ private:
     TBuf<TPosition::VECCALC> tmp2_;
     TBuf<TPosition::VECCALC> tmp3_;
     TBuf<TPosition::VECCALC> tmp4_;
+    TBuf<TPosition::VECCALC> tmp5_;
+    TBuf<TPosition::VECCALC> tmp6_;
+    TBuf<TPosition::VECCALC> tmp7_;
+    TBuf<TPosition::VECCALC> tmp8_;
     TBuf<TPosition::VECCALC> mask0_;
 };
 }  // namespace opgen_gelu_tanh_grad_kernel

@@ -7,11 +7,11 @@
 //
 // computed per element in float32 as
 //
-//   dgate = dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)); series near gate = -1.2784646] * up)
-//   dup = dy * (gate * sigmoid(gate))
+//   dgate = dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)); series near gate = -1.2784646] * up) [rescued from underflow]
+//   dup = dy * (gate * sigmoid(gate)) [rescued from underflow]
 //
-// 44 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 5, compare masks m<k>: 1.
+// 64 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// float copies in<i> (free after their last use), temporaries t<k>: 9, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_swiglu_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -126,6 +126,10 @@ public:
         pipe_.InitBuffer(tmp2_, tile * sizeof(float));
         pipe_.InitBuffer(tmp3_, tile * sizeof(float));
         pipe_.InitBuffer(tmp4_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp5_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp6_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp7_, tile * sizeof(float));
+        pipe_.InitBuffer(tmp8_, tile * sizeof(float));
         pipe_.InitBuffer(mask0_, tile / 8);
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
@@ -182,11 +186,15 @@ private:
         LocalTensor<float> t2 = tmp2_.Get<float>();
         LocalTensor<float> t3 = tmp3_.Get<float>();
         LocalTensor<float> t4 = tmp4_.Get<float>();
+        LocalTensor<float> t5 = tmp5_.Get<float>();
+        LocalTensor<float> t6 = tmp6_.Get<float>();
+        LocalTensor<float> t7 = tmp7_.Get<float>();
+        LocalTensor<float> t8 = tmp8_.Get<float>();
         LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dgate: a float32 output is computed in place
         if constexpr (sizeof(TOut0) == 2) {
-            res0 = t4;
+            res0 = t2;
         } else {
             res0 = y0.template ReinterpretCast<float>();
         }
@@ -200,91 +208,131 @@ private:
         PipeBarrier<PIPE_V>();
         Mins(t0, in1, 0.0f, n);  // sigmoid: min(z, 0)
         PipeBarrier<PIPE_V>();
-        Exp(t0, t0, n);  // e^min(z, 0)
+        Exp(t1, t0, n);  // e^min(z, 0)
         PipeBarrier<PIPE_V>();
-        Abs(t1, in1, n);  // |z|
+        Abs(t2, in1, n);  // |z|
         PipeBarrier<PIPE_V>();
-        Muls(t1, t1, -1.0f, n);  // -|z|
+        Muls(t2, t2, -1.0f, n);  // -|z|
         PipeBarrier<PIPE_V>();
-        Exp(t1, t1, n);  // e^-|z|
+        Exp(t3, t2, n);  // e^-|z|
         PipeBarrier<PIPE_V>();
-        Adds(t2, t1, 1.0f, n);  // 1 + e^-|z|
+        Adds(t4, t3, 1.0f, n);  // 1 + e^-|z|
         PipeBarrier<PIPE_V>();
-        Div(t0, t0, t2, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(t1, t1, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t2, n);
+        Mul(t5, t4, t4, n);
         PipeBarrier<PIPE_V>();
-        Div(t1, t1, t2, n);  // exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)
+        Div(t3, t3, t5, n);  // exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)
         PipeBarrier<PIPE_V>();
-        Mul(t1, in1, t1, n);  // gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
+        Mul(t3, in1, t3, n);  // gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
         PipeBarrier<PIPE_V>();
-        Add(t1, t0, t1, n);  // sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
+        Add(t3, t1, t3, n);  // sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
         PipeBarrier<PIPE_V>();
-        Adds(t2, in1, 1.2784646f, n);  // series near the root -1.2784646: x - x0_hi (exact)
+        Adds(t6, in1, 1.2784646f, n);  // series near the root -1.2784646: x - x0_hi (exact)
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -1.29792825e-8f, n);  // t = (x - x0_hi) - x0_lo
+        Adds(t6, t6, -1.29792825e-8f, n);  // t = (x - x0_hi) - x0_lo
         PipeBarrier<PIPE_V>();
-        Abs(t3, t2, n);  // |t|
+        Abs(t7, t6, n);  // |t|
         PipeBarrier<PIPE_V>();
-        CompareScalar(m0, t3, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
+        CompareScalar(m0, t7, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
         PipeBarrier<PIPE_V>();
-        Muls(t3, t2, 8.0f, n);  // u = t / r (exact)
+        Muls(t7, t6, 8.0f, n);  // u = t / r (exact)
         PipeBarrier<PIPE_V>();
-        Muls(t4, t3, 4.137818e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
+        Muls(t8, t7, 4.137818e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, -1.7033604e-14f, n);
+        Adds(t8, t8, -1.7033604e-14f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, -1.4862376e-12f, n);
+        Adds(t8, t8, -1.4862376e-12f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, -2.3928633e-12f, n);
+        Adds(t8, t8, -2.3928633e-12f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, 9.0003435e-11f, n);
+        Adds(t8, t8, 9.0003435e-11f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, 3.046082e-9f, n);
+        Adds(t8, t8, 3.046082e-9f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, 3.863595e-9f, n);
+        Adds(t8, t8, 3.863595e-9f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, -1.6129368e-6f, n);
+        Adds(t8, t8, -1.6129368e-6f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, -2.9731747e-5f, n);
+        Adds(t8, t8, -2.9731747e-5f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, 0.00029491898f, n);
+        Adds(t8, t8, 0.00029491898f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, 0.0183311f, n);
+        Adds(t8, t8, 0.0183311f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t3, n);
+        Mul(t8, t8, t7, n);
         PipeBarrier<PIPE_V>();
-        Adds(t4, t4, 0.2178117f, n);
+        Adds(t8, t8, 0.2178117f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, t2, n);  // t * G(u)
+        Mul(t8, t8, t6, n);  // t * G(u)
         PipeBarrier<PIPE_V>();
-        Select(t4, m0, t4, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -1.2784646
+        Select(t8, m0, t8, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -1.2784646
         PipeBarrier<PIPE_V>();
-        Mul(t4, t4, in2, n);  // [sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2...
+        Mul(t8, t8, in2, n);  // [sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2...
         PipeBarrier<PIPE_V>();
-        Mul(res0, in0, t4, n);  // dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gat...
+        Mul(t8, in0, t8, n);  // dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gat...
         PipeBarrier<PIPE_V>();
-        Mul(in1, in1, t0, n);  // gate * sigmoid(gate)
+        Adds(t0, t0, 44.36142f, n);  // min(gate, 0) + 44.36142
         PipeBarrier<PIPE_V>();
-        Mul(res1, in0, in1, n);  // dy * (gate * sigmoid(gate))
+        Exp(t0, t0, n);  // exp(min(gate, 0) + 44.36142)
+        PipeBarrier<PIPE_V>();
+        Div(t0, t0, t4, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))
+        PipeBarrier<PIPE_V>();
+        Adds(t2, t2, 44.36142f, n);  // -abs(gate) + 44.36142
+        PipeBarrier<PIPE_V>();
+        Exp(t2, t2, n);  // exp(-abs(gate) + 44.36142)
+        PipeBarrier<PIPE_V>();
+        Div(t2, t2, t5, n);  // exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2)
+        PipeBarrier<PIPE_V>();
+        Mul(t2, in1, t2, n);  // gate * (exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2))
+        PipeBarrier<PIPE_V>();
+        Add(t2, t0, t2, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-a...
+        PipeBarrier<PIPE_V>();
+        Mul(t2, t2, in2, n);  // (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-...
+        PipeBarrier<PIPE_V>();
+        Mul(t2, in0, t2, n);  // dy * ((exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * ...
+        PipeBarrier<PIPE_V>();
+        Abs(in2, t8, n);  // underflow rescue: |value|
+        PipeBarrier<PIPE_V>();
+        CompareScalar(m0, in2, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+        PipeBarrier<PIPE_V>();
+        Muls(t2, t2, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+        PipeBarrier<PIPE_V>();
+        Select(res0, m0, t2, t8, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+        PipeBarrier<PIPE_V>();
+        Mul(t1, in1, t1, n);  // gate * sigmoid(gate)
+        PipeBarrier<PIPE_V>();
+        Mul(t1, in0, t1, n);  // dy * (gate * sigmoid(gate))
+        PipeBarrier<PIPE_V>();
+        Mul(in1, in1, t0, n);  // gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))))
+        PipeBarrier<PIPE_V>();
+        Mul(in0, in0, in1, n);  // dy * (gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))))
+        PipeBarrier<PIPE_V>();
+        Abs(in1, t1, n);  // underflow rescue: |value|
+        PipeBarrier<PIPE_V>();
+        CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+        PipeBarrier<PIPE_V>();
+        Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+        PipeBarrier<PIPE_V>();
+        Select(res1, m0, in0, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
         PipeBarrier<PIPE_V>();
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
@@ -330,6 +378,10 @@ private:
     TBuf<TPosition::VECCALC> tmp2_;
     TBuf<TPosition::VECCALC> tmp3_;
     TBuf<TPosition::VECCALC> tmp4_;
+    TBuf<TPosition::VECCALC> tmp5_;
+    TBuf<TPosition::VECCALC> tmp6_;
+    TBuf<TPosition::VECCALC> tmp7_;
+    TBuf<TPosition::VECCALC> tmp8_;
     TBuf<TPosition::VECCALC> mask0_;
 };
 }  // namespace opgen_swiglu_grad_kernel

@@ -311,6 +311,27 @@ fn swiglu_random_cases_match_the_reference() {
     check_elementwise("swiglu");
 }
 
+// The generated backward ops (dy and the forward's inputs, all of one shape).
+#[test]
+fn gelu_tanh_grad_random_cases_match_the_reference() {
+    check_elementwise("gelu_tanh_grad");
+}
+
+#[test]
+fn gelu_erf_grad_random_cases_match_the_reference() {
+    check_elementwise("gelu_erf_grad");
+}
+
+#[test]
+fn fast_gelu_grad_random_cases_match_the_reference() {
+    check_elementwise("fast_gelu_grad");
+}
+
+#[test]
+fn swiglu_grad_random_cases_match_the_reference() {
+    check_elementwise("swiglu_grad");
+}
+
 // ---- kv_layout: permutes ------------------------------------------------------------------------
 
 /// (B, P, Q, D) of a permute's x: odd sizes, head dims incl. 72 (not 32-byte rows in fp16) and

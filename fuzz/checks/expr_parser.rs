@@ -76,6 +76,9 @@ pub fn bounded(node: &Node, x: &[f64], a: &[f64]) -> (f64, f64) {
                     + (n.unsigned_abs() as f64) * EPS * eval::powi(u, n).abs(),
             )
         }
+        // Only generated derivatives hold these (a root series, an underflow rescue); a body
+        // as parsed never does, so no bound is claimed.
+        Node::Patched(_) | Node::Rescued(..) => (eval::eval(node, x, a), f64::INFINITY),
         Node::Call(f, p) => {
             let (u, eu) = bounded(p, x, a);
             let v = eval::apply(*f, u);
@@ -85,8 +88,18 @@ pub fn bounded(node: &Node, x: &[f64], a: &[f64]) -> (f64, f64) {
                 Func::Log => 1.0 / (u.abs() - eu).max(0.0),
                 Func::Sqrt => 0.5 / (u - eu).max(0.0).sqrt(),
                 Func::Rsqrt => 0.5 / (u - eu).max(0.0).powf(1.5),
-                Func::Abs | Func::Tanh | Func::Sigmoid => 1.0,
+                Func::Abs | Func::Tanh | Func::Sigmoid | Func::Softplus => 1.0,
                 Func::Erf | Func::Erfc => 2.0 / std::f64::consts::PI.sqrt(),
+                Func::Log1p => 1.0 / (1.0 + u - eu).max(0.0),
+                Func::Expm1 => (u + eu).exp(),
+                // Steps: flat, but an interval that reaches 0 may land on either side.
+                Func::Sign | Func::Step => {
+                    if u.abs() <= eu {
+                        f64::INFINITY
+                    } else {
+                        0.0
+                    }
+                }
             };
             (v, if eu == 0.0 { 0.0 } else { slope * eu })
         }
@@ -167,7 +180,7 @@ pub fn check(data: &[u8]) {
             assert_eq!(b.program, p, "analyse_body lowers differently from the stages");
             assert!(!b.program.calls.is_empty(), "a lowered body without a vector call");
             assert!(
-                b.program.calls.last().is_some_and(|c| c.call.contains("(res, ")),
+                b.program.calls.last().is_some_and(|c| c.call.contains("(res0, ")),
                 "the last call must write res"
             );
         }

@@ -283,7 +283,10 @@ fn run_one(
             }
         }
         if !c.passed() {
-            problems.push(format!("output `{}`: {c}", exp.name));
+            let at = c.first_violation.as_ref().or(c.worst.as_ref()).map(|e| e.flat);
+            let why = at.and_then(|flat| crate::family::diagnose(spec, &inputs, &attrs, &exp.name, flat));
+            let why = why.map(|w| format!("; {w}")).unwrap_or_default();
+            problems.push(format!("output `{}`: {c}{why}", exp.name));
         }
         comparisons.push((exp.name.clone(), c));
     }

@@ -19,7 +19,7 @@ use super::project::GeneratedFile;
 use super::{RenderError, VENDOR};
 use crate::dtype::DType;
 use crate::family::{shape_rule, ShapeRule};
-use crate::spec::{Attr, AttrKind, AttrValue, OpSpec, TensorArg};
+use crate::spec::{Attr, AttrKind, AttrValue, Backward, OpSpec, TensorArg};
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
 
@@ -240,11 +240,22 @@ pub struct TorchBackward {
     pub differentiable: Vec<String>,
 }
 
-/// The backward of `spec`. No spec declares a backward op yet (the spec field and the
-/// generated `<op>_grad` ops come from the backward work): every op is non-differentiable
-/// until this returns Some for it.
-pub fn backward_of(_spec: &OpSpec) -> Option<TorchBackward> {
-    None
+/// The backward of `spec`, from its spec's declaration: a generated `<name>_grad` takes the
+/// incoming gradient then the forward's inputs (saved) and attrs, and gives one gradient per
+/// input; a declared backward op (`backward = "op"`, a layout op's inverse) takes the incoming
+/// gradients only. Ops that are not differentiable, or whose backward op is not generated yet,
+/// get none (their Autograd kernel refuses inputs that require grad).
+pub fn backward_of(spec: &OpSpec) -> Option<TorchBackward> {
+    let inputs: Vec<String> = spec.inputs.iter().map(|t| t.name.clone()).collect();
+    match &spec.backward {
+        Backward::Derived => {
+            Some(TorchBackward { op: format!("{}_grad", spec.name), saved: inputs.clone(), differentiable: inputs })
+        }
+        Backward::Op { name, .. } => {
+            Some(TorchBackward { op: name.clone(), saved: Vec::new(), differentiable: inputs })
+        }
+        Backward::NotDifferentiable | Backward::NotGenerated => None,
+    }
 }
 
 /// Names a Python wrapper parameter cannot have.

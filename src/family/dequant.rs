@@ -196,6 +196,10 @@ impl FamilyOps for Dequant {
         check(r, raw, spec)
     }
 
+    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
+        Vec::new()
+    }
+
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         DEQUANT_FIELDS
     }

@@ -163,6 +163,7 @@ mod tests {
                 body: "x".into(),
                 compute: DType::Float32,
                 body_offset: 0,
+                derivative_of: None,
             }),
         };
         OpSpec {
@@ -175,6 +176,7 @@ mod tests {
             attrs: Vec::new(),
             targets: Vec::new(),
             params,
+            backward: crate::spec::Backward::NotGenerated,
             source: Default::default(),
         }
     }

@@ -36,6 +36,9 @@ pub(crate) trait FamilyOps: Sync {
     fn params(&self, raw: &RawSpec) -> FamilyParams;
     /// The family's structure rules (run after the generic rules passed).
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec);
+    /// The ops a validated spec brings into the catalogue with it (an elementwise op: its
+    /// generated `<name>_grad`).
+    fn derived_ops(&self, spec: &OpSpec) -> Vec<OpSpec>;
     /// The tiling-data layout (every field 4 bytes; host and kernel read the same list).
     fn tiling_fields(&self, spec: &OpSpec) -> &'static [TilingField];
     /// The kernel and op_host templates of `spec`.
@@ -181,6 +184,10 @@ impl crate::spec::FamilyRules for Registry {
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         ops(spec.family).check(r, raw, spec)
     }
+
+    fn derived_ops(&self, spec: &OpSpec) -> Vec<OpSpec> {
+        ops(spec.family).derived_ops(spec)
+    }
 }
 
 /// Parses and validates one spec file (spec rules and the family's).
@@ -256,6 +263,21 @@ pub fn alternates(
     output: &str,
 ) -> Result<Vec<f64>, FamilyError> {
     ops(spec.family).alternates(spec, inputs, attrs, output)
+}
+
+/// For a failed output at element `flat`: where the computation loses its precision, when the
+/// family can tell (elementwise: the subexpression, from f64 vs float32 emulation).
+pub fn diagnose(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+    output: &str,
+    flat: usize,
+) -> Option<String> {
+    match spec.family {
+        Family::Elementwise => elementwise::diagnose(spec, inputs, attrs, output, flat),
+        _ => None,
+    }
 }
 
 /// A case's inputs and attrs, by name.

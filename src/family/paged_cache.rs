@@ -453,6 +453,10 @@ impl FamilyOps for PagedCache {
         check(r, raw, spec)
     }
 
+    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
+        Vec::new()
+    }
+
     fn tiling_fields(&self, spec: &OpSpec) -> &'static [TilingField] {
         if kind(spec) == KvKind::ReshapeAndCacheInt8 {
             INT8_FIELDS

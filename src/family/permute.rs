@@ -170,6 +170,10 @@ impl FamilyOps for Permute {
         check(r, raw, spec)
     }
 
+    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
+        Vec::new()
+    }
+
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         PERMUTE_FIELDS
     }

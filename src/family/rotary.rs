@@ -399,6 +399,10 @@ impl FamilyOps for Rotary {
         check(r, raw, spec)
     }
 
+    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
+        Vec::new()
+    }
+
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         TILING_FIELDS
     }

@@ -363,6 +363,10 @@ impl FamilyOps for RowNorm {
         check(r, raw, spec)
     }
 
+    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
+        Vec::new()
+    }
+
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         TILING_FIELDS
     }

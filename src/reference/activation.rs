@@ -8,6 +8,18 @@
 //! | [`silu`] | x·σ(x) |
 //! | [`swiglu`] | silu(gate)·up |
 //!
+//! The derivatives, written from the closed forms (σ' = σ(z)·σ(−z), φ the normal density), for
+//! the generated backward ops (`<name>_grad`: dx = dy·f'(x)):
+//!
+//! | fn | formula |
+//! |---|---|
+//! | [`gelu_tanh_grad`] | σ(z) + x·σ(z)σ(−z)·2β(1 + 3κx²), z = 2β(x + κx³) |
+//! | [`gelu_erf_grad`] | Φ(x) + x·φ(x) = 0.5·erfc(−x/√2) + x·e^(−x²/2)/√(2π) |
+//! | [`fast_gelu_grad`] | σ(kx) + kx·σ(kx)σ(−kx), k = 1.702 |
+//! | [`swiglu_grad`] | ∂/∂gate = up·(σ(g) + g·σ(g)σ(−g)), ∂/∂up = silu(gate) |
+//!
+//! At ±∞ every one of these derivatives is NaN: the IEEE value of the x·σ'(·) term (±∞·0),
+//! which torch's own backward formulas (e.g. GeLU's `x * pdf`) produce as well.
 //! Non-finite inputs: NaN → NaN, +Inf → +Inf, −Inf → NaN. The last is the IEEE value of every
 //! x·σ(·) form at −∞ (−∞·0), which is what torch and the fp32 sigmoid-form kernels produce; the
 //! mathematical limit would be 0. (fast_gelu's rearranged form would give NaN at +∞ from ∞ − ∞;
@@ -77,6 +89,48 @@ pub fn silu(x: f64) -> f64 {
 /// SwiGLU: gate·σ(gate)·up.
 pub fn swiglu(gate: f64, up: f64) -> f64 {
     silu(gate) * up
+}
+
+const GELU_KAPPA: f64 = 0.044715;
+const FAST_GELU_K: f64 = 1.702;
+
+/// σ'(z) = σ(z)·σ(−z), without cancellation.
+fn sigmoid_slope(z: f64) -> f64 {
+    sigmoid(z) * sigmoid(-z)
+}
+
+/// d/dx of [`gelu_tanh`]: σ(z) + x·σ'(z)·2β(1 + 3κx²), z = 2β(x + κx³).
+pub fn gelu_tanh_grad(x: f64) -> f64 {
+    if !x.is_finite() {
+        return f64::NAN;
+    }
+    let two_beta = (8.0 / PI).sqrt();
+    let z = two_beta * (x + GELU_KAPPA * x * x * x);
+    sigmoid(z) + x * sigmoid_slope(z) * two_beta * (1.0 + 3.0 * GELU_KAPPA * x * x)
+}
+
+/// d/dx of [`gelu_erf`]: Φ(x) + x·φ(x).
+pub fn gelu_erf_grad(x: f64) -> f64 {
+    if !x.is_finite() {
+        return f64::NAN;
+    }
+    let pdf = (-0.5 * x * x).exp() / (2.0 * PI).sqrt();
+    0.5 * erfc(-x * FRAC_1_SQRT_2) + x * pdf
+}
+
+/// d/dx of [`fast_gelu`] = x·σ(kx): σ(kx) + kx·σ'(kx).
+pub fn fast_gelu_grad(x: f64) -> f64 {
+    if !x.is_finite() {
+        return f64::NAN;
+    }
+    let z = FAST_GELU_K * x;
+    sigmoid(z) + z * sigmoid_slope(z)
+}
+
+/// The partial derivatives of [`swiglu`] = gate·σ(gate)·up: (∂/∂gate, ∂/∂up).
+pub fn swiglu_grad(gate: f64, up: f64) -> (f64, f64) {
+    let dgate = if gate.is_finite() { up * (sigmoid(gate) + gate * sigmoid_slope(gate)) } else { f64::NAN };
+    (dgate, silu(gate))
 }
 
 /// `f` applied to every element of `x` (exactly widened), unrounded.

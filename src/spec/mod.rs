@@ -15,8 +15,8 @@ pub(crate) use error::Reporter;
 pub use error::{SpecError, SpecErrors};
 pub use idents::{camel_case, is_c_identifier, is_cpp_keyword, snake_case, CANN_BUILTIN_OP_TYPES};
 pub use model::{
-    Attr, AttrKind, AttrValue, ElementwiseParams, Family, FamilyParams, KvKind, OpSpec, RowNormParams,
-    TensorArg,
+    Attr, AttrKind, AttrValue, Backward, ElementwiseParams, Family, FamilyParams, KvKind, OpSpec,
+    RowNormParams, TensorArg,
 };
 
 use std::path::{Path, PathBuf};
@@ -29,6 +29,8 @@ pub(crate) trait FamilyRules {
     fn params(&self, family: Family, raw: &raw::RawSpec) -> FamilyParams;
     /// The family's structure rules (run after the generic rules passed).
     fn check(&self, r: &mut Reporter, raw: &raw::RawSpec, spec: &OpSpec);
+    /// The ops a validated spec brings with it (an elementwise op's generated backward op).
+    fn derived_ops(&self, spec: &OpSpec) -> Vec<OpSpec>;
 }
 
 /// Parses and validates one spec file.
@@ -66,7 +68,88 @@ pub(crate) fn load_catalogue(path: &Path, rules: &dyn FamilyRules) -> Result<Vec
             Err(e) => errors.extend(e),
         }
     }
-    errors.into_result(specs)
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    // Each op brings the ops its family derives from it (a differentiable elementwise op: its
+    // generated backward op), right after it.
+    let mut all: Vec<OpSpec> = Vec::new();
+    for spec in &specs {
+        all.push(spec.clone());
+        for grad in rules.derived_ops(spec) {
+            if let Some(other) = specs.iter().find(|s| s.name == grad.name) {
+                errors.push(SpecError::whole_file(
+                &other.source,
+                format!(
+                    "op `{}` is also the backward op generated from `{}` ({}): rename this op, or set `differentiable = false` in `{}`",
+                    grad.name,
+                    spec.name,
+                    spec.source.display(),
+                    spec.name
+                ),
+            ));
+            } else {
+                all.push(grad);
+            }
+        }
+    }
+    check_backward_ops(&all, &mut errors);
+    errors.into_result(all)
+}
+
+/// `backward = "op"` names an op of the catalogue whose signature is this op's transposed: its
+/// inputs are this op's outputs (the incoming gradients) and its outputs this op's inputs, with
+/// a dtype combination for each of this op's combinations.
+fn check_backward_ops(specs: &[OpSpec], errors: &mut SpecErrors) {
+    for spec in specs {
+        let Backward::Op { name, line, column } = &spec.backward else { continue };
+        let located = |message: String| SpecError {
+            file: spec.source.clone(),
+            line: *line,
+            column: *column,
+            field: "backward".into(),
+            message,
+        };
+        let Some(b) = specs.iter().find(|s| &s.name == name) else {
+            let known: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+            errors.push(located(format!(
+                "backward op `{name}` of `{}` is not in the catalogue; it has: {}",
+                spec.name,
+                known.join(", ")
+            )));
+            continue;
+        };
+        if b.inputs.len() != spec.outputs.len() || b.outputs.len() != spec.inputs.len() {
+            errors.push(located(format!(
+                "backward op `{name}` takes {} inputs and gives {} outputs; the backward of `{}` takes one gradient per output ({}) and gives one per input ({})",
+                b.inputs.len(),
+                b.outputs.len(),
+                spec.name,
+                spec.outputs.len(),
+                spec.inputs.len()
+            )));
+            continue;
+        }
+        for c in 0..spec.columns() {
+            let grads: Vec<_> = spec.outputs.iter().map(|t| t.dtypes[c]).collect();
+            let results: Vec<_> = spec.inputs.iter().map(|t| t.dtypes[c]).collect();
+            let fits = (0..b.columns()).any(|k| {
+                b.inputs.iter().map(|t| t.dtypes[k]).eq(grads.iter().copied())
+                    && b.outputs.iter().map(|t| t.dtypes[k]).eq(results.iter().copied())
+            });
+            if !fits {
+                let show =
+                    |v: &[crate::dtype::DType]| v.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
+                errors.push(located(format!(
+                    "backward op `{name}` has no dtype combination ({}) -> ({}) for combination {} of `{}`",
+                    show(&grads),
+                    show(&results),
+                    c + 1,
+                    spec.name
+                )));
+            }
+        }
+    }
 }
 
 fn spec_files(path: &Path) -> Result<Vec<PathBuf>, SpecErrors> {

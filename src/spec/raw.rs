@@ -19,6 +19,12 @@ pub(crate) struct RawSpec {
     pub outputs: Spanned<Vec<RawTensor>>,
     #[serde(default)]
     pub attrs: Vec<RawAttr>,
+    /// `false`: the op has no backward (a cache write, quantisation).
+    #[serde(default)]
+    pub differentiable: Option<Spanned<bool>>,
+    /// The op that computes this op's gradient (a layout op's inverse).
+    #[serde(default)]
+    pub backward: Option<Spanned<String>>,
     #[serde(default)]
     pub row_norm: Option<Spanned<RawRowNorm>>,
     #[serde(default)]

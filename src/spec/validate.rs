@@ -50,6 +50,7 @@ pub(super) fn validate(
     check_unique_names(&mut cx, &raw);
 
     let params = family.map(|f| rules.params(f, &raw)).unwrap_or(FamilyParams::None);
+    let backward = check_backward(&mut cx, &raw, family);
 
     let spec = OpSpec {
         name,
@@ -61,6 +62,7 @@ pub(super) fn validate(
         attrs,
         targets,
         params,
+        backward,
         source: path.to_path_buf(),
     };
     check_family_tables(&mut cx, &raw, family);
@@ -303,6 +305,53 @@ fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
         } else {
             seen.push((field, name.get_ref().clone()));
         }
+    }
+}
+
+/// `differentiable` and `backward`: elementwise ops derive their backward op from the body
+/// (`differentiable = false` opts out); layout ops name theirs or say they have none; row_norm
+/// and rotary are differentiable, but their backward kernels are not generated yet. Whether a
+/// named backward op exists and fits is checked with the whole catalogue
+/// (`spec::check_backward_ops`).
+fn check_backward(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) -> Backward {
+    let differentiable = raw.differentiable.as_ref().map(|d| *d.get_ref());
+    if let Some(b) = &raw.backward {
+        let name = b.get_ref();
+        if differentiable == Some(false) {
+            cx.error(b, "backward", format!("`backward = \"{name}\"` contradicts `differentiable = false`"));
+        }
+        if family == Some(Family::Elementwise) {
+            cx.error(
+                b,
+                "backward",
+                format!("elementwise ops get their backward op (`{}_grad`) by differentiating the body; remove `backward`, or set `differentiable = false` to have none", raw.name.get_ref()),
+            );
+        }
+        let snake = !name.is_empty()
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !snake {
+            cx.error(b, "backward", format!("`{name}` is not an op name (snake_case: [a-z][a-z0-9_]*)"));
+        }
+        if name == raw.name.get_ref() {
+            cx.error(b, "backward", format!("op `{name}` cannot be its own backward op"));
+        }
+        let (line, column) = super::error::line_column(cx.text, b.span().start);
+        return Backward::Op { name: name.clone(), line, column };
+    }
+    match (differentiable, family) {
+        (Some(false), _) => Backward::NotDifferentiable,
+        (_, Some(Family::Elementwise)) => Backward::Derived,
+        (_, Some(Family::Permute | Family::PagedCache | Family::Dequant)) => {
+            let at = raw.differentiable.as_ref().map_or(raw.family.span().start, |d| d.span().start);
+            cx.error_at(
+                at,
+                "backward",
+                "a layout op (permute, paged_cache, dequant) declares its gradient: `backward = \"<op>\"` (the op that computes it, e.g. the inverse permutation) or `differentiable = false`".into(),
+            );
+            Backward::NotDifferentiable
+        }
+        _ => Backward::NotGenerated,
     }
 }
 

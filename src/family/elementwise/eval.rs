@@ -20,7 +20,35 @@ pub fn apply(f: Func, v: f64) -> f64 {
         Func::Erf => activation::erf(v),
         Func::Erfc => activation::erfc(v),
         Func::Sigmoid => activation::sigmoid(v),
+        Func::Softplus => softplus(v),
+        Func::Log1p => v.ln_1p(),
+        Func::Expm1 => v.exp_m1(),
+        Func::Sign => {
+            if v > 0.0 {
+                1.0
+            } else if v < 0.0 {
+                -1.0
+            } else {
+                v
+            }
+        }
+        Func::Step => {
+            if v > 0.0 {
+                1.0
+            } else {
+                0.0
+            }
+        }
     }
+}
+
+/// log(1 + e^v) = max(v, 0) + log1p(e^-|v|): no overflow for large v, no cancellation for
+/// v ≪ 0 (where it is e^v).
+pub fn softplus(v: f64) -> f64 {
+    if v.is_nan() {
+        return v;
+    }
+    v.max(0.0) + (-v.abs()).exp().ln_1p()
 }
 
 /// min/max with NaN propagation (the vector Min/Max of the twin propagate NaN too).
@@ -69,6 +97,9 @@ pub fn eval(node: &Node, inputs: &[f64], attrs: &[f64]) -> f64 {
         Node::Max(a, b) => max(eval(a, inputs, attrs), eval(b, inputs, attrs)),
         Node::Call(f, a) => apply(*f, eval(a, inputs, attrs)),
         Node::Powi(a, n) => powi(eval(a, inputs, attrs), *n),
+        // The math of a patched sum is the sum (the series is how float32 evaluates it).
+        Node::Patched(p) => eval(&p.base, inputs, attrs),
+        Node::Rescued(plain, _) => eval(plain, inputs, attrs),
     }
 }
 
@@ -84,4 +115,89 @@ pub fn eval_all(node: &Node, inputs: &[Vec<f64>], attrs: &[f64]) -> Vec<f64> {
             eval(node, &point, attrs)
         })
         .collect()
+}
+
+/// Where float32 evaluation of a body loses its accuracy at one point: the subexpression
+/// whose float32 result is much worse than its operands' (e.g. `log(1 + exp(x))` at x = −17,
+/// whose operand 1 + e^−17 is within 4e−8 but rounds to 1, so the log is 0). Each node is
+/// evaluated in f64 and in a float32 emulation (every operation and function rounded to float32
+/// once; the kernel's approximations are at least that close, and a patched sum counts as
+/// exact); the node with the largest growth of relative error over its operands is named.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loss {
+    /// The subexpression (canonical form) and its operands, with values.
+    pub node: Node,
+    pub exact: f64,
+    pub float32: f64,
+    pub rel_err: f64,
+    /// The worst relative error among its operands.
+    pub operand_rel_err: f64,
+}
+
+fn rel(a: f64, exact: f64) -> f64 {
+    if a == exact || (a.is_nan() && exact.is_nan()) {
+        0.0
+    } else if exact == 0.0 || !exact.is_finite() {
+        f64::INFINITY
+    } else {
+        ((a - exact) / exact).abs()
+    }
+}
+
+fn r32(v: f64) -> f64 {
+    f64::from(v as f32)
+}
+
+/// (f64 value, float32-emulated value, relative error) of `node`, recording the worst loss.
+fn walk(node: &Node, inputs: &[f64], attrs: &[f64], worst: &mut Option<Loss>) -> (f64, f64, f64) {
+    let mut sub = |n: &Node| walk(n, inputs, attrs, worst);
+    let (exact, f32v, operand) = match node {
+        Node::Input(i) => (inputs[*i], r32(inputs[*i]), 0.0),
+        Node::Attr(i) => (attrs[*i], r32(attrs[*i]), 0.0),
+        Node::Const(c) => (*c, r32(*c), 0.0),
+        Node::Patched(p) => {
+            let e = eval(&p.base, inputs, attrs);
+            (e, r32(e), 0.0)
+        }
+        Node::Rescued(plain, _) => return walk(plain, inputs, attrs, worst),
+        Node::Neg(a) => {
+            let (e, f, r) = sub(a);
+            (-e, -f, r)
+        }
+        Node::Call(func, a) => {
+            let (e, f, r) = sub(a);
+            (apply(*func, e), r32(apply(*func, f)), r)
+        }
+        Node::Powi(a, k) => {
+            let (e, f, r) = sub(a);
+            (powi(e, *k), r32(powi(f, *k)), r)
+        }
+        Node::Bin(_, a, b) | Node::Min(a, b) | Node::Max(a, b) => {
+            let ((ea, fa, ra), (eb, fb, rb)) = (sub(a), sub(b));
+            let go = |p: f64, q: f64| match node {
+                Node::Bin(BinOp::Add, ..) => p + q,
+                Node::Bin(BinOp::Sub, ..) => p - q,
+                Node::Bin(BinOp::Mul, ..) => p * q,
+                Node::Bin(BinOp::Div, ..) => p / q,
+                Node::Min(..) => min(p, q),
+                _ => max(p, q),
+            };
+            (go(ea, eb), r32(go(fa, fb)), ra.max(rb))
+        }
+    };
+    let r = rel(f32v, exact);
+    let growth = |l: &Loss| l.rel_err / l.operand_rel_err.max(f64::from(f32::EPSILON));
+    let candidate = Loss { node: node.clone(), exact, float32: f32v, rel_err: r, operand_rel_err: operand };
+    if r > 1e-4 && worst.as_ref().is_none_or(|w| growth(&candidate) > growth(w)) {
+        *worst = Some(candidate);
+    }
+    (exact, f32v, r)
+}
+
+/// The subexpression of `node` that loses the most accuracy in float32 at this point, if any
+/// loses more than 1e-4 relative.
+pub fn precision_loss(node: &Node, inputs: &[f64], attrs: &[f64]) -> Option<Loss> {
+    let mut worst = None;
+    walk(node, inputs, attrs, &mut worst);
+    worst
 }

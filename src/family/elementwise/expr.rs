@@ -11,7 +11,10 @@
 //!
 //! Names are the op's inputs, its numeric attrs, and the constants `pi` and `e` (an input or
 //! attr of that name shadows the constant). Functions: `exp log sqrt rsqrt abs tanh erf erfc
-//! sigmoid` (one argument), `min max` (two), `pow(base, n)` with an integer literal `n`.
+//! sigmoid softplus log1p expm1 sign step` (one argument), `min max` (two), `pow(base, n)` with an
+//! integer literal `n`. `step(u)` is 1 for u > 0 and 0 otherwise (also for NaN, as torch's
+//! `x > 0` mask); `sign(u)` is ±1, or u itself for ±0 and NaN. The differentiator
+//! (`diff.rs`) produces them for abs, min and max.
 
 use std::fmt;
 
@@ -342,10 +345,18 @@ pub enum Func {
     Erf,
     Erfc,
     Sigmoid,
+    /// log(1 + e^u), evaluated without overflow or cancellation.
+    Softplus,
+    /// log(1 + u), accurate for small u.
+    Log1p,
+    /// e^u - 1, accurate for small u.
+    Expm1,
+    Sign,
+    Step,
 }
 
 impl Func {
-    pub const ALL: [Func; 9] = [
+    pub const ALL: [Func; 14] = [
         Func::Exp,
         Func::Log,
         Func::Sqrt,
@@ -355,6 +366,11 @@ impl Func {
         Func::Erf,
         Func::Erfc,
         Func::Sigmoid,
+        Func::Softplus,
+        Func::Log1p,
+        Func::Expm1,
+        Func::Sign,
+        Func::Step,
     ];
 
     pub fn name(self) -> &'static str {
@@ -368,12 +384,18 @@ impl Func {
             Func::Erf => "erf",
             Func::Erfc => "erfc",
             Func::Sigmoid => "sigmoid",
+            Func::Softplus => "softplus",
+            Func::Log1p => "log1p",
+            Func::Expm1 => "expm1",
+            Func::Sign => "sign",
+            Func::Step => "step",
         }
     }
 }
 
 /// Every function name the body may call, for messages.
-pub const FUNCTION_NAMES: &str = "exp, log, sqrt, rsqrt, abs, tanh, erf, erfc, sigmoid, min, max, pow";
+pub const FUNCTION_NAMES: &str =
+    "exp, log, sqrt, rsqrt, abs, tanh, erf, erfc, sigmoid, softplus, log1p, expm1, sign, step, min, max, pow";
 
 /// Named constants; an input or attr of the same name shadows one.
 pub const CONSTANTS: [(&str, f64); 2] = [("pi", std::f64::consts::PI), ("e", std::f64::consts::E)];
@@ -393,6 +415,13 @@ pub enum Node {
     Max(Box<Node>, Box<Node>),
     Call(Func, Box<Node>),
     Powi(Box<Node>, i32),
+    /// A sum evaluated by a root-local series near its roots (backward ops only; the value is
+    /// the base sum's, see `roots.rs`).
+    Patched(Box<super::roots::Patch>),
+    /// `plain`, or where |plain| < 2^-100 (an exponential underflowed) `scaled · 2^-64`, with
+    /// `scaled` the same value computed with its exponentials shifted by 2^64 (backward ops
+    /// only; the value is `plain`'s, see `diff::rescue_underflow`).
+    Rescued(Box<Node>, Box<Node>),
 }
 
 /// What names mean in one op's body.
@@ -543,6 +572,8 @@ impl Node {
             Node::Attr(_) | Node::Const(_) => true,
             Node::Neg(a) | Node::Call(_, a) | Node::Powi(a, _) => a.is_scalar(),
             Node::Bin(_, a, b) | Node::Min(a, b) | Node::Max(a, b) => a.is_scalar() && b.is_scalar(),
+            Node::Patched(p) => p.base.is_scalar(),
+            Node::Rescued(a, _) => a.is_scalar(),
         }
     }
 
@@ -560,6 +591,8 @@ impl Node {
                 a.inputs_used(used);
                 b.inputs_used(used);
             }
+            Node::Patched(p) => p.base.inputs_used(used),
+            Node::Rescued(a, _) => a.inputs_used(used),
         }
     }
 
@@ -577,11 +610,13 @@ impl Node {
                 a.attrs_used(used);
                 b.attrs_used(used);
             }
+            Node::Patched(p) => p.base.attrs_used(used),
+            Node::Rescued(a, _) => a.attrs_used(used),
         }
     }
 }
 
-fn is_const(n: &Node, v: f64) -> bool {
+pub(crate) fn is_const(n: &Node, v: f64) -> bool {
     matches!(n, Node::Const(c) if *c == v)
 }
 
@@ -596,6 +631,10 @@ fn is_const(n: &Node, v: f64) -> bool {
 /// | `1 + tanh(u)`, `tanh(u) + 1` | `2 * sigmoid(2 * u)` | 1 + tanh(u) cancels for u ≪ 0 |
 /// | `1 - tanh(u)` | `2 * sigmoid(-2 * u)` | the same for u ≫ 0 |
 /// | `-(-a)`, `-(a * c)`, `-(a / c)` | `a`, `a * (-c)`, `a / (-c)` | negation is exact |
+/// | `log(1 + exp(u))`, `log1p(exp(u))` | `softplus(u)` | 1 + e^u rounds to 1 for u < -17 in float32 (mish's negative tail) and overflows for u > 88 |
+/// | `log(1 + y)`, `log(y + 1)`, `log(1 - y)` | `log1p(y)`, `log1p(-y)` | 1 + y drops y's low bits for small y |
+/// | `exp(u) - 1`, `exp(u) + (-1)`, `1 - exp(u)` | `expm1(u)`, `-expm1(u)` | e^u - 1 cancels for small u |
+/// | `log(sigmoid(u))` | `-softplus(-u)` | sigmoid(u) underflows to 0 for u < -103 (log-sigmoid) |
 pub fn canonical(node: Node) -> Node {
     let n = fold(node);
     let n = rewrite(n);
@@ -604,7 +643,9 @@ pub fn canonical(node: Node) -> Node {
 
 fn fold(node: Node) -> Node {
     let folded = match node {
-        Node::Input(_) | Node::Attr(_) | Node::Const(_) => return node,
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) | Node::Rescued(..) => {
+            return node
+        }
         Node::Neg(a) => Node::Neg(Box::new(fold(*a))),
         Node::Bin(op, a, b) => Node::Bin(op, Box::new(fold(*a)), Box::new(fold(*b))),
         Node::Min(a, b) => Node::Min(Box::new(fold(*a)), Box::new(fold(*b))),
@@ -628,7 +669,7 @@ fn folded_children_const(n: &Node) -> bool {
     }
 }
 
-fn neg(a: Node) -> Node {
+pub(crate) fn neg(a: Node) -> Node {
     match a {
         Node::Const(c) => Node::Const(-c),
         Node::Neg(inner) => *inner,
@@ -648,17 +689,62 @@ fn neg(a: Node) -> Node {
     }
 }
 
+fn call(f: Func, a: Node) -> Node {
+    Node::Call(f, Box::new(a))
+}
+
+/// `f(a)` with `a` already rewritten: the log forms that lose accuracy become the stable
+/// functions (see [`canonical`]).
+fn stable_call(f: Func, a: Node) -> Node {
+    match (f, a) {
+        (Func::Log, Node::Bin(BinOp::Add, p, q)) => {
+            let y = if is_const(&p, 1.0) {
+                *q
+            } else if is_const(&q, 1.0) {
+                *p
+            } else {
+                return call(Func::Log, Node::Bin(BinOp::Add, p, q));
+            };
+            stable_call(Func::Log1p, y)
+        }
+        (Func::Log, Node::Bin(BinOp::Sub, p, q)) if is_const(&p, 1.0) => stable_call(Func::Log1p, neg(*q)),
+        (Func::Log, Node::Call(Func::Sigmoid, u)) => neg(call(Func::Softplus, neg(*u))),
+        (Func::Log1p, Node::Call(Func::Exp, u)) => call(Func::Softplus, *u),
+        (f, a) => call(f, a),
+    }
+}
+
+/// `exp(u) - 1` and its spellings as `expm1(u)`; `1 - exp(u)` as `-expm1(u)`.
+fn expm1_form(op: BinOp, a: &Node, b: &Node) -> Option<Node> {
+    let exp_arg = |n: &Node| match n {
+        Node::Call(Func::Exp, u) => Some((**u).clone()),
+        _ => None,
+    };
+    match op {
+        BinOp::Sub if is_const(b, 1.0) => exp_arg(a).map(|u| call(Func::Expm1, u)),
+        BinOp::Sub if is_const(a, 1.0) => exp_arg(b).map(|u| neg(call(Func::Expm1, u))),
+        BinOp::Add if is_const(b, -1.0) => exp_arg(a).map(|u| call(Func::Expm1, u)),
+        BinOp::Add if is_const(a, -1.0) => exp_arg(b).map(|u| call(Func::Expm1, u)),
+        _ => None,
+    }
+}
+
 fn rewrite(node: Node) -> Node {
     let node = match node {
-        Node::Input(_) | Node::Attr(_) | Node::Const(_) => return node,
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) | Node::Rescued(..) => {
+            return node
+        }
         Node::Neg(a) => return neg(rewrite(*a)),
         Node::Bin(op, a, b) => Node::Bin(op, Box::new(rewrite(*a)), Box::new(rewrite(*b))),
         Node::Min(a, b) => Node::Min(Box::new(rewrite(*a)), Box::new(rewrite(*b))),
         Node::Max(a, b) => Node::Max(Box::new(rewrite(*a)), Box::new(rewrite(*b))),
-        Node::Call(f, a) => Node::Call(f, Box::new(rewrite(*a))),
+        Node::Call(f, a) => return stable_call(f, rewrite(*a)),
         Node::Powi(a, n) => Node::Powi(Box::new(rewrite(*a)), n),
     };
     let Node::Bin(op, a, b) = node else { return node };
+    if let Some(e) = expm1_form(op, &a, &b) {
+        return e;
+    }
     let one_plus = |one: &Node, f: &Node| -> Option<Node> {
         if !is_const(one, 1.0) {
             return None;

@@ -33,6 +33,17 @@
 //!   relative accuracy for tiny z where 1 − erfc(z) would cancel.
 //! - **tanh(u)** = 1 − 2/(1 + e^2u) (±1 at ±∞), except for |u| < 0.25 where it is the Taylor
 //!   series u·(1 − u²/3 + 2u⁴/15 − 17u⁶/315 + 62u⁸/2835) (truncation < 1e−8 relative).
+//! - **log1p(y)**: for |y| < 0.5, log(u) − ((u − 1) − y)/u with u = 1 + y in float32: u − 1 is
+//!   exact there (Sterbenz) and (u − 1) − y is exactly the rounding error δ of 1 + y (as in
+//!   TwoSum), so log(1 + y) = log(u − δ) ≈ log(u) − δ/u keeps y's low bits (for tiny y, u = 1
+//!   and the result is y itself); elsewhere Ln(1 + y).
+//! - **softplus(u)** = max(u, 0) + log1p(e^−|u|): the exponent is ≤ 0 (no overflow), and for
+//!   u ≪ 0 the value is log1p(e^u) ≈ e^u with full relative accuracy where log(1 + e^u) is 0.
+//! - **expm1(u)**: for |u| < 0.5 the Maclaurin series u·Σ uᵏ/(k+1)! to k = 8 (truncation
+//!   < 6e−10 relative), which keeps relative accuracy where e^u − 1 cancels; elsewhere
+//!   Exp(u) − 1.
+//! - **step(u)** = Select(u > 0, 1, 0) and **sign(u)** = Select(u > 0, 1, Select(u < 0, −1, u))
+//!   on Duplicate'd constants (sign keeps ±0 and NaN).
 //! - **pow(x, n)**: binary exponentiation by Mul (n < 0: then Reciprocal; n = 0: Duplicate 1).
 //! - **rsqrt** → Rsqrt, **log** → Ln, the rest map one to one.
 
@@ -81,8 +92,9 @@ pub struct Program {
     pub temps: usize,
     /// uint8 compare masks m0.. (each tile/8 bytes).
     pub masks: usize,
-    /// The register `res` aliases when the output is 16-bit (`in<i>` or `t<k>`).
-    pub result: String,
+    /// Per output k, the register `res<k>` aliases when that output is 16-bit (`in<i>` or
+    /// `t<k>`); a float32 output is written in place instead.
+    pub results: Vec<String>,
     pub scalars: Vec<ScalarSlot>,
     /// Indexes of the attrs the scalars read.
     pub attrs_used: Vec<usize>,
@@ -191,6 +203,21 @@ const ERFCC: [f64; 9] = [
     0.170_872_77,
 ];
 const ERF_SMALL: f64 = 0.5;
+const LOG1P_SMALL: f64 = 0.5;
+/// 2^-100: below it a backward op's value is taken from its shifted exponentials.
+const UNDERFLOW: f64 = 7.888_609_052_210_118e-31;
+const EXPM1_SMALL: f64 = 0.5;
+
+/// 1/(k+1)!, k = 0..8: expm1(u) = u·Σ cₖuᵏ.
+fn expm1_taylor() -> [f64; 9] {
+    let mut out = [0.0; 9];
+    let mut fact = 1.0;
+    for (k, c) in out.iter_mut().enumerate() {
+        fact *= (k + 1) as f64;
+        *c = 1.0 / fact;
+    }
+    out
+}
 const TANH_SMALL: f64 = 0.25;
 
 fn erf_taylor() -> [f64; 7] {
@@ -219,12 +246,14 @@ fn need(n: &Node) -> usize {
         Node::Input(_) | Node::Attr(_) | Node::Const(_) => 0,
         Node::Neg(a) => need(a).max(1),
         Node::Call(f, a) => need(a).max(match f {
-            Func::Sigmoid => 2,
-            Func::Tanh | Func::Erfc => 3,
+            Func::Sigmoid | Func::Expm1 | Func::Step => 2,
+            Func::Tanh | Func::Erfc | Func::Log1p | Func::Softplus | Func::Sign => 3,
             Func::Erf => 4,
             _ => 1,
         }),
         Node::Powi(a, _) => need(a).max(2),
+        Node::Patched(p) => need(&p.base).max(4),
+        Node::Rescued(a, b) => need(a).max(need(b)) + 1,
         Node::Bin(_, a, b) | Node::Min(a, b) | Node::Max(a, b) => {
             let (x, y) = (need(a), need(b));
             if x == y {
@@ -271,6 +300,11 @@ pub fn show(n: &Node, inputs: &[String], attrs: &[String]) -> String {
         Node::Max(a, b) => format!("max({}, {})", s(a), s(b)),
         Node::Call(f, a) => format!("{}({})", f.name(), s(a)),
         Node::Powi(a, k) => format!("pow({}, {k})", s(a)),
+        Node::Patched(p) => {
+            let roots: Vec<String> = p.windows.iter().map(|w| format!("{}", (w.hi + w.lo) as f32)).collect();
+            format!("[{}; series near {} = {}]", s(&p.base), s(&Node::Input(p.input)), roots.join(", "))
+        }
+        Node::Rescued(a, _) => format!("{} [rescued from underflow]", s(a)),
     }
 }
 
@@ -386,6 +420,80 @@ impl Builder {
         self.select(small_mask, small, large, "erf(z)")
     }
 
+    fn log1p(&mut self, y: V) -> V {
+        let u = self.with_scalar("Adds", y, lit(1.0), "log1p: u = 1 + y");
+        let large = self.unary("Ln", u, "log(u)");
+        let d = self.with_scalar("Adds", u, lit(-1.0), "u - 1 (exact for |y| < 0.5)");
+        let d = self.binary("Sub", d, y, "delta = (u - 1) - y, the rounding error of 1 + y");
+        let d = self.binary("Div", d, u, "delta / u");
+        let small = self.binary("Sub", large, d, "log1p(y) = log(u) - delta / u");
+        let a = self.unary("Abs", y, "|y|");
+        let m = self.cmp(a, "LT", lit(LOG1P_SMALL), format!("|y| < {LOG1P_SMALL}"));
+        self.select(m, small, large, "log1p(y)")
+    }
+
+    fn softplus(&mut self, u: V) -> V {
+        let a = self.unary("Abs", u, "softplus: |u|");
+        let a = self.with_scalar("Muls", a, lit(-1.0), "-|u|");
+        let e = self.unary("Exp", a, "e^-|u| (no overflow)");
+        let l = self.log1p(e);
+        let m = self.with_scalar("Maxs", u, lit(0.0), "max(u, 0)");
+        self.binary("Add", m, l, "softplus(u) = max(u, 0) + log1p(e^-|u|)")
+    }
+
+    fn expm1(&mut self, u: V) -> V {
+        let e = self.unary("Exp", u, "expm1: e^u");
+        let large = self.with_scalar("Adds", e, lit(-1.0), "e^u - 1 for |u| >= 0.5");
+        let a = self.unary("Abs", u, "|u|");
+        let m = self.cmp(a, "LT", lit(EXPM1_SMALL), format!("|u| < {EXPM1_SMALL}"));
+        let p = self.horner(u, &expm1_taylor(), "expm1 series in u");
+        let small = self.binary("Mul", p, u, format!("expm1(u) for |u| < {EXPM1_SMALL}"));
+        self.select(m, small, large, "expm1(u)")
+    }
+
+    /// A sum near its roots: Select(|t| < r, t·G(t/r), sum) per window (`roots.rs`).
+    fn patched(&mut self, base: V, x: V, windows: &[super::roots::Window]) -> V {
+        let mut out = base;
+        for w in windows {
+            let root = (w.hi + w.lo) as f32;
+            let t = self.with_scalar(
+                "Adds",
+                x,
+                lit(-w.hi),
+                format!("series near the root {root}: x - x0_hi (exact)"),
+            );
+            let t = self.with_scalar("Adds", t, lit(-w.lo), "t = (x - x0_hi) - x0_lo");
+            let a = self.unary("Abs", t, "|t|");
+            let m = self.cmp(a, "LT", lit(super::roots::RADIUS), format!("|t| < {}", super::roots::RADIUS));
+            let u = self.with_scalar("Muls", t, lit(1.0 / super::roots::RADIUS), "u = t / r (exact)");
+            let g = self.horner(u, &w.coeffs, "G(u), the sum / t near the root");
+            let p = self.binary("Mul", g, t, "t * G(u)");
+            out = self.select(
+                m,
+                p,
+                out,
+                format!("the sum, by its series within {} of {root}", super::roots::RADIUS),
+            );
+        }
+        out
+    }
+
+    fn step(&mut self, z: V) -> V {
+        let one = self.emit(Inst::Dup(lit(1.0)), "1");
+        let zero = self.emit(Inst::Dup(lit(0.0)), "0");
+        let m = self.cmp(z, "GT", lit(0.0), "u > 0");
+        self.select(m, one, zero, "step(u) = u > 0 ? 1 : 0")
+    }
+
+    fn sign(&mut self, z: V) -> V {
+        let one = self.emit(Inst::Dup(lit(1.0)), "1");
+        let minus = self.emit(Inst::Dup(lit(-1.0)), "-1");
+        let pos = self.cmp(z, "GT", lit(0.0), "u > 0");
+        let negm = self.cmp(z, "LT", lit(0.0), "u < 0");
+        let inner = self.select(negm, minus, z, "u < 0 ? -1 : u (keeps +-0 and NaN)");
+        self.select(pos, one, inner, "sign(u)")
+    }
+
     fn powi(&mut self, x: V, n: i32, note: &str) -> V {
         if n == 0 {
             return self.emit(Inst::Dup(lit(1.0)), format!("{note} = 1"));
@@ -437,6 +545,11 @@ impl Builder {
                     Func::Erf => self.erf(v),
                     Func::Erfc => self.erfc(v),
                     Func::Sigmoid => self.sigmoid(v),
+                    Func::Softplus => self.softplus(v),
+                    Func::Log1p => self.log1p(v),
+                    Func::Expm1 => self.expm1(v),
+                    Func::Sign => self.sign(v),
+                    Func::Step => self.step(v),
                 }),
             },
             Node::Powi(a, k) => match self.lower(a, attrs)? {
@@ -444,6 +557,24 @@ impl Builder {
                 Operand::Vector(v) => Operand::Vector(self.powi(v, *k, &note)),
             },
             Node::Bin(op, a, b) => self.binop(*op, a, b, note, attrs)?,
+            Node::Rescued(plain, scaled) => match (self.lower(plain, attrs)?, self.lower(scaled, attrs)?) {
+                (Operand::Vector(p), Operand::Vector(q)) => {
+                    let a = self.unary("Abs", p, "underflow rescue: |value|");
+                    let m = self.cmp(a, "LT", lit(UNDERFLOW), "|value| < 2^-100: an exponential underflowed");
+                    let r = self.with_scalar(
+                        "Muls",
+                        q,
+                        lit(super::diff::unshift()),
+                        "the value from exponentials shifted by 2^64, scaled back",
+                    );
+                    Operand::Vector(self.select(m, r, p, "the value, rescued from float32 underflow"))
+                }
+                (p, _) => p,
+            },
+            Node::Patched(p) => match self.lower(&p.base, attrs)? {
+                Operand::Scalar(s) => Operand::Scalar(s),
+                Operand::Vector(base) => Operand::Vector(self.patched(base, V(p.input), &p.windows)),
+            },
             Node::Min(a, b) | Node::Max(a, b) => {
                 let is_min = matches!(n, Node::Min(..));
                 let (x, y) = self.pair(a, b, attrs)?;
@@ -558,6 +689,11 @@ fn host_call(f: Func, a: &str) -> String {
         Func::Erf => format!("std::erf({a})"),
         Func::Erfc => format!("std::erfc({a})"),
         Func::Sigmoid => format!("(1.0 / (1.0 + std::exp(-{a})))"),
+        Func::Softplus => format!("(std::fmax({a}, 0.0) + std::log1p(std::exp(-std::fabs({a}))))"),
+        Func::Log1p => format!("std::log1p({a})"),
+        Func::Expm1 => format!("std::expm1({a})"),
+        Func::Sign => format!("(({a}) > 0.0 ? 1.0 : (({a}) < 0.0 ? -1.0 : ({a})))"),
+        Func::Step => format!("(({a}) > 0.0 ? 1.0 : 0.0)"),
     }
 }
 
@@ -591,31 +727,45 @@ impl Reg {
     }
 }
 
-/// Lowers a canonical body over `n_inputs` inputs.
+/// Lowers a canonical body over `n_inputs` inputs (one output, `res0`).
 pub fn lower(node: &Node, inputs: &[String], attrs: &[String]) -> Result<Program, LowerError> {
-    let n_inputs = inputs.len();
-    let mut b = Builder { n_inputs, input_names: inputs.to_vec(), defs: Vec::new(), memo: HashMap::new() };
-    let root = match b.lower(node, attrs)? {
-        Operand::Vector(v) => v,
-        Operand::Scalar(_) => return Err(LowerError("the body reads no input".into())),
-    };
-    // The root must be the last call, writing `res`; an input or an earlier value is copied.
-    let last = (!b.defs.is_empty()).then(|| n_inputs + b.defs.len() - 1);
-    let root = if root.0 < n_inputs || Some(root.0) != last {
-        let def = Def { inst: Inst::WithScalar("Muls", root, lit(1.0)), note: "copy to the output".into() };
-        b.defs.push(def);
-        V(n_inputs + b.defs.len() - 1)
-    } else {
-        root
-    };
-    let defs = live_defs(&b.defs, n_inputs, root);
-    allocate(&defs, n_inputs, root, attrs)
+    lower_many(std::slice::from_ref(node), inputs, attrs)
 }
 
-/// The defs the root needs, in program order (value ids unchanged).
-fn live_defs(defs: &[Def], n_inputs: usize, root: V) -> Vec<(V, &Def)> {
+/// Lowers several canonical bodies over the same inputs into one program whose output k is
+/// written to `res<k>`. One builder lowers them all, so a subexpression the outputs share (a
+/// backward op's sigmoid, for every partial derivative) is computed once.
+pub fn lower_many(nodes: &[Node], inputs: &[String], attrs: &[String]) -> Result<Program, LowerError> {
+    let n_inputs = inputs.len();
+    let mut b = Builder { n_inputs, input_names: inputs.to_vec(), defs: Vec::new(), memo: HashMap::new() };
+    let mut roots: Vec<V> = Vec::new();
+    for node in nodes {
+        let v = match b.lower(node, attrs)? {
+            Operand::Vector(v) => v,
+            Operand::Scalar(_) => return Err(LowerError("the body reads no input".into())),
+        };
+        roots.push(v);
+    }
+    // Each output is a value of its own, defined by a call: an input, or a value an earlier
+    // output already is, is copied. With one output the root is then the last call.
+    for k in 0..roots.len() {
+        let v = roots[k];
+        if v.0 < n_inputs || roots[..k].contains(&v) {
+            let def = Def { inst: Inst::WithScalar("Muls", v, lit(1.0)), note: "copy to the output".into() };
+            b.defs.push(def);
+            roots[k] = V(n_inputs + b.defs.len() - 1);
+        }
+    }
+    let defs = live_defs(&b.defs, n_inputs, &roots);
+    allocate(&defs, n_inputs, &roots, attrs)
+}
+
+/// The defs the roots need, in program order (value ids unchanged).
+fn live_defs<'d>(defs: &'d [Def], n_inputs: usize, roots: &[V]) -> Vec<(V, &'d Def)> {
     let mut needed = vec![false; n_inputs + defs.len()];
-    needed[root.0] = true;
+    for r in roots {
+        needed[r.0] = true;
+    }
     for (k, d) in defs.iter().enumerate().rev() {
         if needed[n_inputs + k] {
             for o in d.inst.operands() {
@@ -626,12 +776,21 @@ fn live_defs(defs: &[Def], n_inputs: usize, root: V) -> Vec<(V, &Def)> {
     defs.iter().enumerate().filter(|(k, _)| needed[n_inputs + k]).map(|(k, d)| (V(n_inputs + k), d)).collect()
 }
 
-fn allocate(defs: &[(V, &Def)], n_inputs: usize, root: V, attrs: &[String]) -> Result<Program, LowerError> {
+fn allocate(
+    defs: &[(V, &Def)],
+    n_inputs: usize,
+    roots: &[V],
+    attrs: &[String],
+) -> Result<Program, LowerError> {
     let mut last_use: HashMap<V, usize> = HashMap::new();
     for (idx, (_, d)) in defs.iter().enumerate() {
         for o in d.inst.operands() {
             last_use.insert(o, idx);
         }
+    }
+    // An output lives to the end: its register is what a 16-bit output is rounded from.
+    for r in roots {
+        last_use.insert(*r, usize::MAX);
     }
     let mut reg: HashMap<V, Reg> = (0..n_inputs).map(|i| (V(i), Reg::Home(i))).collect();
     let mut free_float: BTreeSet<Reg> = BTreeSet::new();
@@ -645,7 +804,10 @@ fn allocate(defs: &[(V, &Def)], n_inputs: usize, root: V, attrs: &[String]) -> R
     }
     let mut slots: Vec<String> = Vec::new();
     let mut calls = Vec::new();
-    let mut result = String::new();
+    let mut results = vec![String::new(); roots.len()];
+    // Outputs are read and written by their names `res<k>` (a float32 output's register is the
+    // output tensor itself).
+    let out_name = |v: &V| roots.iter().position(|r| r == v).map(|k| format!("res{k}"));
     for (idx, (v, d)) in defs.iter().enumerate() {
         let operands = d.inst.operands();
         let mut dying: Vec<Reg> = Vec::new();
@@ -689,13 +851,15 @@ fn allocate(defs: &[(V, &Def)], n_inputs: usize, root: V, attrs: &[String]) -> R
             r
         };
         reg.insert(*v, dst);
-        let dst_name = if *v == root {
-            result = dst.name();
-            "res".to_string()
-        } else {
-            dst.name()
+        let dst_name = match out_name(v) {
+            Some(res) => {
+                let k = roots.iter().position(|r| r == v).expect("an output");
+                results[k] = dst.name();
+                res
+            }
+            None => dst.name(),
         };
-        let name = |x: &V| reg[x].name();
+        let name = |x: &V| out_name(x).unwrap_or_else(|| reg[x].name());
         let mut scalar = |s: &Scalar| -> Result<String, LowerError> {
             match s {
                 Scalar::Lit(c) => float_literal(*c),
@@ -744,7 +908,7 @@ fn allocate(defs: &[(V, &Def)], n_inputs: usize, root: V, attrs: &[String]) -> R
         calls,
         temps,
         masks,
-        result,
+        results,
         scalars: slots.into_iter().enumerate().map(|(slot, expr)| ScalarSlot { slot, expr }).collect(),
         attrs_used,
     })
@@ -789,11 +953,11 @@ mod tests {
                 "Exp(t1, t1, n);",
                 "Adds(t1, t1, 1.0f, n);",
                 "Div(t0, t0, t1, n);",
-                "Mul(res, in0, t0, n);",
+                "Mul(res0, in0, t0, n);",
             ]
         );
         assert_eq!((p.temps, p.masks), (2, 0));
-        assert_eq!(p.result, "in0");
+        assert_eq!(p.results, ["in0"]);
     }
 
     #[test]
@@ -809,9 +973,9 @@ mod tests {
     #[test]
     fn pow_is_unrolled() {
         let p = program("pow(x, 5)", &["x"], &[]);
-        assert_eq!(calls(&p), ["Mul(t0, in0, in0, n);", "Mul(t0, t0, t0, n);", "Mul(res, in0, t0, n);"]);
+        assert_eq!(calls(&p), ["Mul(t0, in0, in0, n);", "Mul(t0, t0, t0, n);", "Mul(res0, in0, t0, n);"]);
         let p = program("pow(x, -2)", &["x"], &[]);
-        assert_eq!(calls(&p), ["Mul(in0, in0, in0, n);", "Reciprocal(res, in0, n);"]);
+        assert_eq!(calls(&p), ["Mul(in0, in0, in0, n);", "Reciprocal(res0, in0, n);"]);
         let p = program("x + pow(x, 0)", &["x"], &[]);
         assert_eq!(calls(&p)[0], "Duplicate(t0, 1.0f, n);");
     }
@@ -819,9 +983,9 @@ mod tests {
     #[test]
     fn an_input_alone_is_copied_and_attrs_become_tiling_scalars() {
         let p = program("x", &["x"], &[]);
-        assert_eq!(calls(&p), ["Muls(res, in0, 1.0f, n);"]);
+        assert_eq!(calls(&p), ["Muls(res0, in0, 1.0f, n);"]);
         let p = program("x * exp(-alpha) + beta", &["x"], &["alpha", "beta"]);
-        assert_eq!(calls(&p), ["Muls(in0, in0, t_.scalar0, n);", "Adds(res, in0, t_.scalar1, n);"]);
+        assert_eq!(calls(&p), ["Muls(in0, in0, t_.scalar0, n);", "Adds(res0, in0, t_.scalar1, n);"]);
         assert_eq!(p.scalars[0].expr, "std::exp((-attr0))");
         assert_eq!(p.scalars[1].expr, "attr1");
         assert_eq!(p.attrs_used, [0, 1]);
@@ -834,7 +998,7 @@ mod tests {
         let c = calls(&p);
         assert_eq!(c.iter().filter(|s| s.starts_with("CompareScalar(")).count(), 2);
         assert_eq!(c.iter().filter(|s| s.starts_with("Select(")).count(), 2);
-        assert!(c.last().unwrap().starts_with("Select(res, "));
+        assert!(c.last().unwrap().starts_with("Select(res0, "));
         assert_eq!(p.masks, 2);
         assert!(p.temps <= 4, "{p:?}");
     }

@@ -10,9 +10,11 @@
 //! into tiles of `tileLength` elements (a multiple of 256, sized from the UB budget with
 //! double-buffered queues); the tiles are dealt to the vector cores in contiguous runs.
 
+pub mod diff;
 pub mod eval;
 pub mod expr;
 pub mod lower;
+pub mod roots;
 
 use super::eager::{input, Builder};
 use super::{Case, Expected, Sweep};
@@ -40,6 +42,7 @@ pub(crate) fn params(raw: &RawSpec) -> crate::spec::FamilyParams {
         body: t.body.get_ref().clone(),
         compute: crate::DType::parse(t.compute.get_ref()).unwrap_or(crate::DType::Float32),
         body_offset: t.body.span().start + 1,
+        derivative_of: None,
     })
 }
 
@@ -50,7 +53,12 @@ pub const MAX_INPUTS: usize = 4;
 /// The body of a spec, understood: the canonical tree and its lowering.
 #[derive(Debug, Clone)]
 pub struct Body {
+    /// The canonical body as written (a backward op: the forward's body, over the forward's
+    /// inputs).
     pub node: Node,
+    /// What each output computes, over the op's own inputs: `[node]` for a forward op; for a
+    /// backward op dy · ∂node/∂x_i per forward input (input 0 is dy).
+    pub outputs: Vec<Node>,
     pub program: Program,
     /// Names of the inputs and attrs, by index.
     pub inputs: Vec<String>,
@@ -83,15 +91,98 @@ pub fn analyse_body(body: &str, inputs: &[String], attrs: &[String]) -> Result<B
     let node = expr::resolve(&syntax, Scope { inputs, attrs }).map_err(BodyError::Expr)?;
     let node = expr::canonical(node);
     let program = lower::lower(&node, inputs, attrs).map_err(BodyError::Lower)?;
-    Ok(Body { node, program, inputs: inputs.to_vec(), attrs: attrs.to_vec() })
+    Ok(Body { outputs: vec![node.clone()], node, program, inputs: inputs.to_vec(), attrs: attrs.to_vec() })
 }
 
-/// The body of an elementwise spec.
+/// The backward op of a body over `inputs`: inputs `dy` (named `incoming`) then `inputs`, one
+/// output dy · ∂body/∂x_i per input, lowered as one program (shared subexpressions once).
+pub fn analyse_backward(
+    body: &str,
+    incoming: &str,
+    inputs: &[String],
+    attrs: &[String],
+) -> Result<Body, BodyError> {
+    let syntax = expr::parse(body).map_err(|e| BodyError::Expr(vec![e]))?;
+    let node = expr::resolve(&syntax, Scope { inputs, attrs }).map_err(BodyError::Expr)?;
+    let node = expr::canonical(node);
+    let outputs = diff::gradients(&node, inputs.len());
+    let names: Vec<String> = std::iter::once(incoming.to_string()).chain(inputs.iter().cloned()).collect();
+    let program = lower::lower_many(&outputs, &names, attrs).map_err(BodyError::Lower)?;
+    Ok(Body { node, outputs, program, inputs: names, attrs: attrs.to_vec() })
+}
+
+/// The body of an elementwise spec (a generated backward op: its derivatives).
 pub fn analyse(spec: &OpSpec) -> Result<Body, String> {
     let p = spec.elementwise().ok_or_else(|| format!("op `{}` is not an elementwise op", spec.name))?;
     let inputs: Vec<String> = spec.inputs.iter().map(|t| t.name.clone()).collect();
     let attrs: Vec<String> = spec.attrs.iter().map(|a| a.name.clone()).collect();
-    analyse_body(&p.body, &inputs, &attrs).map_err(|e| format!("op `{}`: body: {e}", spec.name))
+    let body = match &p.derivative_of {
+        None => analyse_body(&p.body, &inputs, &attrs),
+        Some(_) => analyse_backward(&p.body, &inputs[0], &inputs[1..], &attrs),
+    };
+    body.map_err(|e| format!("op `{}`: body: {e}", spec.name))
+}
+
+/// The name of the gradient of tensor `name` in a backward op (`x` → `dx`).
+pub fn grad_name(name: &str) -> String {
+    format!("d{name}")
+}
+
+/// The generated backward op of a differentiable elementwise spec (validated by [`check`]):
+/// `<name>_grad`, op type `<OpType>Grad`, inputs dy (the output's dtypes) and the forward's
+/// inputs, outputs d<input> in each input's dtype, the forward's attrs and targets. Its files
+/// name the forward's spec file.
+pub fn backward_spec(spec: &OpSpec) -> OpSpec {
+    let p = spec.elementwise().expect("an elementwise spec");
+    let y = &spec.outputs[0];
+    let mut inputs =
+        vec![crate::spec::TensorArg { name: grad_name(&y.name), dtypes: y.dtypes.clone(), mutated: false }];
+    inputs.extend(spec.inputs.iter().map(|t| crate::spec::TensorArg { mutated: false, ..t.clone() }));
+    let outputs: Vec<crate::spec::TensorArg> = spec
+        .inputs
+        .iter()
+        .map(|t| crate::spec::TensorArg {
+            name: grad_name(&t.name),
+            dtypes: t.dtypes.clone(),
+            mutated: false,
+        })
+        .collect();
+    let partials: Vec<String> = spec
+        .inputs
+        .iter()
+        .map(|t| {
+            format!(
+                "{} = {} * (partial {} / partial {})",
+                grad_name(&t.name),
+                grad_name(&y.name),
+                y.name,
+                t.name
+            )
+        })
+        .collect();
+    OpSpec {
+        name: format!("{}_grad", spec.name),
+        op_type: format!("{}Grad", spec.op_type),
+        family: spec.family,
+        summary: format!(
+            "backward of {} ({}): {}, by symbolic differentiation of {} = {}",
+            spec.name,
+            spec.op_type,
+            partials.join(", "),
+            y.name,
+            p.body
+        ),
+        inputs,
+        outputs,
+        attrs: spec.attrs.clone(),
+        targets: spec.targets.clone(),
+        params: crate::spec::FamilyParams::Elementwise(crate::spec::ElementwiseParams {
+            derivative_of: Some(spec.name.clone()),
+            ..p.clone()
+        }),
+        backward: crate::spec::Backward::NotGenerated,
+        source: spec.source.clone(),
+    }
 }
 
 /// The body of a user op as written: parsed and resolved, with no fold or rewrite (the
@@ -247,6 +338,58 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
     if let Err(e) = lower::lower(&expr::canonical(node), &inputs, &attrs) {
         let offset = at(0);
         r.error_at(offset, field, e.0);
+        return;
+    }
+    if spec.backward == crate::spec::Backward::Derived {
+        check_backward(r, raw, spec, &inputs, &attrs, at(0));
+    }
+}
+
+/// The generated backward op must be an op too: dy plus the inputs within MAX_INPUTS, names
+/// that do not collide, and a lowering that fits. Each problem says how to opt out.
+fn check_backward(
+    r: &mut Reporter,
+    raw: &RawSpec,
+    spec: &OpSpec,
+    inputs: &[String],
+    attrs: &[String],
+    body_at: usize,
+) {
+    let field = "differentiable";
+    let at = raw.differentiable.as_ref().map_or(body_at, |d| d.span().start);
+    let opt_out = "set `differentiable = false` to generate no backward op";
+    if inputs.len() + 1 > MAX_INPUTS {
+        r.error_at(
+            at,
+            field,
+            format!(
+                "the backward op `{}_grad` would take dy and {} inputs; at most {MAX_INPUTS} fit: {opt_out}",
+                spec.name,
+                inputs.len()
+            ),
+        );
+        return;
+    }
+    let y = &spec.outputs[0].name;
+    let grads: Vec<String> = std::iter::once(y).chain(inputs).map(|n| grad_name(n)).collect();
+    for g in &grads {
+        let taken = inputs.iter().chain(attrs).any(|n| n == g);
+        if taken || crate::spec::is_cpp_keyword(g) {
+            r.error_at(
+                at,
+                field,
+                format!("the backward op `{}_grad` names a gradient `{g}`, which is already a name of this op or reserved: rename it, or {opt_out}", spec.name),
+            );
+            return;
+        }
+    }
+    let body = &spec.elementwise().expect("elementwise").body;
+    if let Err(e) = analyse_backward(body, &grads[0], inputs, attrs) {
+        r.error_at(
+            at,
+            field,
+            format!("the backward op `{}_grad` cannot be generated: {e}; {opt_out}", spec.name),
+        );
     }
 }
 
@@ -255,7 +398,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 /// The tiling-data layout: the generated TilingFunc fills it, the kernel reads it, `opgen
 /// plan` names the fields.
 pub const TILING_FIELDS: &[TilingField] = &[
-    TilingField::u32("totalLength", "elements of each input and of the output (the shape flattened)"),
+    TilingField::u32("totalLength", "elements of each input and each output (the shape flattened)"),
     TilingField::u32("tileLength", "elements per UB pass: a multiple of 256 that fits the UB budget"),
     TilingField::u32("tileCount", "tiles in all: ceil(totalLength / tileLength)"),
     TilingField::u32("usedCores", "cores with work: min(tileCount, vector cores)"),
@@ -273,16 +416,38 @@ pub const TILING_FIELDS: &[TilingField] = &[
 pub fn template_extras(spec: &OpSpec) -> Result<serde_json::Map<String, serde_json::Value>, String> {
     let body = analyse(spec)?;
     let mut m = serde_json::Map::new();
-    let text = spec.elementwise().map(|p| p.body.clone()).unwrap_or_default();
-    m.insert("body".into(), text.into());
-    m.insert("body_canonical".into(), lower::show(&body.node, &body.inputs, &body.attrs).into());
+    let p = spec.elementwise().ok_or_else(|| format!("op `{}` is not an elementwise op", spec.name))?;
+    // What each output is, as written and as computed (a backward op: the partial derivative
+    // of the forward's body, in canonical form).
+    let formulas: Vec<serde_json::Value> = spec
+        .outputs
+        .iter()
+        .zip(&body.outputs)
+        .enumerate()
+        .map(|(k, (t, node))| {
+            let written = match &p.derivative_of {
+                None => p.body.clone(),
+                Some(fwd) => format!(
+                    "{} * d/d{} [{}], the gradient of {fwd}",
+                    spec.inputs[0].name,
+                    spec.inputs[k + 1].name,
+                    p.body
+                ),
+            };
+            serde_json::json!({
+                "output": t.name,
+                "written": written,
+                "canonical": lower::show(node, &body.inputs, &body.attrs),
+            })
+        })
+        .collect();
+    m.insert("formulas".into(), formulas.into());
     m.insert("program".into(), serde_json::to_value(&body.program).map_err(|e| e.to_string())?);
-    m.insert("output".into(), serde_json::to_value(&spec.outputs[0]).map_err(|e| e.to_string())?);
     let columns: Vec<serde_json::Value> = (0..spec.columns())
         .map(|c| {
             serde_json::json!({
                 "inputs": spec.inputs.iter().map(|t| t.dtypes[c].name()).collect::<Vec<_>>(),
-                "output": spec.outputs[0].dtypes[c].name(),
+                "outputs": spec.outputs.iter().map(|t| t.dtypes[c].name()).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -411,8 +576,10 @@ fn catalogue_reference(name: &str) -> Option<Reference> {
     })
 }
 
-/// Catalogue ops by name against `crate::reference::activation`; any other op against the f64
-/// evaluation of its own body.
+/// Catalogue ops by name against `crate::reference::activation` (the backward ops
+/// `<name>_grad` against the hand-written derivatives); any other op against the f64
+/// evaluation of its own body (a backward op: of the differentiated body, whose derivative the
+/// tests also check against finite differences of the forward).
 pub fn expected(
     spec: &OpSpec,
     inputs: &[(String, HostTensor)],
@@ -425,33 +592,52 @@ pub fn expected(
     let column = (0..spec.columns())
         .find(|&c| spec.inputs.iter().zip(inputs).all(|(t, (_, v))| t.dtypes[c] == v.dtype))
         .ok_or("the inputs' dtypes match no dtype combination of the spec")?;
-    let out_dtype = spec.outputs[0].dtypes[column];
-    let values = match catalogue_reference(&spec.name) {
-        Some(Reference::Unary(f)) => {
-            let [(_, x)] = inputs else {
-                return Err(format!(
-                    "catalogue op `{}` takes one input, the spec declares {}",
-                    spec.name,
-                    inputs.len()
-                ));
-            };
-            activation::unary(x, f)
+    let arity = |want: usize| -> Result<(), String> {
+        if inputs.len() == want {
+            Ok(())
+        } else {
+            Err(format!(
+                "catalogue op `{}` takes {want} inputs, the spec declares {}",
+                spec.name,
+                inputs.len()
+            ))
         }
-        Some(Reference::Binary(f)) => {
-            let [(_, a), (_, b)] = inputs else {
-                return Err(format!(
-                    "catalogue op `{}` takes two inputs, the spec declares {}",
-                    spec.name,
-                    inputs.len()
-                ));
-            };
-            activation::binary(a, b, f).map_err(|e| e.to_string())?
+    };
+    let columns: Vec<Vec<f64>> = inputs.iter().map(|(_, t)| t.to_f64()).collect();
+    let values: Vec<Vec<f64>> = match (catalogue_reference(&spec.name), catalogue_grad_reference(&spec.name))
+    {
+        (Some(Reference::Unary(f)), _) => {
+            arity(1)?;
+            vec![activation::unary(&inputs[0].1, f)]
         }
-        None => {
-            // The body as written (parsed and resolved, before `expr::canonical`): the kernel is
-            // built from the canonical form, so a parser-to-kernel bug in a rewrite or a fold
-            // would be shared by a reference evaluating that form too.
-            let body = as_written(spec)?;
+        (Some(Reference::Binary(f)), _) => {
+            arity(2)?;
+            vec![activation::binary(&inputs[0].1, &inputs[1].1, f).map_err(|e| e.to_string())?]
+        }
+        (None, Some(GradReference::Unary(f))) => {
+            arity(2)?;
+            vec![columns[0].iter().zip(&columns[1]).map(|(dy, x)| dy * f(*x)).collect()]
+        }
+        (None, Some(GradReference::Swiglu)) => {
+            arity(3)?;
+            let (mut dgate, mut dup) = (Vec::new(), Vec::new());
+            for ((dy, g), u) in columns[0].iter().zip(&columns[1]).zip(&columns[2]) {
+                let (pg, pu) = activation::swiglu_grad(*g, *u);
+                dgate.push(dy * pg);
+                dup.push(dy * pu);
+            }
+            vec![dgate, dup]
+        }
+        (None, None) => {
+            // A forward op: the body as written (parsed and resolved, before
+            // `expr::canonical`): the kernel is built from the canonical form, so a
+            // parser-to-kernel bug in a rewrite or a fold would be shared by a reference
+            // evaluating that form too. A generated backward op: the differentiated tree
+            // (checked against finite differences of the forward in tests/elementwise_grad.rs).
+            let nodes = match spec.elementwise().and_then(|p| p.derivative_of.as_ref()) {
+                None => vec![as_written(spec)?],
+                Some(_) => analyse(spec)?.outputs,
+            };
             let attr_values: Vec<f64> = spec
                 .attrs
                 .iter()
@@ -463,17 +649,86 @@ pub fn expected(
                         .ok_or_else(|| format!("attr `{}` missing", a.name))
                 })
                 .collect::<Result<_, _>>()?;
-            let columns: Vec<Vec<f64>> = inputs.iter().map(|(_, t)| t.to_f64()).collect();
-            eval::eval_all(&body, &columns, &attr_values)
+            nodes.iter().map(|node| eval::eval_all(node, &columns, &attr_values)).collect()
         }
     };
-    Ok(vec![Expected {
-        name: spec.outputs[0].name.clone(),
-        dtype: out_dtype,
-        shape: first.shape.clone(),
-        values,
-        tolerance: tolerance(out_dtype),
-    }])
+    if values.len() != spec.outputs.len() {
+        return Err(format!(
+            "the reference of `{}` gives {} outputs, the spec declares {}",
+            spec.name,
+            values.len(),
+            spec.outputs.len()
+        ));
+    }
+    Ok(spec
+        .outputs
+        .iter()
+        .zip(values)
+        .map(|(t, values)| {
+            let dtype = t.dtypes[column];
+            Expected {
+                name: t.name.clone(),
+                dtype,
+                shape: first.shape.clone(),
+                values,
+                tolerance: tolerance(dtype),
+            }
+        })
+        .collect())
+}
+
+/// The backward ops of the catalogue activations and their hand-written derivatives.
+enum GradReference {
+    /// dx = dy · f'(x).
+    Unary(fn(f64) -> f64),
+    Swiglu,
+}
+
+fn catalogue_grad_reference(name: &str) -> Option<GradReference> {
+    Some(match name {
+        "gelu_tanh_grad" => GradReference::Unary(activation::gelu_tanh_grad),
+        "gelu_erf_grad" => GradReference::Unary(activation::gelu_erf_grad),
+        "fast_gelu_grad" => GradReference::Unary(activation::fast_gelu_grad),
+        "swiglu_grad" => GradReference::Swiglu,
+        _ => return None,
+    })
+}
+
+/// When an output fails at element `flat`, the subexpression whose float32 evaluation loses
+/// the precision there (see [`eval::precision_loss`]), as a sentence for the failure message.
+pub fn diagnose(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+    output: &str,
+    flat: usize,
+) -> Option<String> {
+    let body = analyse(spec).ok()?;
+    let k = spec.outputs.iter().position(|t| t.name == output)?;
+    let point: Vec<f64> = inputs.iter().map(|(_, t)| t.to_f64().get(flat).copied()).collect::<Option<_>>()?;
+    let attr_values: Vec<f64> = spec
+        .attrs
+        .iter()
+        .map(|a| attrs.iter().find(|(n, _)| n == &a.name).and_then(|(_, v)| v.as_f64()))
+        .collect::<Option<_>>()?;
+    let loss = eval::precision_loss(&body.outputs[k], &point, &attr_values)?;
+    let at: Vec<String> = body.inputs.iter().zip(&point).map(|(n, v)| format!("{n} = {v:e}")).collect();
+    // Below float32's normal range the loss is underflow, which no rewrite of the expression
+    // avoids; otherwise it is a cancellation or a rounding the stable functions avoid.
+    let advice = if loss.exact != 0.0 && loss.exact.abs() < f64::from(f32::MIN_POSITIVE) {
+        "the value is below float32's normal range there (underflow: its subnormals keep fewer bits)"
+    } else {
+        "rewrite that subexpression (softplus, log1p, expm1 keep their accuracy)"
+    };
+    Some(format!(
+        "float32 loses the precision in `{}` at {}: {:e} in float32 emulation vs {:e} in f64 (relative error {:.1e}, its operands within {:.1e}); {advice}",
+        lower::show(&loss.node, &body.inputs, &body.attrs),
+        at.join(", "),
+        loss.float32,
+        loss.exact,
+        loss.rel_err,
+        loss.operand_rel_err
+    ))
 }
 
 // ---- the family --------------------------------------------------------------------------
@@ -487,6 +742,15 @@ impl FamilyOps for Elementwise {
 
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         check(r, raw, spec)
+    }
+
+    /// A differentiable op brings its generated backward op.
+    fn derived_ops(&self, spec: &OpSpec) -> Vec<OpSpec> {
+        if spec.backward == crate::spec::Backward::Derived {
+            vec![backward_spec(spec)]
+        } else {
+            Vec::new()
+        }
     }
 
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
@@ -504,8 +768,8 @@ impl FamilyOps for Elementwise {
         Ok(template_extras(spec)?)
     }
 
-    /// Every input has the first input's shape (no broadcasting); the one output is shaped
-    /// like it.
+    /// Every input has the first input's shape (no broadcasting); every output (one for a
+    /// forward op, one per forward input for a generated backward op) is shaped like it.
     fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
         let first = spec.inputs.first().ok_or("elementwise needs at least one input")?;
         Ok(ShapeRule {
@@ -513,7 +777,7 @@ impl FamilyOps for Elementwise {
                 .iter()
                 .map(|t| ShapeCheck::SameShape { tensor: t.name.clone(), like: first.name.clone() })
                 .collect(),
-            outputs: vec![OutputShape::Like { of: first.name.clone() }],
+            outputs: spec.outputs.iter().map(|_| OutputShape::Like { of: first.name.clone() }).collect(),
         })
     }
 
@@ -553,6 +817,10 @@ impl FamilyOps for Elementwise {
     fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
         match spec.name.as_str() {
             "gelu_tanh" | "gelu_erf" | "fast_gelu" => vec![("Qwen2-7B MLP", vec![4096, 18944])],
+            // The generated backward ops: dy first, of the forward output's shape.
+            "gelu_tanh_grad" | "gelu_erf_grad" | "fast_gelu_grad" | "swiglu_grad" => {
+                vec![("Qwen2-7B MLP", vec![4096, 18944])]
+            }
             "swiglu" if spec.inputs.len() >= 2 => vec![("Qwen2-7B MLP", vec![4096, 18944])],
             "swiglu" => vec![("Qwen2-7B MLP", vec![4096, 2 * 18944])],
             _ => Vec::new(),

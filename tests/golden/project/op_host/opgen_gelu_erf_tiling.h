@@ -8,7 +8,7 @@
 
 namespace optiling {
 BEGIN_TILING_DATA_DEF(OpgenGeluErfTilingData)
-TILING_DATA_FIELD_DEF(uint32_t, totalLength);  // elements of each input and of the output (the shape flattened)
+TILING_DATA_FIELD_DEF(uint32_t, totalLength);  // elements of each input and each output (the shape flattened)
 TILING_DATA_FIELD_DEF(uint32_t, tileLength);  // elements per UB pass: a multiple of 256 that fits the UB budget
 TILING_DATA_FIELD_DEF(uint32_t, tileCount);  // tiles in all: ceil(totalLength / tileLength)
 TILING_DATA_FIELD_DEF(uint32_t, usedCores);  // cores with work: min(tileCount, vector cores)

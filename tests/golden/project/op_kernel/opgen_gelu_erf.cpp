@@ -71,12 +71,12 @@ __aicore__ inline void CopyOut(const GlobalTensor<T>& dst, const LocalTensor<T>&
     }
 }
 
-template <typename T0, typename TOut>
+template <typename T0, typename TOut0>
 class ElementwiseKernel {
 public:
     __aicore__ inline ElementwiseKernel() {}
 
-    __aicore__ inline void Init(GM_ADDR src0, GM_ADDR dst, const TilingData& tiling)
+    __aicore__ inline void Init(GM_ADDR src0, GM_ADDR dst0, const TilingData& tiling)
     {
         t_ = tiling;
         const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
@@ -92,7 +92,7 @@ public:
         const uint64_t end = start + static_cast<uint64_t>(tiles) * t_.tileLength;
         length_ = static_cast<uint32_t>((end < t_.totalLength ? end : t_.totalLength) - start);
         gm0_.SetGlobalBuffer(reinterpret_cast<__gm__ T0*>(src0) + start, length_);  // x
-        gmOut_.SetGlobalBuffer(reinterpret_cast<__gm__ TOut*>(dst) + start, length_);  // y
+        gmOut0_.SetGlobalBuffer(reinterpret_cast<__gm__ TOut0*>(dst0) + start, length_);  // y
     }
 
     __aicore__ inline void Process()
@@ -105,7 +105,7 @@ public:
         if constexpr (sizeof(T0) == 2) {
             pipe_.InitBuffer(home0_, tile * sizeof(float));  // x in float32
         }
-        pipe_.InitBuffer(outQue_, BUFFER_NUM, tile * sizeof(TOut));
+        pipe_.InitBuffer(outQue0_, BUFFER_NUM, tile * sizeof(TOut0));  // y
         pipe_.InitBuffer(tmp0_, tile * sizeof(float));
         pipe_.InitBuffer(tmp1_, tile * sizeof(float));
         pipe_.InitBuffer(tmp2_, tile * sizeof(float));
@@ -145,12 +145,12 @@ private:
         LocalTensor<float> t1 = tmp1_.Get<float>();
         LocalTensor<float> t2 = tmp2_.Get<float>();
         LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
-        LocalTensor<TOut> y = outQue_.AllocTensor<TOut>();
-        LocalTensor<float> res;  // the last call's destination
-        if constexpr (sizeof(TOut) == 2) {
-            res = in0;
+        LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
+        LocalTensor<float> res0;  // y: a float32 output is computed in place
+        if constexpr (sizeof(TOut0) == 2) {
+            res0 = in0;
         } else {
-            res = y.template ReinterpretCast<float>();
+            res0 = y0.template ReinterpretCast<float>();
         }
         PipeBarrier<PIPE_V>();
         Muls(t0, in0, -0.70710677f, n);  // x / (-1.4142135)
@@ -217,20 +217,20 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(in0, in0, 0.5f, n);  // 0.5 * x
         PipeBarrier<PIPE_V>();
-        Mul(res, in0, t1, n);  // 0.5 * x * erfc(x / (-1.4142135))
+        Mul(res0, in0, t1, n);  // 0.5 * x * erfc(x / (-1.4142135))
         PipeBarrier<PIPE_V>();
-        if constexpr (sizeof(TOut) == 2) {
-            Cast(y, res, RoundMode::CAST_RINT, n);
+        if constexpr (sizeof(TOut0) == 2) {
+            Cast(y0, res0, RoundMode::CAST_RINT, n);
         }
-        outQue_.EnQue(y);
+        outQue0_.EnQue(y0);
         inQue0_.FreeTensor(x0);
     }
 
     __aicore__ inline void StoreTile(uint32_t done, uint32_t len)
     {
-        LocalTensor<TOut> y = outQue_.DeQue<TOut>();
-        CopyOut(gmOut_[done], y, len);
-        outQue_.FreeTensor(y);
+        LocalTensor<TOut0> y0 = outQue0_.DeQue<TOut0>();
+        CopyOut(gmOut0_[done], y0, len);
+        outQue0_.FreeTensor(y0);
     }
 
     TilingData t_;
@@ -239,8 +239,8 @@ private:
     TQue<QuePosition::VECIN, 1> inQue0_;
     TBuf<TPosition::VECCALC> home0_;
     GlobalTensor<T0> gm0_;
-    TQue<QuePosition::VECOUT, 1> outQue_;
-    GlobalTensor<TOut> gmOut_;
+    TQue<QuePosition::VECOUT, 1> outQue0_;
+    GlobalTensor<TOut0> gmOut0_;
     TBuf<TPosition::VECCALC> tmp0_;
     TBuf<TPosition::VECCALC> tmp1_;
     TBuf<TPosition::VECCALC> tmp2_;

@@ -71,12 +71,12 @@ __aicore__ inline void CopyOut(const GlobalTensor<T>& dst, const LocalTensor<T>&
     }
 }
 
-template <typename T0, typename T1, typename TOut>
+template <typename T0, typename T1, typename TOut0>
 class ElementwiseKernel {
 public:
     __aicore__ inline ElementwiseKernel() {}
 
-    __aicore__ inline void Init(GM_ADDR src0, GM_ADDR src1, GM_ADDR dst, const TilingData& tiling)
+    __aicore__ inline void Init(GM_ADDR src0, GM_ADDR src1, GM_ADDR dst0, const TilingData& tiling)
     {
         t_ = tiling;
         const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
@@ -93,7 +93,7 @@ public:
         length_ = static_cast<uint32_t>((end < t_.totalLength ? end : t_.totalLength) - start);
         gm0_.SetGlobalBuffer(reinterpret_cast<__gm__ T0*>(src0) + start, length_);  // gate
         gm1_.SetGlobalBuffer(reinterpret_cast<__gm__ T1*>(src1) + start, length_);  // up
-        gmOut_.SetGlobalBuffer(reinterpret_cast<__gm__ TOut*>(dst) + start, length_);  // y
+        gmOut0_.SetGlobalBuffer(reinterpret_cast<__gm__ TOut0*>(dst0) + start, length_);  // y
     }
 
     __aicore__ inline void Process()
@@ -110,7 +110,7 @@ public:
         if constexpr (sizeof(T1) == 2) {
             pipe_.InitBuffer(home1_, tile * sizeof(float));  // up in float32
         }
-        pipe_.InitBuffer(outQue_, BUFFER_NUM, tile * sizeof(TOut));
+        pipe_.InitBuffer(outQue0_, BUFFER_NUM, tile * sizeof(TOut0));  // y
         pipe_.InitBuffer(tmp0_, tile * sizeof(float));
         pipe_.InitBuffer(tmp1_, tile * sizeof(float));
         for (uint32_t done = 0; done < length_; done += tile) {
@@ -157,12 +157,12 @@ private:
         }
         LocalTensor<float> t0 = tmp0_.Get<float>();
         LocalTensor<float> t1 = tmp1_.Get<float>();
-        LocalTensor<TOut> y = outQue_.AllocTensor<TOut>();
-        LocalTensor<float> res;  // the last call's destination
-        if constexpr (sizeof(TOut) == 2) {
-            res = in0;
+        LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
+        LocalTensor<float> res0;  // y: a float32 output is computed in place
+        if constexpr (sizeof(TOut0) == 2) {
+            res0 = in0;
         } else {
-            res = y.template ReinterpretCast<float>();
+            res0 = y0.template ReinterpretCast<float>();
         }
         PipeBarrier<PIPE_V>();
         Mins(t0, in0, 0.0f, n);  // sigmoid: min(z, 0)
@@ -181,21 +181,21 @@ private:
         PipeBarrier<PIPE_V>();
         Mul(in0, in0, t0, n);  // gate * sigmoid(gate)
         PipeBarrier<PIPE_V>();
-        Mul(res, in0, in1, n);  // gate * sigmoid(gate) * up
+        Mul(res0, in0, in1, n);  // gate * sigmoid(gate) * up
         PipeBarrier<PIPE_V>();
-        if constexpr (sizeof(TOut) == 2) {
-            Cast(y, res, RoundMode::CAST_RINT, n);
+        if constexpr (sizeof(TOut0) == 2) {
+            Cast(y0, res0, RoundMode::CAST_RINT, n);
         }
-        outQue_.EnQue(y);
+        outQue0_.EnQue(y0);
         inQue0_.FreeTensor(x0);
         inQue1_.FreeTensor(x1);
     }
 
     __aicore__ inline void StoreTile(uint32_t done, uint32_t len)
     {
-        LocalTensor<TOut> y = outQue_.DeQue<TOut>();
-        CopyOut(gmOut_[done], y, len);
-        outQue_.FreeTensor(y);
+        LocalTensor<TOut0> y0 = outQue0_.DeQue<TOut0>();
+        CopyOut(gmOut0_[done], y0, len);
+        outQue0_.FreeTensor(y0);
     }
 
     TilingData t_;
@@ -207,8 +207,8 @@ private:
     TQue<QuePosition::VECIN, 1> inQue1_;
     TBuf<TPosition::VECCALC> home1_;
     GlobalTensor<T1> gm1_;
-    TQue<QuePosition::VECOUT, 1> outQue_;
-    GlobalTensor<TOut> gmOut_;
+    TQue<QuePosition::VECOUT, 1> outQue0_;
+    GlobalTensor<TOut0> gmOut0_;
     TBuf<TPosition::VECCALC> tmp0_;
     TBuf<TPosition::VECCALC> tmp1_;
 };

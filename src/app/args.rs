@@ -41,6 +41,10 @@ pub struct VerifyArgs {
     /// Runner processes at once.
     #[arg(long, default_value_t = 2)]
     pub jobs: usize,
+    /// Perturbed numerics: move the float32 results of Exp, Ln, Sqrt, Rsqrt, Reciprocal and Div
+    /// by up to K float32 ULP (deterministic), as hardware that is not libm-exact would.
+    #[arg(long, value_name = "K")]
+    pub perturb: Option<u32>,
 }
 
 impl VerifyArgs {
@@ -54,6 +58,7 @@ impl VerifyArgs {
             sanitize: !self.no_sanitize,
             soc: self.soc,
             jobs: self.jobs,
+            perturb: self.perturb,
             ..Default::default()
         }
     }

@@ -28,6 +28,9 @@ pub struct VerifyOptions {
     pub soc: String,
     /// Parallel runner processes.
     pub jobs: usize,
+    /// Perturbed numerics: Exp/Ln/Sqrt/Rsqrt/Reciprocal/Div float32 results moved by up to
+    /// this many float32 ULP (deterministic per operands and seed); None: libm results.
+    pub perturb: Option<u32>,
     /// Render with these templates instead of the embedded ones (tests prove that a broken
     /// kernel fails verification).
     pub templates: Option<Vec<(&'static str, String)>>,
@@ -38,6 +41,7 @@ impl Default for VerifyOptions {
         VerifyOptions {
             specs: None,
             from: None,
+            perturb: None,
             ops: Vec::new(),
             dtypes: Vec::new(),
             sweep: Sweep::Quick,
@@ -149,9 +153,10 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
             }
             let column_started = Instant::now();
             eprintln!("verify: {} {}: building the twin runner", spec.name, dtype);
-            let runner =
+            let mut runner =
                 verify::build_runner(&project, spec, column, BuildOptions { sanitize: opts.sanitize })
                     .map_err(|e| AppError::failed(format!("{} {}: {e}", spec.name, dtype)))?;
+            runner.perturb = opts.perturb.map(|k| (k, PERTURB_SEED));
             let cases = verify::cases(spec, opts.sweep);
             let outcomes = run_cases(spec, column, &runner, soc, &cases, opts.jobs);
             let first_row = report.rows.len();
@@ -165,6 +170,9 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
+
+/// The seed of `verify --perturb` (fixed, so a perturbed run is reproducible).
+const PERTURB_SEED: u64 = 0x5eed;
 
 /// The files the twin builds of each op (op_host, tiling header, kernel), read from an existing
 /// generated project; a missing file is bad input (exit 2) naming the op and the path.

@@ -534,6 +534,16 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
                     attrs: attrs.clone(),
                 });
             }
+            // More tiles than cores, not a multiple of them, in every dtype (x [1, 1000, 100, 16]:
+            // 50 tiles for 1-2-byte dtypes, 75 with a short last tile along P for float32), so
+            // the cores that take one tile more and the tail tile are exercised; no other
+            // quick shape has tileCount > 48.
+            out.push(Case {
+                shapes: vec![(x.clone(), vec![1, 1000, 100, 16])],
+                dist: Distribution::Uniform5,
+                seed: 2100,
+                attrs: attrs.clone(),
+            });
         }
         KvKind::ReshapeAndCache | KvKind::ReshapeAndCacheInt8 => {
             let shapes = cache_shapes(sweep);
@@ -948,6 +958,28 @@ mod tests {
 
         for (i, p) in SlotPattern::ALL.into_iter().enumerate() {
             assert_eq!(SlotPattern::of_seed(cache_seed(i, p)), p);
+        }
+    }
+
+    #[test]
+    fn padded_and_duplicate_patterns_carry_every_special_slot() {
+        let bs = 16;
+        for tokens in [6, 17, 33] {
+            let cache_slots = num_blocks(tokens, bs) * bs;
+            let specials = [
+                -1,
+                cache_slots as i64,
+                i64::from(i32::MIN),
+                i64::from(i32::MAX),
+                -(bs as i64),
+                (cache_slots + bs) as i64,
+            ];
+            for pattern in [SlotPattern::Padded, SlotPattern::Duplicates] {
+                let slots = slot_mapping(pattern, tokens, cache_slots, bs, tokens as u64);
+                for s in specials {
+                    assert!(slots.contains(&s), "{pattern:?} {tokens} tokens lacks {s}: {slots:?}");
+                }
+            }
         }
     }
 }

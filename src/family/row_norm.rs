@@ -238,9 +238,9 @@ pub fn derived_shape(spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
 /// y of the row norms: 16-bit exactly RNE except near ties, float32 within `Y_F32_ULP`.
 ///
 /// The tie window: y = x·rstd·gamma in float32, where rstd carries the reduction's error (the
-/// full sweep measures rstd within RSTD_ULP float32 ULP, i.e. ≤ 2·RSTD_ULP units of 2^-24
-/// relative) and the two products one rounding each (≤ 1 unit each): ≤ 2·3 + 2 = 8 units; the
-/// window is twice that.
+/// full sweep measures rstd within 5 float32 ULP, i.e. ≤ 10 units of 2^-24 relative) and the two
+/// products one rounding each (≤ 1 unit each): ≤ 12 units; the window is 16 (the full sweep's
+/// largest near-tie distance: 4.5).
 pub(crate) fn compute_tolerance(dtype: DType) -> Tolerance {
     match dtype {
         DType::Float16 | DType::BFloat16 => Tolerance::Rne { tie_window: 16 },
@@ -248,14 +248,16 @@ pub(crate) fn compute_tolerance(dtype: DType) -> Tolerance {
     }
 }
 
-/// float32 y: the full sweep's max ULP (MEASURE) with 2x room; float32 arithmetic of
-/// x·rstd·gamma after a float32 sum of squares (tree per repeat, repeats in order).
-const Y_F32_ULP: u32 = 1000;
+/// float32 y: the full sweep's max ULP (2026-12-01, 76 cases per dtype: rms_norm 5,
+/// add_rms_norm 6) with 2x room; float32 arithmetic of x·rstd·gamma after a float32 sum of
+/// squares (tree per repeat, repeats in order).
+const Y_F32_ULP: u32 = 12;
 
-/// rstd (float32 in every combination): the full sweep's max ULP (MEASURE) with 2x room. The
-/// sum of squares in float32 over up to 16384 elements, ·1/n, + eps, sqrt, 1/x: the relative
-/// error of the sum (a few 2^-24 for the tree order) halves through the square root.
-const RSTD_ULP: u32 = 1000;
+/// rstd (float32 in every combination): the full sweep's max ULP (rms_norm 3, add_rms_norm 5)
+/// with 2x room. The sum of squares in float32 over up to 16384 elements, ·1/n, + eps, sqrt,
+/// 1/x: the relative error of the sum (a few 2^-24 for the tree order) halves through the
+/// square root.
+const RSTD_ULP: u32 = 10;
 
 fn err(e: ReferenceError) -> String {
     e.to_string()

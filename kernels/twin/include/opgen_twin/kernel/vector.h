@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "opgen_twin/kernel/perturb.h"
 #include "opgen_twin/kernel/vector_common.h"
 
 namespace AscendC {
@@ -28,6 +29,8 @@ struct MulOp {
 struct DivOp {
     template <typename V>
     V operator()(V x, V y) const { return x / y; }
+    // float32 division may be perturbed (opgen_twin/kernel/perturb.h).
+    float operator()(float x, float y) const { return opgen_twin::perturbed(x / y, opgen_twin::kPerturbDiv, x, y); }
 };
 struct AndOp {
     template <typename V>
@@ -116,32 +119,32 @@ void Mins(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const 
 template <typename T>
 void Exp(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
     detail::k::unary(
-        "Exp", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return expf(x); },
+        "Exp", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(expf(x), opgen_twin::kPerturbExp, x); },
         [](double x) { return std::exp(x); });
 }
 template <typename T>
 void Ln(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
     detail::k::unary(
-        "Ln", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return logf(x); },
+        "Ln", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(logf(x), opgen_twin::kPerturbLn, x); },
         [](double x) { return std::log(x); });
 }
 template <typename T>
 void Sqrt(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
     detail::k::unary(
-        "Sqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return sqrtf(x); },
+        "Sqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(sqrtf(x), opgen_twin::kPerturbSqrt, x); },
         [](double x) { return std::sqrt(x); });
 }
 // Rsqrt is modelled as 1/sqrt: two correctly rounded steps in the element type's arithmetic.
 template <typename T>
 void Rsqrt(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
     detail::k::unary(
-        "Rsqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return 1.0f / sqrtf(x); },
+        "Rsqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(1.0f / sqrtf(x), opgen_twin::kPerturbRsqrt, x); },
         [](double x) { return 1.0 / std::sqrt(x); });
 }
 template <typename T>
 void Reciprocal(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t& calCount) {
     detail::k::unary(
-        "Reciprocal", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return 1.0f / x; },
+        "Reciprocal", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(1.0f / x, opgen_twin::kPerturbReciprocal, x); },
         [](double x) { return 1.0 / x; });
 }
 template <typename T>

@@ -58,7 +58,8 @@ fn verify_from_checks_the_project_as_edited() {
     let missing = run(dir.to_str().unwrap());
     assert_eq!(missing.code(), Some(2), "{}", missing.combined_lossy());
     assert!(
-        missing.stderr.contains("dequant_int8") && missing.stderr.contains("opgen_dequant_int8.cpp"),
+        missing.stderr_lossy().contains("dequant_int8")
+            && missing.stderr_lossy().contains("opgen_dequant_int8.cpp"),
         "{}",
         missing.combined_lossy()
     );

@@ -383,9 +383,9 @@ fn catalogue_bars(name: &str) -> Option<(u32, u32)> {
     Some(match name {
         // Full sweep 2026-12-01 (67 cases per dtype): largest near-tie distance f16/bf16, max ULP
         // float32.
-        "gelu_tanh" => (4, 300),   // 1.5 / 0.0, 151
-        "gelu_erf" => (6, 480),    // 2.5 / 0.0, 231
-        "fast_gelu" => (40, 220),  // 2.0 / 16.6, 104
+        "gelu_tanh" => (4, 300),  // 1.5 / 0.0, 151
+        "gelu_erf" => (6, 480),   // 2.5 / 0.0, 231
+        "fast_gelu" => (40, 220), // 2.0 / 16.6, 104
         // 2.5 (f16), 3 ULP float32 over the quick sweep; the full sweep's NormalLargeMean cases
         // with gate < -87 fail (bf16 1 ULP off, float32 4187 ULP): e^min(z, 0) underflows into
         // float32 subnormals and loses its relative accuracy, a kernel defect (not a tie).

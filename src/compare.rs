@@ -28,7 +28,14 @@ use std::fmt;
 /// How an output is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tolerance {
-    /// Every element within `max_ulp` of RNE(expected), plus the CANN gate.
+    /// Computing outputs in 16-bit (and int8 quantisation): every element is RNE(expected),
+    /// except where the exact value lies within `tie_window` float32 ulps (2^-24·|g| each) of
+    /// the output dtype's rounding boundary — the midpoint of two 16-bit neighbours, or k + 0.5
+    /// for integers — where a float32 kernel cannot decide the side and the other neighbour is
+    /// accepted too (counted in [`Comparison::near_ties`]). Plus the bias gate and, for floats,
+    /// the CANN gate.
+    Rne { tie_window: u32 },
+    /// Every element within `max_ulp` of RNE(expected), plus the bias gate and the CANN gate.
     Ulp { max_ulp: u32 },
     /// Only the CANN gate (fp32 outputs of reductions, e.g. rstd, where no ULP bar holds).
     CannOnly,
@@ -41,6 +48,7 @@ pub enum Tolerance {
 impl fmt::Display for Tolerance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Tolerance::Rne { tie_window } => write!(f, "rne~{tie_window}"),
             Tolerance::Ulp { max_ulp } => write!(f, "ulp<={max_ulp}+CANN"),
             Tolerance::CannOnly => f.write_str("CANN"),
             Tolerance::Bitwise => f.write_str("bitwise"),
@@ -141,6 +149,47 @@ pub struct Comparison {
     pub first_special_mismatch: Option<ElementReport>,
     /// A structural problem (sizes, dtypes, rule vs dtype); the comparison fails.
     pub problem: Option<String>,
+    /// `Rne`: elements accepted at the other neighbour of RNE(g) because g is a near tie.
+    pub near_ties: usize,
+    /// The largest distance, in float32 ulps of g, between g and the rounding boundary over
+    /// the elements that landed on the other neighbour (accepted or not): what a tie window
+    /// must cover for this kernel.
+    pub max_tie_distance: f64,
+    /// `Rne`/`Ulp`: the bias gate (see [`BiasGate`]).
+    pub bias: Option<BiasGate>,
+}
+
+/// The mean signed deviation of a 16-bit or integer output from the correctly rounded
+/// reference, in ULP of the output dtype: d = (a − RNE(g))/ulp, over the finite elements; both as it is (a floor/ceil cast
+/// leans one way) and folded by the sign of g (a truncating cast leans towards zero, a
+/// rounding-away one away from it, whatever the signs).
+///
+/// Why against RNE(g) and not g: the sweep's references are not random within their ULP (gelu
+/// of a tiny 16-bit x is x/2 plus a small positive term, so RNE(g) − g leans one way over a whole
+/// case; measured: gelu_erf bf16 at 5 bounds), so only the kernel's own deviation says anything
+/// about its rounding.
+///
+/// The bound: for a correct kernel d is 0 except where the rounding is undecidable in float32
+/// (near ties, alternates: d = ±1) or, for a k-ULP bar, within ±k; d then lies in an interval of
+/// width R = 2 (RNE rules) or 2k, and an unbiased kernel's deviations are centred on 0.
+/// Hoeffding's inequality gives P(|mean| ≥ t) ≤ 2·exp(−2n t²/R²), so t = R·√(ln(2/δ)/2n) =
+/// 3.27·R/√n at δ = 1e-9 per output and case (the full sweep compares ~10^4 outputs: a false
+/// alarm has odds of ~1e-5). We use 3.3·R/√n. A truncating cast has |mean| ≈ ½ (folded), so it
+/// fails from n ≈ 200 elements; a float32 kernel whose error leans one way moves only its near
+/// ties (≤ 2·window·2^-24 of a 16-bit ULP: ~0.4% of the elements at a window of 16 in float16),
+/// far below the bound at every sweep size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BiasGate {
+    pub mean: f64,
+    pub mean_toward_away: f64,
+    pub bound: f64,
+    pub count: usize,
+}
+
+impl BiasGate {
+    pub fn passed(&self) -> bool {
+        self.mean.abs() <= self.bound && self.mean_toward_away.abs() <= self.bound
+    }
 }
 
 impl Comparison {
@@ -149,6 +198,7 @@ impl Comparison {
             && self.special_mismatches == 0
             && self.violations == 0
             && self.cann.as_ref().is_none_or(|g| g.passed)
+            && self.bias.as_ref().is_none_or(|b| b.passed())
     }
 
     fn failed_structurally(actual: &HostTensor, rule: Tolerance, problem: String) -> Comparison {
@@ -167,6 +217,9 @@ impl Comparison {
             special_mismatches: 0,
             first_special_mismatch: None,
             problem: Some(problem),
+            near_ties: 0,
+            max_tie_distance: 0.0,
+            bias: None,
         }
     }
 }
@@ -215,6 +268,20 @@ impl fmt::Display for Comparison {
             write!(f, "; {} NaN/Inf mismatch(es), first ", self.special_mismatches)?;
             fmt_element(f, s)?;
         }
+        if self.near_ties > 0 {
+            write!(
+                f,
+                "; {} near tie(s) accepted (max {:.1} f32 ulps from the boundary)",
+                self.near_ties, self.max_tie_distance
+            )?;
+        }
+        if let Some(b) = self.bias.as_ref().filter(|b| !b.passed()) {
+            write!(
+                f,
+                "; biased: mean signed error {:.4} ULP, {:.4} ULP away from zero, over {} elements (bound {:.4})",
+                b.mean, b.mean_toward_away, b.count, b.bound
+            )?;
+        }
         if let Some(g) = self.cann.as_ref().filter(|g| g.small_violations > 0) {
             write!(
                 f,
@@ -259,6 +326,21 @@ pub fn compare_tensor(actual: &HostTensor, expected: &HostTensor, rule: Toleranc
     compare_core(actual, &expected.to_f64(), &bits, rule)
 }
 
+/// One float32 ulp relative to a value (2^-24·|g|): the unit of `Rne`'s tie window.
+const TIE_UNIT: f64 = 1.0 / (1u64 << 24) as f64;
+
+/// Hoeffding's t·√n/R at δ = 1e-9 (see [`BiasGate`]).
+const BIAS_SIGMAS: f64 = 3.3;
+
+/// The inverse of [`ordered`].
+fn from_ordered(o: i64, width_bits: u32) -> u64 {
+    if o < 0 {
+        (1u64 << (width_bits - 1)) | o.unsigned_abs()
+    } else {
+        o as u64
+    }
+}
+
 /// Sign-magnitude float bits folded onto a monotonic integer line (±0 → 0).
 fn ordered(bits: u64, width_bits: u32) -> i64 {
     let sign = 1u64 << (width_bits - 1);
@@ -300,7 +382,7 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
     }
     let width = 8 * dtype.size_bytes() as u32;
     let cann_t = match rule {
-        Tolerance::Ulp { .. } | Tolerance::CannOnly => cann_threshold(dtype),
+        Tolerance::Ulp { .. } | Tolerance::CannOnly | Tolerance::Rne { .. } => cann_threshold(dtype),
         _ => None,
     };
     let small = cann_t.and(small_value_domain(dtype));
@@ -320,7 +402,22 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
         special_mismatches: 0,
         first_special_mismatch: None,
         problem: None,
+        near_ties: 0,
+        max_tie_distance: 0.0,
+        bias: None,
     };
+    // The bias gate's sums (see BiasGate) and the width R of a correct element's error.
+    // Not for float32 outputs: they end in float32 arithmetic, not in a cast whose round mode
+    // could lean, and the APIs' float32 results may themselves lean one way within their
+    // accuracy (the perturbed mode moves Exp(0) = 1 by a fixed few ULP, so swiglu's float32 y
+    // leans 38 ULP at k = 64, inside its ULP bar).
+    let bias_range = match rule {
+        _ if dtype == DType::Float32 => None,
+        Tolerance::Rne { .. } => Some(2.0),
+        Tolerance::Ulp { max_ulp } => Some(2.0 * f64::from(max_ulp.max(1))),
+        _ => None,
+    };
+    let (mut bias_sum, mut bias_folded, mut bias_count) = (0.0f64, 0.0f64, 0usize);
     let (mut rel_sum, mut rel_count) = (0.0f64, 0usize);
     let (mut small_count, mut small_max, mut small_violations) = (0usize, 0.0f64, 0usize);
     // Key of the current worst element: (ulp, rel) or (rel) for CannOnly.
@@ -362,7 +459,43 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
         };
         let rel = (a - g).abs() / (g.abs() + 1e-7);
         out.max_ulp = out.max_ulp.max(ulp);
+        // RNE(g)'s neighbour on g's side, the rounding boundary between them, and g's distance
+        // from it in float32 ulps of g.
+        let side = (g > e) as i64 * 2 - 1;
+        let (neighbour_bits, neighbour) = if is_float {
+            let b = from_ordered(ordered(ebits, width) + side, width);
+            (b, bits_to_f64(dtype, b))
+        } else {
+            let v = int_value(dtype, ebits) + side;
+            (v as u64, v as f64)
+        };
+        let on_neighbour =
+            if is_float { abits == neighbour_bits } else { int_value(dtype, abits) == neighbour_bits as i64 };
+        let tie_distance = if g != e && neighbour.is_finite() {
+            ((e + neighbour) / 2.0 - g).abs() / (g.abs() * TIE_UNIT)
+        } else {
+            f64::INFINITY
+        };
+        if on_neighbour && ulp == 1 {
+            out.max_tie_distance = out.max_tie_distance.max(tie_distance);
+        }
+        if bias_range.is_some() {
+            let step = (neighbour - e).abs();
+            if step.is_finite() && step > 0.0 {
+                let err = (a - e) / step;
+                bias_sum += err;
+                bias_folded += err * g.signum();
+                bias_count += 1;
+            }
+        }
         let breaks = match rule {
+            Tolerance::Rne { tie_window } => {
+                let near_tie = on_neighbour && ulp == 1 && tie_distance < f64::from(tie_window);
+                if near_tie {
+                    out.near_ties += 1;
+                }
+                ulp > 0 && !near_tie
+            }
             Tolerance::Ulp { max_ulp } => ulp > u64::from(max_ulp),
             Tolerance::IntWithin(k) => ulp > u64::from(k),
             Tolerance::CannOnly | Tolerance::Bitwise => false,
@@ -396,6 +529,15 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
     }
     if rel_count > 0 {
         out.mere = rel_sum / rel_count as f64;
+    }
+    if let Some(range) = bias_range.filter(|_| bias_count > 0) {
+        let n = bias_count as f64;
+        out.bias = Some(BiasGate {
+            mean: bias_sum / n,
+            mean_toward_away: bias_folded / n,
+            bound: BIAS_SIGMAS * range / n.sqrt(),
+            count: bias_count,
+        });
     }
     out.cann = cann_t.map(|t| CannGate {
         threshold: t,
@@ -567,6 +709,73 @@ mod tests {
         assert!(!c.passed());
         assert!(c.problem.as_ref().unwrap().contains("no threshold for int8"));
         let c = compare(&f16(&[1.0]), &[1.0], Tolerance::IntWithin(1));
+        assert!(!c.passed());
+    }
+
+    #[test]
+    fn rne_demands_the_correctly_rounded_value_except_near_ties() {
+        // f16 around 1: ULP 2^-10, the boundary between 1 and 1 + 2^-10 is 1 + 2^-11.
+        let boundary = 1.0 + 2f64.powi(-11);
+        let unit = 2f64.powi(-24); // one float32 ulp of g (relative), the tie window's unit
+        let up = HostTensor::from_bits(DType::Float16, &[1], &[0x3c01]);
+        let down = HostTensor::from_bits(DType::Float16, &[1], &[0x3c00]);
+        // 3 units below the boundary: RNE is 1; 1 + 2^-10 is accepted as a near tie in a window
+        // of 4, not in a window of 2.
+        let g = [boundary - 3.0 * unit * boundary];
+        let c = compare(&up, &g, Tolerance::Rne { tie_window: 4 });
+        assert!(c.passed(), "{c}");
+        assert_eq!(c.near_ties, 1);
+        assert!((c.max_tie_distance - 3.0).abs() < 1e-6, "{}", c.max_tie_distance);
+        assert!(!compare(&up, &g, Tolerance::Rne { tie_window: 2 }).passed());
+        assert!(compare(&down, &g, Tolerance::Rne { tie_window: 2 }).passed());
+        // Far from the boundary, one ULP off fails whatever the window (the 1-ULP bar passed it).
+        let far = [1.0 + 2f64.powi(-13)];
+        assert!(!compare(&up, &far, Tolerance::Rne { tie_window: 64 }).passed());
+        assert!(compare(&up, &far, Tolerance::Ulp { max_ulp: 1 }).passed());
+        // Window 0: an exact tie must be rounded to even, nothing is a near tie.
+        let tie = [boundary];
+        assert!(compare(&down, &tie, Tolerance::Rne { tie_window: 0 }).passed());
+        assert!(!compare(&up, &tie, Tolerance::Rne { tie_window: 0 }).passed());
+        assert!(compare(&up, &tie, Tolerance::Rne { tie_window: 1 }).passed());
+    }
+
+    #[test]
+    fn int8_rne_accepts_either_side_only_near_a_half() {
+        let a = HostTensor::from_i64(DType::Int8, &[3], &[2, -4, 101]);
+        // 2.5 + 1e-7 (near the tie: 1e-7/2.5 ≈ 0.67 units), -3.5 exactly, 101.4 (not near).
+        let near = [2.5 + 1e-7, -3.5, 101.4];
+        let c = compare(&a, &near, Tolerance::Rne { tie_window: 4 });
+        assert!(c.passed(), "{c}");
+        assert_eq!(c.near_ties, 1); // 2 for 2.5000001, whose RNE is 3; -4 is -3.5's even side
+        let trunc = HostTensor::from_i64(DType::Int8, &[3], &[2, -3, 101]);
+        assert!(!compare(&trunc, &[2.7, -3.6, 101.4], Tolerance::Rne { tie_window: 4 }).passed());
+        assert!(compare(&trunc, &[2.7, -3.6, 101.4], Tolerance::IntWithin(1)).passed());
+    }
+
+    #[test]
+    fn the_bias_gate_fails_a_truncating_cast_and_passes_rne() {
+        // 4096 values spread over [1, 2): a correct RNE output has no deviation at all; a
+        // truncating one is one ULP low on the half of them whose fraction is ≥ ½ ULP.
+        let g: Vec<f64> = (0..4096).map(|i| 1.0 + (i as f64 + 0.37) / 4096.0).collect();
+        let rne = f16(&g);
+        let c = compare(&rne, &g, Tolerance::Ulp { max_ulp: 1 });
+        assert!(c.passed(), "{c}");
+        let b = c.bias.as_ref().unwrap();
+        assert_eq!((b.mean, b.count), (0.0, 4096));
+        // Hoeffding bound at R = 2 ULP (1-ULP bar): 3.3·2/√4096.
+        assert!((b.bound - 3.3 * 2.0 / 64.0).abs() < 1e-12);
+        let truncated: Vec<f64> = g.iter().map(|&v| (v * 1024.0).floor() / 1024.0).collect();
+        let t = f16(&truncated);
+        let c = compare(&t, &g, Tolerance::Ulp { max_ulp: 1 });
+        assert_eq!(c.violations, 0, "every element is within 1 ULP");
+        assert!(!c.passed(), "a truncating cast passed: {c}");
+        assert!(c.to_string().contains("biased: mean signed error"), "{c}");
+        // Mixed signs: truncation leans towards zero, which the folded mean sees.
+        let mixed: Vec<f64> = g.iter().enumerate().map(|(i, v)| if i % 2 == 0 { *v } else { -v }).collect();
+        let mt: Vec<f64> = mixed.iter().map(|v| v.signum() * (v.abs() * 1024.0).floor() / 1024.0).collect();
+        let c = compare(&f16(&mt), &mixed, Tolerance::Ulp { max_ulp: 1 });
+        let b = c.bias.as_ref().unwrap();
+        assert!(b.mean.abs() < b.bound && b.mean_toward_away.abs() > b.bound, "{b:?}");
         assert!(!c.passed());
     }
 

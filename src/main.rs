@@ -1,11 +1,8 @@
 //! `opgen`: generate, verify, run and plan fused AscendC operators from specs.
 
-use ascend_opgen::app::{
-    self, gen::GenOptions, plan::PlanOptions, run::RunOptions, run_npu::RunNpuOptions, verify::VerifyOptions,
-};
+use ascend_opgen::app::{self, gen::GenOptions, plan::PlanOptions, run::RunOptions, run_npu::RunNpuOptions};
 use ascend_opgen::plan::soc::DEFAULT_SOC;
 use ascend_opgen::report::ShapeSet;
-use ascend_opgen::verify::Sweep;
 use ascend_opgen::DType;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -59,26 +56,7 @@ enum Command {
         ops: Vec<String>,
     },
     /// Build every op on the CPU twin, run the sweep, compare with the references.
-    Verify {
-        #[arg(long)]
-        specs: Option<PathBuf>,
-        #[arg(long, value_delimiter = ',')]
-        ops: Vec<String>,
-        /// Only these dtypes (of the first input), comma separated: f16,bf16,f32.
-        #[arg(long, value_delimiter = ',', value_parser = app::args::parse_dtype)]
-        dtypes: Vec<DType>,
-        /// quick (default) or full.
-        #[arg(long, default_value = "quick", value_parser = app::args::parse_sweep)]
-        sweep: Sweep,
-        /// Build the twin without AddressSanitizer/UBSan (faster, less strict).
-        #[arg(long)]
-        no_sanitize: bool,
-        #[arg(long, default_value = DEFAULT_SOC)]
-        soc: String,
-        /// Runner processes at once.
-        #[arg(long, default_value_t = 2)]
-        jobs: usize,
-    },
+    Verify(app::args::VerifyArgs),
     /// Run one op on the CPU twin with .npy inputs; writes <out>/<output>.npy, and for caches the
     /// kernel updates in place <out>/<cache>.npy (the updated cache).
     Run {
@@ -171,18 +149,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Gen { specs, out, ops } => app::gen::gen_ops(&GenOptions { specs, out, ops, check: false }),
-        Command::Verify { specs, ops, dtypes, sweep, no_sanitize, soc, jobs } => {
-            app::verify::verify(&VerifyOptions {
-                specs,
-                ops,
-                dtypes,
-                sweep,
-                sanitize: !no_sanitize,
-                soc,
-                jobs,
-                templates: None,
-            })
-        }
+        Command::Verify(args) => app::verify::verify(&args.options()),
         Command::Run { op, specs, dtype, inputs, attrs, out, soc, no_sanitize, device, install } => {
             match device {
                 Device::Twin => app::run::run(&RunOptions {

@@ -11,3 +11,55 @@ pub fn parse_dtype(text: &str) -> Result<DType, String> {
 pub fn parse_sweep(text: &str) -> Result<Sweep, String> {
     Sweep::parse(text).ok_or_else(|| format!("unknown sweep `{text}` (quick, full)"))
 }
+
+/// The options of `opgen verify` and `cargo xtask verify`: one definition, so the two commands
+/// take the same flags with the same defaults and help.
+#[derive(Debug, Clone, clap::Args)]
+pub struct VerifyArgs {
+    /// A spec file or directory instead of the catalogue in kernels/.
+    #[arg(long)]
+    pub specs: Option<std::path::PathBuf>,
+    /// Verify the kernels of an existing generated project (e.g. one edited by hand) instead of
+    /// rendering them: its op_kernel/ and op_host/ files are built against the twin and checked
+    /// against the references, which still come from the ops' names.
+    #[arg(long)]
+    pub from: Option<std::path::PathBuf>,
+    /// Only these ops, comma separated.
+    #[arg(long, value_delimiter = ',')]
+    pub ops: Vec<String>,
+    /// Only these dtypes (of the first input), comma separated: f16,bf16,f32.
+    #[arg(long, value_delimiter = ',', value_parser = parse_dtype)]
+    pub dtypes: Vec<DType>,
+    /// quick (default) or full.
+    #[arg(long, default_value = "quick", value_parser = parse_sweep)]
+    pub sweep: Sweep,
+    /// Build the twin without AddressSanitizer/UBSan (faster, less strict).
+    #[arg(long)]
+    pub no_sanitize: bool,
+    #[arg(long, default_value = crate::plan::soc::DEFAULT_SOC)]
+    pub soc: String,
+    /// Runner processes at once.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Perturbed numerics: move the float32 results of Exp, Ln, Sqrt, Rsqrt, Reciprocal and Div
+    /// by up to K float32 ULP (deterministic), as hardware that is not libm-exact would.
+    #[arg(long, value_name = "K")]
+    pub perturb: Option<u32>,
+}
+
+impl VerifyArgs {
+    pub fn options(self) -> super::verify::VerifyOptions {
+        super::verify::VerifyOptions {
+            specs: self.specs,
+            from: self.from,
+            ops: self.ops,
+            dtypes: self.dtypes,
+            sweep: self.sweep,
+            sanitize: !self.no_sanitize,
+            soc: self.soc,
+            jobs: self.jobs,
+            perturb: self.perturb,
+            ..Default::default()
+        }
+    }
+}

@@ -3,13 +3,14 @@
 
 use super::gen::{load_specs, render};
 use super::AppError;
+use crate::codegen::{GeneratedFile, Project};
 use crate::compare::{compare, Comparison, Tolerance};
 use crate::plan::soc;
 use crate::spec::OpSpec;
 use crate::tensor::{round_to_dtype, HostTensor};
 use crate::verify::{self, inputs, BuildOptions, Case, CaseInput, Sweep};
 use crate::DType;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -17,6 +18,8 @@ use std::time::Instant;
 #[derive(Debug, Clone)]
 pub struct VerifyOptions {
     pub specs: Option<PathBuf>,
+    /// Verify this generated project's kernels and op_host files instead of rendering them.
+    pub from: Option<PathBuf>,
     pub ops: Vec<String>,
     /// Only combinations whose first input has one of these dtypes (empty: all).
     pub dtypes: Vec<DType>,
@@ -25,6 +28,9 @@ pub struct VerifyOptions {
     pub soc: String,
     /// Parallel runner processes.
     pub jobs: usize,
+    /// Perturbed numerics: Exp/Ln/Sqrt/Rsqrt/Reciprocal/Div float32 results moved by up to
+    /// this many float32 ULP (deterministic per operands and seed); None: libm results.
+    pub perturb: Option<u32>,
     /// Render with these templates instead of the embedded ones (tests prove that a broken
     /// kernel fails verification).
     pub templates: Option<Vec<(&'static str, String)>>,
@@ -34,6 +40,8 @@ impl Default for VerifyOptions {
     fn default() -> Self {
         VerifyOptions {
             specs: None,
+            from: None,
+            perturb: None,
             ops: Vec::new(),
             dtypes: Vec::new(),
             sweep: Sweep::Quick,
@@ -61,6 +69,12 @@ pub struct Row {
     pub rule: String,
     /// Wall time of the combination: building its runner and running every case.
     pub seconds: f64,
+    /// Near-tie acceptances over the cases (`rne` rules), and the largest distance of a
+    /// near-tie element from its rounding boundary in float32 ulps of g.
+    pub near_ties: usize,
+    pub max_tie_distance: f64,
+    /// The largest |mean signed error| / bound of the bias gate over the cases (≤ 1 passes).
+    pub max_bias_ratio: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -75,12 +89,23 @@ pub struct VerifyReport {
 impl VerifyReport {
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<22} {:<9} {:<11} {:>6} {:<12} {:>8} {:>11} {:>11} {:>7}  {}\n",
-            "op", "dtype", "output", "cases", "rule", "max ULP", "MERE", "MARE", "time", "result"
+            "{:<22} {:<9} {:<11} {:>6} {:<12} {:>8} {:>11} {:>11} {:>12} {:>5} {:>7}  {}\n",
+            "op",
+            "dtype",
+            "output",
+            "cases",
+            "rule",
+            "max ULP",
+            "MERE",
+            "MARE",
+            "ties (dist)",
+            "bias",
+            "time",
+            "result"
         );
         for r in &self.rows {
             s.push_str(&format!(
-                "{:<22} {:<9} {:<11} {:>6} {:<12} {:>8} {:>11.3e} {:>11.3e} {:>6.1}s  {}\n",
+                "{:<22} {:<9} {:<11} {:>6} {:<12} {:>8} {:>11.3e} {:>11.3e} {:>12} {:>5.2} {:>6.1}s  {}\n",
                 r.op,
                 r.dtype.name(),
                 r.output,
@@ -89,6 +114,8 @@ impl VerifyReport {
                 r.max_ulp,
                 r.max_mere,
                 r.max_mare,
+                format!("{} ({:.1})", r.near_ties, r.max_tie_distance),
+                r.max_bias_ratio,
                 r.seconds,
                 if r.failures == 0 { "pass".to_string() } else { format!("FAIL ({})", r.failures) }
             ));
@@ -107,9 +134,10 @@ struct CaseOutcome {
 pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
     let started = Instant::now();
     let specs = load_specs(opts.specs.as_deref(), &opts.ops)?;
-    let project = match &opts.templates {
-        None => render(&specs)?,
-        Some(templates) => {
+    let project = match (&opts.from, &opts.templates) {
+        (Some(dir), _) => project_from_dir(dir, &specs)?,
+        (None, None) => render(&specs)?,
+        (None, Some(templates)) => {
             let refs: Vec<&OpSpec> = specs.iter().collect();
             crate::codegen::render_project_with(&refs, templates)
                 .map_err(|e| AppError::input(e.to_string()))?
@@ -125,9 +153,10 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
             }
             let column_started = Instant::now();
             eprintln!("verify: {} {}: building the twin runner", spec.name, dtype);
-            let runner =
+            let mut runner =
                 verify::build_runner(&project, spec, column, BuildOptions { sanitize: opts.sanitize })
                     .map_err(|e| AppError::failed(format!("{} {}: {e}", spec.name, dtype)))?;
+            runner.perturb = opts.perturb.map(|k| (k, PERTURB_SEED));
             let cases = verify::cases(spec, opts.sweep);
             let outcomes = run_cases(spec, column, &runner, soc, &cases, opts.jobs);
             let first_row = report.rows.len();
@@ -140,6 +169,34 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The seed of `verify --perturb` (fixed, so a perturbed run is reproducible).
+const PERTURB_SEED: u64 = 0x5eed;
+
+/// The files the twin builds of each op (op_host, tiling header, kernel), read from an existing
+/// generated project; a missing file is bad input (exit 2) naming the op and the path.
+pub fn project_from_dir(dir: &Path, specs: &[OpSpec]) -> Result<Project, AppError> {
+    if !dir.is_dir() {
+        return Err(AppError::input(format!("verify --from {}: not a directory", dir.display())));
+    }
+    let mut files = Vec::new();
+    for spec in specs {
+        let stem = spec.file_stem();
+        for rel in [
+            format!("op_host/{stem}.cpp"),
+            format!("op_host/{stem}_tiling.h"),
+            format!("op_kernel/{stem}.cpp"),
+        ] {
+            let path = dir.join(&rel);
+            let contents = std::fs::read_to_string(&path).map_err(|e| {
+                AppError::input(format!("verify --from: op {}: {}: {e}", spec.name, path.display()))
+            })?;
+            files.push(GeneratedFile { path: rel, contents });
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Project { files })
 }
 
 pub fn verify(opts: &VerifyOptions) -> Result<(), AppError> {
@@ -344,6 +401,9 @@ fn summarise(
             failures: 0,
             rule: String::new(),
             seconds: 0.0,
+            near_ties: 0,
+            max_tie_distance: 0.0,
+            max_bias_ratio: 0.0,
         })
         .collect();
     for (case, outcome) in cases.iter().zip(outcomes) {
@@ -358,6 +418,12 @@ fn summarise(
                     row.max_ulp = row.max_ulp.max(c.max_ulp);
                     row.max_mere = row.max_mere.max(c.mere);
                     row.max_mare = row.max_mare.max(c.mare);
+                    row.near_ties += c.near_ties;
+                    row.max_tie_distance = row.max_tie_distance.max(c.max_tie_distance);
+                    if let Some(b) = &c.bias {
+                        let ratio = b.mean.abs().max(b.mean_toward_away.abs()) / b.bound;
+                        row.max_bias_ratio = row.max_bias_ratio.max(ratio);
+                    }
                     if !c.passed() {
                         row.failures += 1;
                     }

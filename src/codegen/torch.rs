@@ -248,9 +248,11 @@ pub struct TorchBackward {
 pub fn backward_of(spec: &OpSpec) -> Option<TorchBackward> {
     let inputs: Vec<String> = spec.inputs.iter().map(|t| t.name.clone()).collect();
     match &spec.backward {
-        Backward::Derived => {
-            Some(TorchBackward { op: format!("{}_grad", spec.name), saved: inputs.clone(), differentiable: inputs })
-        }
+        Backward::Derived => Some(TorchBackward {
+            op: format!("{}_grad", spec.name),
+            saved: inputs.clone(),
+            differentiable: inputs,
+        }),
         Backward::Op { name, .. } => {
             Some(TorchBackward { op: name.clone(), saved: Vec::new(), differentiable: inputs })
         }

@@ -30,6 +30,16 @@ pub enum Distribution {
     /// Uniform in [−5, 5] with NaN, +Inf and −Inf (in turn) at max(1, numel/1000) seeded
     /// positions each. Integer dtypes get 0 for NaN and saturate ±Inf.
     NanInf,
+    /// Aimed at positions: uniform in [−1, 1] with ±64 (seeded sign) at the last element of
+    /// every row of the last dim. Row ends are where a reduction's tail, a split-D pass's last
+    /// chunk, a core's share and a UB pass end, so a kernel that leaves any of them out of a sum
+    /// of squares or a max is off by far more than an ULP (a missing ±64 among ~d/3 of about
+    /// 1/3 changes rstd by ~50% at d = 8192; an int8 row's absmax is that element).
+    RowEnds,
+    /// One-hot rows: every row of the last dim is 0 except one element of ±[1, 5], at column
+    /// d−1−(r mod d) of row r, so the last column is hot in row 0 and every column in some row
+    /// when there are ≥ d rows. A reduction over a row is then exactly one element.
+    OneHot,
 }
 
 impl Distribution {
@@ -42,6 +52,10 @@ impl Distribution {
         Distribution::NanInf,
     ];
 
+    /// The position-aimed distributions (not in [`Distribution::ALL`], which the random
+    /// property tests draw from: their shapes are too small for aimed positions to matter).
+    pub const AIMED: [Distribution; 2] = [Distribution::RowEnds, Distribution::OneHot];
+
     pub fn name(self) -> &'static str {
         match self {
             Distribution::Uniform5 => "uniform5",
@@ -50,12 +64,14 @@ impl Distribution {
             Distribution::Outlier => "outlier",
             Distribution::Zeros => "zeros",
             Distribution::NanInf => "nan_inf",
+            Distribution::RowEnds => "row_ends",
+            Distribution::OneHot => "one_hot",
         }
     }
 
     pub fn parse(text: &str) -> Option<Distribution> {
         let text = text.trim().to_ascii_lowercase();
-        Distribution::ALL.into_iter().find(|d| d.name() == text)
+        Distribution::ALL.into_iter().chain(Distribution::AIMED).find(|d| d.name() == text)
     }
 }
 
@@ -226,6 +242,23 @@ pub fn generate(dist: Distribution, dtype: DType, shape: &[usize], seed: u64) ->
             }
             v
         }
+        Distribution::RowEnds => {
+            let d = shape.last().copied().unwrap_or(1).max(1);
+            let mut v: Vec<f64> = (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            for end in (d - 1..n).step_by(d) {
+                v[end] = if rng.below(2) == 0 { 64.0 } else { -64.0 };
+            }
+            v
+        }
+        Distribution::OneHot => {
+            let d = shape.last().copied().unwrap_or(1).max(1);
+            let mut v = vec![0.0; n];
+            for (r, row) in v.chunks_mut(d).enumerate() {
+                let magnitude = rng.uniform(1.0, 5.0);
+                row[d - 1 - r % d] = if rng.below(2) == 0 { magnitude } else { -magnitude };
+            }
+            v
+        }
     };
     HostTensor::from_f64(dtype, shape, &values)
 }
@@ -233,6 +266,24 @@ pub fn generate(dist: Distribution, dtype: DType, shape: &[usize], seed: u64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aimed_distributions_hit_row_ends() {
+        let t = generate(Distribution::RowEnds, DType::Float16, &[3, 5], 1).to_f64();
+        for r in 0..3 {
+            assert_eq!(t[r * 5 + 4].abs(), 64.0, "{t:?}");
+            assert!(t[r * 5..r * 5 + 4].iter().all(|v| v.abs() <= 1.0), "{t:?}");
+        }
+        let h = generate(Distribution::OneHot, DType::Float32, &[6, 4], 2).to_f64();
+        for (r, row) in h.chunks(4).enumerate() {
+            let hot: Vec<usize> = (0..4).filter(|&c| row[c] != 0.0).collect();
+            assert_eq!(hot, vec![3 - r % 4], "row {r}: {row:?}");
+            assert!((1.0..=5.0).contains(&row[hot[0]].abs()));
+        }
+        for d in Distribution::AIMED {
+            assert_eq!(Distribution::parse(d.name()), Some(d));
+        }
+    }
 
     #[test]
     fn prng_reference_values() {

@@ -119,6 +119,16 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
             attrs: attrs.clone(),
         });
     }
+    // More tiles than cores, not a multiple of them, in every dtype (x [1, 1000, 100, 16]:
+    // 50 tiles for 1-2-byte dtypes, 75 with a short last tile along P for float32), so
+    // the cores that take one tile more and the tail tile are exercised; no other
+    // quick shape has tileCount > 48.
+    out.push(Case {
+        shapes: vec![(x.clone(), vec![1, 1000, 100, 16])],
+        dist: Distribution::Uniform5,
+        seed: 2100,
+        attrs: attrs.clone(),
+    });
     out
 }
 

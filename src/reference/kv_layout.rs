@@ -211,6 +211,48 @@ pub fn quantize_int8_row(row: &[f32]) -> (Vec<i8>, f32) {
     (q, scale)
 }
 
+/// The unrounded quotients x·127/absmax of [`quantize_int8_row`] (0 for an all-zero row), so
+/// a comparison can tell a .5 tie, where a float32 kernel cannot decide, from a wrong rounding.
+pub fn quantize_int8_row_quotients(row: &[f32]) -> Vec<f64> {
+    let absmax = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    if absmax == 0.0 {
+        return vec![0.0; row.len()];
+    }
+    let m = f64::from(absmax);
+    row.iter().map(|&v| (f64::from(v) * 127.0 / m).clamp(-127.0, 127.0)).collect()
+}
+
+/// The unrounded int8 values [`reshape_and_cache_int8`] writes into key_cache and value_cache
+/// (`cache_elems` elements each, `key_cache_shape`/`value_cache_shape` as the caches), NaN where
+/// no token writes; the later token of a slot wins, as there.
+pub fn reshape_and_cache_int8_quotients(
+    key: &HostTensor,
+    value: &HostTensor,
+    key_cache: &HostTensor,
+    value_cache: &HostTensor,
+    slots: &HostTensor,
+    block_size: usize,
+) -> Result<(Vec<f64>, Vec<f64>), ReferenceError> {
+    const OP: &str = "reshape_and_cache_int8";
+    let g = check_cache_shapes(OP, key, value, key_cache, value_cache, slots, block_size)?;
+    let kf = float_row_f32(key, OP)?;
+    let vf = float_row_f32(value, OP)?;
+    let (targets, _) = slot_targets(slots, g.cache_slots);
+    let mut out = [vec![f64::NAN; key_cache.numel()], vec![f64::NAN; value_cache.numel()]];
+    for (part, (src, d)) in [(&kf, g.key_dim), (&vf, g.value_dim)].into_iter().enumerate() {
+        for i in 0..g.tokens {
+            let Some(s) = targets[i] else { continue };
+            for h in 0..g.heads {
+                let row = &src[(i * g.heads + h) * d..(i * g.heads + h + 1) * d];
+                let base = (s * g.heads + h) * d;
+                out[part][base..base + d].copy_from_slice(&quantize_int8_row_quotients(row));
+            }
+        }
+    }
+    let [k, v] = out;
+    Ok((k, v))
+}
+
 fn float_row_f32(x: &HostTensor, op: &'static str) -> Result<Vec<f32>, ReferenceError> {
     if !x.dtype.is_float() {
         return Err(err(op, format!("input must be float16/bfloat16/float32, got {}", x.dtype)));

@@ -62,6 +62,9 @@ pub struct Runner {
     pub exe: PathBuf,
     pub op: String,
     pub column: usize,
+    /// The perturbed-numerics mode for its runs: (k float32 ULP, seed); None: libm results
+    /// (kernels/twin/include/opgen_twin/kernel/perturb.h).
+    pub perturb: Option<(u32, u64)>,
 }
 
 /// FNV-1a 64: a stable hash for cache keys (std's hasher may change between releases).
@@ -272,7 +275,7 @@ pub fn build_runner(
             })?;
         fs::rename(&partial, &exe).map_err(|e| io_error(&exe, e))?;
     }
-    Ok(Runner { exe, op: spec.name.clone(), column })
+    Ok(Runner { exe, op: spec.name.clone(), column, perturb: None })
 }
 
 /// `<pid>-<n>`, unique per call across threads and processes.

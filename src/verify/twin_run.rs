@@ -76,6 +76,9 @@ fn command(
         // Leak checks need ptrace-free LSan; a leak in the twin is a bug worth failing on.
         .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=86")
         .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:exitcode=87");
+    if let Some((k, seed)) = runner.perturb {
+        cmd = cmd.env("OPGEN_TWIN_PERTURB", format!("{k}:{seed}"));
+    }
     for (name, tensor) in case.inputs {
         let path = dir.join(format!("in_{name}.bin"));
         fs::write(&path, &tensor.bytes).map_err(|e| TwinError::Io(format!("{}: {e}", path.display())))?;

@@ -3,10 +3,8 @@
 
 use ascend_opgen::app::{
     self, build_npu::BuildNpuOptions, check_cann::CheckCannOptions, gen::GenOptions,
-    torch_cpu::TorchCpuOptions, verify::VerifyOptions,
+    torch_cpu::TorchCpuOptions,
 };
-use ascend_opgen::verify::Sweep;
-use ascend_opgen::DType;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -33,21 +31,20 @@ enum Command {
     },
     /// Build every generated kernel and op_host on the CPU twin, run the sweep, compare with
     /// the references and print the table; exits non-zero on any failure.
-    Verify {
-        /// A spec file or directory instead of the catalogue in kernels/.
+    Verify(app::args::VerifyArgs),
+    /// The mutation suite (tests/mutants/mutants.toml): each mutant of a generated kernel is
+    /// verified with `verify --from`; prints every verdict and the kill rate, exits 1 when a
+    /// non-equivalent mutant survives.
+    Mutants {
+        /// Only mutants whose id or category contains this text, or whose op is this.
         #[arg(long)]
-        specs: Option<PathBuf>,
-        #[arg(long, value_delimiter = ',')]
-        ops: Vec<String>,
-        /// Only these dtypes, comma separated: f16,bf16,f32.
-        #[arg(long, value_delimiter = ',', value_parser = app::args::parse_dtype)]
-        dtypes: Vec<DType>,
+        filter: Option<String>,
+        /// Another mutant list.
+        #[arg(long)]
+        list: Option<PathBuf>,
         /// quick (default) or full.
-        #[arg(long, default_value = "quick", value_parser = app::args::parse_sweep)]
-        sweep: Sweep,
-        /// Build the twin without AddressSanitizer/UBSan (faster, less strict).
-        #[arg(long)]
-        no_sanitize: bool,
+        #[arg(long, value_parser = app::args::parse_sweep)]
+        sweep: Option<ascend_opgen::verify::Sweep>,
     },
     /// The whole test run (what CI runs): cargo test, the report's targets at the model shapes,
     /// the torch extension link check; ends with passed/failed/ignored counts and skip reasons.
@@ -101,14 +98,10 @@ fn main() {
         Command::GenOps { out, ops, check } => {
             app::gen::gen_ops(&GenOptions { specs: None, out, ops, check })
         }
-        Command::Verify { specs, ops, dtypes, sweep, no_sanitize } => app::verify::verify(&VerifyOptions {
-            specs,
-            ops,
-            dtypes,
-            sweep,
-            sanitize: !no_sanitize,
-            ..VerifyOptions::default()
-        }),
+        Command::Verify(args) => app::verify::verify(&args.options()),
+        Command::Mutants { filter, list, sweep } => {
+            app::mutants::mutants(&app::mutants::MutantsOptions { list, filter, sweep, ..Default::default() })
+        }
         Command::Test => app::test_suite::run_tests(),
         Command::BuildNpu { soc, ops, install, cann, dry_run } => {
             app::build_npu::build_npu(&BuildNpuOptions {

@@ -3,9 +3,11 @@
 // Exit codes: 0 ok, 2 the op's host code rejected the request, 3 a twin rule was broken,
 // 4 the runner was called wrongly (opgen_twin/runtime.h).
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "opgen_twin/host_plan.h"
+#include "opgen_twin/kernel/perturb.h"
 #include "opgen_twin/host_report.h"
 #include "opgen_twin/runner_args.h"
 #include "opgen_twin/runner_launch.h"
@@ -76,6 +78,16 @@ int main(int argc, char** argv) {
         return EXIT_OK;
     }
 
+    // The perturbed-numerics mode (opgen_twin/kernel/perturb.h): OPGEN_TWIN_PERTURB="k[:seed]".
+    if (const char* spec = std::getenv("OPGEN_TWIN_PERTURB")) {
+        char* end = nullptr;
+        const unsigned long k = std::strtoul(spec, &end, 10);
+        if (end == spec || k > 1000000 || (*end != '\0' && *end != ':')) {
+            exit_usage(std::string("OPGEN_TWIN_PERTURB must be k or k:seed, got '") + spec + "'");
+        }
+        perturbation().ulps = static_cast<uint32_t>(k);
+        perturbation().seed = *end == ':' ? std::strtoull(end + 1, nullptr, 10) : 0;
+    }
     const LaunchOutcome outcome = launch_plan(args, result.plan);
     const std::string json = plan_json(result.plan, args.soc.name, outcome.launched,
                                        outcome.launched ? &outcome.counters_json : nullptr);

@@ -140,6 +140,19 @@ std::string counters_text() {
     return counters;
 }
 
+// The byte pattern an output buffer is filled with before the launch (see launch_plan).
+uint8_t poison_byte(ge::DataType dtype) {
+    switch (dtype) {
+        case ge::DT_FLOAT:
+        case ge::DT_FLOAT16:
+        case ge::DT_BF16:
+        case ge::DT_DOUBLE:
+            return 0xFF;
+        default:
+            return 0xA5;
+    }
+}
+
 }  // namespace
 
 LaunchOutcome launch_plan(const RunnerArgs& args, const HostPlan& plan) {
@@ -192,10 +205,20 @@ LaunchOutcome launch_plan(const RunnerArgs& args, const HostPlan& plan) {
         args_gm.push_back(gm);
     }
     for (const TensorPlan& output : plan.outputs) {
-        args_gm.push_back(gm_alloc(names[args_gm.size()].c_str(), output.bytes()));
+        uint8_t* gm = gm_alloc(names[args_gm.size()].c_str(), output.bytes());
+        // Outputs start poisoned, never zeroed: a skipped write whose expected value is 0 (a
+        // zero row, a masked element) would otherwise pass. Float outputs get 0xFF bytes (a NaN
+        // in every float width, which the comparison refuses unless NaN is expected); integer
+        // outputs get 0xA5 bytes (int8 -91, int32 -1515870811), a value the catalogue's integer
+        // outputs (quantised rows, counts) are unlikely to expect at a skipped position.
+        std::memset(gm, poison_byte(output.dtype), output.bytes());
+        args_gm.push_back(gm);
     }
-    args_gm.push_back(gm_alloc(names[args_gm.size()].c_str(),
-                               std::max(plan.workspace_bytes, kMinWorkspaceBytes)));
+    // The workspace is scratch with no defined contents on the NPU either.
+    const size_t workspace_bytes = std::max(plan.workspace_bytes, kMinWorkspaceBytes);
+    uint8_t* workspace = gm_alloc(names[args_gm.size()].c_str(), workspace_bytes);
+    std::memset(workspace, 0xFF, workspace_bytes);
+    args_gm.push_back(workspace);
     uint8_t* tiling = gm_alloc(names[args_gm.size()].c_str(), plan.tiling.size());
     std::memcpy(tiling, plan.tiling.data(), plan.tiling.size());
     args_gm.push_back(tiling);

@@ -110,6 +110,14 @@ def swiglu_gold(g, u):
     return g * torch.sigmoid(g) * u.double()
 
 
+def grad_gold(forward, dy, *inputs):
+    """dy · ∂forward/∂input for each input, by torch autograd of the float64 formula (the math,
+    not the generated backward op)."""
+    xs = [t.double().requires_grad_() for t in inputs]
+    y = forward(*xs)
+    return torch.autograd.grad(y, xs, grad_outputs=dy.double())
+
+
 def cache_gold(key, cache, slots):
     """key [T, N, D] scattered into cache [NB, BS, N, D] at slots, the later token winning;
     negative slots skipped, slots past the cache counted."""
@@ -152,6 +160,10 @@ def samples(dtype=torch.float32, seed=1):
         "gelu_erf": (x,),
         "fast_gelu": (x,),
         "swiglu": (x, uniform((3, 40), dtype, seed + 3)),
+        "gelu_tanh_grad": (uniform((3, 40), dtype, seed + 5), x),
+        "gelu_erf_grad": (uniform((3, 40), dtype, seed + 5), x),
+        "fast_gelu_grad": (uniform((3, 40), dtype, seed + 5), x),
+        "swiglu_grad": (uniform((3, 40), dtype, seed + 5), x, uniform((3, 40), dtype, seed + 3)),
         "bsnd_to_bnsd": (rot_x,),
         "bnsd_to_bsnd": (rot_x,),
         "reshape_and_cache": (
@@ -247,6 +259,24 @@ class Forward(unittest.TestCase):
                 with self.subTest(dtype=dtype, shape=shape):
                     g, u = uniform(shape, dtype, 51), uniform(shape, dtype, 52)
                     check_close(self, "y", OPS.swiglu(g, u), swiglu_gold(g, u))
+
+    def test_activation_grads(self):
+        golds = {
+            "gelu_tanh_grad": gelu_tanh_gold,
+            "gelu_erf_grad": gelu_erf_gold,
+            "fast_gelu_grad": fast_gelu_gold,
+            "swiglu_grad": swiglu_gold,
+        }
+        for name, forward in golds.items():
+            for dtype in FLOATS:
+                with self.subTest(op=name, dtype=dtype):
+                    n_in = 2 if name == "swiglu_grad" else 1
+                    inputs = [uniform((7, 33), dtype, 71 + i) for i in range(n_in)]
+                    dy = uniform((7, 33), dtype, 70, -2, 2)
+                    got = getattr(OPS, name)(dy, *inputs)
+                    got = got if isinstance(got, tuple) else (got,)
+                    for k, (g, want) in enumerate(zip(got, grad_gold(forward, dy, *inputs))):
+                        check_close(self, f"d input {k}", g, want)
 
     def test_permutes(self):
         for dtype in FLOATS + (torch.int8,):
@@ -405,9 +435,19 @@ class HostRefusals(unittest.TestCase):
 # ---- autograd ---------------------------------------------------------------------------------
 
 
+# Ops whose spec declares no backward op (row norms and rotary: not generated yet; caches and
+# dequant: not differentiable; the generated grads: no second derivatives).
+NO_BACKWARD = {
+    "rms_norm", "add_rms_norm", "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
+    "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad",
+}
+
+
 class Autograd(unittest.TestCase):
     def test_every_op_without_backward_refuses_grad(self):
         for name, args in samples().items():
+            if name not in NO_BACKWARD:
+                continue
             floats = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
             with self.subTest(op=name):
                 i = floats[0]
@@ -415,6 +455,46 @@ class Autograd(unittest.TestCase):
                 args[i] = args[i].clone().requires_grad_()
                 with self.assertRaisesRegex(RuntimeError, f"opgen::{name}: input `\\w+` requires grad"):
                     getattr(OPS, name)(*args)
+
+    def test_activation_backward_calls_the_generated_grad(self):
+        # loss = sum(w · op(x)): x.grad = w · op'(x), from the generated <op>_grad kernel; the
+        # bar is the float64 math's (autograd of the formula), as for every output.
+        golds = {"gelu_tanh": gelu_tanh_gold, "gelu_erf": gelu_erf_gold, "fast_gelu": fast_gelu_gold}
+        for name, forward in golds.items():
+            for dtype in FLOATS:
+                with self.subTest(op=name, dtype=dtype):
+                    x = uniform((5, 48), dtype, 81).requires_grad_()
+                    w = uniform((5, 48), dtype, 82, -2, 2)
+                    (getattr(OPS, name)(x) * w).sum().backward()
+                    (want,) = grad_gold(forward, w, x.detach())
+                    check_close(self, "x.grad", x.grad, want)
+        for dtype in FLOATS:
+            with self.subTest(op="swiglu", dtype=dtype):
+                g = uniform((5, 48), dtype, 83).requires_grad_()
+                u = uniform((5, 48), dtype, 84).requires_grad_()
+                w = uniform((5, 48), dtype, 85, -2, 2)
+                (OPS.swiglu(g, u) * w).sum().backward()
+                dg, du = grad_gold(swiglu_gold, w, g.detach(), u.detach())
+                check_close(self, "gate.grad", g.grad, dg)
+                check_close(self, "up.grad", u.grad, du)
+
+    def test_permute_backward_is_the_inverse_permute(self):
+        x = uniform((2, 5, 3, 16), torch.float32, 86).requires_grad_()
+        w = uniform((2, 3, 5, 16), torch.float32, 87)
+        (OPS.bsnd_to_bnsd(x) * w).sum().backward()
+        self.assertTrue(torch.equal(x.grad, w.permute(0, 2, 1, 3)))
+
+    def test_compiled_aot_eager_backward_matches_eager(self):
+        torch._dynamo.reset()
+
+        def loss(x):
+            return (OPS.gelu_tanh(x) * 3).sum()
+
+        x1 = uniform((4, 64), torch.float32, 88).requires_grad_()
+        loss(x1).backward()
+        x2 = x1.detach().clone().requires_grad_()
+        torch.compile(loss, backend="aot_eager")(x2).backward()
+        self.assertTrue(torch.equal(x1.grad, x2.grad))
 
     def test_error_names_the_input(self):
         x, g = torch.randn(2, 8), torch.randn(8, requires_grad=True)

@@ -552,11 +552,38 @@ pub fn derived_shape(_spec: &OpSpec, _i: usize, first: &[usize]) -> Vec<usize> {
     first.to_vec()
 }
 
-/// 16-bit outputs: 1 ULP from the once-rounded f64 value; float32: the CANN standard.
-fn tolerance(dtype: DType) -> Tolerance {
-    match dtype {
-        DType::Float16 | DType::BFloat16 => Tolerance::Ulp { max_ulp: 1 },
-        _ => Tolerance::CannOnly,
+/// The bars of the catalogue activations: (16-bit tie window in float32 ulps of g, float32
+/// ULP bar), from the full sweep (`opgen verify --sweep full --no-sanitize`, largest near-tie
+/// distance and max ULP over every case; the bars leave about 2x room). The float32 error of
+/// these bodies grows with the Exp argument (e^u carries |u|·2^-24 relative error from rounding
+/// u), so the windows are wider than a few roundings would need, and the float32 ULP bars are
+/// set by the tails where the result is small (x·sigmoid(z) for very negative x; gelu_erf's
+/// erfc there): relative error of a few 2^-24 per step times the conditioning of the step.
+fn catalogue_bars(name: &str) -> Option<(u32, u32)> {
+    Some(match name {
+        // Full sweep 2026-12-01 (67 cases per dtype): largest near-tie distance f16/bf16, max ULP
+        // float32.
+        "gelu_tanh" => (4, 300),  // 1.5 / 0.0, 151
+        "gelu_erf" => (6, 480),   // 2.5 / 0.0, 231
+        "fast_gelu" => (40, 220), // 2.0 / 16.6, 104
+        // 2.5 (f16), 3 ULP float32 over the quick sweep; the full sweep's NormalLargeMean cases
+        // with gate < -87 fail (bf16 1 ULP off, float32 4187 ULP): e^min(z, 0) underflows into
+        // float32 subnormals and loses its relative accuracy, a kernel defect (not a tie).
+        "swiglu" => (6, 8),
+        _ => return None,
+    })
+}
+
+/// Catalogue ops: 16-bit outputs exactly RNE except near ties (window per op), float32 within
+/// the op's measured ULP bar, both with the bias gate and the CANN gate. User-declared bodies
+/// have no measurement: 16-bit within 1 ULP, float32 the CANN standard, plus the bias gate.
+fn tolerance(spec: &OpSpec, dtype: DType) -> Tolerance {
+    let sixteen = matches!(dtype, DType::Float16 | DType::BFloat16);
+    match (catalogue_bars(&spec.name), sixteen) {
+        (Some((window, _)), true) => Tolerance::Rne { tie_window: window },
+        (Some((_, ulp)), false) => Tolerance::Ulp { max_ulp: ulp },
+        (None, true) => Tolerance::Ulp { max_ulp: 1 },
+        (None, false) => Tolerance::CannOnly,
     }
 }
 
@@ -671,7 +698,7 @@ pub fn expected(
                 dtype,
                 shape: first.shape.clone(),
                 values,
-                tolerance: tolerance(dtype),
+                tolerance: tolerance(spec, dtype),
             }
         })
         .collect())

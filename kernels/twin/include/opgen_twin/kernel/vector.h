@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "opgen_twin/kernel/perturb.h"
 #include "opgen_twin/kernel/vector_common.h"
 
 namespace AscendC {
@@ -28,6 +29,8 @@ struct MulOp {
 struct DivOp {
     template <typename V>
     V operator()(V x, V y) const { return x / y; }
+    // float32 division may be perturbed (opgen_twin/kernel/perturb.h).
+    float operator()(float x, float y) const { return opgen_twin::perturbed(x / y, opgen_twin::kPerturbDiv, x, y); }
 };
 struct AndOp {
     template <typename V>
@@ -142,7 +145,7 @@ void Exp(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const i
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Exp", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
-        "Exp", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return expf(x); },
+        "Exp", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(expf(x), opgen_twin::kPerturbExp, x); },
         [](double x) { return std::exp(x); });
 }
 template <typename T>
@@ -150,7 +153,7 @@ void Ln(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const in
         opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Ln", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
-        "Ln", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return logf(x); },
+        "Ln", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(logf(x), opgen_twin::kPerturbLn, x); },
         [](double x) { return std::log(x); });
 }
 template <typename T>
@@ -158,7 +161,7 @@ void Sqrt(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const 
           opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Sqrt", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
-        "Sqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return sqrtf(x); },
+        "Sqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(sqrtf(x), opgen_twin::kPerturbSqrt, x); },
         [](double x) { return std::sqrt(x); });
 }
 // Rsqrt is modelled as 1/sqrt: two correctly rounded steps in the element type's arithmetic.
@@ -167,7 +170,7 @@ void Rsqrt(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const
            opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Rsqrt", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
-        "Rsqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return 1.0f / sqrtf(x); },
+        "Rsqrt", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(1.0f / sqrtf(x), opgen_twin::kPerturbRsqrt, x); },
         [](double x) { return 1.0 / std::sqrt(x); });
 }
 template <typename T>
@@ -175,7 +178,7 @@ void Reciprocal(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, 
                 opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Reciprocal", opgen_twin::kern::Pipe::V, here);
     detail::k::unary(
-        "Reciprocal", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return 1.0f / x; },
+        "Reciprocal", detail::k::kFloats, dstLocal, srcLocal, calCount, [](float x) { return opgen_twin::perturbed(1.0f / x, opgen_twin::kPerturbReciprocal, x); },
         [](double x) { return 1.0 / x; });
 }
 template <typename T>

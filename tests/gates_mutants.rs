@@ -70,13 +70,18 @@ fn the_ci_subset_of_mutants_is_killed() {
     // One per class the issue found surviving: a truncating cast (1-ULP and CANN gates), int8
     // quantisation by truncation (±1 gate), a split-D sum skipping each row's last element
     // (quick sweep without aimed inputs), a skipped write whose expected value is 0 (zero-filled
-    // outputs), a work buffer 16 KiB too large (no near-full UB case).
+    // outputs), a work buffer 16 KiB too large (no near-full UB case); and one synchronisation
+    // removal per kind (a SetFlag/WaitFlag pair, a PipeBarrier, a queue hand-off), which the
+    // twin ran in program order before its pipe-ordering checker.
     let ids = [
         "rms_norm-cast-trunc",
         "reshape_and_cache_int8-trunc",
         "rms_norm-splitd-skip-last",
         "reshape_and_cache-count-skipped",
         "rms_norm-work-16k",
+        "dequant_int8-scale-sync",
+        "rms_norm-square-barrier",
+        "reshape_and_cache-queue-bypass",
     ];
     let report = run_mutants(&MutantsOptions {
         ids: ids.iter().map(|s| s.to_string()).collect(),

@@ -73,15 +73,15 @@ opgen_run "compile the Meta check driver" g++ "${flags[@]}" -c "$OPGEN_REPO/scri
 # opgen_schema.o; libtorch_cpu holds the dispatcher they register with.
 opgen_run "link the Meta check" g++ "$schema_obj" "$meta/meta_check.o" -o "$meta/meta_check" \
     -L"$TORCH_PATH/lib" -Wl,--no-as-needed -lc10 -ltorch_cpu -Wl,-rpath-link,"$OPGEN_TORCH_CPU_LD_PATH"
-# The catalogue's op names (each spec's top-level `name = "..."`, before its first table): the
-# check asserts exactly these are registered, so a missing op fails instead of skipping its cases.
+# The catalogue's op names: one kernel per op in the generated project (op_kernel/opgen_<op>.cpp:
+# the specs of kernels/*.toml and the backward ops derived from them). The check asserts exactly
+# these are registered, so a missing op fails instead of skipping its cases.
 catalogue=()
-for spec in "$OPGEN_REPO"/kernels/*.toml; do
-    name=$(sed -n '/^\[/q; s/^name *= *"\([a-z0-9_]*\)".*/\1/p' "$spec")
-    [ -n "$name" ] || opgen_fail "$spec: no top-level name = \"...\" before its first table"
-    catalogue+=("$name")
+for kernel in "$work"/project/op_kernel/opgen_*.cpp; do
+    name=$(basename "$kernel" .cpp)
+    catalogue+=("${name#opgen_}")
 done
-[ "${#catalogue[@]}" -gt 0 ] || opgen_fail "no op names read from kernels/*.toml"
+[ "${#catalogue[@]}" -gt 0 ] || opgen_fail "no op kernels in $work/project/op_kernel"
 opgen_run "run the Meta check (${#catalogue[@]} catalogue ops)" env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" \
     "$meta/meta_check" "${catalogue[@]}"
 sed 's/^/    /' <<<"$OPGEN_LAST_LOG"

@@ -10,6 +10,7 @@ const CACHE: &str = r#"name = "my_cache"
 family = "paged_cache"
 summary = "test op"
 targets = ["ascend910b"]
+differentiable = false
 
 [paged_cache]
 kind = "reshape_and_cache"
@@ -45,6 +46,7 @@ const DEQUANT: &str = r#"name = "my_cache"
 family = "dequant"
 summary = "test op"
 targets = ["ascend910b"]
+differentiable = false
 
 [[inputs]]
 name = "q"
@@ -99,13 +101,13 @@ fn an_unknown_kind_lists_the_known_ones() {
     let text = CACHE.replace("kind = \"reshape_and_cache\"", "kind = \"paged_scatter\"");
     assert_error(
         &text,
-        7,
+        8,
         "paged_cache.kind",
         "unknown paged_cache kind `paged_scatter`; known kinds: reshape_and_cache, reshape_and_cache_int8",
     );
     // A permute kind is not a paged_cache kind.
     let text = CACHE.replace("kind = \"reshape_and_cache\"", "kind = \"bsnd_to_bnsd\"");
-    assert_error(&text, 7, "paged_cache.kind", "unknown paged_cache kind `bsnd_to_bnsd`");
+    assert_error(&text, 8, "paged_cache.kind", "unknown paged_cache kind `bsnd_to_bnsd`");
 }
 
 #[test]
@@ -113,15 +115,15 @@ fn a_family_table_belongs_to_its_family() {
     let text = CACHE.replace("[paged_cache]", "[permute]");
     assert_error(
         &text,
-        6,
+        7,
         "permute",
         "table [permute] belongs to family permute, but this spec is family paged_cache",
     );
     let text = DEQUANT.replace(
-        "targets = [\"ascend910b\"]\n",
-        "targets = [\"ascend910b\"]\n\n[paged_cache]\nkind = \"reshape_and_cache\"\n",
+        "differentiable = false\n",
+        "differentiable = false\n\n[paged_cache]\nkind = \"reshape_and_cache\"\n",
     );
-    assert_error(&text, 6, "paged_cache", "belongs to family paged_cache, but this spec is family dequant");
+    assert_error(&text, 7, "paged_cache", "belongs to family paged_cache, but this spec is family dequant");
     let text = CACHE.replace("[paged_cache]\nkind = \"reshape_and_cache\"\n", "");
     assert_error(&text, 2, "paged_cache", "family paged_cache needs a [paged_cache] table with `kind`");
 }
@@ -131,7 +133,7 @@ fn inputs_and_outputs_follow_the_kind() {
     let text = CACHE.replace("[[inputs]]\nname = \"slot_mapping\"\ndtypes = [\"int32\", \"int64\"]\n\n", "");
     assert_error(
         &text,
-        9,
+        10,
         "inputs",
         "family paged_cache (reshape_and_cache) takes 5 inputs (key, value, key_cache, value_cache, slot_mapping), found 4",
     );
@@ -139,7 +141,7 @@ fn inputs_and_outputs_follow_the_kind() {
         "[[outputs]]\nname = \"x\"",
         "[[outputs]]\nname = \"y\"\ndtypes = [\"float16\", \"float32\"]\n\n[[outputs]]\nname = \"x\"",
     );
-    assert_error(&text, 14, "outputs", "family dequant (dequant_int8) has 1 output(s) (x), found 2");
+    assert_error(&text, 15, "outputs", "family dequant (dequant_int8) has 1 output(s) (x), found 2");
 }
 
 #[test]
@@ -147,7 +149,7 @@ fn caches_must_be_declared_mutated_and_nothing_else() {
     let text = CACHE.replacen("mutated = true\n", "", 1);
     assert_error(
         &text,
-        18,
+        19,
         "inputs[2].mutated",
         "`key_cache` (key_cache) is updated in place: declare it with `mutated = true`",
     );
@@ -155,7 +157,7 @@ fn caches_must_be_declared_mutated_and_nothing_else() {
         "name = \"key\"\ndtypes = [\"float16\", \"bfloat16\"]",
         "name = \"key\"\ndtypes = [\"float16\", \"bfloat16\"]\nmutated = true",
     );
-    assert_error(&text, 12, "inputs[0].mutated", "`key` (key) is only read by the kernel; drop `mutated`");
+    assert_error(&text, 13, "inputs[0].mutated", "`key` (key) is only read by the kernel; drop `mutated`");
 }
 
 #[test]
@@ -168,28 +170,28 @@ fn dtypes_follow_the_roles() {
     );
     assert_error(
         &text,
-        19,
+        20,
         "inputs[2].dtypes[1]",
         "`key_cache` must have `key`'s dtype bfloat16 in combination 2",
     );
     let text = CACHE.replace("dtypes = [\"int32\", \"int64\"]", "dtypes = [\"int32\", \"float32\"]");
     assert_error(
         &text,
-        29,
+        30,
         "inputs[4].dtypes[1]",
         "`slot_mapping` (slot_mapping) cannot be float32; it takes int32, int64",
     );
     let text = CACHE.replace("dtypes = [\"int32\", \"int32\"]", "dtypes = [\"int32\", \"int64\"]");
     assert_error(
         &text,
-        33,
+        34,
         "outputs[0].dtypes[1]",
         "`out_of_range` (out_of_range) cannot be int64; it takes int32",
     );
     let text = DEQUANT.replace("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"float16\", \"int8\"]");
     assert_error(
         &text,
-        16,
+        17,
         "outputs[0].dtypes[1]",
         "`x` (x) cannot be int8; it takes float16, bfloat16, float32",
     );
@@ -198,16 +200,16 @@ fn dtypes_follow_the_roles() {
 #[test]
 fn attrs_follow_the_kind() {
     let text = format!("{CACHE}\n[[attrs]]\nname = \"block_size\"\ntype = \"int\"\ndefault = 16\n");
-    assert_error(&text, 36, "attrs", "family paged_cache (reshape_and_cache) takes no attrs");
+    assert_error(&text, 37, "attrs", "family paged_cache (reshape_and_cache) takes no attrs");
     let text = DEQUANT.replace("default = \"float16\"", "default = \"bfloat16\"");
     assert_error(
         &text,
-        21,
+        22,
         "attrs[0].default",
         "default `bfloat16` must be one of the output's dtypes: float16, float32",
     );
     let text = DEQUANT.replace("type = \"string\"\ndefault = \"float16\"", "type = \"int\"\ndefault = 1");
-    assert_error(&text, 19, "attrs", "takes exactly one attr: a string naming the output dtype");
+    assert_error(&text, 20, "attrs", "takes exactly one attr: a string naming the output dtype");
 }
 
 #[test]

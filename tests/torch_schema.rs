@@ -362,14 +362,34 @@ fn every_op_has_a_cpu_kernel_a_host_checked_meta_kernel_and_an_autograd_kernel()
                 a.name
             );
         }
-        // No spec declares a backward op yet: every op refuses inputs that require grad.
-        assert!(torch::backward_of(spec).is_none());
-        assert!(
-            schema_cpp.contains(&format!(
-                "m.impl(\"{name}\", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());"
-            )),
-            "{name}: Autograd kernel"
+        // An op with a backward op (a derived `<name>_grad`, or a declared inverse) registers
+        // autograd through it and no refusing kernel; every other op refuses inputs that
+        // require grad.
+        let refusing = format!(
+            "m.impl(\"{name}\", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());"
         );
+        let ops_py = &project.file("torch/opgen_torch/ops.py").unwrap().contents;
+        match torch::backward_of(spec) {
+            Some(b) => {
+                assert!(
+                    !schema_cpp.contains(&refusing),
+                    "{name}: has backward {} but a refusing kernel",
+                    b.op
+                );
+                assert!(
+                    ops_py.contains(&format!(
+                        "torch.library.register_autograd(\n        \"opgen::{name}\", _{name}_backward"
+                    )),
+                    "{name}: no register_autograd"
+                );
+                assert!(
+                    specs.iter().any(|s| s.name == b.op),
+                    "{name}: backward op {} not in the catalogue",
+                    b.op
+                );
+            }
+            None => assert!(schema_cpp.contains(&refusing), "{name}: Autograd kernel"),
+        }
     }
     // The CPU kernels are never part of the NPU build.
     let cmake = &project.file("torch/CMakeLists.txt").unwrap().contents;

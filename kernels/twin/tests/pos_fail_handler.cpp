@@ -39,6 +39,8 @@ extern "C" __global__ __aicore__ void copy_through(uint8_t* src, uint8_t* dst) {
     DataCopy(t, s, 64);
     in.EnQue(t);
     LocalTensor<float> u = in.DeQue<float>();
+    // A VECIN hand-off orders MTE2 before V only; the copy-out (MTE3) waits for the copy-in.
+    PipeBarrier<PIPE_ALL>();
     DataCopy(d, u, 64);
     in.FreeTensor(u);
 }

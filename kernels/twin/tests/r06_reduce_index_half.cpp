@@ -15,7 +15,9 @@ extern "C" __global__ __aicore__ void reduce_index_half() {
     LocalTensor<half> dst = d.Get<half>();
     LocalTensor<half> work = w.Get<half>();
     Duplicate(src, half(0.0f), 65600);
+    PipeBarrier<PIPE_ALL>();  // the scalar store waits for Duplicate (this test is about ReduceMax)
     src.SetValue(65599, half(1.0f));
+    PipeBarrier<PIPE_ALL>();
     ReduceMax(dst, src, work, 65600, true);
 }
 

@@ -201,3 +201,83 @@ pub fn precision_loss(node: &Node, inputs: &[f64], attrs: &[f64]) -> Option<Loss
     walk(node, inputs, attrs, &mut worst);
     worst
 }
+
+/// One f64 rounding, with a margin for libm's functions (a few ulps, not correctly rounded).
+const BOUND_EPS: f64 = 4.0 * f64::EPSILON;
+
+/// The value of `node` at a point and a bound on its absolute error against the exact value of
+/// the same expression (running error analysis: each operation adds its rounding, and carries
+/// its operands' errors through its derivative).
+pub fn bounded(node: &Node, x: &[f64], a: &[f64]) -> (f64, f64) {
+    let (v, e) = match node {
+        Node::Input(i) => (x[*i], 0.0),
+        Node::Attr(i) => (a[*i], 0.0),
+        Node::Const(c) => (*c, 0.0),
+        Node::Neg(p) => {
+            let (v, e) = bounded(p, x, a);
+            return (-v, e);
+        }
+        Node::Bin(op, p, q) => {
+            let ((u, eu), (w, ew)) = (bounded(p, x, a), bounded(q, x, a));
+            match op {
+                BinOp::Add => (u + w, eu + ew),
+                BinOp::Sub => (u - w, eu + ew),
+                BinOp::Mul => (u * w, u.abs() * ew + w.abs() * eu + eu * ew),
+                // |u/w| error: (eu + |u/w| ew) / (|w| - ew) while w is bounded away from 0.
+                BinOp::Div => (
+                    u / w,
+                    if ew < w.abs() { (eu + (u / w).abs() * ew) / (w.abs() - ew) } else { f64::INFINITY },
+                ),
+            }
+        }
+        Node::Min(p, q) | Node::Max(p, q) => {
+            let ((u, eu), (w, ew)) = (bounded(p, x, a), bounded(q, x, a));
+            let v = if matches!(node, Node::Min(..)) { min(u, w) } else { max(u, w) };
+            (v, eu.max(ew))
+        }
+        Node::Powi(p, n) => {
+            let (u, eu) = bounded(p, x, a);
+            let n = *n;
+            // |d/du u^n| = |n u^(n-1)|, taken at the larger end of u's interval.
+            let far = u.abs() + eu;
+            let slope = if n == 0 {
+                0.0
+            } else {
+                (n as f64).abs() * if n > 0 { far.powi(n - 1) } else { (u.abs() - eu).max(0.0).powi(n - 1) }
+            };
+            (
+                powi(u, n),
+                if eu == 0.0 { 0.0 } else { slope * eu }
+                    + (n.unsigned_abs() as f64) * BOUND_EPS * powi(u, n).abs(),
+            )
+        }
+        // Only generated derivatives hold these (a root series, an underflow rescue); a body
+        // as parsed never does, so no bound is claimed.
+        Node::Patched(_) | Node::Rescued(..) => (eval(node, x, a), f64::INFINITY),
+        Node::Call(f, p) => {
+            let (u, eu) = bounded(p, x, a);
+            let v = apply(*f, u);
+            // The largest |f'| over [u - eu, u + eu], bounded generously.
+            let slope = match f {
+                Func::Exp => (u + eu).exp(),
+                Func::Log => 1.0 / (u.abs() - eu).max(0.0),
+                Func::Sqrt => 0.5 / (u - eu).max(0.0).sqrt(),
+                Func::Rsqrt => 0.5 / (u - eu).max(0.0).powf(1.5),
+                Func::Abs | Func::Tanh | Func::Sigmoid | Func::Softplus => 1.0,
+                Func::Erf | Func::Erfc => 2.0 / std::f64::consts::PI.sqrt(),
+                Func::Log1p => 1.0 / (1.0 + u - eu).max(0.0),
+                Func::Expm1 => (u + eu).exp(),
+                // Steps: flat, but an interval that reaches 0 may land on either side.
+                Func::Sign | Func::Step => {
+                    if u.abs() <= eu {
+                        f64::INFINITY
+                    } else {
+                        0.0
+                    }
+                }
+            };
+            (v, if eu == 0.0 { 0.0 } else { slope * eu })
+        }
+    };
+    (v, e + BOUND_EPS * v.abs())
+}

@@ -656,15 +656,6 @@ pub fn expected(
             vec![dgate, dup]
         }
         (None, None) => {
-            // A forward op: the body as written (parsed and resolved, before
-            // `expr::canonical`): the kernel is built from the canonical form, so a
-            // parser-to-kernel bug in a rewrite or a fold would be shared by a reference
-            // evaluating that form too. A generated backward op: the differentiated tree
-            // (checked against finite differences of the forward in tests/elementwise_grad.rs).
-            let nodes = match spec.elementwise().and_then(|p| p.derivative_of.as_ref()) {
-                None => vec![as_written(spec)?],
-                Some(_) => analyse(spec)?.outputs,
-            };
             let attr_values: Vec<f64> = spec
                 .attrs
                 .iter()
@@ -676,7 +667,44 @@ pub fn expected(
                         .ok_or_else(|| format!("attr `{}` missing", a.name))
                 })
                 .collect::<Result<_, _>>()?;
-            nodes.iter().map(|node| eval::eval_all(node, &columns, &attr_values)).collect()
+            match spec.elementwise().and_then(|p| p.derivative_of.as_ref()) {
+                // A forward op: the body as written (parsed and resolved, before
+                // `expr::canonical`), since the kernel is built from the canonical form and a
+                // parser-to-kernel bug in a rewrite or a fold would be shared by a reference
+                // evaluating that form. Its f64 evaluation carries a proven error bound
+                // (`eval::bounded`); where the canonical form's value lies inside that bound it
+                // is the same value, known more precisely (`log(1 + exp(x))` as written is 0 in
+                // f64 at x = -40, softplus is not), and is used; outside it, a rewrite changed
+                // the value and the as-written value stands, so the kernel fails.
+                None => {
+                    let raw = as_written(spec)?;
+                    let canonical = analyse(spec)?.node;
+                    let n = columns.first().map_or(0, Vec::len);
+                    let mut point = vec![0.0; columns.len()];
+                    let values = (0..n)
+                        .map(|k| {
+                            for (p, c) in point.iter_mut().zip(&columns) {
+                                *p = c[k];
+                            }
+                            let (v, bound) = eval::bounded(&raw, &point, &attr_values);
+                            let c = eval::eval(&canonical, &point, &attr_values);
+                            if v.is_finite() && c.is_finite() && (v - c).abs() <= bound {
+                                c
+                            } else {
+                                v
+                            }
+                        })
+                        .collect();
+                    vec![values]
+                }
+                // A generated backward op: the differentiated tree (checked against finite
+                // differences of the forward in tests/elementwise_grad.rs).
+                Some(_) => analyse(spec)?
+                    .outputs
+                    .iter()
+                    .map(|node| eval::eval_all(node, &columns, &attr_values))
+                    .collect(),
+            }
         }
     };
     if values.len() != spec.outputs.len() {

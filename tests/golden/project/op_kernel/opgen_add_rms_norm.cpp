@@ -411,6 +411,10 @@ private:
         if constexpr (NEEDS_FP32_COPY) {
             xf = xF32_.Get<float>();
             LocalTensor<float> work = work_.Get<float>();
+            // The previous chunk's last vector op (pass 2's Cast of y) may still read work_,
+            // which the next Cast overwrites: a same-pipe WAR (the twin's strict mode found it on
+            // the streamed split-D shape 2x98304).
+            PipeBarrier<PIPE_V>();
             Cast(xf, x1, RoundMode::CAST_NONE, len);
             Cast(work, x2, RoundMode::CAST_NONE, len);
             PipeBarrier<PIPE_V>();

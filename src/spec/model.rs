@@ -8,6 +8,7 @@ use std::path::PathBuf;
 #[serde(rename_all = "snake_case")]
 pub enum Family {
     RowNorm,
+    RowNormGrad,
     Rotary,
     Elementwise,
     Permute,
@@ -16,8 +17,9 @@ pub enum Family {
 }
 
 impl Family {
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::RowNorm,
+        Family::RowNormGrad,
         Family::Rotary,
         Family::Elementwise,
         Family::Permute,
@@ -28,6 +30,7 @@ impl Family {
     pub fn name(self) -> &'static str {
         match self {
             Family::RowNorm => "row_norm",
+            Family::RowNormGrad => "row_norm_grad",
             Family::Rotary => "rotary",
             Family::Elementwise => "elementwise",
             Family::Permute => "permute",
@@ -149,6 +152,8 @@ impl KvKind {
 #[serde(tag = "family", rename_all = "snake_case")]
 pub enum FamilyParams {
     RowNorm(RowNormParams),
+    /// The row_norm backward: rms_norm_grad (4 inputs) or add_rms_norm_grad (5, with dx_sum).
+    RowNormGrad,
     Rotary,
     Elementwise(ElementwiseParams),
     /// The KV-layout families (permute, paged_cache, dequant): which operation.

@@ -105,6 +105,7 @@ pub const TILING_FIELDS: &[TilingField] = &[
     TilingField::u32("groupRemainder", "groups % block dim: cores below this index take one group more"),
     TilingField::u32("rowFactor", "rows per UB pass in modes 0 and 1"),
     TilingField::u32("colFactor", "elements per chunk in mode 2"),
+    TilingField::u32("workFactor", "elements of a row the float-float work takes at a time"),
     TilingField::f32("avgFactor", "1/numCol in float32"),
 ];
 

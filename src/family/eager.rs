@@ -173,6 +173,8 @@ mod tests {
             inputs,
             outputs: vec![tensor("y", DType::Float16)],
             attrs: Vec::new(),
+            backward: None,
+            backward_offset: 0,
             targets: Vec::new(),
             params,
             source: Default::default(),

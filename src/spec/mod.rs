@@ -66,6 +66,21 @@ pub(crate) fn load_catalogue(path: &Path, rules: &dyn FamilyRules) -> Result<Vec
             Err(e) => errors.extend(e),
         }
     }
+    // `backward` names another op of the same catalogue.
+    for spec in &specs {
+        if let Some(b) = &spec.backward {
+            if !specs.iter().any(|s| &s.name == b) {
+                let text = std::fs::read_to_string(&spec.source).unwrap_or_default();
+                errors.push(SpecError::at(
+                    &spec.source,
+                    &text,
+                    spec.backward_offset,
+                    "backward",
+                    format!("op `{}` names backward op `{b}`, which is not in the catalogue", spec.name),
+                ));
+            }
+        }
+    }
     errors.into_result(specs)
 }
 

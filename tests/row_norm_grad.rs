@@ -188,11 +188,10 @@ fn outputs_are_the_same_bits_on_every_run_and_core_count() {
         let a = run_on(&spec, column, soc::DEFAULT_SOC, &c);
         let b = run_on(&spec, column, soc::DEFAULT_SOC, &c);
         assert_eq!(a.outputs, b.outputs, "{x:?}: two runs differ");
-        for other in ["Ascend910B3"] {
-            let o = run_on(&spec, column, other, &c);
-            assert_ne!(o.report["block_dim"], a.report["block_dim"], "{other} must use another core count");
-            assert_eq!(o.outputs, a.outputs, "{x:?}: {other} differs from {}", soc::DEFAULT_SOC);
-        }
+        let other = "Ascend910B3";
+        let o = run_on(&spec, column, other, &c);
+        assert_ne!(o.report["block_dim"], a.report["block_dim"], "{other} must use another core count");
+        assert_eq!(o.outputs, a.outputs, "{x:?}: {other} differs from {}", soc::DEFAULT_SOC);
     }
 }
 

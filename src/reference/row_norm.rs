@@ -162,7 +162,7 @@ pub struct RmsNormGradOutputs {
 /// rather than recomputing it.
 ///
 /// Derivation: y_j = x_j·r·γ_j with r = (Σx²/n + eps)^(-1/2), so ∂r/∂x_i = −r³·x_i/n. With
-/// g_j = dy_j·γ_j, dx_i = Σ_j g_j·∂y_j/∂x_i... = g_i·r + Σ_j g_j·x_j·(−r³·x_i/n)
+/// g_j = dy_j·γ_j, dx_i = Σ_j g_j·∂y_j/∂x_i = g_i·r + Σ_j g_j·x_j·(−r³·x_i/n)
 /// = r·(g_i − x_i·r²·mean(g·x)), and dγ_j = Σ_rows dy_j·x_j·r.
 ///
 /// `dx_sum` (add_rms_norm_grad) is the gradient that arrives at the forward's x_sum output
@@ -197,8 +197,7 @@ pub fn rms_norm_grad(
     let extra = dx_sum.map(|t| t.to_f64());
     let mut dx = Vec::with_capacity(xv.len());
     let mut per_row = vec![0.0; rows * n];
-    for row in 0..rows {
-        let r = rv[row];
+    for (row, &r) in rv.iter().enumerate().take(rows) {
         let at = row * n;
         let (dyr, xr) = (&dyv[at..at + n], &xv[at..at + n]);
         let mean_gx: f64 = (0..n).map(|j| dyr[j] * gv[j] * xr[j]).sum::<f64>() / n as f64;

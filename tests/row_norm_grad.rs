@@ -241,6 +241,53 @@ fn a_kernel_skipping_a_row_of_dgamma_fails() {
 #[test]
 fn a_kernel_dropping_the_float_float_low_parts_fails() {
     // dx = hi only: the plain float32 difference r g - x c, which cancels (1-ULP bar broken).
-    let (dx, _) = verify_mutant("            Add(p, hi, t2, len);", "            Adds(p, hi, 0.0f, len);");
+    let (dx, _) = verify_mutant("        Add(p, hi, t2, len);", "        Adds(p, hi, 0.0f, len);");
     assert!(dx > 0, "dx without the low parts passed");
+}
+
+/// NaN and ±Inf inputs (the full sweep's nan_inf and outlier cases, in every mode): where an
+/// Inf makes the float-float corrections NaN, the kernels fall back to the plain float32 value,
+/// so NaN/Inf follow the reference's IEEE evaluation.
+#[test]
+fn non_finite_and_outlier_inputs_match_the_reference() {
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    for name in ["rms_norm_grad", "add_rms_norm_grad"] {
+        let spec = op(name);
+        let project = render_project(&[&spec]).unwrap();
+        for dtype in [DType::Float16, DType::BFloat16, DType::Float32] {
+            let column = spec.column_for(dtype).unwrap();
+            let runner = build_runner(&project, &spec, column, BuildOptions::default()).unwrap();
+            for x in [vec![256usize, 128], vec![4, 896], vec![3, 16384]] {
+                for (i, dist) in [Distribution::NanInf, Distribution::Outlier].into_iter().enumerate() {
+                    check_case(&spec, column, &runner, soc, &case(&spec, &x, dist, 90 + i as u64)).unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// Without the NaN fallback of the partials, an Inf dy·x·rstd term (its TwoSum correction is
+/// Inf − Inf = NaN) turns the expected Inf partial into NaN: the nan_inf case must fail.
+#[test]
+fn a_kernel_without_the_partials_nan_fallback_fails_on_inf_inputs() {
+    let templates: Vec<(&'static str, String)> = template_sources()
+        .into_iter()
+        .map(|(name, text)| {
+            if name == "kernel/row_norm_grad.cpp.j2" {
+                let broken = text.replace("        KeepUnlessNan(accL, accH, len);\n", "");
+                assert_ne!(broken, text, "the mutation must apply");
+                (name, broken)
+            } else {
+                (name, text)
+            }
+        })
+        .collect();
+    let spec = op("rms_norm_grad");
+    let project = ascend_opgen::codegen::render_project_with(&[&spec], &templates).unwrap();
+    let column = spec.column_for(DType::Float16).unwrap();
+    let runner = build_runner(&project, &spec, column, BuildOptions { sanitize: false }).unwrap();
+    let c = case(&spec, &[256, 128], Distribution::NanInf, 90);
+    let err = check_case(&spec, column, &runner, soc::find(soc::DEFAULT_SOC).unwrap(), &c)
+        .expect_err("the mutant must fail");
+    assert!(err.contains("dgamma_partials") && err.contains("NaN/Inf mismatch"), "{err}");
 }

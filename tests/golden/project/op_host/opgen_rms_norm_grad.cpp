@@ -165,7 +165,8 @@ static bool PlanRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t
                      Plan* plan)
 {
     const uint64_t streamRow = colAlign * typeSize * BUFFER_NUM * STREAMS;
-    const uint64_t resident = colAlign * (typeSize + (typeSize == 2 ? 4 : 0) + 16);
+    // (+ the accumulators' rounding up to whole 64-float repeats and the NaN mask's bits)
+    const uint64_t resident = colAlign * (typeSize + (typeSize == 2 ? 4 : 0) + 16) + 64 * 8 + colAlign / 8 + 96;
     uint64_t piece = MinU64(MAX_PIECE, AlignUp(cols, CHUNK_ALIGN));
     while (true) {
         const uint64_t fixed = resident + piece * WorkBytesPerElem(typeSize);
@@ -193,7 +194,8 @@ static bool PlanSplitD(uint64_t budget, uint64_t cols, uint64_t typeSize, Plan* 
 {
     const uint64_t perElem = typeSize * BUFFER_NUM * (STREAMS + 1) + (typeSize == 2 ? 4 : 0) + 16 +
                              WorkBytesPerElem(typeSize);
-    plan->colFactor = MinU64(budget / perElem / CHUNK_ALIGN * CHUNK_ALIGN, AlignUp(cols, CHUNK_ALIGN));
+    // (+ one NaN-mask bit per element, a byte per 8, within the 1 KiB kept free)
+    plan->colFactor = MinU64((budget - 1024) / perElem / CHUNK_ALIGN * CHUNK_ALIGN, AlignUp(cols, CHUNK_ALIGN));
     plan->workFactor = plan->colFactor;
     plan->mode = MODE_SPLIT_D;
     return plan->colFactor > 0;

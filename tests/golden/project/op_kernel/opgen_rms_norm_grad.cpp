@@ -42,6 +42,7 @@ constexpr uint32_t MODE_SPLIT_D = 2;
 constexpr float SPLITTER = 4097.0f;       // 2^12 + 1: Veltkamp's split of a 24-bit significand into 12 + 12
 constexpr uint32_t FOLD_LANES = 8;        // lanes left after halving (32 bytes: views stay aligned)
 constexpr uint32_t MIN_FOLD = 16;         // shorter sums are done on the scalar unit
+constexpr uint32_t LANES = 64;            // float32 lanes of one 256-byte repeat
 
 // Mirrors OpgenRmsNormGradTilingData in op_host/opgen_rms_norm_grad_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -240,8 +241,10 @@ private:
         pipe_.InitBuffer(gammaBuf_, width * sizeof(T));
         pipe_.InitBuffer(gammaH_, width * sizeof(float));
         pipe_.InitBuffer(gammaL_, width * sizeof(float));
-        pipe_.InitBuffer(accH_, width * sizeof(float));
-        pipe_.InitBuffer(accL_, width * sizeof(float));
+        const uint32_t accLen = (width + LANES - 1) / LANES * LANES;
+        pipe_.InitBuffer(accH_, accLen * sizeof(float));
+        pipe_.InitBuffer(accL_, accLen * sizeof(float));
+        pipe_.InitBuffer(mask_, MaskBytes(accLen > t_.workFactor ? accLen : t_.workFactor));
         if constexpr (NEEDS_FP32_COPY) {
             pipe_.InitBuffer(gammaF32_, width * sizeof(float));
         }
@@ -349,6 +352,7 @@ private:
         pipe_.InitBuffer(gammaL_, chunk * sizeof(float));
         pipe_.InitBuffer(accH_, chunk * sizeof(float));
         pipe_.InitBuffer(accL_, chunk * sizeof(float));
+        pipe_.InitBuffer(mask_, MaskBytes(chunk));
         if constexpr (NEEDS_FP32_COPY) {
             pipe_.InitBuffer(gammaF32_, chunk * sizeof(float));
         }
@@ -523,7 +527,9 @@ private:
         SetFlag<HardEvent::V_S>(reduced);
         WaitFlag<HardEvent::V_S>(reduced);
         for (uint32_t i = 0; i < w; ++i) {
-            sum = AddFF(sum, p.GetValue(i), q.GetValue(i));
+            const float pi = p.GetValue(i);
+            plainSum_ = plainSum_ + pi;
+            sum = AddFF(sum, pi, q.GetValue(i));
         }
         // The next piece's vector ops overwrite what the scalar unit just read.
         event_t read = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
@@ -545,13 +551,20 @@ private:
         PipeBarrier<PIPE_V>();
     }
 
-    // c = r^3 * S / n in float-float.
+    // c = r^3 * S / n in float-float; where that is NaN but the plain float value is not (an Inf
+    // product makes the corrections NaN), the plain value. Resets the plain sum for the next row.
     __aicore__ inline FF Coefficient(FF sum, float rstd)
     {
         const FF mean = DivFF(sum, static_cast<float>(t_.numCol));
         const FF r2 = TwoProdS(rstd, rstd);
         const FF r3 = MulFF(r2, FF{rstd, 0.0f});
-        return MulFF(r3, mean);
+        FF c = MulFF(r3, mean);
+        const float plain = rstd * rstd * rstd * (plainSum_ / static_cast<float>(t_.numCol));
+        plainSum_ = 0.0f;
+        if (!(c.hi == c.hi) && plain == plain) {
+            c = FF{plain, 0.0f};
+        }
+        return c;
     }
 
     // dx = r g - x c for a prepared piece, rounded once into `dx`.
@@ -589,13 +602,27 @@ private:
         Add(t2, t2, q, len);
         PipeBarrier<PIPE_V>();
         LocalTensor<float> hi = t3;
+        Add(p, hi, t2, len);
+        PipeBarrier<PIPE_V>();
+        // Where the corrections are NaN but the plain difference is not (an Inf operand makes
+        // the splits NaN), dx is the plain difference, so NaN/Inf follow IEEE evaluation.
+        KeepUnlessNan(p, hi, len);
         if constexpr (NEEDS_FP32_COPY) {
-            Add(p, hi, t2, len);
-            PipeBarrier<PIPE_V>();
             Cast(dx, p, TO_T, len);
         } else {
-            Add(dx, hi, t2, len);
+            Muls(dx, p, 1.0f, len);  // an exact copy (-0 stays -0)
         }
+        PipeBarrier<PIPE_V>();
+    }
+
+    // v where v == v, else `plain` (Compare works on whole 256-byte repeats: the buffers are
+    // sized in multiples of 64 floats).
+    __aicore__ inline void KeepUnlessNan(const LocalTensor<float>& v, const LocalTensor<float>& plain, uint32_t len)
+    {
+        LocalTensor<uint8_t> notNan = mask_.Get<uint8_t>();
+        Compare(notNan, v, v, CMPMODE::EQ, (len + LANES - 1) / LANES * LANES);
+        PipeBarrier<PIPE_V>();
+        Select(v, notNan, v, plain, SELMODE::VSEL_TENSOR_TENSOR_MODE, len);
         PipeBarrier<PIPE_V>();
     }
 
@@ -635,7 +662,12 @@ private:
                                          const LocalTensor<float>& accL, uint32_t len)
     {
         PipeBarrier<PIPE_V>();
-        Add(accH, accH, accL, len);
+        // hi + lo, or the plain running sum hi where the corrections are NaN (an Inf term).
+        Add(accL, accH, accL, len);
+        PipeBarrier<PIPE_V>();
+        KeepUnlessNan(accL, accH, len);
+        Muls(accH, accL, 1.0f, len);
+        PipeBarrier<PIPE_V>();
         event_t summed = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE3));
         SetFlag<HardEvent::V_MTE3>(summed);
         WaitFlag<HardEvent::V_MTE3>(summed);
@@ -722,6 +754,12 @@ private:
     }
 
     // ---- helpers ---------------------------------------------------------------------------
+    // One mask bit per float of `len` rounded up to whole repeats, in 32-byte blocks.
+    __aicore__ inline uint32_t MaskBytes(uint32_t len) const
+    {
+        return ((len + LANES - 1) / LANES * LANES / 8 + 31) / 32 * 32;
+    }
+
     __aicore__ inline void WaitMte3BeforeVector()
     {
         event_t drained = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE3_V));
@@ -743,6 +781,7 @@ private:
     TilingData t_;
     uint32_t groupStart_ = 0;
     uint32_t groupCount_ = 0;
+    float plainSum_ = 0.0f;  // the row's sum of g * x without corrections (the NaN fallback)
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> inDy_;
     TQue<QuePosition::VECIN, 1> inX_;
@@ -770,6 +809,7 @@ private:
     TBuf<TPosition::VECCALC> bT2_;
     TBuf<TPosition::VECCALC> bT3_;
     TBuf<TPosition::VECCALC> scratch_;
+    TBuf<TPosition::VECCALC> mask_;  // uint8: the v == v mask
     LocalTensor<float> dyF_;
     LocalTensor<float> xF_;
     LocalTensor<T> pendingDy_;

@@ -39,6 +39,9 @@ fn gen_twice_gives_identical_bytes_and_a_bad_spec_changes_nothing() {
     let out = scratch("out").join("project");
     let good = ascend_opgen::repo_root().join("kernels/rms_norm.toml");
     fs::copy(&good, specs.join("rms_norm.toml")).unwrap();
+    // rms_norm names its backward op, which a catalogue must hold too.
+    let grad = ascend_opgen::repo_root().join("kernels/rms_norm_grad.toml");
+    fs::copy(&grad, specs.join("rms_norm_grad.toml")).unwrap();
     let specs_arg = specs.display().to_string();
     let out_arg = out.display().to_string();
 

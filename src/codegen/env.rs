@@ -9,6 +9,8 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
 pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("kernel/row_norm.cpp.j2", include_str!("../../templates/kernel/row_norm.cpp.j2")),
     ("host/row_norm.cpp.j2", include_str!("../../templates/host/row_norm.cpp.j2")),
+    ("kernel/row_norm_grad.cpp.j2", include_str!("../../templates/kernel/row_norm_grad.cpp.j2")),
+    ("host/row_norm_grad.cpp.j2", include_str!("../../templates/host/row_norm_grad.cpp.j2")),
     ("kernel/permute.cpp.j2", include_str!("../../templates/kernel/permute.cpp.j2")),
     ("kernel/paged_cache.cpp.j2", include_str!("../../templates/kernel/paged_cache.cpp.j2")),
     ("kernel/dequant.cpp.j2", include_str!("../../templates/kernel/dequant.cpp.j2")),

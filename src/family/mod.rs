@@ -16,6 +16,7 @@ pub mod paged_cache;
 pub mod permute;
 pub mod rotary;
 pub mod row_norm;
+pub mod row_norm_grad;
 pub mod shape_rule;
 
 use crate::dtype::DType;
@@ -127,6 +128,7 @@ pub struct ReportInputs {
 pub(crate) fn ops(family: Family) -> &'static dyn FamilyOps {
     match family {
         Family::RowNorm => &row_norm::RowNorm,
+        Family::RowNormGrad => &row_norm_grad::RowNormGrad,
         Family::Rotary => &rotary::Rotary,
         Family::Elementwise => &elementwise::Elementwise,
         Family::Permute => &permute::Permute,

@@ -25,6 +25,9 @@ pub enum OutputShape {
     /// `of`'s shape with dims `a` and `b` swapped; `of` must have `rank` dims (permute's
     /// BSND <-> BNSD permutes).
     SwapDims { of: String, rank: usize, a: usize, b: usize },
+    /// `[count, of's dims...]`: `count` stacked copies of `of`'s shape (row_norm_grad's dgamma
+    /// partials, a fixed number of rows of gamma's shape).
+    Stacked { count: usize, of: String },
     /// A fixed shape (paged_cache's int32 count of slots past the cache: [1]).
     Fixed { dims: Vec<usize> },
 }

@@ -132,6 +132,99 @@ pub fn add_rms_norm(
     Ok(AddRmsNormOutputs { y, rstd, rstd_shape, x_sum })
 }
 
+/// The number of dgamma partial rows the grads write (`dgamma_partials` is [PARTIAL_GROUPS,
+/// gamma...]): a fixed count, not the core count, so the output shape follows from the input
+/// shapes alone (InferShape has no platform) and the partials, hence dgamma, are the same bits
+/// on every core count. Group `g` holds rows [start_g, start_g + len_g) with the balanced split
+/// len_g = rows / G + (g < rows % G) (empty groups are zero).
+pub const PARTIAL_GROUPS: usize = 48;
+
+/// The rows of group `g` of `rows` split into [`PARTIAL_GROUPS`] balanced groups.
+pub fn partial_group(rows: usize, g: usize) -> std::ops::Range<usize> {
+    let (q, r) = (rows / PARTIAL_GROUPS, rows % PARTIAL_GROUPS);
+    let start = g * q + g.min(r);
+    start..start + q + usize::from(g < r)
+}
+
+/// Outputs of [`rms_norm_grad`], unrounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RmsNormGradOutputs {
+    /// x's shape: ∂L/∂x (plus the incoming dx_sum for add_rms_norm_grad); round once.
+    pub dx: Vec<f64>,
+    /// [PARTIAL_GROUPS, n]: Σ over the rows of each group of dy·x·rstd (float32 on the device).
+    pub dgamma_partials: Vec<f64>,
+    /// Σ over all rows of dy·x·rstd = the column sums of `dgamma_partials`.
+    pub dgamma: Vec<f64>,
+}
+
+/// The backward of `y = x·rstd·gamma` with rstd = 1/√(mean(x²) + eps) per row of n = gamma's
+/// numel elements (the forward of [`rms_norm`]), taking rstd as an input (the forward's output)
+/// rather than recomputing it.
+///
+/// Derivation: y_j = x_j·r·γ_j with r = (Σx²/n + eps)^(-1/2), so ∂r/∂x_i = −r³·x_i/n. With
+/// g_j = dy_j·γ_j, dx_i = Σ_j g_j·∂y_j/∂x_i = g_i·r + Σ_j g_j·x_j·(−r³·x_i/n)
+/// = r·(g_i − x_i·r²·mean(g·x)), and dγ_j = Σ_rows dy_j·x_j·r.
+///
+/// `dx_sum` (add_rms_norm_grad) is the gradient that arrives at the forward's x_sum output
+/// directly; it adds to dx before the one rounding. The rounding of the forward's s·rstd to 16
+/// bits (add_rms_norm) has derivative 1 almost everywhere, so the same formula applies.
+pub fn rms_norm_grad(
+    dy: &HostTensor,
+    x: &HostTensor,
+    rstd: &HostTensor,
+    gamma: &HostTensor,
+    dx_sum: Option<&HostTensor>,
+) -> Result<RmsNormGradOutputs, ReferenceError> {
+    let op = if dx_sum.is_some() { "add_rms_norm_grad" } else { "rms_norm_grad" };
+    let (rows, n, rstd_shape) = row_geometry(op, x, gamma, 0.0)?;
+    let mut same = vec![("dy", dy)];
+    same.extend(dx_sum.map(|t| ("dx_sum", t)));
+    for (name, t) in same {
+        if t.shape != x.shape {
+            return Err(ReferenceError::new(
+                op,
+                format!("{name} shape {} must equal x's {}", format_shape(&t.shape), format_shape(&x.shape)),
+            ));
+        }
+    }
+    if rstd.shape != rstd_shape {
+        return Err(ReferenceError::new(
+            op,
+            format!("rstd shape {} must be {}", format_shape(&rstd.shape), format_shape(&rstd_shape)),
+        ));
+    }
+    let (dyv, xv, rv, gv) = (dy.to_f64(), x.to_f64(), rstd.to_f64(), gamma.to_f64());
+    let extra = dx_sum.map(|t| t.to_f64());
+    let mut dx = Vec::with_capacity(xv.len());
+    let mut per_row = vec![0.0; rows * n];
+    for (row, &r) in rv.iter().enumerate().take(rows) {
+        let at = row * n;
+        let (dyr, xr) = (&dyv[at..at + n], &xv[at..at + n]);
+        let mean_gx: f64 = (0..n).map(|j| dyr[j] * gv[j] * xr[j]).sum::<f64>() / n as f64;
+        for j in 0..n {
+            let mut d = r * (dyr[j] * gv[j] - xr[j] * r * r * mean_gx);
+            if let Some(e) = &extra {
+                d += e[at + j];
+            }
+            dx.push(d);
+            per_row[at + j] = dyr[j] * xr[j] * r;
+        }
+    }
+    let mut dgamma_partials = vec![0.0; PARTIAL_GROUPS * n];
+    for g in 0..PARTIAL_GROUPS {
+        for row in partial_group(rows, g) {
+            for j in 0..n {
+                dgamma_partials[g * n + j] += per_row[row * n + j];
+            }
+        }
+    }
+    let mut dgamma = vec![0.0; n];
+    for (i, v) in dgamma_partials.iter().enumerate() {
+        dgamma[i % n] += v;
+    }
+    Ok(RmsNormGradOutputs { dx, dgamma_partials, dgamma })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,16 +13,18 @@ pub enum Family {
     Permute,
     PagedCache,
     Dequant,
+    RowNormGrad,
 }
 
 impl Family {
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::RowNorm,
         Family::Rotary,
         Family::Elementwise,
         Family::Permute,
         Family::PagedCache,
         Family::Dequant,
+        Family::RowNormGrad,
     ];
 
     pub fn name(self) -> &'static str {
@@ -33,6 +35,7 @@ impl Family {
             Family::Permute => "permute",
             Family::PagedCache => "paged_cache",
             Family::Dequant => "dequant",
+            Family::RowNormGrad => "row_norm_grad",
         }
     }
 
@@ -168,6 +171,8 @@ impl KvKind {
 #[serde(tag = "family", rename_all = "snake_case")]
 pub enum FamilyParams {
     RowNorm(RowNormParams),
+    /// The row_norm backward: rms_norm_grad (4 inputs) or add_rms_norm_grad (5, with dx_sum).
+    RowNormGrad,
     Rotary,
     Elementwise(ElementwiseParams),
     /// The KV-layout families (permute, paged_cache, dequant): which operation.

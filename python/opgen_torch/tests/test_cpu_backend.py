@@ -164,6 +164,19 @@ def samples(dtype=torch.float32, seed=1):
         "gelu_erf_grad": (uniform((3, 40), dtype, seed + 5), x),
         "fast_gelu_grad": (uniform((3, 40), dtype, seed + 5), x),
         "swiglu_grad": (uniform((3, 40), dtype, seed + 5), x, uniform((3, 40), dtype, seed + 3)),
+        "rms_norm_grad": (
+            uniform((3, 40), dtype, seed + 5),
+            x,
+            uniform((3, 1), torch.float32, seed + 6, 0.1, 2.0),
+            uniform((40,), dtype, seed + 1),
+        ),
+        "add_rms_norm_grad": (
+            uniform((3, 40), dtype, seed + 5),
+            x,
+            uniform((3, 1), torch.float32, seed + 6, 0.1, 2.0),
+            uniform((40,), dtype, seed + 1),
+            uniform((3, 40), dtype, seed + 7),
+        ),
         "bsnd_to_bnsd": (rot_x,),
         "bnsd_to_bsnd": (rot_x,),
         "reshape_and_cache": (
@@ -439,7 +452,7 @@ class HostRefusals(unittest.TestCase):
 # dequant: not differentiable; the generated grads: no second derivatives).
 NO_BACKWARD = {
     "rms_norm", "add_rms_norm", "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
-    "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad",
+    "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
 }
 
 

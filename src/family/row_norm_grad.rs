@@ -1,0 +1,414 @@
+//! Family row_norm_grad: the backward of the row norms, rms_norm_grad (dy, x, rstd, gamma) and
+//! add_rms_norm_grad (dy, x_sum, rstd, gamma, dx_sum). Outputs dx (x's dtype) and
+//! dgamma_partials ([PARTIAL_GROUPS, gamma...] float32).
+//!
+//! dgamma is a sum over every row, i.e. across cores. The twin runs cores one after another and
+//! models no SyncAll, and the final sum cannot be ordered after the other cores inside one
+//! kernel without it, so the kernel does not finish dgamma: it writes one float32 partial row
+//! per fixed group of rows (48 groups, rows split evenly, each group's rows summed in row order
+//! on one core), and the caller sums the 48 partial rows (`dgamma_partials.sum(0)`, then casts
+//! to gamma's dtype). The groups do not depend on the core count, so the partials, and dgamma,
+//! are the same bits on every run, every core count and SoC for a given shape.
+
+use super::eager::{input, Builder, T};
+use super::inputs::{derive_seed, generate, Distribution};
+use super::row_norm::compute_tolerance;
+use super::{Case, Expected, Sweep};
+use super::{CaseData, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates};
+use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
+use crate::compare::Tolerance;
+use crate::dtype::DType;
+use crate::plan::TilingField;
+use crate::reference;
+use crate::reference::row_norm::PARTIAL_GROUPS;
+use crate::spec::raw::RawSpec;
+use crate::spec::{AttrValue, FamilyParams, OpSpec, Reporter};
+use crate::tensor::HostTensor;
+
+/// The forward's epsilon used to make a realistic rstd input for the sweeps (rms_norm's default).
+const CASE_EPSILON: f64 = 1e-6;
+
+/// add_rms_norm_grad has the fifth input, the incoming gradient of x_sum.
+fn has_dx_sum(spec: &OpSpec) -> bool {
+    spec.inputs.len() == 5
+}
+
+// ---- spec --------------------------------------------------------------------------------
+
+pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+    if !(spec.inputs.len() == 4 || spec.inputs.len() == 5) {
+        r.error(
+            &raw.inputs,
+            "inputs",
+            format!(
+                "family row_norm_grad takes 4 inputs (dy, x, rstd, gamma) or 5 (dy, x_sum, rstd, gamma, dx_sum), found {}",
+                spec.inputs.len()
+            ),
+        );
+        return;
+    }
+    if spec.outputs.len() != 2 {
+        r.error(
+            &raw.outputs,
+            "outputs",
+            format!("family row_norm_grad has 2 outputs (dx, dgamma_partials), found {}", spec.outputs.len()),
+        );
+        return;
+    }
+    for (c, x) in spec.inputs[1].dtypes.iter().enumerate() {
+        if !super::FLOATS.contains(x) {
+            r.error(
+                &raw.inputs.get_ref()[1].dtypes.get_ref()[c],
+                &format!("inputs[1].dtypes[{c}]"),
+                format!("family row_norm_grad cannot compute {x}; it supports float16, bfloat16, float32"),
+            );
+            continue;
+        }
+        for (i, t) in spec.inputs.iter().enumerate() {
+            let want = if i == 2 { DType::Float32 } else { *x };
+            if t.dtypes[c] != want {
+                let role = if i == 2 { "rstd is the forward's float32 output" } else { "it has x's dtype" };
+                r.error(
+                    &raw.inputs.get_ref()[i].dtypes.get_ref()[c],
+                    &format!("inputs[{i}].dtypes[{c}]"),
+                    format!("`{}` must be {want} in combination {}: {role}", t.name, c + 1),
+                );
+            }
+        }
+        for (o, t) in spec.outputs.iter().enumerate() {
+            let want = if o == 1 { DType::Float32 } else { *x };
+            if t.dtypes[c] != want {
+                let role = if o == 1 { "the dgamma partials are float32 sums" } else { "dx has x's dtype" };
+                r.error(
+                    &raw.outputs.get_ref()[o].dtypes.get_ref()[c],
+                    &format!("outputs[{o}].dtypes[{c}]"),
+                    format!("`{}` must be {want} in combination {}: {role}", t.name, c + 1),
+                );
+            }
+        }
+    }
+    if !spec.attrs.is_empty() {
+        let span = raw.attrs.first().map(|a| &a.name).unwrap_or(&raw.name);
+        r.error(span, "attrs", "family row_norm_grad takes no attrs (rstd is an input)".to_string());
+    }
+}
+
+// ---- plan and templates ------------------------------------------------------------------
+
+pub const TILING_FIELDS: &[TilingField] = &[
+    TilingField::u32("mode", "0 whole row per UB pass, 1 several rows per pass, 2 split-D"),
+    TilingField::u32("numRow", "rows: product of x's leading dims"),
+    TilingField::u32("numCol", "elements per row: product of gamma's dims"),
+    TilingField::u32("numColAlign", "numCol rounded up to 32 bytes of x's dtype"),
+    TilingField::u32("groups", "dgamma partial rows (fixed, 48): rows are split evenly into groups"),
+    TilingField::u32("groupFactor", "groups per core: groups / block dim"),
+    TilingField::u32("groupRemainder", "groups % block dim: cores below this index take one group more"),
+    TilingField::u32("rowFactor", "rows per UB pass in modes 0 and 1"),
+    TilingField::u32("colFactor", "elements per chunk in mode 2"),
+    TilingField::u32("workFactor", "elements of a row the float-float work takes at a time"),
+    TilingField::f32("avgFactor", "1/numCol in float32"),
+];
+
+// ---- verification ------------------------------------------------------------------------
+
+/// (x shape, gamma rank). Qwen2-7B hidden 3584 and 4096, Qwen3 q/k-norm rows of 128
+/// (tokens × heads: [4096·32, 128] in the full sweep, [64·32, 128] in the quick one), split-D
+/// rows (16384 and up in 16-bit), unaligned rows and a multi-dim gamma. Fewer rows than groups
+/// (empty groups write zero partials) and more.
+fn shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
+    let mut shapes: Vec<(Vec<usize>, usize)> = vec![
+        (vec![3, 7], 1),
+        (vec![4, 896], 1),
+        (vec![17, 4097], 1),
+        (vec![8, 3584], 1),
+        (vec![8, 4096], 1),
+        (vec![2, 16384], 1),
+        (vec![1, 32768], 1),
+        (vec![64 * 32, 128], 1),
+        (vec![100, 3584], 1),
+        (vec![50, 16384], 1),
+        (vec![2, 3, 4, 8], 2),
+    ];
+    if sweep == Sweep::Full {
+        for hidden in [896, 1536, 2048, 3584, 4096, 5120, 8192, 65536] {
+            for tokens in [1, 17, 128] {
+                shapes.push((vec![tokens, hidden], 1));
+            }
+        }
+        shapes.push((vec![4096, 3584], 1));
+        shapes.push((vec![4096, 4096], 1));
+        shapes.push((vec![4096 * 32, 128], 1));
+        shapes.push((vec![4096 * 4, 128], 1));
+    }
+    shapes
+}
+
+/// x's shape with the gamma-covered dims set to 1 (the forward's rstd shape).
+fn rstd_shape(x: &[usize], gamma_rank: usize) -> Vec<usize> {
+    let mut s = x.to_vec();
+    let lead = s.len() - gamma_rank;
+    s[lead..].fill(1);
+    s
+}
+
+pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+    let names: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
+    let make = |x: &[usize], gamma_rank: usize, dist: Distribution, seed: u64| {
+        let gamma = x[x.len() - gamma_rank..].to_vec();
+        let mut shapes = vec![
+            (names[0].to_string(), x.to_vec()),
+            (names[1].to_string(), x.to_vec()),
+            (names[2].to_string(), rstd_shape(x, gamma_rank)),
+            (names[3].to_string(), gamma),
+        ];
+        if has_dx_sum(spec) {
+            shapes.push((names[4].to_string(), x.to_vec()));
+        }
+        Case { shapes, dist, seed, attrs: Vec::new() }
+    };
+    let mut out = Vec::new();
+    for (i, (x, g)) in shapes(sweep).into_iter().enumerate() {
+        out.push(make(&x, g, Distribution::Uniform5, 5000 + i as u64));
+    }
+    let others: &[Distribution] = match sweep {
+        Sweep::Quick => &[Distribution::NormalLargeMean, Distribution::Tiny, Distribution::Zeros],
+        Sweep::Full => &[
+            Distribution::NormalLargeMean,
+            Distribution::Tiny,
+            Distribution::Outlier,
+            Distribution::Zeros,
+            Distribution::NanInf,
+        ],
+    };
+    for (i, dist) in others.iter().enumerate() {
+        out.push(make(&[4, 896], 1, *dist, 6000 + i as u64));
+        if sweep == Sweep::Full {
+            out.push(make(&[3, 16384], 1, *dist, 7000 + i as u64));
+            out.push(make(&[256, 128], 1, *dist, 8000 + i as u64));
+        }
+    }
+    out
+}
+
+/// dy, x (or x_sum), gamma and dx_sum drawn from the case's distribution; rstd is what the
+/// forward writes for that x (f64 rms_norm reference with epsilon 1e-6, rounded to float32), so
+/// the mean term cancels as it does in training.
+pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData, FamilyError> {
+    let dtype = spec.inputs[1].dtypes[column];
+    let draw = |i: usize| {
+        let (name, shape) = &case.shapes[i];
+        (name.clone(), generate(case.dist, dtype, shape, derive_seed(case.seed, name)))
+    };
+    let dy = draw(0);
+    let x = draw(1);
+    let gamma = draw(3);
+    let fwd = reference::row_norm::rms_norm(&x.1, &gamma.1, CASE_EPSILON)?;
+    let rstd = HostTensor::from_f64(DType::Float32, &fwd.rstd_shape, &fwd.rstd);
+    let mut inputs = vec![dy, x, (case.shapes[2].0.clone(), rstd), gamma];
+    if has_dx_sum(spec) {
+        inputs.push(draw(4));
+    }
+    Ok((inputs, case.attrs.clone()))
+}
+
+/// dy/x/gamma/dx_sum are shaped from x: rstd is x's shape with the last dim 1, gamma x's last.
+pub fn derived_shape(_spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+    match i {
+        2 => rstd_shape(first, 1.min(first.len())),
+        3 => first.last().map(|d| vec![*d]).unwrap_or_default(),
+        _ => first.to_vec(),
+    }
+}
+
+pub fn expected(spec: &OpSpec, inputs: &[(String, HostTensor)]) -> Result<Vec<Expected>, FamilyError> {
+    let t = |i: usize| &inputs[i].1;
+    let dx_sum = has_dx_sum(spec).then(|| t(4));
+    let r = reference::row_norm::rms_norm_grad(t(0), t(1), t(2), t(3), dx_sum)?;
+    let x = t(1);
+    let mut partial_shape = vec![PARTIAL_GROUPS];
+    partial_shape.extend(&t(3).shape);
+    Ok(vec![
+        Expected {
+            name: spec.outputs[0].name.clone(),
+            dtype: x.dtype,
+            shape: x.shape.clone(),
+            values: r.dx,
+            tolerance: compute_tolerance(x.dtype),
+        },
+        Expected {
+            name: spec.outputs[1].name.clone(),
+            dtype: DType::Float32,
+            shape: partial_shape,
+            values: r.dgamma_partials,
+            tolerance: Tolerance::CannOnly,
+        },
+    ])
+}
+
+// ---- the family --------------------------------------------------------------------------
+
+pub struct RowNormGrad;
+
+impl FamilyOps for RowNormGrad {
+    fn params(&self, _raw: &RawSpec) -> FamilyParams {
+        FamilyParams::RowNormGrad
+    }
+
+    fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+        check(r, raw, spec)
+    }
+
+    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
+        Vec::new()
+    }
+
+    fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
+        TILING_FIELDS
+    }
+
+    fn templates(&self, _spec: &OpSpec) -> Templates {
+        Templates { kernel: "kernel/row_norm_grad.cpp.j2", host: "host/row_norm_grad.cpp.j2" }
+    }
+
+    fn template_extras(
+        &self,
+        spec: &OpSpec,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
+        let mut m = serde_json::Map::new();
+        m.insert("with_dx_sum".into(), serde_json::Value::Bool(has_dx_sum(spec)));
+        m.insert("partial_groups".into(), serde_json::Value::from(PARTIAL_GROUPS));
+        Ok(m)
+    }
+
+    /// dy (and dx_sum) have x's shape, gamma x's trailing dims, rstd x's shape with gamma's
+    /// dims 1; dx is shaped like x, dgamma_partials [48, gamma...].
+    fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+        if spec.inputs.len() < 4 {
+            return Err(FamilyError::new("row_norm_grad needs inputs (dy, x, rstd, gamma[, dx_sum])"));
+        }
+        let n = |i: usize| spec.inputs[i].name.clone();
+        let mut checks = vec![
+            ShapeCheck::SameShape { tensor: n(0), like: n(1) },
+            ShapeCheck::TrailingDims { tensor: n(3), of: n(1) },
+        ];
+        if has_dx_sum(spec) {
+            checks.push(ShapeCheck::SameShape { tensor: n(4), like: n(1) });
+        }
+        Ok(ShapeRule {
+            checks,
+            outputs: vec![
+                OutputShape::Like { of: n(1) },
+                OutputShape::Stacked { count: PARTIAL_GROUPS, of: n(3) },
+            ],
+        })
+    }
+
+    fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+        derived_shape(spec, i, first)
+    }
+
+    fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+        cases(spec, sweep)
+    }
+
+    fn case_inputs(&self, spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
+        // The shapes come from this family's cases, so the forward reference cannot refuse them.
+        Some(case_inputs(spec, column, case).expect("row_norm_grad cases have valid shapes"))
+    }
+
+    fn expected(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        _attrs: &[(String, AttrValue)],
+    ) -> Result<Vec<Expected>, FamilyError> {
+        expected(spec, inputs)
+    }
+
+    fn alternates(
+        &self,
+        _spec: &OpSpec,
+        _inputs: &[(String, HostTensor)],
+        _attrs: &[(String, AttrValue)],
+        _output: &str,
+    ) -> Result<Vec<f64>, FamilyError> {
+        Ok(Vec::new())
+    }
+
+    /// Qwen2-7B's hidden size and Qwen3's q-norm rows (tokens × 32 heads of 128) at 4096 tokens.
+    fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        vec![("Qwen2-7B", vec![4096, 3584]), ("Qwen3 q-norm", vec![4096 * 32, 128])]
+    }
+
+    fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
+        let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
+        let gamma = numel(3)?;
+        (gamma > 0).then(|| numel(1).unwrap_or(0) / gamma)
+    }
+
+    fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let mode = f("mode") as u32;
+        let label = match mode {
+            0 => "1 row/pass".to_string(),
+            1 => format!("{} rows/pass", f("rowFactor")),
+            _ => format!("split-D {}", f("colFactor")),
+        };
+        PlanReading { label, two_pass: mode == 2, transfer_reason: None }
+    }
+
+    fn fusion_target(&self, _spec: &OpSpec) -> bool {
+        true
+    }
+
+    fn report_inputs(
+        &self,
+        _spec: &OpSpec,
+        _column: usize,
+        _shapes: &[(String, Vec<usize>)],
+    ) -> Option<ReportInputs> {
+        None
+    }
+
+    /// What torch autograd runs for HF Qwen2RMSNorm's backward (derivatives.yaml formulas of
+    /// each forward op, in reverse order), with the residual add's gradient for add_rms_norm.
+    fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
+        let mut b = Builder::default();
+        let (dy, _) = input(case, 0)?;
+        let (x, _) = input(case, 1)?;
+        let (rstd, _) = input(case, 2)?;
+        let (w, _) = input(case, 3)?;
+        let f32x = x.as_dtype(DType::Float32);
+        let rows = T { n: rstd.n, dtype: DType::Float32 };
+        let sixteen = x.dtype != DType::Float32;
+        // out = weight * h (h = normed.to(dtype)): MulBackward0.
+        let dwx = b.op("grad * h (weight's grad)", &[dy, x], x);
+        b.op("sum to weight's shape", &[dwx], w);
+        let dh = b.op("grad * weight", &[dy, w], x);
+        // h = normed.to(input_dtype): ToCopyBackward0.
+        let dn = if sixteen { b.op("grad.to(float32)", &[dh], f32x) } else { dh };
+        // normed = h32 * rsqrt(var + eps): MulBackward0, both operands.
+        let da = b.op("grad * rsqrt", &[dn, rows], f32x);
+        let gh = b.op("grad * h32", &[dn, f32x], f32x);
+        let dr = b.op("sum(-1, keepdim) to rsqrt's shape", &[gh], rows);
+        // rsqrt: RsqrtBackward0 = -0.5 * grad * result^3.
+        let p3 = b.op("result.pow(3)", &[rows], rows);
+        let t = b.op("grad * result^3", &[dr, p3], rows);
+        let dv = b.op("* -0.5", &[t], rows);
+        // mean(-1): MeanBackward1 = grad.expand(shape) / n.
+        let dsq = b.op("grad.expand / n", &[dv], f32x);
+        // pow(2): PowBackward0 = grad * 2 * h32^1.
+        let p1 = b.op("h32.pow(1)", &[f32x], f32x);
+        let p1x2 = b.op("2 * h32", &[p1], f32x);
+        let db = b.op("grad * 2 * h32", &[dsq, p1x2], f32x);
+        let dh32 = b.op("accumulate the two grads of h32", &[da, db], f32x);
+        let dx = if sixteen { b.op("grad.to(input_dtype)", &[dh32], x) } else { dh32 };
+        if has_dx_sum(case.spec) {
+            let (ds, _) = input(case, 4)?;
+            b.op("accumulate the grad of the residual sum", &[dx, ds], x);
+            b.note("both residual inputs get the same gradient tensor (AddBackward0: no copy)");
+        }
+        b.note("eager finishes dgamma in its sum; the fused op leaves 48 float32 partial rows to sum");
+        Ok(b.finish("torch autograd of HF Qwen2RMSNorm (derivatives.yaml: mul, _to_copy, rsqrt, mean, pow)"))
+    }
+}

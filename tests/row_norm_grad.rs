@@ -1,0 +1,293 @@
+//! rms_norm_grad and add_rms_norm_grad: the f64 reference against central finite differences
+//! of the forward reference, the kernels on the twin against the reference per dtype and mode
+//! (through the `check_case` verify uses), mutants that must fail, and determinism (two runs,
+//! and two core counts, give the same bits).
+
+use ascend_opgen::app::verify::{check_case, run_verify, VerifyOptions};
+use ascend_opgen::codegen::{render_project, template_sources};
+use ascend_opgen::family;
+use ascend_opgen::plan::soc;
+use ascend_opgen::reference::row_norm::{partial_group, rms_norm, rms_norm_grad, PARTIAL_GROUPS};
+use ascend_opgen::spec::OpSpec;
+use ascend_opgen::tensor::HostTensor;
+use ascend_opgen::verify::inputs::Distribution;
+use ascend_opgen::verify::{build_runner, run_case, BuildOptions, Case, CaseInput, CaseRun};
+use ascend_opgen::DType;
+
+fn op(name: &str) -> OpSpec {
+    let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    specs.into_iter().find(|s| s.name == name).unwrap()
+}
+
+/// Multiples of 2^-10 in [-4, 4): x ± 2^-12 is exact in float32, so the finite differences
+/// see exactly the perturbed values.
+fn grid_values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 33) % 8192) as f64 / 1024.0 - 4.0
+        })
+        .collect()
+}
+
+fn f32t(shape: &[usize], v: &[f64]) -> HostTensor {
+    HostTensor::from_f64(DType::Float32, shape, v)
+}
+
+/// L = Σ dy·rms_norm(x, gamma).y (+ Σ ds·x for the residual's direct gradient), in f64.
+fn loss(x: &[f64], gamma: &[f64], dy: &[f64], ds: Option<&[f64]>, shape: &[usize], eps: f64) -> f64 {
+    let y = rms_norm(&f32t(shape, x), &f32t(&[gamma.len()], gamma), eps).unwrap().y;
+    let direct: f64 = ds.map(|d| d.iter().zip(x).map(|(a, b)| a * b).sum()).unwrap_or(0.0);
+    y.iter().zip(dy).map(|(a, b)| a * b).sum::<f64>() + direct
+}
+
+#[test]
+fn reference_matches_central_finite_differences_of_the_forward() {
+    let (rows, n, eps) = (3usize, 8usize, 1e-6);
+    let shape = [rows, n];
+    let x = grid_values(rows * n, 1);
+    let gamma = grid_values(n, 2);
+    let dy = grid_values(rows * n, 3);
+    let ds = grid_values(rows * n, 4);
+    // The forward's rstd, as the backward receives it (float32).
+    let fwd = rms_norm(&f32t(&shape, &x), &f32t(&[n], &gamma), eps).unwrap();
+    let rstd = f32t(&fwd.rstd_shape, &fwd.rstd);
+    let h = 2f64.powi(-12);
+    for with_ds in [false, true] {
+        let dsv = with_ds.then_some(ds.as_slice());
+        let ds_t = f32t(&shape, &ds);
+        let g = rms_norm_grad(
+            &f32t(&shape, &dy),
+            &f32t(&shape, &x),
+            &rstd,
+            &f32t(&[n], &gamma),
+            with_ds.then_some(&ds_t),
+        )
+        .unwrap();
+        for i in 0..rows * n {
+            let (mut up, mut down) = (x.clone(), x.clone());
+            up[i] += h;
+            down[i] -= h;
+            let fd = (loss(&up, &gamma, &dy, dsv, &shape, eps) - loss(&down, &gamma, &dy, dsv, &shape, eps))
+                / (2.0 * h);
+            // O(h²) truncation plus the float32 rounding of rstd (2^-24 relative).
+            assert!(
+                (g.dx[i] - fd).abs() <= 1e-5 * (1.0 + fd.abs()),
+                "dx[{i}] = {} vs finite difference {fd}",
+                g.dx[i]
+            );
+        }
+        for j in 0..n {
+            let (mut up, mut down) = (gamma.clone(), gamma.clone());
+            up[j] += h;
+            down[j] -= h;
+            let fd =
+                (loss(&x, &up, &dy, dsv, &shape, eps) - loss(&x, &down, &dy, dsv, &shape, eps)) / (2.0 * h);
+            assert!(
+                (g.dgamma[j] - fd).abs() <= 1e-5 * (1.0 + fd.abs()),
+                "dgamma[{j}] = {} vs {fd}",
+                g.dgamma[j]
+            );
+        }
+        // The partials are the rows of each group, and they add up to dgamma.
+        assert_eq!(g.dgamma_partials.len(), PARTIAL_GROUPS * n);
+        for j in 0..n {
+            let total: f64 = (0..PARTIAL_GROUPS).map(|k| g.dgamma_partials[k * n + j]).sum();
+            assert!((total - g.dgamma[j]).abs() <= 1e-12 * (1.0 + total.abs()));
+        }
+    }
+}
+
+#[test]
+fn groups_split_the_rows_evenly_in_order() {
+    for rows in [0usize, 1, 3, 47, 48, 49, 100, 131072] {
+        let mut next = 0;
+        for k in 0..PARTIAL_GROUPS {
+            let g = partial_group(rows, k);
+            assert_eq!(g.start, next, "rows {rows} group {k}");
+            assert!(g.len() == rows / PARTIAL_GROUPS || g.len() == rows / PARTIAL_GROUPS + 1);
+            next = g.end;
+        }
+        assert_eq!(next, rows);
+    }
+}
+
+fn case(spec: &OpSpec, x: &[usize], dist: Distribution, seed: u64) -> Case {
+    let n = *x.last().unwrap();
+    let mut rstd = x.to_vec();
+    *rstd.last_mut().unwrap() = 1;
+    let names: Vec<String> = spec.inputs.iter().map(|t| t.name.clone()).collect();
+    let mut shapes = vec![
+        (names[0].clone(), x.to_vec()),
+        (names[1].clone(), x.to_vec()),
+        (names[2].clone(), rstd),
+        (names[3].clone(), vec![n]),
+    ];
+    if names.len() == 5 {
+        shapes.push((names[4].clone(), x.to_vec()));
+    }
+    Case { shapes, dist, seed, attrs: Vec::new() }
+}
+
+fn run_on(spec: &OpSpec, column: usize, soc_name: &str, c: &Case) -> CaseRun {
+    let project = render_project(&[spec]).unwrap();
+    let runner = build_runner(&project, spec, column, BuildOptions::default()).unwrap();
+    let (inputs, attrs) = family::case_inputs(spec, column, c).unwrap();
+    run_case(
+        &runner,
+        spec,
+        soc::find(soc_name).unwrap(),
+        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+        false,
+    )
+    .unwrap()
+}
+
+/// Every mode (several rows of 128 per pass, whole rows of 2048 in two pieces of float work, split-D
+/// rows of 16384) in every dtype, for both ops, against the reference.
+#[test]
+fn twin_matches_the_reference_in_every_mode_and_dtype() {
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    for name in ["rms_norm_grad", "add_rms_norm_grad"] {
+        let spec = op(name);
+        let project = render_project(&[&spec]).unwrap();
+        for dtype in [DType::Float16, DType::BFloat16, DType::Float32] {
+            let column = spec.column_for(dtype).unwrap();
+            let runner = build_runner(&project, &spec, column, BuildOptions::default()).unwrap();
+            for (x, mode) in [(vec![512usize, 128], 1u64), (vec![6, 2048], 0), (vec![2, 16384], 2)] {
+                let c = case(&spec, &x, Distribution::Uniform5, 77);
+                let (inputs, attrs) = family::case_inputs(&spec, column, &c).unwrap();
+                let run = run_case(
+                    &runner,
+                    &spec,
+                    soc,
+                    &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+                    false,
+                )
+                .unwrap();
+                assert_eq!(
+                    run.report["tiling"]["mode"], mode,
+                    "{name} {dtype} {x:?}: {}",
+                    run.report["tiling"]
+                );
+                check_case(&spec, column, &runner, soc, &c).unwrap();
+            }
+        }
+    }
+}
+
+/// The same case twice, and on 48 and 40 cores: the same bits (the 48 row groups do not
+/// depend on the core count, and each group's rows are summed in row order on one core).
+#[test]
+fn outputs_are_the_same_bits_on_every_run_and_core_count() {
+    let spec = op("rms_norm_grad");
+    let column = spec.column_for(DType::BFloat16).unwrap();
+    for x in [vec![200usize, 128], vec![100, 3584], vec![3, 16384]] {
+        let c = case(&spec, &x, Distribution::NormalLargeMean, 5);
+        let a = run_on(&spec, column, soc::DEFAULT_SOC, &c);
+        let b = run_on(&spec, column, soc::DEFAULT_SOC, &c);
+        assert_eq!(a.outputs, b.outputs, "{x:?}: two runs differ");
+        let other = "Ascend910B3";
+        let o = run_on(&spec, column, other, &c);
+        assert_ne!(o.report["block_dim"], a.report["block_dim"], "{other} must use another core count");
+        assert_eq!(o.outputs, a.outputs, "{x:?}: {other} differs from {}", soc::DEFAULT_SOC);
+    }
+}
+
+/// Runs the quick bfloat16 sweep of rms_norm_grad with one template edit; returns the failures
+/// per output.
+fn verify_mutant(from: &str, to: &str) -> (usize, usize) {
+    let templates: Vec<(&'static str, String)> = template_sources()
+        .into_iter()
+        .map(|(name, text)| {
+            if name == "kernel/row_norm_grad.cpp.j2" {
+                let broken = text.replace(from, to);
+                assert_ne!(broken, text, "the mutation must apply: {from}");
+                (name, broken)
+            } else {
+                (name, text)
+            }
+        })
+        .collect();
+    let opts = VerifyOptions {
+        ops: vec!["rms_norm_grad".into()],
+        dtypes: vec![DType::BFloat16],
+        sanitize: false,
+        templates: Some(templates),
+        ..VerifyOptions::default()
+    };
+    let report = run_verify(&opts).expect("verify runs");
+    let failed = |o: &str| report.rows.iter().filter(|r| r.output == o).map(|r| r.failures).sum();
+    (failed("dx"), failed("dgamma_partials"))
+}
+
+#[test]
+fn a_kernel_without_the_mean_term_fails() {
+    let (dx, _) = verify_mutant("const FF coef = Coefficient(sum, rstd);", "const FF coef{0.0f, 0.0f};");
+    assert!(dx > 0, "dx without the mean term passed");
+}
+
+#[test]
+fn a_kernel_skipping_a_row_of_dgamma_fails() {
+    // The last row of each pass in modes 0/1 and the last row of each group in split-D.
+    let (_, dgamma) = verify_mutant(
+        "                AccumulateDgamma(accH[col], accL[col], len, rstd);",
+        "                if (r + 1 < count) AccumulateDgamma(accH[col], accL[col], len, rstd);",
+    );
+    assert!(dgamma > 0, "dgamma skipping rows passed");
+}
+
+#[test]
+fn a_kernel_dropping_the_float_float_low_parts_fails() {
+    // dx = hi only: the plain float32 difference r g - x c, which cancels (1-ULP bar broken).
+    let (dx, _) = verify_mutant("        Add(p, hi, t2, len);", "        Adds(p, hi, 0.0f, len);");
+    assert!(dx > 0, "dx without the low parts passed");
+}
+
+/// NaN and ±Inf inputs (the full sweep's nan_inf and outlier cases, in every mode): where an
+/// Inf makes the float-float corrections NaN, the kernels fall back to the plain float32 value,
+/// so NaN/Inf follow the reference's IEEE evaluation.
+#[test]
+fn non_finite_and_outlier_inputs_match_the_reference() {
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    for name in ["rms_norm_grad", "add_rms_norm_grad"] {
+        let spec = op(name);
+        let project = render_project(&[&spec]).unwrap();
+        for dtype in [DType::Float16, DType::BFloat16, DType::Float32] {
+            let column = spec.column_for(dtype).unwrap();
+            let runner = build_runner(&project, &spec, column, BuildOptions::default()).unwrap();
+            for x in [vec![256usize, 128], vec![4, 896], vec![3, 16384]] {
+                for (i, dist) in [Distribution::NanInf, Distribution::Outlier].into_iter().enumerate() {
+                    check_case(&spec, column, &runner, soc, &case(&spec, &x, dist, 90 + i as u64)).unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// Without the NaN fallback of the partials, an Inf dy·x·rstd term (its TwoSum correction is
+/// Inf − Inf = NaN) turns the expected Inf partial into NaN: the nan_inf case must fail.
+#[test]
+fn a_kernel_without_the_partials_nan_fallback_fails_on_inf_inputs() {
+    let templates: Vec<(&'static str, String)> = template_sources()
+        .into_iter()
+        .map(|(name, text)| {
+            if name == "kernel/row_norm_grad.cpp.j2" {
+                let broken = text.replace("        KeepUnlessNan(accL, accH, len);\n", "");
+                assert_ne!(broken, text, "the mutation must apply");
+                (name, broken)
+            } else {
+                (name, text)
+            }
+        })
+        .collect();
+    let spec = op("rms_norm_grad");
+    let project = ascend_opgen::codegen::render_project_with(&[&spec], &templates).unwrap();
+    let column = spec.column_for(DType::Float16).unwrap();
+    let runner = build_runner(&project, &spec, column, BuildOptions { sanitize: false }).unwrap();
+    let c = case(&spec, &[256, 128], Distribution::NanInf, 90);
+    let err = check_case(&spec, column, &runner, soc::find(soc::DEFAULT_SOC).unwrap(), &c)
+        .expect_err("the mutant must fail");
+    assert!(err.contains("dgamma_partials") && err.contains("NaN/Inf mismatch"), "{err}");
+}

@@ -587,6 +587,7 @@ private:
         PipeBarrier<PIPE_V>();
         ProductErrorS(t2, gh, gl, rs, t1, len);
         Add(t2, t2, t3, len);
+        PipeBarrier<PIPE_V>();  // the Muls below overwrites t3, which Add reads (same-pipe WAR)
         // b = x c: p + q (q = Dekker error of x c.hi + x c.lo).
         Muls(p, xF_, coef.hi, len);
         Muls(t3, xF_, coef.lo, len);
@@ -702,9 +703,11 @@ private:
         Sub(e, e, p, len);
         PipeBarrier<PIPE_V>();
         Add(e, e, tmp, len);
+        PipeBarrier<PIPE_V>();  // the next Mul overwrites tmp, which Add reads (same-pipe WAR)
         Mul(tmp, al, bh, len);
         PipeBarrier<PIPE_V>();
         Add(e, e, tmp, len);
+        PipeBarrier<PIPE_V>();
         Mul(tmp, al, bl, len);
         PipeBarrier<PIPE_V>();
         Add(e, e, tmp, len);

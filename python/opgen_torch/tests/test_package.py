@@ -42,10 +42,18 @@ class FakeOps(types.SimpleNamespace):
         self.opgen = types.SimpleNamespace(**{n: make(n) for n in names})
 
 
+REGISTERED_AUTOGRAD = []
+
+
 def install_fakes(events, torch_npu_fails=False):
     torch = types.ModuleType("torch")
     torch.ops = FakeOps(events)
     torch.Tensor = type("Tensor", (), {})
+    # The package registers each backward op's autograd formula at import; recorded apart from
+    # `events`, whose order the tests check.
+    torch.library = types.SimpleNamespace(
+        register_autograd=lambda name, backward, setup_context=None: REGISTERED_AUTOGRAD.append(name)
+    )
     sys.modules["torch"] = torch
     if torch_npu_fails:
         sys.modules["torch_npu"] = None  # import raises ImportError

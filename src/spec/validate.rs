@@ -313,6 +313,8 @@ fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
 /// and rotary are differentiable, but their backward kernels are not generated yet. Whether a
 /// named backward op exists and fits is checked with the whole catalogue
 /// (`spec::check_backward_ops`).
+// Which families derive, declare or lack a backward op is family knowledge in the spec layer
+// (the one place besides the `Family` enum): it belongs behind `FamilyRules` (issue 10).
 fn check_backward(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) -> Backward {
     let differentiable = raw.differentiable.as_ref().map(|d| *d.get_ref());
     if let Some(b) = &raw.backward {

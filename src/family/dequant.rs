@@ -3,7 +3,7 @@
 //! family table.
 
 use super::eager::{self, Builder};
-use super::layout::{self, kind, Role};
+use super::layout::{self, Role};
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
@@ -215,9 +215,7 @@ impl FamilyOps for Dequant {
         &self,
         spec: &OpSpec,
     ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
-        let mut m = serde_json::Map::new();
-        m.insert("kind".into(), serde_json::Value::String(kind(spec).name().to_string()));
-        Ok(m)
+        Ok(layout::kind_context(spec))
     }
 
     fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {

@@ -56,6 +56,13 @@ pub(crate) fn kind(spec: &OpSpec) -> KvKind {
     spec.kv_kind().expect("a validated layout spec has a known kind")
 }
 
+/// The template context the layout templates branch on: `kind` (the operation's name).
+pub(crate) fn kind_context(spec: &OpSpec) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("kind".into(), serde_json::Value::String(kind(spec).name().to_string()));
+    m
+}
+
 /// The kind of a spec of `family`, or the error that its table is missing or names an unknown
 /// kind (`kinds`: the family's).
 pub(crate) fn check_kind(

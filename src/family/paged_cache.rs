@@ -506,9 +506,7 @@ impl FamilyOps for PagedCache {
         &self,
         spec: &OpSpec,
     ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
-        let mut m = serde_json::Map::new();
-        m.insert("kind".into(), serde_json::Value::String(kind(spec).name().to_string()));
-        Ok(m)
+        Ok(layout::kind_context(spec))
     }
 
     fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {

@@ -196,9 +196,7 @@ impl FamilyOps for Permute {
         &self,
         spec: &OpSpec,
     ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
-        let mut m = serde_json::Map::new();
-        m.insert("kind".into(), serde_json::Value::String(kind(spec).name().to_string()));
-        Ok(m)
+        Ok(layout::kind_context(spec))
     }
 
     fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {

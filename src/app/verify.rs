@@ -317,7 +317,11 @@ fn run_one(
             Ok(a) => a,
             Err(e) => return failed(format!("reference: {e}")),
         };
-        let mut c = compare(actual, &closest_allowed(actual, &exp.values, &alternates), exp.tolerance);
+        let tolerance = match runner.perturb {
+            Some(_) => exp.tolerance.under_perturbation(exp.dtype),
+            None => exp.tolerance,
+        };
+        let mut c = compare(actual, &closest_allowed(actual, &exp.values, &alternates), tolerance);
         if !alternates.is_empty() {
             // MERE/MARE always measure against the reference itself. The small-value check is
             // an absolute bar per element: an element equal to its documented alternate (the

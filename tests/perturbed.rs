@@ -53,3 +53,24 @@ fn elementwise_ops_meet_the_acceptance_gates_at_k_16_and_a_truncating_cast_does_
     );
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// `verify --profile ftz` reaches the twin: swiglu float32 has subnormal results in its
+/// NormalLargeMean case (e^min(z,0) for gate < -87), which the flushing unit turns into 0 — a
+/// documented behaviour of the profile (ARCHITECTURE.md "Numerics"), not a kernel bug.
+#[test]
+fn the_ftz_profile_reaches_the_twin() {
+    let run = |profile: &[&str]| {
+        let mut args = vec!["verify", "--ops", "swiglu", "--dtypes", "f32", "--no-sanitize"];
+        args.extend_from_slice(profile);
+        opgen(&args)
+    };
+    let flushed = run(&["--profile", "ftz"]);
+    assert_eq!(flushed.code(), Some(1), "{}", flushed.combined_lossy());
+    assert!(
+        flushed.stdout_lossy().contains("NormalLargeMean") && flushed.stdout_lossy().contains("actual 0 "),
+        "{}",
+        flushed.combined_lossy()
+    );
+    let bad = run(&["--profile", "fast"]);
+    assert_eq!(bad.code(), Some(2), "{}", bad.combined_lossy());
+}

@@ -196,8 +196,16 @@ fn main() {
             max_elements,
         }),
         Command::Doctor { cann } => {
-            println!("{}", ascend_opgen::toolchain::doctor_report(cann.as_deref()));
-            Ok(())
+            let report = ascend_opgen::toolchain::doctor_report(cann.as_deref());
+            println!("{}", report.text);
+            if report.build_npu_ready {
+                Ok(())
+            } else {
+                // Exit 2 like every other "no CANN toolkit" outcome; the report says what is missing.
+                Err(app::AppError::input(
+                    "doctor: build-npu cannot run on this machine (see the report above)",
+                ))
+            }
         }
     };
     std::process::exit(app::exit_code(result));

@@ -42,8 +42,17 @@ pub(crate) fn load_file(path: &Path, rules: &dyn FamilyRules) -> Result<OpSpec, 
 
 /// Parses and validates spec text; `path` is used for messages and the file-stem rule.
 pub(crate) fn parse_str(path: &Path, text: &str, rules: &dyn FamilyRules) -> Result<OpSpec, SpecErrors> {
-    let raw = raw::parse(path, text).map_err(SpecErrors::one)?;
-    validate::validate(path, text, raw, rules)
+    let (raw, mut errors) = raw::parse(path, text);
+    let Some(raw) = raw else { return Err(SpecErrors(errors)) };
+    // The rule errors of the same file follow its unknown fields, in one report.
+    match validate::validate(path, text, raw, rules) {
+        Ok(spec) if errors.is_empty() => Ok(spec),
+        Ok(_) => Err(SpecErrors(errors)),
+        Err(rule_errors) => {
+            errors.extend(rule_errors.0);
+            Err(SpecErrors(errors))
+        }
+    }
 }
 
 /// Loads a catalogue: a directory of `*.toml` specs (not recursive; sorted by file name so

@@ -10,8 +10,9 @@
 
 use super::gen::{load_specs, render};
 use super::AppError;
-use crate::codegen::{self, VENDOR};
+use crate::codegen;
 use crate::plan::soc::{self, Soc};
+use crate::spec::ProjectNames;
 use crate::toolchain::cann::{self, CannNotFound, CannToolkit, Need, SearchEnv};
 use crate::toolchain::command::{shell_quote, which, Cmd};
 use std::io::Write;
@@ -80,6 +81,8 @@ pub struct BuildPlan {
     pub missing_toolkit: Option<CannNotFound>,
     /// The project, rendered.
     pub project: codegen::Project,
+    /// The project's names (vendor, Python package, torch library).
+    pub names: ProjectNames,
     /// The package the CANN build produces (its name as msOpGen's cmake derives it).
     pub package: PathBuf,
     pub steps: Vec<Step>,
@@ -90,7 +93,7 @@ pub struct BuildPlan {
 impl BuildPlan {
     /// The vendor directory the package installs into.
     pub fn vendor_dir(&self) -> PathBuf {
-        self.install_dir.join("vendors").join(VENDOR)
+        self.install_dir.join("vendors").join(&self.names.vendor)
     }
 
     /// The shell lines that make the installed ops usable.
@@ -146,6 +149,9 @@ pub fn plan(opts: &BuildNpuOptions, env: &SearchEnv) -> Result<BuildPlan, AppErr
         }
     }
     let project = render(&specs)?;
+    let names = codegen::project_names(&specs.iter().collect::<Vec<_>>())
+        .map_err(|e| AppError::input(format!("build-npu: {e}")))?;
+    let vendor = names.vendor.clone();
     let discovery = cann::discover_in(opts.cann.as_deref(), Need::Build, env);
     let (toolkit, missing_toolkit) = match discovery.into_result() {
         Ok(t) => (Some(t), None),
@@ -199,14 +205,14 @@ pub fn plan(opts: &BuildNpuOptions, env: &SearchEnv) -> Result<BuildPlan, AppErr
         },
         Step {
             what: format!(
-                "configure for {} (ASCEND_COMPUTE_UNIT={}), vendor {VENDOR}",
+                "configure for {} (ASCEND_COMPUTE_UNIT={}), vendor {vendor}",
                 soc.name, soc.compute_unit
             ),
             cmd: cann_cmd("cmake")
                 .args(["-S", ".", "-B", "build_out", "--preset=default"])
                 .arg(format!("-DASCEND_CANN_PACKAGE_PATH={}", cann_root.display()))
                 .arg(format!("-DASCEND_COMPUTE_UNIT={}", soc.compute_unit))
-                .arg(format!("-Dvendor_name={VENDOR}")),
+                .arg(format!("-Dvendor_name={vendor}")),
         },
         Step {
             what: "compile the kernels (target binary)".into(),
@@ -248,6 +254,7 @@ pub fn plan(opts: &BuildNpuOptions, env: &SearchEnv) -> Result<BuildPlan, AppErr
         cann_root,
         missing_toolkit,
         project,
+        names,
         package,
         steps,
         install_step,
@@ -340,11 +347,19 @@ pub fn build_npu_in(opts: &BuildNpuOptions, env: &SearchEnv, out: &mut dyn Write
         writeln!(out, "build-npu: built and installed in {:.0} s", started.elapsed().as_secs_f64())
             .map_err(io)?;
         writeln!(out, "  vendor package: {}", plan.vendor_dir().display()).map_err(io)?;
-        writeln!(out, "  torch extension: {}", plan.install_dir.join("python/opgen_torch").display())
-            .map_err(io)?;
-    }
-    writeln!(out, "to use the ops (torch.ops.opgen.*, or `import opgen_torch`), in each shell:")
+        writeln!(
+            out,
+            "  torch extension: {}",
+            plan.install_dir.join("python").join(&plan.names.package).display()
+        )
         .map_err(io)?;
+    }
+    writeln!(
+        out,
+        "to use the ops (torch.ops.{}.*, or `import {}`), in each shell:",
+        plan.names.library, plan.names.package
+    )
+    .map_err(io)?;
     for line in plan.env_lines() {
         writeln!(out, "  {line}").map_err(io)?;
     }

@@ -1,6 +1,8 @@
 //! `build-npu`: the generated project built with the CANN toolkit into the vendor package
 //! `custom_opp_<os>_<arch>.run`, installed with `--install-path` into a directory, and the torch
-//! extension built and installed beside it (`<install>/python/opgen_torch`).
+//! extension built and installed beside it (`<install>/python/opgen_torch`), then both staged
+//! into the package's wheel (`<install>/dist/<package>-*.whl`, see [`super::wheel`]):
+//! `pip install` it and `import <package>` works with no exported variables.
 //!
 //! Every step is one external command run through [`Cmd`]. The plan is made first, whole
 //! ([`plan`]), then either printed (`--dry-run`: each command with its working directory and
@@ -88,6 +90,9 @@ pub struct BuildPlan {
     pub steps: Vec<Step>,
     /// Index in `steps` of the package installation (its path is checked before it runs).
     pub install_step: usize,
+    /// Where the wheel is staged and where it is written.
+    pub wheel_stage: PathBuf,
+    pub dist_dir: PathBuf,
 }
 
 impl BuildPlan {
@@ -245,6 +250,42 @@ pub fn plan(opts: &BuildNpuOptions, env: &SearchEnv) -> Result<BuildPlan, AppErr
             cmd: in_project("cmake").arg("--install").arg(&torch_build).arg("--prefix").arg(&install_dir),
         },
     ]);
+    // The wheel: the installed extension, and the op package inside it as vllm-ascend ships
+    // its own (<package>/_cann_ops_custom/vendors/<vendor>), found by the package at import.
+    let wheel_stage = project_dir.join("torch/wheel");
+    let dist_dir = install_dir.join("dist");
+    let python = Path::new(&opts.python);
+    let cann_version = toolkit.as_ref().map(|t| t.version.clone()).unwrap_or_else(|| "<CANN version>".into());
+    steps.extend([
+        Step {
+            what: format!(
+                "stage the wheel in {}: the extension, the op package as {}/_cann_ops_custom/vendors/{vendor}, pyproject.toml, setup.py",
+                wheel_stage.display(),
+                names.package
+            ),
+            cmd: in_project("bash")
+                .arg("-c")
+                .arg(
+                    "set -e; rm -rf \"$1\"; mkdir -p \"$1/$3/_cann_ops_custom/vendors\"; \
+                     cp -a \"$2/python/$3/.\" \"$1/$3/\"; cp -a \"$2/vendors/$4\" \"$1/$3/_cann_ops_custom/vendors/\"; \
+                     cp torch/pyproject.toml torch/setup.py \"$1/\"",
+                )
+                .arg("stage")
+                .arg(&wheel_stage)
+                .arg(&install_dir)
+                .arg(&names.package)
+                .arg(&vendor),
+        },
+        Step {
+            what: "record the torch, torch_npu and CANN versions the wheel is built for (_build_info.json)".into(),
+            cmd: super::wheel::build_info_cmd(python, &wheel_stage.join(&names.package), "npu", Some(&cann_version))
+                .cwd(&project_dir),
+        },
+        Step {
+            what: format!("build the wheel into {}", dist_dir.display()),
+            cmd: super::wheel::wheel_cmd(python, &wheel_stage, &dist_dir).cwd(&project_dir),
+        },
+    ]);
     Ok(BuildPlan {
         soc,
         ops: specs.iter().map(|s| s.name.clone()).collect(),
@@ -258,6 +299,8 @@ pub fn plan(opts: &BuildNpuOptions, env: &SearchEnv) -> Result<BuildPlan, AppErr
         package,
         steps,
         install_step,
+        wheel_stage,
+        dist_dir,
     })
 }
 
@@ -353,10 +396,28 @@ pub fn build_npu_in(opts: &BuildNpuOptions, env: &SearchEnv, out: &mut dyn Write
             plan.install_dir.join("python").join(&plan.names.package).display()
         )
         .map_err(io)?;
+        let wheel = super::wheel::built_wheel(&plan.dist_dir, &plan.names)?;
+        writeln!(out, "  wheel: {}", wheel.display()).map_err(io)?;
+        writeln!(
+            out,
+            "to use the ops anywhere: `pip install {}`, then `import {}` (no variables to export)",
+            wheel.display(),
+            plan.names.package
+        )
+        .map_err(io)?;
+    } else {
+        writeln!(
+            out,
+            "the wheel: {}/{}-0.1.0-*.whl (`pip install` it, then `import {}`: no variables to export)",
+            plan.dist_dir.display(),
+            plan.names.package,
+            plan.names.package
+        )
+        .map_err(io)?;
     }
     writeln!(
         out,
-        "to use the ops (torch.ops.{}.*, or `import {}`), in each shell:",
+        "or, from the install directory (torch.ops.{}.*, or `import {}`), in each shell:",
         plan.names.library, plan.names.package
     )
     .map_err(io)?;

@@ -37,6 +37,9 @@ pub struct TorchCpuOptions {
     pub ops: Vec<String>,
     /// A spec file or directory (default: the catalogue); its `project.toml` names the package.
     pub specs: Option<PathBuf>,
+    /// Also write the package's wheel into this directory (`pip wheel`; the build backend comes
+    /// through pip's build isolation).
+    pub wheel: Option<PathBuf>,
 }
 
 /// The twin sources that make up a runner executable, not a library.
@@ -292,6 +295,27 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
         opts.python.display(),
         names.package
     );
+    if let Some(dist) = &opts.wheel {
+        let t = Instant::now();
+        let stage = build.join("wheel");
+        super::wheel::stage(&project, &names, &package, &stage)?;
+        let run = |cmd: Cmd, what: &str| {
+            cmd.run_checked().map_err(|e| AppError::failed(format!("torch-cpu: {what} failed:\n{e}")))
+        };
+        run(
+            super::wheel::build_info_cmd(&opts.python, &stage.join(&names.package), "cpu", None),
+            "recording the versions",
+        )?;
+        let dist = absolute(dist);
+        run(super::wheel::wheel_cmd(&opts.python, &stage, &dist), "pip wheel")?;
+        let wheel = super::wheel::built_wheel(&dist, &names)?;
+        println!(
+            "torch-cpu: wheel {} ({:.0} s); `pip install` it, then `import {}` (no PYTHONPATH)",
+            wheel.display(),
+            t.elapsed().as_secs_f64(),
+            names.package
+        );
+    }
     Ok(())
 }
 

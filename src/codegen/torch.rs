@@ -39,6 +39,8 @@ const FILES: &[(&str, &str)] = &[
     ("torch/{package}/__init__.py", "torch/package_init.py.j2"),
     ("torch/{package}/ops.py", "torch/package_ops.py.j2"),
     ("torch/{package}/transformers.py", "torch/package_transformers.py.j2"),
+    ("torch/pyproject.toml", "torch/pyproject.toml.j2"),
+    ("torch/setup.py", "torch/setup.py.j2"),
 ];
 
 /// The aclnn entry point opbuild generates for the op (research §3): `aclnn<OpType>`.

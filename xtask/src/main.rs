@@ -86,6 +86,9 @@ enum Command {
         /// names the package and the torch library).
         #[arg(long)]
         specs: Option<PathBuf>,
+        /// Also build the package's wheel into this directory.
+        #[arg(long)]
+        wheel: Option<PathBuf>,
     },
     /// Syntax-check every generated file against a real CANN toolkit's headers.
     CheckCann {
@@ -122,8 +125,8 @@ fn main() {
                 ..Default::default()
             })
         }
-        Command::TorchCpu { python, out, ops, specs } => {
-            app::torch_cpu::torch_cpu(&TorchCpuOptions { python, out, ops, specs })
+        Command::TorchCpu { python, out, ops, specs, wheel } => {
+            app::torch_cpu::torch_cpu(&TorchCpuOptions { python, out, ops, specs, wheel })
         }
         Command::CheckCann { cann, specs, ops } => {
             app::check_cann::check_cann(&CheckCannOptions { cann, specs, ops })

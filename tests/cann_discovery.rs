@@ -289,12 +289,24 @@ fn stub_tools(dir: &Path, tools: &[&str]) -> std::ffi::OsString {
 
 const ALL_TOOLS: &[&str] = &["g++", "cmake", "make", "python3"];
 
+/// The msOpGen template directories build-npu copies (placeholders).
+fn with_msopgen_template(root: &Path) {
+    let template = root.join(ascend_opgen::toolchain::cann::MSOPGEN_TEMPLATE);
+    for dir in ["cmake", "scripts"] {
+        support::write(&template.join(dir).join("placeholder"), "# fake\n");
+    }
+}
+
 #[test]
 fn doctor_is_ready_only_when_build_npu_could_run() {
     use ascend_opgen::toolchain::doctor::doctor_report_in;
     let tmp = TempDir::new("cann-doctor");
     let full = tmp.path().join("full/latest");
     fake_toolkit(&full, &Fake::default());
+    with_msopgen_template(&full);
+    // A toolkit with a compiler but no msOpGen template (build-npu would stop copying it).
+    let no_template = tmp.path().join("no-template/latest");
+    fake_toolkit(&no_template, &Fake::default());
     let headers_only = tmp.path().join("headers/latest");
     fake_toolkit(&headers_only, &Fake { compiler: false, ..Fake::default() });
     let tools = stub_tools(&tmp.path().join("bin"), ALL_TOOLS);
@@ -304,6 +316,10 @@ fn doctor_is_ready_only_when_build_npu_could_run() {
     let r = doctor_report_in(Some(&full), &env, Some(&tools));
     assert!(r.build_npu_ready, "{}", r.text);
     assert!(r.text.contains("verdict: build-npu can run here"), "{}", r.text);
+
+    let r = doctor_report_in(Some(&no_template), &env, Some(&tools));
+    assert!(!r.build_npu_ready, "{}", r.text);
+    assert!(r.text.contains("no msOpGen template"), "{}", r.text);
 
     // The same toolkit, but cmake missing: build-npu's first configure step could not run.
     let r = doctor_report_in(Some(&full), &env, Some(&no_cmake));
@@ -329,6 +345,7 @@ fn doctor_exit_code_is_zero_only_when_build_npu_could_run() {
     let tmp = TempDir::new("cann-doctor-cli");
     let full = tmp.path().join("latest");
     fake_toolkit(&full, &Fake::default());
+    with_msopgen_template(&full);
     let headers_only = tmp.path().join("headers");
     fake_toolkit(&headers_only, &Fake { compiler: false, ..Fake::default() });
     let tools = stub_tools(&tmp.path().join("bin"), ALL_TOOLS);

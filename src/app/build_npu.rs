@@ -25,8 +25,7 @@ use std::time::Instant;
 pub const DEFAULT_PROJECT_DIR: &str = "target/opgen/npu-project";
 /// Where the package and the torch extension are installed, relative to the repository.
 pub const DEFAULT_INSTALL_DIR: &str = "target/opgen/install";
-/// The msOpGen template of the toolkit, whose `cmake/` and `scripts/` the project builds with.
-const MSOPGEN_TEMPLATE: &str = "tools/op_project_templates/ascendc/customize";
+use crate::toolchain::cann::MSOPGEN_TEMPLATE;
 
 #[derive(Debug, Clone)]
 pub struct BuildNpuOptions {

@@ -130,15 +130,20 @@ fn write_toolkit(s: &mut String, t: &CannToolkit, env: &SearchEnv) -> bool {
     }
     let _ = writeln!(s, "{line}");
     let _ = writeln!(s, "  check-cann: ready");
-    match cann::inspect_root_for(&t.root, Need::Build, &env.host_arch) {
-        Ok(_) => {
-            let _ = writeln!(s, "  build-npu:  ready");
-            true
+    let mut reasons = cann::inspect_root_for(&t.root, Need::Build, &env.host_arch).err().unwrap_or_default();
+    // build-npu's first CANN step copies these; without them it stops at step 3.
+    let template = t.root.join(cann::MSOPGEN_TEMPLATE);
+    for dir in ["cmake", "scripts"] {
+        if !template.join(dir).is_dir() {
+            reasons.push(format!("no msOpGen template {}/{dir}", template.display()));
         }
-        Err(reasons) => {
-            let _ = writeln!(s, "  build-npu:  not possible: {}", reasons.join("; "));
-            false
-        }
+    }
+    if reasons.is_empty() {
+        let _ = writeln!(s, "  build-npu:  ready");
+        true
+    } else {
+        let _ = writeln!(s, "  build-npu:  not possible: {}", reasons.join("; "));
+        false
     }
 }
 

@@ -26,6 +26,9 @@ for name in acme beta; do
     prefix="$(tr '[:lower:]' '[:upper:]' <<<"${name:0:1}")${name:1}"
     printf 'library = "%s"\npackage = "%s_torch"\nvendor = "%s_ops"\nop_type_prefix = "%s"\n' \
         "$name" "$name" "$name" "$prefix" >"$specs/project.toml"
+    # One object cache for both builds: the twin runtime is compiled once.
+    mkdir -p "$work/cache" "$work/build-$name"
+    ln -sfn "$work/cache" "$work/build-$name/.build"
     start=$(opgen_now)
     cargo xtask torch-cpu --python "$python" --specs "$specs" --out "$work/build-$name" --wheel "$work/dist"
     echo "  $name: $(opgen_elapsed "$start") s"

@@ -37,4 +37,8 @@ start=$(opgen_now)
 PYTHONPATH="$out" OPGEN_TWIN_INCLUDE="$OPGEN_REPO/kernels/twin/include" \
     "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_cpu_backend.py"
 echo "  tests: $(opgen_elapsed "$start") s"
+echo "== two projects' wheels in one process (scripts/check_two_packages.sh)"
+start=$(opgen_now)
+"$OPGEN_REPO/scripts/check_two_packages.sh"
+echo "  two packages: $(opgen_elapsed "$start") s"
 echo "== torch CPU backend: ok in $(opgen_elapsed "$total") s"

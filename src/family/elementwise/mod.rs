@@ -182,6 +182,7 @@ pub fn backward_spec(spec: &OpSpec) -> OpSpec {
         }),
         backward: crate::spec::Backward::NotGenerated,
         source: spec.source.clone(),
+        project: spec.project.clone(),
     }
 }
 

@@ -334,7 +334,7 @@ void check_cpu(const char* op, std::initializer_list<opgen_torch::NamedTensor> a
 }
 
 // add_rms_norm (kernels/add_rms_norm.toml) -> opgen_add_rms_norm on the twin
-std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_cpu(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_cpu(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::add_rms_norm";
     check_cpu(op_name, { {"x1", &x1}, {"x2", &x2}, {"gamma", &gamma} });
@@ -344,7 +344,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_cpu(const at::Tensor
     at::Tensor x_sum = at::empty_symint(plan.shapes[2], x1.options().dtype(plan.dtypes[2]));
     launch(op_name, "OpgenAddRmsNorm", "opgen_add_rms_norm", plan.column,
            { { "x1", x1.contiguous(), false }, { "x2", x2.contiguous(), false }, { "gamma", gamma.contiguous(), false } },
-           { opgen_torch::attr_text("epsilon", epsilon) },
+           { opgen_torch::attr_text("epsilon", epsilon), opgen_torch::attr_text("rounding", rounding) },
            { { "y", y, false }, { "rstd", rstd, false }, { "x_sum", x_sum, false } });
     return { y, rstd, x_sum };
 }
@@ -525,7 +525,7 @@ at::Tensor reshape_and_cache_int8_cpu(const at::Tensor& key, const at::Tensor& v
 }
 
 // rms_norm (kernels/rms_norm.toml) -> opgen_rms_norm on the twin
-std::tuple<at::Tensor, at::Tensor> rms_norm_cpu(const at::Tensor& x, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor> rms_norm_cpu(const at::Tensor& x, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::rms_norm";
     check_cpu(op_name, { {"x", &x}, {"gamma", &gamma} });
@@ -534,7 +534,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_cpu(const at::Tensor& x, const at::T
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x.options().dtype(plan.dtypes[1]));
     launch(op_name, "OpgenRmsNorm", "opgen_rms_norm", plan.column,
            { { "x", x.contiguous(), false }, { "gamma", gamma.contiguous(), false } },
-           { opgen_torch::attr_text("epsilon", epsilon) },
+           { opgen_torch::attr_text("epsilon", epsilon), opgen_torch::attr_text("rounding", rounding) },
            { { "y", y, false }, { "rstd", rstd, false } });
     return { y, rstd };
 }

@@ -22,7 +22,7 @@
 namespace {
 
 // add_rms_norm (kernels/add_rms_norm.toml) -> aclnnOpgenAddRmsNorm
-std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_npu(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_npu(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::add_rms_norm";
     opgen_torch::check_device(op_name, { {"x1", &x1}, {"x2", &x2}, {"gamma", &gamma} });
@@ -32,12 +32,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_npu(const at::Tensor
     const at::Tensor x1_contig = x1.contiguous();
     const at::Tensor x2_contig = x2.contiguous();
     const at::Tensor gamma_contig = gamma.contiguous();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string rounding_text(rounding.data(), rounding.size());
+    char* rounding_chars = rounding_text.data();
     at::Tensor y = at::empty_symint(plan.shapes[0], x1.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x1.options().dtype(plan.dtypes[1]));
     at::Tensor x_sum = at::empty_symint(plan.shapes[2], x1.options().dtype(plan.dtypes[2]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (x1.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenAddRmsNorm, x1_contig, x2_contig, gamma_contig, epsilon, y, rstd, x_sum);
+        EXEC_NPU_CMD_EXT(aclnnOpgenAddRmsNorm, x1_contig, x2_contig, gamma_contig, epsilon, rounding_chars, y, rstd, x_sum);
     }
     return { y, rstd, x_sum };
 }
@@ -269,7 +272,7 @@ at::Tensor reshape_and_cache_int8_npu(const at::Tensor& key, const at::Tensor& v
 }
 
 // rms_norm (kernels/rms_norm.toml) -> aclnnOpgenRmsNorm
-std::tuple<at::Tensor, at::Tensor> rms_norm_npu(const at::Tensor& x, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor> rms_norm_npu(const at::Tensor& x, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::rms_norm";
     opgen_torch::check_device(op_name, { {"x", &x}, {"gamma", &gamma} });
@@ -278,11 +281,14 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_npu(const at::Tensor& x, const at::T
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
     const at::Tensor gamma_contig = gamma.contiguous();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string rounding_text(rounding.data(), rounding.size());
+    char* rounding_chars = rounding_text.data();
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x.options().dtype(plan.dtypes[1]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (x.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenRmsNorm, x_contig, gamma_contig, epsilon, y, rstd);
+        EXEC_NPU_CMD_EXT(aclnnOpgenRmsNorm, x_contig, gamma_contig, epsilon, rounding_chars, y, rstd);
     }
     return { y, rstd };
 }

@@ -15,6 +15,7 @@ def add_rms_norm(
     x2: torch.Tensor,
     gamma: torch.Tensor,
     epsilon: float = 1e-6,
+    rounding: str = "hf",
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """x_sum = x1 + x2 (rounded), y = RNE(RNE(x_sum * rstd) * gamma) with rstd = 1 / sqrt(mean(x_sum^2) + epsilon); rstd is float32 with x's rank
 
@@ -23,6 +24,7 @@ def add_rms_norm(
         x2: float16 | bfloat16 | float32 tensor on the NPU.
         gamma: float16 | bfloat16 | float32 tensor on the NPU.
         epsilon: float, default 1e-6.
+        rounding: str, default "hf".
 
     Returns:
         (y, rstd, x_sum):
@@ -35,10 +37,10 @@ def add_rms_norm(
         x1=bfloat16, x2=bfloat16, gamma=bfloat16 -> y=bfloat16, rstd=float32, x_sum=bfloat16
         x1=float32, x2=float32, gamma=float32 -> y=float32, rstd=float32, x_sum=float32
 
-    Schema: opgen::add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6) -> (Tensor y, Tensor rstd, Tensor x_sum)
+    Schema: opgen::add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6, str rounding="hf") -> (Tensor y, Tensor rstd, Tensor x_sum)
     Runs aclnnOpgenAddRmsNorm (CANN op OpgenAddRmsNorm), generated from kernels/add_rms_norm.toml.
     """
-    return torch.ops.opgen.add_rms_norm(x1, x2, gamma, epsilon)
+    return torch.ops.opgen.add_rms_norm(x1, x2, gamma, epsilon, rounding)
 
 
 def add_rms_norm_grad(
@@ -352,6 +354,7 @@ def rms_norm(
     x: torch.Tensor,
     gamma: torch.Tensor,
     epsilon: float = 1e-6,
+    rounding: str = "once",
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """y = x * rstd * gamma with rstd = 1 / sqrt(mean(x^2) + epsilon) over the dims gamma covers; rstd is float32 with x's rank
 
@@ -359,6 +362,7 @@ def rms_norm(
         x: float16 | bfloat16 | float32 tensor on the NPU.
         gamma: float16 | bfloat16 | float32 tensor on the NPU.
         epsilon: float, default 1e-6.
+        rounding: str, default "once".
 
     Returns:
         (y, rstd):
@@ -370,10 +374,10 @@ def rms_norm(
         x=bfloat16, gamma=bfloat16 -> y=bfloat16, rstd=float32
         x=float32, gamma=float32 -> y=float32, rstd=float32
 
-    Schema: opgen::rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6) -> (Tensor y, Tensor rstd)
+    Schema: opgen::rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6, str rounding="once") -> (Tensor y, Tensor rstd)
     Runs aclnnOpgenRmsNorm (CANN op OpgenRmsNorm), generated from kernels/rms_norm.toml.
     """
-    return torch.ops.opgen.rms_norm(x, gamma, epsilon)
+    return torch.ops.opgen.rms_norm(x, gamma, epsilon, rounding)
 
 
 def rms_norm_grad(

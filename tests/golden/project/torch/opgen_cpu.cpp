@@ -569,7 +569,7 @@ at::Tensor rotary_mul_cpu(const at::Tensor& x, const at::Tensor& r1, const at::T
 }
 
 // swiglu (kernels/swiglu.toml) -> opgen_swiglu on the twin
-at::Tensor swiglu_cpu(const at::Tensor& gate, const at::Tensor& up)
+at::Tensor swiglu_cpu(const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::swiglu";
     check_cpu(op_name, { {"gate", &gate}, {"up", &up} });
@@ -577,13 +577,13 @@ at::Tensor swiglu_cpu(const at::Tensor& gate, const at::Tensor& up)
     at::Tensor y = at::empty_symint(plan.shapes[0], gate.options().dtype(plan.dtypes[0]));
     launch(op_name, "OpgenSwiglu", "opgen_swiglu", plan.column,
            { { "gate", gate.contiguous(), false }, { "up", up.contiguous(), false } },
-           {  },
+           { opgen_torch::attr_text("rounding", rounding) },
            { { "y", y, false } });
     return y;
 }
 
 // swiglu_grad (kernels/swiglu.toml) -> opgen_swiglu_grad on the twin
-std::tuple<at::Tensor, at::Tensor> swiglu_grad_cpu(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up)
+std::tuple<at::Tensor, at::Tensor> swiglu_grad_cpu(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::swiglu_grad";
     check_cpu(op_name, { {"dy", &dy}, {"gate", &gate}, {"up", &up} });
@@ -592,7 +592,7 @@ std::tuple<at::Tensor, at::Tensor> swiglu_grad_cpu(const at::Tensor& dy, const a
     at::Tensor dup = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     launch(op_name, "OpgenSwigluGrad", "opgen_swiglu_grad", plan.column,
            { { "dy", dy.contiguous(), false }, { "gate", gate.contiguous(), false }, { "up", up.contiguous(), false } },
-           {  },
+           { opgen_torch::attr_text("rounding", rounding) },
            { { "dgate", dgate, false }, { "dup", dup, false } });
     return { dgate, dup };
 }

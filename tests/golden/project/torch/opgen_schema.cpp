@@ -165,19 +165,19 @@ at::Tensor rotary_mul_meta(const at::Tensor& x, const at::Tensor& r1, const at::
 }
 
 // swiglu (kernels/swiglu.toml): y = silu(gate) * up = gate * sigmoid(gate) * up
-at::Tensor swiglu_meta(const at::Tensor& gate, const at::Tensor& up)
+at::Tensor swiglu_meta(const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     const auto plan = opgen_torch::swiglu_plan(gate, up);
-    opgen_torch::check_with_host("opgen::swiglu", "OpgenSwiglu", { {"gate", &gate}, {"up", &up} }, {  });
+    opgen_torch::check_with_host("opgen::swiglu", "OpgenSwiglu", { {"gate", &gate}, {"up", &up} }, { opgen_torch::attr_text("rounding", rounding) });
     at::Tensor y = at::empty_symint(plan.shapes[0], gate.options().dtype(plan.dtypes[0]));
     return y;
 }
 
-// swiglu_grad (kernels/swiglu.toml): backward of swiglu (OpgenSwiglu): dgate = dy * (partial y / partial gate), dup = dy * (partial y / partial up), by symbolic differentiation of y = gate * sigmoid(gate) * up
-std::tuple<at::Tensor, at::Tensor> swiglu_grad_meta(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up)
+// swiglu_grad (kernels/swiglu.toml): backward of swiglu (OpgenSwiglu): dgate = dy * (partial y / partial gate), dup = dy * (partial y / partial up), by symbolic differentiation of y = rne(gate * sigmoid(gate)) * up
+std::tuple<at::Tensor, at::Tensor> swiglu_grad_meta(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     const auto plan = opgen_torch::swiglu_grad_plan(dy, gate, up);
-    opgen_torch::check_with_host("opgen::swiglu_grad", "OpgenSwigluGrad", { {"dy", &dy}, {"gate", &gate}, {"up", &up} }, {  });
+    opgen_torch::check_with_host("opgen::swiglu_grad", "OpgenSwigluGrad", { {"dy", &dy}, {"gate", &gate}, {"up", &up} }, { opgen_torch::attr_text("rounding", rounding) });
     at::Tensor dgate = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dup = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     return { dgate, dup };
@@ -203,8 +203,8 @@ TORCH_LIBRARY(opgen, m)
     m.def("rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6, str rounding=\"once\") -> (Tensor y, Tensor rstd)");
     m.def("rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma_partials)");
     m.def("rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode=\"half\") -> Tensor");
-    m.def("swiglu(Tensor gate, Tensor up) -> Tensor");
-    m.def("swiglu_grad(Tensor dy, Tensor gate, Tensor up) -> (Tensor dgate, Tensor dup)");
+    m.def("swiglu(Tensor gate, Tensor up, str rounding=\"once\") -> Tensor");
+    m.def("swiglu_grad(Tensor dy, Tensor gate, Tensor up, str rounding=\"once\") -> (Tensor dgate, Tensor dup)");
 }
 
 TORCH_LIBRARY_IMPL(opgen, Meta, m)

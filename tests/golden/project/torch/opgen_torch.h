@@ -592,7 +592,7 @@ inline OutputPlan<1> rotary_mul_plan(const at::Tensor& x, const at::Tensor& r1, 
 }
 
 // ---- swiglu (kernels/swiglu.toml): gate, up -> y
-// Checks the arguments and gives the outputs' shapes and dtypes (swiglu(Tensor gate, Tensor up) -> Tensor).
+// Checks the arguments and gives the outputs' shapes and dtypes (swiglu(Tensor gate, Tensor up, str rounding="once") -> Tensor).
 inline OutputPlan<1> swiglu_plan(const at::Tensor& gate, const at::Tensor& up)
 {
     static constexpr const char* op_name = "opgen::swiglu";
@@ -613,7 +613,7 @@ inline OutputPlan<1> swiglu_plan(const at::Tensor& gate, const at::Tensor& up)
 }
 
 // ---- swiglu_grad (kernels/swiglu.toml): dy, gate, up -> dgate, dup
-// Checks the arguments and gives the outputs' shapes and dtypes (swiglu_grad(Tensor dy, Tensor gate, Tensor up) -> (Tensor dgate, Tensor dup)).
+// Checks the arguments and gives the outputs' shapes and dtypes (swiglu_grad(Tensor dy, Tensor gate, Tensor up, str rounding="once") -> (Tensor dgate, Tensor dup)).
 inline OutputPlan<2> swiglu_grad_plan(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up)
 {
     static constexpr const char* op_name = "opgen::swiglu_grad";

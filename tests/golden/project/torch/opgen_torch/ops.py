@@ -441,12 +441,14 @@ def rotary_mul(
 def swiglu(
     gate: torch.Tensor,
     up: torch.Tensor,
+    rounding: str = "once",
 ) -> torch.Tensor:
     """y = silu(gate) * up = gate * sigmoid(gate) * up
 
     Args:
         gate: float16 | bfloat16 | float32 tensor on the NPU.
         up: float16 | bfloat16 | float32 tensor on the NPU.
+        rounding: str, default "once".
 
     Returns:
         y: float16 | bfloat16 | float32.
@@ -456,23 +458,25 @@ def swiglu(
         gate=bfloat16, up=bfloat16 -> y=bfloat16
         gate=float32, up=float32 -> y=float32
 
-    Schema: opgen::swiglu(Tensor gate, Tensor up) -> Tensor
+    Schema: opgen::swiglu(Tensor gate, Tensor up, str rounding="once") -> Tensor
     Runs aclnnOpgenSwiglu (CANN op OpgenSwiglu), generated from kernels/swiglu.toml.
     """
-    return torch.ops.opgen.swiglu(gate, up)
+    return torch.ops.opgen.swiglu(gate, up, rounding)
 
 
 def swiglu_grad(
     dy: torch.Tensor,
     gate: torch.Tensor,
     up: torch.Tensor,
+    rounding: str = "once",
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """backward of swiglu (OpgenSwiglu): dgate = dy * (partial y / partial gate), dup = dy * (partial y / partial up), by symbolic differentiation of y = gate * sigmoid(gate) * up
+    """backward of swiglu (OpgenSwiglu): dgate = dy * (partial y / partial gate), dup = dy * (partial y / partial up), by symbolic differentiation of y = rne(gate * sigmoid(gate)) * up
 
     Args:
         dy: float16 | bfloat16 | float32 tensor on the NPU.
         gate: float16 | bfloat16 | float32 tensor on the NPU.
         up: float16 | bfloat16 | float32 tensor on the NPU.
+        rounding: str, default "once".
 
     Returns:
         (dgate, dup):
@@ -484,10 +488,10 @@ def swiglu_grad(
         dy=bfloat16, gate=bfloat16, up=bfloat16 -> dgate=bfloat16, dup=bfloat16
         dy=float32, gate=float32, up=float32 -> dgate=float32, dup=float32
 
-    Schema: opgen::swiglu_grad(Tensor dy, Tensor gate, Tensor up) -> (Tensor dgate, Tensor dup)
+    Schema: opgen::swiglu_grad(Tensor dy, Tensor gate, Tensor up, str rounding="once") -> (Tensor dgate, Tensor dup)
     Runs aclnnOpgenSwigluGrad (CANN op OpgenSwigluGrad), generated from kernels/swiglu.toml.
     """
-    return torch.ops.opgen.swiglu_grad(dy, gate, up)
+    return torch.ops.opgen.swiglu_grad(dy, gate, up, rounding)
 
 
 def _bnsd_to_bsnd_setup_context(ctx, inputs, output):
@@ -561,17 +565,17 @@ def _gelu_tanh_backward(ctx, *grads):
 
 
 def _swiglu_setup_context(ctx, inputs, output):
-    (gate, up, ) = inputs
+    (gate, up, rounding, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward(gate, up, )
-    ctx.attrs = ()
+    ctx.attrs = (rounding, )
 
 
 def _swiglu_backward(ctx, *grads):
     result = torch.ops.opgen.swiglu_grad(*grads, *ctx.saved_tensors, *ctx.attrs)
     result = result if isinstance(result, tuple) else (result,)
     by_input = dict(zip(("gate", "up", ), result))
-    return tuple(by_input.get(n) for n in ("gate", "up", ))
+    return tuple(by_input.get(n) for n in ("gate", "up", "rounding", ))
 
 
 def register_autograd() -> None:

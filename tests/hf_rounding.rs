@@ -58,7 +58,12 @@ fn tensor(dtype: DType, shape: &[usize], mut f: impl FnMut() -> f64) -> HostTens
     HostTensor::from_f64(dtype, shape, &v)
 }
 
-fn run(spec: &OpSpec, dtype: DType, inputs: &[(String, HostTensor)], attrs: &[(String, AttrValue)]) -> CaseRun {
+fn run(
+    spec: &OpSpec,
+    dtype: DType,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+) -> CaseRun {
     let project = render_project(&[spec]).unwrap();
     let column = spec.column_for(dtype).unwrap();
     // Numerics only: verify runs these kernels with the sanitizers.
@@ -118,7 +123,14 @@ fn same(a: f64, b: f64) -> bool {
 }
 
 /// The row-norm comparison: `values` are the rows the norm sees (x, or the rounded sum).
-fn compare_norm(dtype: DType, values: &[f64], w: &[f64], eps: f64, y: &HostTensor, rstd: &HostTensor) -> Tally {
+fn compare_norm(
+    dtype: DType,
+    values: &[f64],
+    w: &[f64],
+    eps: f64,
+    y: &HostTensor,
+    rstd: &HostTensor,
+) -> Tally {
     let n = w.len();
     let mut t = Tally::default();
     for (r, row) in values.chunks_exact(n).enumerate() {
@@ -198,8 +210,11 @@ fn add_rms_norm_hf_is_bit_exact_with_residual_add_then_qwen2_rms_norm() {
         let (mut hf, mut once, mut between) = (Tally::default(), Tally::default(), 0usize);
         for (k, (rows, n)) in NORM_SHAPES.into_iter().enumerate() {
             let (x1, x2, w) = norm_inputs(dtype, rows, n, 0xadd + k as u64);
-            let inputs =
-                vec![("x1".to_string(), x1.clone()), ("x2".to_string(), x2.clone()), ("gamma".to_string(), w.clone())];
+            let inputs = vec![
+                ("x1".to_string(), x1.clone()),
+                ("x2".to_string(), x2.clone()),
+                ("gamma".to_string(), w.clone()),
+            ];
             let got_hf = run(&spec, dtype, &inputs, &with_rounding(eps, "hf"));
             let got_once = run(&spec, dtype, &inputs, &with_rounding(eps, "once"));
             // HF: `hidden_states = residual + hidden_states` in the dtype (exact sum, one RNE).
@@ -262,7 +277,7 @@ fn swiglu_hf_is_bit_exact_with_qwen2_mlp_activation() {
     for dtype in [DType::BFloat16, DType::Float16] {
         let mut rng = Rng(0x5_9109 + dtype.size_bytes() as u64);
         let shape = [512, 4864]; // Qwen2-0.5B's intermediate size
-        // gate_proj / up_proj outputs: a few units wide.
+                                 // gate_proj / up_proj outputs: a few units wide.
         let gate = tensor(dtype, &shape, || rng.normalish(3.0));
         let up = tensor(dtype, &shape, || rng.normalish(2.0));
         let inputs = vec![("gate".to_string(), gate.clone()), ("up".to_string(), up.clone())];
@@ -270,7 +285,8 @@ fn swiglu_hf_is_bit_exact_with_qwen2_mlp_activation() {
         let got_hf = run(&spec, dtype, &inputs, &attrs("hf"));
         let got_once = run(&spec, dtype, &inputs, &attrs("once"));
         let (g, u) = (gate.to_f64(), up.to_f64());
-        let want: Vec<f64> = g.iter().zip(&u).map(|(g, u)| round_to_dtype(dtype, hf_silu(dtype, *g) * u)).collect();
+        let want: Vec<f64> =
+            g.iter().zip(&u).map(|(g, u)| round_to_dtype(dtype, hf_silu(dtype, *g) * u)).collect();
         let off = |t: &HostTensor| (0..want.len()).filter(|&i| !same(t.get_f64(i), want[i])).count();
         let (hf_off, once_off) = (off(&got_hf.outputs[0].1), off(&got_once.outputs[0].1));
         let between = (0..want.len())
@@ -305,7 +321,12 @@ fn swiglu_hf_is_bit_exact_with_qwen2_mlp_activation() {
         // The kernel's float32 silu (g · e^min(g,0) / (1 + e^-|g|), overflow-safe for g < -88
         // where torch's g / (1 + e^-g) returns -0) is not torch's bit for bit; that only
         // shows where silu(g) is at a 16-bit tie.
-        assert!(unexplained.is_empty(), "{} unexplained, first {:?}", unexplained.len(), &unexplained[..unexplained.len().min(5)]);
+        assert!(
+            unexplained.is_empty(),
+            "{} unexplained, first {:?}",
+            unexplained.len(),
+            &unexplained[..unexplained.len().min(5)]
+        );
         assert!(hf_off as f64 <= 1e-3 * n, "hf: {hf_off} of {n} elements off HF");
         assert!(once_off as f64 > 0.1 * n, "once: only {once_off} of {n} elements off HF");
         assert!(between as f64 > 0.1 * n, "hf and once differ on only {between} elements");

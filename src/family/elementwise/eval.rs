@@ -272,7 +272,8 @@ pub fn bounded(node: &Node, x: &[f64], a: &[f64]) -> (f64, f64) {
                 Func::Expm1 => (u + eu).exp(),
                 // A rounding is exact where the whole interval rounds to one value.
                 Func::RoundTo(d) => {
-                    let same = crate::tensor::round_to_dtype(*d, u - eu) == crate::tensor::round_to_dtype(*d, u + eu);
+                    let same = crate::tensor::round_to_dtype(*d, u - eu)
+                        == crate::tensor::round_to_dtype(*d, u + eu);
                     if same {
                         0.0
                     } else {

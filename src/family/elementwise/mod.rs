@@ -53,9 +53,11 @@ pub const ROUNDING_ATTR: &str = "rounding";
 
 /// Whether a case's attrs ask for `rounding = "hf"` (the spec's default when absent).
 pub fn rounds_hf(spec: &OpSpec, attrs: &[(String, AttrValue)]) -> bool {
-    let value = attrs.iter().find(|(n, _)| n == ROUNDING_ATTR).map(|(_, v)| v.clone()).or_else(|| {
-        spec.attrs.iter().find(|a| a.name == ROUNDING_ATTR).and_then(|a| a.default.clone())
-    });
+    let value = attrs
+        .iter()
+        .find(|(n, _)| n == ROUNDING_ATTR)
+        .map(|(_, v)| v.clone())
+        .or_else(|| spec.attrs.iter().find(|a| a.name == ROUNDING_ATTR).and_then(|a| a.default.clone()));
     matches!(value, Some(AttrValue::String(v)) if v == "hf")
 }
 
@@ -502,10 +504,7 @@ pub fn template_extras(spec: &OpSpec) -> Result<serde_json::Map<String, serde_js
     // The string attr `rounding` (index), read by the TilingFunc into roundHf.
     let rounding = spec.attrs.iter().position(|a| a.name == ROUNDING_ATTR && a.kind == AttrKind::String);
     m.insert("rounding_attr".into(), rounding.map_or(serde_json::Value::Null, |i| i.into()));
-    m.insert(
-        "has_rne".into(),
-        body.program.calls.iter().any(|c| c.call.starts_with("RoundOut(")).into(),
-    );
+    m.insert("has_rne".into(), body.program.calls.iter().any(|c| c.call.starts_with("RoundOut(")).into());
     Ok(m)
 }
 
@@ -814,7 +813,11 @@ pub fn expected(
 /// (the other rounding of silu(gate))·up. The window, 16 float32 ulps of silu(gate), is the
 /// float32 error of the lowered sigmoid (Exp, Reciprocal, a few roundings) with room, far
 /// below one 16-bit ulp.
-fn swiglu_hf_alternates(spec: &OpSpec, inputs: &[(String, HostTensor)], attrs: &[(String, AttrValue)]) -> Vec<f64> {
+fn swiglu_hf_alternates(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+) -> Vec<f64> {
     if spec.name != "swiglu" || inputs.len() != 2 || !rounds_hf(spec, attrs) {
         return Vec::new();
     }

@@ -77,7 +77,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
             }
         }
     }
-    let eps_ok = |eps: &crate::spec::Attr| eps.kind == crate::spec::AttrKind::Float && eps.name == "epsilon";
+    let eps_ok = |eps: &crate::spec::Attr| eps.kind == crate::spec::AttrKind::Float;
     match spec.attrs.as_slice() {
         [eps] | [eps, _] if eps_ok(eps) => {
             if let Some(v) = eps.default.as_ref().and_then(|v| v.as_f64()) {
@@ -96,7 +96,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         _ => {
             let span = raw.attrs.first().map(|a| &a.name);
             let message = format!(
-                "family row_norm takes the float attr `epsilon`, optionally followed by the string attr `rounding` ({})",
+                "family row_norm takes the float attr epsilon, optionally followed by the string attr `rounding` ({})",
                 ROUNDINGS_TEXT
             );
             match span {

@@ -3,7 +3,8 @@
 # (scripts/torch-venv.sh), builds the opgen_torch package for it with the generated kernels on
 # the CPU twin (`cargo xtask torch-cpu`), and runs python/opgen_torch/tests/test_cpu_backend.py
 # in it: opcheck on every op, forward numerics against float64 math, the op_host refusals under
-# FakeTensorMode, autograd refusals eager and compiled.
+# FakeTensorMode, autograd refusals eager and compiled; then test_hf_rounding.py (rounding="hf"
+# against transformers' Qwen2RMSNorm and SiLU, bit for bit).
 #
 # OPGEN_SKIP_TORCH_CPU=1 skips it on a developer machine (the venv is ~7 GB); it is never
 # skipped in CI (CI=true).
@@ -41,4 +42,10 @@ echo "== two projects' wheels in one process (scripts/check_two_packages.sh)"
 start=$(opgen_now)
 "$OPGEN_REPO/scripts/check_two_packages.sh"
 echo "  two packages: $(opgen_elapsed "$start") s"
+
+echo "== python/opgen_torch/tests/test_hf_rounding.py"
+start=$(opgen_now)
+# rounding="hf" against transformers' own Qwen2RMSNorm and SiLU: the fraction bit-exact.
+PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_hf_rounding.py"
+echo "  tests: $(opgen_elapsed "$start") s"
 echo "== torch CPU backend: ok in $(opgen_elapsed "$total") s"

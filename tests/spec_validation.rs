@@ -277,4 +277,26 @@ fn gen_over_a_directory_reports_every_file_and_writes_nothing() {
     assert!(!text.contains("norm_c.toml"), "{text}");
     assert!(!out.exists(), "a failed gen wrote {}", out.display());
     std::fs::remove_dir_all(&dir).unwrap();
+
+/// GOOD (25 lines) with a second attr appended: `name` on line 28, `default` on line 30.
+fn with_rounding(kind: &str, default: &str) -> String {
+    format!("{GOOD}\n[[attrs]]\nname = \"rounding\"\ntype = \"{kind}\"\ndefault = {default}\n")
+}
+
+#[test]
+fn row_norm_rounding_attr() {
+    // Accepted: "once" and "hf".
+    for v in ["\"once\"", "\"hf\""] {
+        let s = family::parse_str(Path::new("kernels/my_norm.toml"), &with_rounding("string", v)).unwrap();
+        assert_eq!(s.attrs.len(), 2);
+    }
+    // An unknown value: at the default's line.
+    assert_error(
+        &with_rounding("string", "\"twice\""),
+        30,
+        "attrs[1].default",
+        "rounding `twice` is not supported",
+    );
+    // Not a string attr.
+    assert_error(&with_rounding("float", "1.0"), 28, "attrs[1]", "string attr `rounding`");
 }

@@ -277,6 +277,7 @@ fn gen_over_a_directory_reports_every_file_and_writes_nothing() {
     assert!(!text.contains("norm_c.toml"), "{text}");
     assert!(!out.exists(), "a failed gen wrote {}", out.display());
     std::fs::remove_dir_all(&dir).unwrap();
+}
 
 /// GOOD (25 lines) with a second attr appended: `name` on line 28, `default` on line 30.
 fn with_rounding(kind: &str, default: &str) -> String {

@@ -23,7 +23,7 @@ fn spec_and_runner(dtype: DType) -> (OpSpec, Runner) {
     let project = render(&specs).expect("render");
     let spec = specs.into_iter().next().unwrap();
     let column = spec.column_for(dtype).expect("dtype column");
-    let opts = BuildOptions { sanitize: false, ..BuildOptions::default() };
+    let opts = BuildOptions { sanitize: false };
     let runner = build_runner(&project, &spec, column, opts).expect("twin runner");
     (spec, runner)
 }

@@ -294,10 +294,11 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     };
     // Per table row: r1/r2 as loaded (`buffers` of each), the rotated r2 row, the float32
     // copies (16-bit) or hi/lo halves (float32) of r1 and r2t, the interleave sign row, the
-    // dr1/dr2 output rows; with the table gradients the four hi/lo accumulators and a mask bit.
+    // dr1/dr2 output rows; with the table gradients the four hi/lo accumulators (float32: and
+    // the two lo2 parts) and a mask bit.
     const auto tableRowBytes = [&](uint64_t buffers) {
         return width * (typeSize * 2 * buffers + 4 + (compensated ? 16 : 8) + (mode == MODE_HALF ? 0 : 4) +
-                        typeSize * 2 + (tableGrads ? 16 : 0)) +
+                        typeSize * 2 + (tableGrads ? 16 + (compensated ? 8 : 0) : 0)) +
                (tableGrads ? width / 8 : 0);
     };
     // Fixed per core: the repeat rounding of the float32 dx buffers and masks, the rotated-r2

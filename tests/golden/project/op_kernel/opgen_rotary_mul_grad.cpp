@@ -14,8 +14,9 @@
 // (CAST_RINT); the table sums add the exact products into a float-float pair per table element
 // (TwoSum: s = hi + p, t = (hi - (s - b)) + (p - b) with b = s - hi, lo += t, hi = s), then
 // hi + lo is rounded. float32 inputs: dx is Ogita-Rump-Oishi Dot2 as in the forward (Veltkamp
-// split, Dekker products, TwoSum), and every table product enters the float-float sum with its
-// exact rounding error (Dekker), so where heads cancel the sum keeps its relative accuracy.
+// split, Dekker products, TwoSum), and every table product enters the sum with its exact
+// rounding error (Dekker), summed in three parts (hi, lo, lo2: each TwoSum's error goes one part
+// down), so where heads cancel the sum keeps its relative accuracy.
 // Where the corrections are NaN but the plain value is not (Inf - Inf inside them, a split that
 // overflows), the plain value is output: NaN and Inf come out as the plain formula has them.
 //
@@ -160,6 +161,10 @@ public:
             pipe_.InitBuffer(acc1Lo_, tableRepeats * sizeof(float));
             pipe_.InitBuffer(acc2Hi_, tableRepeats * sizeof(float));
             pipe_.InitBuffer(acc2Lo_, tableRepeats * sizeof(float));
+            if constexpr (COMPENSATED) {
+                pipe_.InitBuffer(acc1Lo2_, tableElems * sizeof(float));
+                pipe_.InitBuffer(acc2Lo2_, tableElems * sizeof(float));
+            }
             pipe_.InitBuffer(tableMask_, RoundUp(tableRepeats / 8, BLOCK_BYTES));
             pipe_.InitBuffer(rowS_, t_.rowStride * sizeof(float));
             pipe_.InitBuffer(rowB_, t_.rowStride * sizeof(float));
@@ -352,6 +357,10 @@ private:
         Duplicate(acc1Lo_.Get<float>(), 0.0f, elems);
         Duplicate(acc2Hi_.Get<float>(), 0.0f, elems);
         Duplicate(acc2Lo_.Get<float>(), 0.0f, elems);
+        if constexpr (COMPENSATED) {
+            Duplicate(acc1Lo2_.Get<float>(), 0.0f, elems);
+            Duplicate(acc2Lo2_.Get<float>(), 0.0f, elems);
+        }
         PipeBarrier<PIPE_V>();
     }
 
@@ -368,9 +377,12 @@ private:
             // dr2 = s * sum(dy * swap(x)): the sign on both halves of the pair (exact).
             ApplySign(acc2Hi_.Get<float>(), count);
             ApplySign(acc2Lo_.Get<float>(), count);
+            if constexpr (COMPENSATED) {
+                ApplySign(acc2Lo2_.Get<float>(), count);
+            }
             PipeBarrier<PIPE_V>();
-            Finish(o1, acc1Hi_.Get<float>(), acc1Lo_.Get<float>(), elems);
-            Finish(o2, acc2Hi_.Get<float>(), acc2Lo_.Get<float>(), elems);
+            Finish(o1, acc1Hi_.Get<float>(), acc1Lo_.Get<float>(), acc1Lo2_, elems);
+            Finish(o2, acc2Hi_.Get<float>(), acc2Lo_.Get<float>(), acc2Lo2_, elems);
         } else {
             const T zero = static_cast<T>(0.0f);
             Duplicate(o1, zero, static_cast<int32_t>(elems));
@@ -386,13 +398,36 @@ private:
         outDr2_.FreeTensor(o2);
     }
 
+    // 16-bit: hi + lo. float32: the three-part sum hi + lo + lo2 as TwoSum(hi, lo) = (s, t), then
+    // s + (t + lo2) (the work rows of the tiles are free between blocks).
     __aicore__ inline void Finish(const LocalTensor<T>& out, const LocalTensor<float>& hi, const LocalTensor<float>& lo,
-                                  uint32_t elems)
+                                  TBuf<TPosition::VECCALC>& lo2Buf, uint32_t elems)
     {
         const int32_t n = static_cast<int32_t>(elems);
         LocalTensor<float> sum = tableTmp_.Get<float>();
         LocalTensor<uint8_t> mask = tableMask_.Get<uint8_t>();
-        Add(sum, hi, lo, n);
+        if constexpr (NEEDS_FP32_COPY) {
+            Add(sum, hi, lo, n);
+        } else {
+            LocalTensor<float> lo2 = lo2Buf.Get<float>();
+            LocalTensor<float> s = workA_.Get<float>();
+            LocalTensor<float> b = workB_.Get<float>();
+            LocalTensor<float> t = workX1_.Get<float>();
+            Add(s, hi, lo, n);
+            PipeBarrier<PIPE_V>();
+            Sub(b, s, hi, n);
+            PipeBarrier<PIPE_V>();
+            Sub(t, s, b, n);
+            PipeBarrier<PIPE_V>();
+            Sub(t, hi, t, n);
+            Sub(b, lo, b, n);
+            PipeBarrier<PIPE_V>();
+            Add(t, t, b, n);
+            PipeBarrier<PIPE_V>();
+            Add(t, t, lo2, n);
+            PipeBarrier<PIPE_V>();
+            Add(sum, s, t, n);
+        }
         PipeBarrier<PIPE_V>();
         Compare(mask, sum, sum, CMPMODE::EQ, RoundUp(elems, LANES));
         PipeBarrier<PIPE_V>();
@@ -406,11 +441,14 @@ private:
         PipeBarrier<PIPE_V>();
     }
 
-    // Adds row r of p (and of its exact error e, float32) to the accumulators of table row
-    // r / heads, for `rows` rows in order: TwoSum into hi, its error and e into lo.
+    // Adds row r of p to the accumulators of table row r / heads, for `rows` rows in order:
+    // TwoSum into hi, its error into lo. float32 (withError): the product's exact error e joins
+    // the TwoSum error, and that goes into lo by a second TwoSum whose error goes into lo2, so the
+    // sum keeps its relative accuracy where the heads cancel to 2^-30 of their terms (a plain
+    // lo loses it there: 2-6 ULP on the full sweep).
     __aicore__ inline void AccumulateRows(const LocalTensor<float>& hi, const LocalTensor<float>& lo,
-                                          const LocalTensor<float>& p, const LocalTensor<float>& e, bool withError,
-                                          uint32_t rows, uint32_t heads)
+                                          TBuf<TPosition::VECCALC>& lo2Buf, const LocalTensor<float>& p,
+                                          const LocalTensor<float>& e, bool withError, uint32_t rows, uint32_t heads)
     {
         const uint32_t w = t_.rowStride;
         const int32_t n = static_cast<int32_t>(w);
@@ -432,12 +470,31 @@ private:
             PipeBarrier<PIPE_V>();
             Add(c, c, b, n);
             PipeBarrier<PIPE_V>();
-            if (withError) {
-                Add(c, c, e[r * w], n);
+            if (!withError) {
+                Add(l, l, c, n);
+                DataCopy(h, s, w);
                 PipeBarrier<PIPE_V>();
+                continue;
             }
-            Add(l, l, c, n);
+            Add(c, c, e[r * w], n);
             DataCopy(h, s, w);
+            PipeBarrier<PIPE_V>();
+            // TwoSum(l, c): s = l + c, b = s - l; c - b and l - (s - b) with s, b, c only.
+            const LocalTensor<float> l2 = lo2Buf.Get<float>()[(r / heads) * w];
+            Add(s, l, c, n);
+            PipeBarrier<PIPE_V>();
+            Sub(b, s, l, n);
+            PipeBarrier<PIPE_V>();
+            Sub(c, c, b, n);
+            PipeBarrier<PIPE_V>();
+            Sub(b, s, b, n);
+            PipeBarrier<PIPE_V>();
+            Sub(b, l, b, n);
+            PipeBarrier<PIPE_V>();
+            Add(b, b, c, n);
+            PipeBarrier<PIPE_V>();
+            Add(l2, l2, b, n);
+            DataCopy(l, s, w);
             PipeBarrier<PIPE_V>();
         }
     }
@@ -483,8 +540,8 @@ private:
                 Mul(xf, xf, dyf, n);
                 Mul(rot, rot, dyf, n);
                 PipeBarrier<PIPE_V>();
-                AccumulateRows(acc1Hi_.Get<float>(), acc1Lo_.Get<float>(), xf, xf, false, rows, heads);
-                AccumulateRows(acc2Hi_.Get<float>(), acc2Lo_.Get<float>(), rot, rot, false, rows, heads);
+                AccumulateRows(acc1Hi_.Get<float>(), acc1Lo_.Get<float>(), acc1Lo2_, xf, xf, false, rows, heads);
+                AccumulateRows(acc2Hi_.Get<float>(), acc2Lo_.Get<float>(), acc2Lo2_, rot, rot, false, rows, heads);
             } else {
                 PipeBarrier<PIPE_V>();
             }
@@ -526,7 +583,7 @@ private:
         Mul(rot, dy, x, n);
         PipeBarrier<PIPE_V>();
         TwoProductError(err, rot, a, b, c, e, work, n);
-        AccumulateRows(acc1Hi_.Get<float>(), acc1Lo_.Get<float>(), rot, err, true, rows, heads);
+        AccumulateRows(acc1Hi_.Get<float>(), acc1Lo_.Get<float>(), acc1Lo2_, rot, err, true, rows, heads);
         // swap(x) = swap(hi) + swap(lo) exactly: x's halves rotated, into x and c.
         Rotate(rot, x, rows);
         PipeBarrier<PIPE_V>();
@@ -537,7 +594,7 @@ private:
         Mul(e, dy, rot, n);
         PipeBarrier<PIPE_V>();
         TwoProductError(err, e, a, b, x, c, work, n);
-        AccumulateRows(acc2Hi_.Get<float>(), acc2Lo_.Get<float>(), e, err, true, rows, heads);
+        AccumulateRows(acc2Hi_.Get<float>(), acc2Lo_.Get<float>(), acc2Lo2_, e, err, true, rows, heads);
         inX_.FreeTensor(x);
     }
 
@@ -753,6 +810,8 @@ private:
     TBuf<TPosition::VECCALC> acc1Lo_;
     TBuf<TPosition::VECCALC> acc2Hi_;  // dr2's, before the sign
     TBuf<TPosition::VECCALC> acc2Lo_;
+    TBuf<TPosition::VECCALC> acc1Lo2_;  // float32: the error of lo's own sum
+    TBuf<TPosition::VECCALC> acc2Lo2_;
     TBuf<TPosition::VECCALC> tableMask_;
     TBuf<TPosition::VECCALC> rowS_;    // TwoSum scratch rows
     TBuf<TPosition::VECCALC> rowB_;

@@ -293,18 +293,20 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
                (compensated ? width / 8 : 0);
     };
     // Per table row: r1/r2 as loaded (`buffers` of each), the rotated r2 row, the float32
-    // copies (16-bit) or hi/lo halves (float32) of r1 and r2t, the interleave sign row, the
-    // dr1/dr2 output rows; with the table gradients the four hi/lo accumulators (float32: and
-    // the two lo2 parts) and a mask bit.
+    // copies (16-bit) or hi/lo halves (float32) of r1 and r2t, the interleave sign row
+    // and, with the table gradients, the dr1/dr2 output rows, the four hi/lo accumulators
+    // (float32: and the two lo2 parts) and a mask bit.
     const auto tableRowBytes = [&](uint64_t buffers) {
         return width * (typeSize * 2 * buffers + 4 + (compensated ? 16 : 8) + (mode == MODE_HALF ? 0 : 4) +
-                        typeSize * 2 + (tableGrads ? 16 + (compensated ? 8 : 0) : 0)) +
+                        (tableGrads ? typeSize * 2 + 16 + (compensated ? 8 : 0) : 0)) +
                (tableGrads ? width / 8 : 0);
     };
     // Fixed per core: the repeat rounding of the float32 dx buffers and masks, the rotated-r2
-    // and accumulator buffers' rounding to whole repeats, three rows of TwoSum scratch.
+    // and accumulator buffers' rounding to whole repeats, three rows of TwoSum scratch; without
+    // the table gradients one row of zeros for dr1/dr2.
     const uint64_t slack = (compensated ? BUFFER_NUM * REPEAT_BYTES + 2 * BLOCK_BYTES : 0) +
-                           (tableGrads ? 5 * REPEAT_BYTES + 2 * BLOCK_BYTES + 3 * width * 4 : REPEAT_BYTES);
+                           (tableGrads ? 5 * REPEAT_BYTES + 2 * BLOCK_BYTES + 3 * width * 4
+                                       : REPEAT_BYTES + width * typeSize);
 
     const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
     const uint64_t positions = l.groups * l.positions;

@@ -121,8 +121,12 @@ public:
         }
         pipe_.InitBuffer(inR1_, t_.tableBuffers, tableElems * sizeof(T));
         pipe_.InitBuffer(inR2_, t_.tableBuffers, tableElems * sizeof(T));
-        pipe_.InitBuffer(outDr1_, 1, tableElems * sizeof(T));
-        pipe_.InitBuffer(outDr2_, 1, tableElems * sizeof(T));
+        if (tableGrads_) {
+            pipe_.InitBuffer(outDr1_, 1, tableElems * sizeof(T));
+            pipe_.InitBuffer(outDr2_, 1, tableElems * sizeof(T));
+        } else {
+            pipe_.InitBuffer(outDr1_, 1, t_.rowStride * sizeof(T));  // one row of zeros
+        }
         pipe_.InitBuffer(tableTmp_, tableRepeats * sizeof(float));
         if constexpr (NEEDS_FP32_COPY) {
             pipe_.InitBuffer(outDx_, t_.tileBuffers, tileElems * sizeof(T));
@@ -369,25 +373,32 @@ private:
     __aicore__ inline void WriteTableGrads(uint32_t p, uint32_t count)
     {
         const uint64_t offset = static_cast<uint64_t>(p) * t_.headDim;
+        if (!tableGrads_) {
+            // One row of zeros, copied to every table row of the block (no UB per table row).
+            LocalTensor<T> z = outDr1_.AllocTensor<T>();
+            Duplicate(z, static_cast<T>(0.0f), static_cast<int32_t>(t_.rowStride));
+            outDr1_.EnQue(z);
+            z = outDr1_.DeQue<T>();
+            for (uint32_t r = 0; r < count; ++r) {
+                DataCopyPad(dr1Gm_[offset + static_cast<uint64_t>(r) * t_.headDim], z, RowParams(1));
+                DataCopyPad(dr2Gm_[offset + static_cast<uint64_t>(r) * t_.headDim], z, RowParams(1));
+            }
+            outDr1_.FreeTensor(z);
+            return;
+        }
         const uint32_t elems = count * t_.rowStride;
         LocalTensor<T> o1 = outDr1_.AllocTensor<T>();
         LocalTensor<T> o2 = outDr2_.AllocTensor<T>();
         PipeBarrier<PIPE_V>();
-        if (tableGrads_) {
-            // dr2 = s * sum(dy * swap(x)): the sign on both halves of the pair (exact).
-            ApplySign(acc2Hi_.Get<float>(), count);
-            ApplySign(acc2Lo_.Get<float>(), count);
-            if constexpr (COMPENSATED) {
-                ApplySign(acc2Lo2_.Get<float>(), count);
-            }
-            PipeBarrier<PIPE_V>();
-            Finish(o1, acc1Hi_.Get<float>(), acc1Lo_.Get<float>(), acc1Lo2_, elems);
-            Finish(o2, acc2Hi_.Get<float>(), acc2Lo_.Get<float>(), acc2Lo2_, elems);
-        } else {
-            const T zero = static_cast<T>(0.0f);
-            Duplicate(o1, zero, static_cast<int32_t>(elems));
-            Duplicate(o2, zero, static_cast<int32_t>(elems));
+        // dr2 = s * sum(dy * swap(x)): the sign on every part of the sum (exact).
+        ApplySign(acc2Hi_.Get<float>(), count);
+        ApplySign(acc2Lo_.Get<float>(), count);
+        if constexpr (COMPENSATED) {
+            ApplySign(acc2Lo2_.Get<float>(), count);
         }
+        PipeBarrier<PIPE_V>();
+        Finish(o1, acc1Hi_.Get<float>(), acc1Lo_.Get<float>(), acc1Lo2_, elems);
+        Finish(o2, acc2Hi_.Get<float>(), acc2Lo_.Get<float>(), acc2Lo2_, elems);
         outDr1_.EnQue(o1);
         outDr2_.EnQue(o2);
         o1 = outDr1_.DeQue<T>();

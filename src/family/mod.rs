@@ -15,6 +15,7 @@ mod layout;
 pub mod paged_cache;
 pub mod permute;
 pub mod rotary;
+pub mod rotary_grad;
 pub mod row_norm;
 pub mod row_norm_grad;
 pub mod shape_rule;
@@ -130,6 +131,7 @@ pub(crate) fn ops(family: Family) -> &'static dyn FamilyOps {
         Family::RowNorm => &row_norm::RowNorm,
         Family::RowNormGrad => &row_norm_grad::RowNormGrad,
         Family::Rotary => &rotary::Rotary,
+        Family::RotaryGrad => &rotary_grad::RotaryGrad,
         Family::Elementwise => &elementwise::Elementwise,
         Family::Permute => &permute::Permute,
         Family::PagedCache => &paged_cache::PagedCache,

@@ -12,6 +12,7 @@
 pub mod activation;
 pub mod kv_layout;
 pub mod rotary;
+pub mod rotary_grad;
 pub mod row_norm;
 
 use std::fmt;

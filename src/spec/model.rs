@@ -14,10 +14,11 @@ pub enum Family {
     PagedCache,
     Dequant,
     RowNormGrad,
+    RotaryGrad,
 }
 
 impl Family {
-    pub const ALL: [Family; 7] = [
+    pub const ALL: [Family; 8] = [
         Family::RowNorm,
         Family::Rotary,
         Family::Elementwise,
@@ -25,6 +26,7 @@ impl Family {
         Family::PagedCache,
         Family::Dequant,
         Family::RowNormGrad,
+        Family::RotaryGrad,
     ];
 
     pub fn name(self) -> &'static str {
@@ -36,6 +38,7 @@ impl Family {
             Family::PagedCache => "paged_cache",
             Family::Dequant => "dequant",
             Family::RowNormGrad => "row_norm_grad",
+            Family::RotaryGrad => "rotary_grad",
         }
     }
 
@@ -174,6 +177,8 @@ pub enum FamilyParams {
     /// The row_norm backward: rms_norm_grad (4 inputs) or add_rms_norm_grad (5, with dx_sum).
     RowNormGrad,
     Rotary,
+    /// The rotary backward: rotary_mul_grad (dy, x, r1, r2; attrs mode, table_grads).
+    RotaryGrad,
     Elementwise(ElementwiseParams),
     /// The KV-layout families (permute, paged_cache, dequant): which operation.
     Layout {

@@ -1,4 +1,4 @@
-// Shared by the cross-core tests (pos_sync_all, r14_*): one 64-float tile GM -> UB -> GM per
+// Shared by the cross-core tests (pos_sync_all, r15_*): one 64-float tile GM -> UB -> GM per
 // call, with the pipes drained around it, so only the cross-core order is in question.
 #ifndef OPGEN_TWIN_TESTS_KERNELS_CROSS_CORE_H
 #define OPGEN_TWIN_TESTS_KERNELS_CROSS_CORE_H

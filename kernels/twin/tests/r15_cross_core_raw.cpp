@@ -1,5 +1,5 @@
 // expect: RAW between cores without SyncAll: GM 'workspace' bytes [16777216, 16777472): written by core 0 (DataCopy at cross_core.h:22), then read by core 1 (DataCopy at cross_core.h:18)
-// Rule 14: core 0 writes its tile of the user workspace and core 1 reads it back in the same
+// Rule 15: core 0 writes its tile of the user workspace and core 1 reads it back in the same
 // phase: without SyncAll between them core 1 may read before core 0's copy-out lands
 // (pos_sync_all.cpp has the barrier).
 #include "kernels/cross_core.h"

@@ -1,6 +1,6 @@
-// expect: WAW between cores without SyncAll: GM 'y' bytes [128, 256): written by core 0 (DataCopy at cross_core.h:22), then written by core 1 (DataCopy at cross_core.h:22)
-// Rule 14: two cores copy out to overlapping bytes of y (core 1's tile starts half a tile into
-// core 0's); which lands last is up to the hardware.
+// expect: WAR between cores without SyncAll: GM 'x' bytes [256, 512): read by core 0 (DataCopy at cross_core.h:18), then written by core 1 (DataCopy at cross_core.h:22)
+// Rule 15: core 0 reads x's second tile, core 1 overwrites it (x used as scratch) in the same
+// phase: core 0 may see the new or the old values.
 #include "kernels/cross_core.h"
 #include "twin_test.h"
 using namespace AscendC;
@@ -14,7 +14,8 @@ extern "C" __global__ __aicore__ void kernel(GM_ADDR x, GM_ADDR y, GM_ADDR works
     GlobalTensor<float> xGm, yGm, ws;
     xGm.SetGlobalBuffer((__gm__ float*)x, 4 * TILE);
     yGm.SetGlobalBuffer((__gm__ float*)y, 4 * TILE);
-    cross_core::copy_tile(q, xGm, core * TILE, yGm, core * (TILE / 2));
+    if (core == 0) cross_core::copy_tile(q, xGm, TILE, yGm, 0);
+    if (core == 1) cross_core::copy_tile(q, yGm, 2 * TILE, xGm, TILE);
 }
 
 int main() {

@@ -1,5 +1,5 @@
 // expect: SyncAll: SyncAll outside a concurrent launch
-// Rule 14: SyncAll in a launch that runs its cores one after another (a begin_core / end_core
+// Rule 15: SyncAll in a launch that runs its cores one after another (a begin_core / end_core
 // loop instead of run_cores): no core could wait for the others.
 #include "kernels/cross_core.h"
 #include "twin_test.h"

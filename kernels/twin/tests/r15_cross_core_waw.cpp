@@ -1,6 +1,6 @@
-// expect: SyncAll without the system workspace: at r14_sync_all_workspace.cpp:18: the launch's workspace has 32 B
-// Rule 14: a kernel that calls SyncAll on a launch whose TilingFunc asked for no system
-// workspace (GetLibApiWorkSpaceSize) in GetWorkspaceSizes.
+// expect: WAW between cores without SyncAll: GM 'y' bytes [128, 256): written by core 0 (DataCopy at cross_core.h:22), then written by core 1 (DataCopy at cross_core.h:22)
+// Rule 15: two cores copy out to overlapping bytes of y (core 1's tile starts half a tile into
+// core 0's); which lands last is up to the hardware.
 #include "kernels/cross_core.h"
 #include "twin_test.h"
 using namespace AscendC;
@@ -14,8 +14,7 @@ extern "C" __global__ __aicore__ void kernel(GM_ADDR x, GM_ADDR y, GM_ADDR works
     GlobalTensor<float> xGm, yGm, ws;
     xGm.SetGlobalBuffer((__gm__ float*)x, 4 * TILE);
     yGm.SetGlobalBuffer((__gm__ float*)y, 4 * TILE);
-    cross_core::copy_tile(q, xGm, core * TILE, yGm, core * TILE);
-    SyncAll();
+    cross_core::copy_tile(q, xGm, core * TILE, yGm, core * (TILE / 2));
 }
 
 int main() {

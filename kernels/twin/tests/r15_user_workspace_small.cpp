@@ -1,6 +1,6 @@
-// expect: WAR between cores without SyncAll: GM 'x' bytes [256, 512): read by core 0 (DataCopy at cross_core.h:18), then written by core 1 (DataCopy at cross_core.h:22)
-// Rule 14: core 0 reads x's second tile, core 1 overwrites it (x used as scratch) in the same
-// phase: core 0 may see the new or the old values.
+// expect: GetUserWorkspace: workspace smaller than the system workspace: the workspace 'workspace' has 1024 B
+// Rule 15: GetUserWorkspace on a workspace without the 16 MiB system part: on the NPU the user
+// pointer lands past the end of the workspace.
 #include "kernels/cross_core.h"
 #include "twin_test.h"
 using namespace AscendC;
@@ -14,14 +14,14 @@ extern "C" __global__ __aicore__ void kernel(GM_ADDR x, GM_ADDR y, GM_ADDR works
     GlobalTensor<float> xGm, yGm, ws;
     xGm.SetGlobalBuffer((__gm__ float*)x, 4 * TILE);
     yGm.SetGlobalBuffer((__gm__ float*)y, 4 * TILE);
-    if (core == 0) cross_core::copy_tile(q, xGm, TILE, yGm, 0);
-    if (core == 1) cross_core::copy_tile(q, yGm, 2 * TILE, xGm, TILE);
+    ws.SetGlobalBuffer((__gm__ float*)GetUserWorkspace(workspace), 4 * TILE);
+    cross_core::copy_tile(q, xGm, core * TILE, ws, core * TILE);
 }
 
 int main() {
     GM_ADDR x = opgen_twin::gm_alloc("x", 4 * TILE * sizeof(float));
     GM_ADDR y = opgen_twin::gm_alloc("y", 4 * TILE * sizeof(float));
-    GM_ADDR ws = opgen_twin::gm_alloc("workspace", 32);
-    twin_test::launch(2, [&] { kernel(x, y, ws); });
+    GM_ADDR ws = opgen_twin::gm_alloc("workspace", 4 * TILE * sizeof(float));
+    twin_test::launch(1, [&] { kernel(x, y, ws); });
     return twin_test::not_stopped();
 }

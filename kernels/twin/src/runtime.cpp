@@ -527,12 +527,13 @@ std::string event_between(int from, int to) {
 }
 
 // Splits the segment containing x so that a segment starts at x (if x is inside one).
-void split_at(Shadow& sh, uint64_t x) {
+template <typename Segment>
+void split_at(std::map<uint64_t, Segment>& sh, uint64_t x) {
     auto it = sh.upper_bound(x);
     if (it == sh.begin()) return;
     --it;
     if (it->first < x && x < it->second.end) {
-        Seg tail = it->second;
+        Segment tail = it->second;
         it->second.end = x;
         sh.emplace(x, tail);
     }
@@ -617,20 +618,9 @@ struct XSeg {
 using XShadow = std::map<uint64_t, XSeg>;
 std::map<const uint8_t*, XShadow> g_xgm;  // per registered GM buffer (by base)
 
-template <typename Seg_>
-void split_seg(std::map<uint64_t, Seg_>& sh, uint64_t x) {
-    auto it = sh.upper_bound(x);
-    if (it == sh.begin()) return;
-    --it;
-    if (it->first < x && x < it->second.end) {
-        Seg_ tail = it->second;
-        it->second.end = x;
-        sh.emplace(x, tail);
-    }
-}
-
 std::string xacc_desc(const XAcc& a) {
-    return "core " + std::to_string(a.core) + " (" + (a.api ? a.api : "?") + " at " + base_name(a.file) + ":" +
+    const std::string who = a.core == -2 ? std::string("several cores (the latest") : "core " + std::to_string(a.core);
+    return who + (a.core == -2 ? ": " : " (") + (a.api ? a.api : "?") + " at " + base_name(a.file) + ":" +
            str(a.line) + ")";
 }
 
@@ -650,8 +640,8 @@ void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b,
     const Acc& cur = g_core->pipes.cur;
     const XAcc now{g_core->idx, g_core->syncs, cur.api, cur.file, cur.line};
     XShadow& sh = g_xgm[base];
-    split_seg(sh, a);
-    split_seg(sh, b);
+    split_at(sh, a);
+    split_at(sh, b);
     const auto where = [&](uint64_t lo, uint64_t hi) {
         return "GM '" + std::string(name) + "' bytes [" + str(lo) + ", " + str(hi) + ")";
     };
@@ -683,6 +673,7 @@ void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b,
         if (g.r.core == -1 || g.r.phase != now.phase || g.r.core == now.core) {
             g.r = now;
         } else {
+            g.r = now;
             g.r.core = -2;  // several readers in this phase: any later write of another core races
         }
         at = g.end;

@@ -71,8 +71,9 @@ fn the_ci_subset_of_mutants_is_killed() {
     // quantisation by truncation (±1 gate), a split-D sum skipping each row's last element
     // (quick sweep without aimed inputs), a skipped write whose expected value is 0 (zero-filled
     // outputs), a work buffer 16 KiB too large (no near-full UB case); and one synchronisation
-    // removal per kind (a SetFlag/WaitFlag pair, a PipeBarrier, a queue hand-off), which the
-    // twin ran in program order before its pipe-ordering checker.
+    // removal per kind (a SetFlag/WaitFlag pair, a PipeBarrier, a queue hand-off, the cross-core
+    // SyncAll), which the twin ran in program order before its pipe-ordering and cross-core
+    // checkers.
     let ids = [
         "rms_norm-cast-trunc",
         "reshape_and_cache_int8-trunc",
@@ -82,6 +83,7 @@ fn the_ci_subset_of_mutants_is_killed() {
         "dequant_int8-scale-sync",
         "rms_norm-square-barrier",
         "reshape_and_cache-queue-bypass",
+        "row_norm_grad-no-sync-all",
     ];
     let report = run_mutants(&MutantsOptions {
         ids: ids.iter().map(|s| s.to_string()).collect(),

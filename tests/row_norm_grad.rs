@@ -90,12 +90,6 @@ fn reference_matches_central_finite_differences_of_the_forward() {
                 g.dgamma[j]
             );
         }
-        // The partials are the rows of each group, and they add up to dgamma.
-        assert_eq!(g.dgamma_partials.len(), PARTIAL_GROUPS * n);
-        for j in 0..n {
-            let total: f64 = (0..PARTIAL_GROUPS).map(|k| g.dgamma_partials[k * n + j]).sum();
-            assert!((total - g.dgamma[j]).abs() <= 1e-12 * (1.0 + total.abs()));
-        }
     }
 }
 
@@ -130,18 +124,11 @@ fn case(spec: &OpSpec, x: &[usize], dist: Distribution, seed: u64) -> Case {
     Case { shapes, dist, seed, attrs: Vec::new() }
 }
 
-fn run_on(spec: &OpSpec, column: usize, soc_name: &str, c: &Case) -> CaseRun {
+fn run_on(spec: &OpSpec, column: usize, soc: &soc::Soc, c: &Case) -> CaseRun {
     let project = render_project(&[spec]).unwrap();
     let runner = build_runner(&project, spec, column, BuildOptions::default()).unwrap();
     let (inputs, attrs) = family::case_inputs(spec, column, c).unwrap();
-    run_case(
-        &runner,
-        spec,
-        soc::find(soc_name).unwrap(),
-        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
-        false,
-    )
-    .unwrap()
+    run_case(&runner, spec, soc, &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, false).unwrap()
 }
 
 /// Every mode (several rows of 128 per pass, whole rows of 2048 in two pieces of float work, split-D
@@ -177,22 +164,60 @@ fn twin_matches_the_reference_in_every_mode_and_dtype() {
     }
 }
 
-/// The same case twice, and on 48 and 40 cores: the same bits (the 48 row groups do not
-/// depend on the core count, and each group's rows are summed in row order on one core).
+/// The same case twice, and on 48, 40 (the A2 parts), 7 and 1 vector cores (the twin's
+/// --vector-cores; 7 leaves cores with no columns in the final sum, 1 runs every group on one
+/// core): the same bits, dx and dgamma. The 48 row groups do not depend on the core count, each
+/// group's rows are summed in row order on one core, and after SyncAll each column adds the 48
+/// partials in group order whichever core takes it.
 #[test]
 fn outputs_are_the_same_bits_on_every_run_and_core_count() {
-    let spec = op("rms_norm_grad");
-    let column = spec.column_for(DType::BFloat16).unwrap();
-    for x in [vec![200usize, 128], vec![100, 3584], vec![3, 16384]] {
-        let c = case(&spec, &x, Distribution::NormalLargeMean, 5);
-        let a = run_on(&spec, column, soc::DEFAULT_SOC, &c);
-        let b = run_on(&spec, column, soc::DEFAULT_SOC, &c);
-        assert_eq!(a.outputs, b.outputs, "{x:?}: two runs differ");
-        let other = "Ascend910B3";
-        let o = run_on(&spec, column, other, &c);
-        assert_ne!(o.report["block_dim"], a.report["block_dim"], "{other} must use another core count");
-        assert_eq!(o.outputs, a.outputs, "{x:?}: {other} differs from {}", soc::DEFAULT_SOC);
+    let base = *soc::find(soc::DEFAULT_SOC).unwrap();
+    for name in ["rms_norm_grad", "add_rms_norm_grad"] {
+        let spec = op(name);
+        for dtype in [DType::BFloat16, DType::Float32] {
+            let column = spec.column_for(dtype).unwrap();
+            for x in [vec![200usize, 128], vec![100, 3584], vec![3, 16384]] {
+                let c = case(&spec, &x, Distribution::NormalLargeMean, 5);
+                let a = run_on(&spec, column, &base, &c);
+                let b = run_on(&spec, column, &base, &c);
+                assert_eq!(a.outputs, b.outputs, "{name} {dtype} {x:?}: two runs differ");
+                assert_eq!(a.report["block_dim"], 48);
+                for cores in [40u32, 7, 1] {
+                    let o = run_on(&spec, column, &soc::Soc { vector_cores: cores, ..base }, &c);
+                    assert_eq!(o.report["block_dim"], u64::from(cores), "{name} {x:?}");
+                    assert_eq!(o.outputs, a.outputs, "{name} {dtype} {x:?}: {cores} cores differ from 48");
+                }
+            }
+        }
     }
+}
+
+/// SyncAll replaced by a barrier of this core's pipes only: the final sum may read partials
+/// other cores have not written yet, and the twin stops the kernel (cross-core RAW on the
+/// workspace). (Deleting the SyncAll outright is caught earlier, by the core's own MTE3 -> MTE2
+/// order on its partials.)
+#[test]
+fn a_kernel_without_sync_all_is_stopped_by_the_twin() {
+    let templates: Vec<(&'static str, String)> = template_sources()
+        .into_iter()
+        .map(|(name, text)| {
+            if name == "kernel/row_norm_grad.cpp.j2" {
+                let broken = text.replace("        SyncAll();\n", "        PipeBarrier<PIPE_ALL>();\n");
+                assert_ne!(broken, text, "the mutation must apply");
+                (name, broken)
+            } else {
+                (name, text)
+            }
+        })
+        .collect();
+    let spec = op("rms_norm_grad");
+    let project = ascend_opgen::codegen::render_project_with(&[&spec], &templates).unwrap();
+    let column = spec.column_for(DType::Float32).unwrap();
+    let runner = build_runner(&project, &spec, column, BuildOptions { sanitize: false }).unwrap();
+    let c = case(&spec, &[200, 128], Distribution::Uniform5, 3);
+    let err = check_case(&spec, column, &runner, soc::find(soc::DEFAULT_SOC).unwrap(), &c)
+        .expect_err("the mutant must be stopped");
+    assert!(err.contains("between cores without SyncAll") && err.contains("GM 'workspace'"), "{err}");
 }
 
 /// Runs the quick bfloat16 sweep of rms_norm_grad with one template edit; returns the failures
@@ -219,7 +244,7 @@ fn verify_mutant(from: &str, to: &str) -> (usize, usize) {
     };
     let report = run_verify(&opts).expect("verify runs");
     let failed = |o: &str| report.rows.iter().filter(|r| r.output == o).map(|r| r.failures).sum();
-    (failed("dx"), failed("dgamma_partials"))
+    (failed("dx"), failed("dgamma"))
 }
 
 #[test]
@@ -266,15 +291,41 @@ fn non_finite_and_outlier_inputs_match_the_reference() {
     }
 }
 
-/// Without the NaN fallback of the partials, an Inf dy·x·rstd term (its TwoSum correction is
-/// Inf − Inf = NaN) turns the expected Inf partial into NaN: the nan_inf case must fail.
+/// dgamma of a [64, 128] float16 case whose dy has one +Inf, at row 0 column 5 (x there set to 1,
+/// rstd > 0): from the math dgamma[5] = +Inf (one +Inf term, the rest finite) and every other
+/// column is finite. The Inf term's TwoSum corrections are Inf - Inf = NaN.
+fn dgamma_with_an_inf_term(templates: &[(&'static str, String)]) -> Vec<f64> {
+    let spec = op("rms_norm_grad");
+    let project = ascend_opgen::codegen::render_project_with(&[&spec], templates).unwrap();
+    let column = spec.column_for(DType::Float16).unwrap();
+    let runner = build_runner(&project, &spec, column, BuildOptions { sanitize: false }).unwrap();
+    let c = case(&spec, &[64, 128], Distribution::Uniform5, 90);
+    let (mut inputs, attrs) = family::case_inputs(&spec, column, &c).unwrap();
+    for (i, v) in [(0usize, f64::INFINITY), (1, 1.0)] {
+        let t = &inputs[i].1;
+        let mut values = t.to_f64();
+        values[5] = v;
+        inputs[i].1 = HostTensor::from_f64(t.dtype, &t.shape.clone(), &values);
+    }
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let run =
+        run_case(&runner, &spec, soc, &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, false)
+            .unwrap();
+    run.outputs.iter().find(|(n, _)| n == "dgamma").unwrap().1.to_f64()
+}
+
+/// The final sum keeps the plain sum where the float-float corrections are NaN: dgamma[5] is
+/// +Inf; without that fallback it is NaN.
 #[test]
-fn a_kernel_without_the_partials_nan_fallback_fails_on_inf_inputs() {
+fn a_kernel_without_the_final_nan_fallback_fails_on_an_inf_term() {
+    let good = dgamma_with_an_inf_term(&template_sources());
+    assert_eq!(good[5], f64::INFINITY, "dgamma[5] of the kernel");
+    assert!(good.iter().enumerate().all(|(j, v)| j == 5 || v.is_finite()), "{good:?}");
     let templates: Vec<(&'static str, String)> = template_sources()
         .into_iter()
         .map(|(name, text)| {
             if name == "kernel/row_norm_grad.cpp.j2" {
-                let broken = text.replace("        KeepUnlessNan(accL, accH, len);\n", "");
+                let broken = text.replace("            KeepUnlessNan(s, h, len);\n", "");
                 assert_ne!(broken, text, "the mutation must apply");
                 (name, broken)
             } else {
@@ -282,12 +333,6 @@ fn a_kernel_without_the_partials_nan_fallback_fails_on_inf_inputs() {
             }
         })
         .collect();
-    let spec = op("rms_norm_grad");
-    let project = ascend_opgen::codegen::render_project_with(&[&spec], &templates).unwrap();
-    let column = spec.column_for(DType::Float16).unwrap();
-    let runner = build_runner(&project, &spec, column, BuildOptions { sanitize: false }).unwrap();
-    let c = case(&spec, &[256, 128], Distribution::NanInf, 90);
-    let err = check_case(&spec, column, &runner, soc::find(soc::DEFAULT_SOC).unwrap(), &c)
-        .expect_err("the mutant must fail");
-    assert!(err.contains("dgamma_partials") && err.contains("NaN/Inf mismatch"), "{err}");
+    let broken = dgamma_with_an_inf_term(&templates);
+    assert!(broken[5].is_nan(), "the mutant must give NaN at the Inf term, got {}", broken[5]);
 }

@@ -32,8 +32,8 @@ name = "dx"
 dtypes = ["float16", "float32"]
 
 [[outputs]]
-name = "dgamma_partials"
-dtypes = ["float32", "float32"]
+name = "dgamma"
+dtypes = ["float16", "float32"]
 "#;
 
 const PATH: &str = "kernels/my_norm_grad.toml";
@@ -76,13 +76,13 @@ fn rstd_must_be_float32_and_the_rest_x_dtype() {
         1,
     );
     assert_error(&text, 20, "inputs[3].dtypes[0]", "x's dtype");
-    // The partials (line 28) in 16-bit.
+    // dgamma (line 28) in float32 for float16 gamma.
     let text = GOOD.replacen(
-        "name = \"dgamma_partials\"\ndtypes = [\"float32\", \"float32\"]",
-        "name = \"dgamma_partials\"\ndtypes = [\"float16\", \"float32\"]",
+        "name = \"dgamma\"\ndtypes = [\"float16\", \"float32\"]",
+        "name = \"dgamma\"\ndtypes = [\"float32\", \"float32\"]",
         1,
     );
-    assert_error(&text, 28, "outputs[1].dtypes[0]", "float32 sums");
+    assert_error(&text, 28, "outputs[1].dtypes[0]", "gamma's dtype");
 }
 
 #[test]

@@ -178,10 +178,9 @@ pub fn add_rms_norm_rounded(
     Ok(AddRmsNormOutputs { y, rstd, rstd_shape, x_sum })
 }
 
-/// The number of dgamma partial rows the grads write (`dgamma_partials` is [PARTIAL_GROUPS,
-/// gamma...]): a fixed count, not the core count, so the output shape follows from the input
-/// shapes alone (InferShape has no platform) and the partials, hence dgamma, are the same bits
-/// on every core count. Group `g` holds rows [start_g, start_g + len_g) with the balanced split
+/// The number of row groups whose dgamma partials the grad kernels sum (in their workspace)
+/// before the final cross-core sum: a fixed count, not the core count, so dgamma is the same
+/// bits on every core count. Group `g` holds rows [start_g, start_g + len_g) with the balanced split
 /// len_g = rows / G + (g < rows % G) (empty groups are zero).
 pub const PARTIAL_GROUPS: usize = 48;
 
@@ -197,9 +196,7 @@ pub fn partial_group(rows: usize, g: usize) -> std::ops::Range<usize> {
 pub struct RmsNormGradOutputs {
     /// x's shape: ∂L/∂x (plus the incoming dx_sum for add_rms_norm_grad); round once.
     pub dx: Vec<f64>,
-    /// [PARTIAL_GROUPS, n]: Σ over the rows of each group of dy·x·rstd (float32 on the device).
-    pub dgamma_partials: Vec<f64>,
-    /// Σ over all rows of dy·x·rstd = the column sums of `dgamma_partials`.
+    /// gamma's shape: Σ over all rows of dy·x·rstd; round once.
     pub dgamma: Vec<f64>,
 }
 
@@ -242,7 +239,7 @@ pub fn rms_norm_grad(
     let (dyv, xv, rv, gv) = (dy.to_f64(), x.to_f64(), rstd.to_f64(), gamma.to_f64());
     let extra = dx_sum.map(|t| t.to_f64());
     let mut dx = Vec::with_capacity(xv.len());
-    let mut per_row = vec![0.0; rows * n];
+    let mut dgamma = vec![0.0; n];
     for (row, &r) in rv.iter().enumerate().take(rows) {
         let at = row * n;
         let (dyr, xr) = (&dyv[at..at + n], &xv[at..at + n]);
@@ -253,22 +250,10 @@ pub fn rms_norm_grad(
                 d += e[at + j];
             }
             dx.push(d);
-            per_row[at + j] = dyr[j] * xr[j] * r;
+            dgamma[j] += dyr[j] * xr[j] * r;
         }
     }
-    let mut dgamma_partials = vec![0.0; PARTIAL_GROUPS * n];
-    for g in 0..PARTIAL_GROUPS {
-        for row in partial_group(rows, g) {
-            for j in 0..n {
-                dgamma_partials[g * n + j] += per_row[row * n + j];
-            }
-        }
-    }
-    let mut dgamma = vec![0.0; n];
-    for (i, v) in dgamma_partials.iter().enumerate() {
-        dgamma[i % n] += v;
-    }
-    Ok(RmsNormGradOutputs { dx, dgamma_partials, dgamma })
+    Ok(RmsNormGradOutputs { dx, dgamma })
 }
 
 #[cfg(test)]

@@ -224,11 +224,8 @@ LaunchOutcome launch_plan(const RunnerArgs& args, const HostPlan& plan) {
     args_gm.push_back(tiling);
 
     reset_counters();
-    for (uint32_t core = 0; core < plan.block_dim; ++core) {
-        begin_core(core, plan.block_dim);
-        opgen_twin_launch(args_gm.data());
-        end_core();
-    }
+    // The cores run concurrently (one at a time, switching at SyncAll: runtime.h run_cores).
+    run_cores(plan.block_dim, [&] { opgen_twin_launch(args_gm.data()); });
     gm_check_guards();
 
     for (size_t i = 0; i < plan.outputs.size(); ++i) {

@@ -4,6 +4,11 @@
 //
 // Build with -ffp-contract=off: nothing here may fuse floating-point operations.
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +48,9 @@ constexpr int kEventIds = 8;
 constexpr int kEventTypes = int(AscendC::HardEvent::MAX);
 constexpr int kMaxPerPosition = 8;
 constexpr int kMaxBuffers = 64;
+// dav_c220 RESERVED_WORKSPACE (CANN 8.1 impl/utils/kernel_utils_constants.h): the system part at
+// the workspace's start; GetUserWorkspace returns the address after it.
+constexpr uint64_t kSysWorkspaceBytes = 16ull * 1024 * 1024;
 
 enum class BufState : uint8_t { Free, Allocated, Enqueued, Dequeued, Fixed, Released };
 
@@ -138,11 +146,16 @@ struct Core {
     bool reserved[kEventTypes][kEventIds] = {};
     Counters* counters = nullptr;
     Pipes pipes;
+    uint32_t syncs = 0;  // SyncAll calls passed (the core's phase, see "cores")
+    kern::Here sync_at{nullptr, 0};  // where it called SyncAll last
 };
 
 SocConfig g_soc;
 std::deque<GmEntry> g_gm;
-Core g_core;
+// The running core. Outside run_cores it is the one sequential slot; inside, the core that holds
+// the baton (run_cores switches it with the baton, so only one thread ever touches it).
+Core g_sequential_core;
+Core* g_core = &g_sequential_core;
 std::map<int64_t, Counters> g_counters;
 uint32_t g_epochs = 0;
 FailHandler g_fail_handler = nullptr;
@@ -187,8 +200,8 @@ int position_slot(uint8_t pos) {
 }
 
 Core& core(const char* api) {
-    if (!g_core.active) fail(api, "called outside a core", "no simulated core is running (begin_core was not called)");
-    return g_core;
+    if (!g_core->active) fail(api, "called outside a core", "no simulated core is running (begin_core was not called)");
+    return *g_core;
 }
 
 std::string que_name(const QueRec& q) {
@@ -201,14 +214,14 @@ std::string que_desc(const QueRec& q) {
 
 std::string buf_name(const BufRec& b) {
     if (b.queue < 0) return std::string(position_name(b.pos)) + " TBuf #" + str(b.ordinal);
-    const QueRec& q = g_core.ques[size_t(b.queue)];
+    const QueRec& q = g_core->ques[size_t(b.queue)];
     return que_name(q) + " buffer " + str(b.index) + "/" + str(uint64_t(q.num));
 }
 
-void poison(uint32_t off, uint64_t bytes) { std::memset(g_core.ub.data() + off, kPoison, bytes); }
+void poison(uint32_t off, uint64_t bytes) { std::memset(g_core->ub.data() + off, kPoison, bytes); }
 
 void note_high_water() {
-    if (g_core.counters != nullptr) g_core.counters->ub_high = std::max(g_core.counters->ub_high, g_core.top);
+    if (g_core->counters != nullptr) g_core->counters->ub_high = std::max(g_core->counters->ub_high, g_core->top);
 }
 
 QueRec& que_of(const kern::Handle& h, const char* api) {
@@ -263,7 +276,7 @@ BufRec& live_buffer(const char* api, const char* role, const kern::TensorRef& t)
 }
 
 void audit_leaks(const char* api) {
-    for (const BufRec& b : g_core.bufs) {
+    for (const BufRec& b : g_core->bufs) {
         if (b.queue < 0) continue;
         if (b.state == BufState::Allocated || b.state == BufState::Dequeued || b.state == BufState::Enqueued) {
             fail(api, "tensor not freed at kernel end",
@@ -274,12 +287,12 @@ void audit_leaks(const char* api) {
 }
 
 void release_all() {
-    for (BufRec& b : g_core.bufs) b.state = BufState::Released;
-    g_core.epoch = ++g_epochs;
-    g_core.top = 0;
-    g_core.per_pos[0] = g_core.per_pos[1] = g_core.per_pos[2] = 0;
-    g_core.total = 0;
-    std::memset(g_core.reserved, 0, sizeof g_core.reserved);
+    for (BufRec& b : g_core->bufs) b.state = BufState::Released;
+    g_core->epoch = ++g_epochs;
+    g_core->top = 0;
+    g_core->per_pos[0] = g_core->per_pos[1] = g_core->per_pos[2] = 0;
+    g_core->total = 0;
+    std::memset(g_core->reserved, 0, sizeof g_core->reserved);
 }
 
 // Bump allocation shared by queues and TBufs; count and capacity are the A2 limits.
@@ -418,7 +431,7 @@ const EventPipes& event_pipes(uint8_t evt) {
     return table[evt];
 }
 
-Pipes& pipes() { return g_core.pipes; }
+Pipes& pipes() { return g_core->pipes; }
 
 // Pipe p's clock as a flag set now would carry it: every instruction p has issued is complete.
 Clock snapshot(int p) {
@@ -484,8 +497,8 @@ std::string acc_desc(int pipe, const Acc& a) {
 
 // Names the UB buffer that holds byte `off` (the newest one, after a TPipe::Reset).
 std::string ub_region(uint64_t off) {
-    for (size_t i = g_core.bufs.size(); i-- > 0;) {
-        const BufRec& b = g_core.bufs[i];
+    for (size_t i = g_core->bufs.size(); i-- > 0;) {
+        const BufRec& b = g_core->bufs[i];
         if (off >= b.ub_off && off < uint64_t(b.ub_off) + b.bytes) return buf_name(b);
     }
     return "unallocated UB";
@@ -514,12 +527,13 @@ std::string event_between(int from, int to) {
 }
 
 // Splits the segment containing x so that a segment starts at x (if x is inside one).
-void split_at(Shadow& sh, uint64_t x) {
+template <typename Segment>
+void split_at(std::map<uint64_t, Segment>& sh, uint64_t x) {
     auto it = sh.upper_bound(x);
     if (it == sh.begin()) return;
     --it;
     if (it->first < x && x < it->second.end) {
-        Seg tail = it->second;
+        Segment tail = it->second;
         it->second.end = x;
         sh.emplace(x, tail);
     }
@@ -572,6 +586,188 @@ void access(Shadow& sh, uint64_t a, uint64_t b, bool write, Describe describe) {
     }
 }
 
+// ---------------------------------------------------------------- cores
+//
+// Concurrent cores (run_cores). On the NPU the cores of a launch run at the same time and share
+// GM; nothing orders one core's GM accesses against another's except a cross-core barrier,
+// SyncAll (dav_c220 SyncAllImpl: PipeBarrier<PIPE_ALL>, then an FFTS cross-core flag every AIV
+// core sets and waits for). The twin runs each core as its own thread but hands a baton from
+// one to the next, so exactly one runs at a time (no data races in the twin itself, the same
+// interleaving on every run): core 0 runs until its first SyncAll (or its end), then core 1, ...;
+// when every core that has not returned waits in its k-th SyncAll, they all go on, again in
+// index order. A core's "phase" is the number of SyncAlls it has passed. Two GM accesses of
+// different cores are ordered only when their phases differ (all of phase k completes before
+// any core passes SyncAll k+1: the barrier drains every pipe first); in the same phase they
+// race when one of them writes. That is what the cross-core shadow below checks, on top of
+// each core's own pipe-level shadow.
+
+// The cross-core history of a GM byte range: its last write and its latest reads (core and
+// phase; reader -2 = several cores read it in that phase).
+struct XAcc {
+    int64_t core = -1;
+    uint32_t phase = 0;
+    const char* api = nullptr;
+    const char* file = nullptr;
+    uint32_t line = 0;
+};
+struct XSeg {
+    uint64_t end = 0;
+    XAcc w;
+    XAcc r;
+};
+using XShadow = std::map<uint64_t, XSeg>;
+std::map<const uint8_t*, XShadow> g_xgm;  // per registered GM buffer (by base)
+
+std::string xacc_desc(const XAcc& a) {
+    const std::string who = a.core == -2 ? std::string("several cores (the latest") : "core " + std::to_string(a.core);
+    return who + (a.core == -2 ? ": " : " (") + (a.api ? a.api : "?") + " at " + base_name(a.file) + ":" +
+           str(a.line) + ")";
+}
+
+[[noreturn]] void cross_race(const char* kind, const XAcc& prior, bool prior_write, const XAcc& now, bool write,
+                             const std::string& where) {
+    const std::string rule = std::string(kind) + " between cores without SyncAll";
+    // twin rule: "RAW between cores without SyncAll" "WAR between cores without SyncAll" "WAW between cores without SyncAll"
+    fail(now.api ? now.api : "?", rule.c_str(),
+         where + ": " + (prior_write ? "written" : "read") + " by " + xacc_desc(prior) + ", then " +
+             (write ? "written" : "read") + " by " + xacc_desc(now) + " in the same SyncAll phase (" +
+             str(now.phase) + " SyncAll calls passed): the cores run concurrently and nothing orders them " +
+             "(needs SyncAll between the two, or disjoint bytes)");
+}
+
+void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b, bool write) {
+    if (a >= b) return;
+    const Acc& cur = g_core->pipes.cur;
+    const XAcc now{g_core->idx, g_core->syncs, cur.api, cur.file, cur.line};
+    XShadow& sh = g_xgm[base];
+    split_at(sh, a);
+    split_at(sh, b);
+    const auto where = [&](uint64_t lo, uint64_t hi) {
+        return "GM '" + std::string(name) + "' bytes [" + str(lo) + ", " + str(hi) + ")";
+    };
+    const auto other = [&](const XAcc& p) { return p.core != -1 && p.core != now.core && p.phase == now.phase; };
+    for (auto it = sh.lower_bound(a); it != sh.end() && it->first < b; ++it) {
+        const XSeg& g = it->second;
+        const uint64_t lo = std::max(a, it->first), hi = std::min(b, g.end);
+        if (write && other(g.r)) cross_race("WAR", g.r, false, now, true, where(lo, hi));
+        if (other(g.w)) cross_race(write ? "WAW" : "RAW", g.w, true, now, write, where(lo, hi));
+    }
+    if (write) {
+        sh.erase(sh.lower_bound(a), sh.lower_bound(b));
+        XSeg g;
+        g.end = b;
+        g.w = now;
+        sh.emplace(a, g);
+        return;
+    }
+    uint64_t at = a;
+    auto it = sh.lower_bound(a);
+    while (at < b) {
+        if (it == sh.end() || it->first > at) {
+            const uint64_t end = (it == sh.end() || it->first >= b) ? b : it->first;
+            XSeg g;
+            g.end = end;
+            it = sh.emplace_hint(it, at, g);
+        }
+        XSeg& g = it->second;
+        if (g.r.core == -1 || g.r.phase != now.phase || g.r.core == now.core) {
+            g.r = now;
+        } else {
+            g.r = now;
+            g.r.core = -2;  // several readers in this phase: any later write of another core races
+        }
+        at = g.end;
+        ++it;
+    }
+}
+
+// The baton. Leaked on purpose: a core thread that fail()s calls std::exit while the others
+// wait on it, and destroying a condition variable that threads wait on is undefined.
+enum class CoreState : uint8_t { NotStarted, Running, Waiting, Finished };
+struct Baton {
+    std::mutex m;
+    std::condition_variable cv;
+    int64_t turn = -1;  // the core that may run; -1: the launching thread
+    uint32_t level = 0;  // SyncAll calls every core may pass now
+    std::vector<CoreState> state;
+    std::vector<std::unique_ptr<Core>> cores;
+    std::exception_ptr error;
+    uint64_t gen = 0;  // launch number: threads of an abandoned launch never take a later baton
+    bool active = false;
+};
+Baton& baton() {
+    static Baton* b = new Baton;
+    return *b;
+}
+
+// Picks who runs next (with the baton's lock held, by the thread giving the baton up): the
+// lowest core that can run; when every live core waits in SyncAll level+1, the barrier opens.
+int64_t next_turn(Baton& b) {
+    for (;;) {
+        const int64_t n = int64_t(b.state.size());
+        for (int64_t i = 0; i < n; ++i) {
+            const CoreState s = b.state[size_t(i)];
+            if (s == CoreState::NotStarted || (s == CoreState::Waiting && b.cores[size_t(i)]->syncs <= b.level)) return i;
+        }
+        int64_t waiting = -1;
+        for (int64_t i = 0; i < n && waiting < 0; ++i) {
+            if (b.state[size_t(i)] == CoreState::Waiting) waiting = i;
+        }
+        if (waiting < 0) return -1;  // every core returned
+        for (int64_t i = 0; i < n; ++i) {
+            const Core& c = *b.cores[size_t(i)];
+            if (b.state[size_t(i)] == CoreState::Finished && c.syncs <= b.level) {
+                // The barrier never opens on the NPU: the returned core never arrives.
+                fail("SyncAll", "SyncAll count differs between cores",
+                     "core " + std::to_string(waiting) + " waits in SyncAll #" + str(b.level + 1) + " (at " +
+                         base_name(b.cores[size_t(waiting)]->sync_at.file) + ":" +
+                         str(b.cores[size_t(waiting)]->sync_at.line) + ") but core " +
+                         std::to_string(i) + " returned after " + count_of(c.syncs, "SyncAll call") +
+                         " (every core of the launch must call SyncAll equally often; the NPU hangs)");
+            }
+        }
+        ++b.level;
+    }
+}
+
+// The calling core (now in state `now`) hands the baton on, and unless it has finished waits
+// until the baton comes back to it.
+void pass_baton(int64_t me, CoreState now) {
+    Baton& b = baton();
+    std::unique_lock<std::mutex> lock(b.m);
+    b.state[size_t(me)] = now;
+    b.turn = next_turn(b);
+    b.cv.notify_all();
+    if (now == CoreState::Finished) return;
+    const uint64_t gen = b.gen;
+    b.cv.wait(lock, [&] { return b.gen == gen && b.turn == me; });
+    b.state[size_t(me)] = CoreState::Running;
+    g_core = b.cores[size_t(me)].get();
+    block_idx = g_core->idx;
+}
+
+// One simulated core's thread: waits for the baton, runs the kernel, hands the baton on. A
+// failure that throws (a fail handler) ends the launch: the launching thread gets it back.
+void core_main(int64_t me, int64_t num, uint64_t gen, const std::function<void()>* kernel) {
+    Baton& b = baton();
+    {
+        std::unique_lock<std::mutex> lock(b.m);
+        b.cv.wait(lock, [&] { return b.gen == gen && b.turn == me; });
+        b.state[size_t(me)] = CoreState::Running;
+        g_core = b.cores[size_t(me)].get();
+    }
+    try {
+        begin_core(me, num);
+        (*kernel)();
+        end_core();
+        pass_baton(me, CoreState::Finished);
+    } catch (...) {
+        std::unique_lock<std::mutex> lock(b.m);
+        b.error = std::current_exception();
+        b.turn = -1;
+        b.cv.notify_all();
+    }
+}
 
 }  // namespace
 
@@ -579,11 +775,11 @@ void access(Shadow& sh, uint64_t a, uint64_t b, bool write, Describe describe) {
 
 void fail(const char* api, const char* rule, const std::string& detail) {
     if (g_fail_handler != nullptr) {
-        const std::string where = g_core.active ? "core " + std::to_string(g_core.idx) : std::string("host");
+        const std::string where = g_core->active ? "core " + std::to_string(g_core->idx) : std::string("host");
         g_fail_handler(where + ": " + api + ": " + rule + ": " + detail);
     }
-    if (g_core.active) {
-        std::fprintf(stderr, "opgen-twin: core %" PRId64 ": %s: %s: %s\n", g_core.idx, api, rule, detail.c_str());
+    if (g_core->active) {
+        std::fprintf(stderr, "opgen-twin: core %" PRId64 ": %s: %s: %s\n", g_core->idx, api, rule, detail.c_str());
     } else {
         std::fprintf(stderr, "opgen-twin: host: %s: %s: %s\n", api, rule, detail.c_str());
     }
@@ -595,10 +791,47 @@ void fail(const char* api, const char* rule, const std::string& detail) {
 void set_fail_handler(FailHandler handler) { g_fail_handler = handler; }
 
 void abandon_launch() {
-    g_core.active = false;
-    g_core.pipe = nullptr;
-    g_core.counters = nullptr;
+    g_core->active = false;
+    g_core->pipe = nullptr;
+    g_core->counters = nullptr;
+    g_core = &g_sequential_core;
     g_gm.clear();
+    g_xgm.clear();
+}
+
+void run_cores(int64_t block_num, const std::function<void()>& kernel) {
+    Baton& b = baton();
+    g_xgm.clear();
+    std::vector<std::thread> threads;
+    uint64_t gen = 0;
+    {
+        std::unique_lock<std::mutex> lock(b.m);
+        gen = ++b.gen;
+        b.state.assign(size_t(block_num), CoreState::NotStarted);
+        b.cores.clear();
+        for (int64_t i = 0; i < block_num; ++i) b.cores.push_back(std::make_unique<Core>());
+        b.level = 0;
+        b.error = nullptr;
+        b.active = true;
+    }
+    for (int64_t i = 0; i < block_num; ++i) threads.emplace_back(core_main, i, block_num, gen, &kernel);
+    std::exception_ptr error;
+    {
+        std::unique_lock<std::mutex> lock(b.m);
+        b.turn = next_turn(b);
+        b.cv.notify_all();
+        b.cv.wait(lock, [&] { return b.turn == -1; });
+        error = b.error;
+        b.active = false;
+    }
+    if (error) {
+        // The other cores wait for a baton that never comes (their gen is over); the failed
+        // core stays current until abandon_launch, as it would after a sequential launch.
+        for (std::thread& t : threads) t.detach();
+        std::rethrow_exception(error);
+    }
+    for (std::thread& t : threads) t.join();
+    g_core = &g_sequential_core;
 }
 
 void set_soc(const SocConfig& soc) { g_soc = soc; }
@@ -641,7 +874,10 @@ void gm_check_guards() {
     }
 }
 
-void gm_free_all() { g_gm.clear(); }
+void gm_free_all() {
+    g_gm.clear();
+    g_xgm.clear();
+}
 
 const GmBuffer* gm_find(const void* addr, size_t bytes) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
@@ -653,22 +889,23 @@ const GmBuffer* gm_find(const void* addr, size_t bytes) {
 }
 
 void begin_core(int64_t idx, int64_t num) {
-    if (g_core.active) fail("begin_core", "core already running", "end_core was not called for core " + str(g_core.idx));
-    g_core.active = true;
-    g_core.idx = idx;
-    g_core.ub.assign(g_soc.ub_bytes, kPoison);
-    g_core.bufs.clear();
-    g_core.ques.clear();
-    g_core.pipe = nullptr;
-    g_core.next_que = 0;
-    g_core.next_tbuf = 0;
-    std::memset(g_core.flags, 0, sizeof g_core.flags);
-    // Cores run one after another here; each starts with no pipe history (cross-core GM races
-    // are not this model's business).
-    g_core.pipes = Pipes{};
+    if (g_core->active) fail("begin_core", "core already running", "end_core was not called for core " + str(g_core->idx));
+    g_core->active = true;
+    g_core->idx = idx;
+    g_core->ub.assign(g_soc.ub_bytes, kPoison);
+    g_core->bufs.clear();
+    g_core->ques.clear();
+    g_core->pipe = nullptr;
+    g_core->next_que = 0;
+    g_core->next_tbuf = 0;
+    std::memset(g_core->flags, 0, sizeof g_core->flags);
+    // Each core starts with no pipe history; the cross-core shadow (see "cores") orders its GM
+    // accesses against the other cores'.
+    g_core->pipes = Pipes{};
+    g_core->syncs = 0;
     Counters& c = g_counters[idx];
     c = Counters{};
-    g_core.counters = &c;
+    g_core->counters = &c;
     release_all();
     block_idx = idx;
     block_num = num;
@@ -678,12 +915,12 @@ void end_core() {
     core("end_core");
     audit_leaks("end_core");
     gm_check_guards();
-    g_core.active = false;
-    g_core.pipe = nullptr;
-    g_core.counters = nullptr;
+    g_core->active = false;
+    g_core->pipe = nullptr;
+    g_core->counters = nullptr;
 }
 
-int64_t current_core() { return g_core.active ? g_core.idx : -1; }
+int64_t current_core() { return g_core->active ? g_core->idx : -1; }
 
 void write_counters_json(FILE* out) {
     std::fputs("{\"cores\":[", out);
@@ -727,7 +964,7 @@ void write_counters_json(FILE* out) {
 
 void reset_counters() {
     g_counters.clear();
-    if (g_core.active) g_core.counters = &g_counters[g_core.idx];
+    if (g_core->active) g_core->counters = &g_counters[g_core->idx];
 }
 
 const char* dtype_name(DType t) {
@@ -769,7 +1006,7 @@ void pipe_open(const void* pipe) {
 }
 
 void pipe_close(const void* pipe) {
-    if (g_core.active && g_core.pipe == pipe) g_core.pipe = nullptr;
+    if (g_core->active && g_core->pipe == pipe) g_core->pipe = nullptr;
 }
 
 void* pipe_current() {
@@ -837,7 +1074,7 @@ TensorRef que_alloc(const Handle& que) {
     QueRec& q = que_of(que, api);
     for (int32_t k = 0; k < q.num; ++k) {
         const int32_t i = (q.cursor + k) % q.num;
-        BufRec& b = g_core.bufs[size_t(q.first + i)];
+        BufRec& b = g_core->bufs[size_t(q.first + i)];
         if (b.state != BufState::Free) continue;
         q.cursor = (i + 1) % q.num;
         b.state = BufState::Allocated;
@@ -859,7 +1096,7 @@ void que_enque(const Handle& que, const TensorRef& t) {
         fail(api, "EnQue of a tensor not allocated from this queue",
              tensor_desc(t) + " was not produced by AllocTensor of " + que_desc(q));
     }
-    BufRec& b = g_core.bufs[size_t(t.buf)];
+    BufRec& b = g_core->bufs[size_t(t.buf)];
     if (b.state != BufState::Allocated || b.gen != t.gen) {
         fail(api, "EnQue of a tensor not allocated from this queue",
              tensor_desc(t) + " is " + (b.gen != t.gen ? "a stale view of an earlier allocation" : state_name(b.state)) +
@@ -884,7 +1121,7 @@ TensorRef que_deque(const Handle& que) {
     }
     const int32_t id = q.fifo.front();
     q.fifo.pop_front();
-    BufRec& b = g_core.bufs[size_t(id)];
+    BufRec& b = g_core->bufs[size_t(id)];
     b.state = BufState::Dequeued;
     flag_pair(q.enq_evt, b.enq_snap);
     ++counters().handoffs;
@@ -898,7 +1135,7 @@ void que_free(const Handle& que, const TensorRef& t) {
         fail(api, "FreeTensor of a tensor not allocated from this queue",
              tensor_desc(t) + " does not belong to " + que_desc(q));
     }
-    BufRec& b = g_core.bufs[size_t(t.buf)];
+    BufRec& b = g_core->bufs[size_t(t.buf)];
     if (b.state == BufState::Free || b.gen != t.gen) {
         fail(api, "double FreeTensor",
              tensor_desc(t) + ": this allocation was already freed" +
@@ -926,7 +1163,7 @@ TensorRef tbuf_get(const Handle& buf, const char* api, uint64_t offset_bytes, ui
         fail(api, "Get beyond the TBuf size",
              buf_name(b) + ": bytes [" + str(offset_bytes) + ", " + str(offset_bytes + bytes) + ") of " + str(b.bytes));
     }
-    return TensorRef{int32_t(&b - g_core.bufs.data()), b.gen, uint32_t(b.ub_off + offset_bytes), uint32_t(bytes)};
+    return TensorRef{int32_t(&b - g_core->bufs.data()), b.gen, uint32_t(b.ub_off + offset_bytes), uint32_t(bytes)};
 }
 
 // ---------------------------------------------------------------- pipes (kernel side)
@@ -939,7 +1176,7 @@ Call::Call(const char* api, Pipe pipe, const Here& here) {
 }
 
 Call::~Call() {
-    if (g_core.active && g_core.pipes.depth > 0) --g_core.pipes.depth;
+    if (g_core->active && g_core->pipes.depth > 0) --g_core->pipes.depth;
 }
 
 void call_on(Pipe pipe) {
@@ -982,6 +1219,7 @@ void track_gm(const void* addr, uint64_t bytes, bool write) {
     access(ps.gm[g->base], off, off + bytes, write, [name](uint64_t a, uint64_t b) {
         return "GM '" + std::string(name) + "' bytes [" + str(a) + ", " + str(b) + ")";
     });
+    cross_access(g->base, name, off, off + bytes, write);
 }
 
 // dav_c220: TOTAL_VEC_LOCAL_SIZE = TMP_UB_OFFSET = 184 KiB (CANN 8.1 impl/utils/
@@ -1006,13 +1244,61 @@ void api_scratch(const char* api, uint64_t bytes) {
     poison(uint32_t(a), bytes);
 }
 
+// ---------------------------------------------------------------- SyncAll and the workspace
+
+namespace {
+const GmBuffer* launch_workspace() {
+    for (const GmEntry& e : g_gm) {
+        if (e.name == "workspace") return &e.view;
+    }
+    return nullptr;
+}
+}  // namespace
+
+void sync_all(const Here& here) {
+    Core& c = core("SyncAll");
+    Baton& b = baton();
+    if (!b.active || g_core == &g_sequential_core) {
+        fail("SyncAll", "SyncAll outside a concurrent launch",
+             "the cores of this launch run one after another (begin_core / end_core), so none can wait for "
+             "the others; launch the kernel with run_cores");
+    }
+    const GmBuffer* ws = launch_workspace();
+    if (ws == nullptr || ws->bytes < kSysWorkspaceBytes) {
+        fail("SyncAll", "SyncAll without the system workspace",
+             std::string("at ") + base_name(here.file) + ":" + str(here.line) + ": the launch's workspace has " +
+                 (ws ? str(ws->bytes) + " B" : std::string("no buffer")) + "; the TilingFunc must reserve " +
+                 "PlatformAscendC::GetLibApiWorkSpaceSize() (" + str(kSysWorkspaceBytes) +
+                 " B on A2/A3) in GetWorkspaceSizes(1)[0] besides its own bytes");
+    }
+    // dav_c220 SyncAllImpl starts with PipeBarrier<PIPE_ALL>: every pipe of this core drains.
+    barrier(PIPE_ALL);
+    ++c.syncs;
+    c.sync_at = here;
+    pass_baton(c.idx, CoreState::Waiting);
+}
+
+uint8_t* user_workspace(uint8_t* workspace) {
+    core("GetUserWorkspace");
+    const GmBuffer* g = gm_find(workspace, 0);
+    if (g == nullptr || g->base != workspace || g->bytes < kSysWorkspaceBytes) {
+        fail("GetUserWorkspace", "workspace smaller than the system workspace",
+             std::string("the workspace ") + (g ? "'" + std::string(g->name) + "' has " + str(g->bytes) + " B" :
+                                                  std::string("is no registered GM buffer")) +
+                 "; on the NPU the user's part starts " + str(kSysWorkspaceBytes) +
+                 " B in (dav_c220 RESERVED_WORKSPACE), so the TilingFunc must add " +
+                 "GetLibApiWorkSpaceSize() to the bytes it asks for");
+    }
+    return workspace + kSysWorkspaceBytes;
+}
+
 // ---------------------------------------------------------------- checks
 
 uint8_t* ub_base() { return core("LocalTensor").ub.data(); }
 
 std::string tensor_desc(const TensorRef& t) {
-    if (!g_core.active || t.buf < 0 || size_t(t.buf) >= g_core.bufs.size()) return "an unbacked LocalTensor";
-    const BufRec& b = g_core.bufs[size_t(t.buf)];
+    if (!g_core->active || t.buf < 0 || size_t(t.buf) >= g_core->bufs.size()) return "an unbacked LocalTensor";
+    const BufRec& b = g_core->bufs[size_t(t.buf)];
     std::string s = buf_name(b) + " [UB " + hex(b.ub_off) + ", " + str(b.bytes) + " B]";
     if (t.off != b.ub_off) s += " at +" + str(t.off - b.ub_off) + " B";
     return s;
@@ -1033,7 +1319,7 @@ uint8_t* ub_operand(const char* api, const char* role, const TensorRef& t, uint6
                  str(limit) + " B");
     }
     if (track && bytes > 0) track_ub(t.off, bytes, std::strncmp(role, "dst", 3) == 0);
-    return g_core.ub.data() + t.off;
+    return g_core->ub.data() + t.off;
 }
 
 void check_overlap(const char* api, const char* role_a, const TensorRef& a, uint64_t bytes_a, const char* role_b,
@@ -1095,7 +1381,7 @@ uint8_t* ub_element(const char* api, const TensorRef& t, uint64_t index, uint32_
     }
     count_scalar_ub();
     track_ub(t.off + index * elem_size, elem_size, write);
-    return g_core.ub.data() + t.off + index * elem_size;
+    return g_core->ub.data() + t.off + index * elem_size;
 }
 
 void check_resize(const char* api, const TensorRef& t, uint64_t bytes) {
@@ -1106,8 +1392,8 @@ void check_resize(const char* api, const TensorRef& t, uint64_t bytes) {
 }
 
 int32_t buffer_position(const TensorRef& t) {
-    if (!g_core.active || t.buf < 0 || size_t(t.buf) >= g_core.bufs.size()) return -1;
-    return g_core.bufs[size_t(t.buf)].pos;
+    if (!g_core->active || t.buf < 0 || size_t(t.buf) >= g_core->bufs.size()) return -1;
+    return g_core->bufs[size_t(t.buf)].pos;
 }
 
 // ---------------------------------------------------------------- events
@@ -1120,7 +1406,7 @@ void event_set(uint8_t evt, int32_t id) {
              event_desc(evt, id) + " is already set (each SetFlag needs its WaitFlag before the next SetFlag)");
     }
     flag = true;
-    g_core.pipes.flag_snap[evt][id] = flag_carries(evt);
+    g_core->pipes.flag_snap[evt][id] = flag_carries(evt);
 }
 
 void event_wait(uint8_t evt, int32_t id) {
@@ -1131,7 +1417,7 @@ void event_wait(uint8_t evt, int32_t id) {
              event_desc(evt, id) + " was not set (the NPU would wait forever)");
     }
     flag = false;
-    flag_pair(evt, g_core.pipes.flag_snap[evt][id]);
+    flag_pair(evt, g_core->pipes.flag_snap[evt][id]);
     ++counters().flag_waits[kEventNames[evt]];
 }
 
@@ -1146,7 +1432,7 @@ int8_t event_fetch(uint8_t evt) {
 
 int8_t event_alloc(uint8_t evt) {
     const int8_t id = event_fetch(evt);
-    g_core.reserved[evt][id] = true;
+    g_core->reserved[evt][id] = true;
     return id;
 }
 
@@ -1158,7 +1444,7 @@ void event_release(uint8_t evt, int32_t id) {
 void barrier(int pipe) {
     if (pipe == PIPE_S) fail("PipeBarrier", "PipeBarrier<PIPE_S> is not allowed", "the scalar pipe has no barrier");
     ++counters().barriers;
-    Pipes& ps = g_core.pipes;
+    Pipes& ps = g_core->pipes;
     if (pipe == PIPE_ALL) {
         // Every pipe drains and the scalar unit waits for it: everything is ordered before.
         Clock all;
@@ -1205,9 +1491,9 @@ void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst) {
     c.gm_read[gm_name] += bytes;
     ++c.read_transfers[gm_name];
     note_transfer_size(bytes, c.transfer_in_min, c.transfer_in_max);
-    const BufRec& b = g_core.bufs[size_t(dst.buf)];
+    const BufRec& b = g_core->bufs[size_t(dst.buf)];
     if (b.queue < 0) return;
-    QueRec& q = g_core.ques[size_t(b.queue)];
+    QueRec& q = g_core->ques[size_t(b.queue)];
     // A tile may be filled by several copies (a transpose gathers strided runs): a copy into the
     // allocation the queue's previous copy-in filled continues that tile's fill. It is issued
     // right behind the tile's first copy, so it waits for nothing the first one did not.

@@ -1,5 +1,5 @@
 // Shared scaffolding of the twin's test programs: launches a kernel on simulated cores the way
-// the runner does (begin_core / kernel / end_core, then the GM guard check). A negative test that
+// the runner does (run_cores: begin_core / kernel / end_core per core, then the GM guard check). A negative test that
 // gets past its launch has not been stopped by the twin, so it exits 1.
 #ifndef OPGEN_TWIN_TESTS_TWIN_TEST_H
 #define OPGEN_TWIN_TESTS_TWIN_TEST_H
@@ -13,11 +13,7 @@ namespace twin_test {
 
 template <typename Kernel>
 void launch(int cores, Kernel kernel) {
-    for (int core = 0; core < cores; ++core) {
-        opgen_twin::begin_core(core, cores);
-        kernel();
-        opgen_twin::end_core();
-    }
+    opgen_twin::run_cores(cores, kernel);
     opgen_twin::gm_check_guards();
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 namespace opgen_twin {
@@ -71,6 +72,15 @@ void begin_core(int64_t block_idx, int64_t block_num);
 // that no queue still holds an EnQue'd tensor (a leak would hang the next launch on the NPU).
 void end_core();
 int64_t current_core();  // -1 outside a core
+// Runs `kernel` on block_num simulated cores that may order their GM accesses with SyncAll:
+// each core is its own thread (begin_core / kernel / end_core), but a baton lets one run at a
+// time, deterministically: core 0 runs until its first SyncAll or its end, then core 1, ...;
+// when every live core waits in its k-th SyncAll they all go on in index order. GM accesses of
+// two cores between the same SyncAlls race unless both only read ("... between cores without
+// SyncAll"); a core that returns while others wait in a SyncAll is "SyncAll count differs
+// between cores". A kernel without SyncAll runs exactly as in a begin_core / end_core loop.
+// A failure that throws (set_fail_handler) is rethrown here; then call abandon_launch().
+void run_cores(int64_t block_num, const std::function<void()>& kernel);
 
 // ---- counters ----
 // Writes the counters of every core of the last launch as one JSON object:

@@ -24,8 +24,8 @@ const uint32_t INPUT_RSTD = 2;
 const uint32_t INPUT_GAMMA = 3;
 const uint32_t INPUT_DX_SUM = 4;
 const size_t MAX_RANK = 8;
-// dgamma partial rows: a fixed count (not the core count), so InferShape needs no platform and
-// the partials are the same bits on every core count.
+// dgamma partial rows (in the workspace): a fixed count, not the core count, so dgamma is the
+// same bits on every core count.
 const int64_t PARTIAL_GROUPS = 48;
 
 // x is [rows..., cols...] where gamma's shape equals the trailing dims of x.
@@ -99,9 +99,9 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
     const gert::Shape* gamma = context->GetInputShape(INPUT_GAMMA);
     const gert::Shape* dxSum = context->GetInputShape(INPUT_DX_SUM);
     gert::Shape* dx = context->GetOutputShape(0);
-    gert::Shape* partials = context->GetOutputShape(1);
+    gert::Shape* dgamma = context->GetOutputShape(1);
     if (dy == nullptr || x == nullptr || rstd == nullptr || gamma == nullptr || dx == nullptr ||
-        partials == nullptr || dxSum == nullptr) {
+        dgamma == nullptr || dxSum == nullptr) {
         OPGEN_REJECT("InferShape: missing input or output shape");
     }
     uint64_t rows = 0;
@@ -111,19 +111,14 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
         return ge::GRAPH_FAILED;
     }
     *dx = *x;
-    // [PARTIAL_GROUPS, gamma...]: one float32 partial dgamma per fixed group of rows.
-    partials->SetDimNum(gamma->GetDimNum() + 1);
-    partials->SetDim(0, PARTIAL_GROUPS);
-    for (size_t i = 0; i < gamma->GetDimNum(); ++i) {
-        partials->SetDim(i + 1, gamma->GetDim(i));
-    }
+    *dgamma = *gamma;
     return GRAPH_SUCCESS;
 }
 
 static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 {
     context->SetOutputDataType(0, context->GetInputDataType(INPUT_X));
-    context->SetOutputDataType(1, ge::DT_FLOAT);
+    context->SetOutputDataType(1, context->GetInputDataType(INPUT_GAMMA));
     return GRAPH_SUCCESS;
 }
 }  // namespace ge
@@ -138,6 +133,9 @@ const uint32_t CHUNK_ALIGN = 64;          // split-D chunk, in elements: 32-byte
 const uint32_t MODE_WHOLE_ROW = 0;
 const uint32_t MODE_MULTI_ROW = 1;
 const uint32_t MODE_SPLIT_D = 2;
+// The final dgamma sum: columns per UB pass at most (2 x 2 partial rows in, 2 out, 6 float work
+// rows: about 50 bytes per column, 100 KiB).
+const uint64_t FINAL_MAX_PIECE = 2048;
 // Row-sized T streams through the queues: dy, x, dx_sum in, dx out.
 const uint32_t STREAMS = 4;
 
@@ -252,6 +250,9 @@ dxSumShape == nullptr || context->GetInputDesc(INPUT_X) == nullptr) {
     const uint64_t groupFactor = groups / blockDim;
     const uint64_t groupRemainder = groups % blockDim;
     const uint64_t maxGroupRows = rows / groups + (rows % groups > 0 ? 1 : 0);
+    // After SyncAll the cores split gamma's columns for the final sum, whole 64-column blocks each.
+    const uint64_t finalCols = AlignUp((cols + blockDim - 1) / blockDim, CHUNK_ALIGN);
+    const uint64_t finalFactor = MinU64(finalCols, FINAL_MAX_PIECE);
 
     Plan plan;
     if (!PlanRows(budget, cols, colAlign, typeSize, maxGroupRows, &plan) && !PlanSplitD(budget, cols, typeSize, &plan)) {
@@ -269,6 +270,8 @@ dxSumShape == nullptr || context->GetInputDesc(INPUT_X) == nullptr) {
     tiling.set_rowFactor(static_cast<uint32_t>(plan.rowFactor));
     tiling.set_colFactor(static_cast<uint32_t>(plan.colFactor));
     tiling.set_workFactor(static_cast<uint32_t>(plan.workFactor));
+    tiling.set_finalCols(static_cast<uint32_t>(finalCols));
+    tiling.set_finalFactor(static_cast<uint32_t>(finalFactor));
     tiling.set_avgFactor(1.0f / static_cast<float>(cols));
     if (tiling.GetDataSize() > context->GetRawTilingData()->GetCapacity()) {
         OPGEN_REJECT("tiling data of %zu bytes does not fit the tiling buffer", tiling.GetDataSize());
@@ -276,8 +279,9 @@ dxSumShape == nullptr || context->GetInputDesc(INPUT_X) == nullptr) {
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     context->SetBlockDim(static_cast<uint32_t>(blockDim));
+    // The system workspace (SyncAll and the API's own use) and then the partials' hi and lo rows.
     size_t* workspace = context->GetWorkspaceSizes(1);
-    workspace[0] = 0;
+    workspace[0] = static_cast<size_t>(platform.GetLibApiWorkSpaceSize()) + groups * 2 * cols * sizeof(float);
     return ge::GRAPH_SUCCESS;
 }
 }  // namespace optiling
@@ -318,9 +322,9 @@ public:
             .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
             .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
-        this->Output("dgamma_partials")
+        this->Output("dgamma")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
+            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
             .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);

@@ -11,7 +11,7 @@
 //
 // A call: the shape rule of opgen_torch.h, then the op's own InferShape/InferDataType/TilingFunc
 // (a refusal is a RuntimeError with the op_host's message, the same one the Meta kernel gives),
-// then the kernel on every simulated core in turn. A broken twin rule (UB overrun, queue misuse,
+// then the kernel on the simulated cores (run_cores). A broken twin rule (UB overrun, queue misuse,
 // a bad DataCopy...) is a RuntimeError naming the op and the rule, not the end of the process.
 // The twin is one global machine: calls are serialised.
 #include <ATen/ATen.h>
@@ -301,11 +301,8 @@ void launch(const char* op, const char* op_type, const std::string& stem, std::s
         gm.push_back(tiling);
 
         opgen_twin::reset_counters();
-        for (uint32_t core = 0; core < plan.block_dim; ++core) {
-            opgen_twin::begin_core(core, plan.block_dim);
-            kernel.launch(gm.data());
-            opgen_twin::end_core();
-        }
+        // The cores run concurrently (one at a time, switching at SyncAll: runtime.h run_cores).
+        opgen_twin::run_cores(plan.block_dim, [&] { kernel.launch(gm.data()); });
         opgen_twin::gm_check_guards();
         for (std::size_t i = 0; i < outputs.size(); ++i) {
             if (outputs[i].tensor.nbytes() != 0) {
@@ -356,12 +353,12 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_cpu(const at::Tensor& dy, c
     check_cpu(op_name, { {"dy", &dy}, {"x_sum", &x_sum}, {"rstd", &rstd}, {"gamma", &gamma}, {"dx_sum", &dx_sum} });
     const auto plan = opgen_torch::add_rms_norm_grad_plan(dy, x_sum, rstd, gamma, dx_sum);
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
-    at::Tensor dgamma_partials = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
+    at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     launch(op_name, "OpgenAddRmsNormGrad", "opgen_add_rms_norm_grad", plan.column,
            { { "dy", dy.contiguous(), false }, { "x_sum", x_sum.contiguous(), false }, { "rstd", rstd.contiguous(), false }, { "gamma", gamma.contiguous(), false }, { "dx_sum", dx_sum.contiguous(), false } },
            {  },
-           { { "dx", dx, false }, { "dgamma_partials", dgamma_partials, false } });
-    return { dx, dgamma_partials };
+           { { "dx", dx, false }, { "dgamma", dgamma, false } });
+    return { dx, dgamma };
 }
 
 // bnsd_to_bsnd (kernels/bnsd_to_bsnd.toml) -> opgen_bnsd_to_bsnd on the twin
@@ -546,12 +543,12 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_grad_cpu(const at::Tensor& dy, const
     check_cpu(op_name, { {"dy", &dy}, {"x", &x}, {"rstd", &rstd}, {"gamma", &gamma} });
     const auto plan = opgen_torch::rms_norm_grad_plan(dy, x, rstd, gamma);
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
-    at::Tensor dgamma_partials = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
+    at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     launch(op_name, "OpgenRmsNormGrad", "opgen_rms_norm_grad", plan.column,
            { { "dy", dy.contiguous(), false }, { "x", x.contiguous(), false }, { "rstd", rstd.contiguous(), false }, { "gamma", gamma.contiguous(), false } },
            {  },
-           { { "dx", dx, false }, { "dgamma_partials", dgamma_partials, false } });
-    return { dx, dgamma_partials };
+           { { "dx", dx, false }, { "dgamma", dgamma, false } });
+    return { dx, dgamma };
 }
 
 // rotary_mul (kernels/rotary_mul.toml) -> opgen_rotary_mul on the twin

@@ -59,12 +59,12 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_npu(const at::Tensor& dy, c
     const at::Tensor gamma_contig = gamma.contiguous();
     const at::Tensor dx_sum_contig = dx_sum.contiguous();
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
-    at::Tensor dgamma_partials = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
+    at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (dy.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenAddRmsNormGrad, dy_contig, x_sum_contig, rstd_contig, gamma_contig, dx_sum_contig, dx, dgamma_partials);
+        EXEC_NPU_CMD_EXT(aclnnOpgenAddRmsNormGrad, dy_contig, x_sum_contig, rstd_contig, gamma_contig, dx_sum_contig, dx, dgamma);
     }
-    return { dx, dgamma_partials };
+    return { dx, dgamma };
 }
 
 // bnsd_to_bsnd (kernels/bnsd_to_bsnd.toml) -> aclnnOpgenBnsdToBsnd
@@ -306,12 +306,12 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_grad_npu(const at::Tensor& dy, const
     const at::Tensor rstd_contig = rstd.contiguous();
     const at::Tensor gamma_contig = gamma.contiguous();
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
-    at::Tensor dgamma_partials = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
+    at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (dy.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenRmsNormGrad, dy_contig, x_contig, rstd_contig, gamma_contig, dx, dgamma_partials);
+        EXEC_NPU_CMD_EXT(aclnnOpgenRmsNormGrad, dy_contig, x_contig, rstd_contig, gamma_contig, dx, dgamma);
     }
-    return { dx, dgamma_partials };
+    return { dx, dgamma };
 }
 
 // rotary_mul (kernels/rotary_mul.toml) -> aclnnOpgenRotaryMul

@@ -26,14 +26,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_meta(const at::Tenso
     return { y, rstd, x_sum };
 }
 
-// add_rms_norm_grad (kernels/add_rms_norm_grad.toml): dx = dx1 = dx2 = rstd * (g - x_sum * rstd^2 * mean(g * x_sum)) + dx_sum with g = dy * gamma per row (rounded once); dgamma_partials[k] = sum over row group k (48 fixed groups) of dy * x_sum * rstd in float32, dgamma = dgamma_partials.sum(0)
+// add_rms_norm_grad (kernels/add_rms_norm_grad.toml): dx = dx1 = dx2 = rstd * (g - x_sum * rstd^2 * mean(g * x_sum)) + dx_sum with g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * x_sum * rstd (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
 std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum)
 {
     const auto plan = opgen_torch::add_rms_norm_grad_plan(dy, x_sum, rstd, gamma, dx_sum);
     opgen_torch::check_with_host("opgen::add_rms_norm_grad", "OpgenAddRmsNormGrad", { {"dy", &dy}, {"x_sum", &x_sum}, {"rstd", &rstd}, {"gamma", &gamma}, {"dx_sum", &dx_sum} }, {  });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
-    at::Tensor dgamma_partials = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
-    return { dx, dgamma_partials };
+    at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
+    return { dx, dgamma };
 }
 
 // bnsd_to_bsnd (kernels/bnsd_to_bsnd.toml): y[b, s, n, :] = x[b, n, s, :]: [B, N, S, D] to [B, S, N, D], bit-exact
@@ -145,14 +145,14 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_meta(const at::Tensor& x, const at::
     return { y, rstd };
 }
 
-// rms_norm_grad (kernels/rms_norm_grad.toml): dx = rstd * (g - x * rstd^2 * mean(g * x)) with g = dy * gamma per row (rounded once); dgamma_partials[k] = sum over row group k (48 fixed groups) of dy * x * rstd in float32, dgamma = dgamma_partials.sum(0)
+// rms_norm_grad (kernels/rms_norm_grad.toml): dx = rstd * (g - x * rstd^2 * mean(g * x)) with g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * x * rstd (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
 std::tuple<at::Tensor, at::Tensor> rms_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma)
 {
     const auto plan = opgen_torch::rms_norm_grad_plan(dy, x, rstd, gamma);
     opgen_torch::check_with_host("opgen::rms_norm_grad", "OpgenRmsNormGrad", { {"dy", &dy}, {"x", &x}, {"rstd", &rstd}, {"gamma", &gamma} }, {  });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
-    at::Tensor dgamma_partials = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
-    return { dx, dgamma_partials };
+    at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
+    return { dx, dgamma };
 }
 
 // rotary_mul (kernels/rotary_mul.toml): y = x * r1 + rotate(x) * r2 with rotate = rotate_half (mode "half") or the pair swap (mode "interleave"); r1/r2 (cos, sin) broadcast over x's batch and head dims
@@ -199,7 +199,7 @@ std::tuple<at::Tensor, at::Tensor> swiglu_grad_meta(const at::Tensor& dy, const 
 TORCH_LIBRARY(opgen, m)
 {
     m.def("add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6, str rounding=\"hf\") -> (Tensor y, Tensor rstd, Tensor x_sum)");
-    m.def("add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma_partials)");
+    m.def("add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma)");
     m.def("bnsd_to_bsnd(Tensor x) -> Tensor");
     m.def("bsnd_to_bnsd(Tensor x) -> Tensor");
     m.def("dequant_int8(Tensor q, Tensor scale, str out_dtype=\"float16\") -> Tensor");
@@ -212,7 +212,7 @@ TORCH_LIBRARY(opgen, m)
     m.def("reshape_and_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor slot_mapping) -> Tensor");
     m.def("reshape_and_cache_int8(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor(c!) key_scale, Tensor(d!) value_scale, Tensor slot_mapping) -> Tensor");
     m.def("rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6, str rounding=\"once\") -> (Tensor y, Tensor rstd)");
-    m.def("rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma_partials)");
+    m.def("rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma)");
     m.def("rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode=\"half\") -> Tensor");
     m.def("rotary_mul_grad(Tensor dy, Tensor x, Tensor r1, Tensor r2, str mode=\"half\", bool table_grads=False) -> (Tensor dx, Tensor dr1, Tensor dr2)");
     m.def("swiglu(Tensor gate, Tensor up, str rounding=\"once\") -> Tensor");

@@ -269,16 +269,16 @@ inline OutputPlan<3> add_rms_norm_plan(const at::Tensor& x1, const at::Tensor& x
     return plan;
 }
 
-// ---- add_rms_norm_grad (kernels/add_rms_norm_grad.toml): dy, x_sum, rstd, gamma, dx_sum -> dx, dgamma_partials
-// Checks the arguments and gives the outputs' shapes and dtypes (add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma_partials)).
+// ---- add_rms_norm_grad (kernels/add_rms_norm_grad.toml): dy, x_sum, rstd, gamma, dx_sum -> dx, dgamma
+// Checks the arguments and gives the outputs' shapes and dtypes (add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma)).
 inline OutputPlan<2> add_rms_norm_grad_plan(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum)
 {
     static constexpr const char* op_name = "opgen::add_rms_norm_grad";
     check_defined(op_name, { {"dy", &dy}, {"x_sum", &x_sum}, {"rstd", &rstd}, {"gamma", &gamma}, {"dx_sum", &dx_sum} });
-    // The combinations the op registered, as (dy, x_sum, rstd, gamma, dx_sum) -> (dx, dgamma_partials).
+    // The combinations the op registered, as (dy, x_sum, rstd, gamma, dx_sum) -> (dx, dgamma).
     static const std::vector<DtypeColumn<5, 2>> registered = {
-        { { at::kHalf, at::kHalf, at::kFloat, at::kHalf, at::kHalf }, { at::kHalf, at::kFloat } },
-        { { at::kBFloat16, at::kBFloat16, at::kFloat, at::kBFloat16, at::kBFloat16 }, { at::kBFloat16, at::kFloat } },
+        { { at::kHalf, at::kHalf, at::kFloat, at::kHalf, at::kHalf }, { at::kHalf, at::kHalf } },
+        { { at::kBFloat16, at::kBFloat16, at::kFloat, at::kBFloat16, at::kBFloat16 }, { at::kBFloat16, at::kBFloat16 } },
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<5, 2>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x_sum", &x_sum}, NamedTensor{"rstd", &rstd}, NamedTensor{"gamma", &gamma}, NamedTensor{"dx_sum", &dx_sum} }, registered);
@@ -287,8 +287,7 @@ inline OutputPlan<2> add_rms_norm_grad_plan(const at::Tensor& dy, const at::Tens
     check_same_shape(op_name, {"dx_sum", &dx_sum}, {"x_sum", &x_sum});
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(x_sum);  // dx
-    plan.shapes[1] = shape_of(gamma);  // dgamma_partials: 48 x gamma's shape
-    plan.shapes[1].insert(plan.shapes[1].begin(), c10::SymInt(48));
+    plan.shapes[1] = shape_of(gamma);  // dgamma
     plan.dtypes = matched.outputs;
     plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
@@ -546,16 +545,16 @@ inline OutputPlan<2> rms_norm_plan(const at::Tensor& x, const at::Tensor& gamma)
     return plan;
 }
 
-// ---- rms_norm_grad (kernels/rms_norm_grad.toml): dy, x, rstd, gamma -> dx, dgamma_partials
-// Checks the arguments and gives the outputs' shapes and dtypes (rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma_partials)).
+// ---- rms_norm_grad (kernels/rms_norm_grad.toml): dy, x, rstd, gamma -> dx, dgamma
+// Checks the arguments and gives the outputs' shapes and dtypes (rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma)).
 inline OutputPlan<2> rms_norm_grad_plan(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma)
 {
     static constexpr const char* op_name = "opgen::rms_norm_grad";
     check_defined(op_name, { {"dy", &dy}, {"x", &x}, {"rstd", &rstd}, {"gamma", &gamma} });
-    // The combinations the op registered, as (dy, x, rstd, gamma) -> (dx, dgamma_partials).
+    // The combinations the op registered, as (dy, x, rstd, gamma) -> (dx, dgamma).
     static const std::vector<DtypeColumn<4, 2>> registered = {
-        { { at::kHalf, at::kHalf, at::kFloat, at::kHalf }, { at::kHalf, at::kFloat } },
-        { { at::kBFloat16, at::kBFloat16, at::kFloat, at::kBFloat16 }, { at::kBFloat16, at::kFloat } },
+        { { at::kHalf, at::kHalf, at::kFloat, at::kHalf }, { at::kHalf, at::kHalf } },
+        { { at::kBFloat16, at::kBFloat16, at::kFloat, at::kBFloat16 }, { at::kBFloat16, at::kBFloat16 } },
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<4, 2>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x}, NamedTensor{"rstd", &rstd}, NamedTensor{"gamma", &gamma} }, registered);
@@ -563,8 +562,7 @@ inline OutputPlan<2> rms_norm_grad_plan(const at::Tensor& dy, const at::Tensor& 
     check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(x);  // dx
-    plan.shapes[1] = shape_of(gamma);  // dgamma_partials: 48 x gamma's shape
-    plan.shapes[1].insert(plan.shapes[1].begin(), c10::SymInt(48));
+    plan.shapes[1] = shape_of(gamma);  // dgamma
     plan.dtypes = matched.outputs;
     plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;

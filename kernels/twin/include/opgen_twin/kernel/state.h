@@ -126,6 +126,12 @@ int8_t event_alloc(uint8_t evt);
 void event_release(uint8_t evt, int32_t id);
 void barrier(int pipe);
 
+// ---- cross-core (runtime.cpp, "cores") ----
+// SyncAll<true>(): a barrier of every core of the launch (run_cores), after PipeBarrier<PIPE_ALL>.
+void sync_all(const Here& here);
+// GetUserWorkspace: the user's part of the workspace, after the system workspace (16 MiB).
+uint8_t* user_workspace(uint8_t* workspace);
+
 // ---- counters ----
 void count_vector(const char* api, uint64_t elements);
 void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst);

@@ -1,6 +1,8 @@
 // Core identity and synchronisation. The twin runs each core's instructions in program order, so
 // barriers and flags never change results; they are still checked (a WaitFlag that nothing set
-// hangs the NPU) and counted for the performance report.
+// hangs the NPU) and counted for the performance report. SyncAll is the one cross-core barrier
+// (the cores of a launch run concurrently: runtime.h run_cores); the workspace calls give the
+// kernel the part of the workspace past the system's reserve, as on the NPU.
 #ifndef OPGEN_TWIN_KERNEL_SYNC_H
 #define OPGEN_TWIN_KERNEL_SYNC_H
 
@@ -28,6 +30,20 @@ template <HardEvent event>
 void WaitFlag(int32_t eventID) {
     opgen_twin::kern::event_wait(uint8_t(event), eventID);
 }
+
+// The hardware all-core barrier (dav_c220 SyncAllImpl); the soft variant taking a GM/UB
+// workspace is not modelled. Mixed AIC/AIV launches are not modelled either.
+template <bool isAIVOnly = true>
+void SyncAll(opgen_twin::kern::Here here = {}) {
+    static_assert(isAIVOnly, "the twin models vector-only kernels: SyncAll<true>");
+    opgen_twin::kern::sync_all(here);
+}
+
+// On the NPU the framework (or this call, if it has not) records the workspace start as the
+// system workspace; GetUserWorkspace then returns the address RESERVED_WORKSPACE past it. The
+// twin takes the kernel's workspace argument as that start.
+inline void SetSysWorkspace(GM_ADDR workspace) { (void)workspace; }
+inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) { return opgen_twin::kern::user_workspace(workspace); }
 
 }  // namespace AscendC
 

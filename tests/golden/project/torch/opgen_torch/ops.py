@@ -50,7 +50,7 @@ def add_rms_norm_grad(
     gamma: torch.Tensor,
     dx_sum: torch.Tensor,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """dx = dx1 = dx2 = rstd * (g - x_sum * rstd^2 * mean(g * x_sum)) + dx_sum with g = dy * gamma per row (rounded once); dgamma_partials[k] = sum over row group k (48 fixed groups) of dy * x_sum * rstd in float32, dgamma = dgamma_partials.sum(0)
+    """dx = dx1 = dx2 = rstd * (g - x_sum * rstd^2 * mean(g * x_sum)) + dx_sum with g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * x_sum * rstd (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
 
     Args:
         dy: float16 | bfloat16 | float32 tensor on the NPU.
@@ -60,16 +60,16 @@ def add_rms_norm_grad(
         dx_sum: float16 | bfloat16 | float32 tensor on the NPU.
 
     Returns:
-        (dx, dgamma_partials):
+        (dx, dgamma):
         dx: float16 | bfloat16 | float32.
-        dgamma_partials: float32.
+        dgamma: float16 | bfloat16 | float32.
 
     Dtype combinations:
-        dy=float16, x_sum=float16, rstd=float32, gamma=float16, dx_sum=float16 -> dx=float16, dgamma_partials=float32
-        dy=bfloat16, x_sum=bfloat16, rstd=float32, gamma=bfloat16, dx_sum=bfloat16 -> dx=bfloat16, dgamma_partials=float32
-        dy=float32, x_sum=float32, rstd=float32, gamma=float32, dx_sum=float32 -> dx=float32, dgamma_partials=float32
+        dy=float16, x_sum=float16, rstd=float32, gamma=float16, dx_sum=float16 -> dx=float16, dgamma=float16
+        dy=bfloat16, x_sum=bfloat16, rstd=float32, gamma=bfloat16, dx_sum=bfloat16 -> dx=bfloat16, dgamma=bfloat16
+        dy=float32, x_sum=float32, rstd=float32, gamma=float32, dx_sum=float32 -> dx=float32, dgamma=float32
 
-    Schema: opgen::add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma_partials)
+    Schema: opgen::add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma)
     Runs aclnnOpgenAddRmsNormGrad (CANN op OpgenAddRmsNormGrad), generated from kernels/add_rms_norm_grad.toml.
     """
     return torch.ops.opgen.add_rms_norm_grad(dy, x_sum, rstd, gamma, dx_sum)
@@ -386,7 +386,7 @@ def rms_norm_grad(
     rstd: torch.Tensor,
     gamma: torch.Tensor,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """dx = rstd * (g - x * rstd^2 * mean(g * x)) with g = dy * gamma per row (rounded once); dgamma_partials[k] = sum over row group k (48 fixed groups) of dy * x * rstd in float32, dgamma = dgamma_partials.sum(0)
+    """dx = rstd * (g - x * rstd^2 * mean(g * x)) with g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * x * rstd (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
 
     Args:
         dy: float16 | bfloat16 | float32 tensor on the NPU.
@@ -395,16 +395,16 @@ def rms_norm_grad(
         gamma: float16 | bfloat16 | float32 tensor on the NPU.
 
     Returns:
-        (dx, dgamma_partials):
+        (dx, dgamma):
         dx: float16 | bfloat16 | float32.
-        dgamma_partials: float32.
+        dgamma: float16 | bfloat16 | float32.
 
     Dtype combinations:
-        dy=float16, x=float16, rstd=float32, gamma=float16 -> dx=float16, dgamma_partials=float32
-        dy=bfloat16, x=bfloat16, rstd=float32, gamma=bfloat16 -> dx=bfloat16, dgamma_partials=float32
-        dy=float32, x=float32, rstd=float32, gamma=float32 -> dx=float32, dgamma_partials=float32
+        dy=float16, x=float16, rstd=float32, gamma=float16 -> dx=float16, dgamma=float16
+        dy=bfloat16, x=bfloat16, rstd=float32, gamma=bfloat16 -> dx=bfloat16, dgamma=bfloat16
+        dy=float32, x=float32, rstd=float32, gamma=float32 -> dx=float32, dgamma=float32
 
-    Schema: opgen::rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma_partials)
+    Schema: opgen::rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma)
     Runs aclnnOpgenRmsNormGrad (CANN op OpgenRmsNormGrad), generated from kernels/rms_norm_grad.toml.
     """
     return torch.ops.opgen.rms_norm_grad(dy, x, rstd, gamma)

@@ -79,7 +79,13 @@ fn the_row_norms_declare_their_backward_op_and_mapping() {
 #[test]
 fn an_unknown_backward_op_is_named() {
     let t = GOOD.replace("op = \"rms_norm_grad\"", "op = \"rms_norm_bwd\"");
-    assert_error("op", &t, "op = \"rms_norm_bwd\"", "backward.op", "backward op `rms_norm_bwd` of `rms_norm` is not in the catalogue");
+    assert_error(
+        "op",
+        &t,
+        "op = \"rms_norm_bwd\"",
+        "backward.op",
+        "backward op `rms_norm_bwd` of `rms_norm` is not in the catalogue",
+    );
     let t = GOOD.replace("op = \"rms_norm_grad\"", "op = \"rms_norm\"");
     assert_error("self", &t, "op = \"rms_norm\"", "backward.op", "cannot be its own backward op");
 }
@@ -87,17 +93,53 @@ fn an_unknown_backward_op_is_named() {
 #[test]
 fn unknown_names_are_named() {
     let t = GOOD.replace("\"grad.y\"", "\"grad.z\"");
-    assert_error("grad", &t, "\"grad.z\"", "backward.inputs[0]", "`z` is not an output of `rms_norm`; its outputs: y, rstd");
+    assert_error(
+        "grad",
+        &t,
+        "\"grad.z\"",
+        "backward.inputs[0]",
+        "`z` is not an output of `rms_norm`; its outputs: y, rstd",
+    );
     let t = GOOD.replace("\"rstd\", \"gamma\"]", "\"rstd\", \"w\"]");
-    assert_error("name", &t, "\"w\"]", "backward.inputs[3]", "`w` is neither `grad.<output>` nor an input or output");
+    assert_error(
+        "name",
+        &t,
+        "\"w\"]",
+        "backward.inputs[3]",
+        "`w` is neither `grad.<output>` nor an input or output",
+    );
     let t = GOOD.replace("x = \"dx\"", "z = \"dx\"");
-    assert_error("gradkey", &t, "z = \"dx\"", "backward.grads.z", "`z` is not an input of `rms_norm`; its inputs: x, gamma");
+    assert_error(
+        "gradkey",
+        &t,
+        "z = \"dx\"",
+        "backward.grads.z",
+        "`z` is not an input of `rms_norm`; its inputs: x, gamma",
+    );
     let t = GOOD.replace("x = \"dx\"", "x = \"dz\"");
-    assert_error("gradval", &t, "x = \"dz\"", "backward.grads.x", "`dz` is not an output of backward op `rms_norm_grad`; its outputs: dx, dgamma_partials");
+    assert_error(
+        "gradval",
+        &t,
+        "x = \"dz\"",
+        "backward.grads.x",
+        "`dz` is not an output of backward op `rms_norm_grad`; its outputs: dx, dgamma_partials",
+    );
     let t = format!("{GOOD}request = {{ flag = [\"x\"] }}\n");
-    assert_error("request", &t, "flag", "backward.request.flag", "backward op `rms_norm_grad` has no attr `flag`");
+    assert_error(
+        "request",
+        &t,
+        "flag",
+        "backward.request.flag",
+        "backward op `rms_norm_grad` has no attr `flag`",
+    );
     let t = format!("{GOOD}request = {{ flag = [\"epsilon\"] }}\n");
-    assert_error("request2", &t, "\"epsilon\"] }", "backward.request.flag", "`epsilon` gets no gradient in `backward.grads`");
+    assert_error(
+        "request2",
+        &t,
+        "\"epsilon\"] }",
+        "backward.request.flag",
+        "`epsilon` gets no gradient in `backward.grads`",
+    );
     let t = format!("{GOOD}extra = 1\n");
     assert_error("unknown", &t, "extra", "backward.extra", "unknown field `extra`");
 }
@@ -105,7 +147,13 @@ fn unknown_names_are_named() {
 #[test]
 fn counts_and_dtypes_must_fit_the_backward_op() {
     let t = GOOD.replace(", \"gamma\"]", "]");
-    assert_error("count", &t, "inputs = [", "backward.inputs", "lists 3 inputs, but backward op `rms_norm_grad` takes 4 (dy, x, rstd, gamma)");
+    assert_error(
+        "count",
+        &t,
+        "inputs = [",
+        "backward.inputs",
+        "lists 3 inputs, but backward op `rms_norm_grad` takes 4 (dy, x, rstd, gamma)",
+    );
     // rstd (float32) where the backward op takes x (float16 in combination 1).
     let t = GOOD.replace("\"x\", \"rstd\"", "\"rstd\", \"x\"");
     assert_error("dtype", &t, "inputs = [", "backward.inputs", "has no dtype combination taking (float16, float32, float16, float16), what combination 1 of `rms_norm`");
@@ -116,8 +164,11 @@ fn counts_and_dtypes_must_fit_the_backward_op() {
 #[test]
 fn a_backward_table_contradicts_differentiable_false() {
     let (dir, _, _) = catalogue("diff", GOOD);
-    let text = fs::read_to_string(dir.join("rms_norm.toml")).unwrap().replace("targets =", "differentiable = false\ntargets =");
-    let e = ascend_opgen::family::parse_str(Path::new("kernels/rms_norm.toml"), &text).unwrap_err().to_string();
+    let text = fs::read_to_string(dir.join("rms_norm.toml"))
+        .unwrap()
+        .replace("targets =", "differentiable = false\ntargets =");
+    let e =
+        ascend_opgen::family::parse_str(Path::new("kernels/rms_norm.toml"), &text).unwrap_err().to_string();
     assert!(e.contains("field `backward`") && e.contains("contradicts `differentiable = false`"), "{e}");
     let _ = fs::remove_dir_all(dir);
 }

@@ -323,14 +323,16 @@ pub fn backward_of(spec: &OpSpec, specs: &[&OpSpec]) -> Option<TorchBackward> {
     };
     let b = specs.iter().find(|s| s.name == op)?;
     let input_index = |n: &str| inputs.iter().position(|i| *i == n).expect("validated: a forward input");
-    let output_index = |n: &str| spec.outputs.iter().position(|o| o.name == n).expect("validated: a forward output");
+    let output_index =
+        |n: &str| spec.outputs.iter().position(|o| o.name == n).expect("validated: a forward output");
     let mut saved: Vec<String> = Vec::new();
     let args: Vec<TorchGradArg> = args
         .iter()
         .map(|a| match a {
-            GradArg::Grad(out) => {
-                TorchGradArg { grad: Some(TorchIndexed { name: out.clone(), index: output_index(out) }), saved: None }
-            }
+            GradArg::Grad(out) => TorchGradArg {
+                grad: Some(TorchIndexed { name: out.clone(), index: output_index(out) }),
+                saved: None,
+            },
             GradArg::Saved(n) => {
                 let k = saved.iter().position(|s| s == n).unwrap_or_else(|| {
                     saved.push(n.clone());
@@ -355,7 +357,11 @@ pub fn backward_of(spec: &OpSpec, specs: &[&OpSpec]) -> Option<TorchBackward> {
                     request: ins.iter().map(|n| input_index(n)).collect(),
                 });
             }
-            spec.attr(&a.name).map(|f| TorchGradAttr { name: a.name.clone(), from: Some(f.name.clone()), request: vec![] })
+            spec.attr(&a.name).map(|f| TorchGradAttr {
+                name: a.name.clone(),
+                from: Some(f.name.clone()),
+                request: vec![],
+            })
         })
         .collect();
     let grads: Vec<TorchGrad> = grads
@@ -364,7 +370,11 @@ pub fn backward_of(spec: &OpSpec, specs: &[&OpSpec]) -> Option<TorchBackward> {
         .map(|(meta, (input, output))| TorchGrad {
             input: input.clone(),
             index: input_index(input),
-            output: b.outputs.iter().position(|o| &o.name == output).expect("validated: an output of the backward op"),
+            output: b
+                .outputs
+                .iter()
+                .position(|o| &o.name == output)
+                .expect("validated: an output of the backward op"),
             meta,
         })
         .collect();
@@ -376,7 +386,8 @@ pub fn backward_of(spec: &OpSpec, specs: &[&OpSpec]) -> Option<TorchBackward> {
         .map(|(index, t)| TorchIndexed { name: t.name.clone(), index })
         .collect();
     let taken = |o: &str| args.iter().any(|a| a.grad.as_ref().is_some_and(|g| g.name == o));
-    let non_differentiable = spec.outputs.iter().filter(|o| !taken(&o.name)).map(|o| o.name.clone()).collect();
+    let non_differentiable =
+        spec.outputs.iter().filter(|o| !taken(&o.name)).map(|o| o.name.clone()).collect();
     let returns = (0..spec.inputs.len() + spec.attrs.len())
         .map(|k| grads.iter().find(|g| g.index == k).cloned())
         .collect();
@@ -607,7 +618,11 @@ mod tests {
         let named = |name: &str| TensorArg { name: name.into(), ..x.clone() };
         grad.inputs = vec![named("dy"), named("x"), named("r1"), named("r2")];
         grad.outputs = vec![named("dx"), named("dr1"), named("dr2")];
-        grad.attrs.push(Attr { name: "table_grads".into(), kind: AttrKind::Bool, default: Some(AttrValue::Bool(false)) });
+        grad.attrs.push(Attr {
+            name: "table_grads".into(),
+            kind: AttrKind::Bool,
+            default: Some(AttrValue::Bool(false)),
+        });
         let mut errors = crate::spec::SpecErrors::default();
         crate::spec::check_backward_ops(&[rotary.clone(), grad.clone()], &mut errors);
         assert!(errors.is_empty(), "{errors}");
@@ -616,7 +631,11 @@ mod tests {
         wrong.attrs.pop();
         crate::spec::check_backward_ops(&[rotary.clone(), wrong], &mut errors);
         let shown = errors.to_string();
-        assert!(shown.contains("field `backward.request.table_grads`") && shown.contains("has no attr `table_grads`"), "{shown}");
+        assert!(
+            shown.contains("field `backward.request.table_grads`")
+                && shown.contains("has no attr `table_grads`"),
+            "{shown}"
+        );
 
         let files = render_catalogue(&[&rotary], &[&rotary, &grad]);
         let py = &files.iter().find(|f| f.path == "torch/opgen_torch/ops.py").expect("ops.py").contents;
@@ -660,6 +679,17 @@ mod tests {
         let refusing = |op: &str| format!("m.impl(\"{op}\", torch::CppFunction::makeFromBoxedFunction");
         assert!(!schema.contains(&refusing("rms_norm")) && !schema.contains(&refusing("add_rms_norm")));
         assert!(schema.contains(&refusing("rotary_mul")), "rotary_mul has no backward op yet");
+        // An input the table gives no gradient is refused when it requires grad.
+        let mut partial = specs.iter().find(|s| s.name == "rms_norm").expect("rms_norm").clone();
+        if let Backward::Table(t) = &mut partial.backward {
+            t.grads.retain(|(input, _, _)| input == "x");
+        }
+        let grad = specs.iter().find(|s| s.name == "rms_norm_grad").expect("rms_norm_grad");
+        let files = render_catalogue(&[&partial], &[&partial, grad]);
+        let py = &files.iter().find(|f| f.path == "torch/opgen_torch/ops.py").expect("ops.py").contents;
+        assert!(py.contains("if ctx.needs_input_grad[1]:\n        raise RuntimeError(\n            \"opgen::rms_norm: input `gamma` requires grad, but the backward op rms_norm_grad gives it no \""), "{py}");
+        assert!(py.contains("        None,  # gamma\n"), "{py}");
+        parses_as_python(py);
         let alone: Vec<&OpSpec> = specs.iter().filter(|s| s.name == "rms_norm").collect();
         assert_eq!(backward_of(alone[0], &alone), None, "no rms_norm_grad to call");
     }

@@ -174,7 +174,12 @@ fn check_backward_table(spec: &OpSpec, t: &BackwardTable, specs: &[OpSpec], erro
         errors.push(at(
             t.op_at,
             "backward.op".into(),
-            format!("backward op `{}` of `{}` is not in the catalogue; it has: {}", t.op, spec.name, known.join(", ")),
+            format!(
+                "backward op `{}` of `{}` is not in the catalogue; it has: {}",
+                t.op,
+                spec.name,
+                known.join(", ")
+            ),
         ));
         return;
     };
@@ -197,7 +202,11 @@ fn check_backward_table(spec: &OpSpec, t: &BackwardTable, specs: &[OpSpec], erro
             errors.push(at(
                 *loc,
                 format!("backward.grads.{input}"),
-                format!("`{output}` is not an output of backward op `{}`; its outputs: {}", b.name, names(&b.outputs)),
+                format!(
+                    "`{output}` is not an output of backward op `{}`; its outputs: {}",
+                    b.name,
+                    names(&b.outputs)
+                ),
             ));
         }
     }
@@ -253,7 +262,9 @@ fn check_backward_table(spec: &OpSpec, t: &BackwardTable, specs: &[OpSpec], erro
     let dtype_of = |arg: &GradArg, c: usize| {
         let (list, name) = match arg {
             GradArg::Grad(out) => (&spec.outputs, out),
-            GradArg::Saved(n) => (if spec.inputs.iter().any(|t| &t.name == n) { &spec.inputs } else { &spec.outputs }, n),
+            GradArg::Saved(n) => {
+                (if spec.inputs.iter().any(|t| &t.name == n) { &spec.inputs } else { &spec.outputs }, n)
+            }
         };
         list.iter().find(|t| &t.name == name).map(|t| t.dtypes[c])
     };

@@ -101,8 +101,11 @@ pub(crate) struct RawBackwardTable {
     pub grads: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
     /// A bool attr of the backward op → forward inputs; the attr is true when any needs grad.
     #[serde(default)]
-    pub request: Option<Spanned<BTreeMap<Spanned<String>, Spanned<Vec<Spanned<String>>>>>>,
+    pub request: Option<Spanned<RawRequests>>,
 }
+
+/// `request = { attr = ["input", ...] }`, with the spans of every name.
+pub(crate) type RawRequests = BTreeMap<Spanned<String>, Spanned<Vec<Spanned<String>>>>;
 
 impl<'de> Deserialize<'de> for RawBackward {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -110,7 +113,9 @@ impl<'de> Deserialize<'de> for RawBackward {
         impl<'de> Visitor<'de> for Either {
             type Value = RawBackward;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an op name (`backward = \"op\"`) or a [backward] table (op, inputs, grads, request)")
+                f.write_str(
+                    "an op name (`backward = \"op\"`) or a [backward] table (op, inputs, grads, request)",
+                )
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawBackward, E> {
                 Ok(RawBackward::Name(v.to_string()))

@@ -393,7 +393,11 @@ fn backward_table(cx: &mut Ctx, raw: &RawSpec, t: &RawBackwardTable) -> Backward
                 cx.error(
                     name,
                     &field,
-                    format!("`{n}`: `{out}` is not an output of `{}`; its outputs: {}", raw.name.get_ref(), outs.join(", ")),
+                    format!(
+                        "`{n}`: `{out}` is not an output of `{}`; its outputs: {}",
+                        raw.name.get_ref(),
+                        outs.join(", ")
+                    ),
                 );
             }
             GradArg::Grad(out.to_string())
@@ -416,7 +420,11 @@ fn backward_table(cx: &mut Ctx, raw: &RawSpec, t: &RawBackwardTable) -> Backward
     }
 
     if t.grads.get_ref().is_empty() {
-        cx.error(&t.grads, "backward.grads", "at least one input must get a gradient (`grads = { x = \"dx\" }`)".into());
+        cx.error(
+            &t.grads,
+            "backward.grads",
+            "at least one input must get a gradient (`grads = { x = \"dx\" }`)".into(),
+        );
     }
     let mut grads = Vec::new();
     for (input, output) in t.grads.get_ref() {
@@ -425,7 +433,12 @@ fn backward_table(cx: &mut Ctx, raw: &RawSpec, t: &RawBackwardTable) -> Backward
             cx.error(
                 input,
                 &field,
-                format!("`{}` is not an input of `{}`; its inputs: {}", input.get_ref(), raw.name.get_ref(), ins.join(", ")),
+                format!(
+                    "`{}` is not an input of `{}`; its inputs: {}",
+                    input.get_ref(),
+                    raw.name.get_ref(),
+                    ins.join(", ")
+                ),
             );
         }
         grads.push((input.get_ref().clone(), output.get_ref().clone(), loc(cx, output.span().start)));
@@ -445,7 +458,10 @@ fn backward_table(cx: &mut Ctx, raw: &RawSpec, t: &RawBackwardTable) -> Backward
                     cx.error(
                         name,
                         &field,
-                        format!("`{}` gets no gradient in `backward.grads`, so it cannot request one", name.get_ref()),
+                        format!(
+                            "`{}` gets no gradient in `backward.grads`, so it cannot request one",
+                            name.get_ref()
+                        ),
                     );
                 }
             }

@@ -12,7 +12,10 @@ real PyTorch: the generated kernels and op_host code running on the CPU twin.
 - a kernel that breaks a twin rule raises a RuntimeError naming the op and the rule, and the
   process goes on (a mutant kernel library replaces one of the build's);
 - an op without a backward op raises a clear error naming the op and the input when an input
-  requires grad, eagerly and under torch.compile(backend="aot_eager"); never a None gradient.
+  requires grad, eagerly and under torch.compile(backend="aot_eager"); never a None gradient;
+- the row norms' gradients (rms_norm_grad, add_rms_norm_grad through their [backward] tables)
+  against torch autograd of the float64 math with CANN's dual-baseline gate (the dtype's torch
+  autograd as the baseline), eagerly, compiled (aot_eager, inductor) and functionalized.
 
 Usage: PYTHONPATH=<torch-cpu --out DIR> python test_cpu_backend.py
 """
@@ -819,13 +822,14 @@ class Transformers(unittest.TestCase):
     TOKENS = torch.tensor([[3, 17, 99, 5, 64, 2, 8, 120]])
 
     def check_family(self, family, apply, norms):
+        # The norms alone here (the whole patch and training: test_train_qwen.py).
         import opgen_torch.transformers as patch
 
         model = tiny(family)
         with torch.no_grad():
             want = model(self.TOKENS).logits
-            self.assertIs(apply(model), model)
-            self.assertEqual(len(patch.patched_modules(model)), norms)
+            self.assertIs(apply(model, mlp=False, fuse_residual=False, rotary=False), model)
+            self.assertEqual(list(patch.patched_modules(model).values()), ["rms_norm"] * norms)
             with RecordOps() as rec:
                 got = model(self.TOKENS).logits
             self.assertEqual(rec.ops.count("opgen.rms_norm.default"), norms)
@@ -835,7 +839,7 @@ class Transformers(unittest.TestCase):
                 patch.revert(tiny(family)).generate(self.TOKENS, max_new_tokens=6, do_sample=False).tolist(),
             )
             patch.revert(model)
-            self.assertEqual(patch.patched_modules(model), [])
+            self.assertEqual(patch.patched_modules(model), {})
             with RecordOps() as rec:
                 again = model(self.TOKENS).logits
             self.assertNotIn("opgen.rms_norm.default", rec.ops)
@@ -853,12 +857,12 @@ class Transformers(unittest.TestCase):
         # Qwen3 adds q_norm and k_norm per layer.
         self.check_family("qwen3", patch.apply_to_qwen3, 9)
 
-    def test_training_a_patched_model_refuses(self):
+    def test_rounding_hf_is_passed_when_the_schema_has_it(self):
         import opgen_torch.transformers as patch
 
-        model = patch.apply_to_qwen2(tiny("qwen2")).train()
-        with self.assertRaisesRegex(RuntimeError, "opgen::rms_norm: input `(x|gamma)` requires grad"):
-            model(self.TOKENS, labels=self.TOKENS).loss.backward()
+        for name in ("rms_norm", "add_rms_norm", "swiglu", "rotary_mul"):
+            has = "rounding" in {a.name for a in getattr(OPS, name).default._schema.arguments}
+            self.assertEqual(patch._rounding(getattr(OPS, name)), {"rounding": "hf"} if has else {}, name)
 
     def test_wrong_family_is_an_error(self):
         import opgen_torch.transformers as patch

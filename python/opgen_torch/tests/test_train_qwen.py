@@ -4,7 +4,8 @@ kernels on the twin): issue 13's "Done when".
 
 Per family and dtype (float32, bfloat16): loss, logits and every parameter's gradient, patched vs
 unpatched — float32: loss within 1e-5 relative, logits within 1e-4, each gradient's cosine
->= 0.9999; bfloat16: each gradient's cosine >= 0.98 and the logits' >= 0.999 — no parameter
+>= 0.9999 and its norm within 1e-4; bfloat16: each gradient's cosine >= 0.98 and its norm within
+20 %, the logits' cosine >= 0.999 — no parameter
 without a gradient, the opgen forward and backward ops recorded as dispatched (a
 TorchDispatchMode below autograd sees the backward's ops too), and greedy `generate` giving the
 same tokens (float32). Prints the figures: loss delta, worst gradient cosine and its parameter,
@@ -82,10 +83,13 @@ def cosine(a, b):
 
 
 BARS = {torch.float32: 0.9999, torch.bfloat16: 0.98}
+# |norm(patched) / norm(unpatched) - 1|: float32 as the logits' 1e-4; bfloat16 sqrt(2 (1 - 0.98)),
+# the relative size of the difference the cosine bar allows, in the other direction.
+NORM_BARS = {torch.float32: 1e-4, torch.bfloat16: 0.2}
 
 
 class TrainingStep(unittest.TestCase):
-    def check(self, family, dtype):
+    def check(self, family, dtype, generate=True):
         apply = {"qwen2": patch.apply_to_qwen2, "qwen3": patch.apply_to_qwen3}[family]
         started = time.perf_counter()
         want_loss, want_logits, want_grads = step(tiny(family, dtype))
@@ -108,6 +112,11 @@ class TrainingStep(unittest.TestCase):
         self.assertEqual(lost, [], "parameters without a gradient")
         cosines = {n: cosine(grads[n], want_grads[n]) for n in grads}
         worst = min(cosines, key=cosines.get)
+        # The cosine does not see a gradient's scale (2x the gradient has cosine 1): the norms
+        # must agree too, to the bar the cosine sets (1 - cos ~ angle^2 / 2).
+        norms = {n: abs(float(grads[n].double().norm() / want_grads[n].double().norm()) - 1) for n in grads}
+        worst_norm = max(norms, key=norms.get)
+        self.assertLessEqual(norms[worst_norm], NORM_BARS[dtype], f"gradient norm of {worst_norm}")
         delta = abs(float(loss) - float(want_loss)) / abs(float(want_loss))
         if dtype == torch.float32:
             self.assertLessEqual(delta, 1e-5, "loss")
@@ -118,7 +127,7 @@ class TrainingStep(unittest.TestCase):
 
         # Greedy generation (no grad: rotary_mul runs in "auto" mode) gives the same tokens.
         generated = ""
-        if dtype == torch.float32:
+        if dtype == torch.float32 and generate:
             model.eval()
             with torch.no_grad(), RecordOps() as gen_rec:
                 got = model.generate(TOKENS, max_new_tokens=8, do_sample=False)
@@ -129,6 +138,7 @@ class TrainingStep(unittest.TestCase):
         print(
             f"\n  {family} {str(dtype).removeprefix('torch.')}: loss {float(want_loss):.6f} -> {float(loss):.6f} "
             f"(relative delta {delta:.2e}), worst gradient cosine {cosines[worst]:.9f} ({worst}), "
+            f"worst norm ratio - 1 {norms[worst_norm]:.2e} ({worst_norm}), "
             f"{len(grads)} parameters with gradients, opgen ops {sorted(rec.opgen())}, "
             f"rotary in training: {'rotary_mul' if rotary_trains else 'HF (rotary_mul has no backward op yet)'}"
             f"{generated}; {time.perf_counter() - started:.1f} s",
@@ -148,6 +158,25 @@ class TrainingStep(unittest.TestCase):
 
     def test_qwen3_bfloat16(self):
         self.check("qwen3", torch.bfloat16)
+
+    def test_a_broken_backward_glue_is_caught(self):
+        # Mutants of the generated autograd glue (opgen_torch.ops._outgoing, which every backward
+        # formula calls): gradients 0.1 % too large (cosine 1: only the norm check sees it),
+        # and gamma's gradient dropped (a parameter without a gradient). The check must fail on
+        # both, for that reason.
+        original = opgen_torch.ops._outgoing
+        mutants = {
+            "scaled": (lambda grad, meta: original(grad, meta) * 1.001, "gradient norm of"),
+            "no dgamma": (lambda grad, meta: original(grad, meta) if len(meta[0]) > 1 else None, "without a gradient"),
+        }
+        try:
+            for name, (mutant, why) in mutants.items():
+                with self.subTest(mutant=name):
+                    opgen_torch.ops._outgoing = mutant
+                    with self.assertRaisesRegex(AssertionError, why):
+                        self.check("qwen2", torch.float32, generate=False)
+        finally:
+            opgen_torch.ops._outgoing = original
 
     def test_forced_rotary_trains_only_with_its_backward_op(self):
         model = patch.apply_to_qwen2(tiny("qwen2", torch.float32), rotary=True)

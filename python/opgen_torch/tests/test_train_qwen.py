@@ -186,6 +186,20 @@ class TrainingStep(unittest.TestCase):
             with self.assertRaisesRegex(RuntimeError, "opgen::rotary_mul: input `x` requires grad"):
                 step(model)
 
+    def test_rotary_with_a_batch_of_positions(self):
+        # Two sequences with their own positions: HF's cos/sin are [2, S, D], so rotary_mul gets
+        # per-batch tables ([2, 1, S, D] for q/k [2, H, S, D]).
+        tokens = torch.cat([TOKENS, TOKENS.flip(1)])
+        positions = torch.stack([torch.arange(12), torch.arange(12) + 5])
+        for family, apply in (("qwen2", patch.apply_to_qwen2), ("qwen3", patch.apply_to_qwen3)):
+            with self.subTest(family=family), torch.no_grad():
+                want = tiny(family, torch.float32).eval()(tokens, position_ids=positions).logits
+                model = apply(tiny(family, torch.float32).eval(), rotary=True)
+                with RecordOps() as rec:
+                    got = model(tokens, position_ids=positions).logits
+                self.assertIn("rotary_mul", rec.opgen())
+                torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
     def test_revert_restores_hf(self):
         model = tiny("qwen3", torch.float32)
         with torch.no_grad():

@@ -8,7 +8,8 @@ unpatched — float32: loss within 1e-5 relative, logits within 1e-4, each gradi
 20 %, the logits' cosine >= 0.999 — no parameter
 without a gradient, the opgen forward and backward ops recorded as dispatched (a
 TorchDispatchMode below autograd sees the backward's ops too), and greedy `generate` giving the
-same tokens (float32). Prints the figures: loss delta, worst gradient cosine and its parameter,
+same tokens (float32); the Qwen2 float32 step again under torch.compile(backend="aot_eager");
+two mutants of the generated glue that the check must catch. Prints the figures: loss delta, worst gradient cosine and its parameter,
 time.
 
 Usage: PYTHONPATH=<torch-cpu --out DIR> python test_train_qwen.py   (scripts/check_torch_train.sh)

@@ -45,6 +45,24 @@ pub enum Tolerance {
     IntWithin(u32),
 }
 
+impl Tolerance {
+    /// The gate of an output in the perturbed mode (`verify --perturb K`), where the twin moves
+    /// the float32 results of Exp/Ln/Sqrt/Rsqrt/Reciprocal/Div by up to K ulp. The bars above are
+    /// what a kernel reaches with libm-exact APIs (measured on the full sweep at K = 0); they
+    /// cannot hold once those results move. What must still hold is what the hardware's
+    /// acceptance asks of any kernel: CANN's precision standard (MERE/MARE per dtype), 16-bit
+    /// outputs faithful (within one ULP of the exact value: either neighbour), the bias gate,
+    /// and integers within one. Layout ops stay bitwise. The default mode keeps the tight bars.
+    pub fn under_perturbation(self, dtype: DType) -> Tolerance {
+        match self {
+            Tolerance::Rne { .. } | Tolerance::Ulp { .. } if !dtype.is_float() => Tolerance::IntWithin(1),
+            Tolerance::Rne { .. } | Tolerance::Ulp { .. } if dtype == DType::Float32 => Tolerance::CannOnly,
+            Tolerance::Rne { .. } | Tolerance::Ulp { .. } => Tolerance::Ulp { max_ulp: 1 },
+            other => other,
+        }
+    }
+}
+
 impl fmt::Display for Tolerance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -680,8 +698,8 @@ mod tests {
         // MERE = sum/3 = 0.16666666041666693, MARE = 0.24999999375000016.
         let a = HostTensor::from_f64(DType::Float32, &[3], &[1.0, 2.5, 3.0]);
         let c = compare(&a, &[1.0, 2.0, 4.0], Tolerance::CannOnly);
-        assert!((c.mere - 0.16666666041666693).abs() < 1e-15, "{}", c.mere);
-        assert!((c.mare - 0.24999999375000016).abs() < 1e-15, "{}", c.mare);
+        approx::assert_abs_diff_eq!(c.mere, 0.16666666041666693, epsilon = 1e-15);
+        approx::assert_abs_diff_eq!(c.mare, 0.24999999375000016, epsilon = 1e-15);
         assert!(!c.passed());
         // Worst by relative error for CannOnly.
         assert_eq!(c.worst.as_ref().unwrap().flat, 2);
@@ -749,7 +767,7 @@ mod tests {
         let c = compare(&up, &g, Tolerance::Rne { tie_window: 4 });
         assert!(c.passed(), "{c}");
         assert_eq!(c.near_ties, 1);
-        assert!((c.max_tie_distance - 3.0).abs() < 1e-6, "{}", c.max_tie_distance);
+        approx::assert_abs_diff_eq!(c.max_tie_distance, 3.0, epsilon = 1e-6);
         assert!(!compare(&up, &g, Tolerance::Rne { tie_window: 2 }).passed());
         assert!(compare(&down, &g, Tolerance::Rne { tie_window: 2 }).passed());
         // Far from the boundary, one ULP off fails whatever the window (the 1-ULP bar passed it).
@@ -787,7 +805,7 @@ mod tests {
         let b = c.bias.as_ref().unwrap();
         assert_eq!((b.mean, b.count), (0.0, 4096));
         // Hoeffding bound at R = 2 ULP (1-ULP bar): 3.3·2/√4096.
-        assert!((b.bound - 3.3 * 2.0 / 64.0).abs() < 1e-12);
+        approx::assert_abs_diff_eq!(b.bound, 3.3 * 2.0 / 64.0, epsilon = 1e-12);
         let truncated: Vec<f64> = g.iter().map(|&v| (v * 1024.0).floor() / 1024.0).collect();
         let t = f16(&truncated);
         let c = compare(&t, &g, Tolerance::Ulp { max_ulp: 1 });

@@ -22,6 +22,11 @@ fn parse_shape_set(text: &str) -> Result<ShapeSet, String> {
     ShapeSet::parse(text).ok_or_else(|| format!("unknown shape set `{text}` (sweep, model, all)"))
 }
 
+fn parse_bf16_npy(text: &str) -> Result<ascend_opgen::npy::Bf16Npy, String> {
+    ascend_opgen::npy::Bf16Npy::parse(text)
+        .ok_or_else(|| format!("unknown bfloat16 spelling `{text}` (ml_dtypes, u2)"))
+}
+
 /// Where `opgen run` runs the op.
 #[derive(Clone, Copy, Debug)]
 enum Device {
@@ -83,6 +88,11 @@ enum Command {
         /// op's aclnn API, from the package build-npu installed; needs a build with ACL).
         #[arg(long, default_value = "twin", value_parser = parse_device)]
         device: Device,
+        /// How bfloat16 outputs are written: `ml_dtypes` (descr '<V2', what np.save writes for an
+        /// ml_dtypes.bfloat16 array) or `u2` (the bits as '<u2'). Default: as the bfloat16
+        /// inputs were, else u2. Inputs are read in either spelling.
+        #[arg(long, value_parser = parse_bf16_npy)]
+        bf16_npy: Option<ascend_opgen::npy::Bf16Npy>,
         /// With --device npu: build-npu's install directory (default: ASCEND_CUSTOM_OPP_PATH,
         /// then target/opgen/install).
         #[arg(long)]
@@ -150,23 +160,34 @@ fn main() {
     let result = match cli.command {
         Command::Gen { specs, out, ops } => app::gen::gen_ops(&GenOptions { specs, out, ops, check: false }),
         Command::Verify(args) => app::verify::verify(&args.options()),
-        Command::Run { op, specs, dtype, inputs, attrs, out, soc, no_sanitize, device, install } => {
-            match device {
-                Device::Twin => app::run::run(&RunOptions {
-                    specs,
-                    op,
-                    dtype,
-                    inputs,
-                    attrs,
-                    out,
-                    soc,
-                    sanitize: !no_sanitize,
-                }),
-                Device::Npu(device) => {
-                    app::run_npu::run_npu(&RunNpuOptions { specs, op, inputs, attrs, out, device, install })
-                }
+        Command::Run {
+            op,
+            specs,
+            dtype,
+            inputs,
+            attrs,
+            out,
+            soc,
+            no_sanitize,
+            bf16_npy,
+            device,
+            install,
+        } => match device {
+            Device::Twin => app::run::run(&RunOptions {
+                specs,
+                op,
+                dtype,
+                inputs,
+                attrs,
+                out,
+                soc,
+                sanitize: !no_sanitize,
+                bf16_npy,
+            }),
+            Device::Npu(device) => {
+                app::run_npu::run_npu(&RunNpuOptions { specs, op, inputs, attrs, out, device, install })
             }
-        }
+        },
         Command::Plan { op, specs, dtype, shapes, attrs, soc } => {
             app::plan::plan(&PlanOptions { specs, op, dtype, shapes, attrs, soc })
         }
@@ -196,8 +217,16 @@ fn main() {
             max_elements,
         }),
         Command::Doctor { cann } => {
-            println!("{}", ascend_opgen::toolchain::doctor_report(cann.as_deref()));
-            Ok(())
+            let report = ascend_opgen::toolchain::doctor_report(cann.as_deref());
+            println!("{}", report.text);
+            if report.build_npu_ready {
+                Ok(())
+            } else {
+                // Exit 2 like every other "no CANN toolkit" outcome; the report says what is missing.
+                Err(app::AppError::input(
+                    "doctor: build-npu cannot run on this machine (see the report above)",
+                ))
+            }
         }
     };
     std::process::exit(app::exit_code(result));

@@ -6,9 +6,12 @@
 //! and ended by `\n` so that magic + version + length + header is a multiple of 64 bytes. The
 //! raw element data follows.
 //!
-//! Supported `descr`: `<f2`, `<f4`, `<u2` (bfloat16 stored as its bit pattern; numpy has no
-//! bfloat16), `|i1`, `<i4`, `<i8`. A file is never converted to another dtype: when the caller
-//! expects a dtype and the file holds another, that is an error naming both.
+//! Supported `descr`: `<f2`, `<f4`, `|i1`, `<i4`, `<i8`, and bfloat16 (numpy has none) in the
+//! two spellings users have ([`Bf16Npy`]): `<V2`, what `np.save` writes for an
+//! `ml_dtypes.bfloat16` array (ml_dtypes 0.7.0 registers bfloat16 as a 2-byte type of kind `V`
+//! with little-endian byte order; `np.load` gives it back as `V2`, to `.view(ml_dtypes.bfloat16)`),
+//! and `<u2`, the bit pattern as uint16. A file is never converted to another dtype: when the
+//! caller expects a dtype and the file holds another, that is an error naming both.
 
 use crate::dtype::DType;
 use crate::tensor::{format_shape, HostTensor};
@@ -16,6 +19,46 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// How a bfloat16 array is spelt in a `.npy` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bf16Npy {
+    /// `<V2`: an `ml_dtypes.bfloat16` array saved by numpy (what jax, tensorflow and numpy
+    /// users have).
+    MlDtypes,
+    /// `<u2`: the bit pattern as uint16 (`tensor.view(torch.int16)`-style exports).
+    U2,
+}
+
+impl Bf16Npy {
+    pub const ALL: [Bf16Npy; 2] = [Bf16Npy::MlDtypes, Bf16Npy::U2];
+
+    pub fn descr(self) -> &'static str {
+        match self {
+            Bf16Npy::MlDtypes => "<V2",
+            Bf16Npy::U2 => "<u2",
+        }
+    }
+
+    /// The command-line spelling (`--bf16-npy`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Bf16Npy::MlDtypes => "ml_dtypes",
+            Bf16Npy::U2 => "u2",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Bf16Npy> {
+        Bf16Npy::ALL.into_iter().find(|b| b.name() == text)
+    }
+}
+
+/// A `.npy` file read: the tensor, and for bfloat16 the spelling the file used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NpyFile {
+    pub tensor: HostTensor,
+    pub bf16: Option<Bf16Npy>,
+}
 
 /// What went wrong with which file.
 #[derive(Debug)]
@@ -88,8 +131,9 @@ impl fmt::Display for NpyError {
             }
             NpyError::UnsupportedDescr { path, descr } => write!(
                 f,
-                "{}: unsupported dtype descr '{descr}' (supported: '<f2' float16, '<u2' bfloat16 \
-                 bits, '<f4' float32, '|i1' int8, '<i4' int32, '<i8' int64)",
+                "{}: unsupported dtype descr '{descr}' (supported: '<f2' float16, '<V2' bfloat16 \
+                 (ml_dtypes), '<u2' bfloat16 bits, '<f4' float32, '|i1' int8, '<i4' int32, \
+                 '<i8' int64)",
                 path.display()
             ),
             NpyError::FortranOrder { path } => write!(
@@ -100,10 +144,13 @@ impl fmt::Display for NpyError {
             ),
             NpyError::DtypeMismatch { path, expected, descr } => write!(
                 f,
-                "{}: expected {expected} (descr '{}'), but the file holds descr '{descr}'; \
+                "{}: expected {expected} (descr {}), but the file holds descr '{descr}'; \
                  convert the array before saving, it is never converted silently",
                 path.display(),
-                expected.npy_descr()
+                match expected {
+                    DType::BFloat16 => "'<V2' (ml_dtypes) or '<u2' (bits)".to_string(),
+                    other => format!("'{}'", other.npy_descr()),
+                }
             ),
             NpyError::SizeMismatch { path, descr, shape, expected_bytes, actual_bytes } => write!(
                 f,
@@ -125,26 +172,43 @@ impl std::error::Error for NpyError {
     }
 }
 
-/// Reads a `.npy` file. With `expected = Some(d)` the file must hold exactly `d` (`<u2` is read
-/// as bfloat16 bits); with `None` the dtype comes from the file.
+/// Reads a `.npy` file. With `expected = Some(d)` the file must hold exactly `d` (`<V2` and
+/// `<u2` are read as bfloat16); with `None` the dtype comes from the file.
 pub fn read_npy(path: &Path, expected: Option<DType>) -> Result<HostTensor, NpyError> {
-    let bytes = std::fs::read(path).map_err(|source| NpyError::Io { path: path.to_path_buf(), source })?;
-    decode_npy(&bytes, path, expected)
+    read_npy_file(path, expected).map(|f| f.tensor)
 }
 
-/// Writes `tensor` as a format 1.0 `.npy` file (2.0 if the header would not fit in 64 KiB).
+/// [`read_npy`], also telling which bfloat16 spelling the file used.
+pub fn read_npy_file(path: &Path, expected: Option<DType>) -> Result<NpyFile, NpyError> {
+    let bytes = std::fs::read(path).map_err(|source| NpyError::Io { path: path.to_path_buf(), source })?;
+    decode_npy_file(&bytes, path, expected)
+}
+
+/// Writes `tensor` as a format 1.0 `.npy` file (2.0 if the header would not fit in 64 KiB),
+/// bfloat16 as `<u2` bits.
 pub fn write_npy(path: &Path, tensor: &HostTensor) -> Result<(), NpyError> {
-    std::fs::write(path, encode_npy(tensor))
+    write_npy_as(path, tensor, Bf16Npy::U2)
+}
+
+/// [`write_npy`] with bfloat16 spelt as `bf16`.
+pub fn write_npy_as(path: &Path, tensor: &HostTensor, bf16: Bf16Npy) -> Result<(), NpyError> {
+    std::fs::write(path, encode_npy_as(tensor, bf16))
         .map_err(|source| NpyError::Io { path: path.to_path_buf(), source })
 }
 
-/// The complete `.npy` file contents for `tensor`.
+/// The complete `.npy` file contents for `tensor` (bfloat16 as `<u2`).
 pub fn encode_npy(tensor: &HostTensor) -> Vec<u8> {
-    let dict = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-        tensor.dtype.npy_descr(),
-        format_shape(&tensor.shape)
-    );
+    encode_npy_as(tensor, Bf16Npy::U2)
+}
+
+/// [`encode_npy`] with bfloat16 spelt as `bf16` (other dtypes are unaffected).
+pub fn encode_npy_as(tensor: &HostTensor, bf16: Bf16Npy) -> Vec<u8> {
+    let descr = match tensor.dtype {
+        DType::BFloat16 => bf16.descr(),
+        other => other.npy_descr(),
+    };
+    let dict =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}", format_shape(&tensor.shape));
     // Header = dict + spaces + '\n', padded so that preamble + header is a multiple of 64.
     // Like numpy's `_wrap_header`, at least one space is written (64 when already aligned).
     let padded_len = |preamble: usize| {
@@ -172,6 +236,11 @@ pub fn encode_npy(tensor: &HostTensor) -> Vec<u8> {
 
 /// Parses `.npy` contents; `path` is only used in error messages.
 pub fn decode_npy(bytes: &[u8], path: &Path, expected: Option<DType>) -> Result<HostTensor, NpyError> {
+    decode_npy_file(bytes, path, expected).map(|f| f.tensor)
+}
+
+/// [`decode_npy`], also telling which bfloat16 spelling the file used.
+pub fn decode_npy_file(bytes: &[u8], path: &Path, expected: Option<DType>) -> Result<NpyFile, NpyError> {
     let p = || path.to_path_buf();
     if bytes.len() < 8 || &bytes[..6] != MAGIC {
         return Err(NpyError::BadMagic { path: p() });
@@ -218,9 +287,10 @@ pub fn decode_npy(bytes: &[u8], path: &Path, expected: Option<DType>) -> Result<
     if fields.fortran_order {
         return Err(NpyError::FortranOrder { path: p() });
     }
+    let bf16 = Bf16Npy::ALL.into_iter().find(|b| b.descr() == fields.descr);
     let dtype = match fields.descr.as_str() {
         "<f2" => DType::Float16,
-        "<u2" => DType::BFloat16,
+        _ if bf16.is_some() => DType::BFloat16,
         "<f4" => DType::Float32,
         "|i1" => DType::Int8,
         "<i4" => DType::Int32,
@@ -245,7 +315,7 @@ pub fn decode_npy(bytes: &[u8], path: &Path, expected: Option<DType>) -> Result<
             actual_bytes: data.len(),
         });
     }
-    Ok(HostTensor { dtype, shape: fields.shape, bytes: data.to_vec() })
+    Ok(NpyFile { tensor: HostTensor { dtype, shape: fields.shape, bytes: data.to_vec() }, bf16 })
 }
 
 struct HeaderFields {

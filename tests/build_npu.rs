@@ -52,7 +52,7 @@ fn dry_run_without_cann_prints_every_command_and_writes_nothing() {
     assert_in_order(
         &out,
         &[
-            "[1/10] generate the project",
+            "[1/13] generate the project",
             &cd,
             "rm -rf build_out cmake scripts",
             "cp -rL /usr/local/Ascend/ascend-toolkit/latest/tools/op_project_templates/ascendc/customize/cmake",
@@ -66,6 +66,12 @@ fn dry_run_without_cann_prints_every_command_and_writes_nothing() {
             "cmake -S torch -B torch/build -DPython3_EXECUTABLE=python3",
             "cmake --build torch/build -j2",
             &format!("cmake --install {}/torch/build --prefix {}", project.display(), install.display()),
+            "[11/13] stage the wheel",
+            "opgen_torch/_cann_ops_custom/vendors/opgen",
+            "[12/13] record the torch, torch_npu and CANN versions",
+            "[13/13] build the wheel",
+            &format!("python3 -m pip wheel --no-deps --quiet --wheel-dir {}/dist {}/torch/wheel", install.display(), project.display()),
+            &format!("the wheel: {}/dist/opgen_torch-0.1.0-*.whl", install.display()),
             &format!("export ASCEND_CUSTOM_OPP_PATH={}/vendors/opgen${{ASCEND_CUSTOM_OPP_PATH:+", install.display()),
             &format!("export LD_LIBRARY_PATH={}/vendors/opgen/op_api/lib${{", install.display()),
             &format!("export PYTHONPATH={}/python${{", install.display()),
@@ -147,7 +153,7 @@ fn relative_install_dirs_become_absolute() {
     let opts = BuildNpuOptions { install: Some("some/rel/dir".into()), ..options(tmp.path(), true) };
     let p = plan(&opts, &SearchEnv::empty()).unwrap();
     assert!(p.install_dir.is_absolute() && p.install_dir.ends_with("some/rel/dir"), "{:?}", p.install_dir);
-    assert_eq!(p.steps.len(), 9);
+    assert_eq!(p.steps.len(), 12);
     assert!(p.steps[p.install_step].cmd.display().contains("--install-path=/"));
 }
 
@@ -166,12 +172,60 @@ fn a_failing_step_stops_the_build_naming_the_step_the_command_and_its_exit_code(
         return;
     }
     assert_eq!(err.code, 1, "{err}\n{out}");
-    assert!(err.message.contains("step 3/10 (copy the toolkit's msOpGen cmake/ and scripts/"), "{err}");
+    assert!(err.message.contains("step 3/13 (copy the toolkit's msOpGen cmake/ and scripts/"), "{err}");
     assert!(err.message.contains("cp -rL"), "the command line: {err}");
     assert!(err.message.contains("exit"), "the exit status: {err}");
     assert!(err.message.contains("No such file"), "the command's output: {err}");
     // The project was generated before the build started; nothing was installed.
     assert!(tmp.path().join("project/torch/opgen_npu.cpp").is_file());
     assert!(!tmp.path().join("install").exists());
-    assert!(out.contains("[2/10] remove the previous build output") && out.contains("done in"), "{out}");
+    assert!(out.contains("[2/13] remove the previous build output") && out.contains("done in"), "{out}");
+}
+
+/// The wheel's staging step, run on a stand-in install tree (no CANN): the extension's files and
+/// the op package inside the package as `_cann_ops_custom/vendors/<vendor>` (where the package
+/// looks at import), the generated pyproject.toml and setup.py beside it.
+#[test]
+fn the_wheel_stage_puts_the_op_package_inside_the_python_package() {
+    let tmp = TempDir::new("build-npu-wheel");
+    let opts = options(tmp.path(), true);
+    let p = plan(&opts, &SearchEnv::empty()).unwrap();
+    let install = tmp.path().join("install");
+    for f in ["python/opgen_torch/__init__.py", "python/opgen_torch/libopgen_torch.so"] {
+        support::write(&install.join(f), "stand-in\n");
+    }
+    for f in ["op_api/lib/libcust_opapi.so", "op_proto/inc/op_proto.h", "version.info"] {
+        support::write(&install.join("vendors/opgen").join(f), "stand-in\n");
+    }
+    // The project directory holds the generated packaging files at this point of a real run.
+    ascend_opgen::codegen::write_atomically(&p.project_dir, &p.project).unwrap();
+    let stage = p.steps.iter().find(|s| s.what.starts_with("stage the wheel")).expect("the stage step");
+    stage.cmd.run_checked().unwrap_or_else(|e| panic!("{e}"));
+    let mut files: Vec<String> = Vec::new();
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    walk(&p.wheel_stage, &p.wheel_stage, &mut files);
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "opgen_torch/__init__.py",
+            "opgen_torch/_cann_ops_custom/vendors/opgen/op_api/lib/libcust_opapi.so",
+            "opgen_torch/_cann_ops_custom/vendors/opgen/op_proto/inc/op_proto.h",
+            "opgen_torch/_cann_ops_custom/vendors/opgen/version.info",
+            "opgen_torch/libopgen_torch.so",
+            "pyproject.toml",
+            "setup.py",
+        ]
+    );
+    let pyproject = std::fs::read_to_string(p.wheel_stage.join("pyproject.toml")).unwrap();
+    assert!(pyproject.contains("\"_cann_ops_custom/**/*\""), "the op package is package data: {pyproject}");
 }

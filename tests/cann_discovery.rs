@@ -272,3 +272,98 @@ fn real_cann_8_1_rc1_tree() {
     let env = env_with(Some(&root), Some(&root), &[]);
     assert_eq!(discover_in(None, Need::Headers, &env).toolkit.unwrap().root, root);
 }
+
+/// A directory of stub host tools (empty executable scripts) for the doctor's PATH.
+fn stub_tools(dir: &Path, tools: &[&str]) -> std::ffi::OsString {
+    for tool in tools {
+        let p = dir.join(tool);
+        support::write(&p, "#!/bin/sh\nexit 0\n");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    dir.as_os_str().to_owned()
+}
+
+const ALL_TOOLS: &[&str] = &["g++", "cmake", "make", "python3"];
+
+/// The msOpGen template directories build-npu copies (placeholders).
+fn with_msopgen_template(root: &Path) {
+    let template = root.join(ascend_opgen::toolchain::cann::MSOPGEN_TEMPLATE);
+    for dir in ["cmake", "scripts"] {
+        support::write(&template.join(dir).join("placeholder"), "# fake\n");
+    }
+}
+
+#[test]
+fn doctor_is_ready_only_when_build_npu_could_run() {
+    use ascend_opgen::toolchain::doctor::doctor_report_in;
+    let tmp = TempDir::new("cann-doctor");
+    let full = tmp.path().join("full/latest");
+    fake_toolkit(&full, &Fake::default());
+    with_msopgen_template(&full);
+    // A toolkit with a compiler but no msOpGen template (build-npu would stop copying it).
+    let no_template = tmp.path().join("no-template/latest");
+    fake_toolkit(&no_template, &Fake::default());
+    let headers_only = tmp.path().join("headers/latest");
+    fake_toolkit(&headers_only, &Fake { compiler: false, ..Fake::default() });
+    let tools = stub_tools(&tmp.path().join("bin"), ALL_TOOLS);
+    let no_cmake = stub_tools(&tmp.path().join("bin-no-cmake"), &["g++", "make", "python3"]);
+    let env = SearchEnv::empty();
+
+    let r = doctor_report_in(Some(&full), &env, Some(&tools));
+    assert!(r.build_npu_ready, "{}", r.text);
+    assert!(r.text.contains("verdict: build-npu can run here"), "{}", r.text);
+
+    let r = doctor_report_in(Some(&no_template), &env, Some(&tools));
+    assert!(!r.build_npu_ready, "{}", r.text);
+    assert!(r.text.contains("no msOpGen template"), "{}", r.text);
+
+    // The same toolkit, but cmake missing: build-npu's first configure step could not run.
+    let r = doctor_report_in(Some(&full), &env, Some(&no_cmake));
+    assert!(!r.build_npu_ready, "{}", r.text);
+    assert!(r.text.contains("cmake    missing from PATH"), "{}", r.text);
+    assert!(r.text.contains("a host tool it needs is missing"), "{}", r.text);
+
+    // A header-only copy serves check-cann, not build-npu.
+    let r = doctor_report_in(Some(&headers_only), &env, Some(&tools));
+    assert!(!r.build_npu_ready, "{}", r.text);
+    assert!(r.text.contains("check-cann: ready"), "{}", r.text);
+    assert!(r.text.contains("no CANN toolkit usable for a build"), "{}", r.text);
+
+    // No toolkit at all.
+    let r = doctor_report_in(Some(&tmp.path().join("nothing")), &env, Some(&tools));
+    assert!(!r.build_npu_ready, "{}", r.text);
+    assert!(r.text.starts_with("CANN toolkit: not found"), "{}", r.text);
+}
+
+#[test]
+fn doctor_exit_code_is_zero_only_when_build_npu_could_run() {
+    use ascend_opgen::toolchain::command::Cmd;
+    let tmp = TempDir::new("cann-doctor-cli");
+    let full = tmp.path().join("latest");
+    fake_toolkit(&full, &Fake::default());
+    with_msopgen_template(&full);
+    let headers_only = tmp.path().join("headers");
+    fake_toolkit(&headers_only, &Fake { compiler: false, ..Fake::default() });
+    let tools = stub_tools(&tmp.path().join("bin"), ALL_TOOLS);
+    let doctor = |root: &Path| {
+        Cmd::new(env!("CARGO_BIN_EXE_opgen"))
+            .arg("doctor")
+            .arg("--cann")
+            .arg(root)
+            .env("PATH", &tools)
+            .stdin_null()
+            .run()
+            .expect("opgen runs")
+    };
+    let ok = doctor(&full);
+    assert_eq!(ok.code(), Some(0), "{}", ok.stdout_lossy());
+    for root in [headers_only, tmp.path().join("missing")] {
+        let out = doctor(&root);
+        assert_eq!(out.code(), Some(2), "{}: {}", root.display(), out.stdout_lossy());
+        assert!(out.stdout_lossy().contains("verdict: build-npu cannot run here"), "{}", out.stdout_lossy());
+    }
+}

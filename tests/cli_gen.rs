@@ -88,3 +88,12 @@ fn unknown_op_names_the_known_ones() {
         "{msg}"
     );
 }
+
+#[test]
+fn golden_check_refuses_a_selection_instead_of_ignoring_it() {
+    use ascend_opgen::app::gen::{gen_ops, GenOptions};
+    let opts = GenOptions { ops: vec!["rms_norm".into()], check: true, ..Default::default() };
+    let err = gen_ops(&opts).expect_err("--check --ops must not pass silently");
+    assert_eq!(err.code, 2);
+    assert!(err.message.contains("takes no --ops or --specs"), "{}", err.message);
+}

@@ -190,3 +190,23 @@ fn the_output_dtype_must_follow_from_the_inputs() {
     let errs = errors(&text);
     assert!(errs.0.iter().any(|e| e.message.contains("same input dtypes")), "{errs}");
 }
+
+#[test]
+fn the_rounding_attr_is_a_string_the_body_does_not_read() {
+    let rounding = "[[attrs]]\nname = \"rounding\"\ntype = \"string\"\ndefault = \"hf\"\n\n[elementwise]";
+    let text = GOOD
+        .replace("[elementwise]", rounding)
+        .replace("x * sigmoid(alpha * x) * up", "rne(x * sigmoid(alpha * x)) * up");
+    let spec = family::parse_str(Path::new(PATH), &text).unwrap();
+    assert_eq!(spec.attrs[1].name, "rounding");
+    // Read as a number: refused at the body.
+    let bad = text.replace("rne(x * sigmoid(alpha * x)) * up", "x * rounding * up");
+    let errs = errors(&bad).to_string();
+    assert!(errs.contains("the body reads `rounding`, a string attr"), "{errs}");
+    // An unknown value: refused at its default.
+    let errs = errors(&text.replace("default = \"hf\"", "default = \"twice\"")).to_string();
+    assert!(errs.contains("field `attrs[1].default`: rounding `twice` is not supported"), "{errs}");
+    // rne of a constant: refused (it rounds tensors).
+    let errs = errors(&text.replace("rne(x * sigmoid(alpha * x))", "rne(alpha) * x")).to_string();
+    assert!(errs.contains("rne(alpha) rounds a constant or attr expression"), "{errs}");
+}

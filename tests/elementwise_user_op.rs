@@ -142,7 +142,7 @@ fn a_user_op_is_checked_against_its_body_as_written() {
     assert_eq!(expected.len(), 1);
     let at_10 = expected[0].values[0];
     assert!((2.07e-45..=2.09e-45).contains(&at_10), "erfc(10) within the as-written bound: {at_10:e}");
-    assert!((expected[0].values[1] - 0.479_500_122_186_953_5).abs() < 1e-15, "{:?}", expected[0].values);
+    approx::assert_abs_diff_eq!(expected[0].values[1], 0.479_500_122_186_953_5, epsilon = 1e-15);
     // The kernel's form is the canonical one: erfc(x).
     let body = ascend_opgen::family::elementwise::analyse(&spec).unwrap();
     assert!(

@@ -168,3 +168,136 @@ fn all_errors_are_reported_at_once() {
         GOOD.replace("name = \"gamma\"", "name = \"class\"").replace("default = 1e-6", "default = true");
     assert!(errors(&text).0.len() >= 2);
 }
+
+/// Issue 15 point 5: every unknown field of a file (top level, in a table, in an array of
+/// tables) and the rule errors after them, each located, in one run.
+#[test]
+fn every_unknown_field_and_the_rule_errors_in_one_run() {
+    let text = GOOD
+        .replace("summary = \"test op\"", "summary = \"test op\"\ncolour = \"red\"")
+        .replace("name = \"gamma\"", "name = \"gamma\"\nshape = [4]")
+        .replace("type = \"float\"", "type = \"float\"\nunit = \"s\"")
+        .replace("name = \"rstd\"", "name = \"x\"");
+    let errs = errors(&text);
+    let shown = errs.to_string();
+    let find = |field: &str| {
+        errs.0
+            .iter()
+            .find(|e| e.field == field)
+            .unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"))
+    };
+    let colour = find("colour");
+    assert_eq!((colour.line, colour.column), (4, 1), "{shown}");
+    assert!(colour.message.contains("unknown field `colour`"), "{shown}");
+    let shape = find("inputs[1].shape");
+    assert_eq!((shape.line, shape.column), (13, 1), "{shown}");
+    assert!(shape.message.contains("unknown field `shape`"), "{shown}");
+    let unit = find("attrs[0].unit");
+    assert_eq!(unit.line, 27, "{shown}");
+    // Unknown fields in the order of the file, then the rule errors.
+    let fields: Vec<&str> = errs.0.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["colour", "inputs[1].shape", "attrs[0].unit", "outputs[1].name"], "{shown}");
+    // The rule error of the same file, found after the unknown fields were set aside.
+    let dup = find("outputs[1].name");
+    assert_eq!(dup.line, 21, "{shown}");
+    assert!(dup.message.contains("already used by `inputs[0].name`"), "{shown}");
+    assert_eq!(errs.0.len(), 4, "{shown}");
+    for line in shown.lines() {
+        assert!(line.starts_with("error: kernels/my_norm.toml:"), "{shown}");
+    }
+}
+
+/// An unknown field beside a type error: both reported; no rule errors (there is no spec to
+/// check them on), and nothing else invented.
+#[test]
+fn unknown_fields_beside_a_type_error() {
+    let text = GOOD
+        .replace("summary = \"test op\"", "summary = \"test op\"\ncolour = \"red\"")
+        .replace("targets = [\"ascend910b\"]", "targets = \"ascend910b\"");
+    let errs = errors(&text);
+    let fields: Vec<&str> = errs.0.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["colour", "targets"], "{errs}");
+}
+
+/// A directory: every file's errors, each file named.
+#[test]
+fn a_directory_reports_every_files_errors() {
+    let dir = std::env::temp_dir().join(format!("opgen-multi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = GOOD.replace("my_norm", "norm_a").replace("name = \"gamma\"", "name = \"gamma\"\nshape = [4]");
+    let b = GOOD.replace("my_norm", "norm_b").replace("default = 1e-6", "default = \"small\"\nunit = \"s\"");
+    std::fs::write(dir.join("norm_a.toml"), a).unwrap();
+    std::fs::write(dir.join("norm_b.toml"), b).unwrap();
+    let errs = family::load_catalogue(&dir).unwrap_err();
+    let shown = errs.to_string();
+    let of = |file: &str| {
+        errs.0.iter().filter(|e| e.file.ends_with(file)).map(|e| e.field.as_str()).collect::<Vec<_>>()
+    };
+    assert_eq!(of("norm_a.toml"), ["inputs[1].shape"], "{shown}");
+    assert_eq!(of("norm_b.toml"), ["attrs[0].unit", "attrs[0].default"], "{shown}");
+    assert!(shown.contains("norm_b.toml:26:1: field `attrs[0].unit`"), "{shown}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `opgen gen` over a directory with two bad specs and a good one: every file's errors on
+/// stderr, exit 2, and no output directory written.
+#[test]
+fn gen_over_a_directory_reports_every_file_and_writes_nothing() {
+    use ascend_opgen::toolchain::command::Cmd;
+    let dir = std::env::temp_dir().join(format!("opgen-multi-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let specs = dir.join("specs");
+    std::fs::create_dir_all(&specs).unwrap();
+    std::fs::write(
+        specs.join("norm_a.toml"),
+        GOOD.replace("my_norm", "norm_a").replace("summary", "colour = 1\nsummary"),
+    )
+    .unwrap();
+    std::fs::write(
+        specs.join("norm_b.toml"),
+        GOOD.replace("my_norm", "norm_b").replace("name = \"rstd\"", "name = \"x\""),
+    )
+    .unwrap();
+    std::fs::write(specs.join("norm_c.toml"), GOOD.replace("my_norm", "norm_c")).unwrap();
+    let out = dir.join("out");
+    let r = Cmd::new(env!("CARGO_BIN_EXE_opgen"))
+        .arg("gen")
+        .arg("--specs")
+        .arg(&specs)
+        .arg("--out")
+        .arg(&out)
+        .stdin_null()
+        .run()
+        .expect("opgen runs");
+    let text = r.combined_lossy();
+    assert_eq!(r.code(), Some(2), "{text}");
+    assert!(text.contains("norm_a.toml:3:1: field `colour`: unknown field `colour`"), "{text}");
+    assert!(text.contains("norm_b.toml:19:8: field `outputs[1].name`"), "{text}");
+    assert!(!text.contains("norm_c.toml"), "{text}");
+    assert!(!out.exists(), "a failed gen wrote {}", out.display());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// GOOD (25 lines) with a second attr appended: `name` on line 28, `default` on line 30.
+fn with_rounding(kind: &str, default: &str) -> String {
+    format!("{GOOD}\n[[attrs]]\nname = \"rounding\"\ntype = \"{kind}\"\ndefault = {default}\n")
+}
+
+#[test]
+fn row_norm_rounding_attr() {
+    // Accepted: "once" and "hf".
+    for v in ["\"once\"", "\"hf\""] {
+        let s = family::parse_str(Path::new("kernels/my_norm.toml"), &with_rounding("string", v)).unwrap();
+        assert_eq!(s.attrs.len(), 2);
+    }
+    // An unknown value: at the default's line.
+    assert_error(
+        &with_rounding("string", "\"twice\""),
+        30,
+        "attrs[1].default",
+        "rounding `twice` is not supported",
+    );
+    // Not a string attr.
+    assert_error(&with_rounding("float", "1.0"), 28, "attrs[1]", "string attr `rounding`");
+}

@@ -186,7 +186,15 @@ fn schema_texts_written_by_hand() {
     // (`Tensor(a!)`), a str attr keeps its quoted default, one output is an unnamed `Tensor`.
     let specs = catalogue();
     for (op, want) in [
-        ("rms_norm", "rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6) -> (Tensor y, Tensor rstd)"),
+        (
+            "rms_norm",
+            "rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6, str rounding=\"once\") -> (Tensor y, Tensor rstd)",
+        ),
+        (
+            "add_rms_norm",
+            "add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6, str rounding=\"hf\") \
+             -> (Tensor y, Tensor rstd, Tensor x_sum)",
+        ),
         ("rotary_mul", "rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode=\"half\") -> Tensor"),
         (
             "reshape_and_cache",

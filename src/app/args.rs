@@ -45,6 +45,10 @@ pub struct VerifyArgs {
     /// by up to K float32 ULP (deterministic), as hardware that is not libm-exact would.
     #[arg(long, value_name = "K")]
     pub perturb: Option<u32>,
+    /// Numeric profiles the A2 docs leave open: `ftz` (float32 subnormals flushed to zero),
+    /// `saturate` (overflow to the largest finite value, NaN to 0); comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PROFILE")]
+    pub profile: Vec<crate::verify::NumericProfile>,
 }
 
 impl VerifyArgs {
@@ -59,6 +63,7 @@ impl VerifyArgs {
             soc: self.soc,
             jobs: self.jobs,
             perturb: self.perturb,
+            profiles: self.profile,
             ..Default::default()
         }
     }

@@ -1,6 +1,8 @@
 //! `build-npu`: the generated project built with the CANN toolkit into the vendor package
 //! `custom_opp_<os>_<arch>.run`, installed with `--install-path` into a directory, and the torch
-//! extension built and installed beside it (`<install>/python/opgen_torch`).
+//! extension built and installed beside it (`<install>/python/opgen_torch`), then both staged
+//! into the package's wheel (`<install>/dist/<package>-*.whl`, see [`super::wheel`]):
+//! `pip install` it and `import <package>` works with no exported variables.
 //!
 //! Every step is one external command run through [`Cmd`]. The plan is made first, whole
 //! ([`plan`]), then either printed (`--dry-run`: each command with its working directory and
@@ -10,8 +12,9 @@
 
 use super::gen::{load_specs, render};
 use super::AppError;
-use crate::codegen::{self, VENDOR};
+use crate::codegen;
 use crate::plan::soc::{self, Soc};
+use crate::spec::ProjectNames;
 use crate::toolchain::cann::{self, CannNotFound, CannToolkit, Need, SearchEnv};
 use crate::toolchain::command::{shell_quote, which, Cmd};
 use std::io::Write;
@@ -22,8 +25,7 @@ use std::time::Instant;
 pub const DEFAULT_PROJECT_DIR: &str = "target/opgen/npu-project";
 /// Where the package and the torch extension are installed, relative to the repository.
 pub const DEFAULT_INSTALL_DIR: &str = "target/opgen/install";
-/// The msOpGen template of the toolkit, whose `cmake/` and `scripts/` the project builds with.
-const MSOPGEN_TEMPLATE: &str = "tools/op_project_templates/ascendc/customize";
+use crate::toolchain::cann::MSOPGEN_TEMPLATE;
 
 #[derive(Debug, Clone)]
 pub struct BuildNpuOptions {
@@ -80,17 +82,22 @@ pub struct BuildPlan {
     pub missing_toolkit: Option<CannNotFound>,
     /// The project, rendered.
     pub project: codegen::Project,
+    /// The project's names (vendor, Python package, torch library).
+    pub names: ProjectNames,
     /// The package the CANN build produces (its name as msOpGen's cmake derives it).
     pub package: PathBuf,
     pub steps: Vec<Step>,
     /// Index in `steps` of the package installation (its path is checked before it runs).
     pub install_step: usize,
+    /// Where the wheel is staged and where it is written.
+    pub wheel_stage: PathBuf,
+    pub dist_dir: PathBuf,
 }
 
 impl BuildPlan {
     /// The vendor directory the package installs into.
     pub fn vendor_dir(&self) -> PathBuf {
-        self.install_dir.join("vendors").join(VENDOR)
+        self.install_dir.join("vendors").join(&self.names.vendor)
     }
 
     /// The shell lines that make the installed ops usable.
@@ -146,6 +153,9 @@ pub fn plan(opts: &BuildNpuOptions, env: &SearchEnv) -> Result<BuildPlan, AppErr
         }
     }
     let project = render(&specs)?;
+    let names = codegen::project_names(&specs.iter().collect::<Vec<_>>())
+        .map_err(|e| AppError::input(format!("build-npu: {e}")))?;
+    let vendor = names.vendor.clone();
     let discovery = cann::discover_in(opts.cann.as_deref(), Need::Build, env);
     let (toolkit, missing_toolkit) = match discovery.into_result() {
         Ok(t) => (Some(t), None),
@@ -199,14 +209,14 @@ pub fn plan(opts: &BuildNpuOptions, env: &SearchEnv) -> Result<BuildPlan, AppErr
         },
         Step {
             what: format!(
-                "configure for {} (ASCEND_COMPUTE_UNIT={}), vendor {VENDOR}",
+                "configure for {} (ASCEND_COMPUTE_UNIT={}), vendor {vendor}",
                 soc.name, soc.compute_unit
             ),
             cmd: cann_cmd("cmake")
                 .args(["-S", ".", "-B", "build_out", "--preset=default"])
                 .arg(format!("-DASCEND_CANN_PACKAGE_PATH={}", cann_root.display()))
                 .arg(format!("-DASCEND_COMPUTE_UNIT={}", soc.compute_unit))
-                .arg(format!("-Dvendor_name={VENDOR}")),
+                .arg(format!("-Dvendor_name={vendor}")),
         },
         Step {
             what: "compile the kernels (target binary)".into(),
@@ -239,6 +249,42 @@ pub fn plan(opts: &BuildNpuOptions, env: &SearchEnv) -> Result<BuildPlan, AppErr
             cmd: in_project("cmake").arg("--install").arg(&torch_build).arg("--prefix").arg(&install_dir),
         },
     ]);
+    // The wheel: the installed extension, and the op package inside it as vllm-ascend ships
+    // its own (<package>/_cann_ops_custom/vendors/<vendor>), found by the package at import.
+    let wheel_stage = project_dir.join("torch/wheel");
+    let dist_dir = install_dir.join("dist");
+    let python = Path::new(&opts.python);
+    let cann_version = toolkit.as_ref().map(|t| t.version.clone()).unwrap_or_else(|| "<CANN version>".into());
+    steps.extend([
+        Step {
+            what: format!(
+                "stage the wheel in {}: the extension, the op package as {}/_cann_ops_custom/vendors/{vendor}, pyproject.toml, setup.py",
+                wheel_stage.display(),
+                names.package
+            ),
+            cmd: in_project("bash")
+                .arg("-c")
+                .arg(
+                    "set -e; rm -rf \"$1\"; mkdir -p \"$1/$3/_cann_ops_custom/vendors\"; \
+                     cp -a \"$2/python/$3/.\" \"$1/$3/\"; cp -a \"$2/vendors/$4\" \"$1/$3/_cann_ops_custom/vendors/\"; \
+                     cp torch/pyproject.toml torch/setup.py \"$1/\"",
+                )
+                .arg("stage")
+                .arg(&wheel_stage)
+                .arg(&install_dir)
+                .arg(&names.package)
+                .arg(&vendor),
+        },
+        Step {
+            what: "record the torch, torch_npu and CANN versions the wheel is built for (_build_info.json)".into(),
+            cmd: super::wheel::build_info_cmd(python, &wheel_stage.join(&names.package), "npu", Some(&cann_version))
+                .cwd(&project_dir),
+        },
+        Step {
+            what: format!("build the wheel into {}", dist_dir.display()),
+            cmd: super::wheel::wheel_cmd(python, &wheel_stage, &dist_dir).cwd(&project_dir),
+        },
+    ]);
     Ok(BuildPlan {
         soc,
         ops: specs.iter().map(|s| s.name.clone()).collect(),
@@ -248,9 +294,12 @@ pub fn plan(opts: &BuildNpuOptions, env: &SearchEnv) -> Result<BuildPlan, AppErr
         cann_root,
         missing_toolkit,
         project,
+        names,
         package,
         steps,
         install_step,
+        wheel_stage,
+        dist_dir,
     })
 }
 
@@ -340,11 +389,37 @@ pub fn build_npu_in(opts: &BuildNpuOptions, env: &SearchEnv, out: &mut dyn Write
         writeln!(out, "build-npu: built and installed in {:.0} s", started.elapsed().as_secs_f64())
             .map_err(io)?;
         writeln!(out, "  vendor package: {}", plan.vendor_dir().display()).map_err(io)?;
-        writeln!(out, "  torch extension: {}", plan.install_dir.join("python/opgen_torch").display())
-            .map_err(io)?;
-    }
-    writeln!(out, "to use the ops (torch.ops.opgen.*, or `import opgen_torch`), in each shell:")
+        writeln!(
+            out,
+            "  torch extension: {}",
+            plan.install_dir.join("python").join(&plan.names.package).display()
+        )
         .map_err(io)?;
+        let wheel = super::wheel::built_wheel(&plan.dist_dir, &plan.names)?;
+        writeln!(out, "  wheel: {}", wheel.display()).map_err(io)?;
+        writeln!(
+            out,
+            "to use the ops anywhere: `pip install {}`, then `import {}` (no variables to export)",
+            wheel.display(),
+            plan.names.package
+        )
+        .map_err(io)?;
+    } else {
+        writeln!(
+            out,
+            "the wheel: {}/{}-0.1.0-*.whl (`pip install` it, then `import {}`: no variables to export)",
+            plan.dist_dir.display(),
+            plan.names.package,
+            plan.names.package
+        )
+        .map_err(io)?;
+    }
+    writeln!(
+        out,
+        "or, from the install directory (torch.ops.{}.*, or `import {}`), in each shell:",
+        plan.names.library, plan.names.package
+    )
+    .map_err(io)?;
     for line in plan.env_lines() {
         writeln!(out, "  {line}").map_err(io)?;
     }

@@ -40,7 +40,14 @@ pub fn gen_ops(opts: &GenOptions) -> Result<(), AppError> {
     let root = crate::repo_root();
     let golden = root.join(codegen::GOLDEN_DIR);
     if opts.check {
-        // The golden copy is the whole catalogue's project; --ops/--specs do not apply.
+        // The golden copy is the whole catalogue's project: checking a part of it against a
+        // selection would report every other op's files as stale, so a selection is refused.
+        if !opts.ops.is_empty() || opts.specs.is_some() {
+            return Err(AppError::input(
+                "gen-ops --check compares the whole catalogue with the golden copy; it takes no \
+                 --ops or --specs (drop them, or run gen-ops with them to write a project)",
+            ));
+        }
         let project = render(&load_specs(None, &[])?)?;
         let outcome = codegen::check_against(&golden, &project);
         if outcome.is_fresh() {

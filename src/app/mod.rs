@@ -13,6 +13,7 @@ pub mod run_npu;
 pub mod test_suite;
 pub mod torch_cpu;
 pub mod verify;
+pub mod wheel;
 
 use std::fmt;
 

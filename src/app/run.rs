@@ -24,12 +24,21 @@ pub struct RunOptions {
     pub out: PathBuf,
     pub soc: String,
     pub sanitize: bool,
+    /// How bfloat16 outputs are spelt; default: as the first bfloat16 input was ('<u2' when
+    /// no input is bfloat16).
+    pub bf16_npy: Option<npy::Bf16Npy>,
 }
 
 /// Every input of `spec` from its `name=path.npy` argument, as the file holds it ('<u2' is
 /// bfloat16); the combination is picked from these dtypes afterwards. Shared by the twin and NPU
 /// paths of `opgen run`.
+#[cfg_attr(not(opgen_acl), allow(dead_code))] // the NPU path's, built with ACL only
 pub(crate) fn read_inputs(spec: &OpSpec, given: &[String]) -> Result<Vec<(String, HostTensor)>, AppError> {
+    Ok(read_input_files(spec, given)?.into_iter().map(|(n, f)| (n, f.tensor)).collect())
+}
+
+/// [`read_inputs`], keeping each file's bfloat16 spelling.
+fn read_input_files(spec: &OpSpec, given: &[String]) -> Result<Vec<(String, npy::NpyFile)>, AppError> {
     let given: Vec<(String, PathBuf)> = given
         .iter()
         .map(|s| {
@@ -54,9 +63,9 @@ pub(crate) fn read_inputs(spec: &OpSpec, given: &[String]) -> Result<Vec<(String
             let path = given.iter().find(|(n, _)| n == &t.name).map(|(_, p)| p).ok_or_else(|| {
                 AppError::input(format!("op `{}` needs --input {}=<file.npy>", spec.name, t.name))
             })?;
-            let tensor =
-                npy::read_npy(path, None).map_err(|e| AppError::input(format!("input `{}`: {e}", t.name)))?;
-            Ok((t.name.clone(), tensor))
+            let file = npy::read_npy_file(path, None)
+                .map_err(|e| AppError::input(format!("input `{}`: {e}", t.name)))?;
+            Ok((t.name.clone(), file))
         })
         .collect()
 }
@@ -65,7 +74,11 @@ pub fn run(opts: &RunOptions) -> Result<(), AppError> {
     let specs = load_specs(opts.specs.as_deref(), std::slice::from_ref(&opts.op))?;
     let spec = &specs[0];
     let soc = soc::find(&opts.soc).map_err(AppError::input)?;
-    let inputs = read_inputs(spec, &opts.inputs)?;
+    let files = read_input_files(spec, &opts.inputs)?;
+    // Outputs are written the way the user's own bfloat16 files are, unless told otherwise.
+    let bf16_npy =
+        opts.bf16_npy.or_else(|| files.iter().find_map(|(_, f)| f.bf16)).unwrap_or(npy::Bf16Npy::U2);
+    let inputs: Vec<(String, HostTensor)> = files.into_iter().map(|(n, f)| (n, f.tensor)).collect();
     let dtypes: Vec<(&str, DType)> = inputs.iter().map(|(n, t)| (n.as_str(), t.dtype)).collect();
     let (column, attrs) = combination(spec, opts.dtype, &dtypes, &opts.attrs)?;
     let project = render(&specs)?;
@@ -91,9 +104,14 @@ pub fn run(opts: &RunOptions) -> Result<(), AppError> {
     println!("{}", format_plan(spec, soc, &shapes, &result.report));
     for (name, tensor) in &result.outputs {
         let path = opts.out.join(format!("{name}.npy"));
-        npy::write_npy(&path, tensor).map_err(|e| AppError::failed(e.to_string()))?;
+        npy::write_npy_as(&path, tensor, bf16_npy).map_err(|e| AppError::failed(e.to_string()))?;
         let how = if inplace.contains(name) { ", updated in place" } else { "" };
-        println!("wrote {} ({} {:?}{how})", path.display(), tensor.dtype, tensor.shape);
+        let spelt = if tensor.dtype == DType::BFloat16 {
+            format!(" as '{}'", bf16_npy.descr())
+        } else {
+            String::new()
+        };
+        println!("wrote {} ({} {:?}{spelt}{how})", path.display(), tensor.dtype, tensor.shape);
     }
     Ok(())
 }

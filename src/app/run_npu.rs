@@ -75,7 +75,6 @@ mod with_acl {
     use crate::app::gen::load_specs;
     use crate::app::plan::combination;
     use crate::app::run::read_inputs;
-    use crate::codegen::VENDOR;
     use crate::compare::compare;
     use crate::npy;
     use crate::spec::{AttrKind, AttrValue};
@@ -89,7 +88,7 @@ mod with_acl {
 
     /// libcust_opapi.so of the installed vendor package: ASCEND_CUSTOM_OPP_PATH first (what
     /// torch_npu uses too), then `--install` or build-npu's default install directory.
-    fn opapi_library(install: Option<&Path>) -> Result<PathBuf, AppError> {
+    fn opapi_library(install: Option<&Path>, vendor_name: &str) -> Result<PathBuf, AppError> {
         let mut tried = Vec::new();
         let from_env = std::env::var_os("ASCEND_CUSTOM_OPP_PATH")
             .map(|v| std::env::split_paths(&v).collect::<Vec<_>>())
@@ -97,7 +96,7 @@ mod with_acl {
         let default_install = install
             .map(Path::to_path_buf)
             .unwrap_or_else(|| crate::repo_root().join(super::super::build_npu::DEFAULT_INSTALL_DIR));
-        for vendor in from_env.into_iter().chain([default_install.join("vendors").join(VENDOR)]) {
+        for vendor in from_env.into_iter().chain([default_install.join("vendors").join(vendor_name)]) {
             let lib = vendor.join("op_api/lib/libcust_opapi.so");
             if lib.is_file() {
                 return Ok(lib);
@@ -122,7 +121,7 @@ mod with_acl {
             .map_err(|e| AppError::failed(format!("op `{}`: reference: {e}", spec.name)))?;
         // The runtime first: without CANN there cannot be an installed package either.
         let acl = Acl::open(opts.device).map_err(acl_err("ACL setup"))?;
-        let opapi = opapi_library(opts.install.as_deref())?;
+        let opapi = opapi_library(opts.install.as_deref(), &spec.project.vendor)?;
         println!(
             "device {} ({}), aclnn{} from {}",
             acl.device(),

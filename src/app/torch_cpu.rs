@@ -1,4 +1,5 @@
-//! `cargo xtask torch-cpu --python PY --out DIR`: the `opgen_torch` package for a CPU-only
+//! `cargo xtask torch-cpu --python PY --out DIR`: the `opgen_torch` package (the project's
+//! `package` name, `project.toml`) for a CPU-only
 //! PyTorch, its kernels being the generated AscendC kernels and op_host code compiled against
 //! the CPU twin. `PYTHONPATH=DIR PY -c "import opgen_torch"` then registers
 //! `torch.ops.opgen.<op>` for the CPU, Meta and Autograd keys without torch_npu or CANN.
@@ -34,6 +35,11 @@ pub struct TorchCpuOptions {
     pub out: PathBuf,
     /// Only these ops (default: the catalogue).
     pub ops: Vec<String>,
+    /// A spec file or directory (default: the catalogue); its `project.toml` names the package.
+    pub specs: Option<PathBuf>,
+    /// Also write the package's wheel into this directory (`pip wheel`; the build backend comes
+    /// through pip's build isolation).
+    pub wheel: Option<PathBuf>,
 }
 
 /// The twin sources that make up a runner executable, not a library.
@@ -49,6 +55,11 @@ const BASE_FLAGS: &[&str] = &[
     "-Wno-unused-variable",
     "-Wno-unused-but-set-variable",
     "-Wno-unused-function",
+    // Inline functions' statics and template statics become ordinary weak symbols, not
+    // STB_GNU_UNIQUE ones: the dynamic loader merges unique symbols across the whole process
+    // even for RTLD_LOCAL libraries, so two projects' packages in one process would share
+    // (and overwrite) each other's twin and extension state.
+    "-fno-gnu-unique",
 ];
 
 fn io(path: &Path, e: std::io::Error) -> AppError {
@@ -149,19 +160,22 @@ where
 /// Builds the package; prints what it did and how long it took.
 pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
     let started = Instant::now();
-    let specs = load_specs(None, &opts.ops)?;
+    let specs = load_specs(opts.specs.as_deref(), &opts.ops)?;
     let project = render(&specs)?;
+    let names = crate::codegen::project_names(&specs.iter().collect::<Vec<_>>())
+        .map_err(|e| AppError::input(format!("torch-cpu: {e}")))?;
     let torch = torch_dir(&opts.python)?;
     let out = absolute(&opts.out);
-    let package = out.join("opgen_torch");
+    let package = out.join(&names.package);
+    let package_files = format!("torch/{}/", names.package);
     let build = out.join(".build");
     let src = build.join("src");
     let obj = build.join("obj");
     fs::create_dir_all(&obj).map_err(|e| io(&obj, e))?;
 
     write_sources(&project, &specs, &src)?;
-    for file in project.files.iter().filter(|f| f.path.starts_with("torch/opgen_torch/")) {
-        write_if_changed(&package.join(&file.path["torch/opgen_torch/".len()..]), &file.contents)?;
+    for file in project.files.iter().filter(|f| f.path.starts_with(&package_files)) {
+        write_if_changed(&package.join(&file.path[package_files.len()..]), &file.contents)?;
     }
 
     let twin = twin_dir();
@@ -175,7 +189,7 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
             .collect()
     };
 
-    // libopgen_twin.so: the twin runtime and op_host API, and every op's op_host code.
+    // lib<library>_twin.so (libopgen_twin.so by default): the twin runtime and op_host API, and every op's op_host code.
     let mut twin_sources: Vec<PathBuf> = fs::read_dir(twin.join("src"))
         .map_err(|e| io(&twin.join("src"), e))?
         .flatten()
@@ -244,11 +258,14 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
     println!("torch-cpu: {} objects, {todo} to compile (torch at {})", all.len(), torch.display());
     compile_all(all, 2).map_err(|e| AppError::failed(format!("torch-cpu: {e}")))?;
 
-    let twin_lib = package.join("libopgen_twin.so");
-    link(&twin_lib, &twin_objects, &[])?;
+    // Named per project: a second package's DT_NEEDED on the same name would bind to the first
+    // package's twin (the loader matches an already loaded library by name).
+    let twin_name = names.twin_library();
+    let twin_lib = package.join(format!("lib{twin_name}.so"));
+    link(&twin_lib, &twin_objects, &[format!("-Wl,-soname,lib{twin_name}.so")])?;
     let twin_link = strings([
         format!("-L{}", package.display()),
-        "-lopgen_twin".to_string(),
+        format!("-l{twin_name}"),
         "-Wl,-rpath,$ORIGIN/..".to_string(),
     ]);
     for (lib, jobs) in &kernels {
@@ -262,21 +279,43 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
         "-ltorch".to_string(),
         "-ltorch_cpu".to_string(),
         format!("-L{}", package.display()),
-        "-lopgen_twin".to_string(),
+        format!("-l{twin_name}"),
         "-ldl".to_string(),
         "-Wl,-rpath,$ORIGIN".to_string(),
         format!("-Wl,-rpath,{}", torch_lib.display()),
     ]);
-    link(&package.join("libopgen_torch_cpu.so"), &ext_objects, &ext_link)?;
+    link(&package.join(format!("lib{}_cpu.so", names.package)), &ext_objects, &ext_link)?;
     println!(
-        "torch-cpu: {} ops, {} kernel libraries in {} ({:.0} s); use it with PYTHONPATH={} {} -c \"import opgen_torch\"",
+        "torch-cpu: {} ops, {} kernel libraries in {} ({:.0} s); use it with PYTHONPATH={} {} -c \"import {}\"",
         specs.len(),
         kernels.len(),
         package.display(),
         started.elapsed().as_secs_f64(),
         out.display(),
-        opts.python.display()
+        opts.python.display(),
+        names.package
     );
+    if let Some(dist) = &opts.wheel {
+        let t = Instant::now();
+        let stage = build.join("wheel");
+        super::wheel::stage(&project, &names, &package, &stage)?;
+        let run = |cmd: Cmd, what: &str| {
+            cmd.run_checked().map_err(|e| AppError::failed(format!("torch-cpu: {what} failed:\n{e}")))
+        };
+        run(
+            super::wheel::build_info_cmd(&opts.python, &stage.join(&names.package), "cpu", None),
+            "recording the versions",
+        )?;
+        let dist = absolute(dist);
+        run(super::wheel::wheel_cmd(&opts.python, &stage, &dist), "pip wheel")?;
+        let wheel = super::wheel::built_wheel(&dist, &names)?;
+        println!(
+            "torch-cpu: wheel {} ({:.0} s); `pip install` it, then `import {}` (no PYTHONPATH)",
+            wheel.display(),
+            t.elapsed().as_secs_f64(),
+            names.package
+        );
+    }
     Ok(())
 }
 

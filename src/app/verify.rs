@@ -31,6 +31,8 @@ pub struct VerifyOptions {
     /// Perturbed numerics: Exp/Ln/Sqrt/Rsqrt/Reciprocal/Div float32 results moved by up to
     /// this many float32 ULP (deterministic per operands and seed); None: libm results.
     pub perturb: Option<u32>,
+    /// Numeric profiles (`ftz`, `saturate`) for every run; empty: the default modes.
+    pub profiles: Vec<verify::NumericProfile>,
     /// Render with these templates instead of the embedded ones (tests prove that a broken
     /// kernel fails verification).
     pub templates: Option<Vec<(&'static str, String)>>,
@@ -42,6 +44,7 @@ impl Default for VerifyOptions {
             specs: None,
             from: None,
             perturb: None,
+            profiles: Vec::new(),
             ops: Vec::new(),
             dtypes: Vec::new(),
             sweep: Sweep::Quick,
@@ -157,6 +160,7 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
                 verify::build_runner(&project, spec, column, BuildOptions { sanitize: opts.sanitize })
                     .map_err(|e| AppError::failed(format!("{} {}: {e}", spec.name, dtype)))?;
             runner.perturb = opts.perturb.map(|k| (k, PERTURB_SEED));
+            runner.profiles = opts.profiles.clone();
             let cases = verify::cases(spec, opts.sweep);
             let outcomes = run_cases(spec, column, &runner, soc, &cases, opts.jobs);
             let first_row = report.rows.len();
@@ -317,7 +321,11 @@ fn run_one(
             Ok(a) => a,
             Err(e) => return failed(format!("reference: {e}")),
         };
-        let mut c = compare(actual, &closest_allowed(actual, &exp.values, &alternates), exp.tolerance);
+        let tolerance = match runner.perturb {
+            Some(_) => exp.tolerance.under_perturbation(exp.dtype),
+            None => exp.tolerance,
+        };
+        let mut c = compare(actual, &closest_allowed(actual, &exp.values, &alternates), tolerance);
         if !alternates.is_empty() {
             // MERE/MARE always measure against the reference itself. The small-value check is
             // an absolute bar per element: an element equal to its documented alternate (the

@@ -21,8 +21,23 @@ use std::fmt;
 pub const DEFAULT_OUT_DIR: &str = "target/opgen";
 /// Where the golden copy of the catalogue's project lives, relative to the repository root.
 pub const GOLDEN_DIR: &str = "tests/golden/project";
-/// The vendor name of the generated package (ASCEND_CUSTOM_OPP_PATH ends in vendors/<it>).
-pub const VENDOR: &str = "opgen";
+/// The project names of `specs` (a catalogue's ops all carry the same, from its
+/// `project.toml`): the one place every generated file takes the torch library, package,
+/// vendor and op-type prefix from. The defaults for no specs.
+pub fn project_names(specs: &[&crate::spec::OpSpec]) -> Result<crate::spec::ProjectNames, RenderError> {
+    let Some(first) = specs.first() else { return Ok(crate::spec::ProjectNames::default()) };
+    if let Some(other) = specs.iter().find(|s| s.project != first.project) {
+        return Err(RenderError {
+            op: other.name.clone(),
+            template: "(project)".into(),
+            message: format!(
+                "the ops of one project must share its names; `{}` has vendor `{}`, package `{}`, `{}` has vendor `{}`, package `{}`",
+                first.name, first.project.vendor, first.project.package, other.name, other.project.vendor, other.project.package
+            ),
+        });
+    }
+    Ok(first.project.clone())
+}
 
 #[derive(Debug)]
 pub struct RenderError {

@@ -2,7 +2,7 @@
 
 use super::context::{banner_source, OpContext};
 use super::env::{environment, TEMPLATES};
-use super::{RenderError, VENDOR};
+use super::RenderError;
 use crate::spec::{AttrValue, OpSpec};
 use minijinja::{context, Environment, State, Value};
 use std::collections::BTreeSet;
@@ -100,10 +100,11 @@ fn render_shared(env: &Environment<'static>, specs: &[&OpSpec]) -> Result<Vec<Ge
         .map(|s| OpContext::new(s).map(Value::from_serialize))
         .collect::<Result<Vec<Value>, String>>()
         .map_err(|m| RenderError { op: "(project)".into(), template: "(context)".into(), message: m })?;
+    let names = super::project_names(specs)?;
     let cx = context! {
         ops => ops,
         compute_units => units.iter().collect::<Vec<_>>(),
-        vendor => VENDOR,
+        vendor => names.vendor.as_str(),
         source => sources.join(", "),
     };
     let mut files = Vec::new();
@@ -121,7 +122,7 @@ fn render_shared(env: &Environment<'static>, specs: &[&OpSpec]) -> Result<Vec<Ge
     }
     files.push(GeneratedFile {
         path: "CMakePresets.json".to_string(),
-        contents: cmake_presets(&units.into_iter().collect::<Vec<_>>(), &sources),
+        contents: cmake_presets(&units.into_iter().collect::<Vec<_>>(), &sources, &names.vendor),
     });
     Ok(files)
 }
@@ -204,7 +205,7 @@ pub fn msopgen_json(spec: &OpSpec) -> String {
 
 /// CMakePresets.json; the banner rides in the `vendor` object, which CMake reserves for
 /// tools' own data.
-fn cmake_presets(units: &[&str], sources: &[String]) -> String {
+fn cmake_presets(units: &[&str], sources: &[String], vendor: &str) -> String {
     use serde_json::json;
     let var = |ty: &str, value: &str| json!({ "type": ty, "value": value });
     let presets = json!({
@@ -225,7 +226,7 @@ fn cmake_presets(units: &[&str], sources: &[String]) -> String {
                 "ENABLE_BINARY_PACKAGE": var("BOOL", "True"),
                 "ASCEND_COMPUTE_UNIT": var("STRING", &units.join(";")),
                 "ENABLE_TEST": var("BOOL", "False"),
-                "vendor_name": var("STRING", VENDOR),
+                "vendor_name": var("STRING", vendor),
                 "ASCEND_CANN_PACKAGE_PATH": var("PATH", "/usr/local/Ascend/ascend-toolkit/latest"),
                 "ASCEND_PYTHON_EXECUTABLE": var("STRING", "python3"),
                 "CMAKE_INSTALL_PREFIX": var("PATH", "${sourceDir}/build_out"),

@@ -16,29 +16,31 @@
 
 use super::context::banner_source;
 use super::project::GeneratedFile;
-use super::{RenderError, VENDOR};
+use super::RenderError;
 use crate::dtype::DType;
 use crate::family::{shape_rule, ShapeRule};
+use crate::spec::ProjectNames;
 use crate::spec::{Attr, AttrKind, AttrValue, Backward, GradArg, OpSpec, TensorArg};
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
 
-/// The torch library namespace: ops are `torch.ops.opgen.<name>`.
-pub const LIBRARY: &str = "opgen";
+// The torch library namespace (`torch.ops.<library>.<name>`), the Python package (also the
+// extension's library stem, `lib<package>.so`) and the vendor come from the project's names
+// (`crate::spec::ProjectNames`, `project.toml`); the defaults are `opgen`, `opgen_torch`, `opgen`.
 
-/// The extension's shared library name (`lib<it>.so`), loaded by the Python package.
-pub const EXTENSION: &str = "opgen_torch";
-
-/// (generated path, template) of every file of the extension.
+/// (generated path, template) of every file of the extension; `{package}` is the Python
+/// package's directory.
 const FILES: &[(&str, &str)] = &[
     ("torch/CMakeLists.txt", "torch/CMakeLists.txt.j2"),
     ("torch/opgen_torch.h", "torch/opgen_torch.h.j2"),
     ("torch/opgen_schema.cpp", "torch/opgen_schema.cpp.j2"),
     ("torch/opgen_npu.cpp", "torch/opgen_npu.cpp.j2"),
     ("torch/opgen_cpu.cpp", "torch/opgen_cpu.cpp.j2"),
-    ("torch/opgen_torch/__init__.py", "torch/package_init.py.j2"),
-    ("torch/opgen_torch/ops.py", "torch/package_ops.py.j2"),
-    ("torch/opgen_torch/transformers.py", "torch/package_transformers.py.j2"),
+    ("torch/{package}/__init__.py", "torch/package_init.py.j2"),
+    ("torch/{package}/ops.py", "torch/package_ops.py.j2"),
+    ("torch/{package}/transformers.py", "torch/package_transformers.py.j2"),
+    ("torch/pyproject.toml", "torch/pyproject.toml.j2"),
+    ("torch/setup.py", "torch/setup.py.j2"),
 ];
 
 /// The aclnn entry point opbuild generates for the op (research §3): `aclnn<OpType>`.
@@ -551,16 +553,26 @@ pub(crate) fn render(
             })
         })
         .collect::<Result<Vec<TorchOp>, RenderError>>()?;
-    render_ops(env, &ops)
+    render_ops_named(env, &ops, &super::project_names(specs)?)
 }
 
+#[cfg(test)]
 fn render_ops(env: &Environment<'static>, ops: &[TorchOp]) -> Result<Vec<GeneratedFile>, RenderError> {
+    render_ops_named(env, ops, &ProjectNames::default())
+}
+
+fn render_ops_named(
+    env: &Environment<'static>,
+    ops: &[TorchOp],
+    names: &ProjectNames,
+) -> Result<Vec<GeneratedFile>, RenderError> {
     let sources: Vec<&str> = ops.iter().map(|o| o.source.as_str()).collect();
     let cx = context! {
         ops => Value::from_serialize(ops),
-        library => LIBRARY,
-        extension => EXTENSION,
-        vendor => VENDOR,
+        library => names.library.as_str(),
+        extension => names.package.as_str(),
+        vendor => names.vendor.as_str(),
+        twin_library => names.twin_library(),
         source => sources.join(", "),
     };
     FILES
@@ -572,7 +584,7 @@ fn render_ops(env: &Environment<'static>, ops: &[TorchOp]) -> Result<Vec<Generat
                     template: template.to_string(),
                     message: format!("{e:#}"),
                 })?;
-            Ok(GeneratedFile { path: path.to_string(), contents })
+            Ok(GeneratedFile { path: path.replace("{package}", &names.package), contents })
         })
         .collect()
 }

@@ -178,6 +178,7 @@ mod tests {
             params,
             backward: crate::spec::Backward::NotGenerated,
             source: Default::default(),
+            project: Default::default(),
         }
     }
 

@@ -194,12 +194,12 @@ impl crate::spec::FamilyRules for Registry {
 
 /// Parses and validates one spec file (spec rules and the family's).
 pub fn load_file(path: &Path) -> Result<OpSpec, SpecErrors> {
-    crate::spec::load_file(path, &Registry)
+    crate::spec::load_file(path, &Registry, &crate::spec::ProjectNames::default())
 }
 
 /// Parses and validates spec text; `path` is used for messages and the file-stem rule.
 pub fn parse_str(path: &Path, text: &str) -> Result<OpSpec, SpecErrors> {
-    crate::spec::parse_str(path, text, &Registry)
+    crate::spec::parse_str(path, text, &Registry, &crate::spec::ProjectNames::default())
 }
 
 /// Loads a catalogue: a directory of `*.toml` specs (sorted by file name) or one spec file.

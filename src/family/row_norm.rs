@@ -77,8 +77,9 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
             }
         }
     }
+    let eps_ok = |eps: &crate::spec::Attr| eps.kind == crate::spec::AttrKind::Float;
     match spec.attrs.as_slice() {
-        [eps] if eps.kind == crate::spec::AttrKind::Float => {
+        [eps] | [eps, _] if eps_ok(eps) => {
             if let Some(v) = eps.default.as_ref().and_then(|v| v.as_f64()) {
                 if v < 0.0 {
                     r.error(
@@ -88,15 +89,94 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
                     );
                 }
             }
+            if let Some(rounding) = spec.attrs.get(1) {
+                check_rounding_attr(r, raw, 1, rounding, "row_norm");
+            }
         }
         _ => {
             let span = raw.attrs.first().map(|a| &a.name);
-            let message = "family row_norm takes exactly one attr, the float epsilon".to_string();
+            let message = format!(
+                "family row_norm takes the float attr epsilon, optionally followed by the string attr `rounding` ({})",
+                ROUNDINGS_TEXT
+            );
             match span {
                 Some(s) => r.error(s, "attrs", message),
                 None => r.error(&raw.name, "attrs", message),
             }
         }
+    }
+}
+
+/// The values of the `rounding` attr (row_norm and elementwise): `once` rounds the float32
+/// result to the output dtype once; `hf` also rounds where HF transformers' eager code rounds
+/// to the 16-bit dtype (Qwen2RMSNorm's `hidden.to(input_dtype)` before `weight *`; an
+/// elementwise body's `rne(...)` points). For float32 tensors both are the same arithmetic.
+pub const ROUNDINGS: [&str; 2] = ["once", "hf"];
+const ROUNDINGS_TEXT: &str = "\"once\" or \"hf\"";
+
+/// Checks attr `i` is the string attr `rounding` with a known default (file:line:column).
+pub(crate) fn check_rounding_attr(
+    r: &mut Reporter,
+    raw: &RawSpec,
+    i: usize,
+    a: &crate::spec::Attr,
+    family: &str,
+) {
+    if a.name != "rounding" || a.kind != crate::spec::AttrKind::String {
+        r.error(
+            &raw.attrs[i].name,
+            &format!("attrs[{i}]"),
+            format!(
+                "family {family} takes a string attr `rounding` ({ROUNDINGS_TEXT}) here, found {} attr `{}`",
+                a.kind.name(),
+                a.name
+            ),
+        );
+        return;
+    }
+    match &a.default {
+        Some(AttrValue::String(v)) if ROUNDINGS.contains(&v.as_str()) => {}
+        Some(other) => {
+            let shown = match other {
+                AttrValue::String(v) => format!("`{v}`"),
+                v => format!("{v:?}"),
+            };
+            r.error(
+                raw.attrs[i].default.as_ref().expect("default present"),
+                &format!("attrs[{i}].default"),
+                format!("rounding {shown} is not supported: use {ROUNDINGS_TEXT}"),
+            )
+        }
+        None => r.error(
+            &raw.attrs[i].name,
+            &format!("attrs[{i}].default"),
+            format!("the rounding attr needs a default ({ROUNDINGS_TEXT})"),
+        ),
+    }
+}
+
+pub use crate::reference::row_norm::Rounding;
+
+/// A spec without the attr keeps the family's fixed order: once for rms_norm (CANN's RmsNorm),
+/// hf for the fused residual add (CANN's AddRmsNorm).
+pub fn default_rounding(spec: &OpSpec) -> Rounding {
+    if is_fused(spec) {
+        Rounding::Hf
+    } else {
+        Rounding::Once
+    }
+}
+
+/// The rounding of a case (its `rounding` attr, else the family default).
+pub fn rounding_of(spec: &OpSpec, attrs: &[(String, AttrValue)]) -> Result<Rounding, FamilyError> {
+    match attrs.iter().find(|(n, _)| n == "rounding").map(|(_, v)| v) {
+        None => Ok(default_rounding(spec)),
+        Some(AttrValue::String(v)) if v == "once" => Ok(Rounding::Once),
+        Some(AttrValue::String(v)) if v == "hf" => Ok(Rounding::Hf),
+        Some(other) => Err(FamilyError::new(format!(
+            "op `{}`: attr rounding {other:?} is neither \"once\" nor \"hf\"",
+            spec.name
+        ))),
     }
 }
 
@@ -126,12 +206,19 @@ pub const TILING_FIELDS: &[TilingField] = &[
     TilingField::u32("rowResident", "mode 2: 1 when the row (x, or add's sum) stays in UB for pass 2"),
     TilingField::f32("epsilon", "added to mean(x^2) before the square root"),
     TilingField::f32("avgFactor", "1/numCol in float32"),
+    TilingField::u32(
+        "roundHf",
+        "attr rounding: 0 once (y = RNE(x*rstd*gamma), mean = sum*avgFactor), 1 hf (y = RNE(RNE(x*rstd)*gamma), mean = sum/numCol, as HF Qwen2RMSNorm)",
+    ),
 ];
 
 pub fn template_extras(spec: &OpSpec) -> serde_json::Map<String, serde_json::Value> {
     let mut m = serde_json::Map::new();
     m.insert("fused".into(), serde_json::Value::Bool(is_fused(spec)));
     m.insert("gamma".into(), serde_json::to_value(spec.inputs.last()).expect("plain data"));
+    // The host reads attr 1 when the spec declares `rounding`; otherwise the family default.
+    m.insert("has_rounding".into(), serde_json::Value::Bool(spec.attrs.len() > 1));
+    m.insert("default_round_hf".into(), serde_json::Value::Bool(default_rounding(spec) == Rounding::Hf));
     m
 }
 
@@ -209,7 +296,36 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     for (i, (x, dist)) in aimed_cases().into_iter().enumerate() {
         out.push(make(&x, 1, dist, 7000 + i as u64));
     }
+    // The other rounding (the spec's default is the rest): one case per tiling mode and the
+    // split-D paths, so both branches of every pass the kernel has are run.
+    if let Some(other) = other_rounding(spec) {
+        let flipped = [
+            (vec![4, 896], Distribution::Uniform5),
+            (vec![3, 7], Distribution::Uniform5),
+            (vec![1000, 64], Distribution::Uniform5),
+            (vec![3, 8192], Distribution::RowEnds),
+            (vec![96, 4800], Distribution::Uniform5),
+            (vec![2, 16384], Distribution::Uniform5),
+            (vec![2, 98304], Distribution::Uniform5),
+            (vec![4, 896], Distribution::NormalLargeMean),
+        ];
+        for (i, (x, dist)) in flipped.into_iter().enumerate() {
+            let mut case = make(&x, 1, dist, 8000 + i as u64);
+            case.attrs.retain(|(n, _)| n != "rounding");
+            case.attrs.push(("rounding".into(), AttrValue::String(other.into())));
+            out.push(case);
+        }
+    }
     out
+}
+
+/// The rounding the spec's default is not, when the spec declares the attr.
+fn other_rounding(spec: &OpSpec) -> Option<&'static str> {
+    let a = spec.attrs.iter().find(|a| a.name == "rounding")?;
+    match &a.default {
+        Some(AttrValue::String(v)) if v == "hf" => Some("once"),
+        _ => Some("hf"),
+    }
 }
 
 /// Cases aimed at positions and at UB capacity (both sweeps). Row ends carry ±64 (RowEnds), so
@@ -273,10 +389,11 @@ pub fn expected(
 ) -> Result<Vec<Expected>, FamilyError> {
     let out = |i: usize| spec.outputs[i].name.clone();
     let eps = attr_f64(attrs, "epsilon")?;
+    let rounding = rounding_of(spec, attrs)?;
     match spec.name.as_str() {
         "rms_norm" => {
             let (x, gamma) = (&inputs[0].1, &inputs[1].1);
-            let r = reference::row_norm::rms_norm(x, gamma, eps)?;
+            let r = reference::row_norm::rms_norm_rounded(x, gamma, eps, rounding)?;
             Ok(vec![
                 Expected {
                     name: out(0),
@@ -296,7 +413,7 @@ pub fn expected(
         }
         "add_rms_norm" => {
             let (x1, x2, gamma) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
-            let r = reference::row_norm::add_rms_norm(x1, x2, gamma, eps)?;
+            let r = reference::row_norm::add_rms_norm_rounded(x1, x2, gamma, eps, rounding)?;
             Ok(vec![
                 Expected {
                     name: out(0),
@@ -329,32 +446,43 @@ pub fn expected(
     }
 }
 
-/// add_rms_norm y, 16-bit: where m = s·rstd is within float32 error of a 16-bit rounding
-/// boundary, y may also be (the other rounding of m)·gamma. The window is 8 float32 ulps of
-/// m (the kernel's rstd carries a few ulps of reduction error), far below one 16-bit ulp.
+/// y, 16-bit, `rounding = "hf"` (both ops): where m = x·rstd (add_rms_norm: s·rstd) is within
+/// float32 error of a 16-bit rounding boundary, y may also be (the other rounding of m)·gamma.
+/// The window is 8 float32 ulps of m (the kernel's rstd carries a few ulps of reduction error),
+/// far below one 16-bit ulp.
 pub fn alternates(
     spec: &OpSpec,
     inputs: &[(String, HostTensor)],
     attrs: &[(String, AttrValue)],
     output: &str,
 ) -> Result<Vec<f64>, FamilyError> {
-    if spec.name != "add_rms_norm" || output != spec.outputs[0].name {
+    if output != spec.outputs[0].name || rounding_of(spec, attrs)? != Rounding::Hf {
         return Ok(Vec::new());
     }
-    let (x1, x2, gamma) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
-    let dtype = x1.dtype;
+    let gamma = &inputs[inputs.len() - 1].1;
+    let dtype = inputs[0].1.dtype;
     if !matches!(dtype, DType::Float16 | DType::BFloat16) {
         return Ok(Vec::new());
     }
-    let r = reference::row_norm::add_rms_norm(x1, x2, gamma, attr_f64(attrs, "epsilon")?)?;
+    let eps = attr_f64(attrs, "epsilon")?;
+    // The row values the kernel normalises (x, or the rounded sum) and their rstd, in f64.
+    let (values, rstd) = if is_fused(spec) {
+        let (x1, x2) = (&inputs[0].1, &inputs[1].1);
+        let r = reference::row_norm::add_rms_norm_rounded(x1, x2, gamma, eps, Rounding::Hf)?;
+        (r.x_sum, r.rstd)
+    } else {
+        let x = &inputs[0].1;
+        let r = reference::row_norm::rms_norm_rounded(x, gamma, eps, Rounding::Hf)?;
+        (x.to_f64(), r.rstd)
+    };
     let n = gamma.numel();
     let g = gamma.to_f64();
     let window = 8.0 * f64::from(f32::EPSILON) / 2.0;
-    Ok(r.x_sum
+    Ok(values
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let m = s * r.rstd[i / n];
+            let m = s * rstd[i / n];
             let rounded = round_to_dtype(dtype, m);
             // The neighbour on m's side of `rounded`, and the boundary between them.
             let step = if m >= rounded { next_up(dtype, rounded) } else { next_down(dtype, rounded) };

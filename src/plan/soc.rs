@@ -144,8 +144,8 @@ mod tests {
     #[test]
     fn per_core_rates_follow_the_ini_under_the_unit_assumption() {
         let b2 = find("Ascend910B2").unwrap();
-        assert!((b2.gm_read_gbps_per_core() - 57.6).abs() < 1e-9);
-        assert!((b2.gm_write_gbps_per_core() - 115.2).abs() < 1e-9);
+        approx::assert_relative_eq!(b2.gm_read_gbps_per_core(), 57.6, max_relative = 1e-12);
+        approx::assert_relative_eq!(b2.gm_write_gbps_per_core(), 115.2, max_relative = 1e-12);
         assert_eq!(b2.vector_f32_per_cycle(), 64.0);
         assert_eq!(find("Ascend910B4").unwrap().l2_bytes, 96 * MIB);
     }

@@ -91,6 +91,13 @@ pub fn swiglu(gate: f64, up: f64) -> f64 {
     silu(gate) * up
 }
 
+/// SwiGLU as HF's MLP computes it on 16-bit tensors (`act_fn(gate_proj(x)) * up_proj(x)`):
+/// silu(gate) is stored in `dtype` (one RNE), then multiplied by up; the final rounding is the
+/// caller's.
+pub fn swiglu_hf(dtype: crate::dtype::DType, gate: f64, up: f64) -> f64 {
+    crate::tensor::round_to_dtype(dtype, silu(gate)) * up
+}
+
 const GELU_KAPPA: f64 = 0.044715;
 const FAST_GELU_K: f64 = 1.702;
 

@@ -68,9 +68,42 @@ fn row_rstd(row: &[f64], eps: f64) -> f64 {
     1.0 / (sum_sq / row.len() as f64 + eps).sqrt()
 }
 
+/// Where the row norms round y to a 16-bit dtype (the `rounding` attr of the row_norm family).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rounding {
+    /// y = RNE(x·rstd·gamma): one rounding of the exact value (npu_rms_norm, op-semantics §1.3).
+    Once,
+    /// y = RNE(RNE(x·rstd)·gamma): the normalised value is rounded to the input dtype before the
+    /// multiply by gamma, as HF Qwen2RMSNorm's `weight * hidden.to(input_dtype)` and CANN's
+    /// AddRmsNorm. For float32 inputs the inner rounding is to float32.
+    Hf,
+}
+
+/// The inner rounding of [`Rounding::Hf`] to the input dtype (for float32 the float32 rounding
+/// of x·rstd that HF's float32 multiply makes too).
+fn inner(dtype: crate::dtype::DType, rounding: Rounding, v: f64) -> f64 {
+    if rounding == Rounding::Hf {
+        round_to_dtype(dtype, v)
+    } else {
+        v
+    }
+}
+
 /// npu_rms_norm (A2/A3): y = x·rstd·gamma with a single final rounding (op-semantics §1.3), so
 /// nothing is rounded here.
 pub fn rms_norm(x: &HostTensor, gamma: &HostTensor, eps: f64) -> Result<RmsNormOutputs, ReferenceError> {
+    rms_norm_rounded(x, gamma, eps, Rounding::Once)
+}
+
+/// [`rms_norm`] with the rounding points of `rounding`: y is the unrounded product of
+/// (x·rstd, rounded to x's dtype for [`Rounding::Hf`]) and gamma; the final rounding is the
+/// caller's.
+pub fn rms_norm_rounded(
+    x: &HostTensor,
+    gamma: &HostTensor,
+    eps: f64,
+    rounding: Rounding,
+) -> Result<RmsNormOutputs, ReferenceError> {
     let (rows, n, rstd_shape) = row_geometry("rms_norm", x, gamma, eps)?;
     let xv = x.to_f64();
     let gv = gamma.to_f64();
@@ -79,7 +112,7 @@ pub fn rms_norm(x: &HostTensor, gamma: &HostTensor, eps: f64) -> Result<RmsNormO
     for row in xv.chunks_exact(n) {
         let r = row_rstd(row, eps);
         rstd.push(r);
-        y.extend(row.iter().zip(&gv).map(|(xi, gi)| xi * r * gi));
+        y.extend(row.iter().zip(&gv).map(|(xi, gi)| inner(x.dtype, rounding, xi * r) * gi));
     }
     Ok(RmsNormOutputs { y, rstd, rstd_shape })
 }
@@ -105,6 +138,19 @@ pub fn add_rms_norm(
     gamma: &HostTensor,
     eps: f64,
 ) -> Result<AddRmsNormOutputs, ReferenceError> {
+    add_rms_norm_rounded(x1, x2, gamma, eps, Rounding::Hf)
+}
+
+/// [`add_rms_norm`] with the rounding of step 3 chosen: [`Rounding::Hf`] as above,
+/// [`Rounding::Once`] y = s·rstd·gamma unrounded (one final rounding, like [`rms_norm`] of the
+/// rounded sum).
+pub fn add_rms_norm_rounded(
+    x1: &HostTensor,
+    x2: &HostTensor,
+    gamma: &HostTensor,
+    eps: f64,
+    rounding: Rounding,
+) -> Result<AddRmsNormOutputs, ReferenceError> {
     if x1.shape != x2.shape || x1.dtype != x2.dtype {
         return Err(ReferenceError::new(
             "add_rms_norm",
@@ -127,7 +173,7 @@ pub fn add_rms_norm(
     for row in x_sum.chunks_exact(n) {
         let r = row_rstd(row, eps);
         rstd.push(r);
-        y.extend(row.iter().zip(&gv).map(|(si, gi)| round_to_dtype(dtype, si * r) * gi));
+        y.extend(row.iter().zip(&gv).map(|(si, gi)| inner(dtype, rounding, si * r) * gi));
     }
     Ok(AddRmsNormOutputs { y, rstd, rstd_shape, x_sum })
 }

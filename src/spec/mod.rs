@@ -8,6 +8,7 @@ mod columns;
 mod error;
 mod idents;
 mod model;
+mod project;
 pub(crate) mod raw;
 mod validate;
 
@@ -18,6 +19,7 @@ pub use model::{
     Attr, AttrKind, AttrValue, Backward, BackwardTable, ElementwiseParams, Family, FamilyParams, GradArg,
     KvKind, Loc, OpSpec, RowNormParams, TensorArg,
 };
+pub use project::{load_project, parse_project, project_file_for, ProjectNames, PROJECT_FILE};
 
 use std::path::{Path, PathBuf};
 
@@ -34,27 +36,52 @@ pub(crate) trait FamilyRules {
 }
 
 /// Parses and validates one spec file.
-pub(crate) fn load_file(path: &Path, rules: &dyn FamilyRules) -> Result<OpSpec, SpecErrors> {
+pub(crate) fn load_file(
+    path: &Path,
+    rules: &dyn FamilyRules,
+    names: &ProjectNames,
+) -> Result<OpSpec, SpecErrors> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| SpecErrors::one(SpecError::whole_file(path, format!("cannot read the spec: {e}"))))?;
-    parse_str(path, &text, rules)
+    parse_str(path, &text, rules, names)
 }
 
 /// Parses and validates spec text; `path` is used for messages and the file-stem rule.
-pub(crate) fn parse_str(path: &Path, text: &str, rules: &dyn FamilyRules) -> Result<OpSpec, SpecErrors> {
-    let raw = raw::parse(path, text).map_err(SpecErrors::one)?;
-    validate::validate(path, text, raw, rules)
+pub(crate) fn parse_str(
+    path: &Path,
+    text: &str,
+    rules: &dyn FamilyRules,
+    names: &ProjectNames,
+) -> Result<OpSpec, SpecErrors> {
+    let (raw, mut errors) = raw::parse(path, text);
+    let Some(raw) = raw else { return Err(SpecErrors(errors)) };
+    // The rule errors of the same file follow its unknown fields, in one report.
+    match validate::validate(path, text, raw, rules, names) {
+        Ok(spec) if errors.is_empty() => Ok(spec),
+        Ok(_) => Err(SpecErrors(errors)),
+        Err(rule_errors) => {
+            errors.extend(rule_errors.0);
+            Err(SpecErrors(errors))
+        }
+    }
 }
 
 /// Loads a catalogue: a directory of `*.toml` specs (not recursive; sorted by file name so
-/// the output is deterministic) or a single spec file. An empty catalogue is an error, and
+/// the output is deterministic) or a single spec file, with the project names of the
+/// directory's `project.toml` (the defaults without one). An empty catalogue is an error, and
 /// so are two specs with the same op name.
 pub(crate) fn load_catalogue(path: &Path, rules: &dyn FamilyRules) -> Result<Vec<OpSpec>, SpecErrors> {
     let files = spec_files(path)?;
     let mut errors = SpecErrors::default();
+    // A bad project file is reported with the specs' errors; the specs are checked against
+    // the default names meanwhile.
+    let names = load_project(path).unwrap_or_else(|e| {
+        errors.extend(e);
+        ProjectNames::default()
+    });
     let mut specs: Vec<OpSpec> = Vec::new();
     for file in &files {
-        match load_file(file, rules) {
+        match load_file(file, rules, &names) {
             Ok(spec) => {
                 if let Some(other) = specs.iter().find(|s| s.name == spec.name) {
                     errors.push(SpecError::whole_file(
@@ -300,6 +327,7 @@ fn spec_files(path: &Path) -> Result<Vec<PathBuf>, SpecErrors> {
     let mut files: Vec<PathBuf> = read
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|ext| ext == "toml"))
+        .filter(|p| p.file_name().is_none_or(|n| n != PROJECT_FILE))
         .collect();
     files.sort();
     if files.is_empty() {

@@ -246,6 +246,10 @@ pub struct OpSpec {
     /// The spec file, as given (used in banners and messages).
     #[serde(skip)]
     pub source: PathBuf,
+    /// The project's names (torch library, package, vendor, op-type prefix) from the
+    /// catalogue's `project.toml`; every op of one catalogue has the same.
+    #[serde(skip)]
+    pub project: super::ProjectNames,
 }
 
 impl OpSpec {

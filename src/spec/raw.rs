@@ -128,11 +128,59 @@ impl<'de> Deserialize<'de> for RawBackward {
     }
 }
 
-pub(crate) fn parse(path: &Path, text: &str) -> Result<RawSpec, SpecError> {
-    toml::from_str::<RawSpec>(text).map_err(|e| {
+/// The raw spec, or every error found before validation: each unknown field (serde stops at the
+/// first, so each one found is dropped from the document and the rest deserialized again, until
+/// none is left) and then the first type or missing-field error, if any. When only unknown
+/// fields were found the spec without them comes back too, so validation can report the rule
+/// errors of the same file in the same run.
+pub(crate) fn parse(path: &Path, text: &str) -> (Option<RawSpec>, Vec<SpecError>) {
+    let located = |e: &toml::de::Error| {
         let offset = e.span().map_or(0, |s| s.start);
         let field = field_path_at(text, offset);
         SpecError::at(path, text, offset, &field, e.message().trim().to_string())
+    };
+    // A syntax error leaves no document to look further into.
+    let mut doc = match toml::de::DeTable::parse(text) {
+        Ok(doc) => doc,
+        Err(e) => return (None, vec![located(&e)]),
+    };
+    let mut errors: Vec<SpecError> = Vec::new();
+    loop {
+        match RawSpec::deserialize(toml::de::Deserializer::from(doc.clone())) {
+            Ok(raw) => {
+                // serde visits keys in its own order; the user reads the file top down.
+                errors.sort_by_key(|e| (e.line, e.column));
+                return (Some(raw), errors);
+            }
+            Err(e) => {
+                let unknown = e.message().starts_with("unknown field");
+                errors.push(located(&e));
+                // Only an unknown key can be taken out and the rest tried again; the bound
+                // (one pass per key of the file at most) holds even if a span finds no key.
+                let removed =
+                    unknown && e.span().is_some_and(|span| remove_key_at(doc.get_mut(), span.start));
+                if !removed || errors.len() > text.len() {
+                    errors.sort_by_key(|e| (e.line, e.column));
+                    return (None, errors);
+                }
+            }
+        }
+    }
+}
+
+/// Removes the key starting at byte `offset` from the table or the tables nested in it.
+fn remove_key_at(table: &mut toml::de::DeTable<'_>, offset: usize) -> bool {
+    use toml::de::DeValue;
+    if let Some(key) = table.keys().find(|k| k.span().start == offset).cloned() {
+        return table.remove(&key).is_some();
+    }
+    table.iter_mut().any(|(_, v)| match v.get_mut() {
+        DeValue::Table(t) => remove_key_at(t, offset),
+        DeValue::Array(items) => items.iter_mut().any(|item| match item.get_mut() {
+            DeValue::Table(t) => remove_key_at(t, offset),
+            _ => false,
+        }),
+        _ => false,
     })
 }
 

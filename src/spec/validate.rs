@@ -13,9 +13,6 @@ use toml::Spanned;
 /// family relies on) exists there.
 const COMPUTE_UNITS: &[(&str, bool)] = &[("ascend910b", true), ("ascend910_93", true), ("ascend310p", false)];
 
-/// The vendor prefix of generated op types; it keeps them apart from CANN's built-ins.
-pub const OP_TYPE_PREFIX: &str = "Opgen";
-
 type Ctx<'a> = Reporter<'a>;
 
 pub(super) fn validate(
@@ -23,6 +20,7 @@ pub(super) fn validate(
     text: &str,
     raw: RawSpec,
     rules: &dyn super::FamilyRules,
+    names: &super::ProjectNames,
 ) -> Result<OpSpec, SpecErrors> {
     let mut cx = Ctx { path, text, errors: SpecErrors::default() };
 
@@ -40,7 +38,7 @@ pub(super) fn validate(
     if raw.summary.get_ref().trim().is_empty() {
         cx.error(&raw.summary, "summary", "the summary must not be empty".into());
     }
-    let op_type = check_op_type(&mut cx, &raw);
+    let op_type = check_op_type(&mut cx, &raw, &names.op_type_prefix);
     let targets = check_targets(&mut cx, &raw);
 
     let inputs = tensors(&mut cx, &raw.inputs, "inputs");
@@ -64,6 +62,7 @@ pub(super) fn validate(
         params,
         backward,
         source: path.to_path_buf(),
+        project: names.clone(),
     };
     check_family_tables(&mut cx, &raw, family);
     if cx.errors.is_empty() {
@@ -95,9 +94,9 @@ fn check_op_name(cx: &mut Ctx, name: &Spanned<String>) {
     }
 }
 
-fn check_op_type(cx: &mut Ctx, raw: &RawSpec) -> String {
+fn check_op_type(cx: &mut Ctx, raw: &RawSpec, prefix: &str) -> String {
     let Some(op_type) = &raw.op_type else {
-        return format!("{OP_TYPE_PREFIX}{}", camel_case(raw.name.get_ref()));
+        return format!("{prefix}{}", camel_case(raw.name.get_ref()));
     };
     let t = op_type.get_ref();
     if !is_c_identifier(t) || !t.starts_with(|c: char| c.is_ascii_uppercase()) || t.contains('_') {
@@ -110,7 +109,7 @@ fn check_op_type(cx: &mut Ctx, raw: &RawSpec) -> String {
         cx.error(
             op_type,
             "op_type",
-            format!("op type `{t}` collides with the CANN built-in operator of that name; keep a vendor prefix such as `{OP_TYPE_PREFIX}{t}`"),
+            format!("op type `{t}` collides with the CANN built-in operator of that name; keep a vendor prefix such as `{prefix}{t}`"),
         );
     }
     t.clone()

@@ -20,6 +20,10 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// The msOpGen template of a toolkit, whose `cmake/` and `scripts/` build-npu copies into the
+/// generated project (relative to the toolkit root).
+pub const MSOPGEN_TEMPLATE: &str = "tools/op_project_templates/ascendc/customize";
+
 /// What the caller is going to do with the toolkit, hence what it must contain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {

@@ -14,19 +14,34 @@ const HOST_TOOLS: &[(&str, &str)] = &[
     ("python3", "build-npu (CANN's build scripts), the torch extension"),
 ];
 
+/// What the doctor found: the text it prints and whether `build-npu` could run here.
+#[derive(Debug, Clone)]
+pub struct DoctorReport {
+    pub text: String,
+    /// A toolkit complete for a build (compiler, host architecture) and every host tool
+    /// build-npu runs. `opgen doctor` exits 0 only then: a script that asks "can I build?"
+    /// must not be told yes by a header-only copy or a missing cmake.
+    pub build_npu_ready: bool,
+}
+
 /// The doctor's report for the real environment: the toolkit found (root, version, compiler,
 /// SoCs), what check-cann and build-npu can do with it, every place looked at, and the host
 /// tools; or, without a toolkit, where we looked and how to get one.
-pub fn doctor_report(explicit: Option<&Path>) -> String {
-    doctor_report_in(explicit, &SearchEnv::from_process())
+pub fn doctor_report(explicit: Option<&Path>) -> DoctorReport {
+    doctor_report_in(explicit, &SearchEnv::from_process(), std::env::var_os("PATH").as_deref())
 }
 
-/// [`doctor_report`] with the given search inputs instead of the process environment.
-pub fn doctor_report_in(explicit: Option<&Path>, env: &SearchEnv) -> String {
+/// [`doctor_report`] with the given search inputs and PATH instead of the process environment.
+pub fn doctor_report_in(
+    explicit: Option<&Path>,
+    env: &SearchEnv,
+    path_var: Option<&std::ffi::OsStr>,
+) -> DoctorReport {
     let discovery = cann::discover_in(explicit, Need::Headers, env);
     let mut s = String::new();
+    let mut toolkit_builds = false;
     match &discovery.toolkit {
-        Some(t) => write_toolkit(&mut s, t, env),
+        Some(t) => toolkit_builds = write_toolkit(&mut s, t, env),
         None => {
             let _ = writeln!(s, "CANN toolkit: not found");
             let _ = writeln!(s, "  check-cann: not possible (no CANN headers)");
@@ -39,18 +54,30 @@ pub fn doctor_report_in(explicit: Option<&Path>, env: &SearchEnv) -> String {
         s.push_str(&cann::how_to_get_toolkit(Need::Headers));
     }
     let _ = writeln!(s, "host tools:");
-    let path_var = std::env::var_os("PATH");
+    let mut build_tools = true;
     for (tool, used_by) in HOST_TOOLS {
-        let found = find_in_path(tool.as_ref(), path_var.as_deref());
+        let found = find_in_path(tool.as_ref(), path_var);
         let _ = match found {
             Ok(p) => writeln!(s, "  {tool:<8} {}", p.display()),
-            Err(_) => writeln!(s, "  {tool:<8} missing from PATH (needed by {used_by})"),
+            Err(_) => {
+                build_tools &= !used_by.contains("build-npu");
+                writeln!(s, "  {tool:<8} missing from PATH (needed by {used_by})")
+            }
         };
     }
-    s
+    let build_npu_ready = toolkit_builds && build_tools;
+    let _ = if build_npu_ready {
+        writeln!(s, "verdict: build-npu can run here")
+    } else if !toolkit_builds {
+        writeln!(s, "verdict: build-npu cannot run here: no CANN toolkit usable for a build (above)")
+    } else {
+        writeln!(s, "verdict: build-npu cannot run here: a host tool it needs is missing (above)")
+    };
+    DoctorReport { text: s, build_npu_ready }
 }
 
-fn write_toolkit(s: &mut String, t: &CannToolkit, env: &SearchEnv) {
+/// Writes the toolkit's lines; true when the toolkit is complete for a build.
+fn write_toolkit(s: &mut String, t: &CannToolkit, env: &SearchEnv) -> bool {
     let rel = |p: &Path| p.strip_prefix(&t.root).unwrap_or(p).display().to_string();
     let _ = writeln!(s, "CANN toolkit: {}", t.root.display());
     let _ = write!(s, "  version:   {}", t.version);
@@ -103,13 +130,20 @@ fn write_toolkit(s: &mut String, t: &CannToolkit, env: &SearchEnv) {
     }
     let _ = writeln!(s, "{line}");
     let _ = writeln!(s, "  check-cann: ready");
-    match cann::inspect_root_for(&t.root, Need::Build, &env.host_arch) {
-        Ok(_) => {
-            let _ = writeln!(s, "  build-npu:  ready");
+    let mut reasons = cann::inspect_root_for(&t.root, Need::Build, &env.host_arch).err().unwrap_or_default();
+    // build-npu's first CANN step copies these; without them it stops at step 3.
+    let template = t.root.join(cann::MSOPGEN_TEMPLATE);
+    for dir in ["cmake", "scripts"] {
+        if !template.join(dir).is_dir() {
+            reasons.push(format!("no msOpGen template {}/{dir}", template.display()));
         }
-        Err(reasons) => {
-            let _ = writeln!(s, "  build-npu:  not possible: {}", reasons.join("; "));
-        }
+    }
+    if reasons.is_empty() {
+        let _ = writeln!(s, "  build-npu:  ready");
+        true
+    } else {
+        let _ = writeln!(s, "  build-npu:  not possible: {}", reasons.join("; "));
+        false
     }
 }
 
@@ -125,7 +159,9 @@ mod tests {
             standard_roots: vec!["/nonexistent/opgen-cann-b".into()],
             host_arch: "x86_64".into(),
         };
-        let report = doctor_report_in(None, &env);
+        let report = doctor_report_in(None, &env, std::env::var_os("PATH").as_deref());
+        assert!(!report.build_npu_ready);
+        let report = report.text;
         assert!(report.starts_with("CANN toolkit: not found"), "{report}");
         let line = |start: &str| {
             report

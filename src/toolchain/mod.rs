@@ -10,4 +10,4 @@ pub mod doctor;
 pub use cann::{CannNotFound, CannToolkit, Discovery, Need};
 pub use check_cann::{check_project, CheckOptions, CheckReport, KernelDefines};
 pub use command::{Cmd, CommandError, Output};
-pub use doctor::doctor_report;
+pub use doctor::{doctor_report, DoctorReport};

@@ -65,6 +65,9 @@ pub struct Runner {
     /// The perturbed-numerics mode for its runs: (k float32 ULP, seed); None: libm results
     /// (kernels/twin/include/opgen_twin/kernel/perturb.h).
     pub perturb: Option<(u32, u64)>,
+    /// Numeric profiles for its runs (`ftz`, `saturate`: kernels/twin/include/opgen_twin/kernel/
+    /// profile.h); empty: IEEE subnormals and the Inf/NaN overflow mode.
+    pub profiles: Vec<NumericProfile>,
 }
 
 /// FNV-1a 64: a stable hash for cache keys (std's hasher may change between releases).
@@ -275,11 +278,30 @@ pub fn build_runner(
             })?;
         fs::rename(&partial, &exe).map_err(|e| io_error(&exe, e))?;
     }
-    Ok(Runner { exe, op: spec.name.clone(), column, perturb: None })
+    Ok(Runner { exe, op: spec.name.clone(), column, perturb: None, profiles: Vec::new() })
 }
 
 /// `<pid>-<n>`, unique per call across threads and processes.
 pub(crate) fn unique_suffix() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// A numeric mode the A2 documentation leaves open, as the twin can switch it on
+/// (kernels/twin/include/opgen_twin/kernel/profile.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NumericProfile {
+    /// float32 vector arithmetic and Cast flush subnormal inputs and results to zero.
+    Ftz,
+    /// Overflow saturates to the largest finite value and NaN becomes 0 (instead of Inf/NaN).
+    Saturate,
+}
+
+impl NumericProfile {
+    pub fn name(self) -> &'static str {
+        match self {
+            NumericProfile::Ftz => "ftz",
+            NumericProfile::Saturate => "saturate",
+        }
+    }
 }

@@ -79,6 +79,10 @@ fn command(
     if let Some((k, seed)) = runner.perturb {
         cmd = cmd.env("OPGEN_TWIN_PERTURB", format!("{k}:{seed}"));
     }
+    if !runner.profiles.is_empty() {
+        let names: Vec<&str> = runner.profiles.iter().map(|p| p.name()).collect();
+        cmd = cmd.env("OPGEN_TWIN_PROFILE", names.join(","));
+    }
     for (name, tensor) in case.inputs {
         let path = dir.join(format!("in_{name}.bin"));
         fs::write(&path, &tensor.bytes).map_err(|e| TwinError::Io(format!("{}: {e}", path.display())))?;

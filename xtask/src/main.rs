@@ -57,6 +57,10 @@ enum Command {
         soc: String,
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
+        /// A spec file or directory instead of the catalogue in kernels/ (its project.toml
+        /// names the vendor, package and torch library).
+        #[arg(long)]
+        specs: Option<PathBuf>,
         /// Install directory (default: target/opgen/install).
         #[arg(long)]
         install: Option<PathBuf>,
@@ -73,11 +77,18 @@ enum Command {
         /// The Python whose torch the extension is built for (e.g. the cached venv's).
         #[arg(long)]
         python: PathBuf,
-        /// The directory that receives opgen_torch/ (use it as PYTHONPATH).
+        /// The directory that receives the package (opgen_torch/ by default; use it as PYTHONPATH).
         #[arg(long)]
         out: PathBuf,
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
+        /// A spec file or directory instead of the catalogue in kernels/ (its project.toml
+        /// names the package and the torch library).
+        #[arg(long)]
+        specs: Option<PathBuf>,
+        /// Also build the package's wheel into this directory.
+        #[arg(long)]
+        wheel: Option<PathBuf>,
     },
     /// Syntax-check every generated file against a real CANN toolkit's headers.
     CheckCann {
@@ -103,18 +114,19 @@ fn main() {
             app::mutants::mutants(&app::mutants::MutantsOptions { list, filter, sweep, ..Default::default() })
         }
         Command::Test => app::test_suite::run_tests(),
-        Command::BuildNpu { soc, ops, install, cann, dry_run } => {
+        Command::BuildNpu { soc, ops, specs, install, cann, dry_run } => {
             app::build_npu::build_npu(&BuildNpuOptions {
                 soc,
                 ops,
+                specs,
                 install,
                 cann,
                 dry_run,
                 ..Default::default()
             })
         }
-        Command::TorchCpu { python, out, ops } => {
-            app::torch_cpu::torch_cpu(&TorchCpuOptions { python, out, ops })
+        Command::TorchCpu { python, out, ops, specs, wheel } => {
+            app::torch_cpu::torch_cpu(&TorchCpuOptions { python, out, ops, specs, wheel })
         }
         Command::CheckCann { cann, specs, ops } => {
             app::check_cann::check_cann(&CheckCannOptions { cann, specs, ops })

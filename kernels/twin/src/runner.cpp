@@ -8,6 +8,7 @@
 
 #include "opgen_twin/host_plan.h"
 #include "opgen_twin/kernel/perturb.h"
+#include "opgen_twin/kernel/profile.h"
 #include "opgen_twin/host_report.h"
 #include "opgen_twin/runner_args.h"
 #include "opgen_twin/runner_launch.h"
@@ -87,6 +88,24 @@ int main(int argc, char** argv) {
         }
         perturbation().ulps = static_cast<uint32_t>(k);
         perturbation().seed = *end == ':' ? std::strtoull(end + 1, nullptr, 10) : 0;
+    }
+    // Numeric profiles (opgen_twin/kernel/profile.h): OPGEN_TWIN_PROFILE="ftz", "saturate" or both.
+    if (const char* spec = std::getenv("OPGEN_TWIN_PROFILE")) {
+        const std::string list = spec;
+        size_t start = 0;
+        while (start <= list.size()) {
+            const size_t comma = list.find(',', start);
+            const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            if (item == "ftz") {
+                numeric_profile().ftz = true;
+            } else if (item == "saturate") {
+                numeric_profile().saturate = true;
+            } else if (!item.empty()) {
+                exit_usage("OPGEN_TWIN_PROFILE takes ftz and/or saturate, comma-separated; got '" + list + "'");
+            }
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
     }
     const LaunchOutcome outcome = launch_plan(args, result.plan);
     const std::string json = plan_json(result.plan, args.soc.name, outcome.launched,

@@ -2,8 +2,10 @@
 // Positive test of the DMA units and layouts: DataCopyPad GM->UB puts each row in its own
 // 32-byte-aligned slot (left padding, data, right padding, filler up to the slot end) with the GM
 // stride in bytes and the UB stride in blocks; UB->GM writes exactly blockLen bytes per row;
-// the legacy DataCopyParams forms take blockLen in bytes; strided DataCopy counts blocks on both
+// without isPad, dummy lanes repeat the row's first element, but with left/right padding every
+// non-data lane is random (poisoned: NaN); the legacy DataCopyParams forms take blockLen in bytes; strided DataCopy counts blocks on both
 // sides; UB->UB DataCopy copies.
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -24,7 +26,7 @@ extern "C" __global__ __aicore__ void copy_layout(GM_ADDR x, GM_ADDR dump, GM_AD
     pipe.InitBuffer(other, kDump * 2);
     GlobalTensor<half> xGm, dumpGm, rowsGm, stridedGm;
     xGm.SetGlobalBuffer((__gm__ half*)x, kSrc);
-    dumpGm.SetGlobalBuffer((__gm__ half*)dump, 4 * kDump);
+    dumpGm.SetGlobalBuffer((__gm__ half*)dump, 5 * kDump);
     rowsGm.SetGlobalBuffer((__gm__ half*)rows, 32);
     stridedGm.SetGlobalBuffer((__gm__ half*)strided, 64);
 
@@ -47,6 +49,14 @@ extern "C" __global__ __aicore__ void copy_layout(GM_ADDR x, GM_ADDR dump, GM_AD
     DataCopyPad(t, xGm, copy, DataCopyPadExtParams<half>{false, 0, 0, (half)0.0f});
     PipeBarrier<PIPE_ALL>();
     DataCopy(dumpGm[kDump], t, kDump);
+    PipeBarrier<PIPE_ALL>();
+
+    // Without isPad but with padding: the padding and dummy lanes are random.
+    Duplicate(t, (half)-1.0f, kDump);
+    PipeBarrier<PIPE_ALL>();
+    DataCopyPad(t, xGm, copy, DataCopyPadExtParams<half>{false, 2, 1, (half)7.0f});
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(dumpGm[4 * kDump], t, kDump);
     PipeBarrier<PIPE_ALL>();
 
     // Legacy form: blockLen in bytes, 64-bit paddingValue holding half's bit pattern (2.0 = 0x4000).
@@ -104,7 +114,7 @@ int main() {
     // PipeBarrier<PIPE_ALL>s, and the vector/scalar steps lean on compiler auto-sync.
     opgen_twin::set_auto_sync(true);
     GM_ADDR x = opgen_twin::gm_alloc("x", kSrc * 2);
-    GM_ADDR dump = opgen_twin::gm_alloc("dump", 4 * kDump * 2);
+    GM_ADDR dump = opgen_twin::gm_alloc("dump", 5 * kDump * 2);
     GM_ADDR rows = opgen_twin::gm_alloc("rows", 32 * 2);
     GM_ADDR strided = opgen_twin::gm_alloc("strided", 64 * 2);
     for (uint32_t i = 0; i < kSrc; ++i) {
@@ -121,6 +131,15 @@ int main() {
             expect("pad", 32 * r + lane, h(dump, 32 * r + lane), data ? src : 7.0f);
             expect("nopad", 32 * r + lane, h(dump, kDump + 32 * r + lane),
                    lane < 5 ? float(100 + 8 * r + lane) : float(100 + 8 * r));
+        }
+        for (uint32_t lane = 0; lane < 16; ++lane) {
+            const bool data = lane >= 2 && lane < 7;
+            const float got = h(dump, 4 * kDump + 32 * r + lane);
+            if (data) {
+                expect("random pad data", 32 * r + lane, got, float(100 + 8 * r + (lane - 2)));
+            } else if (!std::isnan(got) && g_bad++ < 12) {
+                std::fprintf(stderr, "random pad[%u] = %g, want the poison (NaN)\n", 32 * r + lane, double(got));
+            }
         }
         for (uint32_t lane = 16; lane < 32 && r < 2; ++lane) expect("stride gap", 32 * r + lane, h(dump, 32 * r + lane), -1.0f);
     }

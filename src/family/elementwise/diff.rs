@@ -141,6 +141,8 @@ fn func_derivative(f: Func, u: &Node) -> Node {
         Func::Sigmoid => sigmoid_slope(u.clone()),
         Func::Softplus => s(u.clone()),
         Func::Sign | Func::Step => c(0.0),
+        // A rounding point passes the gradient straight through (derivative 1 almost everywhere).
+        Func::Rne | Func::RoundTo(_) => c(1.0),
     }
 }
 

@@ -39,6 +39,9 @@ pub fn apply(f: Func, v: f64) -> f64 {
                 0.0
             }
         }
+        // Unbound rne is the `once` meaning; `expr::bind_rounding` gives the `hf` one.
+        Func::Rne => v,
+        Func::RoundTo(d) => crate::tensor::round_to_dtype(d, v),
     }
 }
 
@@ -263,10 +266,20 @@ pub fn bounded(node: &Node, x: &[f64], a: &[f64]) -> (f64, f64) {
                 Func::Log => 1.0 / (u.abs() - eu).max(0.0),
                 Func::Sqrt => 0.5 / (u - eu).max(0.0).sqrt(),
                 Func::Rsqrt => 0.5 / (u - eu).max(0.0).powf(1.5),
-                Func::Abs | Func::Tanh | Func::Sigmoid | Func::Softplus => 1.0,
+                Func::Abs | Func::Tanh | Func::Sigmoid | Func::Softplus | Func::Rne => 1.0,
                 Func::Erf | Func::Erfc => 2.0 / std::f64::consts::PI.sqrt(),
                 Func::Log1p => 1.0 / (1.0 + u - eu).max(0.0),
                 Func::Expm1 => (u + eu).exp(),
+                // A rounding is exact where the whole interval rounds to one value.
+                Func::RoundTo(d) => {
+                    let same = crate::tensor::round_to_dtype(*d, u - eu)
+                        == crate::tensor::round_to_dtype(*d, u + eu);
+                    if same {
+                        0.0
+                    } else {
+                        f64::INFINITY
+                    }
+                }
                 // Steps: flat, but an interval that reaches 0 may land on either side.
                 Func::Sign | Func::Step => {
                     if u.abs() <= eu {

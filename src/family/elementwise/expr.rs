@@ -353,10 +353,16 @@ pub enum Func {
     Expm1,
     Sign,
     Step,
+    /// `rne(u)`: u rounded to the output dtype (RNE) where the op's `rounding` attr is `hf` and
+    /// the output is 16-bit (an intermediate rounding the framework's eager code makes, e.g.
+    /// HF's `act_fn(gate)` stored in bfloat16); u itself otherwise. Derivative 1.
+    Rne,
+    /// `rne` bound to a dtype for the f64 references ([`bind_rounding`]); never parsed.
+    RoundTo(crate::dtype::DType),
 }
 
 impl Func {
-    pub const ALL: [Func; 14] = [
+    pub const ALL: [Func; 15] = [
         Func::Exp,
         Func::Log,
         Func::Sqrt,
@@ -371,6 +377,7 @@ impl Func {
         Func::Expm1,
         Func::Sign,
         Func::Step,
+        Func::Rne,
     ];
 
     pub fn name(self) -> &'static str {
@@ -389,13 +396,38 @@ impl Func {
             Func::Expm1 => "expm1",
             Func::Sign => "sign",
             Func::Step => "step",
+            Func::Rne => "rne",
+            Func::RoundTo(crate::dtype::DType::BFloat16) => "rne_bf16",
+            Func::RoundTo(crate::dtype::DType::Float16) => "rne_f16",
+            Func::RoundTo(_) => "rne_f32",
         }
     }
 }
 
 /// Every function name the body may call, for messages.
 pub const FUNCTION_NAMES: &str =
-    "exp, log, sqrt, rsqrt, abs, tanh, erf, erfc, sigmoid, softplus, log1p, expm1, sign, step, min, max, pow";
+    "exp, log, sqrt, rsqrt, abs, tanh, erf, erfc, sigmoid, softplus, log1p, expm1, sign, step, rne, min, max, pow";
+
+/// The body with every `rne(u)` bound for an f64 reference: rounded to `to` (a 16-bit output
+/// dtype under `rounding = "hf"`), or removed (`None`: `once`, or a float32 output, where the
+/// float32 compute already is the output dtype).
+pub fn bind_rounding(node: &Node, to: Option<crate::dtype::DType>) -> Node {
+    let b = |n: &Node| Box::new(bind_rounding(n, to));
+    match node {
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) | Node::Patched(_) => node.clone(),
+        Node::Rescued(a, c) => Node::Rescued(b(a), b(c)),
+        Node::Neg(a) => Node::Neg(b(a)),
+        Node::Bin(op, x, y) => Node::Bin(*op, b(x), b(y)),
+        Node::Min(x, y) => Node::Min(b(x), b(y)),
+        Node::Max(x, y) => Node::Max(b(x), b(y)),
+        Node::Powi(a, k) => Node::Powi(b(a), *k),
+        Node::Call(Func::Rne, a) => match to {
+            Some(d) => Node::Call(Func::RoundTo(d), b(a)),
+            None => bind_rounding(a, to),
+        },
+        Node::Call(f, a) => Node::Call(*f, b(a)),
+    }
+}
 
 /// Named constants; an input or attr of the same name shadows one.
 pub const CONSTANTS: [(&str, f64); 2] = [("pi", std::f64::consts::PI), ("e", std::f64::consts::E)];
@@ -663,6 +695,8 @@ fn fold(node: Node) -> Node {
 fn folded_children_const(n: &Node) -> bool {
     let c = |x: &Node| matches!(x, Node::Const(_));
     match n {
+        // rne's value depends on the op's rounding attr, known only per call: never folded.
+        Node::Call(Func::Rne | Func::RoundTo(_), _) => false,
         Node::Neg(a) | Node::Call(_, a) | Node::Powi(a, _) => c(a),
         Node::Bin(_, a, b) | Node::Min(a, b) | Node::Max(a, b) => c(a) && c(b),
         _ => false,

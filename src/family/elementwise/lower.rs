@@ -533,6 +533,12 @@ impl Builder {
                 Operand::Scalar(s) => Operand::Scalar(s.neg()),
                 Operand::Vector(v) => Operand::Vector(self.with_scalar("Muls", v, lit(-1.0), note)),
             },
+            Node::Call(Func::Rne | Func::RoundTo(_), a) if a.is_scalar() => {
+                return Err(LowerError(format!(
+                    "rne({}) rounds a constant or attr expression; rne applies to values of the inputs",
+                    show(a, &self.input_names, attrs)
+                )))
+            }
             Node::Call(f, a) => match self.lower(a, attrs)? {
                 Operand::Scalar(s) => Operand::Scalar(Scalar::Host(host_call(*f, &s.host()))),
                 Operand::Vector(v) => Operand::Vector(match f {
@@ -550,6 +556,8 @@ impl Builder {
                     Func::Expm1 => self.expm1(v),
                     Func::Sign => self.sign(v),
                     Func::Step => self.step(v),
+                    // The kernel's RoundOut: through the output dtype under rounding = "hf".
+                    Func::Rne | Func::RoundTo(_) => self.unary("RoundOut", v, note),
                 }),
             },
             Node::Powi(a, k) => match self.lower(a, attrs)? {
@@ -694,6 +702,8 @@ fn host_call(f: Func, a: &str) -> String {
         Func::Expm1 => format!("std::expm1({a})"),
         Func::Sign => format!("(({a}) > 0.0 ? 1.0 : (({a}) < 0.0 ? -1.0 : ({a})))"),
         Func::Step => format!("(({a}) > 0.0 ? 1.0 : 0.0)"),
+        // Unreachable: `lower` refuses rne of a scalar before it gets here.
+        Func::Rne | Func::RoundTo(_) => format!("({a})"),
     }
 }
 
@@ -881,6 +891,8 @@ fn allocate(
             }
         };
         let call = match &d.inst {
+            // rne: the output tile y0 is the 16-bit scratch (the final Cast overwrites it).
+            Inst::Unary("RoundOut", a) => format!("RoundOut({dst_name}, {}, y0, n);", name(a)),
             Inst::Unary(api, a) => format!("{api}({dst_name}, {}, n);", name(a)),
             Inst::Binary(api, a, b2) => format!("{api}({dst_name}, {}, {}, n);", name(a), name(b2)),
             Inst::WithScalar(api, a, s) => format!("{api}({dst_name}, {}, {}, n);", name(a), scalar(s)?),

@@ -5,6 +5,7 @@
 // Runs on the host for every call: no allocation, no loop over elements.
 #include <cstdio>
 #include <cstdint>
+#include <cstring>
 #include "opgen_add_rms_norm_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -226,6 +227,15 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     if (epsilon == nullptr || !(*epsilon >= 0.0f)) {
         OPGEN_REJECT("epsilon must be a non-negative number");
     }
+    // "once": y = RNE(x * rstd * gamma); "hf": y = RNE(RNE(x * rstd) * gamma) with mean = sum / n,
+    // where HF Qwen2RMSNorm rounds (`weight * hidden.to(input_dtype)`).
+    const char* rounding = attrs->GetAttrPointer<char>(1);
+    uint32_t roundHf = 0;
+    if (rounding != nullptr && std::strcmp(rounding, "hf") == 0) {
+        roundHf = 1;
+    } else if (rounding == nullptr || std::strcmp(rounding, "once") != 0) {
+        OPGEN_REJECT("rounding \"%s\" is not supported: use \"once\" or \"hf\"", rounding == nullptr ? "(missing)" : rounding);
+    }
     const ge::DataType dtype = context->GetInputDesc(INPUT_X)->GetDataType();
     uint64_t typeSize = 0;
     if (dtype == ge::DT_FLOAT) {
@@ -274,6 +284,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_epsilon(*epsilon);
     // CANN's RmsNorm multiplies by a float 1/n rather than dividing: the same here.
     tiling.set_avgFactor(cols == 0 ? 0.0f : 1.0f / static_cast<float>(cols));
+    tiling.set_roundHf(roundHf);
     if (tiling.GetDataSize() > context->GetRawTilingData()->GetCapacity()) {
         OPGEN_REJECT("tiling data of %zu bytes does not fit the tiling buffer", tiling.GetDataSize());
     }
@@ -323,6 +334,7 @@ public:
             .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Attr("epsilon").AttrType(OPTIONAL).Float(1e-6f);
+        this->Attr("rounding").AttrType(OPTIONAL).String("hf");
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
         this->AICore().SetTiling(optiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");

@@ -18,6 +18,7 @@ TILING_DATA_FIELD_DEF(float, scalar0);  // attr-dependent scalar 0 of the body, 
 TILING_DATA_FIELD_DEF(float, scalar1);  // attr-dependent scalar 1 (0 if unused)
 TILING_DATA_FIELD_DEF(float, scalar2);  // attr-dependent scalar 2 (0 if unused)
 TILING_DATA_FIELD_DEF(float, scalar3);  // attr-dependent scalar 3 (0 if unused)
+TILING_DATA_FIELD_DEF(uint32_t, roundHf);  // attr rounding: 1 ("hf") rounds each rne(...) of the body to the 16-bit output dtype, 0 ("once", or no attr) does not
 END_TILING_DATA_DEF;
 
 REGISTER_TILING_DATA_CLASS(OpgenGeluErf, OpgenGeluErfTilingData)

@@ -206,6 +206,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_scalar1(0.0f);
     tiling.set_scalar2(0.0f);
     tiling.set_scalar3(0.0f);
+    tiling.set_roundHf(0);
     if (tiling.GetDataSize() > context->GetRawTilingData()->GetCapacity()) {
         OPGEN_REJECT("tiling data of %zu bytes does not fit the tiling buffer", tiling.GetDataSize());
     }

@@ -21,6 +21,7 @@ TILING_DATA_FIELD_DEF(uint32_t, gammaResident);  // mode 2: 1 when gamma stays i
 TILING_DATA_FIELD_DEF(uint32_t, rowResident);  // mode 2: 1 when the row (x, or add's sum) stays in UB for pass 2
 TILING_DATA_FIELD_DEF(float, epsilon);  // added to mean(x^2) before the square root
 TILING_DATA_FIELD_DEF(float, avgFactor);  // 1/numCol in float32
+TILING_DATA_FIELD_DEF(uint32_t, roundHf);  // attr rounding: 0 once (y = RNE(x*rstd*gamma), mean = sum*avgFactor), 1 hf (y = RNE(RNE(x*rstd)*gamma), mean = sum/numCol, as HF Qwen2RMSNorm)
 END_TILING_DATA_DEF;
 
 REGISTER_TILING_DATA_CLASS(OpgenRmsNorm, OpgenRmsNormTilingData)

@@ -35,6 +35,7 @@ struct TilingData {
     float scalar1;
     float scalar2;
     float scalar3;
+    uint32_t roundHf;
 };
 
 __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)

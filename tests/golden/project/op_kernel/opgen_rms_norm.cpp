@@ -14,7 +14,10 @@
 //                       in UB in x's dtype between the passes (x, copied in chunk by chunk
 //                       in pass 1 with the next chunk's copy issued before this chunk's compute),
 //                       so pass 2 reads it from UB; otherwise pass 2 reads x from GM again.
-// 16-bit inputs are computed in float32 and rounded once at the end (CAST_RINT = RNE).
+// 16-bit inputs are computed in float32 and rounded (CAST_RINT = RNE) where the tiling's roundHf
+// says: 0 ("once") y = RNE(x * rstd * gamma), mean(x^2) = sum * (1/n); 1 ("hf") y = RNE(RNE(x * rstd)
+// * gamma), mean(x^2) = sum / n, where HF Qwen2RMSNorm rounds (and CANN's AddRmsNorm). The branch
+// is taken once per pass or chunk, never per element.
 #include "kernel_operator.h"
 
 namespace opgen_rms_norm_kernel {
@@ -44,6 +47,7 @@ struct TilingData {
     uint32_t rowResident;
     float epsilon;
     float avgFactor;
+    uint32_t roundHf;
 };
 
 __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
@@ -196,7 +200,7 @@ private:
         SetFlag<HardEvent::V_S>(reduced);
         WaitFlag<HardEvent::V_S>(reduced);
         for (uint32_t r = 0; r < n; ++r) {
-            const float meanSquare = sums.GetValue((first + r) * REDUCE_SLOT) * t_.avgFactor;
+            const float meanSquare = MeanSquare(sums.GetValue((first + r) * REDUCE_SLOT));
             const float inv = 1.0f / sqrt(meanSquare + t_.epsilon);
             rstd.SetValue(first + r, inv);
             Muls(work[r * width], xf[r * width], inv, t_.numCol);
@@ -209,12 +213,29 @@ private:
         ApplyGamma(y, work, n);
     }
 
-    // y = work * gamma row by row, then rounded to T once (npu_rms_norm's single rounding).
+    // The mean of squares from a row's float32 sum: sum * (1/n) as CANN's RmsNorm ("once"), or
+    // sum / n as torch.mean ("hf"; the two differ in the last bit for ~40% of rows).
+    __aicore__ inline float MeanSquare(float squares) const
+    {
+        if (t_.roundHf != 0) {
+            return squares / static_cast<float>(t_.numCol);
+        }
+        return squares * t_.avgFactor;
+    }
+
+    // y = work * gamma row by row, then rounded to T: once, or ("hf") after rounding work to T
+    // first, as HF's `weight * hidden.to(input_dtype)` and AddRmsNorm do.
     __aicore__ inline void ApplyGamma(const LocalTensor<T>& y, const LocalTensor<float>& work, uint32_t count)
     {
         const uint32_t width = t_.numColAlign;
         const uint32_t elems = count * width;
         if constexpr (NEEDS_FP32_COPY) {
+            if (t_.roundHf != 0) {
+                Cast(y, work, TO_T, elems);
+                PipeBarrier<PIPE_V>();
+                Cast(work, y, RoundMode::CAST_NONE, elems);
+                PipeBarrier<PIPE_V>();
+            }
             LocalTensor<float> gamma = gammaF32_.Get<float>();
             for (uint32_t r = 0; r < count; ++r) {
                 Mul(work[r * width], work[r * width], gamma, t_.numCol);
@@ -286,7 +307,7 @@ private:
             for (uint32_t k = 0; k < chunks; ++k) {
                 squares += ChunkSquares(rowOffset + static_cast<uint64_t>(k) * chunk, Min(chunk, t_.numCol - k * chunk));
             }
-            const float inv = 1.0f / sqrt(squares * t_.avgFactor + t_.epsilon);
+            const float inv = 1.0f / sqrt(MeanSquare(squares) + t_.epsilon);
             for (uint32_t k = 0; k < chunks; ++k) {
                 ChunkOutput(rowOffset, k * chunk, Min(chunk, t_.numCol - k * chunk), inv);
             }
@@ -326,7 +347,7 @@ private:
                 const uint32_t len = Min(chunk, t_.numCol - col);
                 squares += Squares(RowChunkF32(rowT[col], len), len);
             }
-            const float inv = 1.0f / sqrt(squares * t_.avgFactor + t_.epsilon);
+            const float inv = 1.0f / sqrt(MeanSquare(squares) + t_.epsilon);
             for (uint32_t k = 0; k < chunks; ++k) {
                 const uint32_t col = k * chunk;
                 const uint32_t len = Min(chunk, t_.numCol - col);
@@ -425,6 +446,12 @@ private:
         Muls(work, xf, inv, len);
         PipeBarrier<PIPE_V>();
         if constexpr (NEEDS_FP32_COPY) {
+            if (t_.roundHf != 0) {
+                Cast(y, work, TO_T, len);
+                PipeBarrier<PIPE_V>();
+                Cast(work, y, RoundMode::CAST_NONE, len);
+                PipeBarrier<PIPE_V>();
+            }
             LocalTensor<float> gammaF = gammaF32_.Get<float>();
             Cast(gammaF, gamma, RoundMode::CAST_NONE, len);
             PipeBarrier<PIPE_V>();

@@ -2,13 +2,13 @@
 // Do not edit by hand: change the spec or the template, then run `cargo xtask gen-ops` again.
 // Family elementwise: y = silu(gate) * up = gate * sigmoid(gate) * up
 //
-//   y = gate * sigmoid(gate) * up
+//   y = rne(gate * sigmoid(gate)) * up
 //
 // computed per element in float32 as
 //
-//   y = gate * sigmoid(gate) * up
+//   y = rne(gate * sigmoid(gate)) * up
 //
-// 9 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// 10 vector calls per tile on float32 registers, planned by liveness: the inputs'
 // float copies in<i> (free after their last use), temporaries t<k>: 2, compare masks m<k>: 0.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_swiglu.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
@@ -35,6 +35,7 @@ struct TilingData {
     float scalar1;
     float scalar2;
     float scalar3;
+    uint32_t roundHf;
 };
 
 __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
@@ -181,7 +182,9 @@ private:
         PipeBarrier<PIPE_V>();
         Mul(in0, in0, t0, n);  // gate * sigmoid(gate)
         PipeBarrier<PIPE_V>();
-        Mul(res0, in0, in1, n);  // gate * sigmoid(gate) * up
+        RoundOut(in0, in0, y0, n);  // rne(gate * sigmoid(gate))
+        PipeBarrier<PIPE_V>();
+        Mul(res0, in0, in1, n);  // rne(gate * sigmoid(gate)) * up
         PipeBarrier<PIPE_V>();
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
@@ -189,6 +192,26 @@ private:
         outQue0_.EnQue(y0);
         inQue0_.FreeTensor(x0);
         inQue1_.FreeTensor(x1);
+    }
+
+    // rne(u) of the body: under rounding = "hf" (roundHf, one branch per tile) with a 16-bit
+    // output, u rounded to the output dtype (RNE) and back, as the framework's eager op stores
+    // its intermediate tensor; otherwise u itself. `scratch` is the output tile, which the
+    // final Cast overwrites.
+    __aicore__ inline void RoundOut(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                    const LocalTensor<TOut0>& scratch, int32_t n)
+    {
+        if constexpr (sizeof(TOut0) == 2) {
+            if (t_.roundHf != 0) {
+                Cast(scratch, src, RoundMode::CAST_RINT, n);
+                PipeBarrier<PIPE_V>();
+                Cast(dst, scratch, RoundMode::CAST_NONE, n);
+                return;
+            }
+        }
+        if (&dst != &src) {
+            Muls(dst, src, 1.0f, n);  // exact: u itself (nothing to do when written in place)
+        }
     }
 
     __aicore__ inline void StoreTile(uint32_t done, uint32_t len)

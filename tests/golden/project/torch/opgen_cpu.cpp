@@ -334,7 +334,7 @@ void check_cpu(const char* op, std::initializer_list<opgen_torch::NamedTensor> a
 }
 
 // add_rms_norm (kernels/add_rms_norm.toml) -> opgen_add_rms_norm on the twin
-std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_cpu(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_cpu(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::add_rms_norm";
     check_cpu(op_name, { {"x1", &x1}, {"x2", &x2}, {"gamma", &gamma} });
@@ -344,7 +344,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_cpu(const at::Tensor
     at::Tensor x_sum = at::empty_symint(plan.shapes[2], x1.options().dtype(plan.dtypes[2]));
     launch(op_name, "OpgenAddRmsNorm", "opgen_add_rms_norm", plan.column,
            { { "x1", x1.contiguous(), false }, { "x2", x2.contiguous(), false }, { "gamma", gamma.contiguous(), false } },
-           { opgen_torch::attr_text("epsilon", epsilon) },
+           { opgen_torch::attr_text("epsilon", epsilon), opgen_torch::attr_text("rounding", rounding) },
            { { "y", y, false }, { "rstd", rstd, false }, { "x_sum", x_sum, false } });
     return { y, rstd, x_sum };
 }
@@ -525,7 +525,7 @@ at::Tensor reshape_and_cache_int8_cpu(const at::Tensor& key, const at::Tensor& v
 }
 
 // rms_norm (kernels/rms_norm.toml) -> opgen_rms_norm on the twin
-std::tuple<at::Tensor, at::Tensor> rms_norm_cpu(const at::Tensor& x, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor> rms_norm_cpu(const at::Tensor& x, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::rms_norm";
     check_cpu(op_name, { {"x", &x}, {"gamma", &gamma} });
@@ -534,7 +534,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_cpu(const at::Tensor& x, const at::T
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x.options().dtype(plan.dtypes[1]));
     launch(op_name, "OpgenRmsNorm", "opgen_rms_norm", plan.column,
            { { "x", x.contiguous(), false }, { "gamma", gamma.contiguous(), false } },
-           { opgen_torch::attr_text("epsilon", epsilon) },
+           { opgen_torch::attr_text("epsilon", epsilon), opgen_torch::attr_text("rounding", rounding) },
            { { "y", y, false }, { "rstd", rstd, false } });
     return { y, rstd };
 }
@@ -569,7 +569,7 @@ at::Tensor rotary_mul_cpu(const at::Tensor& x, const at::Tensor& r1, const at::T
 }
 
 // swiglu (kernels/swiglu.toml) -> opgen_swiglu on the twin
-at::Tensor swiglu_cpu(const at::Tensor& gate, const at::Tensor& up)
+at::Tensor swiglu_cpu(const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::swiglu";
     check_cpu(op_name, { {"gate", &gate}, {"up", &up} });
@@ -577,13 +577,13 @@ at::Tensor swiglu_cpu(const at::Tensor& gate, const at::Tensor& up)
     at::Tensor y = at::empty_symint(plan.shapes[0], gate.options().dtype(plan.dtypes[0]));
     launch(op_name, "OpgenSwiglu", "opgen_swiglu", plan.column,
            { { "gate", gate.contiguous(), false }, { "up", up.contiguous(), false } },
-           {  },
+           { opgen_torch::attr_text("rounding", rounding) },
            { { "y", y, false } });
     return y;
 }
 
 // swiglu_grad (kernels/swiglu.toml) -> opgen_swiglu_grad on the twin
-std::tuple<at::Tensor, at::Tensor> swiglu_grad_cpu(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up)
+std::tuple<at::Tensor, at::Tensor> swiglu_grad_cpu(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::swiglu_grad";
     check_cpu(op_name, { {"dy", &dy}, {"gate", &gate}, {"up", &up} });
@@ -592,7 +592,7 @@ std::tuple<at::Tensor, at::Tensor> swiglu_grad_cpu(const at::Tensor& dy, const a
     at::Tensor dup = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     launch(op_name, "OpgenSwigluGrad", "opgen_swiglu_grad", plan.column,
            { { "dy", dy.contiguous(), false }, { "gate", gate.contiguous(), false }, { "up", up.contiguous(), false } },
-           {  },
+           { opgen_torch::attr_text("rounding", rounding) },
            { { "dgate", dgate, false }, { "dup", dup, false } });
     return { dgate, dup };
 }

@@ -22,7 +22,7 @@
 namespace {
 
 // add_rms_norm (kernels/add_rms_norm.toml) -> aclnnOpgenAddRmsNorm
-std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_npu(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_npu(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::add_rms_norm";
     opgen_torch::check_device(op_name, { {"x1", &x1}, {"x2", &x2}, {"gamma", &gamma} });
@@ -32,12 +32,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_npu(const at::Tensor
     const at::Tensor x1_contig = x1.contiguous();
     const at::Tensor x2_contig = x2.contiguous();
     const at::Tensor gamma_contig = gamma.contiguous();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string rounding_text(rounding.data(), rounding.size());
+    char* rounding_chars = rounding_text.data();
     at::Tensor y = at::empty_symint(plan.shapes[0], x1.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x1.options().dtype(plan.dtypes[1]));
     at::Tensor x_sum = at::empty_symint(plan.shapes[2], x1.options().dtype(plan.dtypes[2]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (x1.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenAddRmsNorm, x1_contig, x2_contig, gamma_contig, epsilon, y, rstd, x_sum);
+        EXEC_NPU_CMD_EXT(aclnnOpgenAddRmsNorm, x1_contig, x2_contig, gamma_contig, epsilon, rounding_chars, y, rstd, x_sum);
     }
     return { y, rstd, x_sum };
 }
@@ -269,7 +272,7 @@ at::Tensor reshape_and_cache_int8_npu(const at::Tensor& key, const at::Tensor& v
 }
 
 // rms_norm (kernels/rms_norm.toml) -> aclnnOpgenRmsNorm
-std::tuple<at::Tensor, at::Tensor> rms_norm_npu(const at::Tensor& x, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor> rms_norm_npu(const at::Tensor& x, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::rms_norm";
     opgen_torch::check_device(op_name, { {"x", &x}, {"gamma", &gamma} });
@@ -278,11 +281,14 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_npu(const at::Tensor& x, const at::T
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
     const at::Tensor gamma_contig = gamma.contiguous();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string rounding_text(rounding.data(), rounding.size());
+    char* rounding_chars = rounding_text.data();
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x.options().dtype(plan.dtypes[1]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (x.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenRmsNorm, x_contig, gamma_contig, epsilon, y, rstd);
+        EXEC_NPU_CMD_EXT(aclnnOpgenRmsNorm, x_contig, gamma_contig, epsilon, rounding_chars, y, rstd);
     }
     return { y, rstd };
 }
@@ -331,7 +337,7 @@ at::Tensor rotary_mul_npu(const at::Tensor& x, const at::Tensor& r1, const at::T
 }
 
 // swiglu (kernels/swiglu.toml) -> aclnnOpgenSwiglu
-at::Tensor swiglu_npu(const at::Tensor& gate, const at::Tensor& up)
+at::Tensor swiglu_npu(const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::swiglu";
     opgen_torch::check_device(op_name, { {"gate", &gate}, {"up", &up} });
@@ -340,16 +346,19 @@ at::Tensor swiglu_npu(const at::Tensor& gate, const at::Tensor& up)
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor gate_contig = gate.contiguous();
     const at::Tensor up_contig = up.contiguous();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string rounding_text(rounding.data(), rounding.size());
+    char* rounding_chars = rounding_text.data();
     at::Tensor y = at::empty_symint(plan.shapes[0], gate.options().dtype(plan.dtypes[0]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (gate.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenSwiglu, gate_contig, up_contig, y);
+        EXEC_NPU_CMD_EXT(aclnnOpgenSwiglu, gate_contig, up_contig, rounding_chars, y);
     }
     return y;
 }
 
 // swiglu_grad (kernels/swiglu.toml) -> aclnnOpgenSwigluGrad
-std::tuple<at::Tensor, at::Tensor> swiglu_grad_npu(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up)
+std::tuple<at::Tensor, at::Tensor> swiglu_grad_npu(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::swiglu_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"gate", &gate}, {"up", &up} });
@@ -359,11 +368,14 @@ std::tuple<at::Tensor, at::Tensor> swiglu_grad_npu(const at::Tensor& dy, const a
     const at::Tensor dy_contig = dy.contiguous();
     const at::Tensor gate_contig = gate.contiguous();
     const at::Tensor up_contig = up.contiguous();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string rounding_text(rounding.data(), rounding.size());
+    char* rounding_chars = rounding_text.data();
     at::Tensor dgate = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dup = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (dy.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenSwigluGrad, dy_contig, gate_contig, up_contig, dgate, dup);
+        EXEC_NPU_CMD_EXT(aclnnOpgenSwigluGrad, dy_contig, gate_contig, up_contig, rounding_chars, dgate, dup);
     }
     return { dgate, dup };
 }

@@ -16,10 +16,10 @@
 namespace {
 
 // add_rms_norm (kernels/add_rms_norm.toml): x_sum = x1 + x2 (rounded), y = RNE(RNE(x_sum * rstd) * gamma) with rstd = 1 / sqrt(mean(x_sum^2) + epsilon); rstd is float32 with x's rank
-std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_meta(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_meta(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     const auto plan = opgen_torch::add_rms_norm_plan(x1, x2, gamma);
-    opgen_torch::check_with_host("opgen::add_rms_norm", "OpgenAddRmsNorm", { {"x1", &x1}, {"x2", &x2}, {"gamma", &gamma} }, { opgen_torch::attr_text("epsilon", epsilon) });
+    opgen_torch::check_with_host("opgen::add_rms_norm", "OpgenAddRmsNorm", { {"x1", &x1}, {"x2", &x2}, {"gamma", &gamma} }, { opgen_torch::attr_text("epsilon", epsilon), opgen_torch::attr_text("rounding", rounding) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x1.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x1.options().dtype(plan.dtypes[1]));
     at::Tensor x_sum = at::empty_symint(plan.shapes[2], x1.options().dtype(plan.dtypes[2]));
@@ -136,10 +136,10 @@ at::Tensor reshape_and_cache_int8_meta(const at::Tensor& key, const at::Tensor& 
 }
 
 // rms_norm (kernels/rms_norm.toml): y = x * rstd * gamma with rstd = 1 / sqrt(mean(x^2) + epsilon) over the dims gamma covers; rstd is float32 with x's rank
-std::tuple<at::Tensor, at::Tensor> rms_norm_meta(const at::Tensor& x, const at::Tensor& gamma, double epsilon)
+std::tuple<at::Tensor, at::Tensor> rms_norm_meta(const at::Tensor& x, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     const auto plan = opgen_torch::rms_norm_plan(x, gamma);
-    opgen_torch::check_with_host("opgen::rms_norm", "OpgenRmsNorm", { {"x", &x}, {"gamma", &gamma} }, { opgen_torch::attr_text("epsilon", epsilon) });
+    opgen_torch::check_with_host("opgen::rms_norm", "OpgenRmsNorm", { {"x", &x}, {"gamma", &gamma} }, { opgen_torch::attr_text("epsilon", epsilon), opgen_torch::attr_text("rounding", rounding) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x.options().dtype(plan.dtypes[1]));
     return { y, rstd };
@@ -165,19 +165,19 @@ at::Tensor rotary_mul_meta(const at::Tensor& x, const at::Tensor& r1, const at::
 }
 
 // swiglu (kernels/swiglu.toml): y = silu(gate) * up = gate * sigmoid(gate) * up
-at::Tensor swiglu_meta(const at::Tensor& gate, const at::Tensor& up)
+at::Tensor swiglu_meta(const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     const auto plan = opgen_torch::swiglu_plan(gate, up);
-    opgen_torch::check_with_host("opgen::swiglu", "OpgenSwiglu", { {"gate", &gate}, {"up", &up} }, {  });
+    opgen_torch::check_with_host("opgen::swiglu", "OpgenSwiglu", { {"gate", &gate}, {"up", &up} }, { opgen_torch::attr_text("rounding", rounding) });
     at::Tensor y = at::empty_symint(plan.shapes[0], gate.options().dtype(plan.dtypes[0]));
     return y;
 }
 
-// swiglu_grad (kernels/swiglu.toml): backward of swiglu (OpgenSwiglu): dgate = dy * (partial y / partial gate), dup = dy * (partial y / partial up), by symbolic differentiation of y = gate * sigmoid(gate) * up
-std::tuple<at::Tensor, at::Tensor> swiglu_grad_meta(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up)
+// swiglu_grad (kernels/swiglu.toml): backward of swiglu (OpgenSwiglu): dgate = dy * (partial y / partial gate), dup = dy * (partial y / partial up), by symbolic differentiation of y = rne(gate * sigmoid(gate)) * up
+std::tuple<at::Tensor, at::Tensor> swiglu_grad_meta(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     const auto plan = opgen_torch::swiglu_grad_plan(dy, gate, up);
-    opgen_torch::check_with_host("opgen::swiglu_grad", "OpgenSwigluGrad", { {"dy", &dy}, {"gate", &gate}, {"up", &up} }, {  });
+    opgen_torch::check_with_host("opgen::swiglu_grad", "OpgenSwigluGrad", { {"dy", &dy}, {"gate", &gate}, {"up", &up} }, { opgen_torch::attr_text("rounding", rounding) });
     at::Tensor dgate = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dup = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     return { dgate, dup };
@@ -187,7 +187,7 @@ std::tuple<at::Tensor, at::Tensor> swiglu_grad_meta(const at::Tensor& dy, const 
 
 TORCH_LIBRARY(opgen, m)
 {
-    m.def("add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6) -> (Tensor y, Tensor rstd, Tensor x_sum)");
+    m.def("add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6, str rounding=\"hf\") -> (Tensor y, Tensor rstd, Tensor x_sum)");
     m.def("add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma_partials)");
     m.def("bnsd_to_bsnd(Tensor x) -> Tensor");
     m.def("bsnd_to_bnsd(Tensor x) -> Tensor");
@@ -200,11 +200,11 @@ TORCH_LIBRARY(opgen, m)
     m.def("gelu_tanh_grad(Tensor dy, Tensor x) -> Tensor");
     m.def("reshape_and_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor slot_mapping) -> Tensor");
     m.def("reshape_and_cache_int8(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor(c!) key_scale, Tensor(d!) value_scale, Tensor slot_mapping) -> Tensor");
-    m.def("rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6) -> (Tensor y, Tensor rstd)");
+    m.def("rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6, str rounding=\"once\") -> (Tensor y, Tensor rstd)");
     m.def("rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma_partials)");
     m.def("rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode=\"half\") -> Tensor");
-    m.def("swiglu(Tensor gate, Tensor up) -> Tensor");
-    m.def("swiglu_grad(Tensor dy, Tensor gate, Tensor up) -> (Tensor dgate, Tensor dup)");
+    m.def("swiglu(Tensor gate, Tensor up, str rounding=\"once\") -> Tensor");
+    m.def("swiglu_grad(Tensor dy, Tensor gate, Tensor up, str rounding=\"once\") -> (Tensor dgate, Tensor dup)");
 }
 
 TORCH_LIBRARY_IMPL(opgen, Meta, m)

@@ -246,7 +246,7 @@ inline c10::SymDimVector with_trailing_ones(const at::Tensor& t, int64_t count)
 }
 
 // ---- add_rms_norm (kernels/add_rms_norm.toml): x1, x2, gamma -> y, rstd, x_sum
-// Checks the arguments and gives the outputs' shapes and dtypes (add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6) -> (Tensor y, Tensor rstd, Tensor x_sum)).
+// Checks the arguments and gives the outputs' shapes and dtypes (add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6, str rounding="hf") -> (Tensor y, Tensor rstd, Tensor x_sum)).
 inline OutputPlan<3> add_rms_norm_plan(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma)
 {
     static constexpr const char* op_name = "opgen::add_rms_norm";
@@ -525,7 +525,7 @@ inline OutputPlan<1> reshape_and_cache_int8_plan(const at::Tensor& key, const at
 }
 
 // ---- rms_norm (kernels/rms_norm.toml): x, gamma -> y, rstd
-// Checks the arguments and gives the outputs' shapes and dtypes (rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6) -> (Tensor y, Tensor rstd)).
+// Checks the arguments and gives the outputs' shapes and dtypes (rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6, str rounding="once") -> (Tensor y, Tensor rstd)).
 inline OutputPlan<2> rms_norm_plan(const at::Tensor& x, const at::Tensor& gamma)
 {
     static constexpr const char* op_name = "opgen::rms_norm";
@@ -592,7 +592,7 @@ inline OutputPlan<1> rotary_mul_plan(const at::Tensor& x, const at::Tensor& r1, 
 }
 
 // ---- swiglu (kernels/swiglu.toml): gate, up -> y
-// Checks the arguments and gives the outputs' shapes and dtypes (swiglu(Tensor gate, Tensor up) -> Tensor).
+// Checks the arguments and gives the outputs' shapes and dtypes (swiglu(Tensor gate, Tensor up, str rounding="once") -> Tensor).
 inline OutputPlan<1> swiglu_plan(const at::Tensor& gate, const at::Tensor& up)
 {
     static constexpr const char* op_name = "opgen::swiglu";
@@ -613,7 +613,7 @@ inline OutputPlan<1> swiglu_plan(const at::Tensor& gate, const at::Tensor& up)
 }
 
 // ---- swiglu_grad (kernels/swiglu.toml): dy, gate, up -> dgate, dup
-// Checks the arguments and gives the outputs' shapes and dtypes (swiglu_grad(Tensor dy, Tensor gate, Tensor up) -> (Tensor dgate, Tensor dup)).
+// Checks the arguments and gives the outputs' shapes and dtypes (swiglu_grad(Tensor dy, Tensor gate, Tensor up, str rounding="once") -> (Tensor dgate, Tensor dup)).
 inline OutputPlan<2> swiglu_grad_plan(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up)
 {
     static constexpr const char* op_name = "opgen::swiglu_grad";

@@ -47,18 +47,22 @@ constexpr uint32_t cast_modes(DType src, DType dst) {
 
 const char* round_mode_name(num::Mode m);
 
+// Float inputs and results pass through the numeric profile (profile.h; the default changes nothing).
 template <typename D, typename S>
 inline D cast_element(S s, num::Mode mode) {
-    const long double v = exact_value(s);
+    long double v = exact_value(s);
+    if constexpr (std::is_same<S, float>::value) v = profile_input(s);
     if constexpr (std::is_same<D, half>::value) {
-        return half::from_bits(num::encode16(num::round_to_format(v, num::kHalf, mode), num::kHalf));
+        const long double r = profile_result16(num::round_to_format(v, num::kHalf, mode), num::largest_finite(num::kHalf));
+        return half::from_bits(num::encode16(r, num::kHalf));
     } else if constexpr (std::is_same<D, bfloat16_t>::value) {
-        return bfloat16_t::from_bits(num::encode16(num::round_to_format(v, num::kBf16, mode), num::kBf16));
+        const long double r = profile_result16(num::round_to_format(v, num::kBf16, mode), num::largest_finite(num::kBf16));
+        return bfloat16_t::from_bits(num::encode16(r, num::kBf16));
     } else if constexpr (std::is_same<D, float>::value && std::is_same<S, float>::value) {
-        if (std::isnan(v) || std::isinf(v)) return s;
-        return static_cast<float>(num::round_integral(v, mode));
+        if (std::isnan(v) || std::isinf(v)) return profile_result(static_cast<float>(v));
+        return profile_result(static_cast<float>(num::round_integral(v, mode)));
     } else if constexpr (std::is_floating_point<D>::value) {
-        return static_cast<D>(num::round_to_format(v, num::kFloat, mode));
+        return profile_result(static_cast<D>(num::round_to_format(v, num::kFloat, mode)));
     } else {
         return num::round_to_int<D>(v, mode);
     }

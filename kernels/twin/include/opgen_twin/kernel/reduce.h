@@ -55,6 +55,28 @@ inline void scalar_result(const TensorRef& dst, uint64_t bytes) {
     hidden_sync(uint8_t(AscendC::HardEvent::S_MTE3));
 }
 
+// The elements of ReduceMax/ReduceMin's work tensor the dav_c220 implementation writes for a
+// count-form call (CANN 8.1 impl/dav_c220/kernel_operator_vec_reduce_impl.h: ReduceImplNoIndex,
+// ReduceImplWithIndex, ReduceImplThirdStep, ReduceTailCompute; the ReduceMax doc's "workLocal"
+// size formula gives the same for the no-index case, except that it says 0 for count < one
+// repeat, where the implementation still writes one value/index pair into work). Every round's
+// output is a (value, index) pair per repeat; with indices each round starts on a new 32-byte block.
+inline uint64_t extreme_work_elems(uint64_t count, uint32_t elem, bool cal_index) {
+    const uint64_t per_rep = 256 / elem;
+    const uint64_t per_blk = 32 / elem;
+    auto blocks = [&](uint64_t n) { return (n + per_blk - 1) / per_blk * per_blk; };
+    auto pairs = [&](uint64_t n) { return 2 * ((n + per_rep - 1) / per_rep); };
+    const uint64_t repeats = count / per_rep == 0 ? 1 : count / per_rep;
+    if (!cal_index || repeats == 1) return blocks(2 * repeats);
+    const uint64_t c1 = 2 * repeats;
+    const uint64_t s2 = blocks(c1);
+    const uint64_t c2 = pairs(c1);
+    const uint64_t s3 = blocks(s2 + c2);
+    if (c2 == 2) return blocks(s2 + c2);
+    if (c2 > per_rep) return blocks(blocks(s3 + pairs(c2)) + 2);
+    return blocks(s3 + 2);
+}
+
 template <typename T>
 inline bool better(T candidate, T best, bool want_max) {
     const long double c = exact_value(candidate);
@@ -75,6 +97,15 @@ inline void reduce_extreme(const char* api, const AscendC::LocalTensor<T>& dst, 
     uint8_t* d = ub_operand(api, "dst", dst.ref_, (cal_index ? 2 : 1) * sizeof(T), true, Extent::Exact, false);
     check_work(api, work);
     if (n == 0) return;
+    // The hardware writes its intermediate rounds into work: a smaller tensor lets them run into
+    // whatever follows it in UB.
+    const uint64_t need = extreme_work_elems(n, sizeof(T), cal_index);
+    if (work.ref_.bytes < need * sizeof(T)) {
+        fail(api, "sharedTmpBuffer too small",
+             "the work tensor holds " + std::to_string(work.ref_.bytes / sizeof(T)) + " elements; count " +
+                 std::to_string(n) + (cal_index ? " with" : " without") + " index needs " + std::to_string(need));
+    }
+    ub_operand(api, "dst(sharedTmpBuffer)", work.ref_, need * sizeof(T));
     T best = load<T>(s);
     uint64_t best_index = 0;
     for (uint64_t i = 1; i < n; ++i) {

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "opgen_twin/kernel/numeric.h"
+#include "opgen_twin/kernel/profile.h"
 #include "opgen_twin/kernel/state.h"
 #include "opgen_twin/kernel/tensor.h"
 #include "opgen_twin/kernel/types.h"
@@ -42,13 +44,22 @@ inline T wrap(int64_t v) {
     return static_cast<T>(static_cast<U>(static_cast<uint64_t>(v)));
 }
 
-// f receives float for float, double for half/bf16 and int64_t for integers.
+// A 16-bit float result under the numeric profile (profile.h).
+template <typename T>
+inline T profiled16(T r) {
+    if (!numeric_profile().saturate) return r;
+    const num::Format& f = dtype_of<T>() == DType::F16 ? num::kHalf : num::kBf16;
+    return T(static_cast<double>(profile_result16(r.exact(), num::largest_finite(f))));
+}
+
+// f receives float for float, double for half/bf16 and int64_t for integers. Float results pass
+// through the numeric profile (profile.h; the default changes nothing).
 template <typename T, typename F>
 inline T apply2(T a, T b, F f) {
     if constexpr (std::is_same<T, float>::value) {
-        return f(a, b);
+        return profile_result(f(profile_input(a), profile_input(b)));
     } else if constexpr (is_float16_storage<T>()) {
-        return T(static_cast<double>(f(static_cast<double>(a.exact()), static_cast<double>(b.exact()))));
+        return profiled16(T(static_cast<double>(f(static_cast<double>(a.exact()), static_cast<double>(b.exact())))));
     } else {
         return wrap<T>(static_cast<int64_t>(f(static_cast<int64_t>(a), static_cast<int64_t>(b))));
     }
@@ -58,9 +69,9 @@ inline T apply2(T a, T b, F f) {
 template <typename T, typename Ff, typename Fd>
 inline T apply1(T a, Ff ff, Fd fd) {
     if constexpr (std::is_same<T, float>::value) {
-        return ff(a);
+        return profile_result(ff(profile_input(a)));
     } else if constexpr (is_float16_storage<T>()) {
-        return T(static_cast<double>(fd(static_cast<double>(a.exact()))));
+        return profiled16(T(static_cast<double>(fd(static_cast<double>(a.exact())))));
     } else {
         return wrap<T>(static_cast<int64_t>(fd(static_cast<int64_t>(a))));
     }

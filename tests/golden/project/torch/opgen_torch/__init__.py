@@ -7,8 +7,12 @@ Importing this package makes the ops usable: it points CANN at the vendor packag
 library (libcust_opapi.so), imports torch_npu, and loads libopgen_torch.so, which registers
 torch.ops.opgen.<op> with an NPU kernel and a Meta kernel (fake tensors, torch.compile).
 
-The install directory is $OPGEN_INSTALL_DIR when set, else the directory two levels above
-this package (<install>/python/opgen_torch/).
+The install directory is $OPGEN_INSTALL_DIR when set, else _cann_ops_custom/ inside this
+package when the package was installed from its wheel (the op package travels in it, as
+vllm-ascend's does), else the directory two levels above this package
+(<install>/python/opgen_torch/). A wheel also carries _build_info.json: the torch, torch_npu and
+CANN versions it was built for; the import stops with the list of what differs
+(OPGEN_IGNORE_VERSIONS=1 goes on regardless).
 
 The CPU build (`cargo xtask torch-cpu --python PY --out DIR`) puts libopgen_torch_cpu.so
 here instead: the same ops registered for the CPU, running the generated kernels on the CPU
@@ -19,6 +23,7 @@ Ops: add_rms_norm, add_rms_norm_grad, bnsd_to_bsnd, bsnd_to_bnsd, dequant_int8, 
 """
 
 import ctypes
+import json
 import os
 from pathlib import Path
 from typing import Optional
@@ -31,9 +36,86 @@ _HERE = Path(__file__).resolve().parent
 
 
 def install_dir() -> Path:
-    """The directory `cargo xtask build-npu --install DIR` filled."""
+    """The directory `cargo xtask build-npu --install DIR` filled, or the wheel's copy of it."""
     env = os.environ.get("OPGEN_INSTALL_DIR")
-    return Path(env) if env else _HERE.parent.parent
+    if env:
+        return Path(env)
+    bundled = _HERE / "_cann_ops_custom"
+    return bundled if bundled.is_dir() else _HERE.parent.parent
+
+
+def build_info() -> Optional[dict]:
+    """What the wheel was built for (_build_info.json), or None for a build tree."""
+    path = _HERE / "_build_info.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _cann_version() -> Optional[str]:
+    """The CANN toolkit release set_env.sh points at: version.cfg's
+    `toolkit_running_version=[<inner>:<release>]`, else <arch>-linux/ascend_toolkit_install.info's
+    `version=` (the same files `opgen doctor` reads)."""
+    import platform
+
+    for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"):
+        root = os.environ.get(var)
+        if not root:
+            continue
+        cfg = Path(root) / "version.cfg"
+        if cfg.is_file():
+            for line in cfg.read_text(errors="replace").splitlines():
+                if line.startswith("toolkit_running_version=[") and ":" in line:
+                    return line.split(":", 1)[1].rstrip("]").strip()
+        info = Path(root) / f"{platform.machine()}-linux" / "ascend_toolkit_install.info"
+        if info.is_file():
+            for line in info.read_text(errors="replace").splitlines():
+                if line.startswith("version="):
+                    return line.split("=", 1)[1].strip()
+    return None
+
+
+def _installed_version(module: str) -> Optional[str]:
+    """The module's __version__ without importing it (torch_npu needs CANN to import)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(module)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def version_mismatches(info: Optional[dict] = None) -> list:
+    """What differs between this environment and the one the wheel was built for."""
+    info = build_info() if info is None else info
+    if not info:
+        return []
+    import torch
+
+    found = {
+        "torch": torch.__version__,
+        "torch_npu": _installed_version("torch_npu"),
+        "CANN": _cann_version(),
+    }
+    problems = []
+    for what, key in (("torch", "torch"), ("torch_npu", "torch_npu"), ("CANN", "cann")):
+        wanted = info.get(key)
+        if wanted and found[what] != wanted:
+            have = found[what] or "not found" + (
+                " (source <CANN>/set_env.sh: ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH unset)" if what == "CANN" else ""
+            )
+            problems.append(f"{what} {have}, built for {wanted}")
+    return problems
+
+
+def check_versions() -> None:
+    """Raises ImportError naming every version that differs from the wheel's build."""
+    problems = version_mismatches()
+    if problems and os.environ.get("OPGEN_IGNORE_VERSIONS") != "1":
+        raise ImportError(
+            "opgen_torch: this wheel was built for another environment: "
+            + "; ".join(problems)
+            + ". Rebuild it here (cargo xtask build-npu, or torch-cpu --wheel), or set "
+            "OPGEN_IGNORE_VERSIONS=1 to load it anyway."
+        )
 
 
 def vendor_dir(root: Optional[Path] = None) -> Path:
@@ -131,6 +213,7 @@ def load(root: Optional[Path] = None):
     return getattr(torch.ops, LIBRARY)
 
 
+check_versions()
 load()
 
 from .ops import *  # noqa: E402,F401,F403  (the typed wrappers)
@@ -141,6 +224,9 @@ from .ops import __all__ as _wrappers  # noqa: E402
 
 __all__ = [
     "install_dir",
+    "build_info",
+    "version_mismatches",
+    "check_versions",
     "vendor_dir",
     "prepare_environment",
     "library_path",

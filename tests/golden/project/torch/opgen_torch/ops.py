@@ -15,6 +15,7 @@ def add_rms_norm(
     x2: torch.Tensor,
     gamma: torch.Tensor,
     epsilon: float = 1e-6,
+    rounding: str = "hf",
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """x_sum = x1 + x2 (rounded), y = RNE(RNE(x_sum * rstd) * gamma) with rstd = 1 / sqrt(mean(x_sum^2) + epsilon); rstd is float32 with x's rank
 
@@ -23,6 +24,7 @@ def add_rms_norm(
         x2: float16 | bfloat16 | float32 tensor on the NPU.
         gamma: float16 | bfloat16 | float32 tensor on the NPU.
         epsilon: float, default 1e-6.
+        rounding: str, default "hf".
 
     Returns:
         (y, rstd, x_sum):
@@ -35,10 +37,10 @@ def add_rms_norm(
         x1=bfloat16, x2=bfloat16, gamma=bfloat16 -> y=bfloat16, rstd=float32, x_sum=bfloat16
         x1=float32, x2=float32, gamma=float32 -> y=float32, rstd=float32, x_sum=float32
 
-    Schema: opgen::add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6) -> (Tensor y, Tensor rstd, Tensor x_sum)
+    Schema: opgen::add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6, str rounding="hf") -> (Tensor y, Tensor rstd, Tensor x_sum)
     Runs aclnnOpgenAddRmsNorm (CANN op OpgenAddRmsNorm), generated from kernels/add_rms_norm.toml.
     """
-    return torch.ops.opgen.add_rms_norm(x1, x2, gamma, epsilon)
+    return torch.ops.opgen.add_rms_norm(x1, x2, gamma, epsilon, rounding)
 
 
 def add_rms_norm_grad(
@@ -352,6 +354,7 @@ def rms_norm(
     x: torch.Tensor,
     gamma: torch.Tensor,
     epsilon: float = 1e-6,
+    rounding: str = "once",
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """y = x * rstd * gamma with rstd = 1 / sqrt(mean(x^2) + epsilon) over the dims gamma covers; rstd is float32 with x's rank
 
@@ -359,6 +362,7 @@ def rms_norm(
         x: float16 | bfloat16 | float32 tensor on the NPU.
         gamma: float16 | bfloat16 | float32 tensor on the NPU.
         epsilon: float, default 1e-6.
+        rounding: str, default "once".
 
     Returns:
         (y, rstd):
@@ -370,10 +374,10 @@ def rms_norm(
         x=bfloat16, gamma=bfloat16 -> y=bfloat16, rstd=float32
         x=float32, gamma=float32 -> y=float32, rstd=float32
 
-    Schema: opgen::rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6) -> (Tensor y, Tensor rstd)
+    Schema: opgen::rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6, str rounding="once") -> (Tensor y, Tensor rstd)
     Runs aclnnOpgenRmsNorm (CANN op OpgenRmsNorm), generated from kernels/rms_norm.toml.
     """
-    return torch.ops.opgen.rms_norm(x, gamma, epsilon)
+    return torch.ops.opgen.rms_norm(x, gamma, epsilon, rounding)
 
 
 def rms_norm_grad(
@@ -437,12 +441,14 @@ def rotary_mul(
 def swiglu(
     gate: torch.Tensor,
     up: torch.Tensor,
+    rounding: str = "once",
 ) -> torch.Tensor:
     """y = silu(gate) * up = gate * sigmoid(gate) * up
 
     Args:
         gate: float16 | bfloat16 | float32 tensor on the NPU.
         up: float16 | bfloat16 | float32 tensor on the NPU.
+        rounding: str, default "once".
 
     Returns:
         y: float16 | bfloat16 | float32.
@@ -452,23 +458,25 @@ def swiglu(
         gate=bfloat16, up=bfloat16 -> y=bfloat16
         gate=float32, up=float32 -> y=float32
 
-    Schema: opgen::swiglu(Tensor gate, Tensor up) -> Tensor
+    Schema: opgen::swiglu(Tensor gate, Tensor up, str rounding="once") -> Tensor
     Runs aclnnOpgenSwiglu (CANN op OpgenSwiglu), generated from kernels/swiglu.toml.
     """
-    return torch.ops.opgen.swiglu(gate, up)
+    return torch.ops.opgen.swiglu(gate, up, rounding)
 
 
 def swiglu_grad(
     dy: torch.Tensor,
     gate: torch.Tensor,
     up: torch.Tensor,
+    rounding: str = "once",
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """backward of swiglu (OpgenSwiglu): dgate = dy * (partial y / partial gate), dup = dy * (partial y / partial up), by symbolic differentiation of y = gate * sigmoid(gate) * up
+    """backward of swiglu (OpgenSwiglu): dgate = dy * (partial y / partial gate), dup = dy * (partial y / partial up), by symbolic differentiation of y = rne(gate * sigmoid(gate)) * up
 
     Args:
         dy: float16 | bfloat16 | float32 tensor on the NPU.
         gate: float16 | bfloat16 | float32 tensor on the NPU.
         up: float16 | bfloat16 | float32 tensor on the NPU.
+        rounding: str, default "once".
 
     Returns:
         (dgate, dup):
@@ -480,10 +488,10 @@ def swiglu_grad(
         dy=bfloat16, gate=bfloat16, up=bfloat16 -> dgate=bfloat16, dup=bfloat16
         dy=float32, gate=float32, up=float32 -> dgate=float32, dup=float32
 
-    Schema: opgen::swiglu_grad(Tensor dy, Tensor gate, Tensor up) -> (Tensor dgate, Tensor dup)
+    Schema: opgen::swiglu_grad(Tensor dy, Tensor gate, Tensor up, str rounding="once") -> (Tensor dgate, Tensor dup)
     Runs aclnnOpgenSwigluGrad (CANN op OpgenSwigluGrad), generated from kernels/swiglu.toml.
     """
-    return torch.ops.opgen.swiglu_grad(dy, gate, up)
+    return torch.ops.opgen.swiglu_grad(dy, gate, up, rounding)
 
 
 def _meta(t):
@@ -506,10 +514,10 @@ def _outgoing(grad, meta):
 
 
 def _add_rms_norm_setup_context(ctx, inputs, output):
-    (x1, x2, gamma, epsilon, ) = inputs
+    (x1, x2, gamma, epsilon, rounding, ) = inputs
     (y, rstd, x_sum, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward(x_sum, rstd, gamma, )
-    ctx.attrs = {"epsilon": epsilon, }
+    ctx.attrs = {"epsilon": epsilon, "rounding": rounding, }
     ctx.meta = (_meta(y), _meta(rstd), _meta(x_sum), ), (_meta(x1), _meta(x2), _meta(gamma), )
     ctx.mark_non_differentiable(rstd, )
 
@@ -530,6 +538,7 @@ def _add_rms_norm_backward(ctx, *grads):
         _outgoing(result[0], inputs[1]) if ctx.needs_input_grad[1] else None,  # x2
         _outgoing(result[1], inputs[2]) if ctx.needs_input_grad[2] else None,  # gamma
         None,  # epsilon
+        None,  # rounding
     )
 
 
@@ -637,10 +646,10 @@ def _gelu_tanh_backward(ctx, *grads):
 
 
 def _rms_norm_setup_context(ctx, inputs, output):
-    (x, gamma, epsilon, ) = inputs
+    (x, gamma, epsilon, rounding, ) = inputs
     (y, rstd, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward(x, rstd, gamma, )
-    ctx.attrs = {"epsilon": epsilon, }
+    ctx.attrs = {"epsilon": epsilon, "rounding": rounding, }
     ctx.meta = (_meta(y), _meta(rstd), ), (_meta(x), _meta(gamma), )
     ctx.mark_non_differentiable(rstd, )
 
@@ -659,14 +668,15 @@ def _rms_norm_backward(ctx, *grads):
         _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x
         _outgoing(result[1], inputs[1]) if ctx.needs_input_grad[1] else None,  # gamma
         None,  # epsilon
+        None,  # rounding
     )
 
 
 def _swiglu_setup_context(ctx, inputs, output):
-    (gate, up, ) = inputs
+    (gate, up, rounding, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward(gate, up, )
-    ctx.attrs = {}
+    ctx.attrs = {"rounding": rounding, }
     ctx.meta = (_meta(y), ), (_meta(gate), _meta(up), )
 
 
@@ -677,11 +687,13 @@ def _swiglu_backward(ctx, *grads):
         _incoming(grads[0], outputs[0]),  # grad of y
         saved[0],  # gate
         saved[1],  # up
+        rounding=ctx.attrs["rounding"],
     )
     result = result if isinstance(result, tuple) else (result,)
     return (
         _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # gate
         _outgoing(result[1], inputs[1]) if ctx.needs_input_grad[1] else None,  # up
+        None,  # rounding
     )
 
 

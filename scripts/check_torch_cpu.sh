@@ -3,8 +3,9 @@
 # (scripts/torch-venv.sh), builds the opgen_torch package for it with the generated kernels on
 # the CPU twin (`cargo xtask torch-cpu`), and runs python/opgen_torch/tests/test_cpu_backend.py
 # in it: opcheck on every op, forward numerics against float64 math, the op_host refusals under
-# FakeTensorMode, autograd refusals eager and compiled; then test_hf_rounding.py (rounding="hf"
-# against transformers' Qwen2RMSNorm and SiLU, bit for bit).
+# FakeTensorMode, autograd (the row norms' gradients, refusals) eager and compiled; then
+# test_hf_rounding.py (rounding="hf" against transformers' Qwen2RMSNorm and SiLU, bit for bit)
+# and the tiny-Qwen training-step test (scripts/check_torch_train.sh).
 #
 # OPGEN_SKIP_TORCH_CPU=1 skips it on a developer machine (the venv is ~7 GB); it is never
 # skipped in CI (CI=true).
@@ -48,4 +49,6 @@ start=$(opgen_now)
 # rounding="hf" against transformers' own Qwen2RMSNorm and SiLU: the fraction bit-exact.
 PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_hf_rounding.py"
 echo "  tests: $(opgen_elapsed "$start") s"
+# The tiny-Qwen training step (issue 13), on the package just built.
+OPGEN_TORCH_CPU_BUILT=1 "$OPGEN_REPO/scripts/check_torch_train.sh" "$out"
 echo "== torch CPU backend: ok in $(opgen_elapsed "$total") s"

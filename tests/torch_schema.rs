@@ -377,7 +377,7 @@ fn every_op_has_a_cpu_kernel_a_host_checked_meta_kernel_and_an_autograd_kernel()
             "m.impl(\"{name}\", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());"
         );
         let ops_py = &project.file("torch/opgen_torch/ops.py").unwrap().contents;
-        match torch::backward_of(spec) {
+        match torch::backward_of(spec, &specs.iter().collect::<Vec<_>>()) {
             Some(b) => {
                 assert!(
                     !schema_cpp.contains(&refusing),

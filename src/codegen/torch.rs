@@ -20,7 +20,7 @@ use super::RenderError;
 use crate::dtype::DType;
 use crate::family::{shape_rule, ShapeRule};
 use crate::spec::ProjectNames;
-use crate::spec::{Attr, AttrKind, AttrValue, Backward, OpSpec, TensorArg};
+use crate::spec::{Attr, AttrKind, AttrValue, Backward, GradArg, OpSpec, TensorArg};
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
 
@@ -230,36 +230,179 @@ struct TorchOp {
 /// templates read it from (the Python package's `register_autograd`, and the C++ Autograd
 /// kernels, which are generated only for ops without one).
 ///
-/// Convention of the backward op: `torch.ops.opgen.<op>(grads of every output, saved tensors,
-/// attrs) -> the gradients of `differentiable`, in that order`.
+/// The backward op is called with its tensor inputs in its order (`args`: incoming gradients,
+/// zeros for an unused output, and saved forward tensors), then its attrs by keyword (`attrs`:
+/// a forward attr of the same name, or a request flag); its output `grads[i].output` is reduced
+/// to forward input `grads[i].input`'s shape (`sum_to_size`) and cast to its dtype.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TorchBackward {
     /// The backward op's name in the `opgen` library (e.g. `rms_norm_grad`).
     pub op: String,
-    /// Forward inputs and outputs saved for backward, in the order the backward op takes them.
+    /// Forward inputs and outputs saved for backward, in save order.
     pub saved: Vec<String>,
-    /// The inputs that get a gradient; the others (integer inputs, caches) get None.
-    pub differentiable: Vec<String>,
+    /// The backward op's tensor inputs in order.
+    pub args: Vec<TorchGradArg>,
+    /// The backward op's attrs the formula sets (the others keep their defaults).
+    pub attrs: Vec<TorchGradAttr>,
+    /// Which backward-op output is which forward input's gradient.
+    pub grads: Vec<TorchGrad>,
+    /// Tensor inputs that get no gradient: the formula refuses them when they require grad.
+    pub no_grad: Vec<TorchIndexed>,
+    /// Outputs whose incoming gradient the backward op does not take (rms_norm's rstd): marked
+    /// non-differentiable, so a loss through them is refused instead of getting a wrong gradient.
+    pub non_differentiable: Vec<String>,
+    /// Per schema argument (inputs, then attrs): its gradient, or None.
+    pub returns: Vec<Option<TorchGrad>>,
+}
+
+/// A name with its position (an output's among the outputs, an input's among the schema's
+/// arguments: the index of `ctx.needs_input_grad`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TorchIndexed {
+    pub name: String,
+    pub index: usize,
+}
+
+/// One tensor input of the backward op: the incoming gradient of output `grad` (its index
+/// among the forward's outputs), or saved tensor number `saved`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TorchGradArg {
+    pub grad: Option<TorchIndexed>,
+    pub saved: Option<usize>,
+}
+
+/// An attr of the backward op: the forward attr of the same name (`from`), or true when any of
+/// the forward inputs at `request` (indices of `ctx.needs_input_grad`) needs a gradient.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TorchGradAttr {
+    pub name: String,
+    pub from: Option<String>,
+    pub request: Vec<usize>,
+}
+
+/// Forward input `input` (at schema position `index`) gets the backward op's output `output`;
+/// `meta` is its place in the saved input shapes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TorchGrad {
+    pub input: String,
+    pub index: usize,
+    pub output: usize,
+    pub meta: usize,
 }
 
 /// The backward of `spec`, from its spec's declaration: a generated `<name>_grad` takes the
-/// incoming gradient then the forward's inputs (saved) and attrs, and gives one gradient per
-/// input; a declared backward op (`backward = "op"`, a layout op's inverse) takes the incoming
-/// gradients only. Ops that are not differentiable, or whose backward op is not generated yet,
-/// get none (their Autograd kernel refuses inputs that require grad).
-pub fn backward_of(spec: &OpSpec) -> Option<TorchBackward> {
-    let inputs: Vec<String> = spec.inputs.iter().map(|t| t.name.clone()).collect();
-    match &spec.backward {
-        Backward::Derived => Some(TorchBackward {
-            op: format!("{}_grad", spec.name),
-            saved: inputs.clone(),
-            differentiable: inputs,
-        }),
-        Backward::Op { name, .. } => {
-            Some(TorchBackward { op: name.clone(), saved: Vec::new(), differentiable: inputs })
+/// incoming gradient then the forward's inputs (saved) and gives one gradient per input; a
+/// declared backward op (`backward = "op"`, a layout op's inverse) takes the incoming gradients
+/// only and gives one per input; a `[backward]` table says which tensors it takes and which of
+/// its outputs is whose gradient. Ops that are not differentiable, whose backward op is not
+/// generated yet, or whose backward op is not among `specs` (an `--ops` subset) get none (their
+/// Autograd kernel refuses inputs that require grad).
+pub fn backward_of(spec: &OpSpec, specs: &[&OpSpec]) -> Option<TorchBackward> {
+    let inputs: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
+    let grad = |out: &str| GradArg::Grad(out.to_string());
+    let (op, args, grads): (&str, Vec<GradArg>, Vec<(String, String)>) = match &spec.backward {
+        Backward::Derived => {
+            let name = format!("{}_grad", spec.name);
+            let b = specs.iter().find(|s| s.name == name)?;
+            let args = std::iter::once(grad(&spec.outputs[0].name))
+                .chain(inputs.iter().map(|n| GradArg::Saved(n.to_string())))
+                .collect();
+            let grads = inputs.iter().zip(&b.outputs).map(|(i, o)| (i.to_string(), o.name.clone())).collect();
+            (b.name.as_str(), args, grads)
         }
-        Backward::NotDifferentiable | Backward::NotGenerated => None,
-    }
+        Backward::Op { name, .. } => {
+            let b = specs.iter().find(|s| &s.name == name)?;
+            let args = spec.outputs.iter().map(|o| grad(&o.name)).collect();
+            let grads = inputs.iter().zip(&b.outputs).map(|(i, o)| (i.to_string(), o.name.clone())).collect();
+            (b.name.as_str(), args, grads)
+        }
+        Backward::Table(t) => {
+            let b = specs.iter().find(|s| s.name == t.op)?;
+            let grads = t.grads.iter().map(|(i, o, _)| (i.clone(), o.clone())).collect();
+            (b.name.as_str(), t.inputs.iter().map(|(a, _)| a.clone()).collect(), grads)
+        }
+        Backward::NotDifferentiable | Backward::NotGenerated => return None,
+    };
+    let b = specs.iter().find(|s| s.name == op)?;
+    let input_index = |n: &str| inputs.iter().position(|i| *i == n).expect("validated: a forward input");
+    let output_index =
+        |n: &str| spec.outputs.iter().position(|o| o.name == n).expect("validated: a forward output");
+    let mut saved: Vec<String> = Vec::new();
+    let args: Vec<TorchGradArg> = args
+        .iter()
+        .map(|a| match a {
+            GradArg::Grad(out) => TorchGradArg {
+                grad: Some(TorchIndexed { name: out.clone(), index: output_index(out) }),
+                saved: None,
+            },
+            GradArg::Saved(n) => {
+                let k = saved.iter().position(|s| s == n).unwrap_or_else(|| {
+                    saved.push(n.clone());
+                    saved.len() - 1
+                });
+                TorchGradArg { grad: None, saved: Some(k) }
+            }
+        })
+        .collect();
+    let requests: Vec<(String, Vec<String>)> = match &spec.backward {
+        Backward::Table(t) => t.request.iter().map(|(a, ins, _)| (a.clone(), ins.clone())).collect(),
+        _ => Vec::new(),
+    };
+    let attrs = b
+        .attrs
+        .iter()
+        .filter_map(|a| {
+            if let Some((_, ins)) = requests.iter().find(|(r, _)| r == &a.name) {
+                return Some(TorchGradAttr {
+                    name: a.name.clone(),
+                    from: None,
+                    request: ins.iter().map(|n| input_index(n)).collect(),
+                });
+            }
+            spec.attr(&a.name).map(|f| TorchGradAttr {
+                name: a.name.clone(),
+                from: Some(f.name.clone()),
+                request: vec![],
+            })
+        })
+        .collect();
+    let grads: Vec<TorchGrad> = grads
+        .iter()
+        .enumerate()
+        .map(|(meta, (input, output))| TorchGrad {
+            input: input.clone(),
+            index: input_index(input),
+            output: b
+                .outputs
+                .iter()
+                .position(|o| &o.name == output)
+                .expect("validated: an output of the backward op"),
+            meta,
+        })
+        .collect();
+    let no_grad = spec
+        .inputs
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !grads.iter().any(|g| g.input == t.name))
+        .map(|(index, t)| TorchIndexed { name: t.name.clone(), index })
+        .collect();
+    let taken = |o: &str| args.iter().any(|a| a.grad.as_ref().is_some_and(|g| g.name == o));
+    let non_differentiable =
+        spec.outputs.iter().filter(|o| !taken(&o.name)).map(|o| o.name.clone()).collect();
+    let returns = (0..spec.inputs.len() + spec.attrs.len())
+        .map(|k| grads.iter().find(|g| g.index == k).cloned())
+        .collect();
+    Some(TorchBackward {
+        op: op.to_string(),
+        saved,
+        args,
+        attrs,
+        grads,
+        no_grad,
+        non_differentiable,
+        returns,
+    })
 }
 
 /// Names a Python wrapper parameter cannot have.
@@ -272,7 +415,7 @@ const PYTHON_KEYWORDS: &[&str] = &[
 /// Locals the generated kernels declare beside the arguments.
 const KERNEL_LOCALS: &[&str] = &["op_name", "plan", "guard", "registered", "matched", "m"];
 
-fn torch_op(spec: &OpSpec) -> Result<TorchOp, String> {
+fn torch_op(spec: &OpSpec, specs: &[&OpSpec]) -> Result<TorchOp, String> {
     let names: Vec<&String> = spec
         .inputs
         .iter()
@@ -371,7 +514,7 @@ fn torch_op(spec: &OpSpec) -> Result<TorchOp, String> {
     let plan_args = spec.inputs.iter().map(|t| t.name.clone()).chain(dtype_attr.clone()).collect();
     Ok(TorchOp {
         stem: spec.file_stem(),
-        backward: backward_of(spec),
+        backward: backward_of(spec, specs),
         dtype_attr,
         plan_args,
         name: spec.name.clone(),
@@ -403,7 +546,7 @@ pub(crate) fn render(
     let ops = specs
         .iter()
         .map(|s| {
-            torch_op(s).map_err(|message| RenderError {
+            torch_op(s, specs).map_err(|message| RenderError {
                 op: s.name.clone(),
                 template: "torch (context)".into(),
                 message,
@@ -450,44 +593,117 @@ fn render_ops_named(
 mod tests {
     use super::*;
 
-    /// The autograd plumbing for an op with a backward op (none exists yet, so the catalogue
-    /// never renders it): rms_norm given one here gets a register_autograd call with the names
-    /// from TorchBackward, valid Python, and no C++ Autograd kernel of its own.
-    #[test]
-    fn an_op_with_a_backward_gets_register_autograd_and_no_refusing_kernel() {
-        let specs = crate::family::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
-        let mut ops: Vec<TorchOp> = specs.iter().map(|s| torch_op(s).expect("context")).collect();
-        let rms = ops.iter_mut().find(|o| o.name == "rms_norm").expect("rms_norm");
-        rms.backward = Some(TorchBackward {
-            op: "rms_norm_grad".into(),
-            saved: vec!["x".into(), "gamma".into(), "rstd".into()],
-            differentiable: vec!["x".into(), "gamma".into()],
-        });
+    /// The torch files of `rendered`, their backward ops looked up in `specs`.
+    fn render_catalogue(rendered: &[&OpSpec], specs: &[&OpSpec]) -> Vec<GeneratedFile> {
+        let ops: Vec<TorchOp> = rendered.iter().map(|s| torch_op(s, specs).expect("context")).collect();
         let mut env =
             super::super::env::environment(&super::super::project::template_sources()).expect("environment");
         env.add_function("banner", super::super::project::banner);
-        let files = render_ops(&env, &ops).expect("renders");
-        let text = |path: &str| files.iter().find(|f| f.path == path).expect(path).contents.clone();
-        let py = text("torch/opgen_torch/ops.py");
-        assert!(
-            py.contains("\"opgen::rms_norm\", _rms_norm_backward, setup_context=_rms_norm_setup_context"),
-            "{py}"
-        );
-        assert!(py.contains("torch.ops.opgen.rms_norm_grad(*grads, *ctx.saved_tensors, *ctx.attrs)"), "{py}");
-        assert!(py.contains("ctx.save_for_backward(x, gamma, rstd, )"), "{py}");
-        assert!(py.contains("(\"x\", \"gamma\", )"), "{py}");
+        render_ops(&env, &ops).expect("renders")
+    }
+
+    fn parses_as_python(py: &str) {
         let parsed = crate::toolchain::command::Cmd::new("python3")
             .args(["-c", "import ast, sys; ast.parse(sys.stdin.read())"])
-            .stdin_bytes(py.into_bytes())
+            .stdin_bytes(py.as_bytes().to_vec())
             .run_checked();
-        assert!(parsed.is_ok(), "ops.py with a backward is not valid Python: {parsed:?}");
-        let schema = text("torch/opgen_schema.cpp");
+        assert!(parsed.is_ok(), "ops.py is not valid Python: {parsed:?}");
+    }
+
+    /// The rotary_mul `[backward]` table the lead enables once rotary_mul_grad (inputs dy, x,
+    /// r1, r2; attrs mode, table_grads; outputs dx, dr1, dr2) is in the catalogue, with a
+    /// stand-in of that signature: the catalogue check accepts it, and the glue passes `mode`
+    /// through and sets `table_grads` when r1 or r2 needs grad.
+    #[test]
+    fn the_rotary_table_validates_and_requests_the_table_grads() {
+        let dir = crate::repo_root().join("kernels");
+        let text = std::fs::read_to_string(dir.join("rotary_mul.toml")).expect("rotary_mul.toml");
+        let table = "\n[backward]\nop = \"rotary_mul_grad\"\ninputs = [\"grad.y\", \"x\", \"r1\", \"r2\"]\n\
+                     grads = { x = \"dx\", r1 = \"dr1\", r2 = \"dr2\" }\nrequest = { table_grads = [\"r1\", \"r2\"] }\n";
+        let rotary = crate::family::parse_str(&dir.join("rotary_mul.toml"), &format!("{text}{table}"))
+            .expect("rotary_mul with its table");
+        let mut grad = rotary.clone();
+        grad.name = "rotary_mul_grad".into();
+        grad.op_type = "OpgenRotaryMulGrad".into();
+        grad.backward = Backward::NotGenerated;
+        let x = rotary.inputs[0].clone();
+        let named = |name: &str| TensorArg { name: name.into(), ..x.clone() };
+        grad.inputs = vec![named("dy"), named("x"), named("r1"), named("r2")];
+        grad.outputs = vec![named("dx"), named("dr1"), named("dr2")];
+        grad.attrs.push(Attr {
+            name: "table_grads".into(),
+            kind: AttrKind::Bool,
+            default: Some(AttrValue::Bool(false)),
+        });
+        let mut errors = crate::spec::SpecErrors::default();
+        crate::spec::check_backward_ops(&[rotary.clone(), grad.clone()], &mut errors);
+        assert!(errors.is_empty(), "{errors}");
+        // A request of an attr the backward op lacks is refused with the table's location.
+        let mut wrong = grad.clone();
+        wrong.attrs.pop();
+        crate::spec::check_backward_ops(&[rotary.clone(), wrong], &mut errors);
+        let shown = errors.to_string();
         assert!(
-            !schema.contains("m.impl(\"rms_norm\", torch::CppFunction::makeFromBoxedFunction"),
-            "{schema}"
+            shown.contains("field `backward.request.table_grads`")
+                && shown.contains("has no attr `table_grads`"),
+            "{shown}"
         );
-        // rotary_mul declares no backward op: it keeps its refusing Autograd kernel.
-        assert!(schema.contains("m.impl(\"rotary_mul\", torch::CppFunction::makeFromBoxedFunction"));
+
+        let files = render_catalogue(&[&rotary], &[&rotary, &grad]);
+        let py = &files.iter().find(|f| f.path == "torch/opgen_torch/ops.py").expect("ops.py").contents;
+        for want in [
+            "torch.ops.opgen.rotary_mul_grad(",
+            "mode=ctx.attrs[\"mode\"],",
+            "table_grads=bool(ctx.needs_input_grad[1] or ctx.needs_input_grad[2]),",
+            "_outgoing(result[1], inputs[1]) if ctx.needs_input_grad[1] else None,  # r1",
+            "\"rotary_mul\": \"rotary_mul_grad\",",
+        ] {
+            assert!(py.contains(want), "`{want}` not in:\n{py}");
+        }
+        parses_as_python(py);
+    }
+
+    /// The row norms' glue from their tables: saved tensors in the backward op's order, rstd
+    /// marked non-differentiable, x_sum's incoming gradient (zeros when unused) passed, dx given
+    /// to both x1 and x2, no refusing C++ Autograd kernel; an `--ops` subset without the
+    /// backward op keeps the refusing kernel.
+    #[test]
+    fn the_row_norm_tables_render_their_glue() {
+        let specs = crate::family::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
+        let all: Vec<&OpSpec> = specs.iter().collect();
+        let files = render_catalogue(&all, &all);
+        let text = |path: &str| files.iter().find(|f| f.path == path).expect(path).contents.clone();
+        let py = text("torch/opgen_torch/ops.py");
+        for want in [
+            "\"opgen::rms_norm\", _rms_norm_backward, setup_context=_rms_norm_setup_context",
+            "ctx.save_for_backward(x, rstd, gamma, )",
+            "ctx.mark_non_differentiable(rstd, )",
+            "ctx.save_for_backward(x_sum, rstd, gamma, )",
+            "_incoming(grads[2], outputs[2]),  # grad of x_sum",
+            "_outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x1",
+            "_outgoing(result[0], inputs[1]) if ctx.needs_input_grad[1] else None,  # x2",
+            "_outgoing(result[1], inputs[2]) if ctx.needs_input_grad[2] else None,  # gamma",
+        ] {
+            assert!(py.contains(want), "`{want}` not in ops.py");
+        }
+        parses_as_python(&py);
+        let schema = text("torch/opgen_schema.cpp");
+        let refusing = |op: &str| format!("m.impl(\"{op}\", torch::CppFunction::makeFromBoxedFunction");
+        assert!(!schema.contains(&refusing("rms_norm")) && !schema.contains(&refusing("add_rms_norm")));
+        assert!(schema.contains(&refusing("rotary_mul")), "rotary_mul has no backward op yet");
+        // An input the table gives no gradient is refused when it requires grad.
+        let mut partial = specs.iter().find(|s| s.name == "rms_norm").expect("rms_norm").clone();
+        if let Backward::Table(t) = &mut partial.backward {
+            t.grads.retain(|(input, _, _)| input == "x");
+        }
+        let grad = specs.iter().find(|s| s.name == "rms_norm_grad").expect("rms_norm_grad");
+        let files = render_catalogue(&[&partial], &[&partial, grad]);
+        let py = &files.iter().find(|f| f.path == "torch/opgen_torch/ops.py").expect("ops.py").contents;
+        assert!(py.contains("if ctx.needs_input_grad[1]:\n        raise RuntimeError(\n            \"opgen::rms_norm: input `gamma` requires grad, but the backward op rms_norm_grad gives it no \""), "{py}");
+        assert!(py.contains("        None,  # gamma\n"), "{py}");
+        parses_as_python(py);
+        let alone: Vec<&OpSpec> = specs.iter().filter(|s| s.name == "rms_norm").collect();
+        assert_eq!(backward_of(alone[0], &alone), None, "no rms_norm_grad to call");
     }
 
     #[test]

@@ -16,8 +16,8 @@ pub(crate) use error::Reporter;
 pub use error::{SpecError, SpecErrors};
 pub use idents::{camel_case, is_c_identifier, is_cpp_keyword, snake_case, CANN_BUILTIN_OP_TYPES};
 pub use model::{
-    Attr, AttrKind, AttrValue, Backward, ElementwiseParams, Family, FamilyParams, KvKind, OpSpec,
-    RowNormParams, TensorArg,
+    Attr, AttrKind, AttrValue, Backward, BackwardTable, ElementwiseParams, Family, FamilyParams, GradArg,
+    KvKind, Loc, OpSpec, RowNormParams, TensorArg,
 };
 pub use project::{load_project, parse_project, project_file_for, ProjectNames, PROJECT_FILE};
 
@@ -127,8 +127,12 @@ pub(crate) fn load_catalogue(path: &Path, rules: &dyn FamilyRules) -> Result<Vec
 /// `backward = "op"` names an op of the catalogue whose signature is this op's transposed: its
 /// inputs are this op's outputs (the incoming gradients) and its outputs this op's inputs, with
 /// a dtype combination for each of this op's combinations.
-fn check_backward_ops(specs: &[OpSpec], errors: &mut SpecErrors) {
+pub(crate) fn check_backward_ops(specs: &[OpSpec], errors: &mut SpecErrors) {
     for spec in specs {
+        if let Backward::Table(t) = &spec.backward {
+            check_backward_table(spec, t, specs, errors);
+            continue;
+        }
         let Backward::Op { name, line, column } = &spec.backward else { continue };
         let located = |message: String| SpecError {
             file: spec.source.clone(),
@@ -175,6 +179,140 @@ fn check_backward_ops(specs: &[OpSpec], errors: &mut SpecErrors) {
                     spec.name
                 )));
             }
+        }
+    }
+}
+
+/// A `[backward]` table against the backward op it names: the op exists, `inputs` has one
+/// entry per input of it, `grads` names its outputs, `request` its bool attrs, every attr it
+/// requires is passed through (a forward attr of the same name and type) or requested, and
+/// each dtype combination of the forward gives one of its combinations (the gradients' dtypes
+/// may differ from the inputs': the glue reduces and casts them).
+fn check_backward_table(spec: &OpSpec, t: &BackwardTable, specs: &[OpSpec], errors: &mut SpecErrors) {
+    let at = |loc: Loc, field: String, message: String| SpecError {
+        file: spec.source.clone(),
+        line: loc.line,
+        column: loc.column,
+        field,
+        message,
+    };
+    let Some(b) = specs.iter().find(|s| s.name == t.op) else {
+        let known: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        errors.push(at(
+            t.op_at,
+            "backward.op".into(),
+            format!(
+                "backward op `{}` of `{}` is not in the catalogue; it has: {}",
+                t.op,
+                spec.name,
+                known.join(", ")
+            ),
+        ));
+        return;
+    };
+    let names = |ts: &[TensorArg]| ts.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ");
+    if t.inputs.len() != b.inputs.len() {
+        errors.push(at(
+            t.inputs_at,
+            "backward.inputs".into(),
+            format!(
+                "lists {} inputs, but backward op `{}` takes {} ({})",
+                t.inputs.len(),
+                b.name,
+                b.inputs.len(),
+                names(&b.inputs)
+            ),
+        ));
+    }
+    for (input, output, loc) in &t.grads {
+        if !b.outputs.iter().any(|o| &o.name == output) {
+            errors.push(at(
+                *loc,
+                format!("backward.grads.{input}"),
+                format!(
+                    "`{output}` is not an output of backward op `{}`; its outputs: {}",
+                    b.name,
+                    names(&b.outputs)
+                ),
+            ));
+        }
+    }
+    for (attr, _, loc) in &t.request {
+        match b.attr(attr) {
+            Some(a) if a.kind == AttrKind::Bool => {}
+            Some(a) => errors.push(at(
+                *loc,
+                format!("backward.request.{attr}"),
+                format!("attr `{attr}` of backward op `{}` is a {}, not a bool", b.name, a.kind.name()),
+            )),
+            None => errors.push(at(
+                *loc,
+                format!("backward.request.{attr}"),
+                format!(
+                    "backward op `{}` has no attr `{attr}`; its attrs: {}",
+                    b.name,
+                    b.attrs.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            )),
+        }
+    }
+    for a in &b.attrs {
+        let requested = t.request.iter().any(|(r, _, _)| r == &a.name);
+        match spec.attr(&a.name) {
+            Some(f) if f.kind != a.kind => errors.push(at(
+                t.op_at,
+                "backward.op".into(),
+                format!(
+                    "attr `{}` is a {} in `{}` but a {} in backward op `{}`: a forward attr passes through to the attr of the same name",
+                    a.name,
+                    f.kind.name(),
+                    spec.name,
+                    a.kind.name(),
+                    b.name
+                ),
+            )),
+            Some(_) => {}
+            None if requested || a.default.is_some() => {}
+            None => errors.push(at(
+                t.op_at,
+                "backward.op".into(),
+                format!(
+                    "backward op `{}` requires attr `{}`, which `{}` has not (no forward attr of that name) and `backward.request` does not set",
+                    b.name, a.name, spec.name
+                ),
+            )),
+        }
+    }
+    if t.inputs.len() != b.inputs.len() {
+        return;
+    }
+    let dtype_of = |arg: &GradArg, c: usize| {
+        let (list, name) = match arg {
+            GradArg::Grad(out) => (&spec.outputs, out),
+            GradArg::Saved(n) => {
+                (if spec.inputs.iter().any(|t| &t.name == n) { &spec.inputs } else { &spec.outputs }, n)
+            }
+        };
+        list.iter().find(|t| &t.name == name).map(|t| t.dtypes[c])
+    };
+    for c in 0..spec.columns() {
+        let Some(want) = t.inputs.iter().map(|(arg, _)| dtype_of(arg, c)).collect::<Option<Vec<_>>>() else {
+            return; // an unknown name, already reported by validate
+        };
+        let fits = (0..b.columns()).any(|k| b.inputs.iter().map(|t| t.dtypes[k]).eq(want.iter().copied()));
+        if !fits {
+            let show = want.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
+            errors.push(at(
+                t.inputs_at,
+                "backward.inputs".into(),
+                format!(
+                    "backward op `{}` has no dtype combination taking ({show}), what combination {} of `{}` ({}) gives it",
+                    b.name,
+                    c + 1,
+                    spec.name,
+                    spec.column(c).iter().map(|(n, d)| format!("{n}={}", d.name())).collect::<Vec<_>>().join(", ")
+                ),
+            ));
         }
     }
 }

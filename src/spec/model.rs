@@ -132,11 +132,56 @@ pub enum Backward {
     /// `backward = "op"`: that op computes the gradient (bsnd_to_bnsd ↔ bnsd_to_bsnd). `line`
     /// and `column` locate the field, for the catalogue-level check that the op exists.
     Op { name: String, line: usize, column: usize },
+    /// A `[backward]` table: that op computes the gradient from the inputs it lists (incoming
+    /// gradients and saved forward tensors), and `grads` says which of its outputs is which
+    /// forward input's gradient.
+    Table(BackwardTable),
     /// `differentiable = false`.
     NotDifferentiable,
     /// Differentiable, but no backward op is generated yet (row_norm, rotary, and the generated
     /// backward ops themselves: no second derivatives).
     NotGenerated,
+}
+
+/// Where a value of a `[backward]` table sits in the spec (1-based), for the catalogue-level
+/// checks that need the backward op's signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Loc {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// One input of the backward op, as the `[backward]` table's `inputs` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GradArg {
+    /// `grad.<output>`: the gradient arriving at that forward output (zeros when it was unused).
+    Grad(String),
+    /// A forward input or output, saved by the forward for the backward.
+    Saved(String),
+}
+
+/// `[backward]`: the backward op and how the forward's tensors map onto its signature.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BackwardTable {
+    /// The backward op's name (`rms_norm_grad`).
+    pub op: String,
+    pub op_at: Loc,
+    /// The backward op's tensor inputs in its order.
+    pub inputs: Vec<(GradArg, Loc)>,
+    pub inputs_at: Loc,
+    /// Forward input → the backward op's output that is its gradient, in file order. Inputs
+    /// not listed get no gradient (the autograd refuses them when they require grad).
+    pub grads: Vec<(String, String, Loc)>,
+    /// A bool attr of the backward op → the forward inputs whose needing a gradient sets it.
+    pub request: Vec<(String, Vec<String>, Loc)>,
+}
+
+impl BackwardTable {
+    /// The forward inputs that get a gradient.
+    pub fn differentiable(&self) -> impl Iterator<Item = &str> {
+        self.grads.iter().map(|(input, _, _)| input.as_str())
+    }
 }
 
 /// Which KV-cache layout operation a spec of the permute, paged_cache or dequant family is.

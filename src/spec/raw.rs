@@ -2,7 +2,10 @@
 //! key is an error, never silently ignored.
 
 use super::error::SpecError;
-use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
 use std::path::Path;
 use toml::Spanned;
 
@@ -22,9 +25,10 @@ pub(crate) struct RawSpec {
     /// `false`: the op has no backward (a cache write, quantisation).
     #[serde(default)]
     pub differentiable: Option<Spanned<bool>>,
-    /// The op that computes this op's gradient (a layout op's inverse).
+    /// The op that computes this op's gradient: `backward = "op"` (a layout op's inverse) or a
+    /// `[backward]` table with the input mapping.
     #[serde(default)]
-    pub backward: Option<Spanned<String>>,
+    pub backward: Option<Spanned<RawBackward>>,
     #[serde(default)]
     pub row_norm: Option<Spanned<RawRowNorm>>,
     #[serde(default)]
@@ -76,6 +80,52 @@ pub(crate) struct RawElementwise {
 /// `[permute]` / `[paged_cache]`: which operation of the family.
 pub(crate) struct RawKvKind {
     pub kind: Spanned<String>,
+}
+
+/// `backward = "op"` or a `[backward]` table. Hand-written: an untagged enum would buffer the
+/// value and lose the spans of the table's fields.
+#[derive(Debug)]
+pub(crate) enum RawBackward {
+    Name(String),
+    Table(RawBackwardTable),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBackwardTable {
+    /// The backward op.
+    pub op: Spanned<String>,
+    /// Its tensor inputs in order: `grad.<output>`, or a forward input or output (saved).
+    pub inputs: Spanned<Vec<Spanned<String>>>,
+    /// Forward input → the backward op's output giving its gradient.
+    pub grads: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
+    /// A bool attr of the backward op → forward inputs; the attr is true when any needs grad.
+    #[serde(default)]
+    pub request: Option<Spanned<RawRequests>>,
+}
+
+/// `request = { attr = ["input", ...] }`, with the spans of every name.
+pub(crate) type RawRequests = BTreeMap<Spanned<String>, Spanned<Vec<Spanned<String>>>>;
+
+impl<'de> Deserialize<'de> for RawBackward {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = RawBackward;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "an op name (`backward = \"op\"`) or a [backward] table (op, inputs, grads, request)",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawBackward, E> {
+                Ok(RawBackward::Name(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawBackward, A::Error> {
+                RawBackwardTable::deserialize(MapAccessDeserializer::new(map)).map(RawBackward::Table)
+            }
+        }
+        d.deserialize_any(Either)
+    }
 }
 
 /// The raw spec, or every error found before validation: each unknown field (serde stops at the

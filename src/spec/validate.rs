@@ -4,7 +4,7 @@
 use super::error::{Reporter, SpecErrors};
 use super::idents::{camel_case, is_c_identifier, is_cpp_keyword, CANN_BUILTIN_OP_TYPES};
 use super::model::*;
-use super::raw::{RawAttr, RawSpec, RawTensor};
+use super::raw::{RawAttr, RawBackward, RawBackwardTable, RawSpec, RawTensor};
 use crate::dtype::DType;
 use std::path::Path;
 use toml::Spanned;
@@ -317,28 +317,28 @@ fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
 fn check_backward(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) -> Backward {
     let differentiable = raw.differentiable.as_ref().map(|d| *d.get_ref());
     if let Some(b) = &raw.backward {
-        let name = b.get_ref();
+        let (field, shown) = match b.get_ref() {
+            RawBackward::Name(name) => ("backward", format!("backward = \"{name}\"")),
+            RawBackward::Table(t) => ("backward", format!("[backward] op = \"{}\"", t.op.get_ref())),
+        };
         if differentiable == Some(false) {
-            cx.error(b, "backward", format!("`backward = \"{name}\"` contradicts `differentiable = false`"));
+            cx.error(b, field, format!("`{shown}` contradicts `differentiable = false`"));
         }
         if family == Some(Family::Elementwise) {
             cx.error(
                 b,
-                "backward",
+                field,
                 format!("elementwise ops get their backward op (`{}_grad`) by differentiating the body; remove `backward`, or set `differentiable = false` to have none", raw.name.get_ref()),
             );
         }
-        let snake = !name.is_empty()
-            && name.starts_with(|c: char| c.is_ascii_lowercase())
-            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if !snake {
-            cx.error(b, "backward", format!("`{name}` is not an op name (snake_case: [a-z][a-z0-9_]*)"));
-        }
-        if name == raw.name.get_ref() {
-            cx.error(b, "backward", format!("op `{name}` cannot be its own backward op"));
-        }
-        let (line, column) = super::error::line_column(cx.text, b.span().start);
-        return Backward::Op { name: name.clone(), line, column };
+        return match b.get_ref() {
+            RawBackward::Name(name) => {
+                check_backward_op_name(cx, raw, name, b.span().start, "backward");
+                let (line, column) = super::error::line_column(cx.text, b.span().start);
+                Backward::Op { name: name.clone(), line, column }
+            }
+            RawBackward::Table(t) => Backward::Table(backward_table(cx, raw, t)),
+        };
     }
     match (differentiable, family) {
         (Some(false), _) => Backward::NotDifferentiable,
@@ -353,6 +353,132 @@ fn check_backward(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) -> Backwa
             Backward::NotDifferentiable
         }
         _ => Backward::NotGenerated,
+    }
+}
+
+fn check_backward_op_name(cx: &mut Ctx, raw: &RawSpec, name: &str, at: usize, field: &str) {
+    let snake = !name.is_empty()
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !snake {
+        cx.error_at(at, field, format!("`{name}` is not an op name (snake_case: [a-z][a-z0-9_]*)"));
+    }
+    if name == raw.name.get_ref() {
+        cx.error_at(at, field, format!("op `{name}` cannot be its own backward op"));
+    }
+}
+
+/// The `[backward]` table's names against this spec's own inputs and outputs; the backward
+/// op's side (its inputs, outputs, attrs, dtypes) is checked with the catalogue
+/// (`spec::check_backward_ops`).
+fn backward_table(cx: &mut Ctx, raw: &RawSpec, t: &RawBackwardTable) -> BackwardTable {
+    let loc = |cx: &Ctx, at: usize| {
+        let (line, column) = super::error::line_column(cx.text, at);
+        Loc { line, column }
+    };
+    let ins: Vec<&str> = raw.inputs.get_ref().iter().map(|i| i.name.get_ref().as_str()).collect();
+    let outs: Vec<&str> = raw.outputs.get_ref().iter().map(|o| o.name.get_ref().as_str()).collect();
+    check_backward_op_name(cx, raw, t.op.get_ref(), t.op.span().start, "backward.op");
+
+    if t.inputs.get_ref().is_empty() {
+        cx.error(&t.inputs, "backward.inputs", "the backward op's inputs must not be empty".into());
+    }
+    let mut inputs = Vec::new();
+    for (i, name) in t.inputs.get_ref().iter().enumerate() {
+        let field = format!("backward.inputs[{i}]");
+        let n = name.get_ref();
+        let arg = if let Some(out) = n.strip_prefix("grad.") {
+            if !outs.contains(&out) {
+                cx.error(
+                    name,
+                    &field,
+                    format!(
+                        "`{n}`: `{out}` is not an output of `{}`; its outputs: {}",
+                        raw.name.get_ref(),
+                        outs.join(", ")
+                    ),
+                );
+            }
+            GradArg::Grad(out.to_string())
+        } else {
+            if !ins.contains(&n.as_str()) && !outs.contains(&n.as_str()) {
+                cx.error(
+                    name,
+                    &field,
+                    format!(
+                        "`{n}` is neither `grad.<output>` nor an input or output of `{}` (inputs: {}; outputs: {})",
+                        raw.name.get_ref(),
+                        ins.join(", "),
+                        outs.join(", ")
+                    ),
+                );
+            }
+            GradArg::Saved(n.clone())
+        };
+        inputs.push((arg, loc(cx, name.span().start)));
+    }
+
+    if t.grads.get_ref().is_empty() {
+        cx.error(
+            &t.grads,
+            "backward.grads",
+            "at least one input must get a gradient (`grads = { x = \"dx\" }`)".into(),
+        );
+    }
+    let mut grads = Vec::new();
+    for (input, output) in t.grads.get_ref() {
+        let field = format!("backward.grads.{}", input.get_ref());
+        if !ins.contains(&input.get_ref().as_str()) {
+            cx.error(
+                input,
+                &field,
+                format!(
+                    "`{}` is not an input of `{}`; its inputs: {}",
+                    input.get_ref(),
+                    raw.name.get_ref(),
+                    ins.join(", ")
+                ),
+            );
+        }
+        grads.push((input.get_ref().clone(), output.get_ref().clone(), loc(cx, output.span().start)));
+    }
+    // File order, not the map's sorted order: the README and the glue list them as written.
+    grads.sort_by_key(|(_, _, at)| (at.line, at.column));
+
+    let mut request = Vec::new();
+    if let Some(r) = &t.request {
+        for (attr, list) in r.get_ref() {
+            let field = format!("backward.request.{}", attr.get_ref());
+            if list.get_ref().is_empty() {
+                cx.error(list, &field, "list the inputs whose needing a gradient sets the attr".into());
+            }
+            for name in list.get_ref() {
+                if !t.grads.get_ref().keys().any(|k| k.get_ref() == name.get_ref()) {
+                    cx.error(
+                        name,
+                        &field,
+                        format!(
+                            "`{}` gets no gradient in `backward.grads`, so it cannot request one",
+                            name.get_ref()
+                        ),
+                    );
+                }
+            }
+            request.push((
+                attr.get_ref().clone(),
+                list.get_ref().iter().map(|n| n.get_ref().clone()).collect(),
+                loc(cx, attr.span().start),
+            ));
+        }
+        request.sort_by_key(|(_, _, at)| (at.line, at.column));
+    }
+    BackwardTable {
+        op: t.op.get_ref().clone(),
+        op_at: loc(cx, t.op.span().start),
+        inputs,
+        inputs_at: loc(cx, t.inputs.span().start),
+        grads,
+        request,
     }
 }
 

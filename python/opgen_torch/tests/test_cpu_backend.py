@@ -12,7 +12,10 @@ real PyTorch: the generated kernels and op_host code running on the CPU twin.
 - a kernel that breaks a twin rule raises a RuntimeError naming the op and the rule, and the
   process goes on (a mutant kernel library replaces one of the build's);
 - an op without a backward op raises a clear error naming the op and the input when an input
-  requires grad, eagerly and under torch.compile(backend="aot_eager"); never a None gradient.
+  requires grad, eagerly and under torch.compile(backend="aot_eager"); never a None gradient;
+- the row norms' gradients (rms_norm_grad, add_rms_norm_grad through their [backward] tables)
+  against torch autograd of the float64 math with CANN's dual-baseline gate (the dtype's torch
+  autograd as the baseline), eagerly, compiled (aot_eager, inductor) and functionalized.
 
 Usage: PYTHONPATH=<torch-cpu --out DIR> python test_cpu_backend.py
 """
@@ -448,12 +451,15 @@ class HostRefusals(unittest.TestCase):
 # ---- autograd ---------------------------------------------------------------------------------
 
 
-# Ops whose spec declares no backward op (row norms and rotary: not generated yet; caches and
-# dequant: not differentiable; the generated grads: no second derivatives).
+# Ops whose spec declares no backward op (rotary: not in the catalogue yet; caches and dequant:
+# not differentiable; the grads: no second derivatives).
 NO_BACKWARD = {
-    "rms_norm", "add_rms_norm", "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
+    "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
 }
+# rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
+if "rotary_mul" in opgen_torch.ops.BACKWARD:
+    NO_BACKWARD.discard("rotary_mul")
 
 
 class Autograd(unittest.TestCase):
@@ -509,33 +515,193 @@ class Autograd(unittest.TestCase):
         torch.compile(loss, backend="aot_eager")(x2).backward()
         self.assertTrue(torch.equal(x1.grad, x2.grad))
 
+    def test_backward_table_covers_every_op(self):
+        self.assertEqual(sorted(set(opgen_torch.ops.BACKWARD) | NO_BACKWARD), sorted(opgen_torch.OPS))
+        self.assertEqual(set(opgen_torch.ops.BACKWARD) & NO_BACKWARD, set())
+
     def test_error_names_the_input(self):
-        x, g = torch.randn(2, 8), torch.randn(8, requires_grad=True)
-        with self.assertRaisesRegex(RuntimeError, "opgen::rms_norm: input `gamma` requires grad"):
-            OPS.rms_norm(x, g, 1e-6)
+        args = list(samples()["dequant_int8"])
+        args[1] = args[1].clone().requires_grad_()
+        with self.assertRaisesRegex(RuntimeError, "opgen::dequant_int8: input `scale` requires grad"):
+            OPS.dequant_int8(*args)
 
     def test_no_grad_mode_runs(self):
         x = torch.randn(2, 8, requires_grad=True)
         with torch.no_grad():
-            y, _ = OPS.rms_norm(x, torch.ones(8), 1e-6)
-        self.assertFalse(y.requires_grad)
+            y = OPS.dequant_int8(torch.ones(2, 8, dtype=torch.int8), torch.ones(2, requires_grad=True), "float32")
+            z, _ = OPS.rms_norm(x, torch.ones(8), 1e-6)
+        self.assertFalse(y.requires_grad or z.requires_grad)
 
     def test_compiled_aot_eager_refuses_grad(self):
         torch._dynamo.reset()
 
-        def f(x, g):
-            return OPS.rms_norm(x, g, 1e-6)[0].sum()
+        def f(q, scale):
+            return OPS.dequant_int8(q, scale, "float32").sum()
 
         compiled = torch.compile(f, backend="aot_eager")
-        x = torch.randn(2, 8, requires_grad=True)
-        with self.assertRaisesRegex(Exception, "opgen::rms_norm: input `x` requires grad"):
-            compiled(x, torch.ones(8))
+        scale = torch.ones(2, requires_grad=True)
+        with self.assertRaisesRegex(Exception, "opgen::dequant_int8: input `scale` requires grad"):
+            compiled(torch.ones(2, 8, dtype=torch.int8), scale)
 
     def test_compiled_aot_eager_forward_matches_eager(self):
         torch._dynamo.reset()
         compiled = torch.compile(lambda g, u: OPS.swiglu(g, u) * 2, backend="aot_eager")
         g, u = torch.randn(4, 16), torch.randn(4, 16)
         self.assertTrue(torch.equal(compiled(g, u), OPS.swiglu(g, u) * 2))
+
+
+# ---- the row norms' backward: rms_norm_grad / add_rms_norm_grad through torch autograd --------
+
+# Unit roundoff per dtype: the floor of a baseline metric (a baseline that happens to be exact
+# must not make any error fail).
+UNIT = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 2.0**-24}
+# Below this |gold| the error counts as absolute (the relative error of a near-zero gradient
+# means nothing), as CANN's standard takes small values.
+SMALL = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-8, torch.float32: 1e-6}
+
+
+def error_metrics(t, gold):
+    err = (t.double() - gold).abs()
+    rel = torch.where(gold.abs() < SMALL[t.dtype], err, err / gold.abs())
+    return float(rel.max()), float(rel.mean()), float(err.pow(2).mean().sqrt())
+
+
+def check_dual_baseline(test, name, got, base, gold):
+    """CANN's dual-baseline standard, level L0: against the float64 gold, the op's MARE, MERE
+    and RMSE are at most 10x, 2x and 2x the baseline's (torch's autograd of the same math in the
+    op's dtype); the gradient keeps its input's dtype and shape."""
+    test.assertEqual((got.dtype, got.shape), (base.dtype, base.shape), name)
+    ours, theirs = error_metrics(got, gold), error_metrics(base, gold)
+    for what, o, b, bound in zip(("MARE", "MERE", "RMSE"), ours, theirs, (10, 2, 2)):
+        floor = UNIT[got.dtype] * (1 if what != "RMSE" else float(gold.abs().mean()))
+        test.assertLessEqual(o, bound * max(b, floor), f"{name}: {what} {o:.3g} vs the baseline's {b:.3g}")
+
+
+def rms_norm_math(x, gamma, eps=1e-6):
+    dims = tuple(range(x.dim() - gamma.dim(), x.dim()))
+    return x * torch.rsqrt(x.pow(2).mean(dim=dims, keepdim=True) + eps) * gamma
+
+
+def add_rms_norm_math(x1, x2, gamma, eps=1e-6):
+    s = x1 + x2
+    return rms_norm_math(s, gamma, eps), s
+
+
+def autograd_of(math, dtype, weights, *inputs):
+    """The gradients of sum(w_i · output_i) by torch autograd of `math` with the inputs in
+    `dtype` (float64: the gold)."""
+    xs = [t.detach().to(dtype).requires_grad_() for t in inputs]
+    outs = math(*xs)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    loss = sum((o * w.to(dtype)).sum() for o, w in zip(outs, weights) if w is not None)
+    return torch.autograd.grad(loss, xs)
+
+
+ROW_NORM_SHAPES = [
+    ((4, 64), (64,)),
+    ((2, 3, 896), (896,)),  # Qwen2-0.5B hidden
+    ((2, 8, 4, 16), (16,)),  # Qwen3 q/k-norm: rows of tokens x heads
+    ((5, 8, 16), (8, 16)),  # gamma over two dims
+]
+
+
+class RowNormAutograd(unittest.TestCase):
+    def test_rms_norm_gradients(self):
+        for dtype in FLOATS:
+            for shape, gshape in ROW_NORM_SHAPES:
+                with self.subTest(dtype=dtype, shape=shape):
+                    x = uniform(shape, dtype, 91).requires_grad_()
+                    g = uniform(gshape, dtype, 92, 0.5, 1.5).requires_grad_()
+                    w = uniform(shape, dtype, 93, -1, 1)
+                    y, rstd = OPS.rms_norm(x, g, 1e-6)
+                    self.assertFalse(rstd.requires_grad, "rstd is not differentiable")
+                    (y * w).sum().backward()
+                    gold = autograd_of(rms_norm_math, torch.float64, [w], x, g)
+                    base = autograd_of(rms_norm_math, dtype, [w], x, g)
+                    check_dual_baseline(self, "x.grad", x.grad, base[0], gold[0])
+                    check_dual_baseline(self, "gamma.grad", g.grad, base[1], gold[1])
+
+    def test_add_rms_norm_gradients(self):
+        for dtype in FLOATS:
+            for shape, gshape in ROW_NORM_SHAPES[:3]:
+                for use_sum in (True, False):
+                    with self.subTest(dtype=dtype, shape=shape, x_sum_used=use_sum):
+                        x1 = uniform(shape, dtype, 94).requires_grad_()
+                        x2 = uniform(shape, dtype, 95).requires_grad_()
+                        g = uniform(gshape, dtype, 96, 0.5, 1.5).requires_grad_()
+                        w1 = uniform(shape, dtype, 97, -1, 1)
+                        w2 = uniform(shape, dtype, 98, -1, 1) if use_sum else None
+                        y, rstd, s = OPS.add_rms_norm(x1, x2, g, 1e-6)
+                        self.assertFalse(rstd.requires_grad)
+                        loss = (y * w1).sum() + ((s * w2).sum() if use_sum else 0)
+                        loss.backward()
+                        gold = autograd_of(add_rms_norm_math, torch.float64, [w1, w2], x1, x2, g)
+                        base = autograd_of(add_rms_norm_math, dtype, [w1, w2], x1, x2, g)
+                        check_dual_baseline(self, "x1.grad", x1.grad, base[0], gold[0])
+                        check_dual_baseline(self, "x2.grad", x2.grad, base[1], gold[1])
+                        check_dual_baseline(self, "gamma.grad", g.grad, base[2], gold[2])
+                        self.assertTrue(torch.equal(x1.grad, x2.grad), "x1 and x2 get the same dx")
+
+    def test_only_the_inputs_that_need_grad_get_one(self):
+        x = uniform((4, 64), torch.float32, 99).requires_grad_()
+        g = uniform((64,), torch.float32, 100, 0.5, 1.5)
+        OPS.rms_norm(x, g, 1e-6)[0].sum().backward()
+        self.assertIsNotNone(x.grad)
+        self.assertIsNone(g.grad)
+
+    def test_opcheck_with_grad(self):
+        args = samples()
+        for name in ("rms_norm", "add_rms_norm"):
+            with self.subTest(op=name):
+                a = [t.clone().requires_grad_() if isinstance(t, torch.Tensor) else t for t in args[name]]
+                torch.library.opcheck(getattr(OPS, name).default, a)
+
+    def _loss(self, x1, x2, g, w):
+        y, _, s = OPS.add_rms_norm(x1, x2, g, 1e-6)
+        z, _ = OPS.rms_norm(y, g, 1e-6)
+        return (z * w).sum() + (s * w).sum()
+
+    def _grads(self, fn, dtype=torch.float32):
+        args = [uniform((3, 5, 64), dtype, 101), uniform((3, 5, 64), dtype, 102), uniform((64,), dtype, 103, 0.5, 1.5)]
+        args = [a.requires_grad_() for a in args]
+        fn(*args, uniform((3, 5, 64), dtype, 104, -1, 1)).backward()
+        return [a.grad for a in args]
+
+    def test_compiled_backward_matches_eager(self):
+        # aot_eager runs the same kernels in the same order: the same bits; inductor too (the
+        # opgen ops are opaque to it, the glue's sum_to_size and casts are the only math it
+        # may fuse).
+        want = self._grads(self._loss)
+        for backend in ("aot_eager", "inductor"):
+            with self.subTest(backend=backend):
+                torch._dynamo.reset()
+                got = self._grads(torch.compile(self._loss, backend=backend, fullgraph=True))
+                for name, a, b in zip(("x1", "x2", "gamma"), got, want):
+                    torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6, msg=f"{backend}: {name}")
+
+    def test_functionalized_backward_matches_eager(self):
+        # torch.func.functionalize of the forward, and AOTAutograd's functionalized forward and
+        # backward graphs (what torch.compile hands a backend): the backward graph calls the
+        # grad ops, and the gradients are eager's bits.
+        from functorch.compile import make_boxed_func
+        from torch._functorch.aot_autograd import aot_function
+
+        want = self._grads(self._loss)
+        got = self._grads(torch.func.functionalize(self._loss))
+        for a, b in zip(got, want):
+            self.assertTrue(torch.equal(a, b))
+        graphs = []
+
+        def keep(gm, _):
+            graphs.append(gm)
+            return make_boxed_func(gm)
+
+        got = self._grads(aot_function(self._loss, fw_compiler=keep, bw_compiler=keep))
+        for a, b in zip(got, want):
+            self.assertTrue(torch.equal(a, b))
+        self.assertEqual(len(graphs), 2)
+        called = {str(n.target) for n in graphs[1].graph.nodes if n.op == "call_function"}
+        self.assertTrue({"opgen.rms_norm_grad.default", "opgen.add_rms_norm_grad.default"} <= called, called)
 
 
 # ---- a broken twin rule inside a kernel is a RuntimeError, not the end of the process --------
@@ -656,13 +822,14 @@ class Transformers(unittest.TestCase):
     TOKENS = torch.tensor([[3, 17, 99, 5, 64, 2, 8, 120]])
 
     def check_family(self, family, apply, norms):
+        # The norms alone here (the whole patch and training: test_train_qwen.py).
         import opgen_torch.transformers as patch
 
         model = tiny(family)
         with torch.no_grad():
             want = model(self.TOKENS).logits
-            self.assertIs(apply(model), model)
-            self.assertEqual(len(patch.patched_modules(model)), norms)
+            self.assertIs(apply(model, mlp=False, fuse_residual=False, rotary=False), model)
+            self.assertEqual(list(patch.patched_modules(model).values()), ["rms_norm"] * norms)
             with RecordOps() as rec:
                 got = model(self.TOKENS).logits
             self.assertEqual(rec.ops.count("opgen.rms_norm.default"), norms)
@@ -672,7 +839,7 @@ class Transformers(unittest.TestCase):
                 patch.revert(tiny(family)).generate(self.TOKENS, max_new_tokens=6, do_sample=False).tolist(),
             )
             patch.revert(model)
-            self.assertEqual(patch.patched_modules(model), [])
+            self.assertEqual(patch.patched_modules(model), {})
             with RecordOps() as rec:
                 again = model(self.TOKENS).logits
             self.assertNotIn("opgen.rms_norm.default", rec.ops)
@@ -690,12 +857,12 @@ class Transformers(unittest.TestCase):
         # Qwen3 adds q_norm and k_norm per layer.
         self.check_family("qwen3", patch.apply_to_qwen3, 9)
 
-    def test_training_a_patched_model_refuses(self):
+    def test_rounding_hf_is_passed_when_the_schema_has_it(self):
         import opgen_torch.transformers as patch
 
-        model = patch.apply_to_qwen2(tiny("qwen2")).train()
-        with self.assertRaisesRegex(RuntimeError, "opgen::rms_norm: input `(x|gamma)` requires grad"):
-            model(self.TOKENS, labels=self.TOKENS).loss.backward()
+        for name in ("rms_norm", "add_rms_norm", "swiglu", "rotary_mul"):
+            has = "rounding" in {a.name for a in getattr(OPS, name).default._schema.arguments}
+            self.assertEqual(patch._rounding(getattr(OPS, name)), {"rounding": "hf"} if has else {}, name)
 
     def test_wrong_family_is_an_error(self):
         import opgen_torch.transformers as patch

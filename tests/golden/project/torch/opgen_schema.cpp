@@ -246,7 +246,6 @@ TORCH_LIBRARY_IMPL(opgen, Meta, m)
 // (torch.library.register_autograd); every other op refuses inputs that require grad.
 TORCH_LIBRARY_IMPL(opgen, Autograd, m)
 {
-    m.impl("add_rms_norm", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
     m.impl("add_rms_norm_grad", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
     m.impl("dequant_int8", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
     m.impl("fast_gelu_grad", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
@@ -254,9 +253,7 @@ TORCH_LIBRARY_IMPL(opgen, Autograd, m)
     m.impl("gelu_tanh_grad", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
     m.impl("reshape_and_cache", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
     m.impl("reshape_and_cache_int8", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
-    m.impl("rms_norm", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
     m.impl("rms_norm_grad", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
-    m.impl("rotary_mul", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
     m.impl("rotary_mul_grad", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
     m.impl("swiglu_grad", torch::CppFunction::makeFromBoxedFunction<&opgen_torch::not_differentiable>());
 }

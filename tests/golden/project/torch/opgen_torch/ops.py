@@ -529,94 +529,259 @@ def swiglu_grad(
     return torch.ops.opgen.swiglu_grad(dy, gate, up, rounding)
 
 
+def _meta(t):
+    return (t.shape, t.dtype, t.device)
+
+
+def _incoming(grad, meta):
+    """The gradient arriving at a forward output, in the output's dtype; zeros when the output
+    was not used (the backward op takes a tensor, never None)."""
+    if grad is None:
+        return torch.zeros(meta[0], dtype=meta[1], device=meta[2])
+    return grad.to(meta[1])
+
+
+def _outgoing(grad, meta):
+    """A backward op's output as the gradient of a forward input: summed to the input's shape
+    (rms_norm_grad's 48 float32 dgamma partial rows, a broadcast table's dims) and cast to its
+    dtype."""
+    return grad.sum_to_size(meta[0]).to(meta[1])
+
+
+def _add_rms_norm_setup_context(ctx, inputs, output):
+    (x1, x2, gamma, epsilon, rounding, ) = inputs
+    (y, rstd, x_sum, ) = output if isinstance(output, tuple) else (output,)
+    ctx.save_for_backward(x_sum, rstd, gamma, )
+    ctx.attrs = {"epsilon": epsilon, "rounding": rounding, }
+    ctx.meta = (_meta(y), _meta(rstd), _meta(x_sum), ), (_meta(x1), _meta(x2), _meta(gamma), )
+    ctx.mark_non_differentiable(rstd, )
+
+
+def _add_rms_norm_backward(ctx, *grads):
+    saved = ctx.saved_tensors
+    outputs, inputs = ctx.meta
+    result = torch.ops.opgen.add_rms_norm_grad(
+        _incoming(grads[0], outputs[0]),  # grad of y
+        saved[0],  # x_sum
+        saved[1],  # rstd
+        saved[2],  # gamma
+        _incoming(grads[2], outputs[2]),  # grad of x_sum
+    )
+    result = result if isinstance(result, tuple) else (result,)
+    return (
+        _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x1
+        _outgoing(result[0], inputs[1]) if ctx.needs_input_grad[1] else None,  # x2
+        _outgoing(result[1], inputs[2]) if ctx.needs_input_grad[2] else None,  # gamma
+        None,  # epsilon
+        None,  # rounding
+    )
+
+
 def _bnsd_to_bsnd_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward()
-    ctx.attrs = ()
+    ctx.attrs = {}
+    ctx.meta = (_meta(y), ), (_meta(x), )
 
 
 def _bnsd_to_bsnd_backward(ctx, *grads):
-    result = torch.ops.opgen.bsnd_to_bnsd(*grads, *ctx.saved_tensors, *ctx.attrs)
+    saved = ctx.saved_tensors
+    outputs, inputs = ctx.meta
+    result = torch.ops.opgen.bsnd_to_bnsd(
+        _incoming(grads[0], outputs[0]),  # grad of y
+    )
     result = result if isinstance(result, tuple) else (result,)
-    by_input = dict(zip(("x", ), result))
-    return tuple(by_input.get(n) for n in ("x", ))
+    return (
+        _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x
+    )
 
 
 def _bsnd_to_bnsd_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward()
-    ctx.attrs = ()
+    ctx.attrs = {}
+    ctx.meta = (_meta(y), ), (_meta(x), )
 
 
 def _bsnd_to_bnsd_backward(ctx, *grads):
-    result = torch.ops.opgen.bnsd_to_bsnd(*grads, *ctx.saved_tensors, *ctx.attrs)
+    saved = ctx.saved_tensors
+    outputs, inputs = ctx.meta
+    result = torch.ops.opgen.bnsd_to_bsnd(
+        _incoming(grads[0], outputs[0]),  # grad of y
+    )
     result = result if isinstance(result, tuple) else (result,)
-    by_input = dict(zip(("x", ), result))
-    return tuple(by_input.get(n) for n in ("x", ))
+    return (
+        _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x
+    )
 
 
 def _fast_gelu_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward(x, )
-    ctx.attrs = ()
+    ctx.attrs = {}
+    ctx.meta = (_meta(y), ), (_meta(x), )
 
 
 def _fast_gelu_backward(ctx, *grads):
-    result = torch.ops.opgen.fast_gelu_grad(*grads, *ctx.saved_tensors, *ctx.attrs)
+    saved = ctx.saved_tensors
+    outputs, inputs = ctx.meta
+    result = torch.ops.opgen.fast_gelu_grad(
+        _incoming(grads[0], outputs[0]),  # grad of y
+        saved[0],  # x
+    )
     result = result if isinstance(result, tuple) else (result,)
-    by_input = dict(zip(("x", ), result))
-    return tuple(by_input.get(n) for n in ("x", ))
+    return (
+        _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x
+    )
 
 
 def _gelu_erf_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward(x, )
-    ctx.attrs = ()
+    ctx.attrs = {}
+    ctx.meta = (_meta(y), ), (_meta(x), )
 
 
 def _gelu_erf_backward(ctx, *grads):
-    result = torch.ops.opgen.gelu_erf_grad(*grads, *ctx.saved_tensors, *ctx.attrs)
+    saved = ctx.saved_tensors
+    outputs, inputs = ctx.meta
+    result = torch.ops.opgen.gelu_erf_grad(
+        _incoming(grads[0], outputs[0]),  # grad of y
+        saved[0],  # x
+    )
     result = result if isinstance(result, tuple) else (result,)
-    by_input = dict(zip(("x", ), result))
-    return tuple(by_input.get(n) for n in ("x", ))
+    return (
+        _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x
+    )
 
 
 def _gelu_tanh_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward(x, )
-    ctx.attrs = ()
+    ctx.attrs = {}
+    ctx.meta = (_meta(y), ), (_meta(x), )
 
 
 def _gelu_tanh_backward(ctx, *grads):
-    result = torch.ops.opgen.gelu_tanh_grad(*grads, *ctx.saved_tensors, *ctx.attrs)
+    saved = ctx.saved_tensors
+    outputs, inputs = ctx.meta
+    result = torch.ops.opgen.gelu_tanh_grad(
+        _incoming(grads[0], outputs[0]),  # grad of y
+        saved[0],  # x
+    )
     result = result if isinstance(result, tuple) else (result,)
-    by_input = dict(zip(("x", ), result))
-    return tuple(by_input.get(n) for n in ("x", ))
+    return (
+        _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x
+    )
+
+
+def _rms_norm_setup_context(ctx, inputs, output):
+    (x, gamma, epsilon, rounding, ) = inputs
+    (y, rstd, ) = output if isinstance(output, tuple) else (output,)
+    ctx.save_for_backward(x, rstd, gamma, )
+    ctx.attrs = {"epsilon": epsilon, "rounding": rounding, }
+    ctx.meta = (_meta(y), _meta(rstd), ), (_meta(x), _meta(gamma), )
+    ctx.mark_non_differentiable(rstd, )
+
+
+def _rms_norm_backward(ctx, *grads):
+    saved = ctx.saved_tensors
+    outputs, inputs = ctx.meta
+    result = torch.ops.opgen.rms_norm_grad(
+        _incoming(grads[0], outputs[0]),  # grad of y
+        saved[0],  # x
+        saved[1],  # rstd
+        saved[2],  # gamma
+    )
+    result = result if isinstance(result, tuple) else (result,)
+    return (
+        _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x
+        _outgoing(result[1], inputs[1]) if ctx.needs_input_grad[1] else None,  # gamma
+        None,  # epsilon
+        None,  # rounding
+    )
+
+
+def _rotary_mul_setup_context(ctx, inputs, output):
+    (x, r1, r2, mode, ) = inputs
+    (y, ) = output if isinstance(output, tuple) else (output,)
+    ctx.save_for_backward(x, r1, r2, )
+    ctx.attrs = {"mode": mode, }
+    ctx.meta = (_meta(y), ), (_meta(x), _meta(r1), _meta(r2), )
+
+
+def _rotary_mul_backward(ctx, *grads):
+    saved = ctx.saved_tensors
+    outputs, inputs = ctx.meta
+    result = torch.ops.opgen.rotary_mul_grad(
+        _incoming(grads[0], outputs[0]),  # grad of y
+        saved[0],  # x
+        saved[1],  # r1
+        saved[2],  # r2
+        mode=ctx.attrs["mode"],
+        table_grads=bool(ctx.needs_input_grad[1] or ctx.needs_input_grad[2]),
+    )
+    result = result if isinstance(result, tuple) else (result,)
+    return (
+        _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x
+        _outgoing(result[1], inputs[1]) if ctx.needs_input_grad[1] else None,  # r1
+        _outgoing(result[2], inputs[2]) if ctx.needs_input_grad[2] else None,  # r2
+        None,  # mode
+    )
 
 
 def _swiglu_setup_context(ctx, inputs, output):
     (gate, up, rounding, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward(gate, up, )
-    ctx.attrs = (rounding, )
+    ctx.attrs = {"rounding": rounding, }
+    ctx.meta = (_meta(y), ), (_meta(gate), _meta(up), )
 
 
 def _swiglu_backward(ctx, *grads):
-    result = torch.ops.opgen.swiglu_grad(*grads, *ctx.saved_tensors, *ctx.attrs)
+    saved = ctx.saved_tensors
+    outputs, inputs = ctx.meta
+    result = torch.ops.opgen.swiglu_grad(
+        _incoming(grads[0], outputs[0]),  # grad of y
+        saved[0],  # gate
+        saved[1],  # up
+        rounding=ctx.attrs["rounding"],
+    )
     result = result if isinstance(result, tuple) else (result,)
-    by_input = dict(zip(("gate", "up", ), result))
-    return tuple(by_input.get(n) for n in ("gate", "up", "rounding", ))
+    return (
+        _outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # gate
+        _outgoing(result[1], inputs[1]) if ctx.needs_input_grad[1] else None,  # up
+        None,  # rounding
+    )
+
+
+# What each op's autograd calls: op -> its backward op. The ops absent have none: they refuse
+# inputs that require grad.
+BACKWARD = {
+    "add_rms_norm": "add_rms_norm_grad",
+    "bnsd_to_bsnd": "bsnd_to_bnsd",
+    "bsnd_to_bnsd": "bnsd_to_bsnd",
+    "fast_gelu": "fast_gelu_grad",
+    "gelu_erf": "gelu_erf_grad",
+    "gelu_tanh": "gelu_tanh_grad",
+    "rms_norm": "rms_norm_grad",
+    "rotary_mul": "rotary_mul_grad",
+    "swiglu": "swiglu_grad",
+}
 
 
 def register_autograd() -> None:
     """Registers the autograd formula of every op with a backward op (its backward op called
     on the saved tensors); the others have a C++ Autograd kernel that refuses inputs requiring
     grad. Called once by the package's __init__."""
+    torch.library.register_autograd(
+        "opgen::add_rms_norm", _add_rms_norm_backward, setup_context=_add_rms_norm_setup_context
+    )
     torch.library.register_autograd(
         "opgen::bnsd_to_bsnd", _bnsd_to_bsnd_backward, setup_context=_bnsd_to_bsnd_setup_context
     )
@@ -631,6 +796,12 @@ def register_autograd() -> None:
     )
     torch.library.register_autograd(
         "opgen::gelu_tanh", _gelu_tanh_backward, setup_context=_gelu_tanh_setup_context
+    )
+    torch.library.register_autograd(
+        "opgen::rms_norm", _rms_norm_backward, setup_context=_rms_norm_setup_context
+    )
+    torch.library.register_autograd(
+        "opgen::rotary_mul", _rotary_mul_backward, setup_context=_rotary_mul_setup_context
     )
     torch.library.register_autograd(
         "opgen::swiglu", _swiglu_backward, setup_context=_swiglu_setup_context

@@ -40,7 +40,7 @@ fn assert_error(tag: &str, table: &str, at: &str, field: &str, words: &str) {
     let _ = fs::remove_dir_all(dir);
 }
 
-const GOOD: &str = "[backward]\nop = \"rms_norm_grad\"\ninputs = [\"grad.y\", \"x\", \"rstd\", \"gamma\"]\ngrads = { x = \"dx\", gamma = \"dgamma_partials\" }\n";
+const GOOD: &str = "[backward]\nop = \"rms_norm_grad\"\ninputs = [\"grad.y\", \"x\", \"rstd\", \"gamma\"]\ngrads = { x = \"dx\", gamma = \"dgamma\" }\n";
 
 #[test]
 fn the_row_norms_declare_their_backward_op_and_mapping() {
@@ -62,12 +62,12 @@ fn the_row_norms_declare_their_backward_op_and_mapping() {
         ]
     );
     let grads: Vec<(&str, &str)> = rms.grads.iter().map(|(i, o, _)| (i.as_str(), o.as_str())).collect();
-    assert_eq!(grads, [("x", "dx"), ("gamma", "dgamma_partials")]);
+    assert_eq!(grads, [("x", "dx"), ("gamma", "dgamma")]);
     let add = table("add_rms_norm");
     assert_eq!(add.op, "add_rms_norm_grad");
     assert_eq!(add.inputs.last().unwrap().0, GradArg::Grad("x_sum".into()));
     let grads: Vec<(&str, &str)> = add.grads.iter().map(|(i, o, _)| (i.as_str(), o.as_str())).collect();
-    assert_eq!(grads, [("x1", "dx"), ("x2", "dx"), ("gamma", "dgamma_partials")]);
+    assert_eq!(grads, [("x1", "dx"), ("x2", "dx"), ("gamma", "dgamma")]);
     // The plain form stays for the permutes.
     let p = repo.iter().find(|s| s.name == "bsnd_to_bnsd").unwrap();
     assert!(matches!(&p.backward, Backward::Op { name, .. } if name == "bnsd_to_bsnd"));
@@ -122,7 +122,7 @@ fn unknown_names_are_named() {
         &t,
         "x = \"dz\"",
         "backward.grads.x",
-        "`dz` is not an output of backward op `rms_norm_grad`; its outputs: dx, dgamma_partials",
+        "`dz` is not an output of backward op `rms_norm_grad`; its outputs: dx, dgamma",
     );
     let t = format!("{GOOD}request = {{ flag = [\"x\"] }}\n");
     assert_error(
@@ -157,7 +157,7 @@ fn counts_and_dtypes_must_fit_the_backward_op() {
     // rstd (float32) where the backward op takes x (float16 in combination 1).
     let t = GOOD.replace("\"x\", \"rstd\"", "\"rstd\", \"x\"");
     assert_error("dtype", &t, "inputs = [", "backward.inputs", "has no dtype combination taking (float16, float32, float16, float16), what combination 1 of `rms_norm`");
-    let t = GOOD.replace("grads = { x = \"dx\", gamma = \"dgamma_partials\" }", "grads = {}");
+    let t = GOOD.replace("grads = { x = \"dx\", gamma = \"dgamma\" }", "grads = {}");
     assert_error("empty", &t, "grads = {}", "backward.grads", "at least one input must get a gradient");
 }
 

@@ -610,37 +610,21 @@ mod tests {
         assert!(parsed.is_ok(), "ops.py is not valid Python: {parsed:?}");
     }
 
-    /// The rotary_mul `[backward]` table the lead enables once rotary_mul_grad (inputs dy, x,
-    /// r1, r2; attrs mode, table_grads; outputs dx, dr1, dr2) is in the catalogue, with a
-    /// stand-in of that signature: the catalogue check accepts it, and the glue passes `mode`
-    /// through and sets `table_grads` when r1 or r2 needs grad.
+    /// rotary_mul's `[backward]` table names rotary_mul_grad (inputs dy, x, r1, r2; attrs mode,
+    /// table_grads; outputs dx, dr1, dr2): the catalogue check accepts it, and the glue passes
+    /// `mode` through and sets `table_grads` when r1 or r2 needs grad.
     #[test]
     fn the_rotary_table_validates_and_requests_the_table_grads() {
-        let dir = crate::repo_root().join("kernels");
-        let text = std::fs::read_to_string(dir.join("rotary_mul.toml")).expect("rotary_mul.toml");
-        let table = "\n[backward]\nop = \"rotary_mul_grad\"\ninputs = [\"grad.y\", \"x\", \"r1\", \"r2\"]\n\
-                     grads = { x = \"dx\", r1 = \"dr1\", r2 = \"dr2\" }\nrequest = { table_grads = [\"r1\", \"r2\"] }\n";
-        let rotary = crate::family::parse_str(&dir.join("rotary_mul.toml"), &format!("{text}{table}"))
-            .expect("rotary_mul with its table");
-        let mut grad = rotary.clone();
-        grad.name = "rotary_mul_grad".into();
-        grad.op_type = "OpgenRotaryMulGrad".into();
-        grad.backward = Backward::NotGenerated;
-        let x = rotary.inputs[0].clone();
-        let named = |name: &str| TensorArg { name: name.into(), ..x.clone() };
-        grad.inputs = vec![named("dy"), named("x"), named("r1"), named("r2")];
-        grad.outputs = vec![named("dx"), named("dr1"), named("dr2")];
-        grad.attrs.push(Attr {
-            name: "table_grads".into(),
-            kind: AttrKind::Bool,
-            default: Some(AttrValue::Bool(false)),
-        });
+        let specs = crate::family::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
+        let find = |name: &str| specs.iter().find(|s| s.name == name).expect(name).clone();
+        let rotary = find("rotary_mul");
+        let grad = find("rotary_mul_grad");
         let mut errors = crate::spec::SpecErrors::default();
         crate::spec::check_backward_ops(&[rotary.clone(), grad.clone()], &mut errors);
         assert!(errors.is_empty(), "{errors}");
         // A request of an attr the backward op lacks is refused with the table's location.
         let mut wrong = grad.clone();
-        wrong.attrs.pop();
+        wrong.attrs.retain(|a| a.name != "table_grads");
         crate::spec::check_backward_ops(&[rotary.clone(), wrong], &mut errors);
         let shown = errors.to_string();
         assert!(
@@ -690,7 +674,8 @@ mod tests {
         let schema = text("torch/opgen_schema.cpp");
         let refusing = |op: &str| format!("m.impl(\"{op}\", torch::CppFunction::makeFromBoxedFunction");
         assert!(!schema.contains(&refusing("rms_norm")) && !schema.contains(&refusing("add_rms_norm")));
-        assert!(schema.contains(&refusing("rotary_mul")), "rotary_mul has no backward op yet");
+        assert!(!schema.contains(&refusing("rotary_mul")), "rotary_mul calls rotary_mul_grad");
+        assert!(schema.contains(&refusing("dequant_int8")), "dequant_int8 is not differentiable");
         // An input the table gives no gradient is refused when it requires grad.
         let mut partial = specs.iter().find(|s| s.name == "rms_norm").expect("rms_norm").clone();
         if let Backward::Table(t) = &mut partial.backward {

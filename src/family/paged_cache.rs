@@ -252,13 +252,16 @@ pub fn derived_shape(spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
 // ---- verification: inputs ------------------------------------------------------------------
 
 /// `tokens` slots into a cache of `cache_slots` slots in blocks of `block_size`, by `pattern`.
-/// Negative entries are padding; entries ≥ `cache_slots` are past the cache.
+/// Negative entries are padding; entries ≥ `cache_slots` are past the cache. `wide` (an int64
+/// slot_mapping) adds slots whose low 32 bits are a valid slot (2^32 + 1, −2^32 + 3) and the
+/// int64 extremes, so a kernel that reads only the low word writes where it must not.
 pub fn slot_mapping(
     pattern: SlotPattern,
     tokens: usize,
     cache_slots: usize,
     block_size: usize,
     seed: u64,
+    wide: bool,
 ) -> Vec<i64> {
     let mut rng = Rng::new(seed);
     let blocks = cache_slots / block_size.max(1);
@@ -303,7 +306,7 @@ pub fn slot_mapping(
         }
     }
     if matches!(pattern, SlotPattern::Padded | SlotPattern::Duplicates) && tokens > 0 {
-        let specials: [i64; 6] = [
+        let mut specials: Vec<i64> = vec![
             -1,
             cache_slots as i64,
             i64::from(i32::MIN),
@@ -311,6 +314,9 @@ pub fn slot_mapping(
             -(block_size as i64),
             cache_slots as i64 + block_size as i64,
         ];
+        if wide {
+            specials.extend(WIDE_SPECIALS);
+        }
         // Every special value in each case with enough tokens (padding, the first slot past
         // the cache, the int32 extremes, a negative block, a block past the cache).
         let all = specials.len().min(tokens);
@@ -322,6 +328,10 @@ pub fn slot_mapping(
     }
     slots
 }
+
+/// The int64-only special slots: past the cache and negative, but valid slots (1, 3) in their
+/// low 32 bits; the int64 extremes.
+const WIDE_SPECIALS: [i64; 4] = [(1 << 32) + 1, -(1 << 32) + 3, i64::MIN, i64::MAX];
 
 /// The inputs of a case in dtype combination `column`, made by the family: the slot mapping by
 /// the case's [`SlotPattern`], caches pre-filled with values no write of the case produces, one
@@ -354,6 +364,7 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> CaseData {
                     cache_slots,
                     block_size,
                     seed(name),
+                    d == DType::Int64,
                 );
                 HostTensor::from_i64(d, shape, &slots)
             }
@@ -672,7 +683,7 @@ mod tests {
     fn slot_patterns_have_their_properties() {
         let (tokens, bs) = (200, 16);
         let cache_slots = num_blocks(tokens, bs) * bs;
-        let prefill = slot_mapping(SlotPattern::Prefill, tokens, cache_slots, bs, 1);
+        let prefill = slot_mapping(SlotPattern::Prefill, tokens, cache_slots, bs, 1, false);
         assert_eq!(prefill.len(), tokens);
         assert!(prefill.iter().all(|s| (0..cache_slots as i64).contains(s)));
         let mut sorted = prefill.clone();
@@ -683,17 +694,17 @@ mod tests {
         let runs = prefill.windows(2).filter(|w| w[1] == w[0] + 1).count();
         assert!(runs > tokens / 2, "{runs}");
 
-        let decode = slot_mapping(SlotPattern::Decode, tokens, cache_slots, bs, 2);
+        let decode = slot_mapping(SlotPattern::Decode, tokens, cache_slots, bs, 2, false);
         let mut sorted = decode.clone();
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), tokens);
 
-        let padded = slot_mapping(SlotPattern::Padded, tokens, cache_slots, bs, 3);
+        let padded = slot_mapping(SlotPattern::Padded, tokens, cache_slots, bs, 3, false);
         assert!(padded.iter().any(|s| *s < 0));
         assert!(padded.iter().any(|s| *s >= cache_slots as i64));
 
-        let dup = slot_mapping(SlotPattern::Duplicates, tokens, cache_slots, bs, 4);
+        let dup = slot_mapping(SlotPattern::Duplicates, tokens, cache_slots, bs, 4, false);
         let mut sorted: Vec<i64> = dup.iter().copied().filter(|s| *s >= 0).collect();
         let before = sorted.len();
         sorted.sort();
@@ -709,7 +720,7 @@ mod tests {
     #[test]
     fn padded_and_duplicate_patterns_carry_every_special_slot() {
         let bs = 16;
-        for tokens in [6, 17, 33] {
+        for tokens in [10, 17, 33] {
             let cache_slots = num_blocks(tokens, bs) * bs;
             let specials = [
                 -1,
@@ -720,9 +731,14 @@ mod tests {
                 (cache_slots + bs) as i64,
             ];
             for pattern in [SlotPattern::Padded, SlotPattern::Duplicates] {
-                let slots = slot_mapping(pattern, tokens, cache_slots, bs, tokens as u64);
+                let slots = slot_mapping(pattern, tokens, cache_slots, bs, tokens as u64, false);
                 for s in specials {
                     assert!(slots.contains(&s), "{pattern:?} {tokens} tokens lacks {s}: {slots:?}");
+                }
+                assert!(!slots.iter().any(|s| WIDE_SPECIALS.contains(s)), "int32 slots hold int64 values");
+                let wide = slot_mapping(pattern, tokens, cache_slots, bs, tokens as u64, true);
+                for s in specials.into_iter().chain(WIDE_SPECIALS) {
+                    assert!(wide.contains(&s), "{pattern:?} {tokens} wide tokens lacks {s}: {wide:?}");
                 }
             }
         }

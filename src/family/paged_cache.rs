@@ -77,7 +77,8 @@ const CACHE_FIELDS: &[TilingField] = &[
     TilingField::u32("chunkBytes", "bytes per UB copy of a run of key or value rows (a multiple of 32)"),
 ];
 
-/// reshape_and_cache_int8: as reshape_and_cache, quantising rowsPerPass (token, head) rows per UB pass.
+/// reshape_and_cache_int8: as reshape_and_cache, quantising rowsPerPass (token, head) rows per UB
+/// pass (at most 255: one repeat of each level-0 instruction per row).
 const INT8_FIELDS: &[TilingField] = &[
     TilingField::u32("tokens", "T: rows of key, value and slot_mapping"),
     TilingField::u32("heads", "N: heads of key, value and the caches"),
@@ -88,7 +89,6 @@ const INT8_FIELDS: &[TilingField] = &[
     TilingField::u32("slotChunk", "slot-mapping entries read into UB at a time"),
     TilingField::u32("rowsPerPass", "(token, head) rows quantised per UB pass"),
     TilingField::u32("rowStride", "UB elements per row: max(Dk, Dv) rounded up to 32"),
-    TilingField::u32("reduceTmpFloats", "floats of the ReduceMax work tensor"),
 ];
 
 // ---- verification: shapes ------------------------------------------------------------------
@@ -335,7 +335,8 @@ const WIDE_SPECIALS: [i64; 4] = [(1 << 32) + 1, -(1 << 32) + 3, i64::MIN, i64::M
 
 /// The inputs of a case in dtype combination `column`, made by the family: the slot mapping by
 /// the case's [`SlotPattern`], caches pre-filled with values no write of the case produces, one
-/// all-zero row per int8 tensor, int8 data over its whole range.
+/// all-zero row and (float32, bfloat16) one row of absmax below 2^-64 per quantised tensor, int8
+/// data over its whole range.
 pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> CaseData {
     let kind = kind(spec);
     let dtype = |name: &str| {
@@ -354,6 +355,7 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> CaseData {
                 let mut t = layout::data(case.dist, d, shape, seed(name));
                 if int8 {
                     zero_one_row(&mut t, i);
+                    tiny_one_row(&mut t, i);
                 }
                 t
             }
@@ -395,6 +397,22 @@ fn zero_one_row(t: &mut HostTensor, which: usize) {
     let row = if which == 0 { heads - 1 } else { (tokens - 1) * heads };
     for j in 0..dim {
         t.set_f64(row * dim + j, if j == dim / 2 { -0.0 } else { 0.0 });
+    }
+}
+
+/// Scales one (token, head) row of a float32 or bfloat16 [T, N, D] tensor to an absmax of 2^-68
+/// (key: the first token's first head; value: the last token's last head; never the all-zero
+/// row): below 2^-64, where the kernel must upscale before 127 / absmax overflows. float16 has
+/// no such values (its smallest subnormal is 2^-24).
+fn tiny_one_row(t: &mut HostTensor, which: usize) {
+    let [tokens, heads, dim] = t.shape[..] else { return };
+    if heads < 2 || dim == 0 || !matches!(t.dtype, DType::Float32 | DType::BFloat16) {
+        return;
+    }
+    let row = if which == 0 { 0 } else { tokens * heads - 1 };
+    for j in 0..dim {
+        // Multiples of 2^-70 up to 4: exact in bfloat16 and float32.
+        t.set_f64(row * dim + j, ((j % 9) as f64 - 4.0) * 2f64.powi(-70));
     }
 }
 
@@ -570,9 +588,14 @@ impl FamilyOps for PagedCache {
         Ok(ShapeRule { checks: Vec::new(), outputs: vec![OutputShape::Fixed { dims: vec![1] }] })
     }
 
-    /// Qwen2-7B's KV heads (4 of D 128) at 4096 tokens.
+    /// Qwen2-7B's KV heads (4 of D 128): a 4096-token prefill, and decode steps of 1 and 64
+    /// tokens (one per request of the batch).
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-        vec![("Qwen2-7B kv", vec![4096, 4, 128])]
+        vec![
+            ("Qwen2-7B kv", vec![4096, 4, 128]),
+            ("Qwen2-7B kv decode", vec![1, 4, 128]),
+            ("Qwen2-7B kv decode", vec![64, 4, 128]),
+        ]
     }
 
     /// The slot mapping is realistic: token i goes to slot i (a prefill filling fresh blocks),

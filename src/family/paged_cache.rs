@@ -400,10 +400,10 @@ fn zero_one_row(t: &mut HostTensor, which: usize) {
     }
 }
 
-/// Scales one (token, head) row of a float32 or bfloat16 [T, N, D] tensor to an absmax of 2^-68
-/// (key: the first token's first head; value: the last token's last head; never the all-zero
-/// row): below 2^-64, where the kernel must upscale before 127 / absmax overflows. float16 has
-/// no such values (its smallest subnormal is 2^-24).
+/// Scales one (token, head) row of a float32 or bfloat16 [T, N, D] tensor to subnormals of
+/// absmax 2^-128 (key: the first token's first head; value: the last token's last head; never
+/// the all-zero row): there 127 / absmax overflows unless the kernel first scales the row by
+/// 2^64 (it does below 2^-64). float16 has no such values (its smallest subnormal is 2^-24).
 fn tiny_one_row(t: &mut HostTensor, which: usize) {
     let [tokens, heads, dim] = t.shape[..] else { return };
     if heads < 2 || dim == 0 || !matches!(t.dtype, DType::Float32 | DType::BFloat16) {
@@ -411,8 +411,8 @@ fn tiny_one_row(t: &mut HostTensor, which: usize) {
     }
     let row = if which == 0 { 0 } else { tokens * heads - 1 };
     for j in 0..dim {
-        // Multiples of 2^-70 up to 4: exact in bfloat16 and float32.
-        t.set_f64(row * dim + j, ((j % 9) as f64 - 4.0) * 2f64.powi(-70));
+        // Multiples of 2^-130 up to 4: exact bfloat16 and float32 subnormals.
+        t.set_f64(row * dim + j, ((j % 9) as f64 - 4.0) * 2f64.powi(-130));
     }
 }
 

@@ -287,15 +287,13 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     }
     const uint64_t inSize = MaxU64(keySize, valueSize);
     // Per row: double-buffered input and int8 output, the float32 row (16-bit inputs only), its
-    // absolute values (later reused for the half copy), the 64-lane fold of |x| (rows past 64
-    // elements), five float lanes (max, factor, divisor, 127, 2^64), two scale lanes, two
-    // 32-byte broadcast blocks and a mask bit.
+    // absolute values (later reused for the half copy), six float lanes (max, a chunk's max,
+    // factor, divisor, 127, 2^64), two scale lanes, two 32-byte broadcast blocks and a mask bit.
     const uint64_t floatRows = keySize == 4 && valueSize == 4 ? 1 : 2;
-    const uint64_t foldBytes = rowStride > 64 ? 64 * 4 : 0;
     const uint64_t perRow = BUFFER_NUM * rowStride * inSize + BUFFER_NUM * rowStride + floatRows * rowStride * 4 +
-                            foldBytes + 5 * 4 + BUFFER_NUM * 4 + 2 * BLOCK_BYTES + 1;
+                            6 * 4 + BUFFER_NUM * 4 + 2 * BLOCK_BYTES + 1;
     // Lanes are padded to 64 rows and blocks to 8 rows: at most 63 (and 7) rows' worth more.
-    const uint64_t extra = fixed + 63 * (5 * 4 + BUFFER_NUM * 4) + 7 * 2 * BLOCK_BYTES + 2 * BLOCK_BYTES;
+    const uint64_t extra = fixed + 63 * (6 * 4 + BUFFER_NUM * 4) + 7 * 2 * BLOCK_BYTES + 2 * BLOCK_BYTES;
     if (budget <= extra || (budget - extra) / perRow == 0) {
         OPGEN_REJECT("a row of head_dim %llu needs %llu bytes of UB; the budget is %llu",
                      Ull(MaxU64(g.keyDim, g.valueDim)), Ull(perRow + extra), Ull(budget));

@@ -25,8 +25,8 @@
 // would round twice (101.49 becomes half 101.5, then 102). A row whose absmax is below 2^-64 is
 // first scaled by 2^64 (exact), so 127 / absmax cannot overflow.
 // Rows go a pass (up to rowsPerPass <= 255 rows) at a time, and every step is one vector
-// instruction for the whole pass (level 0, one repeat per row): the maxima by level-0 Max folds
-// of the 64-lane chunks and one WholeReduceMax, the scales and multipliers by vector Div over
+// instruction for the whole pass (level 0, one repeat per row): the maxima by one WholeReduceMax
+// per 64-lane chunk of the rows and count-form Max over the chunks' maxima, the scales and multipliers by vector Div over
 // all rows (Div is taken to be correctly rounded, as the scalar division it replaces; the twin's
 // Div is, and `verify --perturb` shows what a looser Div would do to the 0-ULP scale gate), the
 // tiny-row and all-zero-row cases by CompareScalar/Select, and x * multiplier by level-0 Muls
@@ -247,10 +247,8 @@ public:
             this->pipe_.InitBuffer(work_, rows * stride * static_cast<uint32_t>(sizeof(float)));
         }
         this->pipe_.InitBuffer(abs_, rows * stride * static_cast<uint32_t>(sizeof(float)));
-        if (stride > LANES) {
-            this->pipe_.InitBuffer(fold_, rows * LANES * static_cast<uint32_t>(sizeof(float)));
-        }
         this->pipe_.InitBuffer(max_, laneBytes);
+        this->pipe_.InitBuffer(partial_, laneBytes);
         this->pipe_.InitBuffer(factor_, laneBytes);
         this->pipe_.InitBuffer(divisor_, laneBytes);
         this->pipe_.InitBuffer(c127_, laneBytes);
@@ -263,36 +261,78 @@ public:
         Duplicate(c127_.Get<float>(), INT8_MAX_F, static_cast<int32_t>(lanes_));
         Duplicate(cUp_.Get<float>(), UPSCALE, static_cast<int32_t>(lanes_));
         Duplicate(max_.Get<float>(), 0.0f, static_cast<int32_t>(lanes_));
+        Duplicate(partial_.Get<float>(), 0.0f, static_cast<int32_t>(lanes_));
     }
 
-    __aicore__ inline void Process() { this->Scan(); }
+    __aicore__ inline void Process()
+    {
+        this->Scan();
+        FlushPending();
+    }
 
 private:
+    // A run's rows wait in the pending pass, so the short runs of a decode batch (one token of
+    // N rows each) share one pass; each run starts at a multiple of 8 rows, so its scales start
+    // 32-byte aligned in UB for their copy-out.
     __aicore__ inline void CopyRun(uint64_t token, uint64_t slot, uint64_t len)
     {
         const uint64_t heads = t_.heads;
-        Quantise<K>(keyGm_, keyCacheGm_, keyScaleGm_, token * heads, slot * heads, len * heads, t_.keyDim);
-        Quantise<V>(valueGm_, valueCacheGm_, valueScaleGm_, token * heads, slot * heads, len * heads, t_.valueDim);
-    }
-
-    // `rows` rows of `d` from row `srcRow` of src to row `dstRow` of the int8 cache and its scales.
-    template <typename T>
-    __aicore__ inline void Quantise(const GlobalTensor<T>& src, const GlobalTensor<int8_t>& dst,
-                                    const GlobalTensor<float>& scale, uint64_t srcRow, uint64_t dstRow, uint64_t rows,
-                                    uint32_t d)
-    {
-        for (uint64_t done = 0; done < rows; done += t_.rowsPerPass) {
-            const uint32_t n = static_cast<uint32_t>(Min64(t_.rowsPerPass, rows - done));
-            QuantisePass<T>(src[(srcRow + done) * d], dst[(dstRow + done) * d], scale[dstRow + done], n, d);
+        uint64_t src = token * heads;
+        uint64_t dst = slot * heads;
+        uint64_t rows = len * heads;
+        if (OverlapsPending(dst, rows)) {
+            // The same slot twice: the pending (earlier) tokens' writes land first.
+            FlushPending();
+            PipeBarrier<PIPE_MTE3>();
+        }
+        while (rows != 0) {
+            uint32_t at = AlignUp(pendingRows_, BLOCK_FLOATS);
+            if (at >= t_.rowsPerPass || segments_ == MAX_SEGMENTS) {
+                FlushPending();
+                at = 0;
+            }
+            const uint32_t take = static_cast<uint32_t>(Min64(rows, t_.rowsPerPass - at));
+            segSrc_[segments_] = src;
+            segDst_[segments_] = dst;
+            segAt_[segments_] = at;
+            segRows_[segments_] = take;
+            ++segments_;
+            pendingRows_ = at + take;
+            src += take;
+            dst += take;
+            rows -= take;
         }
     }
 
-    // One pass of n (<= 255) rows, every step one vector instruction for all rows (level 0 with
+    __aicore__ inline bool OverlapsPending(uint64_t dst, uint64_t rows) const
+    {
+        for (uint32_t i = 0; i < segments_; ++i) {
+            if (dst < segDst_[i] + segRows_[i] && segDst_[i] < dst + rows) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    __aicore__ inline void FlushPending()
+    {
+        if (segments_ == 0) {
+            return;
+        }
+        QuantisePass<K>(keyGm_, keyCacheGm_, keyScaleGm_, t_.keyDim);
+        QuantisePass<V>(valueGm_, valueCacheGm_, valueScaleGm_, t_.valueDim);
+        segments_ = 0;
+        pendingRows_ = 0;
+    }
+
+    // One pass over the pending segments' rows (n <= rowsPerPass <= 255, rows between segments
+    // computed but never stored), every step one vector instruction for all rows (level 0 with
     // repeat = row): no per-row vector call, no scalar division, no vector -> scalar wait.
     template <typename T>
     __aicore__ inline void QuantisePass(const GlobalTensor<T>& src, const GlobalTensor<int8_t>& dst,
-                                        const GlobalTensor<float>& scale, uint32_t n, uint32_t d)
+                                        const GlobalTensor<float>& scale, uint32_t d)
     {
+        const uint32_t n = pendingRows_;
         const uint32_t stride = AlignUp(d, ROW_ALIGN);
         const uint32_t elems = n * stride;
         const uint8_t rows = static_cast<uint8_t>(n);
@@ -302,7 +342,10 @@ private:
         // Each row of d lands at a stride of `stride` elements (its 32-byte slot plus a gap).
         const uint32_t gap = (stride * static_cast<uint32_t>(sizeof(T)) - AlignUp(d * static_cast<uint32_t>(sizeof(T)), BLOCK_BYTES)) / BLOCK_BYTES;
         LocalTensor<T> x = inQue_.AllocTensor<T>();
-        DataCopyPad(x, src, DataCopyExtParams(static_cast<uint16_t>(n), d * static_cast<uint32_t>(sizeof(T)), 0, gap, 0), NoPad<T>());
+        for (uint32_t s = 0; s < segments_; ++s) {
+            DataCopyPad(x[segAt_[s] * stride], src[segSrc_[s] * d],
+                        DataCopyExtParams(static_cast<uint16_t>(segRows_[s]), d * static_cast<uint32_t>(sizeof(T)), 0, gap, 0), NoPad<T>());
+        }
         inQue_.EnQue(x);
         x = inQue_.DeQue<T>();
 
@@ -321,33 +364,22 @@ private:
         Abs(absx, xf, elems);
         PipeBarrier<PIPE_V>();
 
-        // Row maxima: the row's 64-lane chunks folded onto one (one level-0 Max per chunk for
-        // all rows), then one WholeReduceMax with one repeat per row. The chunks past the first
-        // are masked to the row's d, so the gap after a row never takes part.
+        // Row maxima: one WholeReduceMax per 64-lane chunk of the rows (one repeat per row,
+        // the last chunk masked to the row's d, so the gap after a row never takes part), the
+        // chunks' maxima combined by count-form Max over the pass's lanes.
         LocalTensor<float> maxes = max_.Get<float>();
+        WholeReduceMax(maxes, absx, static_cast<int32_t>(Min(LANES, d)), static_cast<int32_t>(n), 1, 1,
+                       static_cast<int32_t>(rowBlocks), ReduceOrder::ORDER_ONLY_VALUE);
         if (chunks > 1) {
-            LocalTensor<float> fold = fold_.Get<float>();
-            const uint8_t foldBlocks = static_cast<uint8_t>(LANES / BLOCK_FLOATS);
-            uint32_t next = 1;
-            if (d >= 2 * LANES) {
-                // fold = max(chunk 0, chunk 1), both whole.
-                Max(fold, absx, absx[LANES], LANES, rows, BinaryRepeatParams(1, 1, 1, foldBlocks, rowBlocks, rowBlocks));
-                next = 2;
-            } else {
-                // A short second chunk leaves lanes of fold unwritten: fold starts as chunk 0.
-                Max(fold, absx, absx, LANES, rows, BinaryRepeatParams(1, 1, 1, foldBlocks, rowBlocks, rowBlocks));
-            }
-            for (uint32_t c = next; c < chunks; ++c) {
+            LocalTensor<float> partial = partial_.Get<float>();
+            for (uint32_t c = 1; c < chunks; ++c) {
+                WholeReduceMax(partial, absx[c * LANES], static_cast<int32_t>(Min(LANES, d - c * LANES)),
+                               static_cast<int32_t>(n), 1, 1, static_cast<int32_t>(rowBlocks),
+                               ReduceOrder::ORDER_ONLY_VALUE);
                 PipeBarrier<PIPE_V>();
-                Max(fold, fold, absx[c * LANES], Min(LANES, d - c * LANES), rows,
-                    BinaryRepeatParams(1, 1, 1, foldBlocks, foldBlocks, rowBlocks));
+                Max(maxes, maxes, partial, count);
+                PipeBarrier<PIPE_V>();
             }
-            PipeBarrier<PIPE_V>();
-            WholeReduceMax(maxes, fold, static_cast<int32_t>(LANES), static_cast<int32_t>(n), 1, 1,
-                           static_cast<int32_t>(foldBlocks), ReduceOrder::ORDER_ONLY_VALUE);
-        } else {
-            WholeReduceMax(maxes, absx, static_cast<int32_t>(d), static_cast<int32_t>(n), 1, 1,
-                           static_cast<int32_t>(rowBlocks), ReduceOrder::ORDER_ONLY_VALUE);
         }
         PipeBarrier<PIPE_V>();
 
@@ -404,21 +436,32 @@ private:
 
         // int8 rows: the slot of a row of d is AlignUp(d, 32) = stride bytes, so no UB gap.
         q = outQue_.DeQue<int8_t>();
-        DataCopyPad(dst, q, DataCopyExtParams(static_cast<uint16_t>(n), d, 0, 0, 0));
+        for (uint32_t s = 0; s < segments_; ++s) {
+            DataCopyPad(dst[segDst_[s] * d], q[segAt_[s] * stride], DataCopyExtParams(static_cast<uint16_t>(segRows_[s]), d, 0, 0, 0));
+        }
         outQue_.FreeTensor(q);
         scales = scaleQue_.DeQue<float>();
-        DataCopyPad(scale, scales, Burst(static_cast<uint64_t>(n) * sizeof(float)));
+        for (uint32_t s = 0; s < segments_; ++s) {
+            DataCopyPad(scale[segDst_[s]], scales[segAt_[s]], Burst(static_cast<uint64_t>(segRows_[s]) * sizeof(float)));
+        }
         scaleQue_.FreeTensor(scales);
     }
 
+    static constexpr uint32_t MAX_SEGMENTS = 32;  // runs per pass (a decode batch's tokens)
     TilingData t_;
     uint32_t lanes_ = 0;
+    uint32_t segments_ = 0;
+    uint32_t pendingRows_ = 0;
+    uint64_t segSrc_[MAX_SEGMENTS];
+    uint64_t segDst_[MAX_SEGMENTS];
+    uint32_t segAt_[MAX_SEGMENTS];
+    uint32_t segRows_[MAX_SEGMENTS];
     TQue<QuePosition::VECIN, 1> inQue_;
     TQue<QuePosition::VECOUT, 1> outQue_;
     TQue<QuePosition::VECOUT, 1> scaleQue_;
     TBuf<TPosition::VECCALC> work_;
     TBuf<TPosition::VECCALC> abs_;
-    TBuf<TPosition::VECCALC> fold_;
+    TBuf<TPosition::VECCALC> partial_;
     TBuf<TPosition::VECCALC> max_;
     TBuf<TPosition::VECCALC> factor_;
     TBuf<TPosition::VECCALC> divisor_;

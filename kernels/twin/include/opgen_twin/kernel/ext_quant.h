@@ -1,9 +1,10 @@
-// Three level-0 APIs the batched int8 quantiser of reshape_and_cache_int8 needs (issue 14
-// point 4: one row max, one scale and one multiplier per (token, head) row for a whole pass of
-// rows, no scalar step per row):
+// Three level-0 APIs for batched per-row quantisation (issue 14 point 4: one row max, one scale
+// and one multiplier per (token, head) row for a whole pass of rows, no scalar step per row):
+//  - WholeReduceMax (continuous mask): the max of each repeat, one repeat per row (the
+//    reshape_and_cache_int8 kernel reduces each 64-lane chunk of its rows this way);
 //  - Max in its level-0 form (mask, repeatTimes, BinaryRepeatParams): folds the 64-lane chunks
-//    of every row of a pass onto its first chunk, one instruction per chunk for all rows;
-//  - WholeReduceMax (continuous mask): the max of each repeat, one repeat per row;
+//    of every row onto one, as CANN's DynamicQuant multi-row kernel does (not used by a
+//    generated kernel today: the fold needs a 256-byte-per-row buffer the int8 kernel avoids);
 //  - Brcb: each of 8 elements per repeat broadcast to a 32-byte block, so a per-row value can be
 //    the stride-0 block operand of a level-0 Mul.
 //

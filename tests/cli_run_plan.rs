@@ -115,16 +115,27 @@ fn input_arg(dir: &std::path::Path, name: &str, t: &ascend_opgen::tensor::HostTe
 
 #[test]
 fn run_reshape_and_cache_writes_the_updated_caches() {
+    // Token 0 to slot 5 (block 1, offset 1), token 1 skipped, token 2 past the 8 slots.
+    run_reshape_and_cache(DType::Int32, &[5, -1, 100], "cache");
+}
+
+/// vLLM's int64 slot_mapping picks the int64 combination; 2^32 + 2 is past the cache (and
+/// slot 2 in its low word, which must stay as it was).
+#[test]
+fn run_reshape_and_cache_reads_an_int64_slot_mapping() {
+    run_reshape_and_cache(DType::Int64, &[5, -1, (1 << 32) + 2], "cache64");
+}
+
+fn run_reshape_and_cache(slot_dtype: DType, slot_values: &[i64], label: &str) {
     use ascend_opgen::tensor::HostTensor;
-    let dir = temp_dir("cache");
+    let dir = temp_dir(label);
     let (tokens, heads, dim, blocks, block_size) = (3usize, 2usize, 72usize, 2usize, 4usize);
     let key = generate(Distribution::Uniform5, DType::Float16, &[tokens, heads, dim], 1);
     let value = generate(Distribution::Uniform5, DType::Float16, &[tokens, heads, dim], 2);
     let cache_shape = [blocks, block_size, heads, dim];
     let key_cache = generate(Distribution::Uniform5, DType::Float16, &cache_shape, 3);
     let value_cache = generate(Distribution::Uniform5, DType::Float16, &cache_shape, 4);
-    // Token 0 to slot 5 (block 1, offset 1), token 1 skipped, token 2 past the 8 slots.
-    let slots = HostTensor::from_i64(DType::Int32, &[tokens], &[5, -1, 100]);
+    let slots = HostTensor::from_i64(slot_dtype, &[tokens], slot_values);
     let out = dir.join("out");
     let mut args = vec!["run".to_string(), "reshape_and_cache".to_string()];
     for (name, t) in [

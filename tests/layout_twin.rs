@@ -19,7 +19,6 @@ use ascend_opgen::verify::inputs::Rng;
 use ascend_opgen::verify::{build_runner, run_case, BuildOptions, CaseInput, CaseRun, Runner, TwinError};
 use ascend_opgen::DType;
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Mutex;
 
 fn op(name: &str) -> OpSpec {
@@ -217,25 +216,18 @@ fn duplicate_slots_the_later_token_wins_on_every_core_count() {
 
 #[test]
 fn slot_mapping_may_be_int64() {
-    let base = op("reshape_and_cache");
-    let text = std::fs::read_to_string(&base.source).unwrap();
-    let dir = std::env::temp_dir().join(format!("opgen-kv-int64-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("reshape_and_cache.toml");
-    let int64 = text.replace(
-        "dtypes = [\"int32\", \"int32\", \"int32\", \"int32\"]\n\n[[outputs]]",
-        "dtypes = [\"int64\", \"int64\", \"int64\", \"int64\"]\n\n[[outputs]]",
-    );
-    assert_ne!(int64, text);
-    std::fs::write(&path, int64).unwrap();
-    let spec = family::load_file(Path::new(&path)).unwrap();
-    let slots: Vec<i64> = vec![3, -1, 70, 64, 5_000_000_000, 4, 0];
+    // The catalogue's int64 combination (vLLM's slot dtype): 5e9 is past the cache, and so is
+    // 2^32 + 3, whose low word is the valid slot 3.
+    let spec = op("reshape_and_cache");
+    let column = spec
+        .select_column(None, &[("key", DType::BFloat16), ("slot_mapping", DType::Int64)], &[])
+        .expect("an int64 slot_mapping combination");
+    let slots: Vec<i64> = vec![3, -1, 70, 64, 5_000_000_000, 4, (1 << 32) + 3, 0];
     let mut case = cache_case(DType::BFloat16, 2, 80, 4, 16, &slots);
     case.inputs[4].1 = HostTensor::from_i64(DType::Int64, &[slots.len()], &slots);
-    let out = run(&spec, column(&spec, "key", DType::BFloat16), &case.inputs);
+    let out = run(&spec, column, &case.inputs);
     check_cache_run(&out, &case);
-    assert_eq!(case.past, 3);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(case.past, 4);
 }
 
 #[test]
@@ -429,8 +421,8 @@ fn dequant_follows_the_output_dtype_attr() {
 
 #[test]
 fn a_cache_kernel_writing_past_its_rows_fails_verification() {
-    // The scales of one pass written one row too far: the row after a run is a slot the
-    // reference leaves alone (or past the buffer).
+    // The scales of each run of a pass written one row too far: the row after a run is a slot
+    // the reference leaves alone (or past the buffer).
     let sources = template_sources();
     assert!(sources.iter().any(|(n, _)| *n == "kernel/paged_cache.cpp.j2"), "the template to break exists");
     let templates: Vec<(&'static str, String)> = sources
@@ -438,8 +430,8 @@ fn a_cache_kernel_writing_past_its_rows_fails_verification() {
         .map(|(name, text)| {
             let text = if name == "kernel/paged_cache.cpp.j2" {
                 let broken = text.replace(
-                    "DataCopyPad(scale, scales, Burst(static_cast<uint64_t>(n) * sizeof(float)));",
-                    "DataCopyPad(scale, scales, Burst(static_cast<uint64_t>(n + 1) * sizeof(float)));",
+                    "Burst(static_cast<uint64_t>(segRows_[s]) * sizeof(float))",
+                    "Burst(static_cast<uint64_t>(segRows_[s] + 1) * sizeof(float))",
                 );
                 assert_ne!(broken, text, "the mutation must apply");
                 broken

@@ -62,6 +62,9 @@ impl Default for VerifyOptions {
 pub struct Row {
     pub op: String,
     pub dtype: DType,
+    /// The combination's name in tables: the dtype, plus the dtypes that tell it apart from
+    /// another combination of the same dtype (`float16/int64`: slot_mapping int64).
+    pub label: String,
     pub output: String,
     pub cases: usize,
     pub max_ulp: u64,
@@ -92,7 +95,7 @@ pub struct VerifyReport {
 impl VerifyReport {
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<22} {:<9} {:<11} {:>6} {:<12} {:>8} {:>11} {:>11} {:>12} {:>5} {:>7}  {}\n",
+            "{:<22} {:<13} {:<11} {:>6} {:<12} {:>8} {:>11} {:>11} {:>12} {:>5} {:>7}  {}\n",
             "op",
             "dtype",
             "output",
@@ -108,9 +111,9 @@ impl VerifyReport {
         );
         for r in &self.rows {
             s.push_str(&format!(
-                "{:<22} {:<9} {:<11} {:>6} {:<12} {:>8} {:>11.3e} {:>11.3e} {:>12} {:>5.2} {:>6.1}s  {}\n",
+                "{:<22} {:<13} {:<11} {:>6} {:<12} {:>8} {:>11.3e} {:>11.3e} {:>12} {:>5.2} {:>6.1}s  {}\n",
                 r.op,
-                r.dtype.name(),
+                r.label,
                 r.output,
                 r.cases,
                 r.rule,
@@ -154,21 +157,22 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
             if !opts.dtypes.is_empty() && !opts.dtypes.contains(&dtype) {
                 continue;
             }
+            let label = spec.column_label(column);
             let column_started = Instant::now();
-            eprintln!("verify: {} {}: building the twin runner", spec.name, dtype);
+            eprintln!("verify: {} {label}: building the twin runner", spec.name);
             let mut runner =
                 verify::build_runner(&project, spec, column, BuildOptions { sanitize: opts.sanitize })
-                    .map_err(|e| AppError::failed(format!("{} {}: {e}", spec.name, dtype)))?;
+                    .map_err(|e| AppError::failed(format!("{} {label}: {e}", spec.name)))?;
             runner.perturb = opts.perturb.map(|k| (k, PERTURB_SEED));
             runner.profiles = opts.profiles.clone();
             let cases = verify::cases(spec, opts.sweep);
             let outcomes = run_cases(spec, column, &runner, soc, &cases, opts.jobs);
             let first_row = report.rows.len();
-            summarise(spec, dtype, &cases, outcomes, &mut report);
+            summarise(spec, column, &cases, outcomes, &mut report);
             let seconds = column_started.elapsed().as_secs_f64();
             report.rows[first_row..].iter_mut().for_each(|r| r.seconds = seconds);
             let failed = report.rows[first_row..].iter().map(|r| r.failures).sum::<usize>();
-            eprintln!("verify: {} {}: {} cases, {} failed", spec.name, dtype, cases.len(), failed);
+            eprintln!("verify: {} {label}: {} cases, {} failed", spec.name, cases.len(), failed);
         }
     }
     report.seconds = started.elapsed().as_secs_f64();
@@ -270,7 +274,7 @@ pub fn check_case(
 ) -> Result<(), String> {
     match run_one(spec, column, runner, soc, case).failure {
         None => Ok(()),
-        Some(why) => Err(format!("{} {} {}: {why}", spec.name, spec.inputs[0].dtypes[column], case.label())),
+        Some(why) => Err(format!("{} {} {}: {why}", spec.name, spec.column_label(column), case.label())),
     }
 }
 
@@ -388,11 +392,12 @@ fn untouched_changed(before: &HostTensor, expected: &[f64], actual: &HostTensor)
 
 fn summarise(
     spec: &OpSpec,
-    dtype: DType,
+    column: usize,
     cases: &[Case],
     outcomes: Vec<CaseOutcome>,
     report: &mut VerifyReport,
 ) {
+    let (dtype, label) = (spec.column_dtype(column), spec.column_label(column));
     let mut rows: Vec<Row> = spec
         .outputs
         .iter()
@@ -401,6 +406,7 @@ fn summarise(
         .map(|output| Row {
             op: spec.name.clone(),
             dtype,
+            label: label.clone(),
             output,
             cases: 0,
             max_ulp: 0,
@@ -440,7 +446,7 @@ fn summarise(
             }
         }
         if let Some(why) = outcome.failure {
-            report.failures.push(format!("{} {} {}: {why}", spec.name, dtype, case.label()));
+            report.failures.push(format!("{} {label} {}: {why}", spec.name, case.label()));
         }
     }
     report.rows.extend(rows);

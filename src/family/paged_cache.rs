@@ -77,7 +77,8 @@ const CACHE_FIELDS: &[TilingField] = &[
     TilingField::u32("chunkBytes", "bytes per UB copy of a run of key or value rows (a multiple of 32)"),
 ];
 
-/// reshape_and_cache_int8: as reshape_and_cache, quantising rowsPerPass (token, head) rows per UB pass.
+/// reshape_and_cache_int8: as reshape_and_cache, quantising rowsPerPass (token, head) rows per UB
+/// pass (at most 255: one repeat of each level-0 instruction per row).
 const INT8_FIELDS: &[TilingField] = &[
     TilingField::u32("tokens", "T: rows of key, value and slot_mapping"),
     TilingField::u32("heads", "N: heads of key, value and the caches"),
@@ -88,7 +89,6 @@ const INT8_FIELDS: &[TilingField] = &[
     TilingField::u32("slotChunk", "slot-mapping entries read into UB at a time"),
     TilingField::u32("rowsPerPass", "(token, head) rows quantised per UB pass"),
     TilingField::u32("rowStride", "UB elements per row: max(Dk, Dv) rounded up to 32"),
-    TilingField::u32("reduceTmpFloats", "floats of the ReduceMax work tensor"),
 ];
 
 // ---- verification: shapes ------------------------------------------------------------------
@@ -252,13 +252,16 @@ pub fn derived_shape(spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
 // ---- verification: inputs ------------------------------------------------------------------
 
 /// `tokens` slots into a cache of `cache_slots` slots in blocks of `block_size`, by `pattern`.
-/// Negative entries are padding; entries ≥ `cache_slots` are past the cache.
+/// Negative entries are padding; entries ≥ `cache_slots` are past the cache. `wide` (an int64
+/// slot_mapping) adds slots whose low 32 bits are a valid slot (2^32 + 1, −2^32 + 3) and the
+/// int64 extremes, so a kernel that reads only the low word writes where it must not.
 pub fn slot_mapping(
     pattern: SlotPattern,
     tokens: usize,
     cache_slots: usize,
     block_size: usize,
     seed: u64,
+    wide: bool,
 ) -> Vec<i64> {
     let mut rng = Rng::new(seed);
     let blocks = cache_slots / block_size.max(1);
@@ -303,7 +306,7 @@ pub fn slot_mapping(
         }
     }
     if matches!(pattern, SlotPattern::Padded | SlotPattern::Duplicates) && tokens > 0 {
-        let specials: [i64; 6] = [
+        let mut specials: Vec<i64> = vec![
             -1,
             cache_slots as i64,
             i64::from(i32::MIN),
@@ -311,6 +314,9 @@ pub fn slot_mapping(
             -(block_size as i64),
             cache_slots as i64 + block_size as i64,
         ];
+        if wide {
+            specials.extend(WIDE_SPECIALS);
+        }
         // Every special value in each case with enough tokens (padding, the first slot past
         // the cache, the int32 extremes, a negative block, a block past the cache).
         let all = specials.len().min(tokens);
@@ -323,9 +329,14 @@ pub fn slot_mapping(
     slots
 }
 
+/// The int64-only special slots: past the cache and negative, but valid slots (1, 3) in their
+/// low 32 bits; the int64 extremes.
+const WIDE_SPECIALS: [i64; 4] = [(1 << 32) + 1, -(1 << 32) + 3, i64::MIN, i64::MAX];
+
 /// The inputs of a case in dtype combination `column`, made by the family: the slot mapping by
 /// the case's [`SlotPattern`], caches pre-filled with values no write of the case produces, one
-/// all-zero row per int8 tensor, int8 data over its whole range.
+/// all-zero row and (float32, bfloat16) one row of absmax below 2^-64 per quantised tensor, int8
+/// data over its whole range.
 pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> CaseData {
     let kind = kind(spec);
     let dtype = |name: &str| {
@@ -344,6 +355,7 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> CaseData {
                 let mut t = layout::data(case.dist, d, shape, seed(name));
                 if int8 {
                     zero_one_row(&mut t, i);
+                    tiny_one_row(&mut t, i);
                 }
                 t
             }
@@ -354,6 +366,7 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> CaseData {
                     cache_slots,
                     block_size,
                     seed(name),
+                    d == DType::Int64,
                 );
                 HostTensor::from_i64(d, shape, &slots)
             }
@@ -384,6 +397,22 @@ fn zero_one_row(t: &mut HostTensor, which: usize) {
     let row = if which == 0 { heads - 1 } else { (tokens - 1) * heads };
     for j in 0..dim {
         t.set_f64(row * dim + j, if j == dim / 2 { -0.0 } else { 0.0 });
+    }
+}
+
+/// Scales one (token, head) row of a float32 or bfloat16 [T, N, D] tensor to subnormals of
+/// absmax 2^-128 (key: the first token's first head; value: the last token's last head; never
+/// the all-zero row): there 127 / absmax overflows unless the kernel first scales the row by
+/// 2^64 (it does below 2^-64). float16 has no such values (its smallest subnormal is 2^-24).
+fn tiny_one_row(t: &mut HostTensor, which: usize) {
+    let [tokens, heads, dim] = t.shape[..] else { return };
+    if heads < 2 || dim == 0 || !matches!(t.dtype, DType::Float32 | DType::BFloat16) {
+        return;
+    }
+    let row = if which == 0 { 0 } else { tokens * heads - 1 };
+    for j in 0..dim {
+        // Multiples of 2^-130 up to 4: exact bfloat16 and float32 subnormals.
+        t.set_f64(row * dim + j, ((j % 9) as f64 - 4.0) * 2f64.powi(-130));
     }
 }
 
@@ -559,9 +588,14 @@ impl FamilyOps for PagedCache {
         Ok(ShapeRule { checks: Vec::new(), outputs: vec![OutputShape::Fixed { dims: vec![1] }] })
     }
 
-    /// Qwen2-7B's KV heads (4 of D 128) at 4096 tokens.
+    /// Qwen2-7B's KV heads (4 of D 128): a 4096-token prefill, and decode steps of 1 and 64
+    /// tokens (one per request of the batch).
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-        vec![("Qwen2-7B kv", vec![4096, 4, 128])]
+        vec![
+            ("Qwen2-7B kv", vec![4096, 4, 128]),
+            ("Qwen2-7B kv decode", vec![1, 4, 128]),
+            ("Qwen2-7B kv decode", vec![64, 4, 128]),
+        ]
     }
 
     /// The slot mapping is realistic: token i goes to slot i (a prefill filling fresh blocks),
@@ -672,7 +706,7 @@ mod tests {
     fn slot_patterns_have_their_properties() {
         let (tokens, bs) = (200, 16);
         let cache_slots = num_blocks(tokens, bs) * bs;
-        let prefill = slot_mapping(SlotPattern::Prefill, tokens, cache_slots, bs, 1);
+        let prefill = slot_mapping(SlotPattern::Prefill, tokens, cache_slots, bs, 1, false);
         assert_eq!(prefill.len(), tokens);
         assert!(prefill.iter().all(|s| (0..cache_slots as i64).contains(s)));
         let mut sorted = prefill.clone();
@@ -683,17 +717,17 @@ mod tests {
         let runs = prefill.windows(2).filter(|w| w[1] == w[0] + 1).count();
         assert!(runs > tokens / 2, "{runs}");
 
-        let decode = slot_mapping(SlotPattern::Decode, tokens, cache_slots, bs, 2);
+        let decode = slot_mapping(SlotPattern::Decode, tokens, cache_slots, bs, 2, false);
         let mut sorted = decode.clone();
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), tokens);
 
-        let padded = slot_mapping(SlotPattern::Padded, tokens, cache_slots, bs, 3);
+        let padded = slot_mapping(SlotPattern::Padded, tokens, cache_slots, bs, 3, false);
         assert!(padded.iter().any(|s| *s < 0));
         assert!(padded.iter().any(|s| *s >= cache_slots as i64));
 
-        let dup = slot_mapping(SlotPattern::Duplicates, tokens, cache_slots, bs, 4);
+        let dup = slot_mapping(SlotPattern::Duplicates, tokens, cache_slots, bs, 4, false);
         let mut sorted: Vec<i64> = dup.iter().copied().filter(|s| *s >= 0).collect();
         let before = sorted.len();
         sorted.sort();
@@ -709,7 +743,7 @@ mod tests {
     #[test]
     fn padded_and_duplicate_patterns_carry_every_special_slot() {
         let bs = 16;
-        for tokens in [6, 17, 33] {
+        for tokens in [10, 17, 33] {
             let cache_slots = num_blocks(tokens, bs) * bs;
             let specials = [
                 -1,
@@ -720,9 +754,14 @@ mod tests {
                 (cache_slots + bs) as i64,
             ];
             for pattern in [SlotPattern::Padded, SlotPattern::Duplicates] {
-                let slots = slot_mapping(pattern, tokens, cache_slots, bs, tokens as u64);
+                let slots = slot_mapping(pattern, tokens, cache_slots, bs, tokens as u64, false);
                 for s in specials {
                     assert!(slots.contains(&s), "{pattern:?} {tokens} tokens lacks {s}: {slots:?}");
+                }
+                assert!(!slots.iter().any(|s| WIDE_SPECIALS.contains(s)), "int32 slots hold int64 values");
+                let wide = slot_mapping(pattern, tokens, cache_slots, bs, tokens as u64, true);
+                for s in specials.into_iter().chain(WIDE_SPECIALS) {
+                    assert!(wide.contains(&s), "{pattern:?} {tokens} wide tokens lacks {s}: {wide:?}");
                 }
             }
         }

@@ -208,6 +208,10 @@ pub struct TensorRow {
 pub struct Row {
     pub op: String,
     pub dtype: DType,
+    /// The combination's short name in tables: the dtype's, plus those of the tensors that
+    /// tell it apart from another combination of the same dtype (`f16/i64`: reshape_and_cache
+    /// with an int64 slot_mapping).
+    pub label: String,
     pub origin: String,
     pub shapes: Vec<(String, Vec<usize>)>,
     pub plan: String,
@@ -335,6 +339,7 @@ pub fn build_row(
     let mut row = Row {
         op: spec.name.clone(),
         dtype: spec.column_dtype(column),
+        label: column_short_label(spec, column),
         origin: case.origin.clone(),
         shapes: case.shapes.clone(),
         plan: plan.label.clone(),
@@ -545,6 +550,16 @@ fn us(v: f64) -> String {
     }
 }
 
+/// [`OpSpec::column_label`] with short dtype names (`f16/i64`).
+fn column_short_label(spec: &OpSpec, column: usize) -> String {
+    let mut label = spec.column_dtype(column).short_name().to_string();
+    for (_, d) in spec.column_variant(column) {
+        label.push('/');
+        label.push_str(d.short_name());
+    }
+    label
+}
+
 pub(crate) fn shape_text(row: &Row) -> String {
     let first =
         row.shapes.first().map(|(_, s)| s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"));
@@ -559,7 +574,7 @@ pub(crate) fn shape_text(row: &Row) -> String {
 /// The identity of one check of one row, as the known-misses list names it:
 /// `op dtype shape target` (`rms_norm f16 4096x3584 (Qwen2-7B) bytes/min`).
 pub fn check_key(row: &Row, check: &Check) -> String {
-    format!("{} {} {} {}", row.op, row.dtype.short_name(), shape_text(row), check.target)
+    format!("{} {} {} {}", row.op, row.label, shape_text(row), check.target)
 }
 
 /// A missed target accepted with its reason: the check's [`check_key`] and why.
@@ -613,7 +628,7 @@ pub fn tables(soc: &Soc, rows: &[Row]) -> String {
         s.push_str(&format!(
             "{:<w$} {:<5} {:<30} {:<15} {:>8} {:>10} {:>9.3} {:>9} {:>6.1} {:>9} {:>18} {:>7} {:>9} {:<11} {:>4.0}%\n",
             r.op,
-            r.dtype.short_name(),
+            r.label,
             shape_text(r),
             r.plan,
             format!("{}/{}", r.cores_with_work, r.cores_launched),
@@ -648,7 +663,7 @@ pub fn tables(soc: &Soc, rows: &[Row]) -> String {
             Some(e) => s.push_str(&format!(
                 "{:<w$} {:<5} {:<30} {:>10} {:>10} {:>7.2}x {:>9} {:>9} {:>9} {:>7.2}x\n",
                 r.op,
-                r.dtype.short_name(),
+                r.label,
                 shape_text(r),
                 human_bytes(r.gm_bytes as f64),
                 human_bytes(e.bytes as f64),
@@ -661,7 +676,7 @@ pub fn tables(soc: &Soc, rows: &[Row]) -> String {
             None => s.push_str(&format!(
                 "{:<w$} {:<5} {:<30} {:>10}  no eager sequence: {}\n",
                 r.op,
-                r.dtype.short_name(),
+                r.label,
                 shape_text(r),
                 human_bytes(r.gm_bytes as f64),
                 r.eager_missing.as_deref().unwrap_or("")
@@ -704,13 +719,7 @@ pub fn summarise(rows: &[Row]) -> Vec<TargetSummary> {
                 Some(true) => t.met += 1,
                 Some(false) => {
                     t.missed += 1;
-                    t.misses.push(format!(
-                        "{} {} {}: {}",
-                        r.op,
-                        r.dtype.short_name(),
-                        shape_text(r),
-                        c.detail
-                    ));
+                    t.misses.push(format!("{} {} {}: {}", r.op, r.label, shape_text(r), c.detail));
                 }
                 None => t.not_applicable += 1,
             }
@@ -744,7 +753,7 @@ pub fn chart_bars(rows: &[Row]) -> Vec<svg::Bar> {
         }
     }
     let bar = |r: &Row| svg::Bar {
-        label: format!("{} {} {}", r.op, r.dtype.short_name(), shape_text(r)),
+        label: format!("{} {} {}", r.op, r.label, shape_text(r)),
         fused_us: r.fused.total_us,
         eager_us: r.eager.as_ref().map(|e| e.estimate.total_us),
     };

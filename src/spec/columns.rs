@@ -28,6 +28,33 @@ impl OpSpec {
             .dtypes[column]
     }
 
+    /// The other tensors whose dtypes tell combination `column` apart from another combination
+    /// with the same [`column_dtype`](Self::column_dtype) (reshape_and_cache's slot_mapping,
+    /// int32 or int64, under each key dtype), as (name, dtype) in tensor order; empty for ops
+    /// whose column dtype alone names the combination.
+    pub fn column_variant(&self, column: usize) -> Vec<(&str, DType)> {
+        let dtype = self.column_dtype(column);
+        let twins: Vec<usize> =
+            (0..self.columns()).filter(|c| *c != column && self.column_dtype(*c) == dtype).collect();
+        self.inputs
+            .iter()
+            .chain(&self.outputs)
+            .filter(|t| twins.iter().any(|c| t.dtypes[*c] != t.dtypes[column]))
+            .map(|t| (t.name.as_str(), t.dtypes[column]))
+            .collect()
+    }
+
+    /// How tables and progress lines name combination `column`: its column dtype, followed by
+    /// the dtypes of [`column_variant`](Self::column_variant) (`float16/int64`).
+    pub fn column_label(&self, column: usize) -> String {
+        let mut label = self.column_dtype(column).name().to_string();
+        for (_, d) in self.column_variant(column) {
+            label.push('/');
+            label.push_str(d.name());
+        }
+        label
+    }
+
     /// `attrs` with the output-dtype attr (if the op has one) set to combination `column`'s
     /// output dtype.
     pub fn attrs_for_column(&self, column: usize, attrs: &[(String, AttrValue)]) -> Vec<(String, AttrValue)> {

@@ -15,5 +15,6 @@
 #include "opgen_twin/kernel/cmpsel.h"
 #include "opgen_twin/kernel/sync.h"
 #include "opgen_twin/kernel/ext_rotary.h"
+#include "opgen_twin/kernel/ext_quant.h"
 
 #endif

@@ -120,6 +120,8 @@ const uint64_t GROUPS_PER_CORE = 4;    // slot groups per core, at most: balance
 // value) rows keep a prefill run's transfers at least this large.
 const uint64_t TARGET_TRANSFER_BYTES = 16384;
 const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
+const uint64_t MAX_REPEAT_TIMES = 255;   // repeatTimes of a level-0 vector instruction
+const uint64_t MAX_REPEAT_STRIDE = 255;  // its 8-bit repeat stride, in 32-byte blocks
 
 struct Geometry {
     uint64_t tokens;
@@ -276,21 +278,28 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     }
     // A pass quantises up to rowsPerPass (token, head) rows, each at a stride of rowStride
     // elements (32-element aligned, so int8, 16-bit and float32 rows all start 32-byte aligned).
+    // The kernel's level-0 instructions take one repeat per row (repeatTimes <= 255) and a float
+    // row's stride in 32-byte blocks as an 8-bit repeat stride.
     const uint64_t rowStride = AlignUp(MaxU64(g.keyDim, g.valueDim), 32);
+    if (rowStride * 4 / BLOCK_BYTES > MAX_REPEAT_STRIDE) {
+        OPGEN_REJECT("head_dim %llu: rows past %llu elements exceed the 8-bit repeat stride of the batched quantiser",
+                     Ull(MaxU64(g.keyDim, g.valueDim)), Ull(MAX_REPEAT_STRIDE * BLOCK_BYTES / 4));
+    }
     const uint64_t inSize = MaxU64(keySize, valueSize);
-    const uint64_t reduceTmpFloats = AlignUp(2 * CeilDiv(rowStride, 64), 8) + 64;
     // Per row: double-buffered input and int8 output, the float32 row (16-bit inputs only), its
-    // absolute values (later reused for the half copy), a 32-byte max slot, and two scale lanes.
+    // absolute values (later reused for the half copy), six float lanes (max, a chunk's max,
+    // factor, divisor, 127, 2^64), two scale lanes, two 32-byte broadcast blocks and a mask bit.
     const uint64_t floatRows = keySize == 4 && valueSize == 4 ? 1 : 2;
     const uint64_t perRow = BUFFER_NUM * rowStride * inSize + BUFFER_NUM * rowStride + floatRows * rowStride * 4 +
-                            BLOCK_BYTES + BUFFER_NUM * 4;
-    const uint64_t extra = fixed + BUFFER_NUM * BLOCK_BYTES + reduceTmpFloats * 4;
+                            6 * 4 + BUFFER_NUM * 4 + 2 * BLOCK_BYTES + 1;
+    // Lanes are padded to 64 rows and blocks to 8 rows: at most 63 (and 7) rows' worth more.
+    const uint64_t extra = fixed + 63 * (6 * 4 + BUFFER_NUM * 4) + 7 * 2 * BLOCK_BYTES + 2 * BLOCK_BYTES;
     if (budget <= extra || (budget - extra) / perRow == 0) {
         OPGEN_REJECT("a row of head_dim %llu needs %llu bytes of UB; the budget is %llu",
                      Ull(MaxU64(g.keyDim, g.valueDim)), Ull(perRow + extra), Ull(budget));
     }
     const uint64_t rowsPerPass =
-        MaxU64(1, MinU64(MinU64(MAX_BLOCK_COUNT, (budget - extra) / perRow), g.tokens * g.heads));
+        MaxU64(1, MinU64(MinU64(MAX_REPEAT_TIMES, (budget - extra) / perRow), g.tokens * g.heads));
 
     OpgenReshapeAndCacheInt8TilingData tiling;
     tiling.set_tokens(static_cast<uint32_t>(g.tokens));
@@ -302,7 +311,6 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_slotChunk(static_cast<uint32_t>(slotChunk));
     tiling.set_rowsPerPass(static_cast<uint32_t>(rowsPerPass));
     tiling.set_rowStride(static_cast<uint32_t>(rowStride));
-    tiling.set_reduceTmpFloats(static_cast<uint32_t>(reduceTmpFloats));
     return Finish(context, tiling, blockDim);
 }
 }  // namespace optiling
@@ -315,44 +323,44 @@ public:
     {
         this->Input("key")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("value")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("key_cache")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_INT8, ge::DT_INT8, ge::DT_INT8 })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_INT8, ge::DT_INT8, ge::DT_INT8, ge::DT_INT8, ge::DT_INT8, ge::DT_INT8 })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("value_cache")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_INT8, ge::DT_INT8, ge::DT_INT8 })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_INT8, ge::DT_INT8, ge::DT_INT8, ge::DT_INT8, ge::DT_INT8, ge::DT_INT8 })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("key_scale")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("value_scale")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("slot_mapping")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_INT32, ge::DT_INT32, ge::DT_INT32 })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_INT32, ge::DT_INT32, ge::DT_INT32, ge::DT_INT64, ge::DT_INT64, ge::DT_INT64 })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Output("out_of_range")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_INT32, ge::DT_INT32, ge::DT_INT32 })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_INT32, ge::DT_INT32, ge::DT_INT32, ge::DT_INT32, ge::DT_INT32, ge::DT_INT32 })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
         this->AICore().SetTiling(optiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");

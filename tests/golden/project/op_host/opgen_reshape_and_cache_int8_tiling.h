@@ -17,7 +17,6 @@ TILING_DATA_FIELD_DEF(uint32_t, slotGroup);  // slot s belongs to core (s / slot
 TILING_DATA_FIELD_DEF(uint32_t, slotChunk);  // slot-mapping entries read into UB at a time
 TILING_DATA_FIELD_DEF(uint32_t, rowsPerPass);  // (token, head) rows quantised per UB pass
 TILING_DATA_FIELD_DEF(uint32_t, rowStride);  // UB elements per row: max(Dk, Dv) rounded up to 32
-TILING_DATA_FIELD_DEF(uint32_t, reduceTmpFloats);  // floats of the ReduceMax work tensor
 END_TILING_DATA_DEF;
 
 REGISTER_TILING_DATA_CLASS(OpgenReshapeAndCacheInt8, OpgenReshapeAndCacheInt8TilingData)

@@ -24,6 +24,14 @@
 // A2 has no float -> int8 cast, and float -> half -> int8 with the rounding in the second step
 // would round twice (101.49 becomes half 101.5, then 102). A row whose absmax is below 2^-64 is
 // first scaled by 2^64 (exact), so 127 / absmax cannot overflow.
+// Rows go a pass (up to rowsPerPass <= 255 rows) at a time, and every step is one vector
+// instruction for the whole pass (level 0, one repeat per row): the maxima by one WholeReduceMax
+// per 64-lane chunk of the rows and count-form Max over the chunks' maxima, the scales and multipliers by vector Div over
+// all rows (Div is taken to be correctly rounded, as the scalar division it replaces; the twin's
+// Div is, and `verify --perturb` shows what a looser Div would do to the 0-ULP scale gate), the
+// tiny-row and all-zero-row cases by CompareScalar/Select, and x * multiplier by level-0 Muls
+// whose per-row operand is a Brcb block with block stride 0. No scalar step and no vector ->
+// scalar wait per row.
 #include "kernel_operator.h"
 
 namespace opgen_reshape_and_cache_int8_kernel {
@@ -44,7 +52,6 @@ struct TilingData {
     uint32_t slotChunk;
     uint32_t rowsPerPass;
     uint32_t rowStride;
-    uint32_t reduceTmpFloats;
 };
 
 __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
@@ -197,7 +204,8 @@ private:
 };
 
 constexpr uint32_t ROW_ALIGN = 32;      // row stride in elements: 32-byte aligned for int8, half and float
-constexpr uint32_t MAX_SLOT_FLOATS = 8; // one 32-byte slot per row's max
+constexpr uint32_t LANES = 64;          // floats per 256-byte vector repeat
+constexpr uint32_t BLOCK_FLOATS = 8;    // floats per 32-byte block
 constexpr float INT8_MAX_F = 127.0f;
 constexpr float TINY_ABSMAX = 5.421010862427522e-20f;  // 2^-64
 constexpr float UPSCALE = 1.8446744073709552e19f;      // 2^64
@@ -227,49 +235,117 @@ public:
         const uint32_t rows = t_.rowsPerPass;
         const uint32_t stride = t_.rowStride;
         const uint32_t inBytes = static_cast<uint32_t>(sizeof(K) > sizeof(V) ? sizeof(K) : sizeof(V));
+        // Per-row vectors (maxima, factors, scales) are padded to whole 256-byte repeats: Compare
+        // compares whole repeats only.
+        lanes_ = AlignUp(rows, LANES);
+        const uint32_t laneBytes = lanes_ * static_cast<uint32_t>(sizeof(float));
+        const uint32_t blockBytes = AlignUp(rows, BLOCK_FLOATS) * BLOCK_BYTES;  // one 32-byte block per row
         this->pipe_.InitBuffer(inQue_, BUFFER_NUM, rows * stride * inBytes);
         this->pipe_.InitBuffer(outQue_, BUFFER_NUM, rows * stride);
-        this->pipe_.InitBuffer(scaleQue_, BUFFER_NUM, rows * static_cast<uint32_t>(sizeof(float)));
+        this->pipe_.InitBuffer(scaleQue_, BUFFER_NUM, laneBytes);
         if constexpr (NEEDS_WIDENING) {
             this->pipe_.InitBuffer(work_, rows * stride * static_cast<uint32_t>(sizeof(float)));
         }
         this->pipe_.InitBuffer(abs_, rows * stride * static_cast<uint32_t>(sizeof(float)));
-        this->pipe_.InitBuffer(max_, rows * BLOCK_BYTES);
-        this->pipe_.InitBuffer(reduceTmp_, t_.reduceTmpFloats * static_cast<uint32_t>(sizeof(float)));
+        this->pipe_.InitBuffer(max_, laneBytes);
+        this->pipe_.InitBuffer(partial_, laneBytes);
+        this->pipe_.InitBuffer(factor_, laneBytes);
+        this->pipe_.InitBuffer(divisor_, laneBytes);
+        this->pipe_.InitBuffer(c127_, laneBytes);
+        this->pipe_.InitBuffer(cUp_, laneBytes);
+        this->pipe_.InitBuffer(mask_, AlignUp(lanes_ / 8, BLOCK_BYTES));
+        this->pipe_.InitBuffer(factorB_, blockBytes);
+        this->pipe_.InitBuffer(inverseB_, blockBytes);
+        // Constants, and maxima past a pass's last row kept finite (they are compared, divided
+        // and discarded, never stored).
+        Duplicate(c127_.Get<float>(), INT8_MAX_F, static_cast<int32_t>(lanes_));
+        Duplicate(cUp_.Get<float>(), UPSCALE, static_cast<int32_t>(lanes_));
+        Duplicate(max_.Get<float>(), 0.0f, static_cast<int32_t>(lanes_));
+        Duplicate(partial_.Get<float>(), 0.0f, static_cast<int32_t>(lanes_));
     }
 
-    __aicore__ inline void Process() { this->Scan(); }
+    __aicore__ inline void Process()
+    {
+        this->Scan();
+        FlushPending();
+    }
 
 private:
+    // A run's rows wait in the pending pass, so the short runs of a decode batch (one token of
+    // N rows each) share one pass; each run starts at a multiple of 8 rows, so its scales start
+    // 32-byte aligned in UB for their copy-out.
     __aicore__ inline void CopyRun(uint64_t token, uint64_t slot, uint64_t len)
     {
         const uint64_t heads = t_.heads;
-        Quantise<K>(keyGm_, keyCacheGm_, keyScaleGm_, token * heads, slot * heads, len * heads, t_.keyDim);
-        Quantise<V>(valueGm_, valueCacheGm_, valueScaleGm_, token * heads, slot * heads, len * heads, t_.valueDim);
-    }
-
-    // `rows` rows of `d` from row `srcRow` of src to row `dstRow` of the int8 cache and its scales.
-    template <typename T>
-    __aicore__ inline void Quantise(const GlobalTensor<T>& src, const GlobalTensor<int8_t>& dst,
-                                    const GlobalTensor<float>& scale, uint64_t srcRow, uint64_t dstRow, uint64_t rows,
-                                    uint32_t d)
-    {
-        for (uint64_t done = 0; done < rows; done += t_.rowsPerPass) {
-            const uint32_t n = static_cast<uint32_t>(Min64(t_.rowsPerPass, rows - done));
-            QuantisePass<T>(src[(srcRow + done) * d], dst[(dstRow + done) * d], scale[dstRow + done], n, d);
+        uint64_t src = token * heads;
+        uint64_t dst = slot * heads;
+        uint64_t rows = len * heads;
+        if (OverlapsPending(dst, rows)) {
+            // The same slot twice: the pending (earlier) tokens' writes land first.
+            FlushPending();
+            PipeBarrier<PIPE_MTE3>();
+        }
+        while (rows != 0) {
+            uint32_t at = AlignUp(pendingRows_, BLOCK_FLOATS);
+            if (at >= t_.rowsPerPass || segments_ == MAX_SEGMENTS) {
+                FlushPending();
+                at = 0;
+            }
+            const uint32_t take = static_cast<uint32_t>(Min64(rows, t_.rowsPerPass - at));
+            segSrc_[segments_] = src;
+            segDst_[segments_] = dst;
+            segAt_[segments_] = at;
+            segRows_[segments_] = take;
+            ++segments_;
+            pendingRows_ = at + take;
+            src += take;
+            dst += take;
+            rows -= take;
         }
     }
 
+    __aicore__ inline bool OverlapsPending(uint64_t dst, uint64_t rows) const
+    {
+        for (uint32_t i = 0; i < segments_; ++i) {
+            if (dst < segDst_[i] + segRows_[i] && segDst_[i] < dst + rows) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    __aicore__ inline void FlushPending()
+    {
+        if (segments_ == 0) {
+            return;
+        }
+        QuantisePass<K>(keyGm_, keyCacheGm_, keyScaleGm_, t_.keyDim);
+        QuantisePass<V>(valueGm_, valueCacheGm_, valueScaleGm_, t_.valueDim);
+        segments_ = 0;
+        pendingRows_ = 0;
+    }
+
+    // One pass over the pending segments' rows (n <= rowsPerPass <= 255, rows between segments
+    // computed but never stored), every step one vector instruction for all rows (level 0 with
+    // repeat = row): no per-row vector call, no scalar division, no vector -> scalar wait.
     template <typename T>
     __aicore__ inline void QuantisePass(const GlobalTensor<T>& src, const GlobalTensor<int8_t>& dst,
-                                        const GlobalTensor<float>& scale, uint32_t n, uint32_t d)
+                                        const GlobalTensor<float>& scale, uint32_t d)
     {
+        const uint32_t n = pendingRows_;
         const uint32_t stride = AlignUp(d, ROW_ALIGN);
         const uint32_t elems = n * stride;
+        const uint8_t rows = static_cast<uint8_t>(n);
+        const uint8_t rowBlocks = static_cast<uint8_t>(stride / BLOCK_FLOATS);  // a float row's stride in blocks
+        const uint32_t chunks = (d + LANES - 1) / LANES;  // 64-lane chunks of a row
+        const int32_t count = static_cast<int32_t>(lanes_);
         // Each row of d lands at a stride of `stride` elements (its 32-byte slot plus a gap).
         const uint32_t gap = (stride * static_cast<uint32_t>(sizeof(T)) - AlignUp(d * static_cast<uint32_t>(sizeof(T)), BLOCK_BYTES)) / BLOCK_BYTES;
         LocalTensor<T> x = inQue_.AllocTensor<T>();
-        DataCopyPad(x, src, DataCopyExtParams(static_cast<uint16_t>(n), d * static_cast<uint32_t>(sizeof(T)), 0, gap, 0), NoPad<T>());
+        for (uint32_t s = 0; s < segments_; ++s) {
+            DataCopyPad(x[segAt_[s] * stride], src[segSrc_[s] * d],
+                        DataCopyExtParams(static_cast<uint16_t>(segRows_[s]), d * static_cast<uint32_t>(sizeof(T)), 0, gap, 0), NoPad<T>());
+        }
         inQue_.EnQue(x);
         x = inQue_.DeQue<T>();
 
@@ -287,31 +363,64 @@ private:
         LocalTensor<float> absx = abs_.Get<float>();
         Abs(absx, xf, elems);
         PipeBarrier<PIPE_V>();
-        LocalTensor<float> maxes = max_.Get<float>();
-        LocalTensor<float> tmp = reduceTmp_.Get<float>();
-        for (uint32_t r = 0; r < n; ++r) {
-            ReduceMax(maxes[r * MAX_SLOT_FLOATS], absx[r * stride], tmp, static_cast<int32_t>(d));
-        }
-        Sync<HardEvent::V_S>();  // the scalar unit reads the maxima
 
-        LocalTensor<float> scales = scaleQue_.AllocTensor<float>();
-        // The scalar unit is about to overwrite a buffer an earlier pass's copy-out read; the
-        // queue only orders that copy before vector writers.
-        Sync<HardEvent::MTE3_S>();
-        for (uint32_t r = 0; r < n; ++r) {
-            const float absmax = maxes.GetValue(r * MAX_SLOT_FLOATS);
-            float rowScale = 0.0f;  // an all-zero row: q = 0 (RINT(+-0) = 0), scale 0
-            if (absmax > 0.0f) {
-                float m = absmax;
-                if (absmax < TINY_ABSMAX) {
-                    Muls(xf[r * stride], xf[r * stride], UPSCALE, static_cast<int32_t>(d));
-                    PipeBarrier<PIPE_V>();
-                    m = absmax * UPSCALE;
-                }
-                Muls(xf[r * stride], xf[r * stride], INT8_MAX_F / m, static_cast<int32_t>(d));
-                rowScale = absmax / INT8_MAX_F;
+        // Row maxima: one WholeReduceMax per 64-lane chunk of the rows (one repeat per row,
+        // the last chunk masked to the row's d, so the gap after a row never takes part), the
+        // chunks' maxima combined by count-form Max over the pass's lanes.
+        LocalTensor<float> maxes = max_.Get<float>();
+        WholeReduceMax(maxes, absx, static_cast<int32_t>(Min(LANES, d)), static_cast<int32_t>(n), 1, 1,
+                       static_cast<int32_t>(rowBlocks), ReduceOrder::ORDER_ONLY_VALUE);
+        if (chunks > 1) {
+            LocalTensor<float> partial = partial_.Get<float>();
+            for (uint32_t c = 1; c < chunks; ++c) {
+                WholeReduceMax(partial, absx[c * LANES], static_cast<int32_t>(Min(LANES, d - c * LANES)),
+                               static_cast<int32_t>(n), 1, 1, static_cast<int32_t>(rowBlocks),
+                               ReduceOrder::ORDER_ONLY_VALUE);
+                PipeBarrier<PIPE_V>();
+                Max(maxes, maxes, partial, count);
+                PipeBarrier<PIPE_V>();
             }
-            scales.SetValue(r, rowScale);
+        }
+        PipeBarrier<PIPE_V>();
+
+        // Per row, on the vector unit for the whole pass (the former scalar step, bit for bit):
+        //   scale   = absmax / 127 (one float32 division, as the reference)
+        //   factor  = 2^64 where absmax < 2^-64 (x * 2^64 is exact), else 1 (exact)
+        //   divisor = absmax * factor, or 1 for an all-zero row (so its q is 0 * 127 = 0)
+        //   inverse = 127 / divisor
+        LocalTensor<float> scales = scaleQue_.AllocTensor<float>();
+        LocalTensor<float> c127 = c127_.Get<float>();
+        LocalTensor<float> factor = factor_.Get<float>();
+        LocalTensor<float> divisor = divisor_.Get<float>();
+        LocalTensor<uint8_t> mask = mask_.Get<uint8_t>();
+        Div(scales, maxes, c127, count);
+        CompareScalar(mask, maxes, TINY_ABSMAX, CMPMODE::LT, lanes_);
+        PipeBarrier<PIPE_V>();
+        Select(factor, mask, cUp_.Get<float>(), 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, lanes_);
+        PipeBarrier<PIPE_V>();
+        Mul(divisor, maxes, factor, count);
+        PipeBarrier<PIPE_V>();
+        CompareScalar(mask, divisor, 0.0f, CMPMODE::GT, lanes_);
+        PipeBarrier<PIPE_V>();
+        Select(divisor, mask, divisor, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, lanes_);
+        PipeBarrier<PIPE_V>();
+        Div(divisor, c127, divisor, count);
+        PipeBarrier<PIPE_V>();
+
+        // One 32-byte block per row, the stride-0 operand of the row's Muls.
+        const uint8_t brcbRepeats = static_cast<uint8_t>((n + BLOCK_FLOATS - 1) / BLOCK_FLOATS);
+        LocalTensor<float> factorB = factorB_.Get<float>();
+        LocalTensor<float> inverseB = inverseB_.Get<float>();
+        Brcb(factorB, factor, brcbRepeats, BrcbRepeatParams(1, 8));
+        Brcb(inverseB, divisor, brcbRepeats, BrcbRepeatParams(1, 8));
+        PipeBarrier<PIPE_V>();
+        const BinaryRepeatParams perRow(1, 1, 0, rowBlocks, rowBlocks, 1);
+        for (uint32_t c = 0; c < chunks; ++c) {
+            Mul(xf[c * LANES], xf[c * LANES], factorB, Min(LANES, d - c * LANES), rows, perRow);
+        }
+        PipeBarrier<PIPE_V>();
+        for (uint32_t c = 0; c < chunks; ++c) {
+            Mul(xf[c * LANES], xf[c * LANES], inverseB, Min(LANES, d - c * LANES), rows, perRow);
         }
         PipeBarrier<PIPE_V>();
         Cast(xf, xf, RoundMode::CAST_RINT, elems);  // the one rounding: half to even, to an integral float
@@ -327,22 +436,40 @@ private:
 
         // int8 rows: the slot of a row of d is AlignUp(d, 32) = stride bytes, so no UB gap.
         q = outQue_.DeQue<int8_t>();
-        DataCopyPad(dst, q, DataCopyExtParams(static_cast<uint16_t>(n), d, 0, 0, 0));
+        for (uint32_t s = 0; s < segments_; ++s) {
+            DataCopyPad(dst[segDst_[s] * d], q[segAt_[s] * stride], DataCopyExtParams(static_cast<uint16_t>(segRows_[s]), d, 0, 0, 0));
+        }
         outQue_.FreeTensor(q);
         scales = scaleQue_.DeQue<float>();
-        Sync<HardEvent::S_MTE3>();  // the scales were written by the scalar unit
-        DataCopyPad(scale, scales, Burst(static_cast<uint64_t>(n) * sizeof(float)));
+        for (uint32_t s = 0; s < segments_; ++s) {
+            DataCopyPad(scale[segDst_[s]], scales[segAt_[s]], Burst(static_cast<uint64_t>(segRows_[s]) * sizeof(float)));
+        }
         scaleQue_.FreeTensor(scales);
     }
 
+    static constexpr uint32_t MAX_SEGMENTS = 32;  // runs per pass (a decode batch's tokens)
     TilingData t_;
+    uint32_t lanes_ = 0;
+    uint32_t segments_ = 0;
+    uint32_t pendingRows_ = 0;
+    uint64_t segSrc_[MAX_SEGMENTS];
+    uint64_t segDst_[MAX_SEGMENTS];
+    uint32_t segAt_[MAX_SEGMENTS];
+    uint32_t segRows_[MAX_SEGMENTS];
     TQue<QuePosition::VECIN, 1> inQue_;
     TQue<QuePosition::VECOUT, 1> outQue_;
     TQue<QuePosition::VECOUT, 1> scaleQue_;
     TBuf<TPosition::VECCALC> work_;
     TBuf<TPosition::VECCALC> abs_;
+    TBuf<TPosition::VECCALC> partial_;
     TBuf<TPosition::VECCALC> max_;
-    TBuf<TPosition::VECCALC> reduceTmp_;
+    TBuf<TPosition::VECCALC> factor_;
+    TBuf<TPosition::VECCALC> divisor_;
+    TBuf<TPosition::VECCALC> c127_;
+    TBuf<TPosition::VECCALC> cUp_;
+    TBuf<TPosition::VECCALC> mask_;
+    TBuf<TPosition::VECCALC> factorB_;
+    TBuf<TPosition::VECCALC> inverseB_;
     GlobalTensor<K> keyGm_;
     GlobalTensor<V> valueGm_;
     GlobalTensor<int8_t> keyCacheGm_;

@@ -494,6 +494,10 @@ inline OutputPlan<1> reshape_and_cache_plan(const at::Tensor& key, const at::Ten
         { { at::kBFloat16, at::kBFloat16, at::kBFloat16, at::kBFloat16, at::kInt }, { at::kInt } },
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat, at::kInt }, { at::kInt } },
         { { at::kChar, at::kChar, at::kChar, at::kChar, at::kInt }, { at::kInt } },
+        { { at::kHalf, at::kHalf, at::kHalf, at::kHalf, at::kLong }, { at::kInt } },
+        { { at::kBFloat16, at::kBFloat16, at::kBFloat16, at::kBFloat16, at::kLong }, { at::kInt } },
+        { { at::kFloat, at::kFloat, at::kFloat, at::kFloat, at::kLong }, { at::kInt } },
+        { { at::kChar, at::kChar, at::kChar, at::kChar, at::kLong }, { at::kInt } },
     };
     const auto& matched = match_dtypes<5, 1>(op_name, { NamedTensor{"key", &key}, NamedTensor{"value", &value}, NamedTensor{"key_cache", &key_cache}, NamedTensor{"value_cache", &value_cache}, NamedTensor{"slot_mapping", &slot_mapping} }, registered);
     OutputPlan<1> plan{};
@@ -514,6 +518,9 @@ inline OutputPlan<1> reshape_and_cache_int8_plan(const at::Tensor& key, const at
         { { at::kHalf, at::kHalf, at::kChar, at::kChar, at::kFloat, at::kFloat, at::kInt }, { at::kInt } },
         { { at::kBFloat16, at::kBFloat16, at::kChar, at::kChar, at::kFloat, at::kFloat, at::kInt }, { at::kInt } },
         { { at::kFloat, at::kFloat, at::kChar, at::kChar, at::kFloat, at::kFloat, at::kInt }, { at::kInt } },
+        { { at::kHalf, at::kHalf, at::kChar, at::kChar, at::kFloat, at::kFloat, at::kLong }, { at::kInt } },
+        { { at::kBFloat16, at::kBFloat16, at::kChar, at::kChar, at::kFloat, at::kFloat, at::kLong }, { at::kInt } },
+        { { at::kFloat, at::kFloat, at::kChar, at::kChar, at::kFloat, at::kFloat, at::kLong }, { at::kInt } },
     };
     const auto& matched = match_dtypes<7, 1>(op_name, { NamedTensor{"key", &key}, NamedTensor{"value", &value}, NamedTensor{"key_cache", &key_cache}, NamedTensor{"value_cache", &value_cache}, NamedTensor{"key_scale", &key_scale}, NamedTensor{"value_scale", &value_scale}, NamedTensor{"slot_mapping", &slot_mapping} }, registered);
     OutputPlan<1> plan{};

@@ -299,7 +299,7 @@ def reshape_and_cache(
         value: float16 | bfloat16 | float32 | int8 tensor on the NPU.
         key_cache: float16 | bfloat16 | float32 | int8 tensor on the NPU; updated in place, must be contiguous.
         value_cache: float16 | bfloat16 | float32 | int8 tensor on the NPU; updated in place, must be contiguous.
-        slot_mapping: int32 tensor on the NPU.
+        slot_mapping: int32 | int64 tensor on the NPU.
 
     Returns:
         out_of_range: int32.
@@ -309,6 +309,10 @@ def reshape_and_cache(
         key=bfloat16, value=bfloat16, key_cache=bfloat16, value_cache=bfloat16, slot_mapping=int32 -> out_of_range=int32
         key=float32, value=float32, key_cache=float32, value_cache=float32, slot_mapping=int32 -> out_of_range=int32
         key=int8, value=int8, key_cache=int8, value_cache=int8, slot_mapping=int32 -> out_of_range=int32
+        key=float16, value=float16, key_cache=float16, value_cache=float16, slot_mapping=int64 -> out_of_range=int32
+        key=bfloat16, value=bfloat16, key_cache=bfloat16, value_cache=bfloat16, slot_mapping=int64 -> out_of_range=int32
+        key=float32, value=float32, key_cache=float32, value_cache=float32, slot_mapping=int64 -> out_of_range=int32
+        key=int8, value=int8, key_cache=int8, value_cache=int8, slot_mapping=int64 -> out_of_range=int32
 
     Schema: opgen::reshape_and_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor slot_mapping) -> Tensor
     Runs aclnnOpgenReshapeAndCache (CANN op OpgenReshapeAndCache), generated from kernels/reshape_and_cache.toml.
@@ -334,7 +338,7 @@ def reshape_and_cache_int8(
         value_cache: int8 tensor on the NPU; updated in place, must be contiguous.
         key_scale: float32 tensor on the NPU; updated in place, must be contiguous.
         value_scale: float32 tensor on the NPU; updated in place, must be contiguous.
-        slot_mapping: int32 tensor on the NPU.
+        slot_mapping: int32 | int64 tensor on the NPU.
 
     Returns:
         out_of_range: int32.
@@ -343,6 +347,9 @@ def reshape_and_cache_int8(
         key=float16, value=float16, key_cache=int8, value_cache=int8, key_scale=float32, value_scale=float32, slot_mapping=int32 -> out_of_range=int32
         key=bfloat16, value=bfloat16, key_cache=int8, value_cache=int8, key_scale=float32, value_scale=float32, slot_mapping=int32 -> out_of_range=int32
         key=float32, value=float32, key_cache=int8, value_cache=int8, key_scale=float32, value_scale=float32, slot_mapping=int32 -> out_of_range=int32
+        key=float16, value=float16, key_cache=int8, value_cache=int8, key_scale=float32, value_scale=float32, slot_mapping=int64 -> out_of_range=int32
+        key=bfloat16, value=bfloat16, key_cache=int8, value_cache=int8, key_scale=float32, value_scale=float32, slot_mapping=int64 -> out_of_range=int32
+        key=float32, value=float32, key_cache=int8, value_cache=int8, key_scale=float32, value_scale=float32, slot_mapping=int64 -> out_of_range=int32
 
     Schema: opgen::reshape_and_cache_int8(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor(c!) key_scale, Tensor(d!) value_scale, Tensor slot_mapping) -> Tensor
     Runs aclnnOpgenReshapeAndCacheInt8 (CANN op OpgenReshapeAndCacheInt8), generated from kernels/reshape_and_cache_int8.toml.

@@ -1,0 +1,23 @@
+// expect: dst start not aligned for WholeReduceMax
+// Rule W3 (ext_quant.h): a float WholeReduceMax writes to an 8-byte aligned dst; y[1] starts 4 bytes in.
+#include "kernel_operator.h"
+#include "twin_test.h"
+using namespace AscendC;
+
+extern "C" __global__ __aicore__ void r15_whole_reduce_max_dst_align_kernel() {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> a, b;
+    pipe.InitBuffer(a, 2048);
+    pipe.InitBuffer(b, 2048);
+    LocalTensor<float> x = a.Get<float>();
+    LocalTensor<float> y = b.Get<float>();
+    Duplicate(x, 1.0f, 512);
+    Duplicate(y, 2.0f, 512);
+    PipeBarrier<PIPE_V>();
+    WholeReduceMax(y[1], x, 64, 2, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+}
+
+int main() {
+    twin_test::launch(1, [] { r15_whole_reduce_max_dst_align_kernel(); });
+    return twin_test::not_stopped();
+}

@@ -1,0 +1,23 @@
+// expect: mask out of range
+// Rule W1 (ext_quant.h): WholeReduceMax's mask counts the lanes of one repeat: at most 64 floats.
+#include "kernel_operator.h"
+#include "twin_test.h"
+using namespace AscendC;
+
+extern "C" __global__ __aicore__ void r15_whole_reduce_max_mask_kernel() {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> a, b;
+    pipe.InitBuffer(a, 2048);
+    pipe.InitBuffer(b, 2048);
+    LocalTensor<float> x = a.Get<float>();
+    LocalTensor<float> y = b.Get<float>();
+    Duplicate(x, 1.0f, 512);
+    Duplicate(y, 2.0f, 512);
+    PipeBarrier<PIPE_V>();
+    WholeReduceMax(y, x, 65, 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+}
+
+int main() {
+    twin_test::launch(1, [] { r15_whole_reduce_max_mask_kernel(); });
+    return twin_test::not_stopped();
+}

@@ -1,10 +1,10 @@
-// expect: Brcb dstBlkStride 0
-// Rule B3 (ext_quant.h): the NPU treats dstBlkStride 0 as 1; the twin refuses the ambiguity.
+// expect: Brcb src0 and dst overlap
+// Rule B4 (ext_quant.h): Brcb must not write the memory it reads (x[8] is inside the 8 blocks written from x).
 #include "kernel_operator.h"
 #include "twin_test.h"
 using namespace AscendC;
 
-extern "C" __global__ __aicore__ void r15_brcb_blk_stride_zero_kernel() {
+extern "C" __global__ __aicore__ void r16_brcb_overlap_kernel() {
     TPipe pipe;
     TBuf<TPosition::VECCALC> a, b;
     pipe.InitBuffer(a, 2048);
@@ -14,10 +14,10 @@ extern "C" __global__ __aicore__ void r15_brcb_blk_stride_zero_kernel() {
     Duplicate(x, 1.0f, 512);
     Duplicate(y, 2.0f, 512);
     PipeBarrier<PIPE_V>();
-    Brcb(y, x, 1, BrcbRepeatParams(0, 8));
+    Brcb(x, x[8], 1, BrcbRepeatParams(1, 8));
 }
 
 int main() {
-    twin_test::launch(1, [] { r15_brcb_blk_stride_zero_kernel(); });
+    twin_test::launch(1, [] { r16_brcb_overlap_kernel(); });
     return twin_test::not_stopped();
 }

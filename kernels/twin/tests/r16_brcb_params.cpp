@@ -1,10 +1,10 @@
-// expect: mask out of range
-// Rule W1 (ext_quant.h): WholeReduceMax's mask counts the lanes of one repeat: at most 64 floats.
+// expect: BrcbRepeatParams field not modelled
+// Rule B5 (ext_quant.h): only dstBlkStride and dstRepStride of BrcbRepeatParams are modelled.
 #include "kernel_operator.h"
 #include "twin_test.h"
 using namespace AscendC;
 
-extern "C" __global__ __aicore__ void r15_whole_reduce_max_mask_kernel() {
+extern "C" __global__ __aicore__ void r16_brcb_params_kernel() {
     TPipe pipe;
     TBuf<TPosition::VECCALC> a, b;
     pipe.InitBuffer(a, 2048);
@@ -14,10 +14,12 @@ extern "C" __global__ __aicore__ void r15_whole_reduce_max_mask_kernel() {
     Duplicate(x, 1.0f, 512);
     Duplicate(y, 2.0f, 512);
     PipeBarrier<PIPE_V>();
-    WholeReduceMax(y, x, 65, 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+    BrcbRepeatParams p(1, 8);
+    p.repeatStrideMode = true;
+    Brcb(y, x, 1, p);
 }
 
 int main() {
-    twin_test::launch(1, [] { r15_whole_reduce_max_mask_kernel(); });
+    twin_test::launch(1, [] { r16_brcb_params_kernel(); });
     return twin_test::not_stopped();
 }

@@ -1,10 +1,10 @@
-// expect: partial overlap of dst and src
-// Rule M3 via ext_quant.h's level-0 Max: dst x[8] and src0 x overlap without being the same start (in place).
+// expect: dst start not aligned for WholeReduceMax
+// Rule W3 (ext_quant.h): a float WholeReduceMax writes to an 8-byte aligned dst; y[1] starts 4 bytes in.
 #include "kernel_operator.h"
 #include "twin_test.h"
 using namespace AscendC;
 
-extern "C" __global__ __aicore__ void r15_max_level0_overlap_kernel() {
+extern "C" __global__ __aicore__ void r16_whole_reduce_max_dst_align_kernel() {
     TPipe pipe;
     TBuf<TPosition::VECCALC> a, b;
     pipe.InitBuffer(a, 2048);
@@ -14,10 +14,10 @@ extern "C" __global__ __aicore__ void r15_max_level0_overlap_kernel() {
     Duplicate(x, 1.0f, 512);
     Duplicate(y, 2.0f, 512);
     PipeBarrier<PIPE_V>();
-    Max(x[8], x, y, 64, 2, BinaryRepeatParams(1, 1, 1, 8, 8, 8));
+    WholeReduceMax(y[1], x, 64, 2, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
 }
 
 int main() {
-    twin_test::launch(1, [] { r15_max_level0_overlap_kernel(); });
+    twin_test::launch(1, [] { r16_whole_reduce_max_dst_align_kernel(); });
     return twin_test::not_stopped();
 }

@@ -1,10 +1,10 @@
-// expect: dst start not aligned for WholeReduceMax
-// Rule W3 (ext_quant.h): a float WholeReduceMax writes to an 8-byte aligned dst; y[1] starts 4 bytes in.
+// expect: mask out of range
+// Rule W1 (ext_quant.h): WholeReduceMax's mask counts the lanes of one repeat: at most 64 floats.
 #include "kernel_operator.h"
 #include "twin_test.h"
 using namespace AscendC;
 
-extern "C" __global__ __aicore__ void r15_whole_reduce_max_dst_align_kernel() {
+extern "C" __global__ __aicore__ void r16_whole_reduce_max_mask_kernel() {
     TPipe pipe;
     TBuf<TPosition::VECCALC> a, b;
     pipe.InitBuffer(a, 2048);
@@ -14,10 +14,10 @@ extern "C" __global__ __aicore__ void r15_whole_reduce_max_dst_align_kernel() {
     Duplicate(x, 1.0f, 512);
     Duplicate(y, 2.0f, 512);
     PipeBarrier<PIPE_V>();
-    WholeReduceMax(y[1], x, 64, 2, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+    WholeReduceMax(y, x, 65, 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
 }
 
 int main() {
-    twin_test::launch(1, [] { r15_whole_reduce_max_dst_align_kernel(); });
+    twin_test::launch(1, [] { r16_whole_reduce_max_mask_kernel(); });
     return twin_test::not_stopped();
 }

@@ -4,7 +4,7 @@
 #include "twin_test.h"
 using namespace AscendC;
 
-extern "C" __global__ __aicore__ void r15_whole_reduce_max_stride_kernel() {
+extern "C" __global__ __aicore__ void r16_whole_reduce_max_stride_kernel() {
     TPipe pipe;
     TBuf<TPosition::VECCALC> a, b;
     pipe.InitBuffer(a, 2048);
@@ -18,6 +18,6 @@ extern "C" __global__ __aicore__ void r15_whole_reduce_max_stride_kernel() {
 }
 
 int main() {
-    twin_test::launch(1, [] { r15_whole_reduce_max_stride_kernel(); });
+    twin_test::launch(1, [] { r16_whole_reduce_max_stride_kernel(); });
     return twin_test::not_stopped();
 }

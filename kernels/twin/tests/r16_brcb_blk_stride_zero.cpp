@@ -1,10 +1,10 @@
-// expect: BrcbRepeatParams field not modelled
-// Rule B5 (ext_quant.h): only dstBlkStride and dstRepStride of BrcbRepeatParams are modelled.
+// expect: Brcb dstBlkStride 0
+// Rule B3 (ext_quant.h): the NPU treats dstBlkStride 0 as 1; the twin refuses the ambiguity.
 #include "kernel_operator.h"
 #include "twin_test.h"
 using namespace AscendC;
 
-extern "C" __global__ __aicore__ void r15_brcb_params_kernel() {
+extern "C" __global__ __aicore__ void r16_brcb_blk_stride_zero_kernel() {
     TPipe pipe;
     TBuf<TPosition::VECCALC> a, b;
     pipe.InitBuffer(a, 2048);
@@ -14,12 +14,10 @@ extern "C" __global__ __aicore__ void r15_brcb_params_kernel() {
     Duplicate(x, 1.0f, 512);
     Duplicate(y, 2.0f, 512);
     PipeBarrier<PIPE_V>();
-    BrcbRepeatParams p(1, 8);
-    p.repeatStrideMode = true;
-    Brcb(y, x, 1, p);
+    Brcb(y, x, 1, BrcbRepeatParams(0, 8));
 }
 
 int main() {
-    twin_test::launch(1, [] { r15_brcb_params_kernel(); });
+    twin_test::launch(1, [] { r16_brcb_blk_stride_zero_kernel(); });
     return twin_test::not_stopped();
 }

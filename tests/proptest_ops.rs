@@ -259,6 +259,31 @@ fn rotary_mul_random_cases_match_the_reference() {
     });
 }
 
+#[test]
+fn rotary_mul_grad_random_cases_match_the_reference() {
+    let spec = op("rotary_mul_grad");
+    let dims = (1usize..4, 1usize..7, 1usize..6, head_dim());
+    let strategy = (rotary_mode_layout(), dims, any::<bool>(), column(&spec), distribution(), any::<u64>());
+    check_op(
+        "rotary_mul_grad",
+        strategy,
+        |spec, ((mode, layout), (b, s, n, d), table_grads, column, dist, seed)| {
+            let (x, table) = layout.shapes(b, s, n, d);
+            let attrs = attrs(
+                spec,
+                &[
+                    ("mode", AttrValue::String(mode.to_string())),
+                    ("table_grads", AttrValue::Bool(table_grads)),
+                ],
+            );
+            (
+                column,
+                Case { shapes: named(spec, vec![x.clone(), x, table.clone(), table]), dist, seed, attrs },
+            )
+        },
+    );
+}
+
 // ---- elementwise: gelu_tanh, gelu_erf, fast_gelu, swiglu ---------------------------------------
 
 /// A shape of rank 1 to 4 (rarely up to 8): dims mostly small and unaligned, one dim sometimes

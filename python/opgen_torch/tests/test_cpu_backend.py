@@ -159,6 +159,14 @@ def samples(dtype=torch.float32, seed=1):
         "rms_norm": (x, uniform((40,), dtype, seed + 1), 1e-6),
         "add_rms_norm": (x, uniform((3, 40), dtype, seed + 2), uniform((40,), dtype, seed + 1), 1e-6),
         "rotary_mul": (rot_x, rot_t, uniform((1, 6, 1, 64), dtype, seed + 2, -1, 1), "half"),
+        "rotary_mul_grad": (
+            uniform((2, 6, 2, 64), dtype, seed + 5),
+            rot_x,
+            rot_t,
+            uniform((1, 6, 1, 64), dtype, seed + 2, -1, 1),
+            "half",
+            True,
+        ),
         "gelu_tanh": (x,),
         "gelu_erf": (x,),
         "fast_gelu": (x,),
@@ -259,6 +267,29 @@ class Forward(unittest.TestCase):
                         y = OPS.rotary_mul(x, c, s, mode)
                         x64 = x.double()
                         check_close(self, "y", y, x64 * c.double() + rotate(x64, mode) * s.double())
+
+    def test_rotary_mul_grad(self):
+        # Against torch autograd of the forward's float64 formula (dx; dr1/dr2 summed over the
+        # broadcast dims); without table_grads dr1/dr2 are zeros.
+        for dtype in FLOATS:
+            for mode in ("half", "interleave"):
+                for xs, ts in [((2, 8, 4, 64), (1, 8, 1, 64)), ((3, 5, 2, 72), (3, 1, 1, 72))]:
+                    for table_grads in (True, False):
+                        with self.subTest(dtype=dtype, mode=mode, shape=xs, table_grads=table_grads):
+                            x, dy = uniform(xs, dtype, 61), uniform(xs, dtype, 62)
+                            c, s = uniform(ts, dtype, 63, -1, 1), uniform(ts, dtype, 64, -1, 1)
+                            dx, dr1, dr2 = OPS.rotary_mul_grad(dy, x, c, s, mode, table_grads)
+                            x64 = x.double().requires_grad_()
+                            c64 = c.double().requires_grad_()
+                            s64 = s.double().requires_grad_()
+                            y = x64 * c64 + rotate(x64, mode) * s64
+                            gx, gc, gs = torch.autograd.grad(y, (x64, c64, s64), dy.double())
+                            check_close(self, "dx", dx, gx)
+                            if table_grads:
+                                check_close(self, "dr1", dr1, gc)
+                                check_close(self, "dr2", dr2, gs)
+                            else:
+                                self.assertTrue(bool((dr1 == 0).all()) and bool((dr2 == 0).all()))
 
     def test_activations(self):
         golds = {"gelu_tanh": gelu_tanh_gold, "gelu_erf": gelu_erf_gold, "fast_gelu": fast_gelu_gold}
@@ -456,6 +487,7 @@ class HostRefusals(unittest.TestCase):
 NO_BACKWARD = {
     "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
+    "rotary_mul_grad",
 }
 # rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
 if "rotary_mul" in opgen_torch.ops.BACKWARD:

@@ -32,6 +32,12 @@ start=$(opgen_now)
 cargo xtask torch-cpu --python "$python" --out "$out"
 echo "  torch-cpu: $(opgen_elapsed "$start") s"
 
+# Inductor's compile cache (default /tmp/torchinductor_<user>) keys on the traced graph, not on
+# the ops' Meta kernels: after a change of an op's output shapes it replays stale code (seen when
+# rms_norm_grad's dgamma went from [48, D] partials to [D]). One cache per build of the package.
+schema_hash=$(cat "$out"/opgen_torch/ops.py "$out"/opgen_torch/*.so 2>/dev/null | sha256sum | cut -c1-16)
+export TORCHINDUCTOR_CACHE_DIR="$out/inductor-cache-$schema_hash"
+
 echo "== python/opgen_torch/tests/test_cpu_backend.py"
 start=$(opgen_now)
 # The package must import from the build alone: no torch_npu, no CANN, nothing from the repo.

@@ -137,6 +137,10 @@ enum Command {
         /// Skip cases whose largest input has more elements (each skipped case is listed).
         #[arg(long)]
         max_elements: Option<u64>,
+        /// One shape instead of --shapes, in `plan`'s syntax: the first input's shape (4x896),
+        /// more as name=dims to override derived shapes; needs exactly one op in --ops.
+        #[arg(long = "shape")]
+        shape: Vec<String>,
     },
     /// Find the CANN toolkit and say what is missing.
     Doctor {
@@ -182,6 +186,7 @@ fn main() {
             check,
             known_misses,
             max_elements,
+            shape,
         } => app::report::report(&app::report::ReportOptions {
             specs,
             ops,
@@ -194,6 +199,7 @@ fn main() {
             check,
             known_misses,
             max_elements,
+            shape,
         }),
         Command::Doctor { cann } => {
             println!("{}", ascend_opgen::toolchain::doctor_report(cann.as_deref()));

@@ -559,9 +559,9 @@ impl FamilyOps for PagedCache {
         Ok(ShapeRule { checks: Vec::new(), outputs: vec![OutputShape::Fixed { dims: vec![1] }] })
     }
 
-    /// Qwen2-7B's KV heads (4 of D 128) at 4096 tokens.
+    /// Qwen2-7B's and Qwen3-8B's KV heads (4 and 8 of D 128) at 4096 tokens.
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-        vec![("Qwen2-7B kv", vec![4096, 4, 128])]
+        vec![("Qwen2-7B kv", vec![4096, 4, 128]), ("Qwen3-8B kv", vec![4096, 8, 128])]
     }
 
     /// The slot mapping is realistic: token i goes to slot i (a prefill filling fresh blocks),

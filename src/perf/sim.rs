@@ -11,10 +11,12 @@
 //!   (this is how the V_S wait inside ReduceSum defeats double buffering).
 //! - `PipeBarrier<PIPE_X>`: X's next instruction waits for its earlier ones to complete;
 //!   `PIPE_ALL`: the scalar unit waits for every pipe.
-//! - Transfers share HBM: a core's engines move HBM bytes at most at its share of the sustained
-//!   bandwidth (split between reading and writing in proportion to the core's bytes, at least a
-//!   fifth each), L2 hits at the .ini L2 rate; a launch takes at least all its HBM bytes at the
-//!   sustained bandwidth.
+//! - Transfers share HBM: every engine moves HBM bytes at most at a common cap (bytes per cycle),
+//!   the largest cap at which the launch's average HBM demand (all its HBM bytes over the slowest
+//!   core's time) stays within the sustained bandwidth. Cores that are computing leave bandwidth
+//!   to the ones that are copying, so a kernel that alternates copy and compute copies faster
+//!   than a fair share of all cores, and a streaming one gets exactly the bandwidth. L2 hits move
+//!   at the .ini L2 rate and take no HBM bandwidth.
 
 use super::cycles::{Costs, Level, VecClass, LEVELS};
 use serde::Serialize;
@@ -54,15 +56,38 @@ pub enum Dir {
 /// One step of a core's program.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    Vector { api: VecClass, elements: u64 },
+    Vector {
+        api: VecClass,
+        elements: u64,
+    },
     /// `l2_hit`: the fraction of the bytes served by L2 instead of HBM.
-    Dma { dir: Dir, bytes: u64, blocks: u64, aligned: bool, l2_hit: f64 },
+    Dma {
+        dir: Dir,
+        bytes: u64,
+        blocks: u64,
+        aligned: bool,
+        l2_hit: f64,
+    },
     /// A scalar-unit step with its scalar UB and GM accesses.
-    Scalar { gm: u64, ub: u64 },
-    Set { from: Pipe, to: Pipe, key: i64 },
-    Wait { from: Pipe, to: Pipe, key: i64 },
+    Scalar {
+        gm: u64,
+        ub: u64,
+    },
+    Set {
+        from: Pipe,
+        to: Pipe,
+        key: i64,
+    },
+    Wait {
+        from: Pipe,
+        to: Pipe,
+        key: i64,
+    },
     /// A set/wait pair inside an API.
-    Hidden { from: Pipe, to: Pipe },
+    Hidden {
+        from: Pipe,
+        to: Pipe,
+    },
     /// `None`: PIPE_ALL.
     Barrier(Option<Pipe>),
 }
@@ -108,12 +133,11 @@ fn hbm_bytes(op: &Op) -> (f64, f64) {
     }
 }
 
-/// Simulates one core whose HBM share is `share` bytes per cycle.
-pub fn simulate_core(core: usize, ops: &[Op], c: &Costs, share: f64) -> Result<CoreTime, SimError> {
+/// Simulates one core whose engines move HBM bytes at most at `cap` bytes per cycle.
+pub fn simulate_core(core: usize, ops: &[Op], c: &Costs, cap: f64) -> Result<CoreTime, SimError> {
     let (rd, wr) = ops.iter().map(hbm_bytes).fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
-    let frac_in = if rd + wr > 0.0 { (rd / (rd + wr)).clamp(0.2, 0.8) } else { 0.5 };
-    let rate_in = c.mte2_bytes_per_cycle.min(share * frac_in);
-    let rate_out = c.mte3_bytes_per_cycle.min(share * (1.0 - frac_in));
+    let rate_in = c.mte2_bytes_per_cycle.min(cap);
+    let rate_out = c.mte3_bytes_per_cycle.min(cap);
     let mut t = CoreTime { hbm_bytes: rd + wr, ..CoreTime::default() };
     let mut ts = 0.0f64;
     let mut free = [0.0f64; 4];
@@ -165,9 +189,10 @@ pub fn simulate_core(core: usize, ops: &[Op], c: &Costs, share: f64) -> Result<C
             }
             Op::Wait { from, to, key } => {
                 ts += c.s_issue_cycles;
-                let at = flags.get_mut(&(*from, *to, *key)).and_then(|q| q.pop_front()).ok_or(
-                    SimError::WaitWithoutSet { core, index, from: *from, to: *to, key: *key },
-                )?;
+                let at = flags
+                    .get_mut(&(*from, *to, *key))
+                    .and_then(|q| q.pop_front())
+                    .ok_or(SimError::WaitWithoutSet { core, index, from: *from, to: *to, key: *key })?;
                 wait(*to, at, &mut ts, &mut free, &mut t);
             }
             Op::Hidden { from, to } => {
@@ -221,30 +246,63 @@ pub struct LaunchTime {
     pub bound: &'static str,
 }
 
-/// Simulates a launch: every core with its share of the sustained HBM bandwidth.
-pub fn simulate_launch(cores: &[Vec<Op>], c: &Costs) -> Result<LaunchTime, SimError> {
-    let moving = cores.iter().filter(|ops| ops.iter().any(|o| matches!(o, Op::Dma { .. }))).count().max(1);
-    let share = c.hbm_bytes_per_cycle() / moving as f64;
-    let mut out = LaunchTime { launch_us: c.launch_us, ..LaunchTime::default() };
+/// Every core at one cap: (all HBM bytes, the slowest core).
+fn run_cores(cores: &[Vec<Op>], c: &Costs, cap: f64) -> Result<(f64, CoreTime), SimError> {
     let mut hbm = 0.0;
     let mut slowest = CoreTime::default();
     for (i, ops) in cores.iter().enumerate() {
-        let t = simulate_core(i, ops, c, share)?;
+        let t = simulate_core(i, ops, c, cap)?;
         hbm += t.hbm_bytes;
         if t.cycles > slowest.cycles {
             slowest = t;
         }
     }
+    Ok((hbm, slowest))
+}
+
+/// Simulates a launch at the largest engine cap whose average HBM demand fits the sustained
+/// bandwidth (bisection: the demand grows with the cap).
+pub fn simulate_launch(cores: &[Vec<Op>], c: &Costs) -> Result<LaunchTime, SimError> {
+    let bw = c.hbm_bytes_per_cycle();
+    let top = c.mte2_bytes_per_cycle.max(c.mte3_bytes_per_cycle);
+    let fits = |(hbm, t): &(f64, CoreTime)| t.cycles <= 0.0 || hbm / t.cycles <= bw * (1.0 + 1e-9);
+    let mut best = run_cores(cores, c, top)?;
+    if !fits(&best) {
+        let (mut lo, mut hi) = (0.0, top);
+        // The fair share of every moving core always fits: start there.
+        let moving =
+            cores.iter().filter(|ops| ops.iter().any(|o| matches!(o, Op::Dma { .. }))).count().max(1);
+        lo = f64::max(lo, bw / moving as f64 / 2.0);
+        best = run_cores(cores, c, lo)?;
+        for _ in 0..24 {
+            let mid = 0.5 * (lo + hi);
+            let r = run_cores(cores, c, mid)?;
+            if fits(&r) {
+                lo = mid;
+                best = r;
+            } else {
+                hi = mid;
+            }
+            if hi - lo < 2e-3 * lo.max(1e-3) {
+                break;
+            }
+        }
+    }
+    let (hbm, slowest) = best;
+    let mut out = LaunchTime { launch_us: c.launch_us, ..LaunchTime::default() };
     out.core_us = c.cycles_to_us(slowest.cycles);
     out.hbm_us = c.cycles_to_us(hbm / c.hbm_bytes_per_cycle());
     out.busiest = slowest.busy.map(|b| c.cycles_to_us(b));
     out.scalar_blocked_us = c.cycles_to_us(slowest.scalar_blocked);
     let body = out.core_us.max(out.hbm_us);
     out.total_us = body + out.launch_us;
-    let (pipe, busy) = ["S", "V", "MTE2", "MTE3"]
-        .into_iter()
-        .zip(out.busiest)
-        .fold(("S", 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let (pipe, busy) = ["S", "V", "MTE2", "MTE3"].into_iter().zip(out.busiest).fold(("S", 0.0), |a, b| {
+        if b.1 > a.1 {
+            b
+        } else {
+            a
+        }
+    });
     out.bound = if out.launch_us > body {
         "launch"
     } else if out.hbm_us >= out.core_us {
@@ -442,31 +500,48 @@ mod tests {
 
     #[test]
     fn cores_share_hbm_and_l2_hits_do_not() {
-        // Two cores each read 1000 B, then write 1000 B; HBM gives 10 B/cycle in all, so each
-        // core has 5 B/cycle, half of it each way (its bytes are half reads): 1000 / 2.5 = 400
-        // cycles in, then 400 out = 800. The launch's 4000 bytes at 10 B/cycle are 400 cycles.
+        // Two cores each read 1000 B, then write 1000 B; HBM gives 10 B/cycle in all. The two
+        // cores' 4000 B take 400 cycles at 10 B/cycle, and that is each core's time: 5 B/cycle
+        // for its read, then 5 B/cycle for its write.
         let mut c = unit();
         c.mte2_bytes_per_cycle = 100.0;
         c.mte3_bytes_per_cycle = 100.0;
         c.l2_bytes_per_cycle = 10.0;
         c.hbm_gbps = 10.0 * c.clock_mhz * 1e6 / 1e9;
-        let core =
-            vec![dma(Dir::In, 1000), set(Pipe::Mte2, Pipe::Mte3, 0), wait(Pipe::Mte2, Pipe::Mte3, 0), dma(Dir::Out, 1000)];
-        let t = simulate_launch(&[core.clone(), core], &c).unwrap();
-        assert!((t.core_us - c.cycles_to_us(800.0)).abs() < 1e-9, "{t:?}");
+        let core_ops = || {
+            vec![
+                dma(Dir::In, 1000),
+                set(Pipe::Mte2, Pipe::Mte3, 0),
+                wait(Pipe::Mte2, Pipe::Mte3, 0),
+                dma(Dir::Out, 1000),
+            ]
+        };
+        let t = simulate_launch(&[core_ops(), core_ops()], &c).unwrap();
+        assert!((t.core_us - c.cycles_to_us(400.0)).abs() < 5e-3 * c.cycles_to_us(400.0), "{t:?}");
         assert!((t.hbm_us - c.cycles_to_us(400.0)).abs() < 1e-9, "{t:?}");
-        // Three quarters of a read hit L2: 250 B from HBM at 4 B/cycle (a core that only reads
-        // gets four fifths of its 5 B/cycle share) = 62.5, + 750 B from L2 at 10 B/cycle = 75.
+        // One core copies while the other computes for 300 cycles first: the copying core has
+        // HBM to itself until the other one starts (the cap settles where the launch's demand
+        // fits): core A reads+writes 2000 B at cap k, core B computes 300 then copies 2000 B:
+        // T = 300 + 2000/k and (4000 B)/T <= 10 B/cycle, so k = 2000/100 = 20 B/cycle: T = 400.
+        let late =
+            [vec![vec(300), set(Pipe::V, Pipe::Mte2, 9), wait(Pipe::V, Pipe::Mte2, 9)], core_ops()].concat();
+        let t = simulate_launch(&[core_ops(), late], &c).unwrap();
+        assert!((t.core_us - c.cycles_to_us(400.0)).abs() < 5e-3 * c.cycles_to_us(400.0), "{t:?}");
+        // Three quarters of a read hit L2: 250 B from HBM at the cap of 5 B/cycle = 50 cycles,
+        // + 750 B from L2 at 10 B/cycle = 75.
         let hit = vec![Op::Dma { dir: Dir::In, bytes: 1000, blocks: 1, aligned: true, l2_hit: 0.75 }];
         let t = simulate_core(0, &hit, &c, 5.0).unwrap();
-        assert_eq!(t.cycles, 137.5);
+        assert_eq!(t.cycles, 125.0);
         assert_eq!(t.hbm_bytes, 250.0);
     }
 
     #[test]
     fn a_wait_without_its_set_is_an_error_and_the_levels_are_ordered() {
         let err = simulate_core(2, &[wait(Pipe::V, Pipe::S, 3)], &unit(), 1.0).unwrap_err();
-        assert_eq!(err.to_string(), "cycle model: core 2, event 0: WaitFlag<V_S> (key 3) without an earlier SetFlag");
+        assert_eq!(
+            err.to_string(),
+            "cycle model: core 2, event 0: WaitFlag<V_S> (key 3) without an earlier SetFlag"
+        );
         let soc = find("Ascend910B2").unwrap();
         let hidden = [Op::Hidden { from: Pipe::V, to: Pipe::S }];
         let cores: Vec<Vec<Op>> = (0..4).map(|_| pipeline(8, 2, 4096, 64, 4096, &hidden)).collect();

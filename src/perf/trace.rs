@@ -45,16 +45,41 @@ pub struct CoreTrace {
 #[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Event {
     /// A vector instruction and the elements the twin counted for it.
-    Vec { api: String, elements: u64 },
+    Vec {
+        api: String,
+        elements: u64,
+    },
     /// A GM↔UB transfer: `blocks` bursts of `block_bytes` (DataCopy's blockCount/blockLen).
-    Dma { pipe: String, api: String, gm: String, bytes: u64, blocks: u64, block_bytes: u64, gm_offset: u64 },
+    Dma {
+        pipe: String,
+        api: String,
+        gm: String,
+        bytes: u64,
+        blocks: u64,
+        block_bytes: u64,
+        gm_offset: u64,
+    },
     /// An instruction of the scalar unit and its scalar memory accesses.
-    Scalar { api: String, gm_accesses: u32, ub_accesses: u32 },
-    Set { event: String, key: i64 },
-    Wait { event: String, key: i64 },
+    Scalar {
+        api: String,
+        gm_accesses: u32,
+        ub_accesses: u32,
+    },
+    Set {
+        event: String,
+        key: i64,
+    },
+    Wait {
+        event: String,
+        key: i64,
+    },
     /// A SetFlag/WaitFlag pair inside an AscendC API.
-    Hidden { event: String },
-    Barrier { pipe: String },
+    Hidden {
+        event: String,
+    },
+    Barrier {
+        pipe: String,
+    },
 }
 
 pub fn parse(text: &str) -> Result<TraceDoc, TraceError> {
@@ -103,12 +128,20 @@ pub fn lower(doc: &TraceDoc, l2_hits: &BTreeMap<String, f64>) -> Result<Vec<Vec<
         let mut ops = Vec::with_capacity(c.events.len());
         for e in &c.events {
             ops.push(match e {
-                Event::Vec { api, elements } => Op::Vector { api: super::cycles::VecClass::of(api), elements: *elements },
+                Event::Vec { api, elements } => {
+                    Op::Vector { api: super::cycles::VecClass::of(api), elements: *elements }
+                }
                 Event::Dma { pipe: p, gm, bytes, blocks, block_bytes, gm_offset, .. } => {
                     let dir = match pipe(c.core, p)? {
                         Pipe::Mte2 => Dir::In,
                         Pipe::Mte3 => Dir::Out,
-                        _ => return Err(TraceError::Unknown { core: c.core, what: "DMA pipe", name: p.clone() }),
+                        _ => {
+                            return Err(TraceError::Unknown {
+                                core: c.core,
+                                what: "DMA pipe",
+                                name: p.clone(),
+                            })
+                        }
                     };
                     let aligned = *gm_offset % 512 == 0 && (*blocks <= 1 || *block_bytes % 512 == 0);
                     Op::Dma {
@@ -161,7 +194,8 @@ mod tests {
         assert_eq!(ops[0][0], Op::Dma { dir: Dir::In, bytes: 1024, blocks: 2, aligned: true, l2_hit: 0.0 });
         assert_eq!(ops[0][1], Op::Set { from: Pipe::Mte2, to: Pipe::V, key: 1000003 });
         assert_eq!(ops[0][7], Op::Barrier(None));
-        let extra = text.replace(r#""key":1000003},{"op":"wait""#, r#""key":1000003,"pipe":"V"},{"op":"wait""#);
+        let extra =
+            text.replace(r#""key":1000003},{"op":"wait""#, r#""key":1000003,"pipe":"V"},{"op":"wait""#);
         assert!(parse(&extra).is_err());
         let cube = parse(r#"{"cores":[{"core":3,"events":[{"op":"hidden","event":"M_FIX"}]}]}"#).unwrap();
         let err = lower(&cube, &BTreeMap::new()).unwrap_err();

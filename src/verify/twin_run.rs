@@ -81,7 +81,11 @@ fn command(
         cmd = cmd.env("OPGEN_TWIN_PERTURB", format!("{k}:{seed}"));
     }
     // The event trace for the cycle model (kernels/twin/include/opgen_twin/trace.h).
-    cmd = if trace { cmd.env("OPGEN_TWIN_TRACE", dir.join("trace.json")) } else { cmd.env_remove("OPGEN_TWIN_TRACE") };
+    cmd = if trace {
+        cmd.env("OPGEN_TWIN_TRACE", dir.join("trace.json"))
+    } else {
+        cmd.env_remove("OPGEN_TWIN_TRACE")
+    };
     for (name, tensor) in case.inputs {
         let path = dir.join(format!("in_{name}.bin"));
         fs::write(&path, &tensor.bytes).map_err(|e| TwinError::Io(format!("{}: {e}", path.display())))?;
@@ -139,7 +143,8 @@ pub fn run_case_traced(
     let dir = scratch_dir()?;
     let result = run_in(runner, spec, soc, case, &dir, false, true).and_then(|run| {
         let path = dir.join("trace.json");
-        let text = fs::read_to_string(&path).map_err(|e| TwinError::Io(format!("{}: {e}", path.display())))?;
+        let text =
+            fs::read_to_string(&path).map_err(|e| TwinError::Io(format!("{}: {e}", path.display())))?;
         Ok((run, text))
     });
     let _ = fs::remove_dir_all(&dir);

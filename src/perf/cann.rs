@@ -666,7 +666,7 @@ pub fn design(
     let dims = |i: usize| shapes.get(i).map(|(_, s)| s.iter().map(|d| *d as u64).collect::<Vec<u64>>());
     let x = dims(0).unwrap_or_default();
     let last = x.last().copied().unwrap_or(0);
-    let rows = if last == 0 { 0 } else { x.iter().product::<u64>() / last };
+    let rows = x.iter().product::<u64>().checked_div(last).unwrap_or(0);
     match op {
         "rms_norm" => rms_norm(soc, rows, last, sz),
         "add_rms_norm" => add_rms_norm(soc, rows, last, sz, float16),
@@ -730,7 +730,8 @@ mod tests {
     #[test]
     fn every_design_runs_on_the_simulator_at_the_model_shapes() {
         let soc = find("Ascend910B2").unwrap();
-        let cases: Vec<(&str, Vec<(String, Vec<usize>)>, bool)> = vec![
+        type Case = (&'static str, Vec<(String, Vec<usize>)>, bool);
+        let cases: Vec<Case> = vec![
             ("rms_norm", shapes(&[("x", &[4096, 3584]), ("gamma", &[3584])]), false),
             (
                 "add_rms_norm",

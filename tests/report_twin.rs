@@ -204,3 +204,21 @@ fn report_refuses_an_unknown_soc() {
     assert_eq!(out.code(), Some(2), "{}", out.stderr_lossy());
     assert!(out.stderr_lossy().contains("first-generation"));
 }
+
+#[test]
+fn report_shape_takes_plans_syntax_for_one_op() {
+    let run = |args: &[&str]| {
+        Cmd::new(env!("CARGO_BIN_EXE_opgen")).arg("report").args(args).stdin_null().run().expect("opgen runs")
+    };
+    let two = run(&["--ops", "rms_norm,add_rms_norm", "--shape", "4x8"]);
+    assert_eq!(two.code(), Some(2), "{}", two.stderr_lossy());
+    assert!(two.stderr_lossy().contains("exactly one op"), "{}", two.stderr_lossy());
+    let bad = run(&["--ops", "rms_norm", "--shape", "4xA"]);
+    assert_eq!(bad.code(), Some(2), "{}", bad.stderr_lossy());
+    assert!(bad.stderr_lossy().contains("bad shape `4xA`"), "{}", bad.stderr_lossy());
+    let one = run(&["--ops", "rms_norm", "--dtypes", "f16", "--shape", "96x128"]);
+    assert_eq!(one.code(), Some(0), "{}", one.stderr_lossy());
+    let text = one.stdout_lossy();
+    assert!(text.contains("96x128 (user)") && text.contains("Cycle model"), "{text}");
+    assert!(text.contains("MergeN"), "the CANN RmsNorm design at D = 128: {text}");
+}

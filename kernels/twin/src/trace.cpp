@@ -167,7 +167,10 @@ void write_launch() {
     if (!g_on) return;
     const char* path = std::getenv("OPGEN_TWIN_TRACE");
     FILE* out = std::fopen(path, "w");
-    if (out == nullptr) fail("trace", "cannot write the trace", std::string("OPGEN_TWIN_TRACE=") + path);
+    if (out == nullptr) {
+        // twin rule untested: only an unwritable OPGEN_TWIN_TRACE path reaches it; the report always passes its own scratch file
+        fail("trace", "cannot write the trace", std::string("OPGEN_TWIN_TRACE=") + path);
+    }
     std::fputs("{\"cores\":[", out);
     bool first_core = true;
     for (const auto& [idx, events] : g_cores) {

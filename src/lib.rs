@@ -13,6 +13,7 @@ pub mod compare;
 pub mod dtype;
 pub mod family;
 pub mod npy;
+pub mod perf;
 pub mod plan;
 pub mod reference;
 pub mod report;

@@ -147,6 +147,10 @@ enum Command {
         /// Skip cases whose largest input has more elements (each skipped case is listed).
         #[arg(long)]
         max_elements: Option<u64>,
+        /// One shape instead of --shapes, in `plan`'s syntax: the first input's shape (4x896),
+        /// more as name=dims to override derived shapes; needs exactly one op in --ops.
+        #[arg(long = "shape")]
+        shape: Vec<String>,
     },
     /// Find the CANN toolkit and say what is missing.
     Doctor {
@@ -203,6 +207,7 @@ fn main() {
             check,
             known_misses,
             max_elements,
+            shape,
         } => app::report::report(&app::report::ReportOptions {
             specs,
             ops,
@@ -215,6 +220,7 @@ fn main() {
             check,
             known_misses,
             max_elements,
+            shape,
         }),
         Command::Doctor { cann } => {
             let report = ascend_opgen::toolchain::doctor_report(cann.as_deref());

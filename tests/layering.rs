@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["family"],
     &["codegen"],
     &["verify"],
+    &["perf"],
     &["report"],
     &["app", "acl"],
 ];

@@ -132,12 +132,66 @@ fn the_report_outputs_carry_the_rows() {
 
 #[test]
 fn the_fusion_target_ops_have_model_shapes() {
-    for (op, cases) in [("rms_norm", 1), ("add_rms_norm", 1), ("rotary_mul", 2)] {
+    // Qwen2-7B and Qwen3-8B at 4096 tokens; rms_norm also Qwen3's q_norm rows.
+    for (op, cases) in [("rms_norm", 3), ("add_rms_norm", 2), ("rotary_mul", 3)] {
         let specs = load_specs(None, &[op.to_string()]).expect("catalogue");
         let model = report::cases(&specs[0], report::ShapeSet::Model);
         assert_eq!(model.len(), cases, "{op}");
-        assert!(model.iter().all(|c| c.is_model() && c.shapes[0].1.contains(&4096)), "{op}: {model:?}");
+        let tokens = |s: &[usize]| s[..s.len() - 1].iter().product::<usize>();
+        assert!(model.iter().all(|c| c.is_model() && tokens(&c.shapes[0].1) % 4096 == 0), "{op}: {model:?}");
+        assert!(model.iter().any(|c| c.origin.starts_with("Qwen3")), "{op}: {model:?}");
     }
+}
+
+#[test]
+fn the_event_trace_agrees_with_the_counters_and_times_the_launch() {
+    // Two independent paths of the twin: the trace (trace.cpp) and the counters (runtime.cpp)
+    // must tell the same story per core; then the cycle model times the launch.
+    let specs = load_specs(None, &["rms_norm".to_string()]).expect("catalogue");
+    let spec = &specs[0];
+    let project = render(&specs).expect("render");
+    let column = spec.column_for(DType::Float16).expect("dtype registered");
+    let runner = verify::build_runner(&project, spec, column, BuildOptions::default()).expect("twin build");
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let case = ReportCase::new(spec, "test", &[960, 896]);
+    let (inputs, valid) = report::case_inputs(spec, column, &case);
+    let (run, trace) = verify::run_case_traced(
+        &runner,
+        spec,
+        soc,
+        &CaseInput { inputs: &inputs, attrs: &case.attrs, inplace: &[] },
+    )
+    .expect("twin run");
+    let doc = ascend_opgen::perf::trace::parse(&trace).expect("trace parses");
+    let mut row = report::build_row(soc, spec, column, &case, &run.report, valid).expect("row");
+    assert_eq!(doc.cores.len(), row.cores.len());
+    use ascend_opgen::perf::trace::Event;
+    for (t, c) in doc.cores.iter().zip(&row.cores) {
+        let mut vec_calls: std::collections::BTreeMap<String, u64> = Default::default();
+        let (mut bytes_in, mut bytes_out, mut hidden_vs, mut kernel_waits) = (0, 0, 0, 0);
+        for e in &t.events {
+            match e {
+                Event::Vec { api, .. } => *vec_calls.entry(api.clone()).or_default() += 1,
+                Event::Dma { pipe, bytes, .. } if pipe == "MTE2" => bytes_in += bytes,
+                Event::Dma { bytes, .. } => bytes_out += bytes,
+                Event::Hidden { event } if event == "V_S" => hidden_vs += 1,
+                Event::Wait { key, .. } if *key < 1_000_000 => kernel_waits += 1,
+                _ => {}
+            }
+        }
+        assert_eq!(vec_calls, c.vector_instructions, "core {}", c.core);
+        assert_eq!((bytes_in, bytes_out), (c.transfer_in_bytes, c.transfer_out_bytes), "core {}", c.core);
+        assert_eq!(hidden_vs, c.hidden_flag_waits.get("V_S").copied().unwrap_or(0), "core {}", c.core);
+        assert_eq!(kernel_waits, c.flag_waits.values().sum::<u64>(), "core {}", c.core);
+    }
+    report::attach_cycle_model(&mut row, soc, spec, column, &trace);
+    let t = row.time_us.unwrap_or_else(|| panic!("no cycle model: {:?}", row.cycle_missing));
+    assert!(t.low <= t.mid && t.mid <= t.high, "{t:?}");
+    // Never below the floor (minimum bytes at the full assumed bandwidth) plus a launch.
+    assert!(t.low >= row.roofline_us + 2.0, "{t:?} against {}", row.roofline_us);
+    let cann = row.cann.as_ref().expect("CANN RmsNorm design");
+    assert_eq!(cann.mode, "MergeN");
+    assert!(row.vs_cann.is_some() && row.vs_eager.is_some());
 }
 
 #[test]
@@ -149,4 +203,22 @@ fn report_refuses_an_unknown_soc() {
         .expect("opgen runs");
     assert_eq!(out.code(), Some(2), "{}", out.stderr_lossy());
     assert!(out.stderr_lossy().contains("first-generation"));
+}
+
+#[test]
+fn report_shape_takes_plans_syntax_for_one_op() {
+    let run = |args: &[&str]| {
+        Cmd::new(env!("CARGO_BIN_EXE_opgen")).arg("report").args(args).stdin_null().run().expect("opgen runs")
+    };
+    let two = run(&["--ops", "rms_norm,add_rms_norm", "--shape", "4x8"]);
+    assert_eq!(two.code(), Some(2), "{}", two.stderr_lossy());
+    assert!(two.stderr_lossy().contains("exactly one op"), "{}", two.stderr_lossy());
+    let bad = run(&["--ops", "rms_norm", "--shape", "4xA"]);
+    assert_eq!(bad.code(), Some(2), "{}", bad.stderr_lossy());
+    assert!(bad.stderr_lossy().contains("bad shape `4xA`"), "{}", bad.stderr_lossy());
+    let one = run(&["--ops", "rms_norm", "--dtypes", "f16", "--shape", "96x128"]);
+    assert_eq!(one.code(), Some(0), "{}", one.stderr_lossy());
+    let text = one.stdout_lossy();
+    assert!(text.contains("96x128 (user)") && text.contains("Cycle model"), "{text}");
+    assert!(text.contains("MergeN"), "the CANN RmsNorm design at D = 128: {text}");
 }

@@ -129,7 +129,7 @@ pub fn plan(opts: &PlanOptions) -> Result<(), AppError> {
 pub type NamedShapes = Vec<(String, Vec<usize>)>;
 
 /// The unnamed first `--shape` and the `name=dims` overrides.
-fn split_shapes(given: &[String]) -> Result<(Vec<usize>, NamedShapes), AppError> {
+pub(crate) fn split_shapes(given: &[String]) -> Result<(Vec<usize>, NamedShapes), AppError> {
     let mut first = None;
     let mut explicit = Vec::new();
     for s in given {

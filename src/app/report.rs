@@ -33,6 +33,9 @@ pub struct ReportOptions {
     pub known_misses: Option<PathBuf>,
     /// Skip cases whose largest input has more elements than this.
     pub max_elements: Option<u64>,
+    /// One user shape in `plan`'s syntax (the first input's dims, then `name=dims` overrides)
+    /// instead of the shape sets; needs exactly one op.
+    pub shape: Vec<String>,
 }
 
 impl Default for ReportOptions {
@@ -49,6 +52,7 @@ impl Default for ReportOptions {
             check: false,
             known_misses: None,
             max_elements: None,
+            shape: Vec::new(),
         }
     }
 }
@@ -86,6 +90,17 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
     let specs = load_specs(opts.specs.as_deref(), &opts.ops)?;
     let project = render(&specs)?;
     let soc = soc::find(&opts.soc).map_err(AppError::input)?;
+    let user = if opts.shape.is_empty() {
+        None
+    } else {
+        if specs.len() != 1 {
+            return Err(AppError::input(format!(
+                "report --shape needs exactly one op (--ops), found {}",
+                specs.len()
+            )));
+        }
+        Some(super::plan::split_shapes(&opts.shape)?)
+    };
     let mut jobs = Vec::new();
     let mut build_failures = Vec::new();
     for spec in &specs {
@@ -94,7 +109,15 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
             if !opts.dtypes.is_empty() && !opts.dtypes.contains(&dtype) {
                 continue;
             }
-            let (cases, skipped): (Vec<ReportCase>, Vec<ReportCase>) = report::cases(spec, opts.shapes)
+            let all = match &user {
+                Some((first, explicit)) => vec![ReportCase {
+                    origin: "user".to_string(),
+                    shapes: crate::verify::sweep::shapes_from_first(spec, first, explicit),
+                    attrs: crate::family::default_attrs(spec),
+                }],
+                None => report::cases(spec, opts.shapes),
+            };
+            let (cases, skipped): (Vec<ReportCase>, Vec<ReportCase>) = all
                 .into_iter()
                 .map(|c| ReportCase { attrs: spec.attrs_for_column(column, &c.attrs), ..c })
                 .partition(|c| opts.max_elements.is_none_or(|max| c.largest_input() <= max));
@@ -167,15 +190,16 @@ fn run_jobs(soc: &soc::Soc, jobs: &[Job], parallel: usize) -> Vec<Result<Row, St
 fn run_one(soc: &soc::Soc, job: &Job) -> Result<Row, String> {
     let started = Instant::now();
     let (inputs, valid_slots) = report::case_inputs(job.spec, job.column, &job.case);
-    let run = verify::run_case(
+    let (run, trace) = verify::run_case_traced(
         &job.runner,
         job.spec,
         soc,
         &CaseInput { inputs: &inputs, attrs: &job.case.attrs, inplace: &[] },
-        false,
     )
     .map_err(|e| e.to_string())?;
-    let row = report::build_row(soc, job.spec, job.column, &job.case, &run.report, valid_slots)?;
+    let mut row = report::build_row(soc, job.spec, job.column, &job.case, &run.report, valid_slots)?;
+    report::attach_cycle_model(&mut row, soc, job.spec, job.column, &trace);
+    drop(trace);
     let seconds = started.elapsed().as_secs_f64();
     if seconds > 1.0 {
         eprintln!(

@@ -588,11 +588,12 @@ impl FamilyOps for PagedCache {
         Ok(ShapeRule { checks: Vec::new(), outputs: vec![OutputShape::Fixed { dims: vec![1] }] })
     }
 
-    /// Qwen2-7B's KV heads (4 of D 128): a 4096-token prefill, and decode steps of 1 and 64
-    /// tokens (one per request of the batch).
+    /// Qwen2-7B's and Qwen3-8B's KV heads (4 and 8 of D 128): a 4096-token prefill each, and
+    /// Qwen2-7B decode steps of 1 and 64 tokens (one per request of the batch).
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
         vec![
             ("Qwen2-7B kv", vec![4096, 4, 128]),
+            ("Qwen3-8B kv", vec![4096, 8, 128]),
             ("Qwen2-7B kv decode", vec![1, 4, 128]),
             ("Qwen2-7B kv decode", vec![64, 4, 128]),
         ]

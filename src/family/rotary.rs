@@ -473,9 +473,14 @@ impl FamilyOps for Rotary {
         Ok(Vec::new())
     }
 
-    /// Qwen2-7B's q (28 heads) and k (4 heads) of D 128 at 4096 tokens, BSND.
+    /// Qwen2-7B's q (28 heads) and k (4 heads) and Qwen3-8B's q (32 heads) of D 128 at 4096
+    /// tokens, BSND (Qwen3-8B's k, 8 heads, lies between the two k/q shapes).
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-        vec![("Qwen2-7B q", vec![1, 4096, 28, 128]), ("Qwen2-7B k", vec![1, 4096, 4, 128])]
+        vec![
+            ("Qwen2-7B q", vec![1, 4096, 28, 128]),
+            ("Qwen2-7B k", vec![1, 4096, 4, 128]),
+            ("Qwen3-8B q", vec![1, 4096, 32, 128]),
+        ]
     }
 
     /// Rows of D.

@@ -604,9 +604,15 @@ impl FamilyOps for RowNorm {
         alternates(spec, inputs, attrs, output)
     }
 
-    /// Qwen2-7B's hidden size at 4096 tokens.
-    fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-        vec![("Qwen2-7B", vec![4096, 3584])]
+    /// Qwen2-7B's and Qwen3-8B's hidden sizes at 4096 tokens; for rms_norm also Qwen3-8B's
+    /// q_norm (RMSNorm over head_dim 128 of every (token, head), 32 heads; k_norm is the same
+    /// row structure at a quarter of the rows).
+    fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        let mut out = vec![("Qwen2-7B", vec![4096, 3584]), ("Qwen3-8B", vec![4096, 4096])];
+        if spec.name == "rms_norm" {
+            out.push(("Qwen3 q-norm", vec![4096 * 32, 128]));
+        }
+        out
     }
 
     /// Rows: x's elements / gamma's.

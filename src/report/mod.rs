@@ -11,6 +11,8 @@ pub mod svg;
 use crate::dtype::DType;
 use crate::family::inputs::{self, Distribution};
 use crate::family::{EagerCase, EagerSequence, PlanReading};
+use crate::perf::sim::LaunchTime;
+use crate::perf::{CannModelled, Times};
 use crate::plan::soc::{Soc, UB_PLAN_BYTES_A2};
 use crate::spec::{AttrValue, OpSpec};
 use crate::tensor::{shape_numel, HostTensor};
@@ -255,6 +257,18 @@ pub struct Row {
     pub launch_ratio: Option<f64>,
     pub speedup: Option<f64>,
     pub checks: Vec<Check>,
+    /// The cycle model (src/perf, issue 14): the launch simulated from the twin's event trace
+    /// at the low / mid / high ends of the cycle table, µs; `cycle` is the mid level's detail.
+    pub time_us: Option<Times>,
+    pub cycle: Option<LaunchTime>,
+    /// Why there is no cycle-model time.
+    pub cycle_missing: Option<String>,
+    /// The CANN built-in's design for the same op and shape, through the same simulator.
+    pub cann: Option<CannModelled>,
+    pub cann_missing: Option<String>,
+    /// Eager (roofline model) µs / fused mid µs, and CANN mid µs / fused mid µs.
+    pub vs_eager: Option<f64>,
+    pub vs_cann: Option<f64>,
     /// Per core, for machines.
     pub cores: Vec<counters::CoreCounters>,
 }
@@ -382,10 +396,77 @@ pub fn build_row(
         launch_ratio,
         speedup,
         checks: Vec::new(),
+        time_us: None,
+        cycle: None,
+        cycle_missing: Some("no event trace was taken".to_string()),
+        cann: None,
+        cann_missing: None,
+        vs_eager: None,
+        vs_cann: None,
         cores: launch.cores.clone(),
     };
     row.checks = checks(spec, &row, soc, &plan);
     Ok(row)
+}
+
+/// Ops whose modelled mid time must be within 1.2x of the HBM floor at the model shapes
+/// (issue 14 point 5).
+pub const FLOOR_TARGET_OPS: [&str; 4] = ["rms_norm", "add_rms_norm", "rotary_mul", "swiglu"];
+/// The floor target: mid time / HBM floor.
+pub const FLOOR_TARGET: f64 = 1.2;
+
+/// Adds the cycle model to a row: the generated kernel's launch from the twin's event trace, the
+/// CANN design for the same op and shape, their ratios and issue 14's two targets.
+pub fn attach_cycle_model(row: &mut Row, soc: &Soc, spec: &OpSpec, column: usize, trace_text: &str) {
+    let sizes: BTreeMap<String, u64> = spec
+        .inputs
+        .iter()
+        .filter(|t| !t.mutated)
+        .filter_map(|t| row.tensors.get(&t.name).map(|r| (t.name.clone(), r.min_bytes)))
+        .collect();
+    match crate::perf::fused(soc, trace_text, &sizes) {
+        Ok(m) => {
+            row.time_us = Some(m.time_us);
+            row.cycle = Some(m.mid);
+            row.cycle_missing = None;
+        }
+        Err(e) => row.cycle_missing = Some(e.to_string()),
+    }
+    let first = spec.inputs.first().map(|t| t.dtypes[column]).unwrap_or(DType::Float32);
+    let sz = first.size_bytes() as u64;
+    match crate::perf::cann::design(soc, &spec.name, &row.shapes, sz, first == DType::Float16) {
+        Ok(design) => match crate::perf::cann_design(soc, &design) {
+            Ok(c) => row.cann = Some(c),
+            Err(e) => row.cann_missing = Some(e.to_string()),
+        },
+        Err(why) => row.cann_missing = Some(why.to_string()),
+    }
+    let Some(mid) = row.time_us.map(|t| t.mid) else { return };
+    row.vs_eager = row.eager.as_ref().map(|e| e.estimate.total_us / mid);
+    row.vs_cann = row.cann.as_ref().map(|c| c.modelled.time_us.mid / mid);
+    if row.origin == "sweep" || row.origin == "user" {
+        return;
+    }
+    let bound = row.cycle.map_or("", |c| c.bound);
+    if FLOOR_TARGET_OPS.contains(&spec.name.as_str()) && row.roofline_us > 0.0 {
+        let ratio = mid / row.roofline_us;
+        row.checks.push(Check::new(
+            "time/floor",
+            Some(ratio <= FLOOR_TARGET),
+            format!("mid {mid:.1} µs = {ratio:.2}x the HBM floor {:.1} µs (bound: {bound})", row.roofline_us),
+        ));
+    }
+    if let Some(c) = &row.cann {
+        let theirs = c.modelled.time_us.mid;
+        row.checks.push(Check::new(
+            "vs CANN",
+            Some(mid <= theirs),
+            format!(
+                "mid {mid:.1} µs against the CANN design's {theirs:.1} µs ({}, bound: {})",
+                c.mode, c.modelled.mid.bound
+            ),
+        ));
+    }
 }
 
 fn kib(bytes: f64) -> String {
@@ -644,6 +725,7 @@ pub fn tables(soc: &Soc, rows: &[Row]) -> String {
             100.0 * r.roofline_fraction
         ));
     }
+    s.push_str(&cycle_table(rows, w));
     s.push_str("\nFused vs eager PyTorch (same shapes; eager = sum over its kernels, same model)\n");
     s.push_str(&format!(
         "{:<w$} {:<5} {:<30} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>8}\n",
@@ -682,6 +764,66 @@ pub fn tables(soc: &Soc, rows: &[Row]) -> String {
                 r.eager_missing.as_deref().unwrap_or("")
             )),
         }
+    }
+    s
+}
+
+/// The cycle model's table: time low/mid/high, HBM floor, vs eager, vs the CANN design.
+fn cycle_table(rows: &[Row], w: usize) -> String {
+    let mut s = String::from(
+        "\nCycle model (src/perf: the twin's event trace on S/V/MTE2/MTE3 queues; low/mid/high ends of the cycle table)\n",
+    );
+    s.push_str(&format!(
+        "{:<w$} {:<5} {:<30} {:>8} {:>8} {:>8} {:>8} {:>6} {:<6} {:>9} {:>8} {:>9} {:>8}  {}\n",
+        "op",
+        "dtype",
+        "shape",
+        "low µs",
+        "mid µs",
+        "high µs",
+        "floor µs",
+        "xfloor",
+        "bound",
+        "eager µs",
+        "vs eager",
+        "CANN µs",
+        "vs CANN",
+        "CANN design"
+    ));
+    for r in rows {
+        let Some(t) = r.time_us else {
+            s.push_str(&format!(
+                "{:<w$} {:<5} {:<30} no cycle model: {}\n",
+                r.op,
+                r.dtype.short_name(),
+                shape_text(r),
+                r.cycle_missing.as_deref().unwrap_or("")
+            ));
+            continue;
+        };
+        let opt = |v: Option<f64>, suffix: &str| v.map_or("-".to_string(), |v| format!("{}{suffix}", us(v)));
+        let ratio = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}x"));
+        s.push_str(&format!(
+            "{:<w$} {:<5} {:<30} {:>8} {:>8} {:>8} {:>8} {:>5.2}x {:<6} {:>9} {:>8} {:>9} {:>8}  {}\n",
+            r.op,
+            r.dtype.short_name(),
+            shape_text(r),
+            us(t.low),
+            us(t.mid),
+            us(t.high),
+            us(r.roofline_us),
+            if r.roofline_us > 0.0 { t.mid / r.roofline_us } else { 0.0 },
+            r.cycle.map_or("", |c| c.bound),
+            opt(r.eager.as_ref().map(|e| e.estimate.total_us), ""),
+            ratio(r.vs_eager),
+            opt(r.cann.as_ref().map(|c| c.modelled.time_us.mid), ""),
+            ratio(r.vs_cann),
+            match &r.cann {
+                Some(c) =>
+                    format!("{} ({} launch{})", c.mode, c.launches, if c.launches == 1 { "" } else { "es" }),
+                None => r.cann_missing.clone().unwrap_or_default(),
+            }
+        ));
     }
     s
 }

@@ -67,6 +67,7 @@ fn command(
     case: &CaseInput,
     dir: &Path,
     plan_only: bool,
+    trace: bool,
 ) -> Result<Cmd, TwinError> {
     let mut cmd = Cmd::new(&runner.exe)
         .args(["--op", &spec.op_type, "--soc", soc.name])
@@ -83,6 +84,12 @@ fn command(
         let names: Vec<&str> = runner.profiles.iter().map(|p| p.name()).collect();
         cmd = cmd.env("OPGEN_TWIN_PROFILE", names.join(","));
     }
+    // The event trace for the cycle model (kernels/twin/include/opgen_twin/trace.h).
+    cmd = if trace {
+        cmd.env("OPGEN_TWIN_TRACE", dir.join("trace.json"))
+    } else {
+        cmd.env_remove("OPGEN_TWIN_TRACE")
+    };
     for (name, tensor) in case.inputs {
         let path = dir.join(format!("in_{name}.bin"));
         fs::write(&path, &tensor.bytes).map_err(|e| TwinError::Io(format!("{}: {e}", path.display())))?;
@@ -124,7 +131,26 @@ pub fn run_case(
     plan_only: bool,
 ) -> Result<CaseRun, TwinError> {
     let dir = scratch_dir()?;
-    let result = run_in(runner, spec, soc, case, &dir, plan_only);
+    let result = run_in(runner, spec, soc, case, &dir, plan_only, false);
+    let _ = fs::remove_dir_all(&dir);
+    result
+}
+
+/// Runs the case with the twin's event trace on (`OPGEN_TWIN_TRACE`) and returns the run and
+/// the trace's JSON text (read by `crate::perf::trace`).
+pub fn run_case_traced(
+    runner: &Runner,
+    spec: &OpSpec,
+    soc: &Soc,
+    case: &CaseInput,
+) -> Result<(CaseRun, String), TwinError> {
+    let dir = scratch_dir()?;
+    let result = run_in(runner, spec, soc, case, &dir, false, true).and_then(|run| {
+        let path = dir.join("trace.json");
+        let text =
+            fs::read_to_string(&path).map_err(|e| TwinError::Io(format!("{}: {e}", path.display())))?;
+        Ok((run, text))
+    });
     let _ = fs::remove_dir_all(&dir);
     result
 }
@@ -136,8 +162,9 @@ fn run_in(
     case: &CaseInput,
     dir: &Path,
     plan_only: bool,
+    trace: bool,
 ) -> Result<CaseRun, TwinError> {
-    let cmd = command(runner, spec, soc, case, dir, plan_only)?;
+    let cmd = command(runner, spec, soc, case, dir, plan_only, trace)?;
     match cmd.run_checked() {
         Ok(_) => {}
         Err(CommandError::NonZeroExit { command, code, stdout, stderr }) => {

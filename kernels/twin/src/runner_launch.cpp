@@ -10,6 +10,7 @@
 #include "opgen_twin/launch_shim.h"
 #include "opgen_twin/runner_launch.h"
 #include "opgen_twin/runtime.h"
+#include "opgen_twin/trace.h"
 
 namespace opgen_twin {
 
@@ -227,6 +228,7 @@ LaunchOutcome launch_plan(const RunnerArgs& args, const HostPlan& plan) {
     // The cores run concurrently (one at a time, switching at SyncAll: runtime.h run_cores).
     run_cores(plan.block_dim, [&] { opgen_twin_launch(args_gm.data()); });
     gm_check_guards();
+    trace::write_launch();
 
     for (size_t i = 0; i < plan.outputs.size(); ++i) {
         write_file(out_paths[i], args_gm[plan.inputs.size() + i], plan.outputs[i].bytes());

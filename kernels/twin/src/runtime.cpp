@@ -22,6 +22,7 @@
 #include "opgen_twin/kernel/cast.h"
 #include "opgen_twin/kernel/state.h"
 #include "opgen_twin/runtime.h"
+#include "opgen_twin/trace.h"
 
 int64_t block_idx = 0;
 int64_t block_num = 0;
@@ -475,6 +476,7 @@ void start_instruction(Pipe pipe, const char* api, const kern::Here& here) {
     }
     ps.pipe = pipe;
     ps.cur = Acc{++ps.cnt[p], api, here.file, here.line};
+    trace::instruction(p, api);
 }
 
 bool ordered(int q, const Acc& prior, int p) {
@@ -909,6 +911,7 @@ void begin_core(int64_t idx, int64_t num) {
     release_all();
     block_idx = idx;
     block_num = num;
+    trace::core_begin(idx);
 }
 
 void end_core() {
@@ -1081,6 +1084,7 @@ TensorRef que_alloc(const Handle& que) {
         ++b.gen;
         // CANN's AllocTensor waits for the buffer's FreeTensor event (freeBufEvt) if one was set.
         if (b.free_set) flag_pair(q.free_evt, b.free_snap);
+        if (b.free_set) trace::flag(false, kEventNames[q.free_evt], trace::kQueueKey + q.first + i);
         b.free_set = false;
         poison(b.ub_off, b.bytes);
         return TensorRef{q.first + i, b.gen, b.ub_off, b.bytes};
@@ -1110,6 +1114,7 @@ void que_enque(const Handle& que, const TensorRef& t) {
     q.fifo.push_back(t.buf);
     b.state = BufState::Enqueued;
     b.enq_snap = flag_carries(q.enq_evt);
+    trace::flag(true, kEventNames[q.enq_evt], trace::kQueueKey + t.buf);
     ++counters().handoffs;
 }
 
@@ -1124,6 +1129,7 @@ TensorRef que_deque(const Handle& que) {
     BufRec& b = g_core->bufs[size_t(id)];
     b.state = BufState::Dequeued;
     flag_pair(q.enq_evt, b.enq_snap);
+    trace::flag(false, kEventNames[q.enq_evt], trace::kQueueKey + id);
     ++counters().handoffs;
     return TensorRef{id, b.gen, b.ub_off, b.bytes};
 }
@@ -1148,6 +1154,7 @@ void que_free(const Handle& que, const TensorRef& t) {
     b.state = BufState::Free;
     b.free_snap = flag_carries(q.free_evt);
     b.free_set = true;
+    trace::flag(true, kEventNames[q.free_evt], trace::kQueueKey + t.buf);
 }
 
 int32_t que_count(const Handle& que) { return int32_t(que_of(que, "TQue::GetTensorCountInQue").fifo.size()); }
@@ -1189,6 +1196,7 @@ void hidden_sync(uint8_t evt) {
     core("hidden_sync");
     flag_pair(evt, flag_carries(evt));
     ++counters().hidden_waits[kEventNames[evt]];
+    trace::hidden(kEventNames[evt]);
 }
 
 namespace {
@@ -1407,6 +1415,7 @@ void event_set(uint8_t evt, int32_t id) {
     }
     flag = true;
     g_core->pipes.flag_snap[evt][id] = flag_carries(evt);
+    trace::flag(true, kEventNames[evt], id);
 }
 
 void event_wait(uint8_t evt, int32_t id) {
@@ -1419,6 +1428,7 @@ void event_wait(uint8_t evt, int32_t id) {
     flag = false;
     flag_pair(evt, g_core->pipes.flag_snap[evt][id]);
     ++counters().flag_waits[kEventNames[evt]];
+    trace::flag(false, kEventNames[evt], id);
 }
 
 int8_t event_fetch(uint8_t evt) {
@@ -1446,6 +1456,7 @@ void barrier(int pipe) {
     ++counters().barriers;
     Pipes& ps = g_core->pipes;
     if (pipe == PIPE_ALL) {
+        trace::barrier("ALL");
         // Every pipe drains and the scalar unit waits for it: everything is ordered before.
         Clock all;
         for (int q = 0; q < kP; ++q) all.c[q] = ps.cnt[q];
@@ -1464,6 +1475,7 @@ void barrier(int pipe) {
     }
     // A barrier is an instruction of that pipe: its later instructions wait for its earlier ones.
     ps.vc[p].c[p] = ps.cnt[p];
+    trace::barrier(pipe_name(p));
 }
 
 // ---------------------------------------------------------------- counters
@@ -1474,6 +1486,7 @@ void count_vector(const char* api, uint64_t elements) {
     if (it == c.vec_instr.end()) it = c.vec_instr.emplace(api, 0).first;
     ++it->second;
     c.vec_elems[api] += elements;
+    trace::vector_elements(elements);
 }
 
 namespace {
@@ -1491,6 +1504,7 @@ void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst) {
     c.gm_read[gm_name] += bytes;
     ++c.read_transfers[gm_name];
     note_transfer_size(bytes, c.transfer_in_min, c.transfer_in_max);
+    trace::transfer(gm_name, bytes);
     const BufRec& b = g_core->bufs[size_t(dst.buf)];
     if (b.queue < 0) return;
     QueRec& q = g_core->ques[size_t(b.queue)];
@@ -1521,15 +1535,20 @@ void count_copy_out(const char* gm_name, uint64_t bytes) {
     c.gm_write[gm_name] += bytes;
     ++c.write_transfers[gm_name];
     note_transfer_size(bytes, c.transfer_out_min, c.transfer_out_max);
+    trace::transfer(gm_name, bytes);
 }
 
 void count_scalar_gm(const char* gm_name, uint64_t bytes, bool write) {
     Counters& c = counters();
     ++c.scalar_gm;
+    trace::scalar_access(true);
     (write ? c.gm_write : c.gm_read)[gm_name] += bytes;
 }
 
-void count_scalar_ub() { ++counters().scalar_ub; }
+void count_scalar_ub() {
+    ++counters().scalar_ub;
+    trace::scalar_access(false);
+}
 
 }  // namespace kern
 }  // namespace opgen_twin

@@ -1002,7 +1002,10 @@ impl FamilyOps for Elementwise {
             "gelu_tanh_grad" | "gelu_erf_grad" | "fast_gelu_grad" | "swiglu_grad" => {
                 vec![("Qwen2-7B MLP", vec![4096, 18944])]
             }
-            "swiglu" if spec.inputs.len() >= 2 => vec![("Qwen2-7B MLP", vec![4096, 18944])],
+            // Qwen3-8B's intermediate is 12288.
+            "swiglu" if spec.inputs.len() >= 2 => {
+                vec![("Qwen2-7B MLP", vec![4096, 18944]), ("Qwen3-8B MLP", vec![4096, 12288])]
+            }
             "swiglu" => vec![("Qwen2-7B MLP", vec![4096, 2 * 18944])],
             _ => Vec::new(),
         }

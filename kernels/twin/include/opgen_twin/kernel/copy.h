@@ -10,6 +10,7 @@
 
 #include "opgen_twin/kernel/state.h"
 #include "opgen_twin/kernel/tensor.h"
+#include "opgen_twin/trace.h"
 
 namespace AscendC {
 
@@ -138,6 +139,7 @@ inline void dma_in(const Dma& d, const GmView& view, const uint8_t* gm, const Te
         for (uint64_t b = d.left_bytes + d.row_bytes; b < slot; b += d.elem) std::memcpy(row + b, filler, d.elem);
     }
     count_copy_in(name, d.rows * d.row_bytes, dst);
+    trace::dma_shape(d.rows, d.row_bytes, gm);
 }
 
 inline void dma_out(const Dma& d, const GmView& view, uint8_t* gm, const TensorRef& src) {
@@ -153,6 +155,7 @@ inline void dma_out(const Dma& d, const GmView& view, uint8_t* gm, const TensorR
         std::memcpy(gm + r * (d.row_bytes + d.gm_gap), ub + r * (slot + d.ub_gap), d.row_bytes);
     }
     count_copy_out(name, d.rows * d.row_bytes);
+    trace::dma_shape(d.rows, d.row_bytes, gm);
 }
 
 // UB to UB copies run on the vector pipe, so they count as vector instructions.

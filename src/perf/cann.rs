@@ -1,0 +1,776 @@
+//! The second baseline: the CANN built-in kernel's *design* for the same op and shape, written as
+//! a synthetic event program per core and run through the same simulator ([`super::sim`]). Each
+//! design follows the public kernel's structure (core split, tile sizes, buffering, the vector
+//! calls per tile, where the scalar unit waits), as summarised with file references in
+//! ARCHITECTURE.md ("The CANN baseline") and /work/shared/research/cann-kernels-design.md; no code
+//! of those kernels is used. Where a tiling constant was not read, the design says what it
+//! assumes. Shapes a design does not cover (split-D norms, interleaved rotary, non-BSND layouts)
+//! get no baseline rather than a guess.
+
+use super::cycles::VecClass;
+use super::sim::{Dir, Op, Pipe};
+use crate::plan::soc::Soc;
+use serde::Serialize;
+
+/// The CANN design of one op at one shape: its launches (each a program per core).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Design {
+    /// `repo path` of the kernel(s) the design follows, and its mode.
+    pub source: String,
+    pub mode: String,
+    pub launches: Vec<Vec<Vec<Op>>>,
+}
+
+/// Why an op or shape has no CANN baseline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NoDesign(pub String);
+
+impl std::fmt::Display for NoDesign {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A program under construction.
+#[derive(Default)]
+struct Prog {
+    ops: Vec<Op>,
+}
+
+impl Prog {
+    fn vec(&mut self, api: VecClass, elements: u64) {
+        self.ops.push(Op::Vector { api, elements });
+    }
+    fn simple(&mut self, elements: u64) {
+        self.vec(VecClass::Simple, elements);
+    }
+    fn dma(&mut self, dir: Dir, bytes: u64, blocks: u64, block_bytes: u64, gm_offset: u64, l2_hit: f64) {
+        let aligned = gm_offset % 512 == 0 && (blocks <= 1 || block_bytes % 512 == 0);
+        self.ops.push(Op::Dma { dir, bytes, blocks: blocks.max(1), aligned, l2_hit });
+    }
+    /// SetFlag + WaitFlag right after it (an explicit sync point).
+    fn sync(&mut self, from: Pipe, to: Pipe) {
+        self.ops.push(Op::Set { from, to, key: 7 });
+        self.ops.push(Op::Wait { from, to, key: 7 });
+    }
+    fn barrier_v(&mut self) {
+        self.ops.push(Op::Barrier(Some(Pipe::V)));
+    }
+}
+
+/// A TQue's flag pairs: AllocTensor waits for the buffer's FreeTensor, EnQue/DeQue hand the
+/// buffer from producer to consumer (as the twin's trace shows for the generated kernels).
+struct Que {
+    producer: Pipe,
+    consumer: Pipe,
+    buffers: usize,
+    base: i64,
+    next: usize,
+    freed: Vec<bool>,
+}
+
+impl Que {
+    fn new(id: i64, producer: Pipe, consumer: Pipe, buffers: usize) -> Que {
+        Que { producer, consumer, buffers, base: 1_000_000 + 100 * id, next: 0, freed: vec![false; buffers] }
+    }
+    fn alloc(&mut self, p: &mut Prog) -> usize {
+        let k = self.next % self.buffers;
+        self.next += 1;
+        if self.freed[k] {
+            p.ops.push(Op::Wait { from: self.consumer, to: self.producer, key: self.base + k as i64 });
+            self.freed[k] = false;
+        }
+        k
+    }
+    fn handoff(&self, p: &mut Prog, k: usize) {
+        p.ops.push(Op::Set { from: self.producer, to: self.consumer, key: self.base + k as i64 });
+        p.ops.push(Op::Wait { from: self.producer, to: self.consumer, key: self.base + k as i64 });
+    }
+    fn free(&mut self, p: &mut Prog, k: usize) {
+        p.ops.push(Op::Set { from: self.consumer, to: self.producer, key: self.base + k as i64 });
+        self.freed[k] = true;
+    }
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        0
+    } else {
+        a.div_ceil(b)
+    }
+}
+
+/// `blockFactor = ceil(rows / cores)`, the last core takes the rest: the shares of the cores
+/// that get any.
+fn block_split(units: u64, cores: u64) -> Vec<u64> {
+    let factor = ceil_div(units, cores).max(1);
+    let used = ceil_div(units, factor);
+    (0..used).map(|i| if i + 1 < used { factor } else { units - factor * (used - 1) }).collect()
+}
+
+/// ReduceSumHalfInterval-style halving Adds down to 64 lanes: the upper part of the live
+/// elements added onto the lower part until at most 64 remain; the element count of each Add.
+fn halving_adds(cols: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut n = cols;
+    while n > 64 {
+        let h = n.div_ceil(2);
+        out.push(n - h);
+        n = h;
+    }
+    out
+}
+
+/// ops-nn norm/rms_norm (910B): Normal mode (one row per DMA, single-buffered, scalar rstd after
+/// V_S) for 2000 < aligned D ≤ 12288 (16-bit) / 10240 (float32); MergeN (rowFactor rows per
+/// pass, vector rstd, no scalar round trip) at ≤ 2000.
+pub fn rms_norm(soc: &Soc, rows: u64, d: u64, sz: u64) -> Result<Design, NoDesign> {
+    let align = d.div_ceil(32 / sz) * (32 / sz);
+    let split_d = if sz == 4 { align > 10240 } else { align > 12288 };
+    if split_d {
+        return Err(NoDesign(format!("CANN RmsNorm splits D = {d} (split-D mode is not modelled)")));
+    }
+    let shares = block_split(rows, u64::from(soc.vector_cores));
+    let cores = shares.len() as f64;
+    let gamma_hit = (cores - 1.0) / cores;
+    let cast = sz != 4;
+    let mut launch = Vec::new();
+    let mut start = 0u64;
+    for share in shares {
+        let mut p = Prog::default();
+        let mut qx = Que::new(0, Pipe::Mte2, Pipe::V, 1);
+        let mut qy = Que::new(1, Pipe::V, Pipe::Mte3, 1);
+        let mut qr = Que::new(2, Pipe::V, Pipe::Mte3, 1);
+        // gamma once per core (its re-reads by the other cores hit L2).
+        p.dma(Dir::In, d * sz, 1, d * sz, 0, gamma_hit);
+        p.sync(Pipe::Mte2, Pipe::V);
+        if align <= 2000 {
+            // MergeN: rowFactor = ub / (16·numColAlign + 260) rows per pass (rms_norm_tiling.cpp),
+            // gamma cast and broadcast to rowFactor rows once (rms_norm_merge_n.h).
+            let row_factor = (soc.ub_bytes / (16 * align + 260)).max(1);
+            if cast {
+                p.simple(row_factor * align);
+            }
+            p.simple(row_factor * align);
+            let mut r = 0;
+            while r < share {
+                let n = row_factor.min(share - r);
+                let off = (start + r) * d * sz;
+                let k = qx.alloc(&mut p);
+                p.dma(Dir::In, n * d * sz, 1, n * d * sz, off, 0.0);
+                qx.handoff(&mut p, k);
+                if cast {
+                    p.simple(n * align);
+                    p.barrier_v();
+                }
+                p.simple(n * align); // x²
+                p.barrier_v();
+                for e in halving_adds(align) {
+                    p.simple(n * e); // column-slice Adds with repeat = rows
+                    p.barrier_v();
+                }
+                p.vec(VecClass::WholeReduce, n * 64);
+                p.barrier_v();
+                for api in
+                    [VecClass::Simple, VecClass::Simple, VecClass::Transcendental, VecClass::Transcendental]
+                {
+                    p.vec(api, n * 8); // Muls(avg), Adds(eps), Sqrt, Div: rstd for every row
+                    p.barrier_v();
+                }
+                qx.free(&mut p, k);
+                let kr = qr.alloc(&mut p);
+                p.simple(n * 8); // the rstd block copied to the output queue
+                qr.handoff(&mut p, kr);
+                p.dma(Dir::Out, n * 4, n, 4, (start + r) * 4, 0.0);
+                qr.free(&mut p, kr);
+                p.vec(VecClass::Gather, n * 8); // Brcb
+                p.barrier_v();
+                p.simple(n * align); // x · rstd (level-0, repeat = rows)
+                p.barrier_v();
+                p.simple(n * align); // · gamma (pre-broadcast)
+                p.barrier_v();
+                let ky = qy.alloc(&mut p);
+                if cast {
+                    p.simple(n * align);
+                }
+                qy.handoff(&mut p, ky);
+                p.dma(Dir::Out, n * d * sz, 1, n * d * sz, off, 0.0);
+                qy.free(&mut p, ky);
+                r += n;
+            }
+        } else {
+            // Normal: per row CopyIn, Cast, Mul, halving Adds, WholeReduceSum, V_S (twice, back
+            // to back: inside ReduceSumHalfInterval and in Compute), scalar 1/sqrt, S_V, Cast
+            // of gamma (every row), Mul, Muls, Cast, CopyOut; rstd written every 64 rows.
+            let mut kr = None;
+            for r in 0..share {
+                let off = (start + r) * d * sz;
+                let k = qx.alloc(&mut p);
+                p.dma(Dir::In, d * sz, 1, d * sz, off, 0.0);
+                qx.handoff(&mut p, k);
+                if cast {
+                    p.simple(align);
+                    p.barrier_v();
+                }
+                p.simple(align);
+                p.barrier_v();
+                for e in halving_adds(align) {
+                    p.simple(e);
+                    p.barrier_v();
+                }
+                p.vec(VecClass::WholeReduce, 64);
+                p.sync(Pipe::V, Pipe::S);
+                p.sync(Pipe::V, Pipe::S);
+                p.ops.push(Op::Scalar { gm: 0, ub: 1 });
+                p.ops.push(Op::Scalar { gm: 0, ub: 0 }); // 1 / sqrt(sum · avg + eps)
+                if r % 64 == 0 {
+                    kr = Some(qr.alloc(&mut p));
+                }
+                p.ops.push(Op::Scalar { gm: 0, ub: 1 }); // rstd into the batch
+                p.sync(Pipe::S, Pipe::V);
+                if cast {
+                    p.simple(align); // gamma cast again
+                }
+                p.simple(align); // · gamma
+                p.barrier_v();
+                p.simple(align); // · rstd
+                p.barrier_v();
+                qx.free(&mut p, k);
+                let ky = qy.alloc(&mut p);
+                if cast {
+                    p.simple(align);
+                }
+                qy.handoff(&mut p, ky);
+                p.dma(Dir::Out, d * sz, 1, d * sz, off, 0.0);
+                qy.free(&mut p, ky);
+                if r % 64 == 63 || r + 1 == share {
+                    let kr = kr.take().unwrap_or(0);
+                    let n = r % 64 + 1;
+                    qr.handoff(&mut p, kr);
+                    p.dma(Dir::Out, n * 4, 1, n * 4, (start + r + 1 - n) * 4, 0.0);
+                    qr.free(&mut p, kr);
+                }
+            }
+        }
+        start += share;
+        launch.push(p.ops);
+    }
+    Ok(Design {
+        source: "hicann/ops-nn norm/rms_norm (op_host/rms_norm_tiling.cpp, op_kernel/rms_norm.h, rms_norm_merge_n.h)"
+            .into(),
+        mode: if align <= 2000 { "MergeN" } else { "Normal" }.into(),
+        launches: vec![launch],
+    })
+}
+
+/// ops-nn norm/add_rms_norm (910B): MultiN for 16-bit float16 rows (x1/x2 in one 2-buffer queue,
+/// x_sum/y in another, rowFactor rows per pass, a vector-only ReduceSumCustom per row, vector
+/// rstd; add_rms_norm_multi_n.h), else Normal (one row per pass, single-buffered, vector rstd of
+/// the single sum, then V_S + GetValue + S_V per row; add_rms_norm.h) for D > 2000, MergeN
+/// below. rowFactor of MultiN is assumed UB / (16·D) rows (the tiling's value was not read).
+pub fn add_rms_norm(soc: &Soc, rows: u64, d: u64, sz: u64, float16: bool) -> Result<Design, NoDesign> {
+    let align = d.div_ceil(32 / sz) * (32 / sz);
+    if d > 12288 {
+        return Err(NoDesign(format!("CANN AddRmsNorm splits D = {d} (split-D mode is not modelled)")));
+    }
+    let shares = block_split(rows, u64::from(soc.vector_cores));
+    let cores = shares.len() as f64;
+    let gamma_hit = (cores - 1.0) / cores;
+    let cast = sz != 4;
+    let merge = align <= 2000;
+    let multi = !merge && float16 && d == align;
+    let row_factor = if merge {
+        (soc.ub_bytes / (16 * align + 260)).max(1)
+    } else if multi {
+        (soc.ub_bytes / (16 * align + 64)).max(1)
+    } else {
+        1
+    };
+    let buffers = if merge || multi { 2 } else { 1 };
+    let mut launch = Vec::new();
+    let mut start = 0u64;
+    for share in shares {
+        let mut p = Prog::default();
+        let mut qx = Que::new(0, Pipe::Mte2, Pipe::V, buffers);
+        let mut qy = Que::new(1, Pipe::V, Pipe::Mte3, buffers);
+        let mut qr = Que::new(2, Pipe::V, Pipe::Mte3, 1);
+        p.dma(Dir::In, d * sz, 1, d * sz, 0, gamma_hit);
+        p.sync(Pipe::Mte2, Pipe::V);
+        let mut r = 0;
+        while r < share {
+            let n = row_factor.min(share - r);
+            let off = (start + r) * d * sz;
+            let e = n * align;
+            let k1 = qx.alloc(&mut p);
+            p.dma(Dir::In, n * d * sz, 1, n * d * sz, off, 0.0);
+            qx.handoff(&mut p, k1);
+            let k2 = qx.alloc(&mut p);
+            p.dma(Dir::In, n * d * sz, 1, n * d * sz, off, 0.0);
+            qx.handoff(&mut p, k2);
+            let ks = qy.alloc(&mut p);
+            if cast && !multi {
+                p.simple(e); // x1, x2 to float32, add, round the sum back
+                p.simple(e);
+                p.simple(e);
+                p.simple(e);
+            } else {
+                p.simple(e);
+            }
+            p.barrier_v();
+            qx.free(&mut p, k1);
+            qx.free(&mut p, k2);
+            qy.handoff(&mut p, ks);
+            p.dma(Dir::Out, n * d * sz, 1, n * d * sz, off, 0.0);
+            qy.free(&mut p, ks);
+            if cast {
+                p.simple(e);
+                p.barrier_v();
+            }
+            p.simple(e); // x²
+            p.barrier_v();
+            if multi || merge {
+                p.simple(e); // · 1/D
+                p.barrier_v();
+                for _ in 0..n {
+                    // ReduceSumCustom: Duplicate, one level-0 Add over the repeats, WholeReduceSum.
+                    p.simple(64);
+                    p.simple(align);
+                    p.vec(VecClass::WholeReduce, 64);
+                }
+                for api in
+                    [VecClass::Simple, VecClass::Transcendental, VecClass::Simple, VecClass::Transcendental]
+                {
+                    p.vec(api, n * 8); // Adds(eps), Sqrt, Duplicate, Div
+                    p.barrier_v();
+                }
+                let kr = qr.alloc(&mut p);
+                qr.handoff(&mut p, kr);
+                p.dma(Dir::Out, n * 4, n, 4, (start + r) * 4, 0.0);
+                qr.free(&mut p, kr);
+                p.vec(VecClass::Gather, n * 8);
+                p.barrier_v();
+                for _ in 0..n {
+                    p.simple(align); // · rstd, per row
+                }
+                p.barrier_v();
+                let ky = qy.alloc(&mut p);
+                if cast {
+                    p.simple(e);
+                    p.barrier_v();
+                }
+                for _ in 0..n {
+                    p.simple(align); // · gamma, per row
+                }
+                p.barrier_v();
+                qy.handoff(&mut p, ky);
+                p.dma(Dir::Out, n * d * sz, 1, n * d * sz, off, 0.0);
+                qy.free(&mut p, ky);
+            } else {
+                // ReduceSumFP32 then the rstd of the one sum on the vector unit, read back.
+                p.simple(64);
+                p.simple(align);
+                p.vec(VecClass::WholeReduce, 64);
+                p.barrier_v();
+                for api in [VecClass::Simple, VecClass::Transcendental, VecClass::Transcendental] {
+                    p.vec(api, 8);
+                    p.barrier_v();
+                }
+                p.sync(Pipe::V, Pipe::S);
+                p.ops.push(Op::Scalar { gm: 0, ub: 1 });
+                p.sync(Pipe::S, Pipe::V);
+                let kr = qr.alloc(&mut p);
+                qr.handoff(&mut p, kr);
+                p.dma(Dir::Out, 4, 1, 4, (start + r) * 4, 0.0);
+                qr.free(&mut p, kr);
+                p.simple(align); // · rstd
+                p.barrier_v();
+                let ky = qy.alloc(&mut p);
+                if cast {
+                    p.simple(align);
+                    p.simple(align);
+                    p.barrier_v();
+                }
+                p.simple(align); // · gamma
+                p.barrier_v();
+                qy.handoff(&mut p, ky);
+                p.dma(Dir::Out, d * sz, 1, d * sz, off, 0.0);
+                qy.free(&mut p, ky);
+            }
+            r += n;
+        }
+        start += share;
+        launch.push(p.ops);
+    }
+    Ok(Design {
+        source: "hicann/ops-nn norm/add_rms_norm (op_host/add_rms_norm_tiling.cpp, op_kernel/add_rms_norm.h, add_rms_norm_multi_n.h, add_rms_norm_merge_n.h)".into(),
+        mode: if merge { "MergeN" } else if multi { "MultiN" } else { "Normal" }.into(),
+        launches: vec![launch],
+    })
+}
+
+/// ops-transformer posembedding/rotary_position_embedding, rotate_half on BSND x [B, S, N, D]
+/// with [1, S, 1, D] tables: positions over cores; tiles of `storeSLines = ((ub − 2 KiB) / 24) /
+/// (2·D)` positions (rope_rotate_half_tiling.cpp); per tile the two table blocks in and cast,
+/// the sign by one Muls; per head one strided DMA of sLines rows of D (x in, y out),
+/// Cast, two half-row Copies, Mul, Mul, Add, Cast; double-buffered x and y.
+pub fn rotary_half_bsnd(soc: &Soc, b: u64, s: u64, n: u64, d: u64, sz: u64) -> Result<Design, NoDesign> {
+    let cast = sz != 4;
+    let lines = (((soc.ub_bytes - 2048) / 24) / (2 * d)).max(1);
+    let row = d * sz;
+    let shares = block_split(b * s, u64::from(soc.vector_cores));
+    let mut launch = Vec::new();
+    let mut start = 0u64;
+    for share in shares {
+        let mut p = Prog::default();
+        let mut qt = Que::new(0, Pipe::Mte2, Pipe::V, 1);
+        let mut qx = Que::new(1, Pipe::Mte2, Pipe::V, 2);
+        let mut qy = Que::new(2, Pipe::V, Pipe::Mte3, 2);
+        let mut t = 0;
+        while t < share {
+            let l = lines.min(share - t);
+            let pos = start + t;
+            let kt = qt.alloc(&mut p);
+            p.dma(Dir::In, l * row, 1, l * row, (pos % s) * row, 0.0);
+            p.dma(Dir::In, l * row, 1, l * row, (pos % s) * row, 0.0);
+            qt.handoff(&mut p, kt);
+            if cast {
+                p.simple(l * d);
+                p.simple(l * d);
+            }
+            p.simple(l * d / 2); // the sign of the first half of sin
+            p.barrier_v();
+            for h in 0..n {
+                let off = (pos * n + h) * row;
+                let kx = qx.alloc(&mut p);
+                p.dma(Dir::In, l * row, l, row, off, 0.0);
+                qx.handoff(&mut p, kx);
+                if cast {
+                    p.simple(l * d);
+                    p.barrier_v();
+                }
+                p.simple(l * d / 2);
+                p.simple(l * d / 2);
+                p.barrier_v();
+                p.simple(l * d);
+                p.simple(l * d);
+                p.barrier_v();
+                qx.free(&mut p, kx);
+                let ky = qy.alloc(&mut p);
+                p.simple(l * d);
+                if cast {
+                    p.barrier_v();
+                    p.simple(l * d);
+                }
+                qy.handoff(&mut p, ky);
+                p.dma(Dir::Out, l * row, l, row, off, 0.0);
+                qy.free(&mut p, ky);
+            }
+            qt.free(&mut p, kt);
+            t += l;
+        }
+        start += share;
+        launch.push(p.ops);
+    }
+    Ok(Design {
+        source: "hicann/ops-transformer posembedding/rotary_position_embedding (op_host/rope_rotate_half_tiling.cpp, op_kernel/rotate_half_bf16.h, rotate_half_base.h)".into(),
+        mode: "rotate_half BSND".into(),
+        launches: vec![launch],
+    })
+}
+
+/// ops-nn activation/swi_glu: elements over cores, double-buffered tiles (`DEFAULT_BUFFER_NUM =
+/// 2`, swi_glu_tiling.cpp); per tile gate and up in, Cast, Muls(−1), Exp, Adds(1), Div, Cast,
+/// Mul, Cast (swi_glu_bf16.hpp), y out. The tile is assumed to fill UB: (ub − 8 KiB) / (bytes
+/// per element of the queues and float32 temporaries), rounded down to 256 elements.
+pub fn swiglu(soc: &Soc, rows: u64, h: u64, sz: u64) -> Result<Design, NoDesign> {
+    let cast = sz != 4;
+    let per_elem = 2 * 2 * sz + 2 * sz + if cast { 8 } else { 4 };
+    let tile = ((soc.ub_bytes - 8192) / per_elem / 256 * 256).max(256);
+    let total = rows * h;
+    let cores = u64::from(soc.vector_cores);
+    let shares = block_split(total, cores);
+    let mut launch = Vec::new();
+    let mut start = 0u64;
+    for share in shares {
+        let mut p = Prog::default();
+        let mut qa = Que::new(0, Pipe::Mte2, Pipe::V, 2);
+        let mut qb = Que::new(1, Pipe::Mte2, Pipe::V, 2);
+        let mut qy = Que::new(2, Pipe::V, Pipe::Mte3, 2);
+        let mut e = 0;
+        while e < share {
+            let n = tile.min(share - e);
+            let off = (start + e) * sz;
+            let ka = qa.alloc(&mut p);
+            p.dma(Dir::In, n * sz, 1, n * sz, off, 0.0);
+            qa.handoff(&mut p, ka);
+            let kb = qb.alloc(&mut p);
+            p.dma(Dir::In, n * sz, 1, n * sz, off, 0.0);
+            qb.handoff(&mut p, kb);
+            if cast {
+                p.simple(n);
+                p.barrier_v();
+            }
+            p.simple(n);
+            p.barrier_v();
+            p.vec(VecClass::Transcendental, n);
+            p.barrier_v();
+            p.simple(n);
+            p.barrier_v();
+            p.vec(VecClass::Transcendental, n);
+            p.barrier_v();
+            if cast {
+                p.simple(n);
+                p.barrier_v();
+            }
+            qa.free(&mut p, ka);
+            p.simple(n);
+            qb.free(&mut p, kb);
+            let ky = qy.alloc(&mut p);
+            if cast {
+                p.barrier_v();
+                p.simple(n);
+            }
+            qy.handoff(&mut p, ky);
+            p.dma(Dir::Out, n * sz, 1, n * sz, off, 0.0);
+            qy.free(&mut p, ky);
+            e += n;
+        }
+        start += share;
+        launch.push(p.ops);
+    }
+    Ok(Design {
+        source: "hicann/ops-nn activation/swi_glu (op_host/swi_glu_tiling.cpp, op_kernel/swi_glu_bf16.hpp)"
+            .into(),
+        mode: "double-buffered tiles".into(),
+        launches: vec![launch],
+    })
+}
+
+/// ascend-transformer-boost ReshapeAndCacheNd: tokens over cores (`blockDim = min(T, cores)`);
+/// per token a scalar GM read of its slot, then the key row and the value row through UB into
+/// the cache, with a 2-buffer queue between MTE2 and MTE3 (reshape_and_cache_tiling.cpp,
+/// reshape_and_cache_base.h). `row` is one token's bytes of key (and of value).
+fn kv_scatter(soc: &Soc, tokens: u64, row: u64) -> Vec<Vec<Op>> {
+    let shares = block_split(tokens, u64::from(soc.vector_cores));
+    let mut launch = Vec::new();
+    let mut start = 0;
+    for share in shares {
+        let mut p = Prog::default();
+        let mut q = Que::new(0, Pipe::Mte2, Pipe::Mte3, 2);
+        for t in 0..share {
+            p.ops.push(Op::Scalar { gm: 1, ub: 0 });
+            for _ in 0..2 {
+                let k = q.alloc(&mut p);
+                p.dma(Dir::In, row, 1, row, (start + t) * row, 0.0);
+                q.handoff(&mut p, k);
+                p.dma(Dir::Out, row, 1, row, (start + t) * row, 0.0);
+                q.free(&mut p, k);
+            }
+        }
+        start += share;
+        launch.push(p.ops);
+    }
+    launch
+}
+
+const ATB_RESHAPE: &str =
+    "hicann/ascend-transformer-boost src/kernels/mixkernels/reshape_and_cache (tiling/reshape_and_cache_tiling.cpp, op_kernel/reshape_and_cache_base.h)";
+
+pub fn reshape_and_cache(soc: &Soc, tokens: u64, heads: u64, d: u64, sz: u64) -> Result<Design, NoDesign> {
+    Ok(Design {
+        source: ATB_RESHAPE.into(),
+        mode: "tokens over cores".into(),
+        launches: vec![kv_scatter(soc, tokens, heads * d * sz)],
+    })
+}
+
+/// The unfused int8 path: DynamicQuant of key and of value per (token, head) row (ops-nn
+/// quant/dynamic_quant/op_kernel/dynamic_quant_multi_row.h: rows per pass, level-0 Max folds and
+/// one WholeReduceMax with repeat = rows, one Div for every row, the Cast chain
+/// f32→s16→f16→s8), then ReshapeAndCache of the int8 rows and of the scales: four launches.
+pub fn reshape_and_cache_int8(
+    soc: &Soc,
+    tokens: u64,
+    heads: u64,
+    d: u64,
+    sz: u64,
+) -> Result<Design, NoDesign> {
+    let rows = tokens * heads;
+    let per_row = 2 * d * sz + 2 * d + 3 * 4 * d + 64;
+    let pass = (soc.ub_bytes / per_row).clamp(1, 255);
+    let quant = || {
+        let shares = block_split(rows, u64::from(soc.vector_cores));
+        let mut launch = Vec::new();
+        let mut start = 0;
+        for share in shares {
+            let mut p = Prog::default();
+            let mut qx = Que::new(0, Pipe::Mte2, Pipe::V, 2);
+            let mut qy = Que::new(1, Pipe::V, Pipe::Mte3, 2);
+            let mut r = 0;
+            while r < share {
+                let n = pass.min(share - r);
+                let kx = qx.alloc(&mut p);
+                p.dma(Dir::In, n * d * sz, 1, n * d * sz, (start + r) * d * sz, 0.0);
+                qx.handoff(&mut p, kx);
+                if sz != 4 {
+                    p.simple(n * d);
+                    p.barrier_v();
+                }
+                p.simple(n * d); // Abs
+                p.barrier_v();
+                let mut w = d;
+                while w > 64 {
+                    w /= 2;
+                    p.simple(n * w); // level-0 Max folds
+                    p.barrier_v();
+                }
+                p.vec(VecClass::WholeReduce, n * 64);
+                p.barrier_v();
+                p.simple(n * 8); // scale = max / 127
+                p.barrier_v();
+                p.vec(VecClass::Gather, n * 8); // Brcb
+                p.vec(VecClass::Transcendental, n * d); // x / scale
+                p.barrier_v();
+                qx.free(&mut p, kx);
+                let ky = qy.alloc(&mut p);
+                for _ in 0..3 {
+                    p.simple(n * d); // f32→s16→f16→s8
+                    p.barrier_v();
+                }
+                qy.handoff(&mut p, ky);
+                p.dma(Dir::Out, n * d, 1, n * d, (start + r) * d, 0.0);
+                p.dma(Dir::Out, n * 4, 1, n * 4, (start + r) * 4, 0.0);
+                qy.free(&mut p, ky);
+                r += n;
+            }
+            start += share;
+            launch.push(p.ops);
+        }
+        launch
+    };
+    Ok(Design {
+        source: format!("hicann/ops-nn quant/dynamic_quant (op_kernel/dynamic_quant_multi_row.h) twice, then {ATB_RESHAPE} for the int8 rows and for the scales"),
+        mode: "DynamicQuant ×2 + ReshapeAndCache ×2".into(),
+        launches: vec![quant(), quant(), kv_scatter(soc, tokens, heads * d), kv_scatter(soc, tokens, heads * 4)],
+    })
+}
+
+/// The design for an op of the catalogue at `shapes` (first input first), by op name.
+pub fn design(
+    soc: &Soc,
+    op: &str,
+    shapes: &[(String, Vec<usize>)],
+    sz: u64,
+    float16: bool,
+) -> Result<Design, NoDesign> {
+    let dims = |i: usize| shapes.get(i).map(|(_, s)| s.iter().map(|d| *d as u64).collect::<Vec<u64>>());
+    let x = dims(0).unwrap_or_default();
+    let last = x.last().copied().unwrap_or(0);
+    let rows = x.iter().product::<u64>().checked_div(last).unwrap_or(0);
+    match op {
+        "rms_norm" => rms_norm(soc, rows, last, sz),
+        "add_rms_norm" => add_rms_norm(soc, rows, last, sz, float16),
+        "rotary_mul" => {
+            let table = dims(1).unwrap_or_default();
+            match (x.as_slice(), table.as_slice()) {
+                ([b, s, n, d], [1, ts, 1, td]) if ts == s && td == d => rotary_half_bsnd(soc, *b, *s, *n, *d, sz),
+                _ => Err(NoDesign(format!(
+                    "CANN rotate_half modelled for BSND x with [1, S, 1, D] tables only (x {x:?}, r1 {table:?})"
+                ))),
+            }
+        }
+        "swiglu" if shapes.len() == 2 => swiglu(soc, rows, last, sz),
+        "reshape_and_cache" | "reshape_and_cache_int8" => match x.as_slice() {
+            [t, n, d] if op == "reshape_and_cache" => reshape_and_cache(soc, *t, *n, *d, sz),
+            [t, n, d] => reshape_and_cache_int8(soc, *t, *n, *d, sz),
+            _ => Err(NoDesign(format!("ReshapeAndCache modelled for key [T, N, D] only (key {x:?})"))),
+        },
+        _ => Err(NoDesign(format!("no CANN built-in design is modelled for {op}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::sim;
+    use crate::plan::soc::find;
+
+    fn count(ops: &[Op], f: impl Fn(&Op) -> bool) -> usize {
+        ops.iter().filter(|o| f(o)).count()
+    }
+
+    fn shapes(list: &[(&str, &[usize])]) -> Vec<(String, Vec<usize>)> {
+        list.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect()
+    }
+
+    #[test]
+    fn rms_norm_follows_the_tilings_core_split_and_mode_thresholds() {
+        let soc = find("Ascend910B2").unwrap();
+        // 131072 rows of 128: blockFactor = ceil(131072 / 48) = 2731, so 48 cores (the last
+        // 131072 - 47·2731 = 2715 rows); MergeN with rowFactor = 196608 / (16·128 + 260) = 85,
+        // so ceil(2731 / 85) = 33 passes: 33 x-reads + gamma.
+        let d = rms_norm(soc, 131072, 128, 2).unwrap();
+        assert_eq!(d.mode, "MergeN");
+        let cores = &d.launches[0];
+        assert_eq!(cores.len(), 48);
+        assert_eq!(count(&cores[0], |o| matches!(o, Op::Dma { dir: Dir::In, .. })), 34);
+        // Normal at 3584: one row per DMA, 86 rows on core 0 (ceil(4096/48)), two V_S per row.
+        let d = rms_norm(soc, 4096, 3584, 2).unwrap();
+        assert_eq!(d.mode, "Normal");
+        assert_eq!(count(&d.launches[0][0], |o| matches!(o, Op::Dma { dir: Dir::In, .. })), 87);
+        assert_eq!(
+            count(&d.launches[0][0], |o| matches!(o, Op::Wait { from: Pipe::V, to: Pipe::S, .. })),
+            2 * 86
+        );
+        // Split-D above 12288 aligned 16-bit columns: no baseline.
+        assert!(rms_norm(soc, 4, 12304, 2).is_err());
+        assert!(rms_norm(soc, 4, 12288, 2).is_ok());
+    }
+
+    #[test]
+    fn every_design_runs_on_the_simulator_at_the_model_shapes() {
+        let soc = find("Ascend910B2").unwrap();
+        type Case = (&'static str, Vec<(String, Vec<usize>)>, bool);
+        let cases: Vec<Case> = vec![
+            ("rms_norm", shapes(&[("x", &[4096, 3584]), ("gamma", &[3584])]), false),
+            (
+                "add_rms_norm",
+                shapes(&[("x1", &[4096, 4096]), ("x2", &[4096, 4096]), ("gamma", &[4096])]),
+                true,
+            ),
+            (
+                "add_rms_norm",
+                shapes(&[("x1", &[4096, 3584]), ("x2", &[4096, 3584]), ("gamma", &[3584])]),
+                false,
+            ),
+            ("rotary_mul", shapes(&[("x", &[1, 4096, 8, 128]), ("r1", &[1, 4096, 1, 128])]), false),
+            ("swiglu", shapes(&[("gate", &[64, 12288]), ("up", &[64, 12288])]), false),
+            ("reshape_and_cache", shapes(&[("key", &[4096, 8, 128])]), false),
+            ("reshape_and_cache_int8", shapes(&[("key", &[4096, 8, 128])]), false),
+        ];
+        for (op, s, f16) in cases {
+            let d = design(soc, op, &s, 2, f16).unwrap_or_else(|e| panic!("{op}: {e}"));
+            let m = crate::perf::cann_design(soc, &d).unwrap_or_else(|e| panic!("{op}: {e}"));
+            assert!(m.modelled.time_us.low <= m.modelled.time_us.mid, "{op}");
+            assert!(m.modelled.time_us.mid <= m.modelled.time_us.high, "{op}");
+            for launch in &d.launches {
+                assert!(sim::simulate_launch(
+                    launch,
+                    &crate::perf::cycles::Costs::of(soc, crate::perf::cycles::Level::Mid)
+                )
+                .is_ok());
+            }
+        }
+        let err = design(soc, "gelu_tanh", &shapes(&[("x", &[4, 4])]), 2, false).unwrap_err();
+        assert_eq!(err.to_string(), "no CANN built-in design is modelled for gelu_tanh");
+        // Interleaved or BNSD tables have no design.
+        assert!(design(
+            soc,
+            "rotary_mul",
+            &shapes(&[("x", &[1, 8, 16, 128]), ("r1", &[1, 1, 16, 128])]),
+            2,
+            false
+        )
+        .is_err());
+    }
+}

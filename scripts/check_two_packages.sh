@@ -20,7 +20,7 @@ for name in acme beta; do
     specs="$work/specs-$name"
     rm -rf "$specs"
     mkdir -p "$specs"
-    cp kernels/rms_norm.toml "$specs/"
+    cp kernels/rms_norm.toml kernels/rms_norm_grad.toml "$specs/"  # rms_norm names its backward op
     # beta has one op more: a package must not see the other's ops.
     if [ "$name" = beta ]; then cp kernels/gelu_tanh.toml "$specs/"; fi
     prefix="$(tr '[:lower:]' '[:upper:]' <<<"${name:0:1}")${name:1}"

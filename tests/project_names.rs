@@ -19,13 +19,13 @@ fn scratch(tag: &str) -> PathBuf {
     d
 }
 
-/// A specs directory with the catalogue's rms_norm and gelu_tanh (which brings its generated
+/// A specs directory with the catalogue's rms_norm (and its backward op rms_norm_grad) and gelu_tanh (which brings its generated
 /// gelu_tanh_grad) and the given project file.
 fn specs_dir(tag: &str, project: Option<&str>) -> PathBuf {
     let dir = scratch(tag).join("specs");
     std::fs::create_dir_all(&dir).unwrap();
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-    for op in ["rms_norm", "gelu_tanh"] {
+    for op in ["rms_norm", "rms_norm_grad", "gelu_tanh"] {
         std::fs::copy(kernels.join(format!("{op}.toml")), dir.join(format!("{op}.toml"))).unwrap();
     }
     if let Some(text) = project {
@@ -41,7 +41,12 @@ fn every_generated_file_takes_the_names_from_project_toml() {
     let names: Vec<(&str, &str)> = specs.iter().map(|s| (s.name.as_str(), s.op_type.as_str())).collect();
     assert_eq!(
         names,
-        [("gelu_tanh", "AcmeGeluTanh"), ("gelu_tanh_grad", "AcmeGeluTanhGrad"), ("rms_norm", "AcmeRmsNorm")]
+        [
+            ("gelu_tanh", "AcmeGeluTanh"),
+            ("gelu_tanh_grad", "AcmeGeluTanhGrad"),
+            ("rms_norm", "AcmeRmsNorm"),
+            ("rms_norm_grad", "AcmeRmsNormGrad")
+        ]
     );
     let refs: Vec<_> = specs.iter().collect();
     let project = render_project(&refs).unwrap();
@@ -92,7 +97,7 @@ fn without_project_toml_the_names_are_the_defaults() {
     assert!(specs.iter().all(|s| s.project.is_default() && s.op_type.starts_with("Opgen")));
     // project.toml is never read as an op spec, even when it is empty.
     let dir = specs_dir("empty", Some(""));
-    assert_eq!(family::load_catalogue(&dir).unwrap().len(), 3);
+    assert_eq!(family::load_catalogue(&dir).unwrap().len(), 4);
 }
 
 #[test]

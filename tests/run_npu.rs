@@ -77,5 +77,5 @@ fn every_catalogue_op_has_a_typed_aclnn_call() {
         );
     }
     let rms = specs.iter().find(|s| s.name == "rms_norm").unwrap();
-    assert_eq!(aclnn_pattern(rms), "TTDTT");
+    assert_eq!(aclnn_pattern(rms), "TTDSTT");
 }

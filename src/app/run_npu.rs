@@ -31,11 +31,29 @@ pub const UNAVAILABLE: &str = "opgen run --device npu: built without ACL: rebuil
 /// The aclnn argument patterns `opgen run --device npu` can call (inputs, attrs, outputs as
 /// T tensor, D double, I int64, B bool, S string): one typed call each in src/acl/aclnn.rs.
 pub const CALLABLE_PATTERNS: &[&str] = &[
-    "TT", "TTT", "TTTT", "TTTTT", "TTTTTT", "TTTTTTT", "TTTTTTTT", "TDT", "TTDT", "TTDTT", "TTTDTTT", "TIT",
-    "TBT", "TST", "TTST", "TTTST",
+    "TT",
+    "TTT",
+    "TTTT",
+    "TTTTT",
+    "TTTTTT",
+    "TTTTTTT",
+    "TTTTTTTT",
+    "TDT",
+    "TTDT",
+    "TTDTT",
+    "TTTDTTT",
+    "TIT",
+    "TBT",
+    "TST",
+    "TTST",
+    "TTTST",
+    "TTDSTT",
+    "TTTDSTTT",
+    "TTTSTT",
+    "TTTTSBTTT",
 ];
 
-/// The op's aclnn argument pattern, e.g. `TTDTT` for rms_norm (x, gamma, epsilon, y, rstd).
+/// The op's aclnn argument pattern, e.g. `TTDSTT` for rms_norm (x, gamma, epsilon, rounding, y, rstd).
 pub fn aclnn_pattern(spec: &crate::spec::OpSpec) -> String {
     use crate::spec::AttrKind;
     let tensors = |n: usize| "T".repeat(n);

@@ -57,33 +57,35 @@ c10::OperatorHandle op(const char* name)
 
 void row_norm_cases()
 {
-    auto rms = op("opgen::rms_norm").typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, double)>();
+    // rms_norm(x, gamma, epsilon, rounding): rounding "once" (npu_rms_norm) or "hf" (HF's order).
+    auto rms = op("opgen::rms_norm")
+                   .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, double, c10::string_view)>();
     for (auto dt : {at::kHalf, at::kBFloat16, at::kFloat}) {
-        auto [y, rstd] = rms.call(meta({2, 3, 8}, dt), meta({8}, dt), 1e-6);
+        auto [y, rstd] = rms.call(meta({2, 3, 8}, dt), meta({8}, dt), 1e-6, "once");
         check(y.sizes() == at::IntArrayRef({2, 3, 8}) && y.scalar_type() == dt, "rms_norm y shape/dtype");
         check(rstd.sizes() == at::IntArrayRef({2, 3, 1}) && rstd.scalar_type() == at::kFloat,
               "rms_norm rstd is float32 with x's rank and 1 over gamma's dims");
         check(y.device().is_meta(), "rms_norm output on meta");
     }
-    auto [y2, rstd2] = rms.call(meta({4, 5, 6}, at::kHalf), meta({5, 6}, at::kHalf), 1e-6);
+    auto [y2, rstd2] = rms.call(meta({4, 5, 6}, at::kHalf), meta({5, 6}, at::kHalf), 1e-6, "once");
     check(rstd2.sizes() == at::IntArrayRef({4, 1, 1}), "rms_norm 2-D gamma: rstd [4, 1, 1]");
     expect_error("rms_norm wrong gamma", "`gamma` must equal the trailing dims of `x`",
-                 [&] { rms.call(meta({2, 8}, at::kHalf), meta({4}, at::kHalf), 1e-6); });
+                 [&] { rms.call(meta({2, 8}, at::kHalf), meta({4}, at::kHalf), 1e-6, "once"); });
     expect_error("rms_norm gamma rank", "`gamma` must have 1 to 2 dims",
-                 [&] { rms.call(meta({2, 8}, at::kHalf), meta({1, 2, 8}, at::kHalf), 1e-6); });
+                 [&] { rms.call(meta({2, 8}, at::kHalf), meta({1, 2, 8}, at::kHalf), 1e-6, "once"); });
     expect_error("rms_norm mixed dtypes", "no registered dtype combination for (x=float16, gamma=float32)",
-                 [&] { rms.call(meta({2, 8}, at::kHalf), meta({8}, at::kFloat), 1e-6); });
-    expect_error("rms_norm int input", "x=int32", [&] { rms.call(meta({2, 8}, at::kInt), meta({8}, at::kInt), 1e-6); });
+                 [&] { rms.call(meta({2, 8}, at::kHalf), meta({8}, at::kFloat), 1e-6, "once"); });
+    expect_error("rms_norm int input", "x=int32", [&] { rms.call(meta({2, 8}, at::kInt), meta({8}, at::kInt), 1e-6, "once"); });
 
     auto add = op("opgen::add_rms_norm")
                    .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                                          const at::Tensor&, double)>();
+                                                                          const at::Tensor&, double, c10::string_view)>();
     auto [y, rstd, x_sum] = add.call(meta({3, 16}, at::kBFloat16), meta({3, 16}, at::kBFloat16),
-                                     meta({16}, at::kBFloat16), 1e-6);
+                                     meta({16}, at::kBFloat16), 1e-6, "hf");
     check(x_sum.sizes() == at::IntArrayRef({3, 16}) && x_sum.scalar_type() == at::kBFloat16, "add_rms_norm x_sum");
     check(rstd.sizes() == at::IntArrayRef({3, 1}) && rstd.scalar_type() == at::kFloat, "add_rms_norm rstd");
     expect_error("add_rms_norm residual shape", "`x2` must have the shape of `x1`",
-                 [&] { add.call(meta({3, 16}, at::kHalf), meta({2, 16}, at::kHalf), meta({16}, at::kHalf), 1e-6); });
+                 [&] { add.call(meta({3, 16}, at::kHalf), meta({2, 16}, at::kHalf), meta({16}, at::kHalf), 1e-6, "hf"); });
 }
 
 void rotary_cases()

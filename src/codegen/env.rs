@@ -20,6 +20,7 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("kernel/rotary.cpp.j2", include_str!("../../templates/kernel/rotary.cpp.j2")),
     ("host/rotary.cpp.j2", include_str!("../../templates/host/rotary.cpp.j2")),
     ("host/rotary_layout.j2", include_str!("../../templates/host/rotary_layout.j2")),
+    ("kernel/rotary_dot2.j2", include_str!("../../templates/kernel/rotary_dot2.j2")),
     ("kernel/rotary_grad.cpp.j2", include_str!("../../templates/kernel/rotary_grad.cpp.j2")),
     ("host/rotary_grad.cpp.j2", include_str!("../../templates/host/rotary_grad.cpp.j2")),
     ("kernel/elementwise.cpp.j2", include_str!("../../templates/kernel/elementwise.cpp.j2")),

@@ -171,7 +171,7 @@ fn the_event_trace_agrees_with_the_counters_and_times_the_launch() {
         let (mut bytes_in, mut bytes_out, mut hidden_vs, mut kernel_waits) = (0, 0, 0, 0);
         for e in &t.events {
             match e {
-                Event::Vec { api, .. } => *vec_calls.entry(api.clone()).or_default() += 1,
+                Event::Vec { api, .. } => *vec_calls.entry(api.to_string()).or_default() += 1,
                 Event::Dma { pipe, bytes, .. } if pipe == "MTE2" => bytes_in += bytes,
                 Event::Dma { bytes, .. } => bytes_out += bytes,
                 Event::Hidden { event } if event == "V_S" => hidden_vs += 1,

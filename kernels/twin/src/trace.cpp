@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "opgen_twin/json_writer.h"
 #include "opgen_twin/runtime.h"
 
 namespace opgen_twin {
@@ -46,49 +47,38 @@ Event* running() {
     return &(*g_cur)[size_t(g_instr)];
 }
 
-void json_str(FILE* out, const char* s) {
-    std::fputc('"', out);
-    for (const char* p = s; *p != '\0'; ++p) {
-        if (*p == '"' || *p == '\\') std::fputc('\\', out);
-        std::fputc(*p, out);
-    }
-    std::fputc('"', out);
-}
-
 const char* pipe_label(int p) {
     static const char* const names[] = {"S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX"};
     return p >= 0 && p < 7 ? names[p] : "?";
 }
 
-void write_event(FILE* out, const Event& e) {
+// One event as `{"<kind>":{fields}}` (serde's external tagging: the reader dispatches on the
+// key without buffering the object, which matters for traces of millions of events).
+void write_event(JsonWriter& w, const Event& e) {
+    w.begin_object();
     switch (e.kind) {
         case Kind::Instr:
             if (e.pipe == 1) {
-                std::fputs("{\"op\":\"vec\",\"api\":", out);
-                json_str(out, e.name);
-                std::fprintf(out, ",\"elements\":%" PRIu64 "}", e.amount);
+                w.key("vec").begin_object().key("api").string(e.name).key("elements").uint(e.amount);
             } else if (e.pipe == 2 || e.pipe == 3) {
-                std::fprintf(out, "{\"op\":\"dma\",\"pipe\":\"%s\",\"api\":", pipe_label(e.pipe));
-                json_str(out, e.name);
-                std::fputs(",\"gm\":", out);
-                json_str(out, e.gm != nullptr ? e.gm : "");
-                std::fprintf(out, ",\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"block_bytes\":%" PRIu64
-                                  ",\"gm_offset\":%" PRIu64 "}",
-                             e.amount, e.blocks, e.block_bytes, e.gm_offset);
+                w.key("dma").begin_object().key("pipe").string(pipe_label(e.pipe)).key("api").string(e.name);
+                w.key("gm").string(e.gm != nullptr ? e.gm : "").key("bytes").uint(e.amount);
+                w.key("blocks").uint(e.blocks).key("block_bytes").uint(e.block_bytes);
+                w.key("gm_offset").uint(e.gm_offset);
             } else {
-                std::fputs("{\"op\":\"scalar\",\"api\":", out);
-                json_str(out, e.name);
-                std::fprintf(out, ",\"gm_accesses\":%u,\"ub_accesses\":%u}", e.gm_acc, e.ub_acc);
+                w.key("scalar").begin_object().key("api").string(e.name);
+                w.key("gm_accesses").uint(e.gm_acc).key("ub_accesses").uint(e.ub_acc);
             }
             break;
         case Kind::Set:
         case Kind::Wait:
-            std::fprintf(out, "{\"op\":\"%s\",\"event\":\"%s\",\"key\":%" PRId64 "}",
-                         e.kind == Kind::Set ? "set" : "wait", e.name, e.key);
+            w.key(e.kind == Kind::Set ? "set" : "wait").begin_object();
+            w.key("event").string(e.name).key("key").integer(e.key);
             break;
-        case Kind::Hidden: std::fprintf(out, "{\"op\":\"hidden\",\"event\":\"%s\"}", e.name); break;
-        case Kind::Barrier: std::fprintf(out, "{\"op\":\"barrier\",\"pipe\":\"%s\"}", e.name); break;
+        case Kind::Hidden: w.key("hidden").begin_object().key("event").string(e.name); break;
+        case Kind::Barrier: w.key("barrier").begin_object().key("pipe").string(e.name); break;
     }
+    w.end_object().end_object();
 }
 
 }  // namespace
@@ -171,18 +161,19 @@ void write_launch() {
         // twin rule untested: only an unwritable OPGEN_TWIN_TRACE path reaches it; the report always passes its own scratch file
         fail("trace", "cannot write the trace", std::string("OPGEN_TWIN_TRACE=") + path);
     }
+    // The document in one JSON writer per core (the twin's one writer), flushed core by core so a
+    // long launch's trace is never held twice in memory.
     std::fputs("{\"cores\":[", out);
     bool first_core = true;
     for (const auto& [idx, events] : g_cores) {
-        std::fprintf(out, "%s\n{\"core\":%" PRId64 ",\"events\":[", first_core ? "" : ",", idx);
+        JsonWriter w;
+        w.begin_object().key("core").integer(idx).key("events").begin_array();
+        for (const Event& e : events) write_event(w, e);
+        w.end_array().end_object();
+        if (!first_core) std::fputc(',', out);
         first_core = false;
-        bool first = true;
-        for (const Event& e : events) {
-            if (!first) std::fputc(',', out);
-            first = false;
-            write_event(out, e);
-        }
-        std::fputs("]}", out);
+        std::fputc('\n', out);
+        std::fwrite(w.str().data(), 1, w.str().size(), out);
     }
     std::fputs("\n]}\n", out);
     std::fclose(out);

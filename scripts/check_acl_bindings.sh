@@ -23,6 +23,6 @@ echo "  $bindings: $(grep -c 'pub unsafe fn acl' "$bindings") ACL functions boun
 opgen_run "cargo clippy (cfg(opgen_acl))" cargo clippy --workspace --all-targets -- -D warnings
 opgen_run "cargo test --lib acl::" cargo test --lib acl::
 echo "    $(grep '^test result' <<<"$OPGEN_LAST_LOG" | head -n 1)"
-opgen_run "cargo test --test run_npu" cargo test --test run_npu
+opgen_run "cargo test --test it run_npu::" cargo test --test it run_npu::
 echo "    $(grep '^test result' <<<"$OPGEN_LAST_LOG" | head -n 1)"
 echo "check-acl-bindings: passed in $(opgen_elapsed "$total") s"

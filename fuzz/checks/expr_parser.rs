@@ -6,7 +6,7 @@
 //! including NaN, ±Inf and extremes, and rendered as the comment text the kernel carries.
 //!
 //! Shared by the cargo-fuzz target (fuzz/fuzz_targets/) and the stable replay of the seed
-//! corpus in `tests/fuzz_replay.rs`, so CI runs the same checks on every seed.
+//! corpus in `tests/it/fuzz_replay.rs`, so CI runs the same checks on every seed.
 
 use ascend_opgen::family::elementwise::expr::{self, ExprError, Scope};
 use ascend_opgen::family::elementwise::{analyse_body, eval, lower};

@@ -2,7 +2,7 @@
 //! never panic, and every error must name a line inside the text.
 //!
 //! Shared by the cargo-fuzz target (fuzz/fuzz_targets/) and the stable replay of the seed
-//! corpus in `tests/fuzz_replay.rs`, so CI runs the same checks on every seed.
+//! corpus in `tests/it/fuzz_replay.rs`, so CI runs the same checks on every seed.
 
 use std::path::Path;
 

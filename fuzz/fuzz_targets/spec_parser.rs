@@ -1,5 +1,5 @@
 //! cargo-fuzz target: the checks live in fuzz/checks/spec_parser.rs (also replayed on the seed
-//! corpus by `tests/fuzz_replay.rs` on stable).
+//! corpus by `tests/it/fuzz_replay.rs` on stable).
 #![no_main]
 
 #[path = "../checks/spec_parser.rs"]

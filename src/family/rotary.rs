@@ -14,7 +14,7 @@
 //! y = RNE(fl(fl(x·r1) + fl(x_rot·r2_signed))) in float32: both products are exact in float32
 //! (11+11 or 8+8 significant bits), so y is the exact value rounded to float32 and then to the
 //! output dtype: always within 1 ULP of the reference, even where the two products cancel (checked
-//! bit for bit against a model of CANN's arithmetic in tests/rotary_twin.rs). For float32 inputs
+//! bit for bit against a model of CANN's arithmetic in tests/it/rotary_twin.rs). For float32 inputs
 //! CANN's products round (relative 2^-24 each), so where x·r1 ≈ −x_rot·r2 that formula has no
 //! relative accuracy (69 of the 243 full-sweep float32 cases missed the CANN gate with it). The
 //! float32 kernel therefore computes the two-term dot product as Ogita–Rump–Oishi Dot2 with
@@ -34,7 +34,7 @@
 //! core moves the fewest x and table rows, then the fewest table re-reads; idle cores then join
 //! along table rows only, where they read nothing twice. The search is bounded (at most
 //! 2·sqrt(cores) core counts along table rows, each with at most 2·sqrt(cores) splits of the
-//! rest, most of them pruned); tests/rotary_twin.rs checks it against the exhaustive one.
+//! rest, most of them pruned); tests/it/rotary_twin.rs checks it against the exhaustive one.
 
 use super::default_attrs;
 use super::eager::{input, Builder};

@@ -8,7 +8,7 @@
 //! columns and each adds its columns' 48 partials in group order (float-float) and rounds once
 //! to float32 and then to gamma's dtype. The groups and the order do not depend on the core
 //! count, so dgamma is the same bits on every run, core count and SoC for a given shape
-//! (tests/row_norm_grad.rs runs 48, 40 and 20 cores).
+//! (tests/it/row_norm_grad.rs runs 48, 40 and 20 cores).
 
 use super::eager::{input, Builder, T};
 use super::inputs::{derive_seed, generate, Distribution};

@@ -775,7 +775,7 @@ pub fn expected(
                     vec![values]
                 }
                 // A generated backward op: the differentiated tree (checked against finite
-                // differences of the forward in tests/elementwise_grad.rs).
+                // differences of the forward in tests/it/elementwise_grad.rs).
                 Some(_) => analyse(spec)?
                     .outputs
                     .iter()

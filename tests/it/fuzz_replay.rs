@@ -3,9 +3,9 @@
 //! libFuzzer (it needs nightly or RUSTC_BOOTSTRAP), but it builds every check and replays the
 //! seeds, so a seed that starts failing, or a check that no longer compiles, fails here.
 
-#[path = "../fuzz/checks/expr_parser.rs"]
+#[path = "../../fuzz/checks/expr_parser.rs"]
 mod expr_parser;
-#[path = "../fuzz/checks/spec_parser.rs"]
+#[path = "../../fuzz/checks/spec_parser.rs"]
 mod spec_parser;
 
 fn replay(target: &str, check: fn(&[u8])) -> usize {

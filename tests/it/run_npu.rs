@@ -9,8 +9,7 @@ use ascend_opgen::tensor::HostTensor;
 use ascend_opgen::toolchain::command::Cmd;
 use ascend_opgen::DType;
 
-#[path = "toolchain_support/mod.rs"]
-mod support;
+use crate::support;
 use support::TempDir;
 
 #[test]

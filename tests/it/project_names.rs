@@ -1,6 +1,6 @@
 //! Issue 15 point 2: the project's names (torch library, Python package, vendor, op-type prefix)
 //! come from one place, `project.toml` beside the specs; every generated file and build step
-//! takes them from there, and the defaults leave the golden copy as it is (tests/golden.rs).
+//! takes them from there, and the defaults leave the golden copy as it is (tests/it/golden.rs).
 
 use ascend_opgen::app::build_npu::{build_npu_in, BuildNpuOptions};
 use ascend_opgen::codegen::render_project;

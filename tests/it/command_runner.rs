@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 
 use ascend_opgen::toolchain::command::{which, Cmd, CommandError};
 
-#[path = "toolchain_support/mod.rs"]
-mod support;
+use crate::support;
 use support::TempDir;
 
 #[test]

@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 
 use ascend_opgen::toolchain::cann::{discover_in, inspect_root_for, Need, SearchEnv, Source, Verdict};
 
-#[path = "toolchain_support/mod.rs"]
-mod support;
+use crate::support;
 use support::{fake_toolkit, real_cann_root, Fake, TempDir};
 
 fn host() -> String {

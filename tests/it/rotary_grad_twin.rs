@@ -2,7 +2,7 @@
 //! adjoint identity, independent of the kernel and of the grad reference's code), the kernel on
 //! the twin per dtype and mode, the table sums' bits on two core counts, the cancellation cases
 //! (plain float32 arithmetic would miss the bar on them), the host's refusals, and broken kernels
-//! the gates must catch. The quick sweep of every dtype runs in tests/verify_catalogue.rs.
+//! the gates must catch. The quick sweep of every dtype runs in tests/it/verify_catalogue.rs.
 
 use ascend_opgen::app::gen::{load_specs, render};
 use ascend_opgen::app::verify::{case_inputs, run_verify, VerifyOptions};

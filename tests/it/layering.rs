@@ -116,7 +116,7 @@ fn every_top_level_module_has_a_layer() {
             missing.push(name);
         }
     }
-    assert!(missing.is_empty(), "modules without a layer in tests/layering.rs: {missing:?}");
+    assert!(missing.is_empty(), "modules without a layer in tests/it/layering.rs: {missing:?}");
 }
 
 #[test]

@@ -6,8 +6,7 @@ use ascend_opgen::app::build_npu::{build_npu_in, plan, BuildNpuOptions};
 use ascend_opgen::toolchain::cann::SearchEnv;
 use std::path::Path;
 
-#[path = "toolchain_support/mod.rs"]
-mod support;
+use crate::support;
 use support::{fake_toolkit, Fake, TempDir};
 
 fn options(tmp: &Path, dry_run: bool) -> BuildNpuOptions {

@@ -94,7 +94,7 @@ fn all_kernel_tests_pass_under_the_sanitizers() {
 /// is rejected where it is marked so. Needs a toolkit, so it is ignored by default and fails
 /// (never passes silently) when run without one.
 #[test]
-#[ignore = "needs a CANN 8.1 toolkit: CANN_TOOLKIT=<.../ascend-toolkit/8.1.RC1> cargo test --test twin_suites -- --ignored"]
+#[ignore = "needs a CANN 8.1 toolkit: CANN_TOOLKIT=<.../ascend-toolkit/8.1.RC1> cargo test --test it twin_suites:: -- --ignored"]
 fn kernel_tests_compile_against_the_cann_headers() {
     let cann = std::env::var("CANN_TOOLKIT").expect("CANN_TOOLKIT must name a CANN 8.1 toolkit root");
     let root = std::path::Path::new(&cann);
@@ -117,7 +117,7 @@ fn op_host_registry_and_runner_suite_passes() {
 /// The op_host suite's real-header half: the sample op_host file against a CANN toolkit's
 /// headers (`CANN_TOOLKIT`). Ignored by default; run without a toolkit it fails.
 #[test]
-#[ignore = "needs a CANN 8.1 toolkit: CANN_TOOLKIT=<.../ascend-toolkit/8.1.RC1> cargo test --test twin_suites -- --ignored"]
+#[ignore = "needs a CANN 8.1 toolkit: CANN_TOOLKIT=<.../ascend-toolkit/8.1.RC1> cargo test --test it twin_suites:: -- --ignored"]
 fn op_host_sample_compiles_against_the_cann_headers() {
     let cann = std::env::var("CANN_TOOLKIT").expect("CANN_TOOLKIT must name a CANN 8.1 toolkit root");
     let text = run_script("kernels/twin/tests/run_host_tests.sh", true);

@@ -10,8 +10,7 @@ use ascend_opgen::toolchain::check_cann::{
 };
 use ascend_opgen::toolchain::command::which;
 
-#[path = "toolchain_support/mod.rs"]
-mod support;
+use crate::support;
 use support::{fake_toolkit, real_cann_root, write, Fake, TempDir};
 
 fn defines(pairs: &[(&str, &str)]) -> Defines {

@@ -1,0 +1,44 @@
+//! The integration tests: one crate, so the library and its dependencies are linked once, and
+//! shared support (temporary directories removed on drop, fake toolkit trees) is one module.
+//! `cargo test --test it <module>::` runs one file's tests, e.g. `cargo test --test it golden::`.
+
+#[path = "toolchain_support/mod.rs"]
+mod support;
+
+mod backward_table;
+mod build_npu;
+mod cann_discovery;
+mod check_cann;
+mod cli_gen;
+mod cli_run_plan;
+mod command_runner;
+mod elementwise_expr;
+mod elementwise_grad;
+mod elementwise_spec;
+mod elementwise_user_op;
+mod elementwise_values;
+mod fuzz_replay;
+mod gates_mutants;
+mod golden;
+mod hf_rounding;
+mod layering;
+mod layout_spec;
+mod layout_twin;
+mod npy_bf16;
+mod perturbed;
+mod project_names;
+mod proptest_ops;
+mod report_twin;
+mod rotary_grad_spec;
+mod rotary_grad_twin;
+mod rotary_spec;
+mod rotary_twin;
+mod row_norm_grad;
+mod row_norm_grad_spec;
+mod row_norm_values;
+mod run_npu;
+mod spec_load;
+mod spec_validation;
+mod torch_schema;
+mod twin_suites;
+mod verify_catalogue;

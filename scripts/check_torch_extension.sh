@@ -6,7 +6,8 @@
 #   - its NEEDED entries name torch/torch_npu and no CANN library (CANN's libraries are
 #     dependencies of libtorch_npu only);
 #   - libtorch (the wheel's libc10/libtorch_cpu, no NPU) loads the generated schemas and runs
-#     the Meta kernels on meta tensors (scripts/torch_meta_check/meta_check.cpp);
+#     the Meta kernels on meta tensors (scripts/torch_meta_check/meta_check.cpp), among them every
+#     op_host refusal of python/opgen_torch/tests/host_refusals.txt, word for word;
 #   - the Python package compiles, and its loader passes its tests with stand-ins for
 #     torch/torch_npu (python/opgen_torch/tests).
 # Idempotent: the wheels are downloaded once into ${OPGEN_CACHE:-~/.cache/ascend-opgen}.
@@ -82,9 +83,26 @@ for kernel in "$work"/project/op_kernel/opgen_*.cpp; do
     catalogue+=("${name#opgen_}")
 done
 [ "${#catalogue[@]}" -gt 0 ] || opgen_fail "no op kernels in $work/project/op_kernel"
+# The op_host's refusals, case by case with its words (the CPU build's test checks the same file
+# against the twin-compiled op_host).
+refusals="$OPGEN_REPO/python/opgen_torch/tests/host_refusals.txt"
 opgen_run "run the Meta check (${#catalogue[@]} catalogue ops)" env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" \
-    "$meta/meta_check" "${catalogue[@]}"
+    "$meta/meta_check" --refusals "$refusals" "${catalogue[@]}"
 sed 's/^/    /' <<<"$OPGEN_LAST_LOG"
+# The mutant: Meta kernels without the shared host checks (the NPU build before them) must fail
+# the refusals, naming the case.
+sed 's/^\(    opgen_torch::[a-z0-9_]*_host_checks(\)/    if (false) \1/' "$work/project/torch/opgen_schema.cpp" >"$meta/schema_mutant.cpp"
+grep -q "if (false) *opgen_torch::rotary_mul_host_checks(" "$meta/schema_mutant.cpp" || opgen_fail "the host-checks mutant did not apply"
+opgen_run "compile the host-checks mutant" g++ "${flags[@]}" -c "$meta/schema_mutant.cpp" -o "$meta/schema_mutant.o"
+opgen_run "link the host-checks mutant" g++ "$meta/schema_mutant.o" "$meta/meta_check.o" -o "$meta/meta_check_mutant" \
+    -L"$TORCH_PATH/lib" -Wl,--no-as-needed -lc10 -ltorch_cpu -Wl,-rpath-link,"$OPGEN_TORCH_CPU_LD_PATH"
+if env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" "$meta/meta_check_mutant" --refusals "$refusals" \
+    "${catalogue[@]}" >"$meta/host_mutant.log" 2>&1; then
+    opgen_fail "the Meta check passed with Meta kernels that skip the op_host's checks"
+fi
+grep -q 'FAILED: refusal "rotary_mul: a table of S=77 for x of S=4096": the Meta kernel accepted it' "$meta/host_mutant.log" \
+    || opgen_fail "the host-checks mutant failed for another reason: $(grep FAILED "$meta/host_mutant.log" | head -n 3)"
+echo "  Meta kernels without the host checks fail the refusals: ok ($(grep -c '^FAILED: refusal' "$meta/host_mutant.log") cases)"
 # The mutant: an op the library does not register must fail the check (it used to be skipped).
 if env LD_LIBRARY_PATH="$TORCH_PATH/lib:$OPGEN_TORCH_CPU_LD_PATH" "$meta/meta_check" "${catalogue[@]}" \
     opgen_not_registered >"$meta/mutant.log" 2>&1; then

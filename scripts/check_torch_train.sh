@@ -4,7 +4,8 @@
 # generated kernels on the CPU twin (`cargo xtask torch-cpu`, cached objects), and runs
 # python/opgen_torch/tests/test_train_qwen.py: one training step of a tiny random Qwen2 and Qwen3
 # (float32, bfloat16) patched with opgen_torch.transformers against the unpatched model; prints
-# the loss delta, the worst gradient cosine (and its parameter) and the time per case.
+# the loss delta, the worst gradient cosine (and its parameter) and the time per case; then the
+# training steps again with transformers 4.53.2 (the field report's version, cached under target/).
 # Also run by scripts/check_torch_cpu.sh (a step of `cargo xtask test`).
 # Usage: scripts/check_torch_train.sh [OUT_DIR]   (default: target/opgen-torch-cpu)
 set -euo pipefail
@@ -21,5 +22,26 @@ if [ "${OPGEN_TORCH_CPU_BUILT:-}" != 1 ]; then
 fi
 echo "== python/opgen_torch/tests/test_train_qwen.py"
 start=$(opgen_now)
-PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_train_qwen.py"
+PYTHONPATH="$out" OPGEN_EXPECT_TRANSFORMERS="$("$python" -c 'import transformers; print(transformers.__version__)')" \
+    "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_train_qwen.py"
 echo "  training-step test: $(opgen_elapsed "$start") s"
+
+# The field report's transformers 4.53.2 too, on the same torch: installed once (--no-deps, with
+# the tokenizers it pins; the venv's other packages serve both versions) into a directory under
+# target/ that goes first on PYTHONPATH. Only the tiny-Qwen training steps run with it (Qwen2
+# float32 with generate, Qwen2 bfloat16, Qwen3 float32), to keep the step's cost small.
+alt_version=4.53.2
+alt="$OPGEN_REPO/target/torch-transformers-$alt_version"
+alt_want="transformers==$alt_version tokenizers==0.21.4"
+if [ ! -f "$alt/.opgen-stamp" ] || [ "$(cat "$alt/.opgen-stamp")" != "$alt_want" ]; then
+    rm -rf "$alt"
+    opgen_run "pip install --target (transformers $alt_version)" "$python" -m pip install --disable-pip-version-check \
+        --no-input --no-deps --target "$alt" $alt_want
+    echo "$alt_want" >"$alt/.opgen-stamp"
+fi
+echo "== python/opgen_torch/tests/test_train_qwen.py with transformers $alt_version"
+start=$(opgen_now)
+PYTHONPATH="$alt:$out" OPGEN_EXPECT_TRANSFORMERS="$alt_version" "$python" \
+    "$OPGEN_REPO/python/opgen_torch/tests/test_train_qwen.py" TrainingStep.test_transformers_version \
+    TrainingStep.test_qwen2_float32 TrainingStep.test_qwen2_bfloat16 TrainingStep.test_qwen3_float32
+echo "  training-step test (transformers $alt_version): $(opgen_elapsed "$start") s"

@@ -4,12 +4,20 @@
 // schema torch cannot parse fails here; then each op must have a Meta kernel, and the row_norm
 // ops are called on meta tensors: output shapes and dtypes, and the argument checks' messages.
 //
-// Usage: meta_check OP...      (the catalogue's op names, from kernels/*.toml: exactly these ops
-//                              must be registered; exit 0: all passed; prints "N passed, 0 failed")
+// Then each case of the refusals file (python/opgen_torch/tests/host_refusals.txt: the shapes the
+// generated op_host code refuses, with its message word for word; the CPU build's test checks
+// the same file against the twin-compiled op_host) must be refused by the Meta kernel with exactly
+// that message: the NPU build has no op_host code in-process, its Meta kernels run the op_host's
+// shared checks (opgen_torch.h).
+//
+// Usage: meta_check [--refusals FILE] OP...   (the catalogue's op names, from kernels/*.toml:
+//                              exactly these ops must be registered; exit 0: all passed; prints
+//                              "N passed, 0 failed")
 // A case whose op is missing fails (op() throws, the case reports it); nothing is skipped.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -116,15 +124,138 @@ void dequant_cases()
                  [&] { dq.call(meta({4, 64}, at::kChar), meta({4}, at::kFloat), "float64"); });
 }
 
+// "a | b | c" -> {"a", "b", "c"}, at most `fields` fields (the last takes the rest).
+std::vector<std::string> split_fields(const std::string& line, size_t fields)
+{
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (out.size() + 1 < fields) {
+        const size_t at = line.find(" | ", start);
+        if (at == std::string::npos) {
+            break;
+        }
+        out.push_back(line.substr(start, at - start));
+        start = at + 3;
+    }
+    out.push_back(line.substr(start));
+    return out;
+}
+
+// One argument of a refusals-file case: DTYPE[d,d,...] (a meta tensor), str:, float:, int:, bool:.
+c10::IValue argument(const std::string& token)
+{
+    const size_t colon = token.find(':');
+    if (colon != std::string::npos) {
+        const std::string kind = token.substr(0, colon);
+        const std::string value = token.substr(colon + 1);
+        if (kind == "str") {
+            return c10::IValue(value);
+        }
+        if (kind == "float") {
+            return c10::IValue(std::stod(value));
+        }
+        if (kind == "int") {
+            return c10::IValue(static_cast<int64_t>(std::stoll(value)));
+        }
+        if (kind == "bool") {
+            return c10::IValue(value == "true");
+        }
+        TORCH_CHECK(false, "refusals file: unknown argument kind in `", token, "`");
+    }
+    const size_t open = token.find('[');
+    TORCH_CHECK(open != std::string::npos && token.back() == ']', "refusals file: bad tensor `", token, "`");
+    const std::string dtype = token.substr(0, open);
+    const std::vector<std::pair<std::string, at::ScalarType>> dtypes = {
+        {"float16", at::kHalf}, {"bfloat16", at::kBFloat16}, {"float32", at::kFloat}, {"int8", at::kChar}, {"int32", at::kInt}};
+    at::ScalarType type = at::kFloat;
+    bool known = false;
+    for (const auto& [name, t] : dtypes) {
+        if (name == dtype) {
+            type = t;
+            known = true;
+        }
+    }
+    TORCH_CHECK(known, "refusals file: unknown dtype in `", token, "`");
+    std::vector<int64_t> shape;
+    std::string dims = token.substr(open + 1, token.size() - open - 2);
+    for (size_t start = 0; start < dims.size();) {
+        size_t end = dims.find(',', start);
+        end = end == std::string::npos ? dims.size() : end;
+        shape.push_back(std::stoll(dims.substr(start, end - start)));
+        start = end + 1;
+    }
+    return c10::IValue(meta(shape, type));
+}
+
+// Every case of `path`: the op called on meta tensors must raise exactly the case's message.
+void refusal_cases(const std::string& path)
+{
+    std::ifstream in(path);
+    check(static_cast<bool>(in), "the refusals file " + path + " opens");
+    std::string line;
+    int cases = 0;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') {
+            continue;
+        }
+        const std::vector<std::string> f = split_fields(line, 4);
+        if (f.size() != 4) {
+            check(false, "refusals file: `" + line + "` is not \"title | op | arguments | message\"");
+            continue;
+        }
+        ++cases;
+        const std::string& title = f[0];
+        const std::string& message = f[3];
+        try {
+            auto handle = c10::Dispatcher::singleton().findSchema({"opgen::" + f[1], ""});
+            TORCH_CHECK(handle.has_value(), "opgen::", f[1], " is not registered");
+            torch::jit::Stack stack;
+            std::string tokens = f[2];
+            for (size_t start = 0; start < tokens.size();) {
+                size_t end = tokens.find(' ', start);
+                end = end == std::string::npos ? tokens.size() : end;
+                if (end > start) {
+                    stack.push_back(argument(tokens.substr(start, end - start)));
+                }
+                start = end + 1;
+            }
+            const auto& arguments = handle->schema().arguments();
+            for (size_t i = stack.size(); i < arguments.size(); ++i) {
+                TORCH_CHECK(arguments[i].default_value().has_value(), "refusals file: ", title, ": argument `",
+                            arguments[i].name(), "` has no default");
+                stack.push_back(*arguments[i].default_value());
+            }
+            try {
+                handle->callBoxed(stack);
+                check(false, "refusal \"" + title + "\": the Meta kernel accepted it (expected \"" + message + "\")");
+            } catch (const c10::Error& e) {
+                std::string got = e.what_without_backtrace();
+                got = got.substr(0, got.find('\n'));
+                check(got == message, "refusal \"" + title + "\": the Meta kernel says \"" + got + "\", the op_host \"" + message + "\"");
+            }
+        } catch (const c10::Error& e) {
+            check(false, "refusal \"" + title + "\": " + e.what_without_backtrace());
+        }
+    }
+    check(cases >= 10, "the refusals file has " + std::to_string(cases) + " cases (at least 10)");
+    std::cout << "refusals: " << cases << " cases from " << path << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
 {
-    if (argc < 2) {
-        std::cout << "usage: meta_check OP... (the catalogue's op names)\n";
+    std::string refusals;
+    int first = 1;
+    if (argc >= 3 && std::string(argv[1]) == "--refusals") {
+        refusals = argv[2];
+        first = 3;
+    }
+    if (argc <= first) {
+        std::cout << "usage: meta_check [--refusals FILE] OP... (the catalogue's op names)\n";
         return 2;
     }
-    const std::vector<std::string> expected(argv + 1, argv + argc);
+    const std::vector<std::string> expected(argv + first, argv + argc);
     // Every op of the library: its schema parsed (or loading would have failed) and a Meta kernel.
     size_t ops = 0;
     for (const auto& name : c10::Dispatcher::singleton().getAllOpNames()) {
@@ -149,6 +280,9 @@ int main(int argc, char** argv)
         } catch (const c10::Error& e) {
             check(false, std::string(name) + " cases: unexpected error: " + e.what_without_backtrace());
         }
+    }
+    if (!refusals.empty()) {
+        refusal_cases(refusals);
     }
     std::cout << passed << " passed, " << failed << " failed\n";
     return failed == 0 ? 0 : 1;

@@ -73,7 +73,7 @@ fn render_op(env: &Environment<'static>, spec: &OpSpec) -> Result<Vec<GeneratedF
         message: m,
     })?;
     let stem = cx.stem.clone();
-    let crate::family::Templates { kernel, host } = crate::family::templates(spec);
+    let crate::family::Templates { kernel, host, .. } = crate::family::templates(spec);
     let value = Value::from_serialize(&cx);
     Ok(vec![
         GeneratedFile {

@@ -224,6 +224,12 @@ struct TorchOp {
     stem: String,
     /// The autograd formula's ingredients, or None: the op refuses inputs that require grad.
     backward: Option<TorchBackward>,
+    /// The family's shared host checks (`Templates::checks`) rendered with the op's context: the
+    /// very text its op_host carries, or None (the shape rule only).
+    host_checks: Option<String>,
+    /// The arguments of that `HostChecks` call after the input views: the attrs (string attrs
+    /// as `<name>_text.c_str()`).
+    check_attrs: Vec<String>,
 }
 
 /// What the autograd formula of a differentiable op calls and saves: the one place the torch
@@ -512,7 +518,17 @@ fn torch_op(spec: &OpSpec, specs: &[&OpSpec]) -> Result<TorchOp, String> {
         .collect();
     let dtype_attr = spec.output_dtype_attr().map(|a| a.name.clone());
     let plan_args = spec.inputs.iter().map(|t| t.name.clone()).chain(dtype_attr.clone()).collect();
+    let check_attrs = spec
+        .attrs
+        .iter()
+        .map(|a| match a.kind {
+            AttrKind::String => format!("{}_text.c_str()", a.name),
+            _ => a.name.clone(),
+        })
+        .collect();
     Ok(TorchOp {
+        host_checks: None,
+        check_attrs,
         stem: spec.file_stem(),
         backward: backward_of(spec, specs),
         dtype_attr,
@@ -553,7 +569,26 @@ pub(crate) fn render(
             })
         })
         .collect::<Result<Vec<TorchOp>, RenderError>>()?;
+    let mut ops = ops;
+    for (op, spec) in ops.iter_mut().zip(specs) {
+        op.host_checks = host_checks(env, spec)?;
+    }
     render_ops_named(env, &ops, &super::project_names(specs)?)
+}
+
+/// The family's shared host checks of `spec`, rendered exactly as its op_host template includes
+/// them (same template, same context), or None when the family has none.
+fn host_checks(env: &Environment<'static>, spec: &OpSpec) -> Result<Option<String>, RenderError> {
+    let Some(template) = crate::family::templates(spec).checks else {
+        return Ok(None);
+    };
+    let error =
+        |message: String| RenderError { op: spec.name.clone(), template: template.to_string(), message };
+    let cx = super::context::OpContext::new(spec).map_err(error)?;
+    env.get_template(template)
+        .and_then(|t| t.render(Value::from_serialize(&cx)))
+        .map(Some)
+        .map_err(|e| error(format!("{e:#}")))
 }
 
 #[cfg(test)]
@@ -689,6 +724,55 @@ mod tests {
         parses_as_python(py);
         let alone: Vec<&OpSpec> = specs.iter().filter(|s| s.name == "rms_norm").collect();
         assert_eq!(backward_of(alone[0], &alone), None, "no rms_norm_grad to call");
+    }
+
+    /// The shared host checks are one text in two places: each op whose family has them carries
+    /// in its op_host exactly the block opgen_torch.h carries (rendered once per file from one
+    /// template), its op_host calls them, and the Meta and NPU kernels call them
+    /// through `<op>_host_checks`. Families without them get no call.
+    #[test]
+    fn the_host_checks_are_one_text_in_the_op_host_and_the_torch_header() {
+        let specs = crate::family::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
+        let all: Vec<&OpSpec> = specs.iter().collect();
+        let project = super::super::project::render_project(&all).expect("renders");
+        let text = |path: &str| project.file(path).unwrap_or_else(|| panic!("{path}")).contents.clone();
+        let header = text("torch/opgen_torch.h");
+        let (schema, npu) = (text("torch/opgen_schema.cpp"), text("torch/opgen_npu.cpp"));
+        let mut with_checks = Vec::new();
+        for spec in &specs {
+            let call = format!("opgen_torch::{}_host_checks(", spec.name);
+            let Some(_) = crate::family::templates(spec).checks else {
+                assert!(!schema.contains(&call) && !npu.contains(&call), "{}: no checks to call", spec.name);
+                continue;
+            };
+            let stem = spec.file_stem();
+            let host = text(&format!("op_host/{stem}.cpp"));
+            let start = host
+                .find("// ---- the shape")
+                .unwrap_or_else(|| panic!("{stem}: no shared checks in its op_host"));
+            let end_marker = format!("}}  // namespace {stem}_checks\n");
+            let end = host.find(&end_marker).expect("the block's end") + end_marker.len();
+            let block = &host[start..end];
+            assert!(header.contains(block), "{stem}: opgen_torch.h lacks its op_host's check block");
+            // rotary and paged_cache call HostChecks itself; dequant's InferShape and
+            // InferDataType call its two halves.
+            let calls = |f: &str| host.contains(&format!("{stem}_checks::{f}("));
+            assert!(
+                calls("HostChecks") || (calls("RowsAndDim") && calls("OutputType")),
+                "{stem}: the op_host does not call them"
+            );
+            assert!(
+                schema.contains(&call) && npu.contains(&call),
+                "{}: a kernel does not call them",
+                spec.name
+            );
+            with_checks.push(spec.name.clone());
+        }
+        with_checks.sort();
+        assert_eq!(
+            with_checks,
+            ["dequant_int8", "reshape_and_cache", "reshape_and_cache_int8", "rotary_mul", "rotary_mul_grad"]
+        );
     }
 
     #[test]

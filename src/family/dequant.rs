@@ -208,7 +208,11 @@ impl FamilyOps for Dequant {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/dequant.cpp.j2", host: "host/dequant.cpp.j2" }
+        Templates {
+            kernel: "kernel/dequant.cpp.j2",
+            host: "host/dequant.cpp.j2",
+            checks: Some("host/dequant_checks.j2"),
+        }
     }
 
     fn template_extras(

@@ -102,6 +102,12 @@ pub(crate) trait FamilyOps: Sync {
 pub struct Templates {
     pub kernel: &'static str,
     pub host: &'static str,
+    /// The op's shape and attr checks as standard C++ (`HostChecks(inputs..., attrs..., why)`),
+    /// rendered into both the op_host (which calls them) and the torch extension's
+    /// `opgen_torch.h` (whose Meta and device kernels call them): one source, so the NPU build's
+    /// Meta kernels refuse what the host refuses, with its words. None: the family's checks live
+    /// in its op_host only (the torch kernels apply its shape rule).
+    pub checks: Option<&'static str>,
 }
 
 /// The report's reading of a plan.

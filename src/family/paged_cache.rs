@@ -528,7 +528,11 @@ impl FamilyOps for PagedCache {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/paged_cache.cpp.j2", host: "host/paged_cache.cpp.j2" }
+        Templates {
+            kernel: "kernel/paged_cache.cpp.j2",
+            host: "host/paged_cache.cpp.j2",
+            checks: Some("host/paged_cache_checks.j2"),
+        }
     }
 
     fn template_extras(

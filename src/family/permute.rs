@@ -189,7 +189,7 @@ impl FamilyOps for Permute {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/permute.cpp.j2", host: "host/permute.cpp.j2" }
+        Templates { kernel: "kernel/permute.cpp.j2", host: "host/permute.cpp.j2", checks: None }
     }
 
     fn template_extras(

@@ -419,7 +419,11 @@ impl FamilyOps for Rotary {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/rotary.cpp.j2", host: "host/rotary.cpp.j2" }
+        Templates {
+            kernel: "kernel/rotary.cpp.j2",
+            host: "host/rotary.cpp.j2",
+            checks: Some("host/rotary_checks.j2"),
+        }
     }
 
     fn template_extras(

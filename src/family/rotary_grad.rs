@@ -476,7 +476,11 @@ impl FamilyOps for RotaryGrad {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/rotary_grad.cpp.j2", host: "host/rotary_grad.cpp.j2" }
+        Templates {
+            kernel: "kernel/rotary_grad.cpp.j2",
+            host: "host/rotary_grad.cpp.j2",
+            checks: Some("host/rotary_checks.j2"),
+        }
     }
 
     fn template_extras(

@@ -540,7 +540,7 @@ impl FamilyOps for RowNorm {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/row_norm.cpp.j2", host: "host/row_norm.cpp.j2" }
+        Templates { kernel: "kernel/row_norm.cpp.j2", host: "host/row_norm.cpp.j2", checks: None }
     }
 
     fn template_extras(

@@ -281,7 +281,7 @@ impl FamilyOps for RowNormGrad {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/row_norm_grad.cpp.j2", host: "host/row_norm_grad.cpp.j2" }
+        Templates { kernel: "kernel/row_norm_grad.cpp.j2", host: "host/row_norm_grad.cpp.j2", checks: None }
     }
 
     fn template_extras(

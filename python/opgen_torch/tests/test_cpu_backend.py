@@ -7,15 +7,18 @@ real PyTorch: the generated kernels and op_host code running on the CPU twin.
   float64 from the rounded inputs (never from the kernels or the specs), with the project's bars:
   16-bit outputs of computing ops within 1 ULP of the once-rounded float64 value, float32
   outputs the CANN standard (MERE < 2^-13, MARE < 10 * 2^-13), layout ops bit-exact, int8 +-1;
-- the shapes the generated op_host code refuses, the Meta kernel refuses under FakeTensorMode
-  with the same message (rotary tables that do not broadcast, a key/cache head-dim mismatch...);
+- the shapes the generated op_host code refuses (host_refusals.txt: rotary tables that do not
+  broadcast, a key/cache head-dim mismatch...), the CPU kernel (the twin-compiled op_host) and
+  the Meta kernel under FakeTensorMode refuse with the file's message, word for word;
 - a kernel that breaks a twin rule raises a RuntimeError naming the op and the rule, and the
   process goes on (a mutant kernel library replaces one of the build's);
 - an op without a backward op raises a clear error naming the op and the input when an input
   requires grad, eagerly and under torch.compile(backend="aot_eager"); never a None gradient;
 - the row norms' gradients (rms_norm_grad, add_rms_norm_grad through their [backward] tables)
   against torch autograd of the float64 math with CANN's dual-baseline gate (the dtype's torch
-  autograd as the baseline), eagerly, compiled (aot_eager, inductor) and functionalized.
+  autograd as the baseline), eagerly, compiled (aot_eager, inductor) and functionalized;
+  rotary_mul's (rotary_mul_grad: x's gradient, and the tables' when they require grad) the same
+  way, both modes.
 
 Usage: PYTHONPATH=<torch-cpu --out DIR> python test_cpu_backend.py
 """
@@ -385,65 +388,42 @@ class Forward(unittest.TestCase):
 
 # ---- the op_host's refusals, the same under FakeTensorMode ------------------------------------
 
-# (op, builder of the arguments from a tensor factory, a fragment the message must contain).
-REFUSALS = [
-    (
-        "rotary_mul: a table of S=77 for x of S=4096",
-        "rotary_mul",
-        lambda t: (t((1, 4096, 2, 64)), t((1, 77, 1, 64)), t((1, 77, 1, 64)), "half"),
-        "does not broadcast",
-    ),
-    (
-        "rotary_mul: an odd head dim in half mode",
-        "rotary_mul",
-        lambda t: (t((1, 4, 2, 63)), t((1, 4, 1, 63)), t((1, 4, 1, 63)), "half"),
-        "even head dim",
-    ),
-    (
-        "rotary_mul: an unknown mode",
-        "rotary_mul",
-        lambda t: (t((1, 4, 2, 64)), t((1, 4, 1, 64)), t((1, 4, 1, 64)), "spiral"),
-        'is not supported: use "half"',
-    ),
-    (
-        "reshape_and_cache: key head dim 64, cache head dim 32",
-        "reshape_and_cache",
-        lambda t: (t((4, 2, 64)), t((4, 2, 64)), t((2, 16, 2, 32)), t((2, 16, 2, 64)), t((4,), torch.int32)),
-        "key_cache [2, 16, 2, 32] must be",
-    ),
-    (
-        "reshape_and_cache: slot_mapping shorter than the tokens",
-        "reshape_and_cache",
-        lambda t: (t((4, 2, 64)), t((4, 2, 64)), t((2, 16, 2, 64)), t((2, 16, 2, 64)), t((3,), torch.int32)),
-        "slot mapping length 3 != tokens 4",
-    ),
-    (
-        "reshape_and_cache_int8: scale cache of the wrong shape",
-        "reshape_and_cache_int8",
-        lambda t: (
-            t((4, 2, 64)),
-            t((4, 2, 64)),
-            t((2, 16, 2, 64), torch.int8),
-            t((2, 16, 2, 64), torch.int8),
-            t((2, 16, 3)),
-            t((2, 16, 2)),
-            t((4,), torch.int32),
-        ),
-        "key_scale must be [2, 16, 2]",
-    ),
-    (
-        "dequant_int8: one scale too few",
-        "dequant_int8",
-        lambda t: (t((4, 3, 32), torch.int8), t((4, 2)), "float16"),
-        "one scale per row",
-    ),
-    (
-        "rms_norm: gamma that is not x's trailing dims (the shape rule)",
-        "rms_norm",
-        lambda t: (t((4, 64)), t((32,)), 1e-6),
-        "trailing dims",
-    ),
-]
+# The cases, with the refusal word for word, shared with the NPU build's Meta check
+# (scripts/torch_meta_check/meta_check.cpp reads the same file): host_refusals.txt.
+REFUSALS_FILE = __import__("pathlib").Path(__file__).with_name("host_refusals.txt")
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "int8": torch.int8, "int32": torch.int32}
+
+
+def parse_argument(token):
+    """DTYPE[d,d,...] -> a zero tensor; str:/float:/int:/bool: -> the value."""
+    kind, _, value = token.partition(":")
+    if kind == "str":
+        return value
+    if kind == "float":
+        return float(value)
+    if kind == "int":
+        return int(value)
+    if kind == "bool":
+        return {"true": True, "false": False}[value]
+    name, _, dims = token.partition("[")
+    shape = tuple(int(d) for d in dims.rstrip("]").split(",") if d)
+    return lambda make: make(shape, DTYPES[name])
+
+
+def refusal_cases():
+    """(title, op, builder of the arguments from a tensor factory, message) per line."""
+    cases = []
+    for line in REFUSALS_FILE.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        title, op, arguments, message = (f.strip() for f in line.split(" | ", 3))
+        parsed = [parse_argument(t) for t in arguments.split()]
+        build = lambda make, parsed=parsed: tuple(a(make) if callable(a) else a for a in parsed)  # noqa: E731
+        cases.append((title, op, build, message))
+    return cases
+
+
+REFUSALS = refusal_cases()
 
 
 def real_tensor(shape, dtype=torch.float32):
@@ -463,14 +443,16 @@ class HostRefusals(unittest.TestCase):
         return str(caught.exception).split("\n")[0]
 
     def test_meta_refuses_what_the_host_refuses(self):
-        for title, op, build, fragment in REFUSALS:
+        # On CPU tensors the twin-compiled op_host refuses (its InferShape/TilingFunc); under
+        # FakeTensorMode the Meta kernel, which runs the same generated checks (opgen_torch.h).
+        self.assertGreaterEqual(len(REFUSALS), 10)
+        for title, op, build, message in REFUSALS:
             with self.subTest(case=title):
                 on_cpu = self.refusal(op, build(real_tensor))
                 with FakeTensorMode():
                     on_meta = self.refusal(op, build(real_tensor))
-                self.assertIn(f"opgen::{op}", on_cpu)
-                self.assertIn(fragment, on_cpu)
-                self.assertEqual(on_meta, on_cpu)
+                self.assertEqual(on_cpu, message)
+                self.assertEqual(on_meta, message)
 
     def test_accepted_shapes_trace(self):
         with FakeTensorMode():
@@ -736,6 +718,67 @@ class RowNormAutograd(unittest.TestCase):
         self.assertTrue({"opgen.rms_norm_grad.default", "opgen.add_rms_norm_grad.default"} <= called, called)
 
 
+# ---- rotary_mul's backward: rotary_mul_grad through torch autograd ----------------------------
+
+
+def rotary_math(mode):
+    def math(x, r1, r2):
+        return x * r1 + rotate(x, mode) * r2
+
+    return math
+
+
+# (x, tables, modes): BSND with 1S1D tables, a head dim that is no multiple of 16 with per-batch
+# tables (S11D-like, one table dim), and HF's BNSD with B1SD tables (half mode only: interleave
+# takes tables broadcast over batch and heads).
+ROTARY_SHAPES = [
+    ((2, 8, 4, 64), (1, 8, 1, 64), ("half", "interleave")),
+    ((3, 5, 2, 72), (3, 1, 1, 72), ("half", "interleave")),
+    ((2, 4, 6, 16), (2, 1, 6, 16), ("half",)),
+]
+
+
+class RotaryAutograd(unittest.TestCase):
+    def test_rotary_mul_gradients(self):
+        # loss = sum(w · rotary_mul(x, r1, r2)): x.grad (and r1/r2's, reduced over their broadcast
+        # dims, when they require grad: table_grads) from rotary_mul_grad, against torch autograd
+        # of the same math in float64 (gold) and in the dtype (baseline), CANN's L0 dual-baseline.
+        self.assertIn("rotary_mul", opgen_torch.ops.BACKWARD)
+        for dtype in FLOATS:
+            for xs, ts, modes in ROTARY_SHAPES:
+                for mode in modes:
+                    for table_grads in (True, False):
+                        with self.subTest(dtype=dtype, shape=xs, mode=mode, table_grads=table_grads):
+                            x = uniform(xs, dtype, 111).requires_grad_()
+                            c = uniform(ts, dtype, 112, -1, 1).requires_grad_(table_grads)
+                            s = uniform(ts, dtype, 113, -1, 1).requires_grad_(table_grads)
+                            w = uniform(xs, dtype, 114, -1, 1)
+                            with RecordOps() as rec:
+                                (OPS.rotary_mul(x, c, s, mode) * w).sum().backward()
+                            self.assertIn("opgen.rotary_mul_grad.default", rec.ops)
+                            gold = autograd_of(rotary_math(mode), torch.float64, [w], x, c, s)
+                            base = autograd_of(rotary_math(mode), dtype, [w], x, c, s)
+                            check_dual_baseline(self, "x.grad", x.grad, base[0], gold[0])
+                            if table_grads:
+                                check_dual_baseline(self, "r1.grad", c.grad, base[1], gold[1])
+                                check_dual_baseline(self, "r2.grad", s.grad, base[2], gold[2])
+                            else:
+                                self.assertIsNone(c.grad)
+                                self.assertIsNone(s.grad)
+
+    def test_rotary_mul_table_grads_is_requested_only_when_needed(self):
+        # The backward op's table_grads attr follows r1/r2's requires_grad (no table reduction
+        # for a training step whose cos/sin are constants, as HF's are).
+        for tables in (False, True):
+            with self.subTest(tables_require_grad=tables):
+                x = uniform((1, 4, 2, 16), torch.float32, 115).requires_grad_()
+                t = uniform((1, 4, 1, 16), torch.float32, 116, -1, 1).requires_grad_(tables)
+                with RecordOps() as rec:
+                    OPS.rotary_mul(x, t, t.detach().clone(), "half").sum().backward()
+                grads = [c for c in rec.calls if c[0] == "opgen.rotary_mul_grad.default"]
+                self.assertEqual([c[1]["table_grads"] for c in grads], [tables])
+
+
 # ---- a broken twin rule inside a kernel is a RuntimeError, not the end of the process --------
 
 MUTANT = r"""
@@ -819,9 +862,14 @@ class RecordOps(torch.utils._python_dispatch.TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.ops = []
+        self.calls = []  # (op, {argument name: value})
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.ops.append(str(func))
+        # The dispatcher leaves out trailing arguments equal to their defaults: put them back.
+        named = {a.name: a.default_value for a in func._schema.arguments if a.has_default_value()}
+        named.update({a.name: v for a, v in zip(func._schema.arguments, args)})
+        self.calls.append((str(func), {**named, **(kwargs or {})}))
         return func(*args, **(kwargs or {}))
 
 

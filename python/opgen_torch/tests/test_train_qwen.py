@@ -8,13 +8,15 @@ unpatched — float32: loss within 1e-5 relative, logits within 1e-4, each gradi
 20 %, the logits' cosine >= 0.999 — no parameter
 without a gradient, the opgen forward and backward ops recorded as dispatched (a
 TorchDispatchMode below autograd sees the backward's ops too), and greedy `generate` giving the
-same tokens (float32); the Qwen2 float32 step again under torch.compile(backend="aot_eager");
+same tokens (float32); the float32 step again under torch.compile: aot_eager (Qwen2) and
+inductor (Qwen2 and Qwen3), the whole patched model;
 two mutants of the generated glue that the check must catch. Prints the figures: loss delta, worst gradient cosine and its parameter,
 time.
 
 Usage: PYTHONPATH=<torch-cpu --out DIR> python test_train_qwen.py   (scripts/check_torch_train.sh)
 """
 
+import os
 import time
 import unittest
 
@@ -136,8 +138,10 @@ class TrainingStep(unittest.TestCase):
             want = tiny(family, dtype).eval().generate(TOKENS, max_new_tokens=8, do_sample=False)
             self.assertEqual(got.tolist(), want.tolist())
             generated = f", generate: {got.shape[1] - TOKENS.shape[1]} tokens equal"
+        import transformers
+
         print(
-            f"\n  {family} {str(dtype).removeprefix('torch.')}: loss {float(want_loss):.6f} -> {float(loss):.6f} "
+            f"\n  {family} {str(dtype).removeprefix('torch.')} (transformers {transformers.__version__}): loss {float(want_loss):.6f} -> {float(loss):.6f} "
             f"(relative delta {delta:.2e}), worst gradient cosine {cosines[worst]:.9f} ({worst}), "
             f"worst norm ratio - 1 {norms[worst_norm]:.2e} ({worst_norm}), "
             f"{len(grads)} parameters with gradients, opgen ops {sorted(rec.opgen())}, "
@@ -188,27 +192,66 @@ class TrainingStep(unittest.TestCase):
                 step(model)
 
     def test_compiled_training_step(self):
-        # torch.compile(backend="aot_eager") of the patched model (where the field report lost
-        # 26 of 27 gradients silently): the same loss, every gradient, the opgen ops in the
-        # compiled forward and backward graphs.
-        torch._dynamo.reset()
-        want_loss, _, want_grads = step(tiny("qwen2", torch.float32))
-        model = patch.apply_to_qwen2(tiny("qwen2", torch.float32))
-        compiled = torch.compile(model, backend="aot_eager")
-        model.zero_grad(set_to_none=True)
-        with RecordOps() as rec:
-            loss = compiled(TOKENS, labels=TOKENS).loss
-            loss.backward()
-        grads = {n: p.grad for n, p in model.named_parameters()}
-        self.assertEqual([n for n, g in grads.items() if g is None], [])
-        self.assertLessEqual(abs(float(loss.detach()) - float(want_loss)) / float(want_loss), 1e-5)
-        worst = min(cosine(grads[n], want_grads[n]) for n in grads)
-        self.assertGreaterEqual(worst, BARS[torch.float32])
-        expected = {"rms_norm", "add_rms_norm", "swiglu", "rms_norm_grad", "add_rms_norm_grad", "swiglu_grad"}
-        if "rotary_mul" in opgen_torch.ops.BACKWARD:  # "auto" trains rotary_mul once it has a backward op
-            expected |= {"rotary_mul", opgen_torch.ops.BACKWARD["rotary_mul"]}
-        self.assertEqual(rec.opgen(), expected)
-        print(f"\n  compiled (aot_eager) qwen2 float32: worst gradient cosine {worst:.9f}", flush=True)
+        # torch.compile of the whole patched model's training step (where the field report lost
+        # 26 of 27 gradients silently): aot_eager on Qwen2, inductor on Qwen2 and Qwen3 (the
+        # opgen ops are opaque to inductor; it compiles HF's attention, projections and loss
+        # around them). The float32 bars: loss within 1e-5 relative, every gradient, each
+        # cosine >= 0.9999 and norm within 1e-4, the opgen forward and backward ops dispatched.
+        for family, backend in (("qwen2", "aot_eager"), ("qwen2", "inductor"), ("qwen3", "inductor")):
+            with self.subTest(family=family, backend=backend):
+                torch._dynamo.reset()
+                started = time.perf_counter()
+                apply = {"qwen2": patch.apply_to_qwen2, "qwen3": patch.apply_to_qwen3}[family]
+                want_loss, _, want_grads = step(tiny(family, torch.float32))
+                model = apply(tiny(family, torch.float32))
+                compiled = torch.compile(model, backend=backend)
+                model.zero_grad(set_to_none=True)
+                with RecordOps() as rec:
+                    loss = compiled(TOKENS, labels=TOKENS).loss
+                    loss.backward()
+                grads = {n: p.grad for n, p in model.named_parameters()}
+                self.assertEqual([n for n, g in grads.items() if g is None], [])
+                delta = abs(float(loss.detach()) - float(want_loss)) / float(want_loss)
+                self.assertLessEqual(delta, 1e-5)
+                cosines = {n: cosine(grads[n], want_grads[n]) for n in grads}
+                worst = min(cosines, key=cosines.get)
+                self.assertGreaterEqual(cosines[worst], BARS[torch.float32], f"gradient of {worst}")
+                norms = {n: abs(float(grads[n].double().norm() / want_grads[n].double().norm()) - 1) for n in grads}
+                self.assertLessEqual(max(norms.values()), NORM_BARS[torch.float32])
+                expected = {"rms_norm", "add_rms_norm", "swiglu", "rms_norm_grad", "add_rms_norm_grad", "swiglu_grad"}
+                if "rotary_mul" in opgen_torch.ops.BACKWARD:  # "auto" trains rotary_mul with its backward op
+                    expected |= {"rotary_mul", opgen_torch.ops.BACKWARD["rotary_mul"]}
+                self.assertEqual(rec.opgen(), expected)
+                print(
+                    f"\n  compiled ({backend}) {family} float32: loss relative delta {delta:.2e}, worst gradient "
+                    f"cosine {cosines[worst]:.9f} ({worst}), worst norm ratio - 1 {max(norms.values()):.2e}, "
+                    f"opgen ops {sorted(rec.opgen())}; {time.perf_counter() - started:.1f} s",
+                    flush=True,
+                )
+
+    def test_fuse_residual_refuses_an_untested_version(self):
+        # fuse_residual carries copies of 4.53's and 4.57's decoder-layer forward only; on any
+        # other version it refuses (naming the switch), and the other patches still apply.
+        original = patch._transformers_version
+        try:
+            patch._transformers_version = lambda: (4, 55)
+            with self.assertRaisesRegex(ValueError, "fuse_residual.*4.53, 4.57.*pass fuse_residual=False"):
+                patch.apply_to_qwen2(tiny("qwen2", torch.float32))
+            model = patch.apply_to_qwen2(tiny("qwen2", torch.float32), fuse_residual=False)
+            self.assertEqual(set(patch.patched_modules(model).values()), {"rms_norm", "swiglu", "rotary_mul"})
+            patch.revert(model)
+        finally:
+            patch._transformers_version = original
+
+    def test_transformers_version(self):
+        # scripts/check_torch_train.sh runs part of this file again with another transformers
+        # (OPGEN_EXPECT_TRANSFORMERS names it): the run must really use that version.
+        import transformers
+
+        want = os.environ.get("OPGEN_EXPECT_TRANSFORMERS")
+        if want:
+            self.assertEqual(transformers.__version__, want)
+        print(f"\n  transformers {transformers.__version__}", flush=True)
 
     def test_rotary_with_a_batch_of_positions(self):
         # Two sequences with their own positions: HF's cos/sin are [2, S, D], so rotary_mul gets

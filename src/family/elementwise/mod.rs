@@ -939,7 +939,7 @@ impl FamilyOps for Elementwise {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/elementwise.cpp.j2", host: "host/elementwise.cpp.j2" }
+        Templates { kernel: "kernel/elementwise.cpp.j2", host: "host/elementwise.cpp.j2", checks: None }
     }
 
     fn template_extras(

@@ -18,6 +18,121 @@
         return ge::GRAPH_FAILED;                                \
     } while (0)
 
+// ---- the shape and attr checks of OpgenDequantInt8 (templates/host/dequant_checks.j2): the same
+// text is in op_host/opgen_dequant_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_dequant_int8_checks {
+const size_t MAX_RANK = 8;
+const uint64_t U32_MAX = 0xFFFFFFFFull;
+// The output dtypes the attr may name.
+const int OUT_FLOAT16 = 0;
+const int OUT_BFLOAT16 = 1;
+const int OUT_FLOAT32 = 2;
+
+// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
+const uint64_t MAX_ELEMENTS = 1ull << 40;
+
+inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// The dims of `s` (rank checked, every dim non-negative) and their product.
+template <typename Shape>
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
+          OpgenWhy* why)
+{
+    const size_t rank = s.GetDimNum();
+    if (rank < minRank || rank > maxRank) {
+        if (minRank == maxRank) {
+            OPGEN_CHECK_FAIL(why, "%s has rank %zu; it must have rank %zu", name, rank, minRank);
+        }
+        OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        if (s.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+        }
+        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
+            OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
+        }
+        n *= dims[i];
+    }
+    *elements = n;
+    return true;
+}
+
+// q [rows..., D]; scale has q's leading dims (optionally with a trailing 1).
+template <typename Shape>
+bool RowsAndDim(const Shape& q, const Shape& scale, uint64_t* rows, uint64_t* d, OpgenWhy* why)
+{
+    uint64_t qd[MAX_RANK];
+    uint64_t sd[MAX_RANK];
+    uint64_t qn = 0;
+    uint64_t sn = 0;
+    if (!Dims(q, "q", 1, MAX_RANK, qd, &qn, why) || !Dims(scale, "scale", 0, MAX_RANK, sd, &sn, why)) {
+        return false;
+    }
+    const size_t lead = q.GetDimNum() - 1;
+    const size_t sRank = scale.GetDimNum();
+    bool ok = sRank == lead || (sRank == lead + 1 && sd[lead] == 1);
+    for (size_t i = 0; ok && i < lead; ++i) {
+        ok = sd[i] == qd[i];
+    }
+    if (!ok) {
+        OPGEN_CHECK_FAIL(why, "scale (rank %zu, %llu elements) must have q's leading dims (rank %zu): one scale per row of "
+                         "q's last dim",
+                         sRank, Ull(sn), lead);
+    }
+    *d = qd[lead];
+    *rows = qd[lead] == 0 ? sn : qn / qd[lead];
+    if (*rows > U32_MAX || *d > U32_MAX) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: element counts past the index type (32 bits)", Ull(*rows), Ull(*d));
+    }
+    return true;
+}
+
+// The output dtype the attr names (nullptr: missing), as OUT_*.
+inline bool OutputType(const char* name, int* out, OpgenWhy* why)
+{
+    if (name == nullptr) {
+        OPGEN_CHECK_FAIL(why, "the output dtype attr is missing");
+    }
+    if (std::strcmp(name, "float16") == 0) {
+        *out = OUT_FLOAT16;
+    } else if (std::strcmp(name, "bfloat16") == 0) {
+        *out = OUT_BFLOAT16;
+    } else if (std::strcmp(name, "float32") == 0) {
+        *out = OUT_FLOAT32;
+    } else {
+        OPGEN_CHECK_FAIL(why, "output dtype `%s` is not float16, bfloat16 or float32", name);
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the op_host's order (InferShape's, then
+// InferDataType's); the arguments are the op's inputs then its attr.
+template <typename Shape>
+bool HostChecks(const Shape& q, const Shape& scale, const char* outDtype, OpgenWhy* why)
+{
+    uint64_t rows = 0;
+    uint64_t d = 0;
+    int out = OUT_FLOAT16;
+    return RowsAndDim(q, scale, &rows, &d, why) && OutputType(outDtype, &out, why);
+}
+}  // namespace opgen_dequant_int8_checks
+
 namespace {
 const uint64_t BLOCK_BYTES = 32;
 // The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
@@ -25,41 +140,12 @@ const uint64_t UB_RESERVED_BYTES = 8192;
 const uint64_t BUFFER_NUM = 2;          // double buffering: the copy-in of pass i+1 overlaps pass i
 const uint64_t MAX_BLOCK_COUNT = 4095;  // DataCopyPad blockCount limit
 const uint64_t MAX_BURST_BYTES = 2097120;  // DataCopyPad blockLen limit (2097151), 32-byte multiple
-const uint64_t U32_MAX = 0xFFFFFFFFull;
-// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
-const uint64_t MAX_ELEMENTS = 1ull << 40;
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 uint64_t MaxU64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
-ge::graphStatus Dims(const gert::Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims,
-                     uint64_t* elements)
-{
-    const size_t rank = s.GetDimNum();
-    if (rank < minRank || rank > maxRank) {
-        if (minRank == maxRank) {
-            OPGEN_REJECT("%s has rank %zu; it must have rank %zu", name, rank, minRank);
-        }
-        OPGEN_REJECT("%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
-    }
-    uint64_t n = 1;
-    for (size_t i = 0; i < rank; ++i) {
-        if (s.GetDim(i) < 0) {
-            OPGEN_REJECT("%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
-        }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
-        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
-            OPGEN_REJECT("%s has more than 2^40 elements: element counts past the index type", name);
-        }
-        n *= dims[i];
-    }
-    *elements = n;
-    return ge::GRAPH_SUCCESS;
-}
 
 // The platform's vector cores and the UB bytes a plan may use.
 ge::graphStatus Platform(gert::TilingContext* context, uint64_t* cores, uint64_t* budget)
@@ -108,54 +194,29 @@ ge::graphStatus Finish(gert::TilingContext* context, optiling::OpgenDequantInt8T
 // ---- dequant_int8: x = q * scale, one float32 scale per row of q's last dim ------------------------
 const uint32_t INPUT_Q = 0;
 const uint32_t INPUT_SCALE = 1;
-const size_t MAX_RANK = 8;
+using opgen_dequant_int8_checks::U32_MAX;
 
-// q [rows..., D]; scale has q's leading dims (optionally with a trailing 1).
+// The shape checks the torch extension's kernels run too (dequant_checks.j2), as a status.
 ge::graphStatus RowsAndDim(const gert::Shape& q, const gert::Shape& scale, uint64_t* rows, uint64_t* d)
 {
-    uint64_t qd[MAX_RANK];
-    uint64_t sd[MAX_RANK];
-    uint64_t qn = 0;
-    uint64_t sn = 0;
-    if (Dims(q, "q", 1, MAX_RANK, qd, &qn) != ge::GRAPH_SUCCESS ||
-        Dims(scale, "scale", 0, MAX_RANK, sd, &sn) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
-    const size_t lead = q.GetDimNum() - 1;
-    const size_t sRank = scale.GetDimNum();
-    bool ok = sRank == lead || (sRank == lead + 1 && sd[lead] == 1);
-    for (size_t i = 0; ok && i < lead; ++i) {
-        ok = sd[i] == qd[i];
-    }
-    if (!ok) {
-        OPGEN_REJECT("scale (rank %zu, %llu elements) must have q's leading dims (rank %zu): one scale per row of "
-                     "q's last dim",
-                     sRank, Ull(sn), lead);
-    }
-    *d = qd[lead];
-    *rows = qd[lead] == 0 ? sn : qn / qd[lead];
-    if (*rows > U32_MAX || *d > U32_MAX) {
-        OPGEN_REJECT("%llu rows of %llu: element counts past the index type (32 bits)", Ull(*rows), Ull(*d));
+    OpgenWhy why;
+    if (!opgen_dequant_int8_checks::RowsAndDim(q, scale, rows, d, &why)) {
+        OPGEN_REJECT("%s", why.text);
     }
     return ge::GRAPH_SUCCESS;
 }
 
-// The output dtype the attr names.
+// The output dtype the attr names (dequant_checks.j2's OutputType).
 ge::graphStatus OutputType(const gert::RuntimeAttrs* attrs, ge::DataType* dtype)
 {
-    const char* name = attrs == nullptr ? nullptr : attrs->GetStr(0);
-    if (name == nullptr) {
-        OPGEN_REJECT("the output dtype attr is missing");
+    OpgenWhy why;
+    int out = opgen_dequant_int8_checks::OUT_FLOAT16;
+    if (!opgen_dequant_int8_checks::OutputType(attrs == nullptr ? nullptr : attrs->GetStr(0), &out, &why)) {
+        OPGEN_REJECT("%s", why.text);
     }
-    if (std::strcmp(name, "float16") == 0) {
-        *dtype = ge::DT_FLOAT16;
-    } else if (std::strcmp(name, "bfloat16") == 0) {
-        *dtype = ge::DT_BF16;
-    } else if (std::strcmp(name, "float32") == 0) {
-        *dtype = ge::DT_FLOAT;
-    } else {
-        OPGEN_REJECT("output dtype `%s` is not float16, bfloat16 or float32", name);
-    }
+    *dtype = out == opgen_dequant_int8_checks::OUT_FLOAT16 ? ge::DT_FLOAT16
+             : out == opgen_dequant_int8_checks::OUT_BFLOAT16 ? ge::DT_BF16
+                                                     : ge::DT_FLOAT;
     return ge::GRAPH_SUCCESS;
 }
 }  // namespace

@@ -18,6 +18,140 @@
         return ge::GRAPH_FAILED;                                \
     } while (0)
 
+// ---- the shape checks of OpgenReshapeAndCacheInt8 (templates/host/paged_cache_checks.j2): the same text is
+// in op_host/opgen_reshape_and_cache_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_reshape_and_cache_int8_checks {
+const uint64_t U32_MAX = 0xFFFFFFFFull;
+const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
+
+inline uint64_t Larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+struct Geometry {
+    uint64_t tokens;
+    uint64_t heads;
+    uint64_t keyDim;
+    uint64_t valueDim;
+    uint64_t blocks;
+    uint64_t blockSize;
+};
+
+// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
+const uint64_t MAX_ELEMENTS = 1ull << 40;
+
+inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// The dims of `s` (rank checked, every dim non-negative) and their product.
+template <typename Shape>
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
+          OpgenWhy* why)
+{
+    const size_t rank = s.GetDimNum();
+    if (rank < minRank || rank > maxRank) {
+        if (minRank == maxRank) {
+            OPGEN_CHECK_FAIL(why, "%s has rank %zu; it must have rank %zu", name, rank, minRank);
+        }
+        OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        if (s.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+        }
+        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
+            OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
+        }
+        n *= dims[i];
+    }
+    *elements = n;
+    return true;
+}
+
+// key [T, N, Dk], value [T, N, Dv], key_cache [nb, bs, N, Dk], value_cache [nb, bs, N, Dv],
+// key_scale and value_scale [nb, bs, N] (or [nb, bs, N, 1]),
+// slot_mapping [T]: every check of the op's shapes, in the op_host's order; the arguments are
+// the op's inputs in order. `geometry` (the op_host's) receives the sizes.
+template <typename Shape>
+bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& keyCacheShape, const Shape& valueCacheShape,
+                const Shape& keyScaleShape, const Shape& valueScaleShape,
+                const Shape& slotShape, OpgenWhy* why, Geometry* geometry = nullptr)
+{
+    uint64_t key[3] = {0, 0, 0};
+    uint64_t value[3] = {0, 0, 0};
+    uint64_t kc[4] = {0, 0, 0, 0};
+    uint64_t vc[4] = {0, 0, 0, 0};
+    uint64_t slots[1] = {0};
+    uint64_t n = 0;
+    if (!Dims(keyShape, "key", 3, 3, key, &n, why) || !Dims(valueShape, "value", 3, 3, value, &n, why) ||
+        !Dims(keyCacheShape, "key_cache", 4, 4, kc, &n, why) ||
+        !Dims(valueCacheShape, "value_cache", 4, 4, vc, &n, why) ||
+        !Dims(slotShape, "slot_mapping", 1, 1, slots, &n, why)) {
+        return false;
+    }
+    if (value[0] != key[0] || value[1] != key[1]) {
+        OPGEN_CHECK_FAIL(why, "key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", Ull(key[0]),
+                         Ull(key[1]), Ull(key[2]), Ull(value[0]), Ull(value[1]), Ull(value[2]));
+    }
+    if (slots[0] != key[0]) {
+        OPGEN_CHECK_FAIL(why, "slot mapping length %llu != tokens %llu: slot_mapping needs one slot per token of key",
+                         Ull(slots[0]), Ull(key[0]));
+    }
+    if (kc[2] != key[1] || kc[3] != key[2]) {
+        OPGEN_CHECK_FAIL(why, "key_cache [%llu, %llu, %llu, %llu] must be [num_blocks, block_size, %llu, %llu] for key",
+                         Ull(kc[0]), Ull(kc[1]), Ull(kc[2]), Ull(kc[3]), Ull(key[1]), Ull(key[2]));
+    }
+    if (vc[0] != kc[0] || vc[1] != kc[1] || vc[2] != value[1] || vc[3] != value[2]) {
+        OPGEN_CHECK_FAIL(why, "value_cache [%llu, %llu, %llu, %llu] must be [%llu, %llu, %llu, %llu]: key_cache's blocks "
+                         "and value's heads and head_dim",
+                         Ull(vc[0]), Ull(vc[1]), Ull(vc[2]), Ull(vc[3]), Ull(kc[0]), Ull(kc[1]), Ull(value[1]),
+                         Ull(value[2]));
+    }
+    const Shape* scaleShapes[2] = {&keyScaleShape, &valueScaleShape};
+    const char* scaleNames[2] = {"key_scale", "value_scale"};
+    for (int i = 0; i < 2; ++i) {
+        uint64_t sd[4] = {0, 0, 0, 0};
+        if (!Dims(*scaleShapes[i], scaleNames[i], 3, 4, sd, &n, why)) {
+            return false;
+        }
+        const bool trailingOk = scaleShapes[i]->GetDimNum() == 3 || sd[3] == 1;
+        if (sd[0] != kc[0] || sd[1] != kc[1] || sd[2] != key[1] || !trailingOk) {
+            OPGEN_CHECK_FAIL(why, "%s must be [%llu, %llu, %llu] (or with a trailing 1): one float32 scale per cache slot "
+                             "and head",
+                             scaleNames[i], Ull(kc[0]), Ull(kc[1]), Ull(key[1]));
+        }
+    }
+    if (key[1] == 0 || key[2] == 0 || value[2] == 0) {
+        OPGEN_CHECK_FAIL(why, "heads (%llu) and head dims (%llu, %llu) must be positive", Ull(key[1]), Ull(key[2]),
+                         Ull(value[2]));
+    }
+    if (key[0] > INT32_MAX_U) {
+        OPGEN_CHECK_FAIL(why, "%llu tokens: element counts past the index type (the out_of_range count is int32)",
+                         Ull(key[0]));
+    }
+    if (kc[0] * kc[1] > U32_MAX || key[1] * Larger(key[2], value[2]) > U32_MAX) {
+        OPGEN_CHECK_FAIL(why, "%llu cache slots of %llu heads: element counts past the index type (32 bits)",
+                         Ull(kc[0] * kc[1]), Ull(key[1]));
+    }
+    if (geometry != nullptr) {
+        *geometry = {key[0], key[1], key[2], value[2], kc[0], kc[1]};
+    }
+    return true;
+}
+}  // namespace opgen_reshape_and_cache_int8_checks
+
 namespace {
 const uint64_t BLOCK_BYTES = 32;
 // The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
@@ -25,41 +159,12 @@ const uint64_t UB_RESERVED_BYTES = 8192;
 const uint64_t BUFFER_NUM = 2;          // double buffering: the copy-in of pass i+1 overlaps pass i
 const uint64_t MAX_BLOCK_COUNT = 4095;  // DataCopyPad blockCount limit
 const uint64_t MAX_BURST_BYTES = 2097120;  // DataCopyPad blockLen limit (2097151), 32-byte multiple
-const uint64_t U32_MAX = 0xFFFFFFFFull;
-// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
-const uint64_t MAX_ELEMENTS = 1ull << 40;
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 uint64_t MaxU64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
-ge::graphStatus Dims(const gert::Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims,
-                     uint64_t* elements)
-{
-    const size_t rank = s.GetDimNum();
-    if (rank < minRank || rank > maxRank) {
-        if (minRank == maxRank) {
-            OPGEN_REJECT("%s has rank %zu; it must have rank %zu", name, rank, minRank);
-        }
-        OPGEN_REJECT("%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
-    }
-    uint64_t n = 1;
-    for (size_t i = 0; i < rank; ++i) {
-        if (s.GetDim(i) < 0) {
-            OPGEN_REJECT("%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
-        }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
-        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
-            OPGEN_REJECT("%s has more than 2^40 elements: element counts past the index type", name);
-        }
-        n *= dims[i];
-    }
-    *elements = n;
-    return ge::GRAPH_SUCCESS;
-}
 
 // The platform's vector cores and the UB bytes a plan may use.
 ge::graphStatus Platform(gert::TilingContext* context, uint64_t* cores, uint64_t* budget)
@@ -119,89 +224,10 @@ const uint64_t GROUPS_PER_CORE = 4;    // slot groups per core, at most: balance
 // A run of consecutive slots is cut at its group's end; groups of this many bytes of key (or
 // value) rows keep a prefill run's transfers at least this large.
 const uint64_t TARGET_TRANSFER_BYTES = 16384;
-const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
 const uint64_t MAX_REPEAT_TIMES = 255;   // repeatTimes of a level-0 vector instruction
 const uint64_t MAX_REPEAT_STRIDE = 255;  // its 8-bit repeat stride, in 32-byte blocks
 
-struct Geometry {
-    uint64_t tokens;
-    uint64_t heads;
-    uint64_t keyDim;
-    uint64_t valueDim;
-    uint64_t blocks;
-    uint64_t blockSize;
-};
-
-// key [T, N, Dk], value [T, N, Dv], key_cache [nb, bs, N, Dk], value_cache [nb, bs, N, Dv],
-// key_scale and value_scale [nb, bs, N] (or [nb, bs, N, 1]),
-// slot_mapping [T]. `s` holds every input's shape in input order.
-ge::graphStatus CacheGeometry(const gert::Shape* const* s, Geometry* g)
-{
-    uint64_t key[3] = {0, 0, 0};
-    uint64_t value[3] = {0, 0, 0};
-    uint64_t kc[4] = {0, 0, 0, 0};
-    uint64_t vc[4] = {0, 0, 0, 0};
-    uint64_t slots[1] = {0};
-    uint64_t n = 0;
-    if (Dims(*s[INPUT_KEY], "key", 3, 3, key, &n) != ge::GRAPH_SUCCESS ||
-        Dims(*s[INPUT_VALUE], "value", 3, 3, value, &n) != ge::GRAPH_SUCCESS ||
-        Dims(*s[INPUT_KEY_CACHE], "key_cache", 4, 4, kc, &n) != ge::GRAPH_SUCCESS ||
-        Dims(*s[INPUT_VALUE_CACHE], "value_cache", 4, 4, vc, &n) != ge::GRAPH_SUCCESS ||
-        Dims(*s[INPUT_SLOTS], "slot_mapping", 1, 1, slots, &n) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
-    if (value[0] != key[0] || value[1] != key[1]) {
-        OPGEN_REJECT("key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", Ull(key[0]),
-                     Ull(key[1]), Ull(key[2]), Ull(value[0]), Ull(value[1]), Ull(value[2]));
-    }
-    if (slots[0] != key[0]) {
-        OPGEN_REJECT("slot mapping length %llu != tokens %llu: slot_mapping needs one slot per token of key",
-                     Ull(slots[0]), Ull(key[0]));
-    }
-    if (kc[2] != key[1] || kc[3] != key[2]) {
-        OPGEN_REJECT("key_cache [%llu, %llu, %llu, %llu] must be [num_blocks, block_size, %llu, %llu] for key",
-                     Ull(kc[0]), Ull(kc[1]), Ull(kc[2]), Ull(kc[3]), Ull(key[1]), Ull(key[2]));
-    }
-    if (vc[0] != kc[0] || vc[1] != kc[1] || vc[2] != value[1] || vc[3] != value[2]) {
-        OPGEN_REJECT("value_cache [%llu, %llu, %llu, %llu] must be [%llu, %llu, %llu, %llu]: key_cache's blocks "
-                     "and value's heads and head_dim",
-                     Ull(vc[0]), Ull(vc[1]), Ull(vc[2]), Ull(vc[3]), Ull(kc[0]), Ull(kc[1]), Ull(value[1]),
-                     Ull(value[2]));
-    }
-    const uint32_t scaleInputs[2] = {INPUT_KEY_SCALE, INPUT_VALUE_SCALE};
-    const char* scaleNames[2] = {"key_scale", "value_scale"};
-    for (int i = 0; i < 2; ++i) {
-        uint64_t sd[4] = {0, 0, 0, 0};
-        if (Dims(*s[scaleInputs[i]], scaleNames[i], 3, 4, sd, &n) != ge::GRAPH_SUCCESS) {
-            return ge::GRAPH_FAILED;
-        }
-        const bool trailingOk = s[scaleInputs[i]]->GetDimNum() == 3 || sd[3] == 1;
-        if (sd[0] != kc[0] || sd[1] != kc[1] || sd[2] != key[1] || !trailingOk) {
-            OPGEN_REJECT("%s must be [%llu, %llu, %llu] (or with a trailing 1): one float32 scale per cache slot "
-                         "and head",
-                         scaleNames[i], Ull(kc[0]), Ull(kc[1]), Ull(key[1]));
-        }
-    }
-    if (key[1] == 0 || key[2] == 0 || value[2] == 0) {
-        OPGEN_REJECT("heads (%llu) and head dims (%llu, %llu) must be positive", Ull(key[1]), Ull(key[2]),
-                     Ull(value[2]));
-    }
-    if (key[0] > INT32_MAX_U) {
-        OPGEN_REJECT("%llu tokens: element counts past the index type (the out_of_range count is int32)",
-                     Ull(key[0]));
-    }
-    if (kc[0] * kc[1] > U32_MAX || key[1] * MaxU64(key[2], value[2]) > U32_MAX) {
-        OPGEN_REJECT("%llu cache slots of %llu heads: element counts past the index type (32 bits)",
-                     Ull(kc[0] * kc[1]), Ull(key[1]));
-    }
-    g->tokens = key[0];
-    g->heads = key[1];
-    g->keyDim = key[2];
-    g->valueDim = value[2];
-    g->blocks = kc[0];
-    g->blockSize = kc[1];
-    return ge::GRAPH_SUCCESS;
-}
+using opgen_reshape_and_cache_int8_checks::Geometry;
 }  // namespace
 
 namespace ge {
@@ -218,9 +244,13 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
     if (count == nullptr) {
         OPGEN_REJECT("InferShape: missing the output shape");
     }
+    // The shape checks the torch extension's kernels run too (paged_cache_checks.j2).
+    OpgenWhy why;
     Geometry g;
-    if (CacheGeometry(shapes, &g) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
+    if (!opgen_reshape_and_cache_int8_checks::HostChecks(*shapes[INPUT_KEY], *shapes[INPUT_VALUE], *shapes[INPUT_KEY_CACHE], *shapes[INPUT_VALUE_CACHE],
+                                       *shapes[INPUT_KEY_SCALE], *shapes[INPUT_VALUE_SCALE],
+                                       *shapes[INPUT_SLOTS], &why, &g)) {
+        OPGEN_REJECT("%s", why.text);
     }
     // The caches are updated in place; the one output counts the tokens whose slot is past them.
     count->SetDimNum(1);
@@ -252,8 +282,14 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint64_t slotSize = 0;
     uint64_t cores = 0;
     uint64_t budget = 0;
-    if (CacheGeometry(shapes, &g) != ge::GRAPH_SUCCESS ||
-        InputTypeSize(context, INPUT_KEY, "key", &keySize) != ge::GRAPH_SUCCESS ||
+    // The shape checks the torch extension's kernels run too (paged_cache_checks.j2).
+    OpgenWhy why;
+    if (!opgen_reshape_and_cache_int8_checks::HostChecks(*shapes[INPUT_KEY], *shapes[INPUT_VALUE], *shapes[INPUT_KEY_CACHE], *shapes[INPUT_VALUE_CACHE],
+                                       *shapes[INPUT_KEY_SCALE], *shapes[INPUT_VALUE_SCALE],
+                                       *shapes[INPUT_SLOTS], &why, &g)) {
+        OPGEN_REJECT("%s", why.text);
+    }
+    if (InputTypeSize(context, INPUT_KEY, "key", &keySize) != ge::GRAPH_SUCCESS ||
         InputTypeSize(context, INPUT_VALUE, "value", &valueSize) != ge::GRAPH_SUCCESS ||
         InputTypeSize(context, INPUT_SLOTS, "slot_mapping", &slotSize) != ge::GRAPH_SUCCESS ||
         Platform(context, &cores, &budget) != ge::GRAPH_SUCCESS) {

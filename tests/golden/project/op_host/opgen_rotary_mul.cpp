@@ -27,16 +27,27 @@
         return ge::GRAPH_FAILED;                                \
     } while (0)
 
-namespace {
-const uint32_t INPUT_X = 0;
-const uint32_t INPUT_R1 = 1;
-const uint32_t INPUT_R2 = 2;
-const uint32_t ATTR_MODE = 0;
+// ---- the shape and attr checks of OpgenRotaryMul (templates/host/rotary_checks.j2): the same
+// text is in op_host/opgen_rotary_mul.cpp and torch/opgen_torch.h. Shape is any type with
+// GetDimNum() and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_rotary_mul_checks {
 const size_t RANK = 4;
 const uint32_t MODE_HALF = 0;
 const uint32_t MODE_INTERLEAVE = 1;
 
-// The canonical view of x's rows (see the file comment).
+// The canonical view of x's rows (see the op_host's file comment).
 struct RowLayout {
     uint64_t groups;
     uint64_t bcastOuter;
@@ -46,7 +57,8 @@ struct RowLayout {
 };
 
 // "[2, 3, 1, 64]" into buf, for messages.
-const char* ShapeText(const gert::Shape& s, char* buf, size_t len)
+template <typename Shape>
+const char* ShapeText(const Shape& s, char* buf, size_t len)
 {
     size_t at = 0;
     at += static_cast<size_t>(std::snprintf(buf + at, len - at, "["));
@@ -61,36 +73,36 @@ const char* ShapeText(const gert::Shape& s, char* buf, size_t len)
 }
 
 // Checks x, r1, r2 and the mode, and derives the row layout.
-ge::graphStatus Layout(const gert::Shape& x, const gert::Shape& r1, const gert::Shape& r2, uint32_t mode,
-                       RowLayout* out)
+template <typename Shape>
+bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode, RowLayout* out, OpgenWhy* why)
 {
     char a[96];
     char b[96];
     if (x.GetDimNum() != RANK) {
-        OPGEN_REJECT("x must be 4-D (BSND, BNSD or SBND), got %s", ShapeText(x, a, sizeof(a)));
+        OPGEN_CHECK_FAIL(why, "x must be 4-D (BSND, BNSD or SBND), got %s", ShapeText(x, a, sizeof(a)));
     }
     if (r1.GetDimNum() != RANK || r2.GetDimNum() != RANK) {
-        OPGEN_REJECT("r1 and r2 must be 4-D like x, got r1 %s and r2 %s",
-                     ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
+        OPGEN_CHECK_FAIL(why, "r1 and r2 must be 4-D like x, got r1 %s and r2 %s",
+                         ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
     }
     for (size_t i = 0; i < RANK; ++i) {
         if (x.GetDim(i) < 0 || r1.GetDim(i) < 0) {
-            OPGEN_REJECT("negative dims: x %s, r1 %s", ShapeText(x, a, sizeof(a)),
-                         ShapeText(r1, b, sizeof(b)));
+            OPGEN_CHECK_FAIL(why, "negative dims: x %s, r1 %s", ShapeText(x, a, sizeof(a)),
+                             ShapeText(r1, b, sizeof(b)));
         }
         if (r1.GetDim(i) != r2.GetDim(i)) {
-            OPGEN_REJECT("r1 and r2 must have the same shape, got r1 %s and r2 %s",
-                         ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
+            OPGEN_CHECK_FAIL(why, "r1 and r2 must have the same shape, got r1 %s and r2 %s",
+                             ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
         }
     }
     const int64_t d = x.GetDim(RANK - 1);
     if (d % 2 != 0) {
-        OPGEN_REJECT("the head dim (last dim of x) is %lld: rotary_mul rotates pairs and needs an even head dim",
-                     static_cast<long long>(d));
+        OPGEN_CHECK_FAIL(why, "the head dim (last dim of x) is %lld: rotary_mul rotates pairs and needs an even head dim",
+                         static_cast<long long>(d));
     }
     if (r1.GetDim(RANK - 1) != d) {
-        OPGEN_REJECT("r1's last dim is %lld but x's head dim is %lld: the tables are full-width (D values per row)",
-                     static_cast<long long>(r1.GetDim(RANK - 1)), static_cast<long long>(d));
+        OPGEN_CHECK_FAIL(why, "r1's last dim is %lld but x's head dim is %lld: the tables are full-width (D values per row)",
+                         static_cast<long long>(r1.GetDim(RANK - 1)), static_cast<long long>(d));
     }
     // Kinds of x's leading dims: 'k' kept (the tables vary along it), 'b' broadcast (tables
     // have 1 there); size-1 dims of x take no part.
@@ -102,9 +114,9 @@ ge::graphStatus Layout(const gert::Shape& x, const gert::Shape& r1, const gert::
         const int64_t xd = x.GetDim(i);
         const int64_t rd = r1.GetDim(i);
         if (rd != 1 && rd != xd) {
-            OPGEN_REJECT("r1 %s does not broadcast to x %s: dim %zu is %lld, it must be 1 or %lld",
-                         ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, static_cast<long long>(rd),
-                         static_cast<long long>(xd));
+            OPGEN_CHECK_FAIL(why, "r1 %s does not broadcast to x %s: dim %zu is %lld, it must be 1 or %lld",
+                             ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, static_cast<long long>(rd),
+                             static_cast<long long>(xd));
         }
         if (rd > 1) {
             ++tableDims;
@@ -122,9 +134,9 @@ ge::graphStatus Layout(const gert::Shape& x, const gert::Shape& r1, const gert::
         }
     }
     if (mode == MODE_INTERLEAVE && tableDims > 1) {
-        OPGEN_REJECT("interleave mode takes r1/r2 broadcast over batch and heads (1S1D, 11SD or S11D, "
-                     "as torch_npu.npu_rotary_mul), got r1 %s for x %s",
-                     ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
+        OPGEN_CHECK_FAIL(why, "interleave mode takes r1/r2 broadcast over batch and heads (1S1D, 11SD or S11D, "
+                         "as torch_npu.npu_rotary_mul), got r1 %s for x %s",
+                         ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
     }
     RowLayout l = {1, 1, 1, 1, static_cast<uint64_t>(d)};
     // The merged kinds alternate: k, b, kb, bk, kbk or bkb.
@@ -144,28 +156,59 @@ ge::graphStatus Layout(const gert::Shape& x, const gert::Shape& r1, const gert::
     const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
     if (rows > 0xFFFFFFFFull || l.headDim > 0xFFFFFFFFull ||
         rows * l.headDim > 0xFFFFFFFFFFFFull) {
-        OPGEN_REJECT("%llu rows of %llu elements: too large", static_cast<unsigned long long>(rows),
-                     static_cast<unsigned long long>(l.headDim));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: too large", static_cast<unsigned long long>(rows),
+                         static_cast<unsigned long long>(l.headDim));
     }
     *out = l;
-    return ge::GRAPH_SUCCESS;
+    return true;
 }
 
-ge::graphStatus Mode(const gert::RuntimeAttrs* attrs, uint32_t* mode)
+// The mode attr's text (nullptr: missing) as MODE_HALF or MODE_INTERLEAVE.
+inline bool ModeOf(const char* text, uint32_t* mode, OpgenWhy* why)
 {
-    const char* text = attrs == nullptr ? nullptr : attrs->GetAttrPointer<char>(ATTR_MODE);
     if (text == nullptr) {
-        OPGEN_REJECT("the mode attr is missing");
+        OPGEN_CHECK_FAIL(why, "the mode attr is missing");
     }
     if (std::strcmp(text, "half") == 0) {
         *mode = MODE_HALF;
     } else if (std::strcmp(text, "interleave") == 0) {
         *mode = MODE_INTERLEAVE;
     } else {
-        OPGEN_REJECT("mode \"%s\" is not supported: use \"half\" (rotate_half) or \"interleave\"", text);
+        OPGEN_CHECK_FAIL(why, "mode \"%s\" is not supported: use \"half\" (rotate_half) or \"interleave\"", text);
     }
-    return ge::GRAPH_SUCCESS;
+    return true;
 }
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (x, r1, r2, mode). `layout` (the op_host's) receives the
+// row layout.
+template <typename Shape>
+bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mode, OpgenWhy* why,
+                RowLayout* layout = nullptr)
+{
+    uint32_t m = MODE_HALF;
+    if (!ModeOf(mode, &m, why)) {
+        return false;
+    }
+    RowLayout l;
+    if (!CheckLayout(x, r1, r2, m, &l, why)) {
+        return false;
+    }
+    if (layout != nullptr) {
+        *layout = l;
+    }
+    return true;
+}
+}  // namespace opgen_rotary_mul_checks
+
+namespace {
+const uint32_t INPUT_X = 0;
+const uint32_t INPUT_R1 = 1;
+const uint32_t INPUT_R2 = 2;
+const uint32_t ATTR_MODE = 0;
+using opgen_rotary_mul_checks::MODE_HALF;
+using opgen_rotary_mul_checks::MODE_INTERLEAVE;
+using opgen_rotary_mul_checks::RowLayout;
 }  // namespace
 
 namespace ge {
@@ -313,15 +356,16 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         context->GetInputDesc(INPUT_R1) == nullptr || context->GetInputDesc(INPUT_R2) == nullptr) {
         OPGEN_REJECT("TilingFunc: missing input shape or dtype");
     }
-    uint32_t mode = MODE_HALF;
-    if (Mode(context->GetAttrs(), &mode) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
+    // The shape and attr checks the torch extension's kernels run too (rotary_checks.j2).
+    const char* modeText = context->GetAttrs() == nullptr ? nullptr : context->GetAttrs()->GetAttrPointer<char>(ATTR_MODE);
+    OpgenWhy why;
     RowLayout l;
-    if (Layout(xShape->GetStorageShape(), r1Shape->GetStorageShape(), r2Shape->GetStorageShape(), mode, &l) !=
-        ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
+    if (!opgen_rotary_mul_checks::HostChecks(xShape->GetStorageShape(), r1Shape->GetStorageShape(), r2Shape->GetStorageShape(),
+                                       modeText, &why, &l)) {
+        OPGEN_REJECT("%s", why.text);
     }
+    uint32_t mode = MODE_HALF;
+    (void)opgen_rotary_mul_checks::ModeOf(modeText, &mode, &why);  // checked above
     const ge::DataType dtype = context->GetInputDesc(INPUT_X)->GetDataType();
     if (context->GetInputDesc(INPUT_R1)->GetDataType() != dtype ||
         context->GetInputDesc(INPUT_R2)->GetDataType() != dtype) {

@@ -168,7 +168,10 @@ opgen_twin::HostPlan host_plan(const char* op, const char* op_type, const std::v
             std::fputs(said.c_str(), stderr);  // nothing to hide when the call goes on
             return result.plan;
         case opgen_twin::PlanStatus::Rejected:
-            TORCH_CHECK(false, op, ": the op_host code refuses the call: ", reasons(said), " (", result.message, ")");
+            // The reasons alone ("<OpType>: why"), as the shared host checks word them in the Meta
+            // kernels; the plan's own message only when the op_host gave none.
+            TORCH_CHECK(false, op, ": the op_host code refuses the call: ",
+                        said.find("[opgen] ") == std::string::npos ? reasons(said) + " (" + result.message + ")" : reasons(said));
         case opgen_twin::PlanStatus::Usage: TORCH_CHECK(false, op, ": ", result.message);
         case opgen_twin::PlanStatus::Rule:
             TORCH_CHECK(false, op, ": the op_host code broke a twin rule: ", result.rule_api, ": ", result.rule, ": ",

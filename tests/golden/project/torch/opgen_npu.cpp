@@ -107,6 +107,8 @@ at::Tensor dequant_int8_npu(const at::Tensor& q, const at::Tensor& scale, c10::s
     static constexpr const char* op_name = "opgen::dequant_int8";
     opgen_torch::check_device(op_name, { {"q", &q}, {"scale", &scale} });
     const auto plan = opgen_torch::dequant_int8_plan(q, scale, out_dtype);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::dequant_int8_host_checks(q, scale, out_dtype);
     const c10::DeviceGuard guard(q.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor q_contig = q.contiguous();
@@ -233,6 +235,8 @@ at::Tensor reshape_and_cache_npu(const at::Tensor& key, const at::Tensor& value,
     static constexpr const char* op_name = "opgen::reshape_and_cache";
     opgen_torch::check_device(op_name, { {"key", &key}, {"value", &value}, {"key_cache", &key_cache}, {"value_cache", &value_cache}, {"slot_mapping", &slot_mapping} });
     const auto plan = opgen_torch::reshape_and_cache_plan(key, value, key_cache, value_cache, slot_mapping);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::reshape_and_cache_host_checks(key, value, key_cache, value_cache, slot_mapping);
     const c10::DeviceGuard guard(key.device());
     opgen_torch::check_contiguous_in_place(op_name, {"key_cache", &key_cache});
     opgen_torch::check_contiguous_in_place(op_name, {"value_cache", &value_cache});
@@ -254,6 +258,8 @@ at::Tensor reshape_and_cache_int8_npu(const at::Tensor& key, const at::Tensor& v
     static constexpr const char* op_name = "opgen::reshape_and_cache_int8";
     opgen_torch::check_device(op_name, { {"key", &key}, {"value", &value}, {"key_cache", &key_cache}, {"value_cache", &value_cache}, {"key_scale", &key_scale}, {"value_scale", &value_scale}, {"slot_mapping", &slot_mapping} });
     const auto plan = opgen_torch::reshape_and_cache_int8_plan(key, value, key_cache, value_cache, key_scale, value_scale, slot_mapping);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::reshape_and_cache_int8_host_checks(key, value, key_cache, value_cache, key_scale, value_scale, slot_mapping);
     const c10::DeviceGuard guard(key.device());
     opgen_torch::check_contiguous_in_place(op_name, {"key_cache", &key_cache});
     opgen_torch::check_contiguous_in_place(op_name, {"value_cache", &value_cache});
@@ -320,6 +326,8 @@ at::Tensor rotary_mul_npu(const at::Tensor& x, const at::Tensor& r1, const at::T
     static constexpr const char* op_name = "opgen::rotary_mul";
     opgen_torch::check_device(op_name, { {"x", &x}, {"r1", &r1}, {"r2", &r2} });
     const auto plan = opgen_torch::rotary_mul_plan(x, r1, r2);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::rotary_mul_host_checks(x, r1, r2, mode);
     const c10::DeviceGuard guard(x.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
@@ -342,6 +350,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> rotary_mul_grad_npu(const at::Ten
     static constexpr const char* op_name = "opgen::rotary_mul_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x", &x}, {"r1", &r1}, {"r2", &r2} });
     const auto plan = opgen_torch::rotary_mul_grad_plan(dy, x, r1, r2);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::rotary_mul_grad_host_checks(dy, x, r1, r2, mode, table_grads);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();

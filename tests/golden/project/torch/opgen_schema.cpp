@@ -4,8 +4,9 @@
 // The `opgen` torch library: every op's schema, and its Meta kernel (output shapes and
 // dtypes from the op's shape rule, no computation) so that fake tensors, torch.compile and
 // torch.export can trace the ops, and its Autograd kernel. Needs only torch: the NPU kernels
-// are in opgen_npu.cpp, the CPU-twin kernels in opgen_cpu.cpp. Where the op_host code is linked
-// in (the CPU build), the Meta kernels also run its InferShape/TilingFunc checks.
+// are in opgen_npu.cpp, the CPU-twin kernels in opgen_cpu.cpp. The Meta kernels run the op_host's
+// shared shape and attr checks (opgen_torch.h, <op>_host_checks) in both builds; where the op_host
+// code is linked in (the CPU build), they also run its whole InferShape/TilingFunc.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -58,6 +59,7 @@ at::Tensor bsnd_to_bnsd_meta(const at::Tensor& x)
 at::Tensor dequant_int8_meta(const at::Tensor& q, const at::Tensor& scale, c10::string_view out_dtype)
 {
     const auto plan = opgen_torch::dequant_int8_plan(q, scale, out_dtype);
+    opgen_torch::dequant_int8_host_checks(q, scale, out_dtype);
     opgen_torch::check_with_host("opgen::dequant_int8", "OpgenDequantInt8", { {"q", &q}, {"scale", &scale} }, { opgen_torch::attr_text("out_dtype", out_dtype) });
     at::Tensor x = at::empty_symint(plan.shapes[0], q.options().dtype(plan.dtypes[0]));
     return x;
@@ -121,6 +123,7 @@ at::Tensor gelu_tanh_grad_meta(const at::Tensor& dy, const at::Tensor& x)
 at::Tensor reshape_and_cache_meta(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, const at::Tensor& slot_mapping)
 {
     const auto plan = opgen_torch::reshape_and_cache_plan(key, value, key_cache, value_cache, slot_mapping);
+    opgen_torch::reshape_and_cache_host_checks(key, value, key_cache, value_cache, slot_mapping);
     opgen_torch::check_with_host("opgen::reshape_and_cache", "OpgenReshapeAndCache", { {"key", &key}, {"value", &value}, {"key_cache", &key_cache}, {"value_cache", &value_cache}, {"slot_mapping", &slot_mapping} }, {  });
     at::Tensor out_of_range = at::empty_symint(plan.shapes[0], key.options().dtype(plan.dtypes[0]));
     return out_of_range;
@@ -130,6 +133,7 @@ at::Tensor reshape_and_cache_meta(const at::Tensor& key, const at::Tensor& value
 at::Tensor reshape_and_cache_int8_meta(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, at::Tensor& key_scale, at::Tensor& value_scale, const at::Tensor& slot_mapping)
 {
     const auto plan = opgen_torch::reshape_and_cache_int8_plan(key, value, key_cache, value_cache, key_scale, value_scale, slot_mapping);
+    opgen_torch::reshape_and_cache_int8_host_checks(key, value, key_cache, value_cache, key_scale, value_scale, slot_mapping);
     opgen_torch::check_with_host("opgen::reshape_and_cache_int8", "OpgenReshapeAndCacheInt8", { {"key", &key}, {"value", &value}, {"key_cache", &key_cache}, {"value_cache", &value_cache}, {"key_scale", &key_scale}, {"value_scale", &value_scale}, {"slot_mapping", &slot_mapping} }, {  });
     at::Tensor out_of_range = at::empty_symint(plan.shapes[0], key.options().dtype(plan.dtypes[0]));
     return out_of_range;
@@ -159,6 +163,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_grad_meta(const at::Tensor& dy, cons
 at::Tensor rotary_mul_meta(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode)
 {
     const auto plan = opgen_torch::rotary_mul_plan(x, r1, r2);
+    opgen_torch::rotary_mul_host_checks(x, r1, r2, mode);
     opgen_torch::check_with_host("opgen::rotary_mul", "OpgenRotaryMul", { {"x", &x}, {"r1", &r1}, {"r2", &r2} }, { opgen_torch::attr_text("mode", mode) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
@@ -168,6 +173,7 @@ at::Tensor rotary_mul_meta(const at::Tensor& x, const at::Tensor& r1, const at::
 std::tuple<at::Tensor, at::Tensor, at::Tensor> rotary_mul_grad_meta(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, bool table_grads)
 {
     const auto plan = opgen_torch::rotary_mul_grad_plan(dy, x, r1, r2);
+    opgen_torch::rotary_mul_grad_host_checks(dy, x, r1, r2, mode, table_grads);
     opgen_torch::check_with_host("opgen::rotary_mul_grad", "OpgenRotaryMulGrad", { {"dy", &dy}, {"x", &x}, {"r1", &r1}, {"r2", &r2} }, { opgen_torch::attr_text("mode", mode), opgen_torch::attr_text("table_grads", table_grads) });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dr1 = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));

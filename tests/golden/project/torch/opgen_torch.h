@@ -14,10 +14,746 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
+
+// ---- the op_host's shape and attr checks, shared
+//
+// Each family that has them (templates/host/*_checks.j2) renders its ops' HostChecks here and
+// into the op_host code from one template with one context: the text below is the text the
+// op_host's InferShape/TilingFunc run. Standard C++ only, so the NPU build (no op_host code
+// in-process, no CANN) runs the host's own checks in its Meta and NPU kernels.
+// ---- the shape and attr checks of OpgenDequantInt8 (templates/host/dequant_checks.j2): the same
+// text is in op_host/opgen_dequant_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_dequant_int8_checks {
+const size_t MAX_RANK = 8;
+const uint64_t U32_MAX = 0xFFFFFFFFull;
+// The output dtypes the attr may name.
+const int OUT_FLOAT16 = 0;
+const int OUT_BFLOAT16 = 1;
+const int OUT_FLOAT32 = 2;
+
+// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
+const uint64_t MAX_ELEMENTS = 1ull << 40;
+
+inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// The dims of `s` (rank checked, every dim non-negative) and their product.
+template <typename Shape>
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
+          OpgenWhy* why)
+{
+    const size_t rank = s.GetDimNum();
+    if (rank < minRank || rank > maxRank) {
+        if (minRank == maxRank) {
+            OPGEN_CHECK_FAIL(why, "%s has rank %zu; it must have rank %zu", name, rank, minRank);
+        }
+        OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        if (s.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+        }
+        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
+            OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
+        }
+        n *= dims[i];
+    }
+    *elements = n;
+    return true;
+}
+
+// q [rows..., D]; scale has q's leading dims (optionally with a trailing 1).
+template <typename Shape>
+bool RowsAndDim(const Shape& q, const Shape& scale, uint64_t* rows, uint64_t* d, OpgenWhy* why)
+{
+    uint64_t qd[MAX_RANK];
+    uint64_t sd[MAX_RANK];
+    uint64_t qn = 0;
+    uint64_t sn = 0;
+    if (!Dims(q, "q", 1, MAX_RANK, qd, &qn, why) || !Dims(scale, "scale", 0, MAX_RANK, sd, &sn, why)) {
+        return false;
+    }
+    const size_t lead = q.GetDimNum() - 1;
+    const size_t sRank = scale.GetDimNum();
+    bool ok = sRank == lead || (sRank == lead + 1 && sd[lead] == 1);
+    for (size_t i = 0; ok && i < lead; ++i) {
+        ok = sd[i] == qd[i];
+    }
+    if (!ok) {
+        OPGEN_CHECK_FAIL(why, "scale (rank %zu, %llu elements) must have q's leading dims (rank %zu): one scale per row of "
+                         "q's last dim",
+                         sRank, Ull(sn), lead);
+    }
+    *d = qd[lead];
+    *rows = qd[lead] == 0 ? sn : qn / qd[lead];
+    if (*rows > U32_MAX || *d > U32_MAX) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: element counts past the index type (32 bits)", Ull(*rows), Ull(*d));
+    }
+    return true;
+}
+
+// The output dtype the attr names (nullptr: missing), as OUT_*.
+inline bool OutputType(const char* name, int* out, OpgenWhy* why)
+{
+    if (name == nullptr) {
+        OPGEN_CHECK_FAIL(why, "the output dtype attr is missing");
+    }
+    if (std::strcmp(name, "float16") == 0) {
+        *out = OUT_FLOAT16;
+    } else if (std::strcmp(name, "bfloat16") == 0) {
+        *out = OUT_BFLOAT16;
+    } else if (std::strcmp(name, "float32") == 0) {
+        *out = OUT_FLOAT32;
+    } else {
+        OPGEN_CHECK_FAIL(why, "output dtype `%s` is not float16, bfloat16 or float32", name);
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the op_host's order (InferShape's, then
+// InferDataType's); the arguments are the op's inputs then its attr.
+template <typename Shape>
+bool HostChecks(const Shape& q, const Shape& scale, const char* outDtype, OpgenWhy* why)
+{
+    uint64_t rows = 0;
+    uint64_t d = 0;
+    int out = OUT_FLOAT16;
+    return RowsAndDim(q, scale, &rows, &d, why) && OutputType(outDtype, &out, why);
+}
+}  // namespace opgen_dequant_int8_checks
+
+// ---- the shape checks of OpgenReshapeAndCache (templates/host/paged_cache_checks.j2): the same text is
+// in op_host/opgen_reshape_and_cache.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_reshape_and_cache_checks {
+const uint64_t U32_MAX = 0xFFFFFFFFull;
+const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
+
+inline uint64_t Larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+struct Geometry {
+    uint64_t tokens;
+    uint64_t heads;
+    uint64_t keyDim;
+    uint64_t valueDim;
+    uint64_t blocks;
+    uint64_t blockSize;
+};
+
+// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
+const uint64_t MAX_ELEMENTS = 1ull << 40;
+
+inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// The dims of `s` (rank checked, every dim non-negative) and their product.
+template <typename Shape>
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
+          OpgenWhy* why)
+{
+    const size_t rank = s.GetDimNum();
+    if (rank < minRank || rank > maxRank) {
+        if (minRank == maxRank) {
+            OPGEN_CHECK_FAIL(why, "%s has rank %zu; it must have rank %zu", name, rank, minRank);
+        }
+        OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        if (s.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+        }
+        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
+            OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
+        }
+        n *= dims[i];
+    }
+    *elements = n;
+    return true;
+}
+
+// key [T, N, Dk], value [T, N, Dv], key_cache [nb, bs, N, Dk], value_cache [nb, bs, N, Dv],
+// slot_mapping [T]: every check of the op's shapes, in the op_host's order; the arguments are
+// the op's inputs in order. `geometry` (the op_host's) receives the sizes.
+template <typename Shape>
+bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& keyCacheShape, const Shape& valueCacheShape,
+                const Shape& slotShape, OpgenWhy* why, Geometry* geometry = nullptr)
+{
+    uint64_t key[3] = {0, 0, 0};
+    uint64_t value[3] = {0, 0, 0};
+    uint64_t kc[4] = {0, 0, 0, 0};
+    uint64_t vc[4] = {0, 0, 0, 0};
+    uint64_t slots[1] = {0};
+    uint64_t n = 0;
+    if (!Dims(keyShape, "key", 3, 3, key, &n, why) || !Dims(valueShape, "value", 3, 3, value, &n, why) ||
+        !Dims(keyCacheShape, "key_cache", 4, 4, kc, &n, why) ||
+        !Dims(valueCacheShape, "value_cache", 4, 4, vc, &n, why) ||
+        !Dims(slotShape, "slot_mapping", 1, 1, slots, &n, why)) {
+        return false;
+    }
+    if (value[0] != key[0] || value[1] != key[1]) {
+        OPGEN_CHECK_FAIL(why, "key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", Ull(key[0]),
+                         Ull(key[1]), Ull(key[2]), Ull(value[0]), Ull(value[1]), Ull(value[2]));
+    }
+    if (slots[0] != key[0]) {
+        OPGEN_CHECK_FAIL(why, "slot mapping length %llu != tokens %llu: slot_mapping needs one slot per token of key",
+                         Ull(slots[0]), Ull(key[0]));
+    }
+    if (kc[2] != key[1] || kc[3] != key[2]) {
+        OPGEN_CHECK_FAIL(why, "key_cache [%llu, %llu, %llu, %llu] must be [num_blocks, block_size, %llu, %llu] for key",
+                         Ull(kc[0]), Ull(kc[1]), Ull(kc[2]), Ull(kc[3]), Ull(key[1]), Ull(key[2]));
+    }
+    if (vc[0] != kc[0] || vc[1] != kc[1] || vc[2] != value[1] || vc[3] != value[2]) {
+        OPGEN_CHECK_FAIL(why, "value_cache [%llu, %llu, %llu, %llu] must be [%llu, %llu, %llu, %llu]: key_cache's blocks "
+                         "and value's heads and head_dim",
+                         Ull(vc[0]), Ull(vc[1]), Ull(vc[2]), Ull(vc[3]), Ull(kc[0]), Ull(kc[1]), Ull(value[1]),
+                         Ull(value[2]));
+    }
+    if (key[1] == 0 || key[2] == 0 || value[2] == 0) {
+        OPGEN_CHECK_FAIL(why, "heads (%llu) and head dims (%llu, %llu) must be positive", Ull(key[1]), Ull(key[2]),
+                         Ull(value[2]));
+    }
+    if (key[0] > INT32_MAX_U) {
+        OPGEN_CHECK_FAIL(why, "%llu tokens: element counts past the index type (the out_of_range count is int32)",
+                         Ull(key[0]));
+    }
+    if (kc[0] * kc[1] > U32_MAX || key[1] * Larger(key[2], value[2]) > U32_MAX) {
+        OPGEN_CHECK_FAIL(why, "%llu cache slots of %llu heads: element counts past the index type (32 bits)",
+                         Ull(kc[0] * kc[1]), Ull(key[1]));
+    }
+    if (geometry != nullptr) {
+        *geometry = {key[0], key[1], key[2], value[2], kc[0], kc[1]};
+    }
+    return true;
+}
+}  // namespace opgen_reshape_and_cache_checks
+
+// ---- the shape checks of OpgenReshapeAndCacheInt8 (templates/host/paged_cache_checks.j2): the same text is
+// in op_host/opgen_reshape_and_cache_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_reshape_and_cache_int8_checks {
+const uint64_t U32_MAX = 0xFFFFFFFFull;
+const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
+
+inline uint64_t Larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+struct Geometry {
+    uint64_t tokens;
+    uint64_t heads;
+    uint64_t keyDim;
+    uint64_t valueDim;
+    uint64_t blocks;
+    uint64_t blockSize;
+};
+
+// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
+const uint64_t MAX_ELEMENTS = 1ull << 40;
+
+inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// The dims of `s` (rank checked, every dim non-negative) and their product.
+template <typename Shape>
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
+          OpgenWhy* why)
+{
+    const size_t rank = s.GetDimNum();
+    if (rank < minRank || rank > maxRank) {
+        if (minRank == maxRank) {
+            OPGEN_CHECK_FAIL(why, "%s has rank %zu; it must have rank %zu", name, rank, minRank);
+        }
+        OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        if (s.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+        }
+        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
+            OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
+        }
+        n *= dims[i];
+    }
+    *elements = n;
+    return true;
+}
+
+// key [T, N, Dk], value [T, N, Dv], key_cache [nb, bs, N, Dk], value_cache [nb, bs, N, Dv],
+// key_scale and value_scale [nb, bs, N] (or [nb, bs, N, 1]),
+// slot_mapping [T]: every check of the op's shapes, in the op_host's order; the arguments are
+// the op's inputs in order. `geometry` (the op_host's) receives the sizes.
+template <typename Shape>
+bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& keyCacheShape, const Shape& valueCacheShape,
+                const Shape& keyScaleShape, const Shape& valueScaleShape,
+                const Shape& slotShape, OpgenWhy* why, Geometry* geometry = nullptr)
+{
+    uint64_t key[3] = {0, 0, 0};
+    uint64_t value[3] = {0, 0, 0};
+    uint64_t kc[4] = {0, 0, 0, 0};
+    uint64_t vc[4] = {0, 0, 0, 0};
+    uint64_t slots[1] = {0};
+    uint64_t n = 0;
+    if (!Dims(keyShape, "key", 3, 3, key, &n, why) || !Dims(valueShape, "value", 3, 3, value, &n, why) ||
+        !Dims(keyCacheShape, "key_cache", 4, 4, kc, &n, why) ||
+        !Dims(valueCacheShape, "value_cache", 4, 4, vc, &n, why) ||
+        !Dims(slotShape, "slot_mapping", 1, 1, slots, &n, why)) {
+        return false;
+    }
+    if (value[0] != key[0] || value[1] != key[1]) {
+        OPGEN_CHECK_FAIL(why, "key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", Ull(key[0]),
+                         Ull(key[1]), Ull(key[2]), Ull(value[0]), Ull(value[1]), Ull(value[2]));
+    }
+    if (slots[0] != key[0]) {
+        OPGEN_CHECK_FAIL(why, "slot mapping length %llu != tokens %llu: slot_mapping needs one slot per token of key",
+                         Ull(slots[0]), Ull(key[0]));
+    }
+    if (kc[2] != key[1] || kc[3] != key[2]) {
+        OPGEN_CHECK_FAIL(why, "key_cache [%llu, %llu, %llu, %llu] must be [num_blocks, block_size, %llu, %llu] for key",
+                         Ull(kc[0]), Ull(kc[1]), Ull(kc[2]), Ull(kc[3]), Ull(key[1]), Ull(key[2]));
+    }
+    if (vc[0] != kc[0] || vc[1] != kc[1] || vc[2] != value[1] || vc[3] != value[2]) {
+        OPGEN_CHECK_FAIL(why, "value_cache [%llu, %llu, %llu, %llu] must be [%llu, %llu, %llu, %llu]: key_cache's blocks "
+                         "and value's heads and head_dim",
+                         Ull(vc[0]), Ull(vc[1]), Ull(vc[2]), Ull(vc[3]), Ull(kc[0]), Ull(kc[1]), Ull(value[1]),
+                         Ull(value[2]));
+    }
+    const Shape* scaleShapes[2] = {&keyScaleShape, &valueScaleShape};
+    const char* scaleNames[2] = {"key_scale", "value_scale"};
+    for (int i = 0; i < 2; ++i) {
+        uint64_t sd[4] = {0, 0, 0, 0};
+        if (!Dims(*scaleShapes[i], scaleNames[i], 3, 4, sd, &n, why)) {
+            return false;
+        }
+        const bool trailingOk = scaleShapes[i]->GetDimNum() == 3 || sd[3] == 1;
+        if (sd[0] != kc[0] || sd[1] != kc[1] || sd[2] != key[1] || !trailingOk) {
+            OPGEN_CHECK_FAIL(why, "%s must be [%llu, %llu, %llu] (or with a trailing 1): one float32 scale per cache slot "
+                             "and head",
+                             scaleNames[i], Ull(kc[0]), Ull(kc[1]), Ull(key[1]));
+        }
+    }
+    if (key[1] == 0 || key[2] == 0 || value[2] == 0) {
+        OPGEN_CHECK_FAIL(why, "heads (%llu) and head dims (%llu, %llu) must be positive", Ull(key[1]), Ull(key[2]),
+                         Ull(value[2]));
+    }
+    if (key[0] > INT32_MAX_U) {
+        OPGEN_CHECK_FAIL(why, "%llu tokens: element counts past the index type (the out_of_range count is int32)",
+                         Ull(key[0]));
+    }
+    if (kc[0] * kc[1] > U32_MAX || key[1] * Larger(key[2], value[2]) > U32_MAX) {
+        OPGEN_CHECK_FAIL(why, "%llu cache slots of %llu heads: element counts past the index type (32 bits)",
+                         Ull(kc[0] * kc[1]), Ull(key[1]));
+    }
+    if (geometry != nullptr) {
+        *geometry = {key[0], key[1], key[2], value[2], kc[0], kc[1]};
+    }
+    return true;
+}
+}  // namespace opgen_reshape_and_cache_int8_checks
+
+// ---- the shape and attr checks of OpgenRotaryMul (templates/host/rotary_checks.j2): the same
+// text is in op_host/opgen_rotary_mul.cpp and torch/opgen_torch.h. Shape is any type with
+// GetDimNum() and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_rotary_mul_checks {
+const size_t RANK = 4;
+const uint32_t MODE_HALF = 0;
+const uint32_t MODE_INTERLEAVE = 1;
+
+// The canonical view of x's rows (see the op_host's file comment).
+struct RowLayout {
+    uint64_t groups;
+    uint64_t bcastOuter;
+    uint64_t positions;
+    uint64_t bcastInner;
+    uint64_t headDim;
+};
+
+// "[2, 3, 1, 64]" into buf, for messages.
+template <typename Shape>
+const char* ShapeText(const Shape& s, char* buf, size_t len)
+{
+    size_t at = 0;
+    at += static_cast<size_t>(std::snprintf(buf + at, len - at, "["));
+    for (size_t i = 0; i < s.GetDimNum() && at < len; ++i) {
+        at += static_cast<size_t>(std::snprintf(buf + at, len - at, "%s%lld", i == 0 ? "" : ", ",
+                                                static_cast<long long>(s.GetDim(i))));
+    }
+    if (at < len) {
+        std::snprintf(buf + at, len - at, "]");
+    }
+    return buf;
+}
+
+// Checks x, r1, r2 and the mode, and derives the row layout.
+template <typename Shape>
+bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode, RowLayout* out, OpgenWhy* why)
+{
+    char a[96];
+    char b[96];
+    if (x.GetDimNum() != RANK) {
+        OPGEN_CHECK_FAIL(why, "x must be 4-D (BSND, BNSD or SBND), got %s", ShapeText(x, a, sizeof(a)));
+    }
+    if (r1.GetDimNum() != RANK || r2.GetDimNum() != RANK) {
+        OPGEN_CHECK_FAIL(why, "r1 and r2 must be 4-D like x, got r1 %s and r2 %s",
+                         ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
+    }
+    for (size_t i = 0; i < RANK; ++i) {
+        if (x.GetDim(i) < 0 || r1.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "negative dims: x %s, r1 %s", ShapeText(x, a, sizeof(a)),
+                             ShapeText(r1, b, sizeof(b)));
+        }
+        if (r1.GetDim(i) != r2.GetDim(i)) {
+            OPGEN_CHECK_FAIL(why, "r1 and r2 must have the same shape, got r1 %s and r2 %s",
+                             ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
+        }
+    }
+    const int64_t d = x.GetDim(RANK - 1);
+    if (d % 2 != 0) {
+        OPGEN_CHECK_FAIL(why, "the head dim (last dim of x) is %lld: rotary_mul rotates pairs and needs an even head dim",
+                         static_cast<long long>(d));
+    }
+    if (r1.GetDim(RANK - 1) != d) {
+        OPGEN_CHECK_FAIL(why, "r1's last dim is %lld but x's head dim is %lld: the tables are full-width (D values per row)",
+                         static_cast<long long>(r1.GetDim(RANK - 1)), static_cast<long long>(d));
+    }
+    // Kinds of x's leading dims: 'k' kept (the tables vary along it), 'b' broadcast (tables
+    // have 1 there); size-1 dims of x take no part.
+    char kinds[RANK];
+    uint64_t sizes[RANK];
+    size_t n = 0;
+    size_t tableDims = 0;
+    for (size_t i = 0; i + 1 < RANK; ++i) {
+        const int64_t xd = x.GetDim(i);
+        const int64_t rd = r1.GetDim(i);
+        if (rd != 1 && rd != xd) {
+            OPGEN_CHECK_FAIL(why, "r1 %s does not broadcast to x %s: dim %zu is %lld, it must be 1 or %lld",
+                             ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, static_cast<long long>(rd),
+                             static_cast<long long>(xd));
+        }
+        if (rd > 1) {
+            ++tableDims;
+        }
+        if (xd == 1) {
+            continue;
+        }
+        const char kind = rd == 1 ? 'b' : 'k';
+        if (n > 0 && kinds[n - 1] == kind) {
+            sizes[n - 1] *= static_cast<uint64_t>(xd);
+        } else {
+            kinds[n] = kind;
+            sizes[n] = static_cast<uint64_t>(xd);
+            ++n;
+        }
+    }
+    if (mode == MODE_INTERLEAVE && tableDims > 1) {
+        OPGEN_CHECK_FAIL(why, "interleave mode takes r1/r2 broadcast over batch and heads (1S1D, 11SD or S11D, "
+                         "as torch_npu.npu_rotary_mul), got r1 %s for x %s",
+                         ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
+    }
+    RowLayout l = {1, 1, 1, 1, static_cast<uint64_t>(d)};
+    // The merged kinds alternate: k, b, kb, bk, kbk or bkb.
+    size_t at = 0;
+    if (n == 3 && kinds[0] == 'k') {
+        l.groups = sizes[at++];
+    }
+    if (at < n && kinds[at] == 'b' && at + 1 < n) {
+        l.bcastOuter = sizes[at++];
+    }
+    if (at < n && kinds[at] == 'k') {
+        l.positions = sizes[at++];
+    }
+    if (at < n && kinds[at] == 'b') {
+        l.bcastInner = sizes[at++];
+    }
+    const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
+    if (rows > 0xFFFFFFFFull || l.headDim > 0xFFFFFFFFull ||
+        rows * l.headDim > 0xFFFFFFFFFFFFull) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: too large", static_cast<unsigned long long>(rows),
+                         static_cast<unsigned long long>(l.headDim));
+    }
+    *out = l;
+    return true;
+}
+
+// The mode attr's text (nullptr: missing) as MODE_HALF or MODE_INTERLEAVE.
+inline bool ModeOf(const char* text, uint32_t* mode, OpgenWhy* why)
+{
+    if (text == nullptr) {
+        OPGEN_CHECK_FAIL(why, "the mode attr is missing");
+    }
+    if (std::strcmp(text, "half") == 0) {
+        *mode = MODE_HALF;
+    } else if (std::strcmp(text, "interleave") == 0) {
+        *mode = MODE_INTERLEAVE;
+    } else {
+        OPGEN_CHECK_FAIL(why, "mode \"%s\" is not supported: use \"half\" (rotate_half) or \"interleave\"", text);
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (x, r1, r2, mode). `layout` (the op_host's) receives the
+// row layout.
+template <typename Shape>
+bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mode, OpgenWhy* why,
+                RowLayout* layout = nullptr)
+{
+    uint32_t m = MODE_HALF;
+    if (!ModeOf(mode, &m, why)) {
+        return false;
+    }
+    RowLayout l;
+    if (!CheckLayout(x, r1, r2, m, &l, why)) {
+        return false;
+    }
+    if (layout != nullptr) {
+        *layout = l;
+    }
+    return true;
+}
+}  // namespace opgen_rotary_mul_checks
+
+// ---- the shape and attr checks of OpgenRotaryMulGrad (templates/host/rotary_checks.j2): the same
+// text is in op_host/opgen_rotary_mul_grad.cpp and torch/opgen_torch.h. Shape is any type with
+// GetDimNum() and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_rotary_mul_grad_checks {
+const size_t RANK = 4;
+const uint32_t MODE_HALF = 0;
+const uint32_t MODE_INTERLEAVE = 1;
+
+// The canonical view of x's rows (see the op_host's file comment).
+struct RowLayout {
+    uint64_t groups;
+    uint64_t bcastOuter;
+    uint64_t positions;
+    uint64_t bcastInner;
+    uint64_t headDim;
+};
+
+// "[2, 3, 1, 64]" into buf, for messages.
+template <typename Shape>
+const char* ShapeText(const Shape& s, char* buf, size_t len)
+{
+    size_t at = 0;
+    at += static_cast<size_t>(std::snprintf(buf + at, len - at, "["));
+    for (size_t i = 0; i < s.GetDimNum() && at < len; ++i) {
+        at += static_cast<size_t>(std::snprintf(buf + at, len - at, "%s%lld", i == 0 ? "" : ", ",
+                                                static_cast<long long>(s.GetDim(i))));
+    }
+    if (at < len) {
+        std::snprintf(buf + at, len - at, "]");
+    }
+    return buf;
+}
+
+// Checks x, r1, r2 and the mode, and derives the row layout.
+template <typename Shape>
+bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode, RowLayout* out, OpgenWhy* why)
+{
+    char a[96];
+    char b[96];
+    if (x.GetDimNum() != RANK) {
+        OPGEN_CHECK_FAIL(why, "x must be 4-D (BSND, BNSD or SBND), got %s", ShapeText(x, a, sizeof(a)));
+    }
+    if (r1.GetDimNum() != RANK || r2.GetDimNum() != RANK) {
+        OPGEN_CHECK_FAIL(why, "r1 and r2 must be 4-D like x, got r1 %s and r2 %s",
+                         ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
+    }
+    for (size_t i = 0; i < RANK; ++i) {
+        if (x.GetDim(i) < 0 || r1.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "negative dims: x %s, r1 %s", ShapeText(x, a, sizeof(a)),
+                             ShapeText(r1, b, sizeof(b)));
+        }
+        if (r1.GetDim(i) != r2.GetDim(i)) {
+            OPGEN_CHECK_FAIL(why, "r1 and r2 must have the same shape, got r1 %s and r2 %s",
+                             ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
+        }
+    }
+    const int64_t d = x.GetDim(RANK - 1);
+    if (d % 2 != 0) {
+        OPGEN_CHECK_FAIL(why, "the head dim (last dim of x) is %lld: rotary_mul rotates pairs and needs an even head dim",
+                         static_cast<long long>(d));
+    }
+    if (r1.GetDim(RANK - 1) != d) {
+        OPGEN_CHECK_FAIL(why, "r1's last dim is %lld but x's head dim is %lld: the tables are full-width (D values per row)",
+                         static_cast<long long>(r1.GetDim(RANK - 1)), static_cast<long long>(d));
+    }
+    // Kinds of x's leading dims: 'k' kept (the tables vary along it), 'b' broadcast (tables
+    // have 1 there); size-1 dims of x take no part.
+    char kinds[RANK];
+    uint64_t sizes[RANK];
+    size_t n = 0;
+    size_t tableDims = 0;
+    for (size_t i = 0; i + 1 < RANK; ++i) {
+        const int64_t xd = x.GetDim(i);
+        const int64_t rd = r1.GetDim(i);
+        if (rd != 1 && rd != xd) {
+            OPGEN_CHECK_FAIL(why, "r1 %s does not broadcast to x %s: dim %zu is %lld, it must be 1 or %lld",
+                             ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, static_cast<long long>(rd),
+                             static_cast<long long>(xd));
+        }
+        if (rd > 1) {
+            ++tableDims;
+        }
+        if (xd == 1) {
+            continue;
+        }
+        const char kind = rd == 1 ? 'b' : 'k';
+        if (n > 0 && kinds[n - 1] == kind) {
+            sizes[n - 1] *= static_cast<uint64_t>(xd);
+        } else {
+            kinds[n] = kind;
+            sizes[n] = static_cast<uint64_t>(xd);
+            ++n;
+        }
+    }
+    if (mode == MODE_INTERLEAVE && tableDims > 1) {
+        OPGEN_CHECK_FAIL(why, "interleave mode takes r1/r2 broadcast over batch and heads (1S1D, 11SD or S11D, "
+                         "as torch_npu.npu_rotary_mul), got r1 %s for x %s",
+                         ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
+    }
+    RowLayout l = {1, 1, 1, 1, static_cast<uint64_t>(d)};
+    // The merged kinds alternate: k, b, kb, bk, kbk or bkb.
+    size_t at = 0;
+    if (n == 3 && kinds[0] == 'k') {
+        l.groups = sizes[at++];
+    }
+    if (at < n && kinds[at] == 'b' && at + 1 < n) {
+        l.bcastOuter = sizes[at++];
+    }
+    if (at < n && kinds[at] == 'k') {
+        l.positions = sizes[at++];
+    }
+    if (at < n && kinds[at] == 'b') {
+        l.bcastInner = sizes[at++];
+    }
+    const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
+    if (rows > 0xFFFFFFFFull || l.headDim > 0xFFFFFFFFull ||
+        rows * l.headDim > 0xFFFFFFFFFFFFull) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: too large", static_cast<unsigned long long>(rows),
+                         static_cast<unsigned long long>(l.headDim));
+    }
+    *out = l;
+    return true;
+}
+
+// The mode attr's text (nullptr: missing) as MODE_HALF or MODE_INTERLEAVE.
+inline bool ModeOf(const char* text, uint32_t* mode, OpgenWhy* why)
+{
+    if (text == nullptr) {
+        OPGEN_CHECK_FAIL(why, "the mode attr is missing");
+    }
+    if (std::strcmp(text, "half") == 0) {
+        *mode = MODE_HALF;
+    } else if (std::strcmp(text, "interleave") == 0) {
+        *mode = MODE_INTERLEAVE;
+    } else {
+        OPGEN_CHECK_FAIL(why, "mode \"%s\" is not supported: use \"half\" (rotate_half) or \"interleave\"", text);
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (dy, x, r1, r2, mode, table_grads). `layout` (the op_host's)
+// receives the row layout.
+template <typename Shape>
+bool HostChecks(const Shape& dy, const Shape& x, const Shape& r1, const Shape& r2, const char* mode, bool tableGrads,
+                OpgenWhy* why, RowLayout* layout = nullptr)
+{
+    (void)tableGrads;  // any value is valid
+    uint32_t m = MODE_HALF;
+    if (!ModeOf(mode, &m, why)) {
+        return false;
+    }
+    bool sameShape = dy.GetDimNum() == x.GetDimNum();
+    for (size_t i = 0; sameShape && i < x.GetDimNum(); ++i) {
+        sameShape = dy.GetDim(i) == x.GetDim(i);
+    }
+    if (!sameShape) {
+        char a[96];
+        char b[96];
+        OPGEN_CHECK_FAIL(why, "dy must have x's shape (the forward's output gradient), got dy %s and x %s",
+                         ShapeText(dy, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
+    }
+    RowLayout l;
+    if (!CheckLayout(x, r1, r2, m, &l, why)) {
+        return false;
+    }
+    if (layout != nullptr) {
+        *layout = l;
+    }
+    return true;
+}
+}  // namespace opgen_rotary_mul_grad_checks
+
 
 namespace opgen_torch {
 
@@ -159,7 +895,8 @@ inline void check_trailing_dims(const char* op, const NamedTensor& tensor, const
 // carries the generated op_host code (the CPU backend, compiled against the twin's op_host
 // API) installs a HostCheck: the Meta kernels and the CPU kernels then both call the op_host
 // and fail with its message, so torch.compile refuses at trace time what the device refuses
-// at run time. Without one (the NPU build), the Meta kernels check the shape rule only.
+// at run time. Without one (the NPU build), the Meta kernels run the shared host checks above
+// (<op>_host_checks) and the shape rule, not the platform-dependent plan (UB budget, cores).
 
 // One attr as the op_host receives it: its name, type ("float", "int", "bool", "string") and
 // value as text (floats with 17 significant digits: the same double).
@@ -206,6 +943,118 @@ inline void check_with_host(const char* op, const char* op_type, std::initialize
         }
     }
     host_check()(op, op_type, inputs, attrs);
+}
+
+// A tensor's concrete sizes in the shape interface the shared host checks read (gert::Shape's
+// GetDimNum and GetDim).
+struct DimsView {
+    std::vector<int64_t> dims;
+    std::size_t GetDimNum() const { return dims.size(); }
+    int64_t GetDim(std::size_t i) const { return dims[i]; }
+};
+
+// The sizes of `t`, or false when one is symbolic (dynamic shapes under torch.compile: not
+// specialised for a check; the kernel's own call checks it).
+inline bool concrete_dims(const at::Tensor& t, DimsView* out)
+{
+    out->dims.clear();
+    for (const c10::SymInt& d : t.sym_sizes()) {
+        const auto v = d.maybe_as_int();
+        if (!v.has_value()) {
+            return false;
+        }
+        out->dims.push_back(*v);
+    }
+    return true;
+}
+
+// dequant_int8: the op_host's own shape and attr checks (opgen_dequant_int8_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void dequant_int8_host_checks(const at::Tensor& q, const at::Tensor& scale, c10::string_view out_dtype)
+{
+    DimsView q_dims;
+    DimsView scale_dims;
+    if (!(concrete_dims(q, &q_dims) && concrete_dims(scale, &scale_dims))) {
+        return;
+    }
+    const std::string out_dtype_text(out_dtype.data(), out_dtype.size());
+    OpgenWhy why;
+    if (!::opgen_dequant_int8_checks::HostChecks(q_dims, scale_dims, out_dtype_text.c_str(), &why)) {
+        TORCH_CHECK(false, "opgen::dequant_int8: the op_host code refuses the call: OpgenDequantInt8: ", why.text);
+    }
+}
+
+// reshape_and_cache: the op_host's own shape and attr checks (opgen_reshape_and_cache_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void reshape_and_cache_host_checks(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, const at::Tensor& slot_mapping)
+{
+    DimsView key_dims;
+    DimsView value_dims;
+    DimsView key_cache_dims;
+    DimsView value_cache_dims;
+    DimsView slot_mapping_dims;
+    if (!(concrete_dims(key, &key_dims) && concrete_dims(value, &value_dims) && concrete_dims(key_cache, &key_cache_dims) && concrete_dims(value_cache, &value_cache_dims) && concrete_dims(slot_mapping, &slot_mapping_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_reshape_and_cache_checks::HostChecks(key_dims, value_dims, key_cache_dims, value_cache_dims, slot_mapping_dims, &why)) {
+        TORCH_CHECK(false, "opgen::reshape_and_cache: the op_host code refuses the call: OpgenReshapeAndCache: ", why.text);
+    }
+}
+
+// reshape_and_cache_int8: the op_host's own shape and attr checks (opgen_reshape_and_cache_int8_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void reshape_and_cache_int8_host_checks(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, at::Tensor& key_scale, at::Tensor& value_scale, const at::Tensor& slot_mapping)
+{
+    DimsView key_dims;
+    DimsView value_dims;
+    DimsView key_cache_dims;
+    DimsView value_cache_dims;
+    DimsView key_scale_dims;
+    DimsView value_scale_dims;
+    DimsView slot_mapping_dims;
+    if (!(concrete_dims(key, &key_dims) && concrete_dims(value, &value_dims) && concrete_dims(key_cache, &key_cache_dims) && concrete_dims(value_cache, &value_cache_dims) && concrete_dims(key_scale, &key_scale_dims) && concrete_dims(value_scale, &value_scale_dims) && concrete_dims(slot_mapping, &slot_mapping_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_reshape_and_cache_int8_checks::HostChecks(key_dims, value_dims, key_cache_dims, value_cache_dims, key_scale_dims, value_scale_dims, slot_mapping_dims, &why)) {
+        TORCH_CHECK(false, "opgen::reshape_and_cache_int8: the op_host code refuses the call: OpgenReshapeAndCacheInt8: ", why.text);
+    }
+}
+
+// rotary_mul: the op_host's own shape and attr checks (opgen_rotary_mul_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void rotary_mul_host_checks(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode)
+{
+    DimsView x_dims;
+    DimsView r1_dims;
+    DimsView r2_dims;
+    if (!(concrete_dims(x, &x_dims) && concrete_dims(r1, &r1_dims) && concrete_dims(r2, &r2_dims))) {
+        return;
+    }
+    const std::string mode_text(mode.data(), mode.size());
+    OpgenWhy why;
+    if (!::opgen_rotary_mul_checks::HostChecks(x_dims, r1_dims, r2_dims, mode_text.c_str(), &why)) {
+        TORCH_CHECK(false, "opgen::rotary_mul: the op_host code refuses the call: OpgenRotaryMul: ", why.text);
+    }
+}
+
+// rotary_mul_grad: the op_host's own shape and attr checks (opgen_rotary_mul_grad_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void rotary_mul_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, bool table_grads)
+{
+    DimsView dy_dims;
+    DimsView x_dims;
+    DimsView r1_dims;
+    DimsView r2_dims;
+    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims) && concrete_dims(r1, &r1_dims) && concrete_dims(r2, &r2_dims))) {
+        return;
+    }
+    const std::string mode_text(mode.data(), mode.size());
+    OpgenWhy why;
+    if (!::opgen_rotary_mul_grad_checks::HostChecks(dy_dims, x_dims, r1_dims, r2_dims, mode_text.c_str(), table_grads, &why)) {
+        TORCH_CHECK(false, "opgen::rotary_mul_grad: the op_host code refuses the call: OpgenRotaryMulGrad: ", why.text);
+    }
 }
 
 // ---- autograd

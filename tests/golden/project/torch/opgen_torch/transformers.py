@@ -14,7 +14,8 @@ What is patched (in place, per module instance; the classes are untouched), each
 - `fuse_residual`: each decoder layer's `residual + attention output` and its
   post_attention_layernorm run as one torch.ops.opgen.add_rms_norm (the rounded sum is
   the next residual, as in HF); backward add_rms_norm_grad. This replaces the decoder layer's
-  forward with a copy of transformers 4.57's, so it is refused on other versions.
+  forward with a copy of the installed transformers' (4.53 or 4.57), so it is refused on other
+  versions.
 - `mlp`: the SwiGLU MLP's `act_fn(gate_proj(x)) * up_proj(x)` (hidden_act silu) runs
   torch.ops.opgen.swiglu(gate, up); backward swiglu_grad.
 - `rotary`: apply_rotary_pos_emb runs torch.ops.opgen.rotary_mul (mode "half" =
@@ -28,10 +29,11 @@ bit-exact with HF in 16-bit). Otherwise rms_norm and swiglu round once where HF 
 (1 ULP off HF on part of the 16-bit elements); add_rms_norm follows HF's order; rotary_mul rounds
 once where HF rounds three times. float32 agrees up to float32 rounding.
 
-Supported transformers: 4.57 (tested with 4.57.1, the version scripts/torch-venv.sh installs).
-The norm, MLP and rotary patches need only the modules' attributes (`weight`,
-`variance_epsilon`, `gate_proj`/`up_proj`/`down_proj`, the modeling module's
-`apply_rotary_pos_emb`); `fuse_residual` needs 4.57's decoder-layer forward.
+Supported transformers: 4.53 and 4.57 (tested with 4.53.2, the field report's, and 4.57.1, the
+version scripts/torch-venv.sh installs). The norm, MLP and rotary patches need only the modules'
+attributes (`weight`, `variance_epsilon`, `gate_proj`/`up_proj`/`down_proj`, the modeling
+module's `apply_rotary_pos_emb`); `fuse_residual` needs a copy of the version's decoder-layer
+forward (SUPPORTED_TRANSFORMERS) and refuses the others.
 """
 
 import sys
@@ -43,7 +45,11 @@ from .ops import BACKWARD
 
 __all__ = ["apply_to_qwen2", "apply_to_qwen3", "revert", "patched_modules", "SUPPORTED_TRANSFORMERS"]
 
-SUPPORTED_TRANSFORMERS = ((4, 57), (4, 58))  # [low, high): the decoder-layer fusion's range
+# The transformers versions (major, minor) whose decoder-layer forward fuse_residual has a copy
+# of: 4.53 (tested with 4.53.2, the field report's) and 4.57 (tested with 4.57.1). 4.54 to 4.56
+# are not tested, so fuse_residual refuses them; the other patches need only the modules'
+# attributes and apply_rotary_pos_emb's signature, the same across these versions.
+SUPPORTED_TRANSFORMERS = ((4, 53), (4, 57))
 
 _OPS = torch.ops.opgen
 # The instance attribute that marks a patched module with what was patched; revert deletes the
@@ -66,7 +72,46 @@ def _mlp_forward(self, x):
     return self.down_proj(_OPS.swiglu(self.gate_proj(x), self.up_proj(x), **_rounding(_OPS.swiglu)))
 
 
-def _decoder_forward(
+def _decoder_forward_4_53(
+    self,
+    hidden_states,
+    attention_mask=None,
+    position_ids=None,
+    past_key_value=None,
+    output_attentions=False,
+    use_cache=False,
+    cache_position=None,
+    position_embeddings=None,
+    **kwargs,
+):
+    # transformers 4.53's Qwen2DecoderLayer/Qwen3DecoderLayer.forward (the cache argument is
+    # `past_key_value`, attention weights may be returned, the result is a tuple), the residual
+    # add and the post-attention norm fused as in _decoder_forward_4_57.
+    residual = hidden_states
+    hidden_states = self.input_layernorm(hidden_states)
+    hidden_states, self_attn_weights = self.self_attn(
+        hidden_states=hidden_states,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        past_key_value=past_key_value,
+        output_attentions=output_attentions,
+        use_cache=use_cache,
+        cache_position=cache_position,
+        position_embeddings=position_embeddings,
+        **kwargs,
+    )
+    norm = self.post_attention_layernorm
+    hidden_states, _, residual = _OPS.add_rms_norm(
+        residual, hidden_states, norm.weight, float(norm.variance_epsilon), **_rounding(_OPS.add_rms_norm)
+    )
+    hidden_states = self.mlp(hidden_states)
+    outputs = (residual + hidden_states,)
+    if output_attentions:
+        outputs += (self_attn_weights,)
+    return outputs
+
+
+def _decoder_forward_4_57(
     self,
     hidden_states,
     attention_mask=None,
@@ -99,6 +144,9 @@ def _decoder_forward(
     hidden_states = self.mlp(hidden_states)
     return residual + hidden_states
 
+
+_DECODER_FORWARDS = {(4, 53): _decoder_forward_4_53, (4, 57): _decoder_forward_4_57}
+assert set(_DECODER_FORWARDS) == set(SUPPORTED_TRANSFORMERS)
 
 # The rotary mode of the attention module running now (None: HF's apply_rotary_pos_emb). The
 # modeling module's apply_rotary_pos_emb is a global function, not per instance: while a model
@@ -179,13 +227,14 @@ def _apply(model, family, norms, mlp, fuse_residual, rotary):
     if rotary not in (True, False, "auto"):
         raise ValueError(f"opgen_torch.transformers: rotary must be True, False or 'auto', not {rotary!r}")
     modeling, norm_class, mlp_class, layer_class, attention_class = _classes(family)
-    low, high = SUPPORTED_TRANSFORMERS
-    if fuse_residual and not low <= _transformers_version() < high:
+    decoder_forward = _DECODER_FORWARDS.get(_transformers_version())
+    if fuse_residual and decoder_forward is None:
         import transformers
 
+        known = ", ".join(f"{major}.{minor}" for major, minor in SUPPORTED_TRANSFORMERS)
         raise ValueError(
-            f"opgen_torch.transformers: fuse_residual replaces the decoder layer's forward with "
-            f"transformers {low[0]}.{low[1]}'s, and transformers {transformers.__version__} is installed; "
+            f"opgen_torch.transformers: fuse_residual replaces the decoder layer's forward with a copy of "
+            f"transformers {known}'s, and transformers {transformers.__version__} is installed; "
             f"pass fuse_residual=False (the other patches do not depend on the version)"
         )
     found = [m for m in model.modules() if isinstance(m, (norm_class, mlp_class, layer_class, attention_class))]
@@ -199,7 +248,7 @@ def _apply(model, family, norms, mlp, fuse_residual, rotary):
         elif mlp and isinstance(module, mlp_class) and module.config.hidden_act in ("silu", "swish"):
             _patch(module, _mlp_forward, {"patch": "swiglu"})
         elif fuse_residual and isinstance(module, layer_class):
-            _patch(module, _decoder_forward, {"patch": "add_rms_norm"})
+            _patch(module, decoder_forward, {"patch": "add_rms_norm"})
         elif rotary is not False and isinstance(module, attention_class):
             _install_rotary(modeling)
             _patch(module, _attention_forward, {"patch": "rotary_mul", "rotary": rotary, "modeling": modeling.__name__})

@@ -667,21 +667,21 @@ void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b,
         return "GM '" + std::string(name) + "' bytes [" + str(lo) + ", " + str(hi) + ")";
     };
     const auto other = [&](const XAcc& p) { return p.core != -1 && p.core != now.core && p.phase == now.phase; };
-    const std::string add_how = "atomically added (" + std::string(dtype_name(now.type)) + ")";
-    const char* how = !write ? "read" : atomic ? add_how.c_str() : "written";
+    // How an access is named in a report (built only when one is made: this runs on every GM access).
+    const auto added = [](const XAcc& x) { return "atomically added (" + std::string(dtype_name(x.type)) + ")"; };
+    const auto how = [&] { return !write ? std::string("read") : atomic ? added(now) : std::string("written"); };
     for (auto it = sh.lower_bound(a); it != sh.end() && it->first < b; ++it) {
         const XSeg& g = it->second;
         const uint64_t lo = std::max(a, it->first), hi = std::min(b, g.end);
-        const std::string prior_add = "atomically added (" + std::string(dtype_name(g.a.type)) + ")";
-        if (write && other(g.r)) cross_race("WAR", g.r, "read", now, how, where(lo, hi));
+        if (write && other(g.r)) cross_race("WAR", g.r, "read", now, how().c_str(), where(lo, hi));
         if (other(g.w)) {
-            if (atomic) cross_race("plain and atomic writes", g.w, "written", now, how, where(lo, hi));
-            cross_race(write ? "WAW" : "RAW", g.w, "written", now, how, where(lo, hi));
+            if (atomic) cross_race("plain and atomic writes", g.w, "written", now, how().c_str(), where(lo, hi));
+            cross_race(write ? "WAW" : "RAW", g.w, "written", now, how().c_str(), where(lo, hi));
         }
         if (other(g.a)) {
-            if (!write) cross_race("RAW", g.a, prior_add.c_str(), now, how, where(lo, hi));
+            if (!write) cross_race("RAW", g.a, added(g.a).c_str(), now, how().c_str(), where(lo, hi));
             if (!atomic || g.a.type != now.type) {
-                cross_race("plain and atomic writes", g.a, prior_add.c_str(), now, how, where(lo, hi));
+                cross_race("plain and atomic writes", g.a, added(g.a).c_str(), now, how().c_str(), where(lo, hi));
             }
         }
     }

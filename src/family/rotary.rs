@@ -338,7 +338,43 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
             out.push(case(spec, *shape, *dist, 2000 + (i * 10 + j) as u64));
         }
     }
+    for (i, (shape, dist)) in aimed_cases().into_iter().enumerate() {
+        out.push(case(spec, shape, dist, 5000 + i as u64));
+    }
     out
+}
+
+/// Cases aimed at positions and at UB capacity (both sweeps). RowEnds puts ±64 at the last
+/// element of every row, which is where a head, a tile (UB pass) and a core's share end, so a
+/// tail left out or computed from the wrong lane is far off; OneHot rows make each output lane
+/// one product. Each tiling mode of the TilingFunc gets a shape whose tile nearly fills the
+/// 184 KiB UB budget (by the kernel's InitBuffer sizes for the tiling `opgen plan` prints: at
+/// least 178 KiB in the dtype noted), so a buffer planned 16 KiB too large overflows the
+/// 192 KiB UB (the rotary_mul-xrot-16k mutant dies on these and on no other case):
+/// - whole positions per tile, half mode by block copies: 1x960x8x64 (16-bit 180 KiB, float32 181);
+/// - whole positions, half mode by Gather (D % 16 != 0): 1x960x8x72 (16-bit 179, float32 181);
+/// - whole positions, interleave: 1x960x1x256 (16-bit 180, float32 180);
+/// - one position per block in chunks of heads, half / interleave: 1x48x48x256 (16-bit 184 /
+///   180) and 1x48x48x128 (float32 181 / 181);
+/// - single-buffered tables (a head dim too large for two), float32: half 1x2x1x3296 (181),
+///   interleave 1x2x1x2880 (180). 16-bit inputs switch to one table buffer only above D = 5888
+///   (half), which float32 refuses, and every case runs in every dtype: not covered.
+fn aimed_cases() -> Vec<(Shape, Distribution)> {
+    let s = |layout, mode, dims| Shape { layout, mode, dims };
+    let b = Layout::Bsnd1s1d;
+    vec![
+        (s(b, "half", (1, 960, 8, 64)), Distribution::RowEnds),
+        (s(b, "half", (1, 960, 8, 72)), Distribution::RowEnds),
+        (s(b, "interleave", (1, 960, 1, 256)), Distribution::RowEnds),
+        (s(b, "half", (1, 48, 48, 256)), Distribution::RowEnds),
+        (s(b, "interleave", (1, 48, 48, 256)), Distribution::RowEnds),
+        (s(b, "half", (1, 48, 48, 128)), Distribution::RowEnds),
+        (s(b, "interleave", (1, 48, 48, 128)), Distribution::RowEnds),
+        (s(b, "half", (1, 2, 1, 3296)), Distribution::RowEnds),
+        (s(b, "interleave", (1, 2, 1, 2880)), Distribution::RowEnds),
+        (s(Layout::Sbnd, "half", (3, 2, 5, 128)), Distribution::OneHot),
+        (s(Layout::Bnsd11sd, "interleave", (2, 3, 2, 80)), Distribution::OneHot),
+    ]
 }
 
 /// r1 and r2 for x [B,S,N,D] by the BSND 1S1D rule ([1,S,1,D]); pass `r1=`/`r2=` shapes

@@ -310,6 +310,23 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
             out.push(case(spec, *shape, *dist, 4000 + (i * 10 + j) as u64));
         }
     }
+    // Near-full UB (both sweeps), RowEnds (±64 at every row's last element: where a head, a tile
+    // and a core's share end). By the kernel's InitBuffer sizes for the tiling `opgen plan`
+    // prints, these fill at least 178 KiB of the 184 KiB budget in the dtype noted, so a buffer
+    // planned 16 KiB too large overflows the 192 KiB UB: without the table gradients 1x1920x14x64
+    // (16-bit 183 KiB, float32 182); half mode by Gather 1x48x48x72 (float32 181); interleave
+    // 1x960x1x128 (16-bit 182, float32 178). The shapes above already fill UB in half mode by
+    // block copies (1x64x28x128: 180 / 179), in chunks of one position (2x8x64x256, 16-bit 181)
+    // and with single-buffered tables and tiles (1x2x3x1536 interleave, float32 180).
+    let aimed = [
+        (s(Layout::Bsnd1s1d, "half", (1, 1920, 14, 64), false), Distribution::RowEnds),
+        (s(Layout::Bsnd1s1d, "half", (1, 48, 48, 72), true), Distribution::RowEnds),
+        (s(Layout::Bsnd1s1d, "interleave", (1, 960, 1, 128), true), Distribution::RowEnds),
+        (s(Layout::Sbnd, "interleave", (3, 2, 4, 128), true), Distribution::OneHot),
+    ];
+    for (j, (shape, dist)) in aimed.into_iter().enumerate() {
+        out.push(case(spec, shape, dist, 6000 + j as u64));
+    }
     // Cancellation (every dtype; it matters for float32, where rounded products would leave no
     // relative accuracy): see `cancellation_inputs`.
     let mut cancel = vec![

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -100,6 +101,9 @@ struct Counters {
     uint64_t transfer_in_min = 0, transfer_in_max = 0, transfer_out_min = 0, transfer_out_max = 0;
     uint64_t scalar_gm = 0, scalar_ub = 0, ub_high = 0, handoffs = 0, barriers = 0;
     uint64_t copy_in_overlapped = 0, copy_in_total = 0, copy_in_queues = 0;
+    // Elements added into GM by float atomic copy-outs (float, half, bfloat16_t): their sum
+    // depends on the order the cores reach GM, which the hardware leaves unspecified.
+    uint64_t float_atomic_adds = 0;
 };
 
 // One access of an instruction: its time on its pipe (0 = none) and where the kernel made it.
@@ -149,6 +153,11 @@ struct Core {
     Pipes pipes;
     uint32_t syncs = 0;  // SyncAll calls passed (the core's phase, see "cores")
     kern::Here sync_at{nullptr, 0};  // where it called SyncAll last
+    // The atomic mode of copy-outs (SetAtomicAdd<T> / SetAtomicType<T> / SetAtomicNone, see
+    // "atomic"): add = MTE3 copy-outs add into GM in `type` instead of storing.
+    bool atomic_add = false;
+    DType atomic_type = DType::Other;
+    kern::Here atomic_at{nullptr, 0};  // where SetAtomicAdd was called last
 };
 
 SocConfig g_soc;
@@ -603,18 +612,29 @@ void access(Shadow& sh, uint64_t a, uint64_t b, bool write, Describe describe) {
 // race when one of them writes. That is what the cross-core shadow below checks, on top of
 // each core's own pipe-level shadow.
 
-// The cross-core history of a GM byte range: its last write and its latest reads (core and
-// phase; reader -2 = several cores read it in that phase).
+// The cross-core history of a GM byte range: its last plain write, its latest atomic adds and
+// its latest reads (core and phase; core -2 = several cores in that phase).
+//
+// Atomic adds (SetAtomicAdd, see "atomic"): on the NPU the add of an atomic copy-out happens in
+// the memory system, so atomic copy-outs of several cores to the same bytes in one phase are
+// not a race: each lands whole, in an order the hardware does not specify. The twin adds them in
+// baton order (core 0's phase first, ...), so its float result is one of the sums the NPU may
+// produce; the counters report how many float elements were added that way (a kernel whose
+// output must be bitwise reproducible cannot rely on them). Everything else about those bytes
+// in that phase still races: a plain write of another core (which of store and add lands first
+// is unspecified), a read of another core (it sees a partial sum), and adds of another dtype.
 struct XAcc {
     int64_t core = -1;
     uint32_t phase = 0;
     const char* api = nullptr;
     const char* file = nullptr;
     uint32_t line = 0;
+    DType type = DType::Other;  // the atomic dtype of an atomic add
 };
 struct XSeg {
     uint64_t end = 0;
-    XAcc w;
+    XAcc w;  // the last plain write
+    XAcc a;  // the latest atomic add (-2: several cores in its phase)
     XAcc r;
 };
 using XShadow = std::map<uint64_t, XSeg>;
@@ -626,21 +646,20 @@ std::string xacc_desc(const XAcc& a) {
            str(a.line) + ")";
 }
 
-[[noreturn]] void cross_race(const char* kind, const XAcc& prior, bool prior_write, const XAcc& now, bool write,
-                             const std::string& where) {
+[[noreturn]] void cross_race(const char* kind, const XAcc& prior, const char* prior_how, const XAcc& now,
+                             const char* how, const std::string& where) {
     const std::string rule = std::string(kind) + " between cores without SyncAll";
-    // twin rule: "RAW between cores without SyncAll" "WAR between cores without SyncAll" "WAW between cores without SyncAll"
+    // twin rule: "RAW between cores without SyncAll" "WAR between cores without SyncAll" "WAW between cores without SyncAll" "plain and atomic writes between cores without SyncAll"
     fail(now.api ? now.api : "?", rule.c_str(),
-         where + ": " + (prior_write ? "written" : "read") + " by " + xacc_desc(prior) + ", then " +
-             (write ? "written" : "read") + " by " + xacc_desc(now) + " in the same SyncAll phase (" +
-             str(now.phase) + " SyncAll calls passed): the cores run concurrently and nothing orders them " +
-             "(needs SyncAll between the two, or disjoint bytes)");
+         where + ": " + prior_how + " by " + xacc_desc(prior) + ", then " + how + " by " + xacc_desc(now) +
+             " in the same SyncAll phase (" + str(now.phase) + " SyncAll calls passed): the cores run concurrently " +
+             "and nothing orders them (needs SyncAll between the two, or disjoint bytes)");
 }
 
-void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b, bool write) {
+void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b, bool write, bool atomic) {
     if (a >= b) return;
     const Acc& cur = g_core->pipes.cur;
-    const XAcc now{g_core->idx, g_core->syncs, cur.api, cur.file, cur.line};
+    const XAcc now{g_core->idx, g_core->syncs, cur.api, cur.file, cur.line, atomic ? g_core->atomic_type : DType::Other};
     XShadow& sh = g_xgm[base];
     split_at(sh, a);
     split_at(sh, b);
@@ -648,13 +667,25 @@ void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b,
         return "GM '" + std::string(name) + "' bytes [" + str(lo) + ", " + str(hi) + ")";
     };
     const auto other = [&](const XAcc& p) { return p.core != -1 && p.core != now.core && p.phase == now.phase; };
+    // How an access is named in a report (built only when one is made: this runs on every GM access).
+    const auto added = [](const XAcc& x) { return "atomically added (" + std::string(dtype_name(x.type)) + ")"; };
+    const auto how = [&] { return !write ? std::string("read") : atomic ? added(now) : std::string("written"); };
     for (auto it = sh.lower_bound(a); it != sh.end() && it->first < b; ++it) {
         const XSeg& g = it->second;
         const uint64_t lo = std::max(a, it->first), hi = std::min(b, g.end);
-        if (write && other(g.r)) cross_race("WAR", g.r, false, now, true, where(lo, hi));
-        if (other(g.w)) cross_race(write ? "WAW" : "RAW", g.w, true, now, write, where(lo, hi));
+        if (write && other(g.r)) cross_race("WAR", g.r, "read", now, how().c_str(), where(lo, hi));
+        if (other(g.w)) {
+            if (atomic) cross_race("plain and atomic writes", g.w, "written", now, how().c_str(), where(lo, hi));
+            cross_race(write ? "WAW" : "RAW", g.w, "written", now, how().c_str(), where(lo, hi));
+        }
+        if (other(g.a)) {
+            if (!write) cross_race("RAW", g.a, added(g.a).c_str(), now, how().c_str(), where(lo, hi));
+            if (!atomic || g.a.type != now.type) {
+                cross_race("plain and atomic writes", g.a, added(g.a).c_str(), now, how().c_str(), where(lo, hi));
+            }
+        }
     }
-    if (write) {
+    if (write && !atomic) {
         sh.erase(sh.lower_bound(a), sh.lower_bound(b));
         XSeg g;
         g.end = b;
@@ -672,12 +703,10 @@ void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b,
             it = sh.emplace_hint(it, at, g);
         }
         XSeg& g = it->second;
-        if (g.r.core == -1 || g.r.phase != now.phase || g.r.core == now.core) {
-            g.r = now;
-        } else {
-            g.r = now;
-            g.r.core = -2;  // several readers in this phase: any later write of another core races
-        }
+        XAcc& slot = write ? g.a : g.r;  // an atomic add keeps the plain write: a later core's add must see it
+        const bool several = slot.core != -1 && slot.phase == now.phase && slot.core != now.core;
+        slot = now;
+        if (several) slot.core = -2;  // several cores in this phase: any later access of another core conflicts
         at = g.end;
         ++it;
     }
@@ -905,6 +934,8 @@ void begin_core(int64_t idx, int64_t num) {
     // accesses against the other cores'.
     g_core->pipes = Pipes{};
     g_core->syncs = 0;
+    g_core->atomic_add = false;
+    g_core->atomic_type = DType::Other;
     Counters& c = g_counters[idx];
     c = Counters{};
     g_core->counters = &c;
@@ -917,6 +948,16 @@ void begin_core(int64_t idx, int64_t num) {
 void end_core() {
     core("end_core");
     audit_leaks("end_core");
+    if (g_core->atomic_add) {
+        // The docs ask for SetAtomicNone after the adds (SetAtomicAdd 注意事项: "以免影响后续相关指令
+        // 功能"); the mode is core state that only a TPipe constructor or Reset clears
+        // (InitSocState), so a later copy-out on this core, of this kernel or of one without a
+        // TPipe, would add instead of store. Stricter than proven necessary, on purpose.
+        fail("end_core", "atomic add left on at kernel end",
+             std::string("SetAtomicAdd<") + dtype_name(g_core->atomic_type) + "> at " +
+                 base_name(g_core->atomic_at.file) + ":" + str(g_core->atomic_at.line) +
+                 " was never followed by SetAtomicNone()");
+    }
     gm_check_guards();
     g_core->active = false;
     g_core->pipe = nullptr;
@@ -965,6 +1006,11 @@ void write_counters_json(FILE* out) {
     std::fputs("]}\n", out);
 }
 
+uint64_t float_atomic_adds(int64_t core) {
+    const auto it = g_counters.find(core);
+    return it == g_counters.end() ? 0 : it->second.float_atomic_adds;
+}
+
 void reset_counters() {
     g_counters.clear();
     if (g_core->active) g_core->counters = &g_counters[g_core->idx];
@@ -1006,6 +1052,9 @@ void pipe_open(const void* pipe) {
     audit_leaks("TPipe");
     release_all();
     c.pipe = pipe;
+    // CANN 8.1 TPipe::TPipe() calls InitSocState(), which starts with set_atomic_none()
+    // (impl/kernel_tpipe_impl.h).
+    c.atomic_add = false;
 }
 
 void pipe_close(const void* pipe) {
@@ -1022,6 +1071,7 @@ void pipe_reset(const void*) {
     core("TPipe::Reset");
     audit_leaks("TPipe::Reset");
     release_all();
+    g_core->atomic_add = false;  // TPipe::Reset() calls InitSocState() too
 }
 
 void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len, uint8_t enq_evt,
@@ -1227,7 +1277,9 @@ void track_gm(const void* addr, uint64_t bytes, bool write) {
     access(ps.gm[g->base], off, off + bytes, write, [name](uint64_t a, uint64_t b) {
         return "GM '" + std::string(name) + "' bytes [" + str(a) + ", " + str(b) + ")";
     });
-    cross_access(g->base, name, off, off + bytes, write);
+    // Only MTE3 writes GM (copy-outs); under SetAtomicAdd they are adds (see "atomic").
+    const bool atomic = write && ps.pipe == Pipe::MTE3 && g_core->atomic_add;
+    cross_access(g->base, name, off, off + bytes, write, atomic);
 }
 
 // dav_c220: TOTAL_VEC_LOCAL_SIZE = TMP_UB_OFFSET = 184 KiB (CANN 8.1 impl/utils/
@@ -1299,6 +1351,102 @@ uint8_t* user_workspace(uint8_t* workspace) {
     }
     return workspace + kSysWorkspaceBytes;
 }
+
+// ---------------------------------------------------------------- atomic
+//
+// SetAtomicAdd<T>() (CANN 8.1 impl/dav_c220/kernel_operator_set_atomic_impl.h: set_atomic_add()
+// then SetAtomicTypeImpl<T>) makes the following copy-outs to GM add element-wise in T instead of
+// storing, until SetAtomicNone(). The A2 types are half / float / int16_t / int32_t / int8_t /
+// bfloat16_t (the ASCENDC_ASSERT there; the SetAtomicAdd API reference lists the same for Atlas
+// A2, data path VECOUT/L0C/L1 -> GM). The twin models the vector core's path: DataCopy and
+// DataCopyPad UB -> GM (MTE3); scalar GlobalTensor stores are not affected.
+// Numerics (assumptions, the docs do not say): a float add is one IEEE single add, half and
+// bfloat16_t adds are exact sums rounded once to nearest even (as the vector adds, vector_common.h);
+// an integer add that leaves its type's range fails, since whether the hardware wraps or
+// saturates is not documented. Cross-core order: see "cores".
+
+namespace {
+bool atomic_dtype_ok(DType t) {
+    return t == DType::F16 || t == DType::F32 || t == DType::I16 || t == DType::I32 || t == DType::I8 ||
+           t == DType::BF16;
+}
+
+template <typename I>
+void add_int(const char* api, uint8_t* to, const uint8_t* from, uint64_t bytes, uint64_t gm_off, const char* name) {
+    for (uint64_t i = 0; i < bytes; i += sizeof(I)) {
+        const int64_t v = int64_t(kern::load<I>(to + i)) + int64_t(kern::load<I>(from + i));
+        if (v < int64_t(std::numeric_limits<I>::min()) || v > int64_t(std::numeric_limits<I>::max())) {
+            fail(api, "atomic add overflows the integer type",
+                 "GM '" + std::string(name) + "' byte " + str(gm_off + i) + ": " + str(int64_t(kern::load<I>(to + i))) +
+                     " + " + str(int64_t(kern::load<I>(from + i))) + " leaves " +
+                     dtype_name(dtype_of<I>()) + " (the A2 docs do not say whether atomic adds wrap or saturate)");
+        }
+        kern::store<I>(to + i, I(v));
+    }
+}
+
+template <typename F>
+void add_float16(uint8_t* to, const uint8_t* from, uint64_t bytes) {
+    for (uint64_t i = 0; i < bytes; i += 2) {
+        const F a = kern::load<F>(to + i), b = kern::load<F>(from + i);
+        kern::store<F>(to + i, F(static_cast<double>(a.exact() + b.exact())));
+    }
+}
+}  // namespace
+
+void atomic_set(const char* api, DType t, bool type_only, const Here& here) {
+    Core& c = core(api);
+    if (!atomic_dtype_ok(t)) {
+        fail(api, "atomic dtype not supported on A2",
+             std::string("T = ") + dtype_name(t) + " at " + base_name(here.file) + ":" + str(here.line) +
+                 "; dav_c220 supports half, float, int16_t, int32_t, int8_t and bfloat16_t");
+    }
+    c.atomic_type = t;
+    if (!type_only) {
+        c.atomic_add = true;
+        c.atomic_at = here;
+    }
+}
+
+void atomic_none() { core("SetAtomicNone").atomic_add = false; }
+
+void copy_out_row(const char* api, uint8_t* to, const uint8_t* from, uint64_t bytes, DType t) {
+    Core& c = core(api);
+    if (!c.atomic_add) {
+        std::memcpy(to, from, bytes);
+        return;
+    }
+    if (t != c.atomic_type) {
+        fail(api, "atomic copy-out dtype differs from the atomic mode's",
+             std::string("a copy-out of ") + dtype_name(t) + " while SetAtomicAdd<" + dtype_name(c.atomic_type) +
+                 "> (at " + base_name(c.atomic_at.file) + ":" + str(c.atomic_at.line) +
+                 ") is on: the hardware would add the bytes as " + dtype_name(c.atomic_type));
+    }
+    const GmBuffer* g = gm_find(to, bytes);
+    const char* name = g != nullptr ? g->name : "?";
+    const uint64_t off = g != nullptr ? uint64_t(to - g->base) : 0;
+    switch (t) {
+        case DType::F32:
+            for (uint64_t i = 0; i < bytes; i += 4) store<float>(to + i, load<float>(to + i) + load<float>(from + i));
+            counters().float_atomic_adds += bytes / 4;
+            break;
+        case DType::F16:
+            add_float16<half>(to, from, bytes);
+            counters().float_atomic_adds += bytes / 2;
+            break;
+        case DType::BF16:
+            add_float16<bfloat16_t>(to, from, bytes);
+            counters().float_atomic_adds += bytes / 2;
+            break;
+        case DType::I8: add_int<int8_t>(api, to, from, bytes, off, name); break;
+        case DType::I16: add_int<int16_t>(api, to, from, bytes, off, name); break;
+        case DType::I32: add_int<int32_t>(api, to, from, bytes, off, name); break;
+        default:
+            // twin rule untested: atomic_set refuses every other dtype, so no copy-out can reach this
+            fail(api, "twin: atomic add of an unchecked dtype", dtype_name(t));
+    }
+}
+
 
 // ---------------------------------------------------------------- checks
 

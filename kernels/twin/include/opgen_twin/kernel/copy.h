@@ -142,7 +142,8 @@ inline void dma_in(const Dma& d, const GmView& view, const uint8_t* gm, const Te
     trace::dma_shape(d.rows, d.row_bytes, gm);
 }
 
-inline void dma_out(const Dma& d, const GmView& view, uint8_t* gm, const TensorRef& src) {
+// `t` is the element type, for copy-outs under SetAtomicAdd (copy_out_row).
+inline void dma_out(const Dma& d, const GmView& view, uint8_t* gm, const TensorRef& src, DType t) {
     if (d.rows == 0 || d.row_bytes == 0) return;
     const uint8_t* ub =
         ub_operand(d.api, "src", src, ub_span_bytes(d), true, d.slots ? Extent::BlockPadded : Extent::Exact, false);
@@ -152,7 +153,7 @@ inline void dma_out(const Dma& d, const GmView& view, uint8_t* gm, const TensorR
         // MTE3 reads the row's data bytes of UB (not the slot padding) and writes the GM row.
         track_ub(src.off + r * (slot + d.ub_gap), d.row_bytes, false);
         track_gm(gm + r * (d.row_bytes + d.gm_gap), d.row_bytes, true);
-        std::memcpy(gm + r * (d.row_bytes + d.gm_gap), ub + r * (slot + d.ub_gap), d.row_bytes);
+        copy_out_row(d.api, gm + r * (d.row_bytes + d.gm_gap), ub + r * (slot + d.ub_gap), d.row_bytes, t);
     }
     count_copy_out(name, d.rows * d.row_bytes);
     trace::dma_shape(d.rows, d.row_bytes, gm);
@@ -214,7 +215,8 @@ void DataCopy(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLocal, 
     namespace k = opgen_twin::kern;
     k::check_count_bytes("DataCopy", calCount, sizeof(T));
     const k::Dma d{"DataCopy", sizeof(T), 1, uint64_t(calCount) * sizeof(T), 0, 0, false, 0, 0};
-    k::dma_out(d, dstGlobal.gm_view(), reinterpret_cast<uint8_t*>(dstGlobal.GetPhyAddr(0)), srcLocal.ref_);
+    k::dma_out(d, dstGlobal.gm_view(), reinterpret_cast<uint8_t*>(dstGlobal.GetPhyAddr(0)), srcLocal.ref_,
+                  opgen_twin::dtype_of<T>());
 }
 
 template <typename T>
@@ -243,7 +245,8 @@ void DataCopy(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLocal, 
     const opgen_twin::kern::Call call("DataCopy", opgen_twin::kern::Pipe::MTE3, here);
     namespace k = opgen_twin::kern;
     const k::Dma d = k::blocks_dma("DataCopy", sizeof(T), repeatParams, false);
-    k::dma_out(d, dstGlobal.gm_view(), reinterpret_cast<uint8_t*>(dstGlobal.GetPhyAddr(0)), srcLocal.ref_);
+    k::dma_out(d, dstGlobal.gm_view(), reinterpret_cast<uint8_t*>(dstGlobal.GetPhyAddr(0)), srcLocal.ref_,
+                  opgen_twin::dtype_of<T>());
 }
 
 template <typename T>
@@ -299,7 +302,8 @@ void DataCopyPad(const GlobalTensor<T>& dstGlobal, const LocalTensor<T>& srcLoca
                    true,
                    0,
                    0};
-    k::dma_out(d, dstGlobal.gm_view(), reinterpret_cast<uint8_t*>(dstGlobal.GetPhyAddr(0)), srcLocal.ref_);
+    k::dma_out(d, dstGlobal.gm_view(), reinterpret_cast<uint8_t*>(dstGlobal.GetPhyAddr(0)), srcLocal.ref_,
+                  opgen_twin::dtype_of<T>());
 }
 
 // Legacy forms: DataCopyParams with blockLen in bytes. The 64-bit paddingValue is taken as the

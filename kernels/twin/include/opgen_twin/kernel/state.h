@@ -132,6 +132,14 @@ void sync_all(const Here& here);
 // GetUserWorkspace: the user's part of the workspace, after the system workspace (16 MiB).
 uint8_t* user_workspace(uint8_t* workspace);
 
+// ---- atomic copy-out (runtime.cpp, "atomic") ----
+// SetAtomicAdd<T> (type_only = false) / SetAtomicType<T> (true): checks T against the A2 list.
+void atomic_set(const char* api, DType t, bool type_only, const Here& here);
+void atomic_none();
+// Writes one copy-out row of `bytes` from UB to GM: a store, or under SetAtomicAdd an element-wise
+// add in the atomic dtype, which must be the copy's `t`.
+void copy_out_row(const char* api, uint8_t* to, const uint8_t* from, uint64_t bytes, DType t);
+
 // ---- counters ----
 void count_vector(const char* api, uint64_t elements);
 void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst);

@@ -39,6 +39,22 @@ void SyncAll(opgen_twin::kern::Here here = {}) {
     opgen_twin::kern::sync_all(here);
 }
 
+// Atomic copy-out (runtime.cpp, "atomic"): after SetAtomicAdd<T>() every DataCopy / DataCopyPad
+// UB -> GM adds into GM in T until SetAtomicNone(); SetAtomicType<T>() changes T only. Atomic
+// adds of several cores to the same bytes in one SyncAll phase do not race (their order is
+// unspecified; the twin's is the baton's). SetAtomicMax/Min are not modelled.
+template <typename T>
+void SetAtomicAdd(opgen_twin::kern::Here here = {}) {
+    opgen_twin::kern::atomic_set("SetAtomicAdd", opgen_twin::dtype_of<T>(), false, here);
+}
+
+template <typename T>
+void SetAtomicType(opgen_twin::kern::Here here = {}) {
+    opgen_twin::kern::atomic_set("SetAtomicType", opgen_twin::dtype_of<T>(), true, here);
+}
+
+inline void SetAtomicNone() { opgen_twin::kern::atomic_none(); }
+
 // On the NPU the framework (or this call, if it has not) records the workspace start as the
 // system workspace; GetUserWorkspace then returns the address RESERVED_WORKSPACE past it. The
 // twin takes the kernel's workspace argument as that start.

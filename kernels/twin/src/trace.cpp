@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "opgen_twin/json_writer.h"
 #include "opgen_twin/runtime.h"
 
 namespace opgen_twin {
@@ -46,49 +47,37 @@ Event* running() {
     return &(*g_cur)[size_t(g_instr)];
 }
 
-void json_str(FILE* out, const char* s) {
-    std::fputc('"', out);
-    for (const char* p = s; *p != '\0'; ++p) {
-        if (*p == '"' || *p == '\\') std::fputc('\\', out);
-        std::fputc(*p, out);
-    }
-    std::fputc('"', out);
-}
-
 const char* pipe_label(int p) {
     static const char* const names[] = {"S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX"};
     return p >= 0 && p < 7 ? names[p] : "?";
 }
 
-void write_event(FILE* out, const Event& e) {
+// The keys are the fields of src/perf/trace.rs's event types.
+void write_event(JsonWriter& json, const Event& e) {
+    json.begin_object();
     switch (e.kind) {
         case Kind::Instr:
             if (e.pipe == 1) {
-                std::fputs("{\"op\":\"vec\",\"api\":", out);
-                json_str(out, e.name);
-                std::fprintf(out, ",\"elements\":%" PRIu64 "}", e.amount);
+                json.key("op").string("vec").key("api").string(e.name).key("elements").uint(e.amount);
             } else if (e.pipe == 2 || e.pipe == 3) {
-                std::fprintf(out, "{\"op\":\"dma\",\"pipe\":\"%s\",\"api\":", pipe_label(e.pipe));
-                json_str(out, e.name);
-                std::fputs(",\"gm\":", out);
-                json_str(out, e.gm != nullptr ? e.gm : "");
-                std::fprintf(out, ",\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"block_bytes\":%" PRIu64
-                                  ",\"gm_offset\":%" PRIu64 "}",
-                             e.amount, e.blocks, e.block_bytes, e.gm_offset);
+                json.key("op").string("dma").key("pipe").string(pipe_label(e.pipe)).key("api").string(e.name);
+                json.key("gm").string(e.gm != nullptr ? e.gm : "");
+                json.key("bytes").uint(e.amount).key("blocks").uint(e.blocks).key("block_bytes").uint(e.block_bytes);
+                json.key("gm_offset").uint(e.gm_offset);
             } else {
-                std::fputs("{\"op\":\"scalar\",\"api\":", out);
-                json_str(out, e.name);
-                std::fprintf(out, ",\"gm_accesses\":%u,\"ub_accesses\":%u}", e.gm_acc, e.ub_acc);
+                json.key("op").string("scalar").key("api").string(e.name);
+                json.key("gm_accesses").uint(e.gm_acc).key("ub_accesses").uint(e.ub_acc);
             }
             break;
         case Kind::Set:
         case Kind::Wait:
-            std::fprintf(out, "{\"op\":\"%s\",\"event\":\"%s\",\"key\":%" PRId64 "}",
-                         e.kind == Kind::Set ? "set" : "wait", e.name, e.key);
+            json.key("op").string(e.kind == Kind::Set ? "set" : "wait").key("event").string(e.name);
+            json.key("key").integer(e.key);
             break;
-        case Kind::Hidden: std::fprintf(out, "{\"op\":\"hidden\",\"event\":\"%s\"}", e.name); break;
-        case Kind::Barrier: std::fprintf(out, "{\"op\":\"barrier\",\"pipe\":\"%s\"}", e.name); break;
+        case Kind::Hidden: json.key("op").string("hidden").key("event").string(e.name); break;
+        case Kind::Barrier: json.key("op").string("barrier").key("pipe").string(e.name); break;
     }
+    json.end_object();
 }
 
 }  // namespace
@@ -171,20 +160,20 @@ void write_launch() {
         // twin rule untested: only an unwritable OPGEN_TWIN_TRACE path reaches it; the report always passes its own scratch file
         fail("trace", "cannot write the trace", std::string("OPGEN_TWIN_TRACE=") + path);
     }
-    std::fputs("{\"cores\":[", out);
-    bool first_core = true;
+    JsonWriter json;
+    json.begin_object().key("cores").begin_array();
     for (const auto& [idx, events] : g_cores) {
-        std::fprintf(out, "%s\n{\"core\":%" PRId64 ",\"events\":[", first_core ? "" : ",", idx);
-        first_core = false;
-        bool first = true;
+        json.begin_object().key("core").integer(idx).key("events").begin_array();
         for (const Event& e : events) {
-            if (!first) std::fputc(',', out);
-            first = false;
-            write_event(out, e);
+            write_event(json, e);
+            // A launch may trace millions of events: stream them.
+            if (json.str().size() > (1u << 20)) json.flush(out);
         }
-        std::fputs("]}", out);
+        json.end_array().end_object();
     }
-    std::fputs("\n]}\n", out);
+    json.end_array().end_object();
+    json.flush(out);
+    std::fputc('\n', out);
     std::fclose(out);
     g_cores.clear();
     g_cur = nullptr;

@@ -5,6 +5,7 @@ pub mod args;
 pub mod build_npu;
 pub mod check_cann;
 pub mod gen;
+pub mod host_checks;
 pub mod mutants;
 pub mod plan;
 pub mod report;

@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn plain_910b_is_rejected_with_the_reason() {
-        let err = find("Ascend910B").unwrap_err();
+        let err = find("Ascend910B").unwrap_err().to_string();
         assert!(err.contains("first-generation"), "{err}");
         assert_eq!(find("ascend910b3").unwrap().vector_cores, 40);
     }

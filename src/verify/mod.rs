@@ -12,7 +12,7 @@ pub use crate::family::expected as expected_outputs;
 pub use crate::family::inputs;
 pub use crate::family::{Case, Expected, Sweep};
 pub use sweep::cases;
-pub use twin_build::{build_runner, cache_dir, twin_dir, BuildOptions, NumericProfile, Runner};
+pub use twin_build::{build_runner, cache_dir, twin_dir, BuildOptions, NumericProfile, Runner, TwinFlags};
 pub use twin_run::{run_case, run_case_traced, CaseInput, CaseRun};
 
 use std::fmt;

@@ -27,7 +27,12 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const FLAGS: [&str; 4] = ["-std=c++17", "-O2", "-ffp-contract=off", "-w"];
+/// The twin's flags (kernels/twin/cxxflags.sh) at -O2, warnings off.
+fn flags() -> Vec<&'static str> {
+    let mut flags = ascend_opgen::verify::TwinFlags::get().cxx.clone();
+    flags.extend(["-O2", "-w"]);
+    flags
+}
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -58,14 +63,14 @@ fn compile(source: &Path, extra: &[String], headers: u64, obj_dir: &Path) -> Pat
     let mut h = DefaultHasher::new();
     fs::read(source).expect("bench source").hash(&mut h);
     headers.hash(&mut h);
-    FLAGS.hash(&mut h);
+    flags().hash(&mut h);
     extra.hash(&mut h);
     let stem = source.file_stem().unwrap().to_string_lossy().into_owned();
     let object = obj_dir.join(format!("{stem}-{:016x}.o", h.finish()));
     if !object.exists() {
         let partial = object.with_extension("part");
         Cmd::new("g++")
-            .args(FLAGS)
+            .args(flags())
             .args(extra)
             .arg("-c")
             .arg(source)

@@ -1,5 +1,6 @@
 //! `opgen`: generate, verify, run and plan fused AscendC operators from specs.
 
+use ascend_opgen::app::args::UnknownValue;
 use ascend_opgen::app::{self, gen::GenOptions, plan::PlanOptions, run::RunOptions, run_npu::RunNpuOptions};
 use ascend_opgen::plan::soc::DEFAULT_SOC;
 use ascend_opgen::report::ShapeSet;
@@ -18,13 +19,13 @@ struct Cli {
     command: Command,
 }
 
-fn parse_shape_set(text: &str) -> Result<ShapeSet, String> {
-    ShapeSet::parse(text).ok_or_else(|| format!("unknown shape set `{text}` (sweep, model, all)"))
+fn parse_shape_set(text: &str) -> Result<ShapeSet, UnknownValue> {
+    ShapeSet::parse(text).ok_or_else(|| UnknownValue::new("shape set", text, "sweep, model, all"))
 }
 
-fn parse_bf16_npy(text: &str) -> Result<ascend_opgen::npy::Bf16Npy, String> {
+fn parse_bf16_npy(text: &str) -> Result<ascend_opgen::npy::Bf16Npy, UnknownValue> {
     ascend_opgen::npy::Bf16Npy::parse(text)
-        .ok_or_else(|| format!("unknown bfloat16 spelling `{text}` (ml_dtypes, u2)"))
+        .ok_or_else(|| UnknownValue::new("bfloat16 spelling", text, "ml_dtypes, u2"))
 }
 
 /// Where `opgen run` runs the op.
@@ -34,7 +35,7 @@ enum Device {
     Npu(i32),
 }
 
-fn parse_device(text: &str) -> Result<Device, String> {
+fn parse_device(text: &str) -> Result<Device, UnknownValue> {
     match text {
         "twin" | "cpu" => Ok(Device::Twin),
         "npu" => Ok(Device::Npu(0)),
@@ -42,7 +43,7 @@ fn parse_device(text: &str) -> Result<Device, String> {
             .strip_prefix("npu:")
             .and_then(|n| n.parse().ok())
             .map(Device::Npu)
-            .ok_or_else(|| format!("unknown device `{text}` (twin, npu, npu:N)")),
+            .ok_or_else(|| UnknownValue::new("device", text, "twin, npu, npu:N")),
     }
 }
 

@@ -283,7 +283,8 @@ pub fn decode_npy_file(bytes: &[u8], path: &Path, expected: Option<DType>) -> Re
         // ASCII is valid UTF-8.
         std::str::from_utf8(header_bytes).unwrap_or_default()
     };
-    let fields = parse_header(header).map_err(|reason| NpyError::BadHeader { path: p(), reason })?;
+    let fields =
+        parse_header(header).map_err(|fault| NpyError::BadHeader { path: p(), reason: fault.to_string() })?;
     if fields.fortran_order {
         return Err(NpyError::FortranOrder { path: p() });
     }
@@ -318,6 +319,39 @@ pub fn decode_npy_file(bytes: &[u8], path: &Path, expected: Option<DType>) -> Re
     Ok(NpyFile { tensor: HostTensor { dtype, shape: fields.shape, bytes: data.to_vec() }, bf16 })
 }
 
+/// What is wrong with a header dict (the text of `NpyError::BadHeader`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HeaderFault {
+    Expected { what: ExpectedText, at: usize },
+    UnexpectedKey(String),
+    MissingKey(&'static str),
+    UnterminatedString,
+    TrailingText,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExpectedText {
+    Char(char),
+    Word(&'static str),
+}
+
+impl fmt::Display for HeaderFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeaderFault::Expected { what: ExpectedText::Char(c), at } => {
+                write!(f, "expected '{c}' at byte {at}")
+            }
+            HeaderFault::Expected { what: ExpectedText::Word(w), at } => {
+                write!(f, "expected {w} at byte {at}")
+            }
+            HeaderFault::UnexpectedKey(key) => write!(f, "unexpected key '{key}'"),
+            HeaderFault::MissingKey(key) => write!(f, "missing key '{key}'"),
+            HeaderFault::UnterminatedString => f.write_str("unterminated string"),
+            HeaderFault::TrailingText => f.write_str("unexpected text after the header dict"),
+        }
+    }
+}
+
 struct HeaderFields {
     descr: String,
     fortran_order: bool,
@@ -326,7 +360,7 @@ struct HeaderFields {
 
 /// Parses the header dict: `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }` with
 /// keys in any order, either quote style, optional trailing commas, trailing whitespace.
-fn parse_header(header: &str) -> Result<HeaderFields, String> {
+fn parse_header(header: &str) -> Result<HeaderFields, HeaderFault> {
     let mut cur = Cursor { s: header.as_bytes(), i: 0 };
     cur.expect(b'{')?;
     let (mut descr, mut fortran, mut shape) = (None, None, None);
@@ -343,7 +377,7 @@ fn parse_header(header: &str) -> Result<HeaderFields, String> {
             "descr" => descr = Some(cur.string()?),
             "fortran_order" => fortran = Some(cur.boolean()?),
             "shape" => shape = Some(cur.tuple()?),
-            other => return Err(format!("unexpected key '{other}'")),
+            other => return Err(HeaderFault::UnexpectedKey(other.to_string())),
         }
         cur.skip_ws();
         if !cur.eat(b',') {
@@ -354,12 +388,12 @@ fn parse_header(header: &str) -> Result<HeaderFields, String> {
     }
     cur.skip_ws();
     if cur.i != cur.s.len() {
-        return Err("unexpected text after the header dict".into());
+        return Err(HeaderFault::TrailingText);
     }
     Ok(HeaderFields {
-        descr: descr.ok_or("missing key 'descr'")?,
-        fortran_order: fortran.ok_or("missing key 'fortran_order'")?,
-        shape: shape.ok_or("missing key 'shape'")?,
+        descr: descr.ok_or(HeaderFault::MissingKey("descr"))?,
+        fortran_order: fortran.ok_or(HeaderFault::MissingKey("fortran_order"))?,
+        shape: shape.ok_or(HeaderFault::MissingKey("shape"))?,
     })
 }
 
@@ -384,36 +418,38 @@ impl Cursor<'_> {
         }
     }
 
-    fn expect(&mut self, c: u8) -> Result<(), String> {
+    fn expect(&mut self, c: u8) -> Result<(), HeaderFault> {
         if self.eat(c) {
             Ok(())
         } else {
-            Err(format!("expected '{}' at byte {}", c as char, self.i))
+            Err(HeaderFault::Expected { what: ExpectedText::Char(c as char), at: self.i })
         }
     }
 
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<String, HeaderFault> {
         let quote = match self.s.get(self.i) {
             Some(&q @ (b'\'' | b'"')) => q,
-            _ => return Err(format!("expected a quoted string at byte {}", self.i)),
+            _ => {
+                return Err(HeaderFault::Expected { what: ExpectedText::Word("a quoted string"), at: self.i })
+            }
         };
         let start = self.i + 1;
-        let len = self.s[start..].iter().position(|&c| c == quote).ok_or("unterminated string")?;
+        let len = self.s[start..].iter().position(|&c| c == quote).ok_or(HeaderFault::UnterminatedString)?;
         self.i = start + len + 1;
         Ok(String::from_utf8_lossy(&self.s[start..start + len]).into_owned())
     }
 
-    fn boolean(&mut self) -> Result<bool, String> {
+    fn boolean(&mut self) -> Result<bool, HeaderFault> {
         for (word, value) in [("True", true), ("False", false)] {
             if self.s[self.i..].starts_with(word.as_bytes()) {
                 self.i += word.len();
                 return Ok(value);
             }
         }
-        Err(format!("expected True or False at byte {}", self.i))
+        Err(HeaderFault::Expected { what: ExpectedText::Word("True or False"), at: self.i })
     }
 
-    fn tuple(&mut self) -> Result<Vec<usize>, String> {
+    fn tuple(&mut self) -> Result<Vec<usize>, HeaderFault> {
         self.expect(b'(')?;
         let mut dims = Vec::new();
         loop {
@@ -427,9 +463,10 @@ impl Cursor<'_> {
             }
             // Python 2 era files may spell dims as `3L`.
             let digits = std::str::from_utf8(&self.s[start..self.i]).unwrap_or_default();
-            let dim = digits
-                .parse::<usize>()
-                .map_err(|_| format!("expected a non-negative dim at byte {start}"))?;
+            let dim = digits.parse::<usize>().map_err(|_| HeaderFault::Expected {
+                what: ExpectedText::Word("a non-negative dim"),
+                at: start,
+            })?;
             self.eat(b'L');
             dims.push(dim);
             self.skip_ws();

@@ -4,12 +4,35 @@
 use crate::verify::Sweep;
 use crate::DType;
 
-pub fn parse_dtype(text: &str) -> Result<DType, String> {
-    DType::parse(text).ok_or_else(|| format!("unknown dtype `{text}` (f16, bf16, f32, i8, i32, i64)"))
+/// A command-line value that names nothing known: what kind of value, the text, the spellings
+/// accepted. clap prints it after the option (`invalid value 'x' for '--dtypes': ...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownValue {
+    pub what: &'static str,
+    pub text: String,
+    pub accepted: &'static str,
 }
 
-pub fn parse_sweep(text: &str) -> Result<Sweep, String> {
-    Sweep::parse(text).ok_or_else(|| format!("unknown sweep `{text}` (quick, full)"))
+impl UnknownValue {
+    pub fn new(what: &'static str, text: &str, accepted: &'static str) -> Self {
+        UnknownValue { what, text: text.to_string(), accepted }
+    }
+}
+
+impl std::fmt::Display for UnknownValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown {} `{}` ({})", self.what, self.text, self.accepted)
+    }
+}
+
+impl std::error::Error for UnknownValue {}
+
+pub fn parse_dtype(text: &str) -> Result<DType, UnknownValue> {
+    DType::parse(text).ok_or_else(|| UnknownValue::new("dtype", text, "f16, bf16, f32, i8, i32, i64"))
+}
+
+pub fn parse_sweep(text: &str) -> Result<Sweep, UnknownValue> {
+    Sweep::parse(text).ok_or_else(|| UnknownValue::new("sweep", text, "quick, full"))
 }
 
 /// The options of `opgen verify` and `cargo xtask verify`: one definition, so the two commands

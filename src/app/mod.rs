@@ -5,6 +5,7 @@ pub mod args;
 pub mod build_npu;
 pub mod check_cann;
 pub mod gen;
+pub mod host_checks;
 pub mod mutants;
 pub mod plan;
 pub mod report;
@@ -26,12 +27,12 @@ pub struct AppError {
 
 impl AppError {
     /// Bad input: a spec, an argument, a shape. Exit code 2.
-    pub fn input(message: impl Into<String>) -> Self {
-        AppError { code: 2, message: message.into() }
+    pub fn input(message: impl fmt::Display) -> Self {
+        AppError { code: 2, message: message.to_string() }
     }
     /// The command ran and found a failure (stale output, failed numerics). Exit code 1.
-    pub fn failed(message: impl Into<String>) -> Self {
-        AppError { code: 1, message: message.into() }
+    pub fn failed(message: impl fmt::Display) -> Self {
+        AppError { code: 1, message: message.to_string() }
     }
 }
 

@@ -103,14 +103,40 @@ pub fn load(path: &Path) -> Result<MutantList, MutantsError> {
     Ok(list)
 }
 
+/// Why a mutant's `find` text does not pick one place of the generated file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyError {
+    NotFound,
+    Ambiguous { occurrences: usize },
+    NoSuchOccurrence { occurrence: usize, occurrences: usize },
+}
+
+impl fmt::Display for ApplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApplyError::NotFound => f.write_str("the `find` text does not occur in the generated file"),
+            ApplyError::Ambiguous { occurrences } => {
+                write!(f, "the `find` text occurs {occurrences} times; set `occurrence`")
+            }
+            ApplyError::NoSuchOccurrence { occurrence, occurrences } => {
+                write!(f, "occurrence {occurrence} of {occurrences}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ApplyError {}
+
 /// `text` with occurrence `which` (1-based; None: the only one) of `find` replaced.
-pub fn apply(text: &str, m: &Mutant) -> Result<String, String> {
+pub fn apply(text: &str, m: &Mutant) -> Result<String, ApplyError> {
     let positions: Vec<usize> = text.match_indices(&m.find).map(|(i, _)| i).collect();
     let at = match (m.occurrence, positions.len()) {
-        (_, 0) => return Err("the `find` text does not occur in the generated file".into()),
+        (_, 0) => return Err(ApplyError::NotFound),
         (None, 1) => positions[0],
-        (None, n) => return Err(format!("the `find` text occurs {n} times; set `occurrence`")),
-        (Some(k), n) if k == 0 || k > n => return Err(format!("occurrence {k} of {n}")),
+        (None, n) => return Err(ApplyError::Ambiguous { occurrences: n }),
+        (Some(k), n) if k == 0 || k > n => {
+            return Err(ApplyError::NoSuchOccurrence { occurrence: k, occurrences: n })
+        }
         (Some(k), _) => positions[k - 1],
     };
     Ok(format!("{}{}{}", &text[..at], m.replace, &text[at + m.find.len()..]))
@@ -318,7 +344,10 @@ mod tests {
     #[test]
     fn apply_replaces_exactly_one_occurrence() {
         assert_eq!(apply("a RINT b", &mutant("RINT", "TRUNC", None)).unwrap(), "a TRUNC b");
-        assert!(apply("RINT RINT", &mutant("RINT", "TRUNC", None)).unwrap_err().contains("2 times"));
+        assert!(apply("RINT RINT", &mutant("RINT", "TRUNC", None))
+            .unwrap_err()
+            .to_string()
+            .contains("2 times"));
         assert_eq!(apply("RINT RINT", &mutant("RINT", "TRUNC", Some(2))).unwrap(), "RINT TRUNC");
         assert!(apply("x", &mutant("RINT", "TRUNC", None)).is_err());
         assert!(apply("RINT", &mutant("RINT", "TRUNC", Some(2))).is_err());

@@ -6,6 +6,7 @@ use crate::family::tiling_fields;
 use crate::plan::soc;
 use crate::spec::{AttrValue, OpSpec};
 use crate::tensor::HostTensor;
+use crate::verify::protocol::RunnerReport;
 use crate::verify::{self, sweep::shapes_from_first, BuildOptions, CaseInput};
 use crate::DType;
 use std::path::PathBuf;
@@ -121,7 +122,7 @@ pub fn plan(opts: &PlanOptions) -> Result<(), AppError> {
         true,
     )
     .map_err(|e| AppError::input(e.to_string()))?;
-    println!("{}", format_plan(spec, soc, &shapes, &run.report));
+    println!("{}", format_plan(spec, soc, &shapes, &run.parsed));
     Ok(())
 }
 
@@ -153,7 +154,7 @@ pub fn format_plan(
     spec: &OpSpec,
     soc: &soc::Soc,
     shapes: &[(String, Vec<usize>)],
-    report: &serde_json::Value,
+    report: &RunnerReport,
 ) -> String {
     let mut s = format!(
         "{} ({}) on {} ({} vector cores, {} KiB UB)\n",
@@ -166,10 +167,11 @@ pub fn format_plan(
     for (name, shape) in shapes {
         s.push_str(&format!("  input {name}: {shape:?}\n"));
     }
-    s.push_str(&format!("  block dim: {}\n", report["block_dim"]));
-    s.push_str(&format!("  workspace: {} bytes\n", report["workspace_bytes"]));
+    s.push_str(&format!("  block dim: {}\n", report.block_dim));
+    s.push_str(&format!("  workspace: {} bytes\n", report.workspace_bytes));
     for field in tiling_fields(spec) {
-        let value = &report["tiling"][field.name];
+        // A field the runner did not report shows as JSON's null, as it always has.
+        let value = report.tiling.get(field.name).cloned().unwrap_or_default();
         let shown = match (field.name, value.as_u64()) {
             ("mode", Some(0)) => "0 (whole row per UB pass)".to_string(),
             ("mode", Some(1)) => "1 (several rows per UB pass)".to_string(),

@@ -5,7 +5,7 @@
 use super::gen::{load_specs, render};
 use super::AppError;
 use crate::plan::soc;
-use crate::report::{self, ReportCase, Row, ShapeSet, TargetSummary};
+use crate::report::{self, ReportCase, ReportError, Row, ShapeSet, TargetSummary};
 use crate::spec::OpSpec;
 use crate::verify::{self, BuildOptions, CaseInput};
 use crate::DType;
@@ -168,9 +168,9 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
     Ok(out)
 }
 
-fn run_jobs(soc: &soc::Soc, jobs: &[Job], parallel: usize) -> Vec<Result<Row, String>> {
+fn run_jobs(soc: &soc::Soc, jobs: &[Job], parallel: usize) -> Vec<Result<Row, ReportError>> {
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Row, String>>>> =
+    let results: Mutex<Vec<Option<Result<Row, ReportError>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..parallel.max(1) {
@@ -187,7 +187,7 @@ fn run_jobs(soc: &soc::Soc, jobs: &[Job], parallel: usize) -> Vec<Result<Row, St
     results.into_inner().expect("results lock").into_iter().map(|r| r.expect("every job ran")).collect()
 }
 
-fn run_one(soc: &soc::Soc, job: &Job) -> Result<Row, String> {
+fn run_one(soc: &soc::Soc, job: &Job) -> Result<Row, ReportError> {
     let started = Instant::now();
     let (inputs, valid_slots) = report::case_inputs(job.spec, job.column, &job.case);
     let (run, trace) = verify::run_case_traced(
@@ -196,7 +196,7 @@ fn run_one(soc: &soc::Soc, job: &Job) -> Result<Row, String> {
         soc,
         &CaseInput { inputs: &inputs, attrs: &job.case.attrs, inplace: &[] },
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(ReportError::Twin)?;
     let mut row = report::build_row(soc, job.spec, job.column, &job.case, &run.report, valid_slots)?;
     report::attach_cycle_model(&mut row, soc, job.spec, job.column, &trace);
     drop(trace);

@@ -101,7 +101,7 @@ pub fn run(opts: &RunOptions) -> Result<(), AppError> {
         .map_err(|e| AppError::failed(format!("{}: {e}", opts.out.display())))?;
     let shapes: Vec<(String, Vec<usize>)> =
         inputs.iter().map(|(n, t)| (n.clone(), t.shape.clone())).collect();
-    println!("{}", format_plan(spec, soc, &shapes, &result.report));
+    println!("{}", format_plan(spec, soc, &shapes, &result.parsed));
     for (name, tensor) in &result.outputs {
         let path = opts.out.join(format!("{name}.npy"));
         npy::write_npy_as(&path, tensor, bf16_npy).map_err(|e| AppError::failed(e.to_string()))?;

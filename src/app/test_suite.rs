@@ -72,12 +72,11 @@ fn steps() -> Vec<Step> {
             .cwd(root),
         kind: Kind::Single,
     });
-    // The torch extension link check: downloads (once, cached) the torch and torch_npu wheels
-    // and links the generated extension against them.
-    let torch = root.join("scripts").join("check_torch_extension.sh");
+    // The torch extension link check (`cargo xtask check-torch-ext`): downloads (once, cached)
+    // the torch and torch_npu wheels and links the generated extension against them.
     steps.push(Step {
         name: "torch extension link check",
-        cmd: Cmd::new("bash").arg(torch).cwd(root),
+        cmd: Cmd::new(&cargo).args(["run", "--quiet", "-p", "xtask", "--", "check-torch-ext"]).cwd(root),
         kind: Kind::Single,
     });
     // The torch CPU backend: the generated kernels under a real CPU PyTorch (a cached venv;

@@ -21,7 +21,7 @@ use crate::codegen::{render_twin_launch, Project};
 use crate::spec::OpSpec;
 use crate::toolchain::command::Cmd;
 use crate::verify::twin_build::{compile_all, tree_hash, unique_suffix, Compile, Fnv};
-use crate::verify::twin_dir;
+use crate::verify::{twin_dir, TwinFlags};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -45,22 +45,19 @@ pub struct TorchCpuOptions {
 /// The twin sources that make up a runner executable, not a library.
 const RUNNER_ONLY: &[&str] = &["runner.cpp", "runner_args.cpp", "runner_launch.cpp"];
 
-const BASE_FLAGS: &[&str] = &[
-    "-std=c++17",
-    "-O2",
-    "-fPIC",
-    // The NPU does not fuse multiply-add in these kernels; neither may the twin (as verify).
-    "-ffp-contract=off",
-    "-Wall",
-    "-Wno-unused-variable",
-    "-Wno-unused-but-set-variable",
-    "-Wno-unused-function",
+/// The twin's flags (kernels/twin/cxxflags.sh) and what a shared library for torch adds.
+fn base_flags() -> Vec<&'static str> {
+    let twin = TwinFlags::get();
+    let mut flags = twin.cxx.clone();
+    flags.extend(["-O2", "-fPIC"]);
+    flags.extend(twin.warnings.iter().copied());
     // Inline functions' statics and template statics become ordinary weak symbols, not
     // STB_GNU_UNIQUE ones: the dynamic loader merges unique symbols across the whole process
     // even for RTLD_LOCAL libraries, so two projects' packages in one process would share
     // (and overwrite) each other's twin and extension state.
-    "-fno-gnu-unique",
-];
+    flags.push("-fno-gnu-unique");
+    flags
+}
 
 fn io(path: &Path, e: std::io::Error) -> AppError {
     AppError::failed(format!("torch-cpu: {}: {e}", path.display()))
@@ -182,7 +179,7 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
     let include = twin.join("include");
     let headers = tree_hash(&include, Fnv::new()).hex();
     let base = |extra: &[String]| -> Vec<String> {
-        strings(BASE_FLAGS.iter().copied())
+        strings(base_flags())
             .into_iter()
             .chain(extra.iter().cloned())
             .chain(["-I".to_string(), include.display().to_string()])

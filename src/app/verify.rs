@@ -264,6 +264,24 @@ fn run_cases(
     results.into_inner().expect("results lock").into_iter().map(|o| o.expect("every case ran")).collect()
 }
 
+/// A case that failed: op, dtype combination, case label and what failed (a gate, a twin
+/// rule, the host code, the reference).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseFailure {
+    pub op: String,
+    pub column: String,
+    pub case: String,
+    pub why: String,
+}
+
+impl std::fmt::Display for CaseFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}: {}", self.op, self.column, self.case, self.why)
+    }
+}
+
+impl std::error::Error for CaseFailure {}
+
 /// Runs one case and checks every output against its reference: `Err` says what failed.
 pub fn check_case(
     spec: &OpSpec,
@@ -271,10 +289,15 @@ pub fn check_case(
     runner: &verify::Runner,
     soc: &soc::Soc,
     case: &Case,
-) -> Result<(), String> {
+) -> Result<(), CaseFailure> {
     match run_one(spec, column, runner, soc, case).failure {
         None => Ok(()),
-        Some(why) => Err(format!("{} {} {}: {why}", spec.name, spec.column_label(column), case.label())),
+        Some(why) => Err(CaseFailure {
+            op: spec.name.clone(),
+            column: spec.column_label(column),
+            case: case.label(),
+            why,
+        }),
     }
 }
 

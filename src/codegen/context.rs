@@ -30,7 +30,7 @@ pub struct OpContext<'a> {
 }
 
 impl<'a> OpContext<'a> {
-    pub fn new(spec: &'a OpSpec) -> Result<Self, String> {
+    pub fn new(spec: &'a OpSpec) -> Result<Self, family::FamilyError> {
         Ok(OpContext {
             spec,
             name: &spec.name,
@@ -44,7 +44,7 @@ impl<'a> OpContext<'a> {
             targets: &spec.targets,
             source: banner_source(&spec.source),
             mutated: spec.mutated_inputs(),
-            extra: family::template_extras(spec).map_err(|e| e.to_string())?,
+            extra: family::template_extras(spec)?,
         })
     }
 }

@@ -61,7 +61,7 @@ pub fn render_twin_launch(spec: &OpSpec) -> Result<String, RenderError> {
     let cx = OpContext::new(spec).map_err(|m| RenderError {
         op: spec.name.clone(),
         template: "(context)".into(),
-        message: m,
+        message: m.to_string(),
     })?;
     render(&env, spec, "twin/launch.cpp.j2", Value::from_serialize(cx))
 }
@@ -70,7 +70,7 @@ fn render_op(env: &Environment<'static>, spec: &OpSpec) -> Result<Vec<GeneratedF
     let cx = OpContext::new(spec).map_err(|m| RenderError {
         op: spec.name.clone(),
         template: "(context)".into(),
-        message: m,
+        message: m.to_string(),
     })?;
     let stem = cx.stem.clone();
     let crate::family::Templates { kernel, host, .. } = crate::family::templates(spec);
@@ -98,8 +98,12 @@ fn render_shared(env: &Environment<'static>, specs: &[&OpSpec]) -> Result<Vec<Ge
     let ops = specs
         .iter()
         .map(|s| OpContext::new(s).map(Value::from_serialize))
-        .collect::<Result<Vec<Value>, String>>()
-        .map_err(|m| RenderError { op: "(project)".into(), template: "(context)".into(), message: m })?;
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(|m| RenderError {
+            op: "(project)".into(),
+            template: "(context)".into(),
+            message: m.to_string(),
+        })?;
     let names = super::project_names(specs)?;
     let cx = context! {
         ops => ops,

@@ -421,7 +421,9 @@ const PYTHON_KEYWORDS: &[&str] = &[
 /// Locals the generated kernels declare beside the arguments.
 const KERNEL_LOCALS: &[&str] = &["op_name", "plan", "guard", "registered", "matched", "m"];
 
-fn torch_op(spec: &OpSpec, specs: &[&OpSpec]) -> Result<TorchOp, String> {
+fn torch_op(spec: &OpSpec, specs: &[&OpSpec]) -> Result<TorchOp, RenderError> {
+    let err =
+        |message: String| RenderError { op: spec.name.clone(), template: "torch (context)".into(), message };
     let names: Vec<&String> = spec
         .inputs
         .iter()
@@ -431,31 +433,35 @@ fn torch_op(spec: &OpSpec, specs: &[&OpSpec]) -> Result<TorchOp, String> {
         .collect();
     for n in &names {
         if PYTHON_KEYWORDS.contains(&n.as_str()) {
-            return Err(format!("`{n}` is a Python keyword: the torch schema and wrapper cannot use it"));
+            return Err(err(format!(
+                "`{n}` is a Python keyword: the torch schema and wrapper cannot use it"
+            )));
         }
         if KERNEL_LOCALS.contains(&n.as_str()) {
-            return Err(format!("`{n}` collides with a local of the generated torch kernels; rename it"));
+            return Err(err(format!(
+                "`{n}` collides with a local of the generated torch kernels; rename it"
+            )));
         }
         for suffix in ["_contig", "_text", "_chars"] {
             if let Some(base) = n.strip_suffix(suffix) {
                 if names.iter().any(|m| m.as_str() == base) {
-                    return Err(format!(
+                    return Err(err(format!(
                         "`{n}` collides with the generated torch kernels' name for `{base}`{suffix}; rename it"
-                    ));
+                    )));
                 }
             }
         }
     }
     if let Some(i) = spec.attrs.iter().position(|a| a.default.is_some()) {
         if let Some(late) = spec.attrs[i..].iter().find(|a| a.default.is_none()) {
-            return Err(format!(
+            return Err(err(format!(
                 "attr `{}` has no default but follows `{}`, which has one: the Python wrapper needs \
                  required attrs first",
                 late.name, spec.attrs[i].name
-            ));
+            )));
         }
     }
-    let rule = shape_rule(spec).map_err(|e| e.to_string())?;
+    let rule = shape_rule(spec).map_err(|e| err(e.to_string()))?;
     let tensor = |t: &TensorArg, output: bool| TorchTensor {
         name: t.name.clone(),
         mutated: t.mutated,
@@ -559,17 +565,7 @@ pub(crate) fn render(
     env: &Environment<'static>,
     specs: &[&OpSpec],
 ) -> Result<Vec<GeneratedFile>, RenderError> {
-    let ops = specs
-        .iter()
-        .map(|s| {
-            torch_op(s, specs).map_err(|message| RenderError {
-                op: s.name.clone(),
-                template: "torch (context)".into(),
-                message,
-            })
-        })
-        .collect::<Result<Vec<TorchOp>, RenderError>>()?;
-    let mut ops = ops;
+    let mut ops = specs.iter().map(|s| torch_op(s, specs)).collect::<Result<Vec<TorchOp>, RenderError>>()?;
     for (op, spec) in ops.iter_mut().zip(specs) {
         op.host_checks = host_checks(env, spec)?;
     }
@@ -584,7 +580,7 @@ fn host_checks(env: &Environment<'static>, spec: &OpSpec) -> Result<Option<Strin
     };
     let error =
         |message: String| RenderError { op: spec.name.clone(), template: template.to_string(), message };
-    let cx = super::context::OpContext::new(spec).map_err(error)?;
+    let cx = super::context::OpContext::new(spec).map_err(|e| error(e.to_string()))?;
     env.get_template(template)
         .and_then(|t| t.render(Value::from_serialize(&cx)))
         .map(Some)

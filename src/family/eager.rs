@@ -142,8 +142,8 @@ mod tests {
     use crate::dtype::DType;
     use crate::spec::{ElementwiseParams, Family, FamilyParams, OpSpec, RowNormParams, TensorArg};
 
-    fn sequence(case: &EagerCase) -> Result<EagerSequence, String> {
-        crate::family::ops(case.spec.family).eager_sequence(case).map_err(|e| e.to_string())
+    fn sequence(case: &EagerCase) -> Result<EagerSequence, FamilyError> {
+        crate::family::ops(case.spec.family).eager_sequence(case)
     }
 
     fn tensor(name: &str, dtype: DType) -> TensorArg {
@@ -229,6 +229,6 @@ mod tests {
         let shapes = vec![("x".to_string(), vec![4])];
         let err =
             sequence(&EagerCase { spec: &s, column: 0, shapes: &shapes, valid_slots: None }).unwrap_err();
-        assert!(err.contains("my_op"), "{err}");
+        assert!(err.to_string().contains("my_op"), "{err}");
     }
 }

@@ -115,19 +115,33 @@ pub const SOCS: &[Soc] = &[
 /// The SoC the twin models unless told otherwise.
 pub const DEFAULT_SOC: &str = "Ascend910B2";
 
+/// A SoC name the table does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownSoc {
+    pub name: String,
+}
+
+impl std::fmt::Display for UnknownSoc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = &self.name;
+        let known: Vec<&str> = SOCS.iter().map(|s| s.name).collect();
+        let hint = if name.eq_ignore_ascii_case("Ascend910B") || name.eq_ignore_ascii_case("Ascend910") {
+            " (`Ascend910B` with no digit is the first-generation Ascend 910 (dav-c100, no vector cores), not Atlas A2: pick Ascend910B1..B4)"
+        } else {
+            ""
+        };
+        write!(f, "unknown SoC `{name}`{hint}; known: {}", known.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownSoc {}
+
 /// Looks a SoC up by name (case-insensitive). `Ascend910B` without a digit is the first-
 /// generation Ascend 910, not an A2 part: the error says so.
-pub fn find(name: &str) -> Result<&'static Soc, String> {
-    if let Some(soc) = SOCS.iter().find(|s| s.name.eq_ignore_ascii_case(name)) {
-        return Ok(soc);
-    }
-    let known: Vec<&str> = SOCS.iter().map(|s| s.name).collect();
-    let hint = if name.eq_ignore_ascii_case("Ascend910B") || name.eq_ignore_ascii_case("Ascend910") {
-        " (`Ascend910B` with no digit is the first-generation Ascend 910 (dav-c100, no vector cores), not Atlas A2: pick Ascend910B1..B4)"
-    } else {
-        ""
-    };
-    Err(format!("unknown SoC `{name}`{hint}; known: {}", known.join(", ")))
+pub fn find(name: &str) -> Result<&'static Soc, UnknownSoc> {
+    SOCS.iter()
+        .find(|s| s.name.eq_ignore_ascii_case(name))
+        .ok_or_else(|| UnknownSoc { name: name.to_string() })
 }
 
 #[cfg(test)]
@@ -136,7 +150,7 @@ mod tests {
 
     #[test]
     fn plain_910b_is_rejected_with_the_reason() {
-        let err = find("Ascend910B").unwrap_err();
+        let err = find("Ascend910B").unwrap_err().to_string();
         assert!(err.contains("first-generation"), "{err}");
         assert_eq!(find("ascend910b3").unwrap().vector_cores, 40);
     }

@@ -1,60 +1,16 @@
-//! The twin runner's per-core counters (kernels/twin/include/opgen_twin/runtime.h,
-//! `write_counters_json`) read back from its report, and what one launch adds up to.
+//! The twin runner's per-core counters (the protocol's `CoreCounters`,
+//! src/verify/protocol.rs) and what one launch adds up to.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use super::ReportError;
+pub use crate::verify::protocol::CoreCounters;
+use crate::verify::protocol::RunnerReport;
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// GM buffers the runner passes besides the spec's tensors; their traffic is reported apart.
 pub const RUNNER_BUFFERS: [&str; 2] = ["workspace", "tiling"];
 
-/// The counters of one simulated core, as `write_counters_json` writes them. Every field is
-/// required and no other is accepted, so a counter renamed or added on one side of the
-/// protocol fails to parse instead of reading as 0.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CoreCounters {
-    pub core: u64,
-    pub gm_read_bytes: BTreeMap<String, u64>,
-    pub gm_write_bytes: BTreeMap<String, u64>,
-    pub gm_read_transfers: BTreeMap<String, u64>,
-    pub gm_write_transfers: BTreeMap<String, u64>,
-    pub transfers_in: u64,
-    pub transfer_in_bytes: u64,
-    pub transfers_out: u64,
-    pub transfer_out_bytes: u64,
-    pub transfer_in_min_bytes: u64,
-    pub transfer_in_max_bytes: u64,
-    pub transfer_out_min_bytes: u64,
-    pub transfer_out_max_bytes: u64,
-    pub vector_instructions: BTreeMap<String, u64>,
-    pub vector_elements: BTreeMap<String, u64>,
-    pub scalar_gm_accesses: u64,
-    pub scalar_ub_accesses: u64,
-    pub ub_high_water_bytes: u64,
-    pub queue_handoffs: u64,
-    pub barriers: u64,
-    pub copy_in_overlapped: u64,
-    pub copy_in_total: u64,
-    pub copy_in_queues: u64,
-    pub flag_waits: BTreeMap<String, u64>,
-    /// SetFlag/WaitFlag pairs inside AscendC APIs on dav_c220 (ReduceSum/ReduceMax/ReduceMin:
-    /// V_S, S_V, S_MTE3 per call), apart from the kernel's own `flag_waits`.
-    pub hidden_flag_waits: BTreeMap<String, u64>,
-}
-
-/// `{"cores": [...]}` of the runner's report.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CountersDoc {
-    cores: Vec<CoreCounters>,
-}
-
 impl CoreCounters {
-    pub fn parse(v: &Value) -> Result<CoreCounters, String> {
-        serde_json::from_value(v.clone()).map_err(|e| format!("the twin's counters of a core: {e}: {v}"))
-    }
-
     /// The core moved data or computed something.
     pub fn has_work(&self) -> bool {
         self.transfers_in + self.transfers_out + self.vector_instructions.values().sum::<u64>() > 0
@@ -111,22 +67,15 @@ impl TensorTraffic {
 }
 
 impl Launch {
-    /// From the runner's report (`{"block_dim":..,"tiling":{..},"counters":{"cores":[..]}}`).
-    pub fn parse(report: &Value) -> Result<Launch, String> {
-        if report["launched"] == Value::Bool(false) {
-            return Err("the runner did not launch the kernel (nothing to compute)".to_string());
+    /// From the runner's report: its plan and the counters of every core.
+    pub fn from_report(report: &RunnerReport) -> Result<Launch, ReportError> {
+        if !report.launched {
+            return Err(ReportError::NotLaunched);
         }
-        if report["counters"].is_null() {
-            return Err("the runner's report has no counters".to_string());
-        }
-        let cores = serde_json::from_value::<CountersDoc>(report["counters"].clone())
-            .map_err(|e| format!("the twin's counters: {e}"))?
-            .cores;
-        let tiling = report["tiling"]
-            .as_object()
-            .map(|m| m.iter().filter_map(|(k, v)| v.as_f64().map(|v| (k.clone(), v))).collect())
-            .unwrap_or_default();
-        Ok(Launch { block_dim: report["block_dim"].as_u64().unwrap_or(cores.len() as u64), tiling, cores })
+        let counters = report.counters.as_ref().ok_or(ReportError::NoCounters)?;
+        // Numeric fields only: an array field has no one value to print or check.
+        let tiling = report.tiling.iter().filter_map(|(k, v)| v.as_f64().map(|v| (k.clone(), v))).collect();
+        Ok(Launch { block_dim: report.block_dim, tiling, cores: counters.cores.clone() })
     }
 
     pub fn tiling_field(&self, name: &str) -> Option<f64> {
@@ -253,6 +202,7 @@ fn sum_maps<'a>(maps: impl Iterator<Item = &'a BTreeMap<String, u64>>) -> BTreeM
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn core(i: u64, total: u64, overlapped: u64, queues: u64) -> Value {
         serde_json::json!({
@@ -268,28 +218,30 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_renamed_or_missing_counter_is_an_error() {
-        let mut renamed = core(0, 1, 0, 1);
-        let v = renamed.as_object_mut().unwrap().remove("barriers").unwrap();
-        renamed["pipe_barriers"] = v;
-        let err = CoreCounters::parse(&renamed).unwrap_err();
-        assert!(err.contains("pipe_barriers"), "{err}");
-        let mut missing = core(0, 1, 0, 1);
-        missing.as_object_mut().unwrap().remove("copy_in_total");
-        let err = CoreCounters::parse(&missing).unwrap_err();
-        assert!(err.contains("copy_in_total"), "{err}");
-        assert!(CoreCounters::parse(&core(0, 1, 0, 1)).is_ok());
+    /// A runner report with these cores (None: not launched, no counters).
+    fn report(block_dim: u64, tiling: Value, cores: Option<Vec<Value>>) -> RunnerReport {
+        let mut doc = serde_json::json!({
+            "op": "OpgenX", "soc": "Ascend910B2", "block_dim": block_dim, "tiling_key": 0,
+            "workspace_bytes": 0, "tiling_data_bytes": 4, "tiling": tiling, "outputs": [],
+            "launched": cores.is_some()
+        });
+        if let Some(cores) = cores {
+            doc["counters"] = serde_json::json!({ "cores": cores });
+        }
+        RunnerReport::from_value(&doc).unwrap()
     }
 
     #[test]
     fn a_launch_adds_up_over_its_cores() {
-        let report = serde_json::json!({
-            "block_dim": 3, "launched": true, "tiling": {"mode": 1.0},
-            "counters": {"cores": [core(0, 2, 1, 1), core(1, 2, 0, 1), core(2, 1, 0, 1)]}
-        });
-        let launch = Launch::parse(&report).unwrap();
+        let r = report(
+            3,
+            serde_json::json!({"mode": 1.0}),
+            Some(vec![core(0, 2, 1, 1), core(1, 2, 0, 1), core(2, 1, 0, 1)]),
+        );
+        let launch = Launch::from_report(&r).unwrap();
         assert_eq!(launch.cores.len(), 3);
+        assert_eq!(launch.block_dim, 3);
+        assert_eq!(launch.tiling_field("mode"), Some(1.0));
         assert_eq!(launch.tensor_bytes(), 3 * 2048);
         assert_eq!(launch.traffic()["tiling"].read_bytes, 120);
         assert_eq!(launch.traffic()["x"].cores, 3);
@@ -309,10 +261,7 @@ mod tests {
         a["hidden_flag_waits"] = serde_json::json!({"V_S": 3, "S_V": 3, "S_MTE3": 3});
         let mut b = core(1, 1, 0, 1);
         b["hidden_flag_waits"] = serde_json::json!({"V_S": 1});
-        let report = serde_json::json!({
-            "block_dim": 2, "launched": true, "tiling": {}, "counters": {"cores": [a, b]}
-        });
-        let launch = Launch::parse(&report).unwrap();
+        let launch = Launch::from_report(&report(2, serde_json::json!({}), Some(vec![a, b]))).unwrap();
         assert_eq!(launch.flag_waits()["V_S"], 2);
         assert_eq!(launch.hidden_flag_waits()["V_S"], 4);
         assert_eq!(launch.hidden_flag_waits()["S_MTE3"], 3);
@@ -321,7 +270,7 @@ mod tests {
 
     #[test]
     fn an_empty_launch_is_an_error() {
-        let report = serde_json::json!({"block_dim": 1, "launched": false});
-        assert!(Launch::parse(&report).is_err());
+        let err = Launch::from_report(&report(1, serde_json::json!({}), None)).unwrap_err();
+        assert!(matches!(err, ReportError::NotLaunched), "{err}");
     }
 }

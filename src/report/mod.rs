@@ -16,12 +16,46 @@ use crate::perf::{CannModelled, Times};
 use crate::plan::soc::{Soc, UB_PLAN_BYTES_A2};
 use crate::spec::{AttrValue, OpSpec};
 use crate::tensor::{shape_numel, HostTensor};
-use crate::verify::Sweep;
+use crate::verify::protocol::{ProtocolError, RunnerReport};
+use crate::verify::{Sweep, TwinError};
 use counters::{Launch, TensorTraffic, RUNNER_BUFFERS};
 use model::Estimate;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// Why a report row could not be made.
+#[derive(Debug)]
+pub enum ReportError {
+    /// The runner ran nothing (an empty launch).
+    NotLaunched,
+    /// The runner launched but its report has no counters.
+    NoCounters,
+    /// The runner's report does not match the protocol.
+    Protocol(ProtocolError),
+    /// An output's dtype the runner reported is not one opgen knows.
+    UnknownDtype { output: String, dtype: String },
+    /// Building or running the case on the twin failed.
+    Twin(TwinError),
+}
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReportError::NotLaunched => {
+                f.write_str("the runner did not launch the kernel (nothing to compute)")
+            }
+            ReportError::NoCounters => f.write_str("the runner's report has no counters"),
+            ReportError::Protocol(e) => write!(f, "{e}"),
+            ReportError::UnknownDtype { output, dtype } => {
+                write!(f, "output `{output}`: unknown dtype `{dtype}` in the runner's report")
+            }
+            ReportError::Twin(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReportError {}
 
 /// Which shapes a report covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,25 +315,20 @@ pub fn build_row(
     case: &ReportCase,
     report: &Value,
     valid_slots: Option<u64>,
-) -> Result<Row, String> {
-    let launch = Launch::parse(report)?;
-    let outputs: Vec<(String, DType, Vec<usize>)> = report["outputs"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|o| {
-                    let dtype = DType::parse(o["dtype"].as_str()?)?;
-                    let shape = o["shape"]
-                        .as_array()?
-                        .iter()
-                        .filter_map(|d| d.as_u64())
-                        .map(|d| d as usize)
-                        .collect();
-                    Some((o["name"].as_str()?.to_string(), dtype, shape))
-                })
-                .collect()
+) -> Result<Row, ReportError> {
+    let report = RunnerReport::from_value(report).map_err(ReportError::Protocol)?;
+    let launch = Launch::from_report(&report)?;
+    let outputs = report
+        .outputs
+        .iter()
+        .map(|o| {
+            let dtype = DType::parse(&o.dtype).ok_or_else(|| ReportError::UnknownDtype {
+                output: o.name.clone(),
+                dtype: o.dtype.clone(),
+            })?;
+            Ok((o.name.clone(), dtype, o.shape.clone()))
         })
-        .unwrap_or_default();
+        .collect::<Result<Vec<(String, DType, Vec<usize>)>, ReportError>>()?;
     let mins = minimum_bytes(spec, column, &case.shapes, &outputs, valid_slots);
     let traffic = launch.traffic();
     let mut tensors: BTreeMap<String, TensorRow> = BTreeMap::new();

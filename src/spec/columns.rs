@@ -10,6 +10,40 @@
 use super::{Attr, AttrKind, AttrValue, OpSpec};
 use crate::dtype::DType;
 
+/// Why a call's dtypes pick no single dtype combination of an op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnError {
+    /// The output-dtype attr is not a string.
+    AttrNotAName { attr: String },
+    /// The output-dtype attr names no dtype.
+    AttrNotADtype { attr: String, text: String },
+    /// No combination has the stated dtypes (`stated`: `x float16`, ...).
+    NoneFits { op: String, stated: Vec<String>, registered: String },
+    /// Several combinations have them.
+    SeveralFit { op: String, stated: Vec<String>, fitting: usize, registered: String },
+}
+
+impl std::fmt::Display for ColumnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ColumnError::AttrNotAName { attr } => write!(f, "attr `{attr}` must be a dtype name"),
+            ColumnError::AttrNotADtype { attr, text } => write!(f, "attr `{attr}` = `{text}` is not a dtype"),
+            ColumnError::NoneFits { op, stated, registered } => write!(
+                f,
+                "op `{op}` has no dtype combination with {}; registered: {registered}",
+                stated.join(", ")
+            ),
+            ColumnError::SeveralFit { op, stated, fitting, registered } => write!(
+                f,
+                "op `{op}`: {} fit {fitting} dtype combinations; say which with --dtype ({registered})",
+                if stated.is_empty() { "no dtypes given".to_string() } else { stated.join(", ") },
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ColumnError {}
+
 impl OpSpec {
     /// The string attr that names the output dtype (dequant_int8's `out_dtype`), if any.
     pub fn output_dtype_attr(&self) -> Option<&Attr> {
@@ -78,7 +112,7 @@ impl OpSpec {
         dtype: Option<DType>,
         inputs: &[(&str, DType)],
         attrs: &[(String, AttrValue)],
-    ) -> Result<usize, String> {
+    ) -> Result<usize, ColumnError> {
         let mut stated: Vec<String> = Vec::new();
         if let Some(d) = dtype {
             stated.push(format!("dtype {d}"));
@@ -88,10 +122,12 @@ impl OpSpec {
         if let Some(attr) = self.output_dtype_attr() {
             if let Some((_, value)) = attrs.iter().find(|(n, _)| n == &attr.name) {
                 let AttrValue::String(text) = value else {
-                    return Err(format!("attr `{}` must be a dtype name", attr.name));
+                    return Err(ColumnError::AttrNotAName { attr: attr.name.clone() });
                 };
-                let d = DType::parse(text)
-                    .ok_or_else(|| format!("attr `{}` = `{text}` is not a dtype", attr.name))?;
+                let d = DType::parse(text).ok_or_else(|| ColumnError::AttrNotADtype {
+                    attr: attr.name.clone(),
+                    text: text.clone(),
+                })?;
                 stated.push(format!("{} {d}", attr.name));
                 out_dtype = Some(d);
             }
@@ -104,20 +140,18 @@ impl OpSpec {
         let found: Vec<usize> = (0..self.columns()).filter(fits).collect();
         match found.as_slice() {
             [c] => Ok(*c),
-            [] => Err(format!(
-                "op `{}` has no dtype combination with {}; registered: {}",
-                self.name,
-                stated.join(", "),
-                self.describe_columns()
-            )),
+            [] => Err(ColumnError::NoneFits {
+                op: self.name.clone(),
+                stated,
+                registered: self.describe_columns(),
+            }),
             // Two identical columns cannot pass validation, so only an under-stated call gets here.
-            _ => Err(format!(
-                "op `{}`: {} fit {} dtype combinations; say which with --dtype ({})",
-                self.name,
-                if stated.is_empty() { "no dtypes given".to_string() } else { stated.join(", ") },
-                found.len(),
-                self.describe_columns()
-            )),
+            _ => Err(ColumnError::SeveralFit {
+                op: self.name.clone(),
+                stated,
+                fitting: found.len(),
+                registered: self.describe_columns(),
+            }),
         }
     }
 
@@ -157,10 +191,10 @@ mod tests {
         let f32 = spec.select_column(Some(DType::Float32), &ins, &[]).unwrap();
         assert_eq!(spec.outputs[0].dtypes[f32], DType::Float32);
         // Without the attr or a dtype, three combinations fit.
-        let err = spec.select_column(None, &ins, &[]).unwrap_err();
+        let err = spec.select_column(None, &ins, &[]).unwrap_err().to_string();
         assert!(err.contains("fit 3 dtype combinations"), "{err}");
         // A dtype and an attr that disagree.
-        let err = spec.select_column(Some(DType::Float32), &ins, &attr("float16")).unwrap_err();
+        let err = spec.select_column(Some(DType::Float32), &ins, &attr("float16")).unwrap_err().to_string();
         assert!(
             err.contains("no dtype combination with dtype float32") && err.contains("out_dtype float16"),
             "{err}"
@@ -191,7 +225,10 @@ dtypes = ["float16", "float32"]
 "#;
         let spec = crate::family::parse_str(Path::new("mix.toml"), text).unwrap();
         assert_eq!(spec.select_column(None, &[("a", DType::Float32), ("b", DType::Float32)], &[]), Ok(1));
-        let err = spec.select_column(None, &[("a", DType::Float32), ("b", DType::Float16)], &[]).unwrap_err();
+        let err = spec
+            .select_column(None, &[("a", DType::Float32), ("b", DType::Float16)], &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("a float32, b float16")
                 && err.contains("float16 (a float16, b float16 -> y float16)"),

@@ -339,17 +339,32 @@ fn spec_files(path: &Path) -> Result<Vec<PathBuf>, SpecErrors> {
     Ok(files)
 }
 
+/// An op name the catalogue does not have, with the names it has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownOp {
+    pub name: String,
+    pub known: Vec<String>,
+}
+
+impl std::fmt::Display for UnknownOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown op `{}`; the catalogue has: {}", self.name, self.known.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownOp {}
+
 /// Keeps the specs whose names are listed; an unknown name is an error listing the known ones.
-pub fn select<'a>(specs: &'a [OpSpec], names: &[String]) -> Result<Vec<&'a OpSpec>, String> {
+pub fn select<'a>(specs: &'a [OpSpec], names: &[String]) -> Result<Vec<&'a OpSpec>, UnknownOp> {
     if names.is_empty() {
         return Ok(specs.iter().collect());
     }
     names
         .iter()
         .map(|name| {
-            specs.iter().find(|s| &s.name == name).ok_or_else(|| {
-                let known: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-                format!("unknown op `{name}`; the catalogue has: {}", known.join(", "))
+            specs.iter().find(|s| &s.name == name).ok_or_else(|| UnknownOp {
+                name: name.clone(),
+                known: specs.iter().map(|s| s.name.clone()).collect(),
             })
         })
         .collect()

@@ -2,6 +2,7 @@
 //! shape/dtype/distribution sweep, compare every output with the reference written from the
 //! math, and summarise.
 
+pub mod protocol;
 pub mod sweep;
 pub(crate) mod twin_build;
 mod twin_run;
@@ -11,7 +12,7 @@ pub use crate::family::expected as expected_outputs;
 pub use crate::family::inputs;
 pub use crate::family::{Case, Expected, Sweep};
 pub use sweep::cases;
-pub use twin_build::{build_runner, cache_dir, twin_dir, BuildOptions, NumericProfile, Runner};
+pub use twin_build::{build_runner, cache_dir, twin_dir, BuildOptions, NumericProfile, Runner, TwinFlags};
 pub use twin_run::{run_case, run_case_traced, CaseInput, CaseRun};
 
 use std::fmt;
@@ -31,6 +32,9 @@ pub enum TwinError {
     Crashed(String),
     /// Reading or writing case files.
     Io(String),
+    /// The runner's report does not match the protocol (src/verify/protocol.rs): a field
+    /// renamed, added or dropped on one side.
+    Protocol(String),
 }
 
 impl fmt::Display for TwinError {
@@ -42,6 +46,7 @@ impl fmt::Display for TwinError {
             TwinError::Sanitizer(m) => write!(f, "sanitizer report: {m}"),
             TwinError::Crashed(m) => write!(f, "twin runner crashed: {m}"),
             TwinError::Io(m) => write!(f, "twin I/O: {m}"),
+            TwinError::Protocol(m) => write!(f, "twin protocol: {m}"),
         }
     }
 }

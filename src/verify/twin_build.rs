@@ -28,22 +28,52 @@ impl Default for BuildOptions {
 
 impl BuildOptions {
     fn flags(self) -> Vec<&'static str> {
-        let mut flags = vec![
-            "-std=c++17",
-            "-g",
-            "-O1",
-            // The NPU does not fuse multiply-add in these kernels; neither may the twin.
-            "-ffp-contract=off",
-            "-fno-omit-frame-pointer",
-            "-Wall",
-            "-Wno-unused-variable",
-            "-Wno-unused-but-set-variable",
-            "-Wno-unused-function",
-        ];
+        let twin = TwinFlags::get();
+        let mut flags = twin.cxx.clone();
+        flags.extend(["-g", "-O1", "-fno-omit-frame-pointer"]);
+        flags.extend(twin.warnings.iter().copied());
         if self.sanitize {
-            flags.extend(["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]);
+            flags.extend(twin.sanitize.iter().copied());
         }
         flags
+    }
+}
+
+/// The twin's compiler flags, defined once in kernels/twin/cxxflags.sh (which the twin's shell
+/// suites source): every build against the twin starts from them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TwinFlags {
+    /// Language and numerics (`-std=c++17 -ffp-contract=off`).
+    pub cxx: Vec<&'static str>,
+    pub warnings: Vec<&'static str>,
+    pub sanitize: Vec<&'static str>,
+}
+
+const CXXFLAGS_FILE: &str = include_str!("../../kernels/twin/cxxflags.sh");
+
+impl TwinFlags {
+    pub fn get() -> &'static TwinFlags {
+        static FLAGS: std::sync::OnceLock<TwinFlags> = std::sync::OnceLock::new();
+        FLAGS.get_or_init(|| TwinFlags::parse(CXXFLAGS_FILE))
+    }
+
+    /// `NAME="a b"` lines; comments and blank lines skipped. A name the file lacks is a bug of
+    /// the repository, not of the input: it panics naming it.
+    fn parse(text: &'static str) -> TwinFlags {
+        let var = |name: &str| -> Vec<&'static str> {
+            text.lines()
+                .filter_map(|l| l.strip_prefix(name)?.strip_prefix("=\""))
+                .filter_map(|l| l.strip_suffix('"'))
+                .next()
+                .unwrap_or_else(|| panic!("kernels/twin/cxxflags.sh defines no {name}"))
+                .split_whitespace()
+                .collect()
+        };
+        TwinFlags {
+            cxx: var("OPGEN_TWIN_CXXFLAGS"),
+            warnings: var("OPGEN_TWIN_WARNINGS"),
+            sanitize: var("OPGEN_TWIN_SANITIZE"),
+        }
     }
 }
 

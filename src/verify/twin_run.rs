@@ -2,6 +2,7 @@
 //! (the generated InferShape, TilingFunc and kernel run inside it), reads the outputs and
 //! the report (plan + counters).
 
+use super::protocol::RunnerReport;
 use super::twin_build::Runner;
 use super::TwinError;
 use crate::plan::soc::Soc;
@@ -19,8 +20,11 @@ use std::time::Duration;
 pub struct CaseRun {
     /// In the spec's output order (in-place inputs follow, in input order).
     pub outputs: Vec<(String, HostTensor)>,
-    /// The runner's report: block_dim, tiling fields, output shapes, counters.
+    /// The runner's report: block_dim, tiling fields, output shapes, counters; checked against
+    /// the protocol (`parsed`) on every run, kept as JSON for printing and for tests.
     pub report: serde_json::Value,
+    /// The same report as the protocol's types.
+    pub parsed: RunnerReport,
 }
 
 /// A case to run: inputs by name (the spec's order), attrs by name.
@@ -183,24 +187,23 @@ fn run_in(
         .map_err(|e| TwinError::Io(format!("{}: {e}", report_path.display())))?;
     let report: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| TwinError::Io(format!("{}: bad JSON: {e}", report_path.display())))?;
+    let parsed = RunnerReport::parse(&text)
+        .map_err(|e| TwinError::Protocol(format!("{}: op `{}`: {e}", report_path.display(), spec.name)))?;
     if plan_only {
-        return Ok(CaseRun { outputs: Vec::new(), report });
+        return Ok(CaseRun { outputs: Vec::new(), report, parsed });
     }
     let mut outputs = Vec::new();
-    let described = report["outputs"].as_array().cloned().unwrap_or_default();
     for out in &spec.outputs {
-        let desc = described
-            .iter()
-            .find(|d| d["name"] == out.name.as_str())
-            .ok_or_else(|| TwinError::Io(format!("the report does not describe output `{}`", out.name)))?;
-        let dtype = desc["dtype"]
-            .as_str()
-            .and_then(DType::parse)
-            .ok_or_else(|| TwinError::Io(format!("bad dtype for `{}`", out.name)))?;
-        let shape: Vec<usize> = desc["shape"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|d| d.as_u64()).map(|d| d as usize).collect())
-            .unwrap_or_default();
+        let desc = parsed.outputs.iter().find(|d| d.name == out.name).ok_or_else(|| {
+            TwinError::Protocol(format!("the report does not describe output `{}`", out.name))
+        })?;
+        let dtype = DType::parse(&desc.dtype).ok_or_else(|| {
+            TwinError::Protocol(format!(
+                "output `{}`: unknown dtype `{}` in the report",
+                out.name, desc.dtype
+            ))
+        })?;
+        let shape = desc.shape.clone();
         let path = dir.join(format!("out_{}.bin", out.name));
         let bytes = fs::read(&path).map_err(|e| TwinError::Io(format!("{}: {e}", path.display())))?;
         let tensor = HostTensor::from_bytes(dtype, &shape, bytes)
@@ -217,5 +220,5 @@ fn run_in(
             .map_err(|e| TwinError::Io(format!("`{name}`: {e}")))?;
         outputs.push((name.clone(), tensor));
     }
-    Ok(CaseRun { outputs, report })
+    Ok(CaseRun { outputs, report, parsed })
 }

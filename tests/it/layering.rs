@@ -131,3 +131,91 @@ fn the_checker_sees_an_upward_use() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].ends_with("mod.rs:2: spec uses crate::family"), "{found:?}");
 }
+
+/// `Result<T, String>` spots on a line of code: a `Result<` whose last top-level type argument
+/// is `String` (comments after `//` ignored).
+fn string_error_results(line: &str) -> usize {
+    let code = line.split("//").next().unwrap_or("");
+    let bytes = code.as_bytes();
+    let mut found = 0;
+    let mut rest = 0;
+    while let Some(at) = code[rest..].find("Result<") {
+        let start = rest + at;
+        // `FooResult<` is another type.
+        let word_before = start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+        let mut depth = 0usize;
+        let mut last_arg = String::new();
+        let mut args = 0;
+        for c in code[start + "Result".len()..].chars() {
+            match c {
+                '<' | '(' | '[' => {
+                    depth += 1;
+                    if depth == 1 {
+                        continue;
+                    }
+                }
+                '>' | ')' | ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                ',' if depth == 1 => {
+                    args += 1;
+                    last_arg.clear();
+                    continue;
+                }
+                _ => {}
+            }
+            if depth >= 1 {
+                last_arg.push(c);
+            }
+        }
+        if !word_before && args >= 1 && last_arg.trim() == "String" {
+            found += 1;
+        }
+        rest = start + "Result<".len();
+    }
+    found
+}
+
+/// Every `Result<_, String>` in the crate's sources, unit tests included: (file:line).
+fn string_errors(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if string_error_results(line) > 0 {
+                found.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn library_code_has_typed_errors_not_strings() {
+    // ARCHITECTURE.md "Errors and exit codes": each layer has its own error type.
+    let src = ascend_opgen::repo_root().join("src");
+    let found = string_errors(&src);
+    assert!(
+        found.is_empty(),
+        "Result<_, String> in src/ (use the layer's typed error):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_a_string_error() {
+    assert_eq!(string_error_results("pub fn f() -> Result<u8, String> {"), 1);
+    assert_eq!(string_error_results("fn g() -> Result<Vec<(String, u8)>, String>"), 1);
+    assert_eq!(string_error_results("let r: Vec<Result<Row, String>> = x; // Result<a, String>"), 1);
+    assert_eq!(string_error_results(".collect::<Result<Vec<Value>, String>>()"), 1);
+    assert_eq!(string_error_results("fn h() -> Result<String, SpecError>"), 0);
+    assert_eq!(string_error_results("fn k() -> Result<BTreeMap<String, String>, FamilyError>"), 0);
+    assert_eq!(string_error_results("fn m() -> io::Result<String>"), 0);
+    assert_eq!(string_error_results("type R = TryResult<u8, String>;"), 0);
+}

@@ -40,5 +40,6 @@ mod run_npu;
 mod spec_load;
 mod spec_validation;
 mod torch_schema;
+mod twin_protocol;
 mod twin_suites;
 mod verify_catalogue;

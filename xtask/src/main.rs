@@ -47,7 +47,7 @@ enum Command {
         sweep: Option<ascend_opgen::verify::Sweep>,
     },
     /// The whole test run (what CI runs): cargo test, the report's targets at the model shapes,
-    /// the torch extension link check; ends with passed/failed/ignored counts and skip reasons.
+    /// the torch extension link check (check-torch-ext), the torch CPU backend; ends with passed/failed/ignored counts and skip reasons.
     Test,
     /// Build the generated project with CANN into custom_opp_<os>_<arch>.run, install it, build
     /// and install the torch extension, and print the lines to source. Without CANN: exit 2.
@@ -90,6 +90,21 @@ enum Command {
         #[arg(long)]
         wheel: Option<PathBuf>,
     },
+    /// Download (once) and unpack the torch and torch_npu wheels the generated extension builds
+    /// against (cache: $OPGEN_CACHE, default ~/.cache/ascend-opgen); prints `export TORCH_PATH=…`
+    /// and `export TORCH_NPU_PATH=…`.
+    FetchWheels,
+    /// The NPU-less torch extension check: generate the project, compile and link its torch/
+    /// against the wheels, check its NEEDED entries, run the Meta kernels in the wheel's libtorch
+    /// and the Python package's loader tests.
+    CheckTorchExt {
+        /// Work directory (default: target/opgen-torch-check).
+        #[arg(long)]
+        work: Option<PathBuf>,
+    },
+    /// The ACL bindings (cfg opgen_acl) built, linted and tested against the torch_npu wheel's
+    /// ACL headers, in target/acl.
+    CheckAcl,
     /// Syntax-check every generated file against a real CANN toolkit's headers.
     CheckCann {
         /// The toolkit root (default: ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, standard roots).
@@ -128,6 +143,9 @@ fn main() {
         Command::TorchCpu { python, out, ops, specs, wheel } => {
             app::torch_cpu::torch_cpu(&TorchCpuOptions { python, out, ops, specs, wheel })
         }
+        Command::FetchWheels => app::host_checks::fetch_wheels(),
+        Command::CheckTorchExt { work } => app::host_checks::check_torch_ext(work),
+        Command::CheckAcl => app::host_checks::check_acl(),
         Command::CheckCann { cann, specs, ops } => {
             app::check_cann::check_cann(&CheckCannOptions { cann, specs, ops })
         }

@@ -144,6 +144,11 @@ JsonWriter& JsonWriter::float64(double value) {
     return *this;
 }
 
+void JsonWriter::flush(FILE* out) {
+    std::fwrite(out_.data(), 1, out_.size(), out);
+    out_.clear();
+}
+
 JsonWriter& JsonWriter::raw(const std::string& json) {
     before_value();
     out_ += json;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "opgen_twin/launch_shim.h"
+#include "opgen_twin/json_writer.h"
 #include "opgen_twin/runner_launch.h"
 #include "opgen_twin/runtime.h"
 #include "opgen_twin/trace.h"
@@ -124,21 +125,9 @@ void check_block_dim(const HostPlan& plan) {
 }
 
 std::string counters_text() {
-    char* text = nullptr;
-    size_t size = 0;
-    FILE* stream = open_memstream(&text, &size);
-    if (stream == nullptr) {
-        // twin rule untested: open_memstream fails only when memory runs out; no test can arrange that
-        fail("runner", "cannot capture counters", "open_memstream failed");
-    }
-    write_counters_json(stream);
-    std::fclose(stream);
-    std::string counters(text, size);
-    std::free(text);
-    while (!counters.empty() && (counters.back() == '\n' || counters.back() == ' ')) {
-        counters.pop_back();
-    }
-    return counters;
+    JsonWriter json;
+    write_counters(json);
+    return json.str();
 }
 
 // The byte pattern an output buffer is filled with before the launch (see launch_plan).

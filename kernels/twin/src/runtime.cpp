@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "opgen_twin/kernel/cast.h"
+#include "opgen_twin/json_writer.h"
 #include "opgen_twin/kernel/state.h"
 #include "opgen_twin/runtime.h"
 #include "opgen_twin/trace.h"
@@ -340,31 +341,12 @@ uint32_t ub_reserve(const char* api, const std::string& what, uint8_t pos, uint3
 
 Counters& counters() { return *core("counter").counters; }
 
-void json_string(FILE* out, const std::string& s) {
-    std::fputc('"', out);
-    for (char ch : s) {
-        if (ch == '"' || ch == '\\') {
-            std::fputc('\\', out);
-            std::fputc(ch, out);
-        } else if (static_cast<unsigned char>(ch) < 0x20) {
-            std::fprintf(out, "\\u%04x", unsigned(static_cast<unsigned char>(ch)));
-        } else {
-            std::fputc(ch, out);
-        }
-    }
-    std::fputc('"', out);
-}
-
-void json_map(FILE* out, const char* key, const std::map<std::string, uint64_t, std::less<>>& m) {
-    std::fprintf(out, "\"%s\":{", key);
-    bool first = true;
+void json_map(JsonWriter& json, const char* key, const std::map<std::string, uint64_t, std::less<>>& m) {
+    json.key(key).begin_object();
     for (const auto& kv : m) {
-        if (!first) std::fputc(',', out);
-        first = false;
-        json_string(out, kv.first);
-        std::fprintf(out, ":%" PRIu64, kv.second);
+        json.key(kv.first).uint(kv.second);
     }
-    std::fputc('}', out);
+    json.end_object();
 }
 
 void check_event(const char* api, uint8_t evt, int32_t id) {
@@ -966,44 +948,50 @@ void end_core() {
 
 int64_t current_core() { return g_core->active ? g_core->idx : -1; }
 
-void write_counters_json(FILE* out) {
-    std::fputs("{\"cores\":[", out);
-    bool first = true;
+// The keys are the fields of CoreCounters in src/verify/protocol.rs (tests/twin_protocol.rs
+// compares the two lists).
+void write_counters(JsonWriter& json) {
+    json.begin_object();
+    json.key("cores").begin_array();
     for (const auto& kv : g_counters) {
         const Counters& c = kv.second;
-        if (!first) std::fputc(',', out);
-        first = false;
-        std::fprintf(out, "{\"core\":%" PRId64 ",", kv.first);
-        json_map(out, "gm_read_bytes", c.gm_read);
-        std::fputc(',', out);
-        json_map(out, "gm_write_bytes", c.gm_write);
-        std::fprintf(out,
-                     ",\"transfers_in\":%" PRIu64 ",\"transfer_in_bytes\":%" PRIu64 ",\"transfers_out\":%" PRIu64
-                     ",\"transfer_out_bytes\":%" PRIu64 ",",
-                     c.transfers_in, c.transfer_in_bytes, c.transfers_out, c.transfer_out_bytes);
-        json_map(out, "vector_instructions", c.vec_instr);
-        std::fputc(',', out);
-        json_map(out, "vector_elements", c.vec_elems);
-        std::fprintf(out,
-                     ",\"scalar_gm_accesses\":%" PRIu64 ",\"scalar_ub_accesses\":%" PRIu64
-                     ",\"ub_high_water_bytes\":%" PRIu64 ",\"queue_handoffs\":%" PRIu64 ",\"barriers\":%" PRIu64
-                     ",\"copy_in_overlapped\":%" PRIu64 ",\"copy_in_total\":%" PRIu64
-                     ",\"copy_in_queues\":%" PRIu64 ",\"transfer_in_min_bytes\":%" PRIu64
-                     ",\"transfer_in_max_bytes\":%" PRIu64 ",\"transfer_out_min_bytes\":%" PRIu64
-                     ",\"transfer_out_max_bytes\":%" PRIu64 ",",
-                     c.scalar_gm, c.scalar_ub, c.ub_high, c.handoffs, c.barriers, c.copy_in_overlapped,
-                     c.copy_in_total, c.copy_in_queues, c.transfer_in_min, c.transfer_in_max, c.transfer_out_min,
-                     c.transfer_out_max);
-        json_map(out, "gm_read_transfers", c.read_transfers);
-        std::fputc(',', out);
-        json_map(out, "gm_write_transfers", c.write_transfers);
-        std::fputc(',', out);
-        json_map(out, "flag_waits", c.flag_waits);
-        std::fputc(',', out);
-        json_map(out, "hidden_flag_waits", c.hidden_waits);
-        std::fputc('}', out);
+        json.begin_object();
+        json.key("core").integer(kv.first);
+        json_map(json, "gm_read_bytes", c.gm_read);
+        json_map(json, "gm_write_bytes", c.gm_write);
+        json.key("transfers_in").uint(c.transfers_in);
+        json.key("transfer_in_bytes").uint(c.transfer_in_bytes);
+        json.key("transfers_out").uint(c.transfers_out);
+        json.key("transfer_out_bytes").uint(c.transfer_out_bytes);
+        json_map(json, "vector_instructions", c.vec_instr);
+        json_map(json, "vector_elements", c.vec_elems);
+        json.key("scalar_gm_accesses").uint(c.scalar_gm);
+        json.key("scalar_ub_accesses").uint(c.scalar_ub);
+        json.key("ub_high_water_bytes").uint(c.ub_high);
+        json.key("queue_handoffs").uint(c.handoffs);
+        json.key("barriers").uint(c.barriers);
+        json.key("copy_in_overlapped").uint(c.copy_in_overlapped);
+        json.key("copy_in_total").uint(c.copy_in_total);
+        json.key("copy_in_queues").uint(c.copy_in_queues);
+        json.key("transfer_in_min_bytes").uint(c.transfer_in_min);
+        json.key("transfer_in_max_bytes").uint(c.transfer_in_max);
+        json.key("transfer_out_min_bytes").uint(c.transfer_out_min);
+        json.key("transfer_out_max_bytes").uint(c.transfer_out_max);
+        json_map(json, "gm_read_transfers", c.read_transfers);
+        json_map(json, "gm_write_transfers", c.write_transfers);
+        json_map(json, "flag_waits", c.flag_waits);
+        json_map(json, "hidden_flag_waits", c.hidden_waits);
+        json.end_object();
     }
-    std::fputs("]}\n", out);
+    json.end_array();
+    json.end_object();
+}
+
+void write_counters_json(FILE* out) {
+    JsonWriter json;
+    write_counters(json);
+    json.flush(out);
+    std::fputc('\n', out);
 }
 
 uint64_t float_atomic_adds(int64_t core) {

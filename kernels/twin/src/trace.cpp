@@ -52,33 +52,34 @@ const char* pipe_label(int p) {
     return p >= 0 && p < 7 ? names[p] : "?";
 }
 
-// One event as `{"<kind>":{fields}}` (serde's external tagging: the reader dispatches on the
-// key without buffering the object, which matters for traces of millions of events).
-void write_event(JsonWriter& w, const Event& e) {
-    w.begin_object();
+// One event as `{"<kind>":{fields}}` (serde's external tagging: the reader dispatches on the key
+// without buffering the object, which matters for traces of millions of events). The keys are
+// the fields of src/perf/trace.rs's event types.
+void write_event(JsonWriter& json, const Event& e) {
+    json.begin_object();
     switch (e.kind) {
         case Kind::Instr:
             if (e.pipe == 1) {
-                w.key("vec").begin_object().key("api").string(e.name).key("elements").uint(e.amount);
+                json.key("vec").begin_object().key("api").string(e.name).key("elements").uint(e.amount);
             } else if (e.pipe == 2 || e.pipe == 3) {
-                w.key("dma").begin_object().key("pipe").string(pipe_label(e.pipe)).key("api").string(e.name);
-                w.key("gm").string(e.gm != nullptr ? e.gm : "").key("bytes").uint(e.amount);
-                w.key("blocks").uint(e.blocks).key("block_bytes").uint(e.block_bytes);
-                w.key("gm_offset").uint(e.gm_offset);
+                json.key("dma").begin_object().key("pipe").string(pipe_label(e.pipe)).key("api").string(e.name);
+                json.key("gm").string(e.gm != nullptr ? e.gm : "");
+                json.key("bytes").uint(e.amount).key("blocks").uint(e.blocks).key("block_bytes").uint(e.block_bytes);
+                json.key("gm_offset").uint(e.gm_offset);
             } else {
-                w.key("scalar").begin_object().key("api").string(e.name);
-                w.key("gm_accesses").uint(e.gm_acc).key("ub_accesses").uint(e.ub_acc);
+                json.key("scalar").begin_object().key("api").string(e.name);
+                json.key("gm_accesses").uint(e.gm_acc).key("ub_accesses").uint(e.ub_acc);
             }
             break;
         case Kind::Set:
         case Kind::Wait:
-            w.key(e.kind == Kind::Set ? "set" : "wait").begin_object();
-            w.key("event").string(e.name).key("key").integer(e.key);
+            json.key(e.kind == Kind::Set ? "set" : "wait").begin_object().key("event").string(e.name);
+            json.key("key").integer(e.key);
             break;
-        case Kind::Hidden: w.key("hidden").begin_object().key("event").string(e.name); break;
-        case Kind::Barrier: w.key("barrier").begin_object().key("pipe").string(e.name); break;
+        case Kind::Hidden: json.key("hidden").begin_object().key("event").string(e.name); break;
+        case Kind::Barrier: json.key("barrier").begin_object().key("pipe").string(e.name); break;
     }
-    w.end_object().end_object();
+    json.end_object().end_object();
 }
 
 }  // namespace
@@ -161,21 +162,20 @@ void write_launch() {
         // twin rule untested: only an unwritable OPGEN_TWIN_TRACE path reaches it; the report always passes its own scratch file
         fail("trace", "cannot write the trace", std::string("OPGEN_TWIN_TRACE=") + path);
     }
-    // The document in one JSON writer per core (the twin's one writer), flushed core by core so a
-    // long launch's trace is never held twice in memory.
-    std::fputs("{\"cores\":[", out);
-    bool first_core = true;
+    JsonWriter json;
+    json.begin_object().key("cores").begin_array();
     for (const auto& [idx, events] : g_cores) {
-        JsonWriter w;
-        w.begin_object().key("core").integer(idx).key("events").begin_array();
-        for (const Event& e : events) write_event(w, e);
-        w.end_array().end_object();
-        if (!first_core) std::fputc(',', out);
-        first_core = false;
-        std::fputc('\n', out);
-        std::fwrite(w.str().data(), 1, w.str().size(), out);
+        json.begin_object().key("core").integer(idx).key("events").begin_array();
+        for (const Event& e : events) {
+            write_event(json, e);
+            // A launch may trace millions of events: stream them.
+            if (json.str().size() > (1u << 20)) json.flush(out);
+        }
+        json.end_array().end_object();
     }
-    std::fputs("\n]}\n", out);
+    json.end_array().end_object();
+    json.flush(out);
+    std::fputc('\n', out);
     std::fclose(out);
     g_cores.clear();
     g_cur = nullptr;

@@ -39,8 +39,11 @@ done
 
 # -ffp-contract=off: the stand-in kernel and the test compute the same float expressions and
 # compare them bit for bit.
-flags=(-std=c++17 -g -O1 -Wall -Wextra -ffp-contract=off -fno-omit-frame-pointer
-       -fsanitize=address,undefined -fno-sanitize-recover=all
+# The twin's flags (C++17, no FMA contraction, the sanitizers) are defined once.
+source "$twin_dir/cxxflags.sh"
+# shellcheck disable=SC2206 # word splitting of the flag lists is meant
+flags=($OPGEN_TWIN_CXXFLAGS -g -O1 -Wall -Wextra -fno-omit-frame-pointer
+       $OPGEN_TWIN_SANITIZE -fno-sanitize-recover=all
        -I"$twin_dir/include" -I"$sample_dir/op_host")
 
 echo "== building the sample runner and host_registry_test"

@@ -129,7 +129,7 @@ pub fn analyse_backward(
 }
 
 /// The body of an elementwise spec (a generated backward op: its derivatives).
-pub fn analyse(spec: &OpSpec) -> Result<Body, String> {
+pub fn analyse(spec: &OpSpec) -> Result<Body, FamilyError> {
     let p = spec.elementwise().ok_or_else(|| format!("op `{}` is not an elementwise op", spec.name))?;
     let inputs: Vec<String> = spec.inputs.iter().map(|t| t.name.clone()).collect();
     let attrs: Vec<String> = spec.attrs.iter().map(|a| a.name.clone()).collect();
@@ -137,7 +137,7 @@ pub fn analyse(spec: &OpSpec) -> Result<Body, String> {
         None => analyse_body(&p.body, &inputs, &attrs),
         Some(_) => analyse_backward(&p.body, &inputs[0], &inputs[1..], &attrs),
     };
-    body.map_err(|e| format!("op `{}`: body: {e}", spec.name))
+    body.map_err(|e| FamilyError::new(format!("op `{}`: body: {e}", spec.name)))
 }
 
 /// The name of the gradient of tensor `name` in a backward op (`x` → `dx`).
@@ -205,13 +205,13 @@ pub fn backward_spec(spec: &OpSpec) -> OpSpec {
 
 /// The body of a user op as written: parsed and resolved, with no fold or rewrite (the
 /// reference of user-declared ops; `analyse` gives the canonical form the kernel computes).
-pub fn as_written(spec: &OpSpec) -> Result<Node, String> {
+pub fn as_written(spec: &OpSpec) -> Result<Node, FamilyError> {
     let p = spec.elementwise().ok_or_else(|| format!("op `{}` is not an elementwise op", spec.name))?;
     let inputs: Vec<String> = spec.inputs.iter().map(|t| t.name.clone()).collect();
     let attrs: Vec<String> = spec.attrs.iter().map(|a| a.name.clone()).collect();
     let syntax = expr::parse(&p.body).map_err(|e| format!("op `{}`: body: {e}", spec.name))?;
     expr::resolve(&syntax, Scope { inputs: &inputs, attrs: &attrs })
-        .map_err(|e| format!("op `{}`: body: {}", spec.name, BodyError::Expr(e)))
+        .map_err(|e| FamilyError::new(format!("op `{}`: body: {}", spec.name, BodyError::Expr(e))))
 }
 
 /// Maps a byte offset of the body string to a byte offset of the spec text: the body's
@@ -451,7 +451,7 @@ pub const TILING_FIELDS: &[TilingField] = &[
     ),
 ];
 
-pub fn template_extras(spec: &OpSpec) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+pub fn template_extras(spec: &OpSpec) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
     let body = analyse(spec)?;
     let mut m = serde_json::Map::new();
     let p = spec.elementwise().ok_or_else(|| format!("op `{}` is not an elementwise op", spec.name))?;
@@ -674,23 +674,26 @@ pub fn expected(
     spec: &OpSpec,
     inputs: &[(String, HostTensor)],
     attrs: &[(String, AttrValue)],
-) -> Result<Vec<Expected>, String> {
-    let first = &inputs.first().ok_or("no inputs")?.1;
+) -> Result<Vec<Expected>, FamilyError> {
+    let first = &inputs.first().ok_or_else(|| FamilyError::new("no inputs"))?.1;
     if let Some((name, t)) = inputs.iter().find(|(_, t)| t.shape != first.shape) {
-        return Err(format!("input `{name}` has shape {:?}, the first input {:?}", t.shape, first.shape));
+        return Err(FamilyError::new(format!(
+            "input `{name}` has shape {:?}, the first input {:?}",
+            t.shape, first.shape
+        )));
     }
     let column = (0..spec.columns())
         .find(|&c| spec.inputs.iter().zip(inputs).all(|(t, (_, v))| t.dtypes[c] == v.dtype))
-        .ok_or("the inputs' dtypes match no dtype combination of the spec")?;
-    let arity = |want: usize| -> Result<(), String> {
+        .ok_or_else(|| FamilyError::new("the inputs' dtypes match no dtype combination of the spec"))?;
+    let arity = |want: usize| -> Result<(), FamilyError> {
         if inputs.len() == want {
             Ok(())
         } else {
-            Err(format!(
+            Err(FamilyError::new(format!(
                 "catalogue op `{}` takes {want} inputs, the spec declares {}",
                 spec.name,
                 inputs.len()
-            ))
+            )))
         }
     };
     let columns: Vec<Vec<f64>> = inputs.iter().map(|(_, t)| t.to_f64()).collect();
@@ -785,12 +788,12 @@ pub fn expected(
         }
     };
     if values.len() != spec.outputs.len() {
-        return Err(format!(
+        return Err(FamilyError::new(format!(
             "the reference of `{}` gives {} outputs, the spec declares {}",
             spec.name,
             values.len(),
             spec.outputs.len()
-        ));
+        )));
     }
     Ok(spec
         .outputs
@@ -946,7 +949,7 @@ impl FamilyOps for Elementwise {
         &self,
         spec: &OpSpec,
     ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
-        Ok(template_extras(spec)?)
+        template_extras(spec)
     }
 
     /// Every input has the first input's shape (no broadcasting); every output (one for a
@@ -980,7 +983,7 @@ impl FamilyOps for Elementwise {
         inputs: &[(String, HostTensor)],
         attrs: &[(String, AttrValue)],
     ) -> Result<Vec<Expected>, FamilyError> {
-        Ok(expected(spec, inputs, attrs)?)
+        expected(spec, inputs, attrs)
     }
 
     fn alternates(

@@ -1,9 +1,12 @@
-// Twin-only: a small JSON writer for the runner's plan and report (no third-party library).
-// Output is compact; commas are placed automatically.
+// Twin-only: the one JSON writer of the twin (the runner's plan and report, the counters, the
+// event trace; no third-party library). Output is compact; commas are placed automatically.
+// What it writes is read by src/verify/protocol.rs and src/perf/trace.rs, whose structs refuse
+// unknown and missing fields.
 #ifndef OPGEN_TWIN_JSON_WRITER_H
 #define OPGEN_TWIN_JSON_WRITER_H
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,9 @@ class JsonWriter {
     // A value that is already JSON text.
     JsonWriter& raw(const std::string& json);
     const std::string& str() const { return out_; }
+    // Writes the text so far to `out` and forgets it (the nesting state is kept), so a long
+    // document (the event trace) is streamed instead of held in memory.
+    void flush(FILE* out);
 
  private:
     void before_value();

@@ -12,6 +12,8 @@
 
 namespace opgen_twin {
 
+class JsonWriter;
+
 // Exit codes of the runner, shared with the Rust side (src/verify/twin.rs).
 constexpr int EXIT_OK = 0;
 constexpr int EXIT_HOST_REJECTED = 2;   // InferShape/InferDataType/TilingFunc returned GRAPH_FAILED
@@ -101,6 +103,8 @@ void run_cores(int64_t block_num, const std::function<void()>& kernel);
 // fill it while the vector pipe still works on the previous tile); copy_in_queues the queues that
 // had a fill (their first fill has no predecessor). Double buffering is in effect on a core when
 // copy_in_overlapped == copy_in_total - copy_in_queues.
+void write_counters(JsonWriter& json);
+// write_counters as text with a newline (the twin's C++ tests print it).
 void write_counters_json(FILE* out);
 void reset_counters();
 // Float elements (float, half, bfloat16_t) a core of the last launch added into GM by atomic

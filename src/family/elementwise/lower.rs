@@ -19,10 +19,16 @@
 //! All in float32, from Exp, Reciprocal, Div, Muls, Adds, Mul, Sub, Abs, Mins, CompareScalar
 //! and Select (no high-level API):
 //!
-//! - **sigmoid(z)** = e^min(z,0) / (1 + e^−|z|): the overflow-safe rearrangement (both
-//!   exponents ≤ 0), equal to 1/(1 + e^−z) for every z, giving 0 at −∞, 1 at +∞, and keeping
-//!   relative accuracy for z down to the float32 subnormals (the 1/(1 + e^−z) form returns 0 from
-//!   z < −88.7, which bfloat16 outputs would see).
+//! - **x · sigmoid(z)** (forward bodies) = x / (1 + e^−z): one Exp and one Div, and no
+//!   intermediate below float32's normal range while the product is not (the quotient form's
+//!   e^z is subnormal from z < −87.3). Where e^−z would overflow (z < −80) the Exp takes
+//!   −z − 61 instead (exact there) and the result is scaled back by fl(e^−61) — after the
+//!   caller's further product in `rne(x · sigmoid(z)) · v` (swiglu), so that product is not
+//!   formed from a subnormal either (`RoundScaledOut` scales back first only when it rounds).
+//! - **sigmoid(z)** otherwise = e^min(z,0) / (1 + e^−|z|) from one Exp, t = e^−|z|: the
+//!   numerator is Select(z < 0, t, 1) (for z < 0, −|z| is z exactly, so this is bit for bit
+//!   the two-Exp form), both exponents ≤ 0 (no overflow), 0 at −∞, 1 at +∞; a backward op's
+//!   slope e^−|z| / (1 + e^−|z|)² shares t and 1 + t.
 //! - **erfc(z)** for z ≥ 0: W. H. Press et al., *Numerical Recipes* (2nd ed., §6.2, `erfcc`):
 //!   erfc(z) ≈ t·exp(−z² − 1.26551223 + t·(1.00002368 + t·(0.37409196 + … + t·0.17087277))),
 //!   t = 1/(1 + z/2), a Chebyshev fit with **relative** error < 1.2e−7 for every z ≥ 0 (measured
@@ -155,6 +161,16 @@ enum Inst {
     Cmp(V, &'static str, Scalar),
     /// mask ? a : b
     Select(V, V, V),
+    /// mask ? a : scalar (VSEL_TENSOR_SCALAR_MODE)
+    SelectScalar(V, V, Scalar),
+    /// The mask of a sigmoid product's tail that a `RoundScaled` clears: a compare of its own
+    /// (never shared by CSE), `z < -SIGMOID_TAIL`.
+    TailMask(V),
+    /// rne(q) of a sigmoid product q scaled by e^SHIFT where the mask is set (the kernel's
+    /// `RoundScaledOut`): under rounding = "hf" with a 16-bit output, q scaled back, rounded
+    /// through the output dtype, and the mask cleared (the value is no longer scaled); otherwise
+    /// q itself, still scaled, for the caller's multiplication to scale back after.
+    RoundScaled(V, V),
 }
 
 impl Inst {
@@ -164,10 +180,13 @@ impl Inst {
             Inst::Binary(_, a, b) => vec![*a, *b],
             Inst::Dup(_) => vec![],
             Inst::Select(m, a, b) => vec![*m, *a, *b],
+            Inst::SelectScalar(m, a, _) => vec![*m, *a],
+            Inst::TailMask(a) => vec![*a],
+            Inst::RoundScaled(q, m) => vec![*q, *m],
         }
     }
     fn is_mask(&self) -> bool {
-        matches!(self, Inst::Cmp(..))
+        matches!(self, Inst::Cmp(..) | Inst::TailMask(_))
     }
 }
 
@@ -182,6 +201,9 @@ enum Operand {
 }
 
 struct Builder {
+    /// Lower x * sigmoid(z) as one quotient (`sigmoid_product`). Forward bodies only: a
+    /// backward op needs sigmoid(z) itself too, which the product form would not share.
+    sigmoid_products: bool,
     n_inputs: usize,
     input_names: Vec<String>,
     defs: Vec<Def>,
@@ -207,6 +229,17 @@ const LOG1P_SMALL: f64 = 0.5;
 /// 2^-100: below it a backward op's value is taken from its shifted exponentials.
 const UNDERFLOW: f64 = 7.888_609_052_210_118e-31;
 const EXPM1_SMALL: f64 = 0.5;
+/// x * sigmoid(z) takes its shifted tail below z = -SIGMOID_TAIL (e^-z overflows from 88.7).
+const SIGMOID_TAIL: f64 = 80.0;
+/// The tail's shift: an integer (so w - SHIFT is exact for |w| >= 64), >= TAIL - 61 = 19 below
+/// the tail so 1 + e^(w - SHIFT) is e^(w - SHIFT) in float32, with e^-61 the integer in [40, 63]
+/// whose float32 rounding is closest (0.05 of a float32 ulp), so the scale back adds no bias.
+const SIGMOID_SHIFT: f64 = 61.0;
+
+/// fl(e^-SIGMOID_SHIFT), the float32 constant that scales the tail back.
+fn sigmoid_unshift() -> f64 {
+    f64::from((-SIGMOID_SHIFT).exp() as f32)
+}
 
 /// 1/(k+1)!, k = 0..8: expm1(u) = u·Σ cₖuᵏ.
 fn expm1_taylor() -> [f64; 9] {
@@ -236,6 +269,39 @@ fn erf_taylor() -> [f64; 7] {
 }
 
 const TANH_TAYLOR: [f64; 5] = [1.0, -1.0 / 3.0, 2.0 / 15.0, -17.0 / 315.0, 62.0 / 2835.0];
+
+/// (x, z) when a * b is x * sigmoid(z) (either order).
+fn sigmoid_factor<'n>(a: &'n Node, b: &'n Node) -> Option<(&'n Node, &'n Node)> {
+    match (a, b) {
+        (x, Node::Call(Func::Sigmoid, z)) | (Node::Call(Func::Sigmoid, z), x) => Some((x, &**z)),
+        _ => None,
+    }
+}
+
+/// The rne(...) factor of a * b.
+fn rounded<'n>(a: &'n Node, b: &'n Node) -> &'n Node {
+    if matches!(a, Node::Call(Func::Rne | Func::RoundTo(_), _)) {
+        a
+    } else {
+        b
+    }
+}
+
+/// (x, z, v) when a * b is rne(x * sigmoid(z)) * v (either order).
+fn rounded_sigmoid_factor<'n>(a: &'n Node, b: &'n Node) -> Option<(&'n Node, &'n Node, &'n Node)> {
+    let (r, v) = match (a, b) {
+        (r @ Node::Call(Func::Rne | Func::RoundTo(_), _), v)
+        | (v, r @ Node::Call(Func::Rne | Func::RoundTo(_), _)) => (r, v),
+        _ => return None,
+    };
+    match r {
+        Node::Call(_, inner) => match &**inner {
+            Node::Bin(BinOp::Mul, p, q) => sigmoid_factor(p, q).map(|(x, z)| (x, z, v)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
 
 /// Registers a value is worth (Sethi–Ullman estimate), to order operands.
 fn need(n: &Node) -> usize {
@@ -357,14 +423,69 @@ impl Builder {
         p
     }
 
+    /// One Exp: t = e^-|z| (never overflows), sigmoid(z) = (z < 0 ? t : 1) / (1 + t), bit for
+    /// bit the former e^min(z, 0) / (1 + e^-|z|) (for z < 0, -|z| is z exactly) without its
+    /// second Exp. A backward op's sigmoid slope e^-|z| / (1 + e^-|z|)^2 shares t and 1 + t.
     fn sigmoid(&mut self, z: V) -> V {
-        let a = self.with_scalar("Mins", z, lit(0.0), "sigmoid: min(z, 0)");
-        let a = self.unary("Exp", a, "e^min(z, 0)");
         let b = self.unary("Abs", z, "|z|");
         let b = self.with_scalar("Muls", b, lit(-1.0), "-|z|");
-        let b = self.unary("Exp", b, "e^-|z|");
-        let b = self.with_scalar("Adds", b, lit(1.0), "1 + e^-|z|");
-        self.binary("Div", a, b, "sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)")
+        let t = self.unary("Exp", b, "e^-|z|");
+        let d = self.with_scalar("Adds", t, lit(1.0), "1 + e^-|z|");
+        let m = self.cmp(z, "LT", lit(0.0), "z < 0");
+        let num = self.emit(Inst::SelectScalar(m, t, lit(1.0)), "e^min(z, 0) = z < 0 ? e^-|z| : 1");
+        self.binary("Div", num, d, "sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)")
+    }
+
+    /// x * sigmoid(z) = x / (1 + e^-z) with one Exp, one Div and no intermediate below float32's
+    /// normal range where the product is not: the quotient of the sigmoid form is e^z, which
+    /// is subnormal for z < -87.3 and loses its relative accuracy there, while x / (1 + e^-z)
+    /// stays normal until the product itself underflows. e^-z overflows for z < -88.7, so there
+    /// (mask z < -TAIL) the Exp takes -z - SHIFT instead, exact because |z| >= 64 makes SHIFT a
+    /// multiple of z's ulp, and the quotient is x * e^(z + SHIFT) (1 + e^(w - SHIFT) is
+    /// e^(w - SHIFT) in float32 from w - SHIFT >= 19). Returns (quotient, tail mask): the caller
+    /// scales the tail back by fl(e^-SHIFT) ([`Builder::unshift_tail`]), after its own further
+    /// product if it has one. `own_mask`: a mask no other value shares (RoundScaled clears it).
+    fn sigmoid_product(&mut self, x: V, z: V, own_mask: bool) -> (V, V) {
+        let w = self.negate(z, "sigmoid product: w = -z");
+        let note = format!("z < -{SIGMOID_TAIL}: e^-z would overflow");
+        let m = if own_mask {
+            self.emit(Inst::TailMask(z), note)
+        } else {
+            self.cmp(z, "LT", lit(-SIGMOID_TAIL), note)
+        };
+        let ws = self.with_scalar(
+            "Adds",
+            w,
+            lit(-SIGMOID_SHIFT),
+            format!("w - {SIGMOID_SHIFT} (exact for |w| >= 64)"),
+        );
+        let a = self.select(m, ws, w, "the Exp argument, shifted in the tail");
+        let e = self.unary("Exp", a, "e^w, or e^(w - shift) in the tail");
+        let d = self.with_scalar("Adds", e, lit(1.0), "1 + e^w");
+        let q = self.binary("Div", x, d, "x / (1 + e^-z), times e^shift in the tail");
+        (q, m)
+    }
+
+    /// The tail's scale of [`Builder::sigmoid_product`] undone: value * fl(e^-SHIFT) where m.
+    fn unshift_tail(&mut self, v: V, m: V) -> V {
+        let s = self.with_scalar("Muls", v, lit(sigmoid_unshift()), format!("times e^-{SIGMOID_SHIFT}"));
+        self.select(m, s, v, "x * sigmoid(z), the tail scaled back")
+    }
+
+    /// -v, folding into v's own Muls by a constant when it is one (exact either way).
+    fn negate(&mut self, v: V, note: &str) -> V {
+        if let Some(Def { inst: Inst::WithScalar("Muls", a, Scalar::Lit(c)), .. }) = self.def(v) {
+            let (a, c) = (*a, *c);
+            if c == -1.0 {
+                return a;
+            }
+            return self.with_scalar("Muls", a, lit(-c), note.to_string());
+        }
+        self.with_scalar("Muls", v, lit(-1.0), note.to_string())
+    }
+
+    fn def(&self, v: V) -> Option<&Def> {
+        v.0.checked_sub(self.n_inputs).and_then(|k| self.defs.get(k))
     }
 
     fn tanh(&mut self, u: V) -> V {
@@ -564,6 +685,39 @@ impl Builder {
                 Operand::Scalar(s) => Operand::Scalar(Scalar::Host(format!("OpgenPowi({}, {k})", s.host()))),
                 Operand::Vector(v) => Operand::Vector(self.powi(v, *k, &note)),
             },
+            // rne(x * sigmoid(z)) * v (swiglu): the tail's scale is kept through the rounding (when
+            // it does not round) and v's product, so neither x * sigmoid(z) nor its product with
+            // v is formed below float32's normal range while the final value is not.
+            Node::Bin(BinOp::Mul, a, b)
+                if self.sigmoid_products && rounded_sigmoid_factor(a, b).is_some() =>
+            {
+                let (x, z, v) = rounded_sigmoid_factor(a, b).expect("checked");
+                let rne_note = clip(show(rounded(a, b), &self.input_names, attrs));
+                let (xo, zo) = self.pair(x, z, attrs)?;
+                let vo = self.lower(v, attrs)?;
+                match (xo, zo, vo) {
+                    (Operand::Vector(xv), Operand::Vector(zv), Operand::Vector(vv)) => {
+                        let (q, m) = self.sigmoid_product(xv, zv, true);
+                        let r = self.emit(Inst::RoundScaled(q, m), rne_note);
+                        let y = self.binary("Mul", r, vv, note);
+                        Operand::Vector(self.unshift_tail(y, m))
+                    }
+                    // A scalar operand: the plain lowering (what was emitted here is dead code,
+                    // which `live_defs` drops).
+                    _ => self.binop(BinOp::Mul, a, b, note, attrs)?,
+                }
+            }
+            Node::Bin(BinOp::Mul, a, b) if self.sigmoid_products && sigmoid_factor(a, b).is_some() => {
+                let (x, z) = sigmoid_factor(a, b).expect("checked");
+                match self.pair(x, z, attrs)? {
+                    (Operand::Vector(xv), Operand::Vector(zv)) => {
+                        let (q, m) = self.sigmoid_product(xv, zv, false);
+                        Operand::Vector(self.unshift_tail(q, m))
+                    }
+                    // A scalar factor: the plain sigmoid and Muls.
+                    _ => self.binop(BinOp::Mul, a, b, note, attrs)?,
+                }
+            }
             Node::Bin(op, a, b) => self.binop(*op, a, b, note, attrs)?,
             Node::Rescued(plain, scaled) => match (self.lower(plain, attrs)?, self.lower(scaled, attrs)?) {
                 (Operand::Vector(p), Operand::Vector(q)) => {
@@ -739,15 +893,30 @@ impl Reg {
 
 /// Lowers a canonical body over `n_inputs` inputs (one output, `res0`).
 pub fn lower(node: &Node, inputs: &[String], attrs: &[String]) -> Result<Program, LowerError> {
-    lower_many(std::slice::from_ref(node), inputs, attrs)
+    lower_with(std::slice::from_ref(node), inputs, attrs, true)
 }
 
 /// Lowers several canonical bodies over the same inputs into one program whose output k is
 /// written to `res<k>`. One builder lowers them all, so a subexpression the outputs share (a
 /// backward op's sigmoid, for every partial derivative) is computed once.
 pub fn lower_many(nodes: &[Node], inputs: &[String], attrs: &[String]) -> Result<Program, LowerError> {
+    lower_with(nodes, inputs, attrs, false)
+}
+
+fn lower_with(
+    nodes: &[Node],
+    inputs: &[String],
+    attrs: &[String],
+    sigmoid_products: bool,
+) -> Result<Program, LowerError> {
     let n_inputs = inputs.len();
-    let mut b = Builder { n_inputs, input_names: inputs.to_vec(), defs: Vec::new(), memo: HashMap::new() };
+    let mut b = Builder {
+        sigmoid_products,
+        n_inputs,
+        input_names: inputs.to_vec(),
+        defs: Vec::new(),
+        memo: HashMap::new(),
+    };
     let mut roots: Vec<V> = Vec::new();
     for node in nodes {
         let v = match b.lower(node, attrs)? {
@@ -835,6 +1004,11 @@ fn allocate(
                 _ => free_float.insert(*r),
             };
         }
+        // RoundScaledOut reads its source after writing dst: they must differ.
+        let avoid = match &d.inst {
+            Inst::RoundScaled(q, _) => Some(reg[q]),
+            _ => None,
+        };
         let dst = if d.inst.is_mask() {
             let r = dying
                 .iter()
@@ -851,8 +1025,8 @@ fn allocate(
             let r = dying
                 .iter()
                 .copied()
-                .find(|r| !matches!(r, Reg::Mask(_)))
-                .or_else(|| free_float.first().copied());
+                .find(|r| !matches!(r, Reg::Mask(_)) && Some(*r) != avoid)
+                .or_else(|| free_float.iter().copied().find(|r| Some(*r) != avoid));
             let r = r.unwrap_or_else(|| {
                 temps += 1;
                 Reg::Temp(temps - 1)
@@ -906,6 +1080,23 @@ fn allocate(
                 name(a),
                 name(b2)
             ),
+            Inst::TailMask(a) => format!(
+                "CompareScalar({dst_name}, {}, {}, CMPMODE::LT, n);",
+                name(a),
+                float_literal(-SIGMOID_TAIL)?
+            ),
+            Inst::RoundScaled(q, m) => format!(
+                "RoundScaledOut({dst_name}, {}, {}, y0, {}, n);",
+                name(q),
+                name(m),
+                float_literal(sigmoid_unshift())?
+            ),
+            Inst::SelectScalar(m, a, s) => format!(
+                "Select({dst_name}, {}, {}, {}, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);",
+                name(m),
+                name(a),
+                scalar(s)?
+            ),
         };
         calls.push(Call { call, note: d.note.clone() });
     }
@@ -953,23 +1144,60 @@ mod tests {
     }
 
     #[test]
-    fn silu_reuses_registers() {
+    fn silu_is_one_quotient_with_one_exp() {
         let p = program("x * sigmoid(x)", &["x"], &[]);
         assert_eq!(
             calls(&p),
             [
-                "Mins(t0, in0, 0.0f, n);",
-                "Exp(t0, t0, n);",
-                "Abs(t1, in0, n);",
-                "Muls(t1, t1, -1.0f, n);",
+                "Muls(t0, in0, -1.0f, n);",
+                "CompareScalar(m0, in0, -80.0f, CMPMODE::LT, n);",
+                "Adds(t1, t0, -61.0f, n);",
+                "Select(t1, m0, t1, t0, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);",
                 "Exp(t1, t1, n);",
                 "Adds(t1, t1, 1.0f, n);",
+                "Div(in0, in0, t1, n);",
+                "Muls(t0, in0, 3.2213403e-27f, n);",
+                "Select(res0, m0, t0, in0, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);",
+            ]
+        );
+        assert_eq!((p.temps, p.masks), (2, 1));
+    }
+
+    #[test]
+    fn a_sigmoid_alone_takes_one_exp() {
+        // A backward op's bodies (lower_many) keep sigmoid(z) itself, to share it.
+        let inputs = vec!["x".to_string()];
+        let node = canonical(
+            resolve(&parse("x * sigmoid(x)").unwrap(), Scope { inputs: &inputs, attrs: &[] }).unwrap(),
+        );
+        let p = lower_many(&[node], &inputs, &[]).unwrap();
+        assert_eq!(
+            calls(&p),
+            [
+                "Abs(t0, in0, n);",
+                "Muls(t0, t0, -1.0f, n);",
+                "Exp(t0, t0, n);",
+                "Adds(t1, t0, 1.0f, n);",
+                "CompareScalar(m0, in0, 0.0f, CMPMODE::LT, n);",
+                "Select(t0, m0, t0, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);",
                 "Div(t0, t0, t1, n);",
                 "Mul(res0, in0, t0, n);",
             ]
         );
-        assert_eq!((p.temps, p.masks), (2, 0));
-        assert_eq!(p.results, ["in0"]);
+    }
+
+    #[test]
+    fn the_tail_shift_is_exact_and_its_scale_unbiased() {
+        // w - 61 is exact for every float32 w >= 64 (a multiple of w's ulp), and 1 + e^(w - 61)
+        // is e^(w - 61) in float32 from w = 80 (1 < half an ulp of e^19).
+        for w in [64.0f32, 80.0, 80.00001, 97.3, 127.99999, 149.0] {
+            assert_eq!(f64::from(w - 61.0), f64::from(w) - 61.0, "{w}");
+        }
+        let e19 = 19f32.exp();
+        assert_eq!(e19 + 1.0, e19);
+        // fl(e^-61) is within 0.05 float32 ulp of e^-61 (the closest integer shift in [40, 63]).
+        let rel = (sigmoid_unshift() / (-61f64).exp() - 1.0).abs();
+        assert!(rel < 0.06 * 2f64.powi(-24), "{rel:e}");
     }
 
     #[test]

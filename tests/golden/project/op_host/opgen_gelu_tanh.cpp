@@ -110,7 +110,7 @@ const uint64_t TILE_ALIGN = 256;
 // Small tensors are spread over the cores, but not into transfers below 16 KiB.
 const uint64_t MIN_TRANSFER_BYTES = 16384;
 const uint64_t FLOAT_TEMPS = 2;  // float32 temporaries of the lowered body
-const uint64_t MASKS = 0;        // compare masks, 1 bit per element
+const uint64_t MASKS = 1;        // compare masks, 1 bit per element
 
 static uint64_t TypeSize(ge::DataType dtype)
 {
@@ -183,13 +183,20 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold one tile of %llu elements",
                      static_cast<unsigned long long>(budget), static_cast<unsigned long long>(TILE_ALIGN));
     }
-    // As large as UB allows; when that leaves cores idle, smaller tiles spread the work, but
-    // no smaller than 16 KiB transfers (for the smallest element type).
+    // As large as UB allows. When that leaves a core fewer than two tiles: two per core where
+    // those stay at least 16 KiB transfers (for the smallest element type), so a core's copy-in
+    // of its second tile overlaps the compute of its first (and no core takes two full tiles
+    // while another takes one); else, when cores would idle, one per core, never below 16 KiB.
     uint64_t tile = maxTile;
-    if (CeilDiv(total, maxTile) < cores) {
-        const uint64_t spread = CeilDiv(CeilDiv(total, cores), TILE_ALIGN) * TILE_ALIGN;
+    if (CeilDiv(total, maxTile) < 2 * cores) {
         const uint64_t minTile = CeilDiv(MIN_TRANSFER_BYTES / minSize, TILE_ALIGN) * TILE_ALIGN;
-        tile = spread > minTile ? spread : minTile;
+        const uint64_t half = CeilDiv(CeilDiv(total, 2 * cores), TILE_ALIGN) * TILE_ALIGN;
+        const uint64_t spread = CeilDiv(CeilDiv(total, cores), TILE_ALIGN) * TILE_ALIGN;
+        if (half >= minTile) {
+            tile = half;
+        } else if (CeilDiv(total, maxTile) < cores) {
+            tile = spread > minTile ? spread : minTile;
+        }
         tile = tile < maxTile ? tile : maxTile;
     }
     const uint64_t tileCount = CeilDiv(total, tile);

@@ -8,7 +8,7 @@
 //
 //   dx = dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))); series near x = -0.75115424] [rescued from underflow]
 //
-// 57 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// 58 vector calls per tile on float32 registers, planned by liveness: the inputs'
 // float copies in<i> (free after their last use), temporaries t<k>: 8, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_fast_gelu_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
@@ -182,39 +182,39 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(t0, in1, 1.702f, n);  // 1.702 * x
         PipeBarrier<PIPE_V>();
-        Mins(t1, t0, 0.0f, n);  // sigmoid: min(z, 0)
+        Abs(t1, t0, n);  // |z|
         PipeBarrier<PIPE_V>();
-        Exp(t2, t1, n);  // e^min(z, 0)
+        Muls(t1, t1, -1.0f, n);  // -|z|
         PipeBarrier<PIPE_V>();
-        Abs(t0, t0, n);  // |z|
+        Exp(t2, t1, n);  // e^-|z|
         PipeBarrier<PIPE_V>();
-        Muls(t0, t0, -1.0f, n);  // -|z|
+        Adds(t3, t2, 1.0f, n);  // 1 + e^-|z|
         PipeBarrier<PIPE_V>();
-        Exp(t3, t0, n);  // e^-|z|
+        CompareScalar(m0, t0, 0.0f, CMPMODE::LT, n);  // z < 0
         PipeBarrier<PIPE_V>();
-        Adds(t4, t3, 1.0f, n);  // 1 + e^-|z|
+        Select(t4, m0, t2, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
         PipeBarrier<PIPE_V>();
-        Div(t2, t2, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(t4, t4, t3, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
         PipeBarrier<PIPE_V>();
-        Mul(t5, t4, t4, n);
+        Mul(t5, t3, t3, n);
         PipeBarrier<PIPE_V>();
-        Div(t3, t3, t5, n);  // exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)
+        Div(t2, t2, t5, n);  // exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)
         PipeBarrier<PIPE_V>();
-        Muls(t3, t3, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))
+        Muls(t2, t2, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))
         PipeBarrier<PIPE_V>();
-        Mul(t3, in1, t3, n);  // x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)))
+        Mul(t2, in1, t2, n);  // x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)))
         PipeBarrier<PIPE_V>();
-        Add(t2, t2, t3, n);  // sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp...
+        Add(t4, t4, t2, n);  // sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp...
         PipeBarrier<PIPE_V>();
-        Adds(t3, in1, 0.75115424f, n);  // series near the root -0.75115424: x - x0_hi (exact)
+        Adds(t2, in1, 0.75115424f, n);  // series near the root -0.75115424: x - x0_hi (exact)
         PipeBarrier<PIPE_V>();
-        Adds(t3, t3, 1.1495214e-8f, n);  // t = (x - x0_hi) - x0_lo
+        Adds(t2, t2, 1.1495214e-8f, n);  // t = (x - x0_hi) - x0_lo
         PipeBarrier<PIPE_V>();
-        Abs(t6, t3, n);  // |t|
+        Abs(t6, t2, n);  // |t|
         PipeBarrier<PIPE_V>();
         CompareScalar(m0, t6, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
         PipeBarrier<PIPE_V>();
-        Muls(t6, t3, 8.0f, n);  // u = t / r (exact)
+        Muls(t6, t2, 8.0f, n);  // u = t / r (exact)
         PipeBarrier<PIPE_V>();
         Muls(t7, t6, 6.8944346e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
         PipeBarrier<PIPE_V>();
@@ -260,31 +260,33 @@ private:
         PipeBarrier<PIPE_V>();
         Adds(t7, t7, 0.37071553f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t3, n);  // t * G(u)
+        Mul(t7, t7, t2, n);  // t * G(u)
         PipeBarrier<PIPE_V>();
-        Select(t7, m0, t7, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75115424
+        Select(t7, m0, t7, t4, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75115424
         PipeBarrier<PIPE_V>();
         Mul(t7, in0, t7, n);  // dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1...
         PipeBarrier<PIPE_V>();
-        Adds(t1, t1, 44.36142f, n);  // min(1.702 * x, 0) + 44.36142
+        Mins(t0, t0, 0.0f, n);  // min(1.702 * x, 0)
         PipeBarrier<PIPE_V>();
-        Exp(t1, t1, n);  // exp(min(1.702 * x, 0) + 44.36142)
+        Adds(t0, t0, 44.36142f, n);  // min(1.702 * x, 0) + 44.36142
         PipeBarrier<PIPE_V>();
-        Div(t1, t1, t4, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x)))
+        Exp(t0, t0, n);  // exp(min(1.702 * x, 0) + 44.36142)
         PipeBarrier<PIPE_V>();
-        Adds(t0, t0, 44.36142f, n);  // -abs(1.702 * x) + 44.36142
+        Div(t0, t0, t3, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x)))
         PipeBarrier<PIPE_V>();
-        Exp(t0, t0, n);  // exp(-abs(1.702 * x) + 44.36142)
+        Adds(t1, t1, 44.36142f, n);  // -abs(1.702 * x) + 44.36142
         PipeBarrier<PIPE_V>();
-        Div(t0, t0, t5, n);  // exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x)), 2)
+        Exp(t1, t1, n);  // exp(-abs(1.702 * x) + 44.36142)
         PipeBarrier<PIPE_V>();
-        Muls(t0, t0, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x...
+        Div(t1, t1, t5, n);  // exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x)), 2)
         PipeBarrier<PIPE_V>();
-        Mul(in1, in1, t0, n);  // x * (1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.70...
+        Muls(t1, t1, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x...
         PipeBarrier<PIPE_V>();
-        Add(t1, t1, in1, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) + x * ...
+        Mul(in1, in1, t1, n);  // x * (1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.70...
         PipeBarrier<PIPE_V>();
-        Mul(in0, in0, t1, n);  // dy * (exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) ...
+        Add(t0, t0, in1, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) + x * ...
+        PipeBarrier<PIPE_V>();
+        Mul(in0, in0, t0, n);  // dy * (exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) ...
         PipeBarrier<PIPE_V>();
         Abs(in1, t7, n);  // underflow rescue: |value|
         PipeBarrier<PIPE_V>();

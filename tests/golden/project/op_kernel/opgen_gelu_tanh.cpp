@@ -8,8 +8,8 @@
 //
 //   y = x * sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3)))
 //
-// 13 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 2, compare masks m<k>: 0.
+// 14 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// float copies in<i> (free after their last use), temporaries t<k>: 2, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_gelu_tanh.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -109,6 +109,7 @@ public:
         pipe_.InitBuffer(outQue0_, BUFFER_NUM, tile * sizeof(TOut0));  // y
         pipe_.InitBuffer(tmp0_, tile * sizeof(float));
         pipe_.InitBuffer(tmp1_, tile * sizeof(float));
+        pipe_.InitBuffer(mask0_, tile / 8);
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
             LoadTile(done, len);
@@ -142,10 +143,11 @@ private:
         }
         LocalTensor<float> t0 = tmp0_.Get<float>();
         LocalTensor<float> t1 = tmp1_.Get<float>();
+        LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // y: a float32 output is computed in place
         if constexpr (sizeof(TOut0) == 2) {
-            res0 = in0;
+            res0 = t0;
         } else {
             res0 = y0.template ReinterpretCast<float>();
         }
@@ -158,23 +160,25 @@ private:
         PipeBarrier<PIPE_V>();
         Add(t0, in0, t0, n);  // x + 0.044715 * pow(x, 3)
         PipeBarrier<PIPE_V>();
-        Muls(t0, t0, 1.5957692f, n);  // 1.5957692 * (x + 0.044715 * pow(x, 3))
+        Muls(t1, t0, 1.5957692f, n);  // 1.5957692 * (x + 0.044715 * pow(x, 3))
         PipeBarrier<PIPE_V>();
-        Mins(t1, t0, 0.0f, n);  // sigmoid: min(z, 0)
+        Muls(t0, t0, -1.5957692f, n);  // sigmoid product: w = -z
         PipeBarrier<PIPE_V>();
-        Exp(t1, t1, n);  // e^min(z, 0)
+        CompareScalar(m0, t1, -80.0f, CMPMODE::LT, n);  // z < -80: e^-z would overflow
         PipeBarrier<PIPE_V>();
-        Abs(t0, t0, n);  // |z|
+        Adds(t1, t0, -61.0f, n);  // w - 61 (exact for |w| >= 64)
         PipeBarrier<PIPE_V>();
-        Muls(t0, t0, -1.0f, n);  // -|z|
+        Select(t1, m0, t1, t0, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the Exp argument, shifted in the tail
         PipeBarrier<PIPE_V>();
-        Exp(t0, t0, n);  // e^-|z|
+        Exp(t1, t1, n);  // e^w, or e^(w - shift) in the tail
         PipeBarrier<PIPE_V>();
-        Adds(t0, t0, 1.0f, n);  // 1 + e^-|z|
+        Adds(t1, t1, 1.0f, n);  // 1 + e^w
         PipeBarrier<PIPE_V>();
-        Div(t1, t1, t0, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(in0, in0, t1, n);  // x / (1 + e^-z), times e^shift in the tail
         PipeBarrier<PIPE_V>();
-        Mul(res0, in0, t1, n);  // x * sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3)))
+        Muls(t0, in0, 3.2213403e-27f, n);  // times e^-61
+        PipeBarrier<PIPE_V>();
+        Select(res0, m0, t0, in0, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // x * sigmoid(z), the tail scaled back
         PipeBarrier<PIPE_V>();
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
@@ -200,6 +204,7 @@ private:
     GlobalTensor<TOut0> gmOut0_;
     TBuf<TPosition::VECCALC> tmp0_;
     TBuf<TPosition::VECCALC> tmp1_;
+    TBuf<TPosition::VECCALC> mask0_;
 };
 }  // namespace opgen_gelu_tanh_kernel
 

@@ -8,7 +8,7 @@
 //
 //   dx = dy * [sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))), 2) * (1.5957692 * (1 + 0.134145 * pow(x, 2)))); series near x = -0.75246143] [rescued from underflow]
 //
-// 64 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// 65 vector calls per tile on float32 registers, planned by liveness: the inputs'
 // float copies in<i> (free after their last use), temporaries t<k>: 9, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_gelu_tanh_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
@@ -202,7 +202,7 @@ private:
         PipeBarrier<PIPE_V>();
         Mul(t5, t4, t4, n);
         PipeBarrier<PIPE_V>();
-        Div(t3, t3, t5, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
+        Div(t6, t3, t5, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
         PipeBarrier<PIPE_V>();
         Muls(t0, t0, 0.134145f, n);  // 0.134145 * pow(x, 2)
         PipeBarrier<PIPE_V>();
@@ -210,27 +210,27 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(t0, t0, 1.5957692f, n);  // 1.5957692 * (1 + 0.134145 * pow(x, 2))
         PipeBarrier<PIPE_V>();
-        Mul(t3, t3, t0, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
+        Mul(t6, t6, t0, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
         PipeBarrier<PIPE_V>();
-        Mul(t3, in1, t3, n);  // x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(...
+        Mul(t6, in1, t6, n);  // x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(...
         PipeBarrier<PIPE_V>();
-        Mins(t1, t1, 0.0f, n);  // sigmoid: min(z, 0)
+        CompareScalar(m0, t1, 0.0f, CMPMODE::LT, n);  // z < 0
         PipeBarrier<PIPE_V>();
-        Exp(t6, t1, n);  // e^min(z, 0)
+        Select(t3, m0, t3, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
         PipeBarrier<PIPE_V>();
-        Div(t6, t6, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(t3, t3, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
         PipeBarrier<PIPE_V>();
-        Add(t6, t6, t3, n);  // sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.595...
+        Add(t3, t3, t6, n);  // sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.595...
         PipeBarrier<PIPE_V>();
-        Adds(t3, in1, 0.75246143f, n);  // series near the root -0.75246143: x - x0_hi (exact)
+        Adds(t6, in1, 0.75246143f, n);  // series near the root -0.75246143: x - x0_hi (exact)
         PipeBarrier<PIPE_V>();
-        Adds(t3, t3, -1.1339628e-8f, n);  // t = (x - x0_hi) - x0_lo
+        Adds(t6, t6, -1.1339628e-8f, n);  // t = (x - x0_hi) - x0_lo
         PipeBarrier<PIPE_V>();
-        Abs(t7, t3, n);  // |t|
+        Abs(t7, t6, n);  // |t|
         PipeBarrier<PIPE_V>();
         CompareScalar(m0, t7, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
         PipeBarrier<PIPE_V>();
-        Muls(t7, t3, 8.0f, n);  // u = t / r (exact)
+        Muls(t7, t6, 8.0f, n);  // u = t / r (exact)
         PipeBarrier<PIPE_V>();
         Muls(t8, t7, -1.4321048e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
         PipeBarrier<PIPE_V>();
@@ -276,11 +276,13 @@ private:
         PipeBarrier<PIPE_V>();
         Adds(t8, t8, 0.4304001f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t3, n);  // t * G(u)
+        Mul(t8, t8, t6, n);  // t * G(u)
         PipeBarrier<PIPE_V>();
-        Select(t8, m0, t8, t6, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75246143
+        Select(t8, m0, t8, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75246143
         PipeBarrier<PIPE_V>();
         Mul(t8, in0, t8, n);  // dy * [sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs...
+        PipeBarrier<PIPE_V>();
+        Mins(t1, t1, 0.0f, n);  // min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0)
         PipeBarrier<PIPE_V>();
         Adds(t1, t1, 44.36142f, n);  // min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142
         PipeBarrier<PIPE_V>();

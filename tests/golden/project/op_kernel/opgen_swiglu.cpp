@@ -8,8 +8,8 @@
 //
 //   y = rne(gate * sigmoid(gate)) * up
 //
-// 10 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 2, compare masks m<k>: 0.
+// 11 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// float copies in<i> (free after their last use), temporaries t<k>: 2, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_swiglu.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -114,6 +114,7 @@ public:
         pipe_.InitBuffer(outQue0_, BUFFER_NUM, tile * sizeof(TOut0));  // y
         pipe_.InitBuffer(tmp0_, tile * sizeof(float));
         pipe_.InitBuffer(tmp1_, tile * sizeof(float));
+        pipe_.InitBuffer(mask0_, tile / 8);
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
             LoadTile(done, len);
@@ -158,6 +159,7 @@ private:
         }
         LocalTensor<float> t0 = tmp0_.Get<float>();
         LocalTensor<float> t1 = tmp1_.Get<float>();
+        LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // y: a float32 output is computed in place
         if constexpr (sizeof(TOut0) == 2) {
@@ -166,25 +168,27 @@ private:
             res0 = y0.template ReinterpretCast<float>();
         }
         PipeBarrier<PIPE_V>();
-        Mins(t0, in0, 0.0f, n);  // sigmoid: min(z, 0)
+        Muls(t0, in0, -1.0f, n);  // sigmoid product: w = -z
         PipeBarrier<PIPE_V>();
-        Exp(t0, t0, n);  // e^min(z, 0)
+        CompareScalar(m0, in0, -80.0f, CMPMODE::LT, n);  // z < -80: e^-z would overflow
         PipeBarrier<PIPE_V>();
-        Abs(t1, in0, n);  // |z|
+        Adds(t1, t0, -61.0f, n);  // w - 61 (exact for |w| >= 64)
         PipeBarrier<PIPE_V>();
-        Muls(t1, t1, -1.0f, n);  // -|z|
+        Select(t1, m0, t1, t0, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the Exp argument, shifted in the tail
         PipeBarrier<PIPE_V>();
-        Exp(t1, t1, n);  // e^-|z|
+        Exp(t1, t1, n);  // e^w, or e^(w - shift) in the tail
         PipeBarrier<PIPE_V>();
-        Adds(t1, t1, 1.0f, n);  // 1 + e^-|z|
+        Adds(t1, t1, 1.0f, n);  // 1 + e^w
         PipeBarrier<PIPE_V>();
-        Div(t0, t0, t1, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(in0, in0, t1, n);  // x / (1 + e^-z), times e^shift in the tail
         PipeBarrier<PIPE_V>();
-        Mul(in0, in0, t0, n);  // gate * sigmoid(gate)
+        RoundScaledOut(t0, in0, m0, y0, 3.2213403e-27f, n);  // rne(gate * sigmoid(gate))
         PipeBarrier<PIPE_V>();
-        RoundOut(in0, in0, y0, n);  // rne(gate * sigmoid(gate))
+        Mul(t0, t0, in1, n);  // rne(gate * sigmoid(gate)) * up
         PipeBarrier<PIPE_V>();
-        Mul(res0, in0, in1, n);  // rne(gate * sigmoid(gate)) * up
+        Muls(in0, t0, 3.2213403e-27f, n);  // times e^-61
+        PipeBarrier<PIPE_V>();
+        Select(res0, m0, in0, t0, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // x * sigmoid(z), the tail scaled back
         PipeBarrier<PIPE_V>();
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
@@ -194,24 +198,30 @@ private:
         inQue1_.FreeTensor(x1);
     }
 
-    // rne(u) of the body: under rounding = "hf" (roundHf, one branch per tile) with a 16-bit
-    // output, u rounded to the output dtype (RNE) and back, as the framework's eager op stores
-    // its intermediate tensor; otherwise u itself. `scratch` is the output tile, which the
-    // final Cast overwrites.
-    __aicore__ inline void RoundOut(const LocalTensor<float>& dst, const LocalTensor<float>& src,
-                                    const LocalTensor<TOut0>& scratch, int32_t n)
+    // rne(q) of a sigmoid product q whose tail (mask bits set) is scaled by e^shift: under
+    // rounding = "hf" with a 16-bit output, q scaled back by `unshift`, rounded through the
+    // output dtype (RNE) and back, and the mask cleared, since the value is no longer scaled;
+    // otherwise q itself, still scaled: the caller scales back after its multiplication, so no
+    // product is formed below float32's normal range while the final value is not. dst != src.
+    __aicore__ inline void RoundScaledOut(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                          const LocalTensor<uint8_t>& mask, const LocalTensor<TOut0>& scratch,
+                                          float unshift, int32_t n)
     {
         if constexpr (sizeof(TOut0) == 2) {
             if (t_.roundHf != 0) {
-                Cast(scratch, src, RoundMode::CAST_RINT, n);
+                Muls(dst, src, unshift, n);
+                PipeBarrier<PIPE_V>();
+                Select(dst, mask, dst, src, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);
+                PipeBarrier<PIPE_V>();
+                Cast(scratch, dst, RoundMode::CAST_RINT, n);
                 PipeBarrier<PIPE_V>();
                 Cast(dst, scratch, RoundMode::CAST_NONE, n);
+                PipeBarrier<PIPE_V>();
+                Duplicate(mask.ReinterpretCast<uint16_t>(), static_cast<uint16_t>(0), n / 16);
                 return;
             }
         }
-        if (&dst != &src) {
-            Muls(dst, src, 1.0f, n);  // exact: u itself (nothing to do when written in place)
-        }
+        Muls(dst, src, 1.0f, n);  // exact: q itself, still scaled
     }
 
     __aicore__ inline void StoreTile(uint32_t done, uint32_t len)
@@ -234,6 +244,7 @@ private:
     GlobalTensor<TOut0> gmOut0_;
     TBuf<TPosition::VECCALC> tmp0_;
     TBuf<TPosition::VECCALC> tmp1_;
+    TBuf<TPosition::VECCALC> mask0_;
 };
 }  // namespace opgen_swiglu_kernel
 

@@ -10,8 +10,8 @@
 //   dgate = dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)); series near gate = -1.2784646] * up) [rescued from underflow]
 //   dup = dy * (gate * sigmoid(gate)) [rescued from underflow]
 //
-// 64 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 9, compare masks m<k>: 1.
+// 65 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// float copies in<i> (free after their last use), temporaries t<k>: 8, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_swiglu_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -130,7 +130,6 @@ public:
         pipe_.InitBuffer(tmp5_, tile * sizeof(float));
         pipe_.InitBuffer(tmp6_, tile * sizeof(float));
         pipe_.InitBuffer(tmp7_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp8_, tile * sizeof(float));
         pipe_.InitBuffer(mask0_, tile / 8);
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
@@ -193,12 +192,11 @@ private:
         LocalTensor<float> t5 = tmp5_.Get<float>();
         LocalTensor<float> t6 = tmp6_.Get<float>();
         LocalTensor<float> t7 = tmp7_.Get<float>();
-        LocalTensor<float> t8 = tmp8_.Get<float>();
         LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dgate: a float32 output is computed in place
         if constexpr (sizeof(TOut0) == 2) {
-            res0 = t2;
+            res0 = t0;
         } else {
             res0 = y0.template ReinterpretCast<float>();
         }
@@ -210,133 +208,135 @@ private:
             res1 = y1.template ReinterpretCast<float>();
         }
         PipeBarrier<PIPE_V>();
-        Mins(t0, in1, 0.0f, n);  // sigmoid: min(z, 0)
+        Abs(t0, in1, n);  // |z|
         PipeBarrier<PIPE_V>();
-        Exp(t1, t0, n);  // e^min(z, 0)
+        Muls(t0, t0, -1.0f, n);  // -|z|
         PipeBarrier<PIPE_V>();
-        Abs(t2, in1, n);  // |z|
+        Exp(t1, t0, n);  // e^-|z|
         PipeBarrier<PIPE_V>();
-        Muls(t2, t2, -1.0f, n);  // -|z|
+        Adds(t2, t1, 1.0f, n);  // 1 + e^-|z|
         PipeBarrier<PIPE_V>();
-        Exp(t3, t2, n);  // e^-|z|
+        CompareScalar(m0, in1, 0.0f, CMPMODE::LT, n);  // z < 0
         PipeBarrier<PIPE_V>();
-        Adds(t4, t3, 1.0f, n);  // 1 + e^-|z|
+        Select(t3, m0, t1, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
         PipeBarrier<PIPE_V>();
-        Div(t1, t1, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(t3, t3, t2, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
         PipeBarrier<PIPE_V>();
-        Mul(t5, t4, t4, n);
+        Mul(t4, t2, t2, n);
         PipeBarrier<PIPE_V>();
-        Div(t3, t3, t5, n);  // exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)
+        Div(t1, t1, t4, n);  // exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)
         PipeBarrier<PIPE_V>();
-        Mul(t3, in1, t3, n);  // gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
+        Mul(t1, in1, t1, n);  // gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
         PipeBarrier<PIPE_V>();
-        Add(t3, t1, t3, n);  // sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
+        Add(t1, t3, t1, n);  // sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
         PipeBarrier<PIPE_V>();
-        Adds(t6, in1, 1.2784646f, n);  // series near the root -1.2784646: x - x0_hi (exact)
+        Adds(t5, in1, 1.2784646f, n);  // series near the root -1.2784646: x - x0_hi (exact)
         PipeBarrier<PIPE_V>();
-        Adds(t6, t6, -1.29792825e-8f, n);  // t = (x - x0_hi) - x0_lo
+        Adds(t5, t5, -1.29792825e-8f, n);  // t = (x - x0_hi) - x0_lo
         PipeBarrier<PIPE_V>();
-        Abs(t7, t6, n);  // |t|
+        Abs(t6, t5, n);  // |t|
         PipeBarrier<PIPE_V>();
-        CompareScalar(m0, t7, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
+        CompareScalar(m0, t6, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
         PipeBarrier<PIPE_V>();
-        Muls(t7, t6, 8.0f, n);  // u = t / r (exact)
+        Muls(t6, t5, 8.0f, n);  // u = t / r (exact)
         PipeBarrier<PIPE_V>();
-        Muls(t8, t7, 4.137818e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
+        Muls(t7, t6, 4.137818e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -1.7033604e-14f, n);
+        Adds(t7, t7, -1.7033604e-14f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -1.4862376e-12f, n);
+        Adds(t7, t7, -1.4862376e-12f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -2.3928633e-12f, n);
+        Adds(t7, t7, -2.3928633e-12f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 9.0003435e-11f, n);
+        Adds(t7, t7, 9.0003435e-11f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 3.046082e-9f, n);
+        Adds(t7, t7, 3.046082e-9f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 3.863595e-9f, n);
+        Adds(t7, t7, 3.863595e-9f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -1.6129368e-6f, n);
+        Adds(t7, t7, -1.6129368e-6f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -2.9731747e-5f, n);
+        Adds(t7, t7, -2.9731747e-5f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 0.00029491898f, n);
+        Adds(t7, t7, 0.00029491898f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 0.0183311f, n);
+        Adds(t7, t7, 0.0183311f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t7, t7, t6, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 0.2178117f, n);
+        Adds(t7, t7, 0.2178117f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t6, n);  // t * G(u)
+        Mul(t7, t7, t5, n);  // t * G(u)
         PipeBarrier<PIPE_V>();
-        Select(t8, m0, t8, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -1.2784646
+        Select(t7, m0, t7, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -1.2784646
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, in2, n);  // [sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2...
+        Mul(t7, t7, in2, n);  // [sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2...
         PipeBarrier<PIPE_V>();
-        Mul(t8, in0, t8, n);  // dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gat...
+        Mul(t7, in0, t7, n);  // dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gat...
         PipeBarrier<PIPE_V>();
-        Adds(t0, t0, 44.36142f, n);  // min(gate, 0) + 44.36142
+        Mins(t1, in1, 0.0f, n);  // min(gate, 0)
         PipeBarrier<PIPE_V>();
-        Exp(t0, t0, n);  // exp(min(gate, 0) + 44.36142)
+        Adds(t1, t1, 44.36142f, n);  // min(gate, 0) + 44.36142
         PipeBarrier<PIPE_V>();
-        Div(t0, t0, t4, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))
+        Exp(t1, t1, n);  // exp(min(gate, 0) + 44.36142)
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 44.36142f, n);  // -abs(gate) + 44.36142
+        Div(t1, t1, t2, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))
         PipeBarrier<PIPE_V>();
-        Exp(t2, t2, n);  // exp(-abs(gate) + 44.36142)
+        Adds(t0, t0, 44.36142f, n);  // -abs(gate) + 44.36142
         PipeBarrier<PIPE_V>();
-        Div(t2, t2, t5, n);  // exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2)
+        Exp(t0, t0, n);  // exp(-abs(gate) + 44.36142)
         PipeBarrier<PIPE_V>();
-        Mul(t2, in1, t2, n);  // gate * (exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2))
+        Div(t0, t0, t4, n);  // exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2)
         PipeBarrier<PIPE_V>();
-        Add(t2, t0, t2, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-a...
+        Mul(t0, in1, t0, n);  // gate * (exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2))
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, in2, n);  // (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-...
+        Add(t0, t1, t0, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-a...
         PipeBarrier<PIPE_V>();
-        Mul(t2, in0, t2, n);  // dy * ((exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * ...
+        Mul(t0, t0, in2, n);  // (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-...
         PipeBarrier<PIPE_V>();
-        Abs(in2, t8, n);  // underflow rescue: |value|
+        Mul(t0, in0, t0, n);  // dy * ((exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * ...
+        PipeBarrier<PIPE_V>();
+        Abs(in2, t7, n);  // underflow rescue: |value|
         PipeBarrier<PIPE_V>();
         CompareScalar(m0, in2, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
         PipeBarrier<PIPE_V>();
-        Muls(t2, t2, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+        Muls(t0, t0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
         PipeBarrier<PIPE_V>();
-        Select(res0, m0, t2, t8, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+        Select(res0, m0, t0, t7, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
         PipeBarrier<PIPE_V>();
-        Mul(t1, in1, t1, n);  // gate * sigmoid(gate)
+        Mul(t3, in1, t3, n);  // gate * sigmoid(gate)
         PipeBarrier<PIPE_V>();
-        Mul(t1, in0, t1, n);  // dy * (gate * sigmoid(gate))
+        Mul(t3, in0, t3, n);  // dy * (gate * sigmoid(gate))
         PipeBarrier<PIPE_V>();
-        Mul(in1, in1, t0, n);  // gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))))
+        Mul(in1, in1, t1, n);  // gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))))
         PipeBarrier<PIPE_V>();
         Mul(in0, in0, in1, n);  // dy * (gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))))
         PipeBarrier<PIPE_V>();
-        Abs(in1, t1, n);  // underflow rescue: |value|
+        Abs(in1, t3, n);  // underflow rescue: |value|
         PipeBarrier<PIPE_V>();
         CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
         PipeBarrier<PIPE_V>();
         Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
         PipeBarrier<PIPE_V>();
-        Select(res1, m0, in0, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+        Select(res1, m0, in0, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
         PipeBarrier<PIPE_V>();
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
@@ -385,7 +385,6 @@ private:
     TBuf<TPosition::VECCALC> tmp5_;
     TBuf<TPosition::VECCALC> tmp6_;
     TBuf<TPosition::VECCALC> tmp7_;
-    TBuf<TPosition::VECCALC> tmp8_;
     TBuf<TPosition::VECCALC> mask0_;
 };
 }  // namespace opgen_swiglu_grad_kernel

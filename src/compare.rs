@@ -608,6 +608,24 @@ mod tests {
         assert!(!compare(&a, &[normal], Tolerance::Ulp { max_ulp: 8 }).passed());
     }
 
+    #[test]
+    fn ulp_or_abs_takes_either_bar_and_has_no_cann_gate() {
+        // A cancelled element (g = 1e-6, off by 2^-22 ≈ 2.4e-7: ~4e6 ULP) passes within the
+        // absolute bound 2^-20 and fails at 2^-23; a large element 20 ULP off fails a 16-ULP bar
+        // however loose the absolute bound is in ULP of small values.
+        let g = 1e-6_f64;
+        let a = HostTensor::from_f64(DType::Float32, &[1], &[g + 2f64.powi(-22)]);
+        let c = compare(&a, &[g], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -20 });
+        assert!(c.passed(), "{c}");
+        assert!(c.cann.is_none());
+        assert!(!compare(&a, &[g], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -23 }).passed());
+        let big = 1.5_f64;
+        let a = HostTensor::from_f64(DType::Float32, &[1], &[big + 20.0 * 2f64.powi(-23)]);
+        assert!(!compare(&a, &[big], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -24 }).passed());
+        assert!(compare(&a, &[big], Tolerance::UlpOrAbs { max_ulp: 20, abs_log2: -24 }).passed());
+        assert_eq!(Tolerance::UlpOrAbs { max_ulp: 1, abs_log2: -18 }.to_string(), "ulp<=1|2^-18");
+    }
+
     fn f16(values: &[f64]) -> HostTensor {
         HostTensor::from_f64(DType::Float16, &[values.len()], values)
     }

@@ -930,8 +930,10 @@ impl FamilyOps for RowNorm {
         PlanReading { label, two_pass: mode == 2, transfer_reason: Some(transfer_reason) }
     }
 
-    fn fusion_target(&self, _spec: &OpSpec) -> bool {
-        true
+    /// RMSNorm replaces HF's eager sequence of 6–8 kernels; LayerNorm's eager form is one
+    /// native_layer_norm kernel, so there is nothing to fuse and no fusion target.
+    fn fusion_target(&self, spec: &OpSpec) -> bool {
+        !is_layer(spec)
     }
 
     fn report_inputs(

@@ -381,7 +381,9 @@ fn shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
 /// LayerNorm's extra shapes: Qwen3-VL's vision tower (hidden 1152) and its merger (4608), after
 /// the shared ones so their seeds stay.
 fn layer_shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
-    let mut shapes = vec![(vec![64, 1152], 1), (vec![16, 4608], 1)];
+    // 100x8192: split-D with three rows on some cores, where WriteStats reuses a stats buffer
+    // whose copy two rows earlier only its MTE3_S pair orders (mutant layer_norm-stats-no-mte3-s).
+    let mut shapes = vec![(vec![64, 1152], 1), (vec![16, 4608], 1), (vec![100, 8192], 1)];
     if sweep == Sweep::Full {
         shapes.push((vec![4096, 1152], 1));
         shapes.push((vec![1024, 4608], 1));

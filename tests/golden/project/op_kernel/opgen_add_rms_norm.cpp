@@ -925,6 +925,12 @@ private:
     {
         LocalTensor<float> mean;
         if constexpr (kLayerNorm) {
+            // The scalar writes below reuse the buffers whose copies (MTE3) two rows ago nothing
+            // else orders before them: LayerNorm's last pass has no V_S wait after its queue
+            // hand-offs (the twin found it on split-D 128x8192, three rows per core).
+            event_t drained = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE3_S));
+            SetFlag<HardEvent::MTE3_S>(drained);
+            WaitFlag<HardEvent::MTE3_S>(drained);
             mean = outMean_.AllocTensor<float>();
             mean.SetValue(0, st.m0 + st.c);
             outMean_.EnQue(mean);

@@ -39,6 +39,14 @@ pub enum Tolerance {
     Ulp { max_ulp: u32 },
     /// Only the CANN gate (fp32 outputs of reductions, e.g. rstd, where no ULP bar holds).
     CannOnly,
+    /// Outputs whose formula cancels (LayerNorm's y = (x − mean)·rstd·g + β near 0, its mean
+    /// near 0): every element within `max_ulp` of RNE(expected), or within 2^`abs_log2` of the
+    /// exact value — the float32 evaluation's error bound, absolute since it scales with the
+    /// terms (|x − mean|·rstd·|g|, |β|), not with their sum. No CANN gate: its relative errors
+    /// (MARE, and the small-value bar of 2^-30 for float32) measure the cancelled elements
+    /// against a bound no float32 evaluation of such a formula meets (torch's own float32
+    /// layer_norm included). The bias gate as `Ulp`'s.
+    UlpOrAbs { max_ulp: u32, abs_log2: i32 },
     /// Every element's bits equal RNE(expected)'s (layout/copy ops). No CANN gate.
     Bitwise,
     /// Integer outputs: |actual − RNE(expected)| ≤ k (int8 quantisation: 1). No CANN gate.
@@ -68,6 +76,7 @@ impl fmt::Display for Tolerance {
         match self {
             Tolerance::Rne { tie_window } => write!(f, "rne~{tie_window}"),
             Tolerance::Ulp { max_ulp } => write!(f, "ulp<={max_ulp}+CANN"),
+            Tolerance::UlpOrAbs { max_ulp, abs_log2 } => write!(f, "ulp<={max_ulp}|2^{abs_log2}"),
             Tolerance::CannOnly => f.write_str("CANN"),
             Tolerance::Bitwise => f.write_str("bitwise"),
             Tolerance::IntWithin(k) => write!(f, "int±{k}"),
@@ -433,6 +442,7 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
         _ if dtype == DType::Float32 => None,
         Tolerance::Rne { .. } => Some(2.0),
         Tolerance::Ulp { max_ulp } => Some(2.0 * f64::from(max_ulp.max(1))),
+        Tolerance::UlpOrAbs { max_ulp, .. } => Some(2.0 * f64::from(max_ulp.max(1))),
         _ => None,
     };
     let (mut bias_sum, mut bias_folded, mut bias_count) = (0.0f64, 0.0f64, 0usize);
@@ -524,6 +534,9 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
                 ulp > u64::from(max_ulp)
                     && !(dtype == DType::Float32 && g.abs() < f64::from(f32::MIN_POSITIVE))
             }
+            Tolerance::UlpOrAbs { max_ulp, abs_log2 } => {
+                ulp > u64::from(max_ulp) && (a - g).abs() > 2f64.powi(abs_log2)
+            }
             Tolerance::IntWithin(k) => ulp > u64::from(k),
             Tolerance::CannOnly | Tolerance::Bitwise => false,
         };
@@ -593,6 +606,24 @@ mod tests {
         let normal = 1.5_f64;
         let a = HostTensor::from_f64(DType::Float32, &[1], &[normal + 300.0 * 2f64.powi(-23)]);
         assert!(!compare(&a, &[normal], Tolerance::Ulp { max_ulp: 8 }).passed());
+    }
+
+    #[test]
+    fn ulp_or_abs_takes_either_bar_and_has_no_cann_gate() {
+        // A cancelled element (g = 1e-6, off by 2^-22 ≈ 2.4e-7: ~4e6 ULP) passes within the
+        // absolute bound 2^-20 and fails at 2^-23; a large element 20 ULP off fails a 16-ULP bar
+        // however loose the absolute bound is in ULP of small values.
+        let g = 1e-6_f64;
+        let a = HostTensor::from_f64(DType::Float32, &[1], &[g + 2f64.powi(-22)]);
+        let c = compare(&a, &[g], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -20 });
+        assert!(c.passed(), "{c}");
+        assert!(c.cann.is_none());
+        assert!(!compare(&a, &[g], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -23 }).passed());
+        let big = 1.5_f64;
+        let a = HostTensor::from_f64(DType::Float32, &[1], &[big + 20.0 * 2f64.powi(-23)]);
+        assert!(!compare(&a, &[big], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -24 }).passed());
+        assert!(compare(&a, &[big], Tolerance::UlpOrAbs { max_ulp: 20, abs_log2: -24 }).passed());
+        assert_eq!(Tolerance::UlpOrAbs { max_ulp: 1, abs_log2: -18 }.to_string(), "ulp<=1|2^-18");
     }
 
     fn f16(values: &[f64]) -> HostTensor {

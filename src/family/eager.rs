@@ -157,7 +157,11 @@ mod tests {
             _ => Family::Elementwise,
         };
         let params = match family {
-            Family::RowNorm => FamilyParams::RowNorm(RowNormParams { fused_residual_add: false }),
+            Family::RowNorm => FamilyParams::RowNorm(RowNormParams {
+                fused_residual_add: false,
+                norm: crate::spec::NormKind::Rms,
+                gamma_offset: 0.0,
+            }),
             Family::Rotary => FamilyParams::Rotary,
             _ => FamilyParams::Elementwise(ElementwiseParams {
                 body: "x".into(),

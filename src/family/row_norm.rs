@@ -13,35 +13,133 @@ use crate::family::inputs::Distribution;
 use crate::plan::TilingField;
 use crate::reference;
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrValue, FamilyParams, OpSpec, Reporter, RowNormParams, TensorArg};
+use crate::spec::{AttrValue, FamilyParams, NormKind, OpSpec, Reporter, RowNormParams, TensorArg};
 use crate::tensor::{round_to_dtype, HostTensor};
 
 // ---- spec --------------------------------------------------------------------------------
 
 pub(crate) fn params(raw: &RawSpec) -> FamilyParams {
-    let fused = raw.row_norm.as_ref().is_some_and(|p| p.get_ref().fused_residual_add);
-    FamilyParams::RowNorm(RowNormParams { fused_residual_add: fused })
+    let table = raw.row_norm.as_ref().map(|p| p.get_ref());
+    let fused = table.is_some_and(|p| p.fused_residual_add);
+    // An unknown norm is reported by `check`; the params keep the default meanwhile.
+    let norm = table
+        .and_then(|p| p.norm.as_ref())
+        .and_then(|n| NormKind::parse(n.get_ref()))
+        .unwrap_or(NormKind::Rms);
+    let gamma_offset = table.and_then(|p| p.gamma_offset.as_ref()).map(|o| *o.get_ref()).unwrap_or(0.0);
+    FamilyParams::RowNorm(RowNormParams { fused_residual_add: fused, norm, gamma_offset })
 }
 
 fn is_fused(spec: &OpSpec) -> bool {
     spec.row_norm().is_some_and(|p| p.fused_residual_add)
 }
 
+fn is_layer(spec: &OpSpec) -> bool {
+    spec.row_norm().is_some_and(|p| p.norm == NormKind::Layer)
+}
+
+fn gamma_offset(spec: &OpSpec) -> f64 {
+    spec.row_norm().map_or(0.0, |p| p.gamma_offset)
+}
+
+/// Where each tensor of a row_norm op sits in the spec's lists. rms: (x, gamma) → (y, rstd);
+/// fused residual add: (x1, x2, gamma) → (y, rstd, x_sum); layer: (x, gamma[, beta]) →
+/// (y, mean, rstd).
+#[derive(Debug, Clone, Copy)]
+struct Roles {
+    x2: Option<usize>,
+    gamma: usize,
+    beta: Option<usize>,
+    mean: Option<usize>,
+    rstd: usize,
+    sum: Option<usize>,
+}
+
+fn roles(spec: &OpSpec) -> Roles {
+    if is_layer(spec) {
+        let beta = (spec.inputs.len() == 3).then_some(2);
+        Roles { x2: None, gamma: 1, beta, mean: Some(1), rstd: 2, sum: None }
+    } else if is_fused(spec) {
+        Roles { x2: Some(1), gamma: 2, beta: None, mean: None, rstd: 1, sum: Some(2) }
+    } else {
+        Roles { x2: None, gamma: 1, beta: None, mean: None, rstd: 1, sum: None }
+    }
+}
+
+/// The `[row_norm]` table's fields: a known norm, a finite gamma_offset, and only combinations
+/// the kernel implements (LayerNorm has no fused residual add). A summary that says `1 + gamma`
+/// needs gamma_offset, so a Gemma-style spec is never generated as plain rms_norm.
+fn check_table(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+    let table = raw.row_norm.as_ref();
+    let norm = table.and_then(|t| t.get_ref().norm.as_ref());
+    if let Some(n) = norm {
+        if NormKind::parse(n.get_ref()).is_none() {
+            let known: Vec<String> = NormKind::ALL.iter().map(|(k, _)| format!("\"{k}\"")).collect();
+            r.error(
+                n,
+                "row_norm.norm",
+                format!("norm `{}` is not supported: use {}", n.get_ref(), known.join(" or ")),
+            );
+        }
+    }
+    if let (Some(t), Some(n)) = (table, norm) {
+        if is_layer(spec) && t.get_ref().fused_residual_add {
+            r.error(
+                n,
+                "row_norm.norm",
+                "norm \"layer\" with fused_residual_add = true is not implemented (the fused residual add is RMSNorm only: add_rms_norm)".into(),
+            );
+        }
+    }
+    if let Some(o) = table.and_then(|t| t.get_ref().gamma_offset.as_ref()) {
+        if !o.get_ref().is_finite() {
+            r.error(
+                o,
+                "row_norm.gamma_offset",
+                format!("gamma_offset {} must be a finite number", o.get_ref()),
+            );
+        }
+    }
+    let summary: String =
+        spec.summary.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
+    let says_one_plus = ["1+gamma", "gamma+1", "1+weight", "weight+1", "1.0+gamma", "1.0+weight"]
+        .iter()
+        .any(|p| summary.contains(p));
+    if says_one_plus && gamma_offset(spec) != 1.0 {
+        r.error(
+            &raw.summary,
+            "summary",
+            format!(
+                "the summary says 1 + gamma but [row_norm] gamma_offset is {}: set `gamma_offset = 1.0` (y then uses gamma + 1), or reword the summary",
+                gamma_offset(spec)
+            ),
+        );
+    }
+}
+
 pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+    check_table(r, raw, spec);
     let fused = is_fused(spec);
-    let (want_inputs, want_outputs) =
-        if fused { ("(x1, x2, gamma)", "(y, rstd, x_sum)") } else { ("(x, gamma)", "(y, rstd)") };
-    let n_in = if fused { 3 } else { 2 };
-    let n_out = if fused { 3 } else { 2 };
-    if spec.inputs.len() != n_in {
+    let layer = is_layer(spec);
+    let (want_inputs, want_outputs) = if layer {
+        ("(x, gamma) or (x, gamma, beta)", "(y, mean, rstd)")
+    } else if fused {
+        ("(x1, x2, gamma)", "(y, rstd, x_sum)")
+    } else {
+        ("(x, gamma)", "(y, rstd)")
+    };
+    let inputs_ok = if layer {
+        matches!(spec.inputs.len(), 2 | 3)
+    } else {
+        spec.inputs.len() == if fused { 3 } else { 2 }
+    };
+    let n_out = if fused || layer { 3 } else { 2 };
+    let kind = if layer { " with norm = \"layer\"" } else { fused_note(fused) };
+    if !inputs_ok {
         r.error(
             &raw.inputs,
             "inputs",
-            format!(
-                "family row_norm{} takes {n_in} inputs {want_inputs}, found {}",
-                fused_note(fused),
-                spec.inputs.len()
-            ),
+            format!("family row_norm{kind} takes inputs {want_inputs}, found {}", spec.inputs.len()),
         );
         return;
     }
@@ -49,23 +147,21 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         r.error(
             &raw.outputs,
             "outputs",
-            format!(
-                "family row_norm{} has {n_out} outputs {want_outputs}, found {}",
-                fused_note(fused),
-                spec.outputs.len()
-            ),
+            format!("family row_norm{kind} has {n_out} outputs {want_outputs}, found {}", spec.outputs.len()),
         );
         return;
     }
+    let roles = roles(spec);
     let valid =
         super::check_inputs_share_a_float(r, raw, spec, "row_norm", "mixed-dtype row_norm is not supported");
     for (c, x) in valid {
         for (o, t) in spec.outputs.iter().enumerate() {
-            let want = if o == 1 { DType::Float32 } else { x };
+            let stat = o == roles.rstd || Some(o) == roles.mean;
+            let want = if stat { DType::Float32 } else { x };
             if t.dtypes[c] != want {
                 let span = &raw.outputs.get_ref()[o].dtypes.get_ref()[c];
-                let role = if o == 1 {
-                    "rstd is always float32".to_string()
+                let role = if stat {
+                    format!("`{}` (a per-row statistic) is always float32", t.name)
                 } else {
                     format!("`{}` has x's dtype", t.name)
                 };
@@ -91,6 +187,13 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
             }
             if let Some(rounding) = spec.attrs.get(1) {
                 check_rounding_attr(r, raw, 1, rounding, "row_norm");
+                if layer && matches!(&rounding.default, Some(AttrValue::String(v)) if v == "hf") {
+                    r.error(
+                        raw.attrs[1].default.as_ref().expect("default present"),
+                        "attrs[1].default",
+                        "rounding \"hf\" is RMSNorm's (HF Qwen2RMSNorm rounds x*rstd before gamma); LayerNorm computes in float32 and rounds y once, as torch's layer_norm: use \"once\"".into(),
+                    );
+                }
             }
         }
         _ => {
@@ -213,9 +316,24 @@ pub const TILING_FIELDS: &[TilingField] = &[
 ];
 
 pub fn template_extras(spec: &OpSpec) -> serde_json::Map<String, serde_json::Value> {
+    let ro = roles(spec);
     let mut m = serde_json::Map::new();
     m.insert("fused".into(), serde_json::Value::Bool(is_fused(spec)));
-    m.insert("gamma".into(), serde_json::to_value(spec.inputs.last()).expect("plain data"));
+    m.insert("layer".into(), serde_json::Value::Bool(is_layer(spec)));
+    m.insert("has_beta".into(), serde_json::Value::Bool(ro.beta.is_some()));
+    // A C++ float literal; 0 leaves gamma as it is (no extra vector op).
+    m.insert("gamma_offset".into(), format!("{:?}f", gamma_offset(spec) as f32).into());
+    m.insert("has_gamma_offset".into(), serde_json::Value::Bool(gamma_offset(spec) != 0.0));
+    m.insert("gamma".into(), serde_json::to_value(&spec.inputs[ro.gamma]).expect("plain data"));
+    m.insert("gamma_index".into(), ro.gamma.into());
+    let name = |t: Option<&TensorArg>| t.map_or(serde_json::Value::Null, |t| t.name.clone().into());
+    m.insert("x2_name".into(), name(ro.x2.map(|i| &spec.inputs[i])));
+    m.insert("beta_name".into(), name(ro.beta.map(|i| &spec.inputs[i])));
+    m.insert("mean_name".into(), name(ro.mean.map(|i| &spec.outputs[i])));
+    m.insert("rstd_name".into(), name(Some(&spec.outputs[ro.rstd])));
+    m.insert("rstd_index".into(), ro.rstd.into());
+    m.insert("mean_index".into(), ro.mean.map_or(serde_json::Value::Null, |i| i.into()));
+    m.insert("sum_name".into(), name(ro.sum.map(|i| &spec.outputs[i])));
     // The host reads attr 1 when the spec declares `rounding`; otherwise the family default.
     m.insert("has_rounding".into(), serde_json::Value::Bool(spec.attrs.len() > 1));
     m.insert("default_round_hf".into(), serde_json::Value::Bool(default_rounding(spec) == Rounding::Hf));
@@ -260,20 +378,41 @@ fn shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
     shapes
 }
 
+/// LayerNorm's extra shapes: Qwen3-VL's vision tower (hidden 1152) and its merger (4608), after
+/// the shared ones so their seeds stay.
+fn layer_shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
+    // 100x8192: split-D with three rows on some cores, where WriteStats reuses a stats buffer
+    // whose copy two rows earlier only its MTE3_S pair orders (mutant layer_norm-stats-no-mte3-s).
+    let mut shapes = vec![(vec![64, 1152], 1), (vec![16, 4608], 1), (vec![100, 8192], 1)];
+    if sweep == Sweep::Full {
+        shapes.push((vec![4096, 1152], 1));
+        shapes.push((vec![1024, 4608], 1));
+    }
+    shapes
+}
+
 pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     let names: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
     let attrs = default_attrs(spec);
     let make = |x: &[usize], gamma_rank: usize, dist: Distribution, seed: u64| {
         let gamma = x[x.len() - gamma_rank..].to_vec();
+        let ro = roles(spec);
         let mut shapes = vec![(names[0].to_string(), x.to_vec())];
-        if is_fused(spec) {
-            shapes.push((names[1].to_string(), x.to_vec()));
+        if let Some(i) = ro.x2 {
+            shapes.push((names[i].to_string(), x.to_vec()));
         }
-        shapes.push((names[names.len() - 1].to_string(), gamma));
+        shapes.push((names[ro.gamma].to_string(), gamma.clone()));
+        if let Some(i) = ro.beta {
+            shapes.push((names[i].to_string(), gamma));
+        }
         Case { shapes, dist, seed, attrs: attrs.clone() }
     };
     let mut out = Vec::new();
-    for (i, (x, g)) in shapes(sweep).into_iter().enumerate() {
+    let mut all = shapes(sweep);
+    if is_layer(spec) {
+        all.extend(layer_shapes(sweep));
+    }
+    for (i, (x, g)) in all.into_iter().enumerate() {
         out.push(make(&x, g, Distribution::Uniform5, 1000 + i as u64));
     }
     let others: &[Distribution] = match sweep {
@@ -296,9 +435,16 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     for (i, (x, dist)) in aimed_cases().into_iter().enumerate() {
         out.push(make(&x, 1, dist, 7000 + i as u64));
     }
+    if is_layer(spec) {
+        // Rows of mean 1000 and std 1 (`case_inputs`), where E[x²] − E[x]² in float32 cancels:
+        // one case per tiling mode and both split-D variants.
+        for (i, x) in LARGE_MEAN_SHAPES.iter().enumerate() {
+            out.push(make(x, 1, Distribution::Uniform5, LARGE_MEAN_SEED + i as u64));
+        }
+    }
     // The other rounding (the spec's default is the rest): one case per tiling mode and the
-    // split-D paths, so both branches of every pass the kernel has are run.
-    if let Some(other) = other_rounding(spec) {
+    // split-D paths, so both branches of every pass the kernel has are run. LayerNorm has one.
+    if let Some(other) = other_rounding(spec).filter(|_| !is_layer(spec)) {
         let flipped = [
             (vec![4, 896], Distribution::Uniform5),
             (vec![3, 7], Distribution::Uniform5),
@@ -317,6 +463,42 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
         }
     }
     out
+}
+
+/// LayerNorm's large-mean cases: x = 1000 + u with u uniform of std 1 (from `Uniform5` / √(25/3)),
+/// rounded to x's dtype, in modes 0, 1, split-D with the row resident and streamed.
+const LARGE_MEAN_SHAPES: [&[usize]; 4] = [&[4, 896], &[1000, 64], &[2, 16384], &[2, 98304]];
+const LARGE_MEAN_SEED: u64 = 9000;
+
+/// x of a large-mean case (seed LARGE_MEAN_SEED..); other inputs as the distribution draws them.
+fn large_mean_inputs(spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
+    if !is_layer(spec)
+        || !(LARGE_MEAN_SEED..LARGE_MEAN_SEED + LARGE_MEAN_SHAPES.len() as u64).contains(&case.seed)
+    {
+        return None;
+    }
+    let inputs = case
+        .shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (name, shape))| {
+            let dtype = spec.inputs[i].dtypes[column];
+            let t = crate::family::inputs::generate(
+                case.dist,
+                dtype,
+                shape,
+                crate::family::inputs::derive_seed(case.seed, name),
+            );
+            if i == 0 {
+                let scale = (25.0f64 / 3.0).sqrt();
+                let v: Vec<f64> = t.to_f64().iter().map(|u| 1000.0 + u / scale).collect();
+                (name.clone(), HostTensor::from_f64(dtype, shape, &v))
+            } else {
+                (name.clone(), t)
+            }
+        })
+        .collect();
+    Some((inputs, case.attrs.clone()))
 }
 
 /// The rounding the spec's default is not, when the spec declares the attr.
@@ -348,9 +530,10 @@ fn aimed_cases() -> Vec<(Vec<usize>, Distribution)> {
     ]
 }
 
-/// The residual input is shaped like x; gamma covers x's last dim.
+/// The residual input is shaped like x; gamma (and beta) cover x's last dim.
 pub fn derived_shape(spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
-    if i + 1 == spec.inputs.len() {
+    let ro = roles(spec);
+    if i == ro.gamma || Some(i) == ro.beta {
         first.last().map(|d| vec![*d]).unwrap_or_default()
     } else {
         first.to_vec()
@@ -381,7 +564,69 @@ const Y_F32_ULP: u32 = 12;
 /// square root.
 const RSTD_ULP: u32 = 10;
 
-/// Checked by name: rms_norm against npu_rms_norm's math, add_rms_norm against AddRmsNorm's.
+/// LayerNorm's y and mean have no relative accuracy bound in float32 arithmetic: y =
+/// (x − mean)·rstd·g + β cancels where y is near 0, and the mean of a row whose values cancel
+/// is near 0 with the error of its terms. torch's own float32 layer_norm has the same property.
+/// So both are held to `UlpOrAbs`: within `y_ulp` (16-bit: 1, faithful; float32: 16) of
+/// RNE(g), or within the float32 evaluation's absolute error bound, K·2^-24·S, K =
+/// `LAYER_ERROR_UNITS`, with S the largest term of the output:
+/// - y: S = max over elements of (|x − mean|·rstd + 1)·|g| + |β| (the kernel forms
+///   ((x − m0) − c)·rstd·g + β: x − m0 exact or rounded once, c = Σ(x − m0)/n within
+///   ~log2(n)·2^-24 of the row's spread, i.e. within that many units of 1/rstd, then three
+///   roundings and rstd's few units);
+/// - mean: S = max over rows of |mean| + log2(n)·mean(|x − mean|) (m0 rounded once, the
+///   correction c as above).
+///
+/// Measured (quick sweep, 2026-12-01): y within 0.4 units of S, mean within 0.15; K = 8 gives
+/// 20x room and is still 2^-19·S, far below what a missing or doubled mean subtraction leaves.
+/// rstd (a sum of squares of centred values, no cancellation) keeps the RMSNorm ULP bar.
+const LAYER_ERROR_UNITS: f64 = 8.0;
+
+fn abs_log2(scale: f64) -> i32 {
+    let bound = LAYER_ERROR_UNITS * scale * 2f64.powi(-24);
+    if bound.is_finite() && bound > 0.0 {
+        bound.log2().ceil() as i32
+    } else {
+        -1074
+    }
+}
+
+/// The tolerances of LayerNorm's y and mean for these inputs (see `LAYER_ERROR_UNITS`).
+fn layer_tolerances(
+    x: &HostTensor,
+    g: &[f64],
+    beta: Option<&HostTensor>,
+    r: &reference::row_norm::LayerNormOutputs,
+) -> (Tolerance, Tolerance) {
+    let n = g.len();
+    let xv = x.to_f64();
+    let bv = beta.map(|b| b.to_f64());
+    let (mut sy, mut sm) = (0.0f64, 0.0f64);
+    for (row, xs) in xv.chunks_exact(n).enumerate() {
+        let (m, rs) = (r.mean[row], r.rstd[row]);
+        let mut spread = 0.0;
+        for (j, xi) in xs.iter().enumerate() {
+            let b = bv.as_ref().map_or(0.0, |b| b[j].abs());
+            let term = ((xi - m).abs() * rs + 1.0) * g[j].abs() + b;
+            if term.is_finite() {
+                sy = sy.max(term);
+            }
+            spread += (xi - m).abs();
+        }
+        let term = m.abs() + (n as f64).log2() * spread / n as f64;
+        if term.is_finite() {
+            sm = sm.max(term);
+        }
+    }
+    let y_ulp = if x.dtype == DType::Float32 { 16 } else { 1 };
+    (
+        Tolerance::UlpOrAbs { max_ulp: y_ulp, abs_log2: abs_log2(sy) },
+        Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: abs_log2(sm) },
+    )
+}
+
+/// By the op's params (norm, fused add, gamma_offset), not its name: rms against
+/// npu_rms_norm's math, the fused add against AddRmsNorm's, layer against torch's layer_norm.
 pub fn expected(
     spec: &OpSpec,
     inputs: &[(String, HostTensor)],
@@ -390,60 +635,80 @@ pub fn expected(
     let out = |i: usize| spec.outputs[i].name.clone();
     let eps = attr_f64(attrs, "epsilon")?;
     let rounding = rounding_of(spec, attrs)?;
-    match spec.name.as_str() {
-        "rms_norm" => {
-            let (x, gamma) = (&inputs[0].1, &inputs[1].1);
-            let r = reference::row_norm::rms_norm_rounded(x, gamma, eps, rounding)?;
-            Ok(vec![
-                Expected {
-                    name: out(0),
-                    dtype: x.dtype,
-                    shape: x.shape.clone(),
-                    values: r.y,
-                    tolerance: compute_tolerance(x.dtype),
-                },
-                Expected {
-                    name: out(1),
-                    dtype: DType::Float32,
-                    shape: r.rstd_shape,
-                    values: r.rstd,
-                    tolerance: Tolerance::Ulp { max_ulp: RSTD_ULP },
-                },
-            ])
-        }
-        "add_rms_norm" => {
-            let (x1, x2, gamma) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
-            let r = reference::row_norm::add_rms_norm_rounded(x1, x2, gamma, eps, rounding)?;
-            Ok(vec![
-                Expected {
-                    name: out(0),
-                    dtype: x1.dtype,
-                    shape: x1.shape.clone(),
-                    values: r.y,
-                    tolerance: compute_tolerance(x1.dtype),
-                },
-                Expected {
-                    name: out(1),
-                    dtype: DType::Float32,
-                    shape: r.rstd_shape,
-                    values: r.rstd,
-                    tolerance: Tolerance::Ulp { max_ulp: RSTD_ULP },
-                },
-                Expected {
-                    name: out(2),
-                    dtype: x1.dtype,
-                    shape: x1.shape.clone(),
-                    values: r.x_sum,
-                    // x1 + x2 of two 16-bit values is exact in float32: one rounding,
-                    // decidable, so no tie window.
-                    tolerance: Tolerance::Rne { tie_window: 0 },
-                },
-            ])
-        }
-        other => Err(FamilyError::new(format!(
-            "no reference for row_norm op `{other}`: catalogue ops are checked against src/reference"
-        ))),
+    let ro = roles(spec);
+    let offset = gamma_offset(spec);
+    if is_layer(spec) {
+        let (x, gamma) = (&inputs[0].1, &inputs[ro.gamma].1);
+        let beta = ro.beta.map(|i| &inputs[i].1);
+        let r = reference::row_norm::layer_norm(x, gamma, beta, eps, offset)?;
+        let g: Vec<f64> = gamma.to_f64().iter().map(|v| v + offset).collect();
+        let (y_tolerance, mean_tolerance) = layer_tolerances(x, &g, beta, &r);
+        let stat = |name: String, values: Vec<f64>, tolerance: Tolerance| Expected {
+            name,
+            dtype: DType::Float32,
+            shape: r.stat_shape.clone(),
+            values,
+            tolerance,
+        };
+        return Ok(vec![
+            Expected {
+                name: out(0),
+                dtype: x.dtype,
+                shape: x.shape.clone(),
+                values: r.y.clone(),
+                tolerance: y_tolerance,
+            },
+            stat(out(ro.mean.expect("layer has a mean")), r.mean.clone(), mean_tolerance),
+            stat(out(ro.rstd), r.rstd.clone(), Tolerance::Ulp { max_ulp: RSTD_ULP }),
+        ]);
     }
+    if !is_fused(spec) {
+        let (x, gamma) = (&inputs[0].1, &inputs[1].1);
+        let r = reference::row_norm::rms_norm_rounded(x, gamma, eps, rounding, offset)?;
+        return Ok(vec![
+            Expected {
+                name: out(0),
+                dtype: x.dtype,
+                shape: x.shape.clone(),
+                values: r.y,
+                tolerance: compute_tolerance(x.dtype),
+            },
+            Expected {
+                name: out(1),
+                dtype: DType::Float32,
+                shape: r.rstd_shape,
+                values: r.rstd,
+                tolerance: Tolerance::Ulp { max_ulp: RSTD_ULP },
+            },
+        ]);
+    }
+    let (x1, x2, gamma) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
+    let r = reference::row_norm::add_rms_norm_rounded(x1, x2, gamma, eps, rounding, offset)?;
+    Ok(vec![
+        Expected {
+            name: out(0),
+            dtype: x1.dtype,
+            shape: x1.shape.clone(),
+            values: r.y,
+            tolerance: compute_tolerance(x1.dtype),
+        },
+        Expected {
+            name: out(1),
+            dtype: DType::Float32,
+            shape: r.rstd_shape,
+            values: r.rstd,
+            tolerance: Tolerance::Ulp { max_ulp: RSTD_ULP },
+        },
+        Expected {
+            name: out(2),
+            dtype: x1.dtype,
+            shape: x1.shape.clone(),
+            values: r.x_sum,
+            // x1 + x2 of two 16-bit values is exact in float32: one rounding,
+            // decidable, so no tie window.
+            tolerance: Tolerance::Rne { tie_window: 0 },
+        },
+    ])
 }
 
 /// y, 16-bit, `rounding = "hf"` (both ops): where m = x·rstd (add_rms_norm: s·rstd) is within
@@ -456,10 +721,10 @@ pub fn alternates(
     attrs: &[(String, AttrValue)],
     output: &str,
 ) -> Result<Vec<f64>, FamilyError> {
-    if output != spec.outputs[0].name || rounding_of(spec, attrs)? != Rounding::Hf {
+    if output != spec.outputs[0].name || is_layer(spec) || rounding_of(spec, attrs)? != Rounding::Hf {
         return Ok(Vec::new());
     }
-    let gamma = &inputs[inputs.len() - 1].1;
+    let gamma = &inputs[roles(spec).gamma].1;
     let dtype = inputs[0].1.dtype;
     if !matches!(dtype, DType::Float16 | DType::BFloat16) {
         return Ok(Vec::new());
@@ -468,15 +733,16 @@ pub fn alternates(
     // The row values the kernel normalises (x, or the rounded sum) and their rstd, in f64.
     let (values, rstd) = if is_fused(spec) {
         let (x1, x2) = (&inputs[0].1, &inputs[1].1);
-        let r = reference::row_norm::add_rms_norm_rounded(x1, x2, gamma, eps, Rounding::Hf)?;
+        let r =
+            reference::row_norm::add_rms_norm_rounded(x1, x2, gamma, eps, Rounding::Hf, gamma_offset(spec))?;
         (r.x_sum, r.rstd)
     } else {
         let x = &inputs[0].1;
-        let r = reference::row_norm::rms_norm_rounded(x, gamma, eps, Rounding::Hf)?;
+        let r = reference::row_norm::rms_norm_rounded(x, gamma, eps, Rounding::Hf, gamma_offset(spec))?;
         (x.to_f64(), r.rstd)
     };
     let n = gamma.numel();
-    let g = gamma.to_f64();
+    let g: Vec<f64> = gamma.to_f64().iter().map(|v| v + gamma_offset(spec)).collect();
     let window = 8.0 * f64::from(f32::EPSILON) / 2.0;
     Ok(values
         .iter()
@@ -550,24 +816,32 @@ impl FamilyOps for RowNorm {
         Ok(template_extras(spec))
     }
 
-    /// Inputs (x[, x2], gamma), outputs (y, rstd[, x_sum]). gamma covers x's trailing dims; the
-    /// residual has x's shape; y and x_sum are shaped like x; rstd is x's shape with the
-    /// gamma-covered dims set to 1 (rank preserved, as torch_npu's npu_rms_norm).
+    /// Inputs (x[, x2], gamma[, beta]), outputs (y, rstd[, x_sum]) or (y, mean, rstd). gamma
+    /// (and beta) cover x's trailing dims; the residual has x's shape; y and x_sum are shaped
+    /// like x; mean and rstd are x's shape with the gamma-covered dims set to 1 (rank
+    /// preserved, as torch_npu's npu_rms_norm).
     fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
-        let name = |ts: &[TensorArg], i: usize| ts.get(i).map(|t| t.name.clone());
-        let (x, gamma) = match (name(&spec.inputs, 0), spec.inputs.last().map(|t| t.name.clone())) {
-            (Some(x), Some(g)) if spec.inputs.len() >= 2 => (x, g),
-            _ => return Err(FamilyError::new("row_norm needs inputs (x, [residual,] gamma)")),
-        };
+        if spec.inputs.len() < 2 {
+            return Err(FamilyError::new("row_norm needs inputs (x, [residual,] gamma[, beta])"));
+        }
+        let ro = roles(spec);
+        let x = spec.inputs[0].name.clone();
+        let gamma = spec.inputs[ro.gamma].name.clone();
         let mut checks = Vec::new();
-        for t in &spec.inputs[1..spec.inputs.len() - 1] {
-            checks.push(ShapeCheck::SameShape { tensor: t.name.clone(), like: x.clone() });
+        if let Some(i) = ro.x2 {
+            checks.push(ShapeCheck::SameShape { tensor: spec.inputs[i].name.clone(), like: x.clone() });
         }
         checks.push(ShapeCheck::TrailingDims { tensor: gamma.clone(), of: x.clone() });
+        if let Some(i) = ro.beta {
+            checks.push(ShapeCheck::SameShape { tensor: spec.inputs[i].name.clone(), like: gamma.clone() });
+        }
         let outputs = (0..spec.outputs.len())
-            .map(|i| match i {
-                1 => OutputShape::TrailingOnes { of: x.clone(), count_of: gamma.clone() },
-                _ => OutputShape::Like { of: x.clone() },
+            .map(|i| {
+                if i == ro.rstd || Some(i) == ro.mean {
+                    OutputShape::TrailingOnes { of: x.clone(), count_of: gamma.clone() }
+                } else {
+                    OutputShape::Like { of: x.clone() }
+                }
             })
             .collect();
         Ok(ShapeRule { checks, outputs })
@@ -581,8 +855,8 @@ impl FamilyOps for RowNorm {
         cases(spec, sweep)
     }
 
-    fn case_inputs(&self, _spec: &OpSpec, _column: usize, _case: &Case) -> Option<CaseData> {
-        None
+    fn case_inputs(&self, spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
+        large_mean_inputs(spec, column, case)
     }
 
     fn expected(
@@ -607,7 +881,13 @@ impl FamilyOps for RowNorm {
     /// Qwen2-7B's and Qwen3-8B's hidden sizes at 4096 tokens; for rms_norm also Qwen3-8B's
     /// q_norm (RMSNorm over head_dim 128 of every (token, head), 32 heads; k_norm is the same
     /// row structure at a quarter of the rows).
+    /// LayerNorm: Qwen3-VL-8B's vision tower (hidden 1152, a 1024x1024 image = 64x64 patches of
+    /// 16) and its deepstack merger's post-shuffle LayerNorm over 4 merged patches (4608, 1024
+    /// tokens); vision_config of Qwen3-VL-8B: hidden_size 1152, patch_size 16, spatial_merge_size 2.
     fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        if is_layer(spec) {
+            return vec![("Qwen3-VL vision", vec![4096, 1152]), ("Qwen3-VL merger", vec![1024, 4608])];
+        }
         let mut out = vec![("Qwen2-7B", vec![4096, 3584]), ("Qwen3-8B", vec![4096, 4096])];
         if spec.name == "rms_norm" {
             out.push(("Qwen3 q-norm", vec![4096 * 32, 128]));
@@ -618,7 +898,7 @@ impl FamilyOps for RowNorm {
     /// Rows: x's elements / gamma's.
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
-        let gamma = numel(spec.inputs.len() - 1)?;
+        let gamma = numel(roles(spec).gamma)?;
         (gamma > 0).then(|| numel(0).unwrap_or(0) / gamma)
     }
 
@@ -652,8 +932,10 @@ impl FamilyOps for RowNorm {
         PlanReading { label, two_pass: mode == 2, transfer_reason: Some(transfer_reason) }
     }
 
-    fn fusion_target(&self, _spec: &OpSpec) -> bool {
-        true
+    /// RMSNorm replaces HF's eager sequence of 6–8 kernels; LayerNorm's eager form is one
+    /// native_layer_norm kernel, so there is nothing to fuse and no fusion target.
+    fn fusion_target(&self, spec: &OpSpec) -> bool {
+        !is_layer(spec)
     }
 
     fn report_inputs(
@@ -667,6 +949,17 @@ impl FamilyOps for RowNorm {
 
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
         let mut b = Builder::default();
+        if is_layer(case.spec) {
+            // torch's F.layer_norm is one native_layer_norm kernel (it writes mean and rstd too).
+            let (x, _) = input(case, 0)?;
+            let (w, _) = input(case, 1)?;
+            let mut args = vec![x, w];
+            if case.spec.inputs.len() == 3 {
+                args.push(input(case, 2)?.0);
+            }
+            b.op("F.layer_norm", &args, x);
+            return Ok(b.finish("torch.nn.functional.layer_norm (one native_layer_norm kernel)"));
+        }
         b.note("eager returns no rstd; the fused op writes it as well");
         if is_fused(case.spec) {
             let (x1, _) = input(case, 0)?;

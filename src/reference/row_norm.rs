@@ -1,5 +1,7 @@
 //! RMSNorm references (op-semantics.md §1): `rms_norm` (torch_npu.npu_rms_norm on A2/A3) and
-//! `add_rms_norm` (torch_npu.npu_add_rms_norm).
+//! `add_rms_norm` (torch_npu.npu_add_rms_norm); LayerNorm (`layer_norm`, torch's
+//! `layer_norm` with the biased variance). A gamma offset (Gemma's `1 + gamma`) is added to
+//! gamma in f64, where it is exact.
 //!
 //! gamma covers the trailing dims of x: n = gamma.numel(), rows = x.numel() / n. For each row
 //! rstd = 1/√(Σx²/n + eps). rstd has x's rank with the normalised dims replaced by 1 (§1.2).
@@ -92,7 +94,7 @@ fn inner(dtype: crate::dtype::DType, rounding: Rounding, v: f64) -> f64 {
 /// npu_rms_norm (A2/A3): y = x·rstd·gamma with a single final rounding (op-semantics §1.3), so
 /// nothing is rounded here.
 pub fn rms_norm(x: &HostTensor, gamma: &HostTensor, eps: f64) -> Result<RmsNormOutputs, ReferenceError> {
-    rms_norm_rounded(x, gamma, eps, Rounding::Once)
+    rms_norm_rounded(x, gamma, eps, Rounding::Once, 0.0)
 }
 
 /// [`rms_norm`] with the rounding points of `rounding`: y is the unrounded product of
@@ -103,10 +105,11 @@ pub fn rms_norm_rounded(
     gamma: &HostTensor,
     eps: f64,
     rounding: Rounding,
+    gamma_offset: f64,
 ) -> Result<RmsNormOutputs, ReferenceError> {
     let (rows, n, rstd_shape) = row_geometry("rms_norm", x, gamma, eps)?;
     let xv = x.to_f64();
-    let gv = gamma.to_f64();
+    let gv = offset_gamma(gamma, gamma_offset);
     let mut y = Vec::with_capacity(xv.len());
     let mut rstd = Vec::with_capacity(rows);
     for row in xv.chunks_exact(n) {
@@ -138,7 +141,7 @@ pub fn add_rms_norm(
     gamma: &HostTensor,
     eps: f64,
 ) -> Result<AddRmsNormOutputs, ReferenceError> {
-    add_rms_norm_rounded(x1, x2, gamma, eps, Rounding::Hf)
+    add_rms_norm_rounded(x1, x2, gamma, eps, Rounding::Hf, 0.0)
 }
 
 /// [`add_rms_norm`] with the rounding of step 3 chosen: [`Rounding::Hf`] as above,
@@ -150,6 +153,7 @@ pub fn add_rms_norm_rounded(
     gamma: &HostTensor,
     eps: f64,
     rounding: Rounding,
+    gamma_offset: f64,
 ) -> Result<AddRmsNormOutputs, ReferenceError> {
     if x1.shape != x2.shape || x1.dtype != x2.dtype {
         return Err(ReferenceError::new(
@@ -167,7 +171,7 @@ pub fn add_rms_norm_rounded(
     let (rows, n, rstd_shape) = row_geometry("add_rms_norm", x1, gamma, eps)?;
     let x_sum: Vec<f64> =
         x1.to_f64().iter().zip(x2.to_f64()).map(|(a, b)| round_to_dtype(dtype, a + b)).collect();
-    let gv = gamma.to_f64();
+    let gv = offset_gamma(gamma, gamma_offset);
     let mut y = Vec::with_capacity(x_sum.len());
     let mut rstd = Vec::with_capacity(rows);
     for row in x_sum.chunks_exact(n) {
@@ -176,6 +180,66 @@ pub fn add_rms_norm_rounded(
         y.extend(row.iter().zip(&gv).map(|(si, gi)| inner(dtype, rounding, si * r) * gi));
     }
     Ok(AddRmsNormOutputs { y, rstd, rstd_shape, x_sum })
+}
+
+/// gamma's values plus the offset, in f64 (exact for 16-bit and float32 gamma and the offsets
+/// specs use, such as 1).
+fn offset_gamma(gamma: &HostTensor, offset: f64) -> Vec<f64> {
+    gamma.to_f64().iter().map(|g| g + offset).collect()
+}
+
+/// Outputs of [`layer_norm`], unrounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerNormOutputs {
+    /// x's shape; round once to x's dtype.
+    pub y: Vec<f64>,
+    /// One per row (float32 on the device), shape `stat_shape`.
+    pub mean: Vec<f64>,
+    /// One per row, 1/√(var + eps) with the biased variance; shape `stat_shape`.
+    pub rstd: Vec<f64>,
+    /// x's shape with the normalised dims set to 1 (as rms_norm's rstd).
+    pub stat_shape: Vec<usize>,
+}
+
+/// torch.nn.functional.layer_norm over the dims gamma covers: per row of n elements,
+/// mean = Σx/n, var = Σ(x − mean)²/n (biased, as torch), rstd = 1/√(var + eps),
+/// y = (x − mean)·rstd·(gamma + gamma_offset) + beta (beta absent: 0). Two passes in f64, so a
+/// row with a large mean (1000 ± 1) keeps its variance. y is rounded once by the caller (torch
+/// computes 16-bit layer_norm in float32 and rounds y once).
+pub fn layer_norm(
+    x: &HostTensor,
+    gamma: &HostTensor,
+    beta: Option<&HostTensor>,
+    eps: f64,
+    gamma_offset: f64,
+) -> Result<LayerNormOutputs, ReferenceError> {
+    let (rows, n, stat_shape) = row_geometry("layer_norm", x, gamma, eps)?;
+    if let Some(b) = beta {
+        if b.shape != gamma.shape {
+            return Err(ReferenceError::new(
+                "layer_norm",
+                format!(
+                    "beta shape {} must equal gamma's {}",
+                    format_shape(&b.shape),
+                    format_shape(&gamma.shape)
+                ),
+            ));
+        }
+    }
+    let xv = x.to_f64();
+    let gv = offset_gamma(gamma, gamma_offset);
+    let bv = beta.map(|b| b.to_f64()).unwrap_or_else(|| vec![0.0; n]);
+    let mut y = Vec::with_capacity(xv.len());
+    let (mut mean, mut rstd) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+    for row in xv.chunks_exact(n) {
+        let m = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / n as f64;
+        let r = 1.0 / (var + eps).sqrt();
+        mean.push(m);
+        rstd.push(r);
+        y.extend(row.iter().zip(&gv).zip(&bv).map(|((xi, gi), bi)| (xi - m) * r * gi + bi));
+    }
+    Ok(LayerNormOutputs { y, mean, rstd, stat_shape })
 }
 
 /// The number of row groups whose dgamma partials the grad kernels sum (in their workspace)
@@ -277,6 +341,38 @@ mod tests {
         assert!(close(out.y[0], 0.8485281374238571));
         assert!(close(out.y[1], 2.2627416997969525));
         assert_eq!(out.rstd_shape, vec![1, 1]);
+    }
+
+    #[test]
+    fn layer_norm_hand_worked_row() {
+        // x = [1, 2, 3, 6]: mean 3, deviations [-2, -1, 0, 3], var = (4 + 1 + 0 + 9)/4 = 3.5
+        // (biased), eps = 0: rstd = 1/√3.5 = 0.5345224838248488; gamma = [1, 1, 2, 1] with
+        // offset 1 → [2, 2, 3, 2]; beta = [0, 0.5, 0, -1]:
+        // y = [-4·r, -2·r + 0.5, 0, 6·r − 1].
+        let x = HostTensor::from_f64(DType::Float32, &[1, 4], &[1.0, 2.0, 3.0, 6.0]);
+        let g = HostTensor::from_f64(DType::Float32, &[4], &[1.0, 1.0, 2.0, 1.0]);
+        let b = HostTensor::from_f64(DType::Float32, &[4], &[0.0, 0.5, 0.0, -1.0]);
+        let out = layer_norm(&x, &g, Some(&b), 0.0, 1.0).unwrap();
+        let r = 0.5345224838248488;
+        assert_eq!(out.mean, vec![3.0]);
+        assert!(close(out.rstd[0], r));
+        assert!(close(out.y[0], -4.0 * r));
+        assert!(close(out.y[1], -2.0 * r + 0.5));
+        assert_eq!(out.y[2], 0.0);
+        assert!(close(out.y[3], 6.0 * r - 1.0));
+        assert_eq!(out.stat_shape, vec![1, 1]);
+    }
+
+    #[test]
+    fn layer_norm_keeps_the_variance_of_a_large_mean_row() {
+        // 1000 + [-1, 1, -1, 1]: mean 1000, var 1 exactly; E[x²] − E[x]² in float32 would be
+        // 1000001 − 1000000 computed at a float32 ulp of 0.0625 near 10^6.
+        let x = HostTensor::from_f64(DType::Float32, &[4], &[999.0, 1001.0, 999.0, 1001.0]);
+        let g = HostTensor::from_f64(DType::Float32, &[4], &[1.0; 4]);
+        let out = layer_norm(&x, &g, None, 0.0, 0.0).unwrap();
+        assert_eq!(out.mean, vec![1000.0]);
+        assert_eq!(out.rstd, vec![1.0]);
+        assert_eq!(out.y, vec![-1.0, 1.0, -1.0, 1.0]);
     }
 
     #[test]

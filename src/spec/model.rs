@@ -107,6 +107,29 @@ pub struct Attr {
 pub struct RowNormParams {
     /// add_rms_norm: y = norm(x1 + x2), and the rounded sum is a third output.
     pub fused_residual_add: bool,
+    /// RMSNorm or LayerNorm (`[row_norm] norm`).
+    pub norm: NormKind,
+    /// y uses (gamma + gamma_offset) (`[row_norm] gamma_offset`; Gemma's 1 + gamma is 1.0).
+    pub gamma_offset: f64,
+}
+
+/// The normalisation of a row_norm op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NormKind {
+    /// y = x·rstd·g with rstd = 1/√(mean(x²) + eps).
+    Rms,
+    /// y = (x − mean)·rstd·g (+ beta) with rstd = 1/√(var + eps), var the biased variance.
+    Layer,
+}
+
+impl NormKind {
+    /// The spelling in `[row_norm] norm`.
+    pub const ALL: [(&'static str, NormKind); 2] = [("rms", NormKind::Rms), ("layer", NormKind::Layer)];
+
+    pub fn parse(s: &str) -> Option<NormKind> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, k)| *k)
+    }
 }
 
 /// The elementwise family: `body` over the inputs, attrs and constants, evaluated in

@@ -64,6 +64,12 @@ pub(crate) struct RawAttr {
 pub(crate) struct RawRowNorm {
     #[serde(default)]
     pub fused_residual_add: bool,
+    /// `"rms"` (the default) or `"layer"`; checked by the family (src/family/row_norm.rs).
+    #[serde(default)]
+    pub norm: Option<Spanned<String>>,
+    /// y uses (gamma + gamma_offset): Gemma's `1 + gamma` is 1. Default 0.
+    #[serde(default)]
+    pub gamma_offset: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -21,6 +21,7 @@
 namespace {
 const uint32_t INPUT_X = 0;
 const uint32_t INPUT_GAMMA = 2;
+const uint32_t OUTPUT_RSTD = 1;
 const size_t MAX_RANK = 8;
 
 // x is [rows..., cols...] where gamma's shape equals the trailing dims of x.
@@ -70,7 +71,7 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
     const gert::Shape* x = context->GetInputShape(INPUT_X);
     const gert::Shape* gamma = context->GetInputShape(INPUT_GAMMA);
     gert::Shape* y = context->GetOutputShape(0);
-    gert::Shape* rstd = context->GetOutputShape(1);
+    gert::Shape* rstd = context->GetOutputShape(OUTPUT_RSTD);
     gert::Shape* sum = context->GetOutputShape(2);
     const gert::Shape* x2 = context->GetInputShape(1);
     if (x == nullptr || x2 == nullptr || gamma == nullptr || y == nullptr || rstd == nullptr || sum == nullptr) {
@@ -98,7 +99,7 @@ static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 {
     const ge::DataType x = context->GetInputDataType(INPUT_X);
     context->SetOutputDataType(0, x);
-    context->SetOutputDataType(1, ge::DT_FLOAT);
+    context->SetOutputDataType(OUTPUT_RSTD, ge::DT_FLOAT);
     context->SetOutputDataType(2, x);
     return GRAPH_SUCCESS;
 }
@@ -122,6 +123,10 @@ const uint32_t MODE_WHOLE_ROW = 0;
 const uint32_t MODE_MULTI_ROW = 1;
 const uint32_t MODE_SPLIT_D = 2;
 const uint32_t STREAMS = 3;  // row-sized T streams through the queues: x1, x2 in; sum out (y is counted apart)
+// gamma: the rows of parameters, resident or streamed alike.
+const uint64_t PARAM_ROWS = 1;
+// LayerNorm also writes the mean (a float per row, like rstd) and keeps two sums per row.
+const uint64_t STAT_OUTPUTS = 1;
 
 static uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 static uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -141,10 +146,11 @@ struct Plan {
 static bool PlanRows(uint64_t budget, uint64_t colAlign, uint64_t typeSize, uint64_t maxCoreRows, Plan* plan)
 {
     const bool fp32Copy = typeSize == 2;
-    const uint64_t streamRow = colAlign * typeSize * BUFFER_NUM * (STREAMS + 1) + REDUCE_SLOT_BYTES + 4 * BUFFER_NUM;
+    const uint64_t streamRow =
+        colAlign * typeSize * BUFFER_NUM * (STREAMS + 1) + (REDUCE_SLOT_BYTES + 4 * BUFFER_NUM) * STAT_OUTPUTS;
     const uint64_t floatRow = colAlign * 4 * (fp32Copy ? 2 : 1);
-    const uint64_t fixed = colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0) + REDUCE_TMP_BYTES +
-                           BUFFER_NUM * BLOCK_BYTES;
+    const uint64_t fixed = (colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0)) * PARAM_ROWS + REDUCE_TMP_BYTES +
+                           BUFFER_NUM * BLOCK_BYTES * STAT_OUTPUTS;
     if (fixed + streamRow + floatRow > budget) {
         return false;
     }
@@ -178,29 +184,30 @@ static bool PlanSplitD(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64
                        Plan* plan)
 {
     const bool fp32Copy = typeSize == 2;
-    const uint64_t chunkFixed = REDUCE_SLOT_BYTES + REDUCE_TMP_BYTES + BUFFER_NUM * BLOCK_BYTES;
+    const uint64_t chunkFixed = (REDUCE_SLOT_BYTES + BUFFER_NUM * BLOCK_BYTES) * STAT_OUTPUTS + REDUCE_TMP_BYTES;
     // Per chunk element: the double-buffered T streams, the float work (and the float copies of
-    // x and gamma for 16-bit types).
-    const uint64_t perElem = typeSize * BUFFER_NUM * (STREAMS + 1) + 4 + (fp32Copy ? 8 : 0);
+    // x, gamma and beta for 16-bit types).
+    const uint64_t perElem = typeSize * BUFFER_NUM * (STREAMS + 1) + 4 + (fp32Copy ? 4 + 4 * PARAM_ROWS : 0);
     // The resident row replaces one stream: the sum is written to the row, not to a queue.
     const uint64_t residentPerElem = perElem - typeSize * BUFFER_NUM;
-    const uint64_t gammaStream = typeSize * BUFFER_NUM;
+    const uint64_t gammaStream = typeSize * BUFFER_NUM * PARAM_ROWS;
     const uint64_t rowBytes = colAlign * typeSize;
+    const uint64_t paramBytes = rowBytes * PARAM_ROWS;  // resident gamma (and beta)
     if (chunkFixed + rowBytes < budget) {
         const uint64_t avail = budget - chunkFixed - rowBytes;
-        if (maxCoreRows > 1 && avail > rowBytes && (avail - rowBytes) / residentPerElem >= MIN_RESIDENT_CHUNK) {
+        if (maxCoreRows > 1 && avail > paramBytes && (avail - paramBytes) / residentPerElem >= MIN_RESIDENT_CHUNK) {
             plan->rowResident = 1;
             plan->gammaResident = 1;
-            plan->colFactor = (avail - rowBytes) / residentPerElem;
+            plan->colFactor = (avail - paramBytes) / residentPerElem;
         } else if (avail / (residentPerElem + gammaStream) >= MIN_RESIDENT_CHUNK) {
             plan->rowResident = 1;
             plan->colFactor = avail / (residentPerElem + gammaStream);
         }
     }
     if (plan->rowResident == 0) {
-        if (chunkFixed + rowBytes < budget && (budget - chunkFixed - rowBytes) / perElem >= MIN_RESIDENT_CHUNK) {
+        if (chunkFixed + paramBytes < budget && (budget - chunkFixed - paramBytes) / perElem >= MIN_RESIDENT_CHUNK) {
             plan->gammaResident = 1;
-            plan->colFactor = (budget - chunkFixed - rowBytes) / perElem;
+            plan->colFactor = (budget - chunkFixed - paramBytes) / perElem;
         } else {
             plan->colFactor = (budget - chunkFixed) / (perElem + gammaStream);
         }

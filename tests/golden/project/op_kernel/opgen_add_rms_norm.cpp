@@ -9,17 +9,24 @@
 //   MODE_MULTI_ROW (1)  rowFactor short rows per UB pass, copied with one strided transfer
 //   In modes 0/1 the float32 work covers subRows rows of the pass at a time (subRows <
 //   rowFactor when the float work is what would otherwise limit the pass to small transfers).
-//   MODE_SPLIT_D   (2)  a row larger than the UB budget: pass 1 sums squares chunk by chunk,
-//                       pass 2 writes y chunk by chunk. With rowResident the whole row stays
-//                       in UB in x's dtype between the passes (the rounded sum, computed
-//                       in pass 1 from x1 and x2 and written to x_sum in one transfer),
-//                       so pass 2 reads it from UB; otherwise pass 2 reads x1 and x2 from GM again.
+//   MODE_SPLIT_D   (2)  a row larger than the UB budget, chunk by chunk: RMSNorm sums squares
+//                       (pass 1) and writes y (pass 2); LayerNorm sums x for a first mean m0
+//                       (pass 1), sums d = x - m0 and d^2 (pass 2: the centred sums, exact of
+//                       a large mean), writes y (pass 3). With rowResident the whole row stays
+//                       in UB in x's dtype between the passes (the fused add writes its rounded
+//                       sum there and to x_sum in one transfer; otherwise x is copied in chunk by
+//                       chunk in pass 1, the next chunk's copy issued before this chunk's
+//                       compute), so later passes read it from UB; otherwise they read x (x1 and
+//                       x2) from GM again.
+// RMSNorm: y = x * rstd * g, rstd = 1 / sqrt(sum(x^2) / n + eps). LayerNorm: m = m0 + c with
+// c = sum(d) / n, var = (sum(d^2) - c * sum(d)) / n (the corrected two-pass variance: no
+// E[x^2] - E[x]^2 cancellation), y = (d - c) * rstd * g + beta. g = gamma + kGammaOffsetValue.
 // 16-bit inputs are computed in float32 and rounded (CAST_RINT = RNE) where the tiling's roundHf
-// says: 0 ("once") y = RNE(x * rstd * gamma), mean(x^2) = sum * (1/n); 1 ("hf") y = RNE(RNE(x * rstd)
-// * gamma), mean(x^2) = sum / n, where HF Qwen2RMSNorm rounds (and CANN's AddRmsNorm). The branch
-// is taken once per pass or chunk, never per element.
-// Fused residual add: s = x1 + x2 is rounded to the input dtype and written as x_sum;
-// the variance comes from the rounded sum.
+// says: 0 ("once") y = RNE(x * rstd * gamma), mean(x^2) = sum * (1/n); 1 ("hf", RMSNorm only)
+// y = RNE(RNE(x * rstd) * gamma), mean(x^2) = sum / n, where HF Qwen2RMSNorm rounds (and CANN's
+// AddRmsNorm). The branch is taken once per pass or chunk, never per element.
+// The fused residual add (RMSNorm): s = x1 + x2 is rounded to the input dtype and written as
+// x_sum; the variance comes from the rounded sum.
 #include "kernel_operator.h"
 
 namespace opgen_add_rms_norm_kernel {
@@ -32,6 +39,14 @@ constexpr uint32_t REDUCE_TMP_FLOATS = 64;
 constexpr uint32_t MODE_WHOLE_ROW = 0;
 constexpr uint32_t MODE_MULTI_ROW = 1;
 constexpr uint32_t MODE_SPLIT_D = 2;
+
+// What this op is, fixed by its spec ([row_norm] table and inputs); the code below is one
+// program for every row_norm op, its variants chosen with `if constexpr`.
+constexpr bool kFusedAdd = true;     // y = norm(x1 + x2); the rounded sum is an output
+constexpr bool kLayerNorm = false;    // LayerNorm (mean subtracted, mean output); else RMSNorm
+constexpr bool kHasBeta = false;      // LayerNorm's + beta
+constexpr bool kGammaOffset = false;  // y uses gamma + kGammaOffsetValue
+constexpr float kGammaOffsetValue = 0.0f;
 
 // Mirrors OpgenAddRmsNormTilingData in op_host/opgen_add_rms_norm_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -72,7 +87,9 @@ class RowNormKernel {
 public:
     __aicore__ inline RowNormKernel() {}
 
-    __aicore__ inline void Init(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR x_sum, const TilingData& tiling)
+    // Every role's GM address; the ones this op does not have are nullptr and never touched.
+    __aicore__ inline void Init(GM_ADDR x, GM_ADDR x2, GM_ADDR gamma, GM_ADDR beta, GM_ADDR y, GM_ADDR mean,
+                                GM_ADDR rstd, GM_ADDR sum, const TilingData& tiling)
     {
         t_ = tiling;
         const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
@@ -87,11 +104,19 @@ public:
         }
         const uint64_t first = static_cast<uint64_t>(rowStart_) * t_.numCol;
         const uint64_t elems = static_cast<uint64_t>(rowCount_) * t_.numCol;
-        x1Gm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x1) + first, elems);
-        x2Gm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x2) + first, elems);
-        sumGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x_sum) + first, elems);
+        xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x) + first, elems);
+        if constexpr (kFusedAdd) {
+            x2Gm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x2) + first, elems);
+            sumGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(sum) + first, elems);
+        }
         gammaGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(gamma), t_.numCol);
+        if constexpr (kHasBeta) {
+            betaGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(beta), t_.numCol);
+        }
         yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y) + first, elems);
+        if constexpr (kLayerNorm) {
+            meanGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(mean) + rowStart_, rowCount_);
+        }
         rstdGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rstd) + rowStart_, rowCount_);
     }
 
@@ -115,18 +140,33 @@ private:
         const uint32_t rows = t_.rowFactor;
         const uint32_t sub = t_.subRows;
         pipe_.InitBuffer(inX_, BUFFER_NUM, rows * width * sizeof(T));
-        pipe_.InitBuffer(inX2_, BUFFER_NUM, rows * width * sizeof(T));
-        pipe_.InitBuffer(outSum_, BUFFER_NUM, rows * width * sizeof(T));
+        if constexpr (kFusedAdd) {
+            pipe_.InitBuffer(inX2_, BUFFER_NUM, rows * width * sizeof(T));
+            pipe_.InitBuffer(outSum_, BUFFER_NUM, rows * width * sizeof(T));
+        }
         pipe_.InitBuffer(outY_, BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(outRstd_, BUFFER_NUM, AlignBytes(rows * sizeof(float)));
+        if constexpr (kLayerNorm) {
+            pipe_.InitBuffer(outMean_, BUFFER_NUM, AlignBytes(rows * sizeof(float)));
+        }
         pipe_.InitBuffer(gammaBuf_, width * sizeof(T));
-        // The float work covers `sub` rows; each row of the pass keeps its own reduce slot.
+        if constexpr (kHasBeta) {
+            pipe_.InitBuffer(betaBuf_, width * sizeof(T));
+        }
+        // The float work covers `sub` rows; each row of the pass keeps its own reduce slot
+        // (LayerNorm: two, for sum(d) and sum(d^2)).
         pipe_.InitBuffer(work_, sub * width * sizeof(float));
         pipe_.InitBuffer(reduce_, rows * REDUCE_SLOT * sizeof(float));
+        if constexpr (kLayerNorm) {
+            pipe_.InitBuffer(reduce2_, rows * REDUCE_SLOT * sizeof(float));
+        }
         pipe_.InitBuffer(reduceTmp_, REDUCE_TMP_FLOATS * sizeof(float));
         if constexpr (NEEDS_FP32_COPY) {
             pipe_.InitBuffer(xF32_, sub * width * sizeof(float));
             pipe_.InitBuffer(gammaF32_, width * sizeof(float));
+            if constexpr (kHasBeta) {
+                pipe_.InitBuffer(betaF32_, width * sizeof(float));
+            }
         }
         LoadGamma(width);
         for (uint32_t done = 0; done < rowCount_; done += rows) {
@@ -137,16 +177,30 @@ private:
         }
     }
 
+    // gamma (+ the offset) and beta, resident for every pass; float copies for 16-bit.
     __aicore__ inline void LoadGamma(uint32_t width)
     {
         LocalTensor<T> gamma = gammaBuf_.Get<T>();
         DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
+        if constexpr (kHasBeta) {
+            DataCopyPad(betaBuf_.Get<T>(), betaGm_, RowParams(1, t_.numCol), NoPad());
+        }
         // gammaBuf_ is a TBuf: no queue hand-off orders the copy before its use.
         event_t copied = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
         SetFlag<HardEvent::MTE2_V>(copied);
         WaitFlag<HardEvent::MTE2_V>(copied);
         if constexpr (NEEDS_FP32_COPY) {
             Cast(gammaF32_.Get<float>(), gamma, RoundMode::CAST_NONE, width);
+            if constexpr (kHasBeta) {
+                Cast(betaF32_.Get<float>(), betaBuf_.Get<T>(), RoundMode::CAST_NONE, width);
+            }
+            PipeBarrier<PIPE_V>();
+            if constexpr (kGammaOffset) {
+                Adds(gammaF32_.Get<float>(), gammaF32_.Get<float>(), kGammaOffsetValue, width);
+                PipeBarrier<PIPE_V>();
+            }
+        } else if constexpr (kGammaOffset) {
+            Adds(gamma, gamma, static_cast<T>(kGammaOffsetValue), width);
             PipeBarrier<PIPE_V>();
         }
     }
@@ -154,12 +208,14 @@ private:
     __aicore__ inline void CopyInRows(uint32_t done, uint32_t count)
     {
         const uint64_t offset = static_cast<uint64_t>(done) * t_.numCol;
-        LocalTensor<T> x1 = inX_.AllocTensor<T>();
-        DataCopyPad(x1, x1Gm_[offset], RowParams(count, t_.numCol), NoPad());
-        inX_.EnQue(x1);
-        LocalTensor<T> x2 = inX2_.AllocTensor<T>();
-        DataCopyPad(x2, x2Gm_[offset], RowParams(count, t_.numCol), NoPad());
-        inX2_.EnQue(x2);
+        LocalTensor<T> x = inX_.AllocTensor<T>();
+        DataCopyPad(x, xGm_[offset], RowParams(count, t_.numCol), NoPad());
+        inX_.EnQue(x);
+        if constexpr (kFusedAdd) {
+            LocalTensor<T> x2 = inX2_.AllocTensor<T>();
+            DataCopyPad(x2, x2Gm_[offset], RowParams(count, t_.numCol), NoPad());
+            inX2_.EnQue(x2);
+        }
     }
 
     __aicore__ inline void ComputeRows(uint32_t count)
@@ -168,22 +224,48 @@ private:
         const uint32_t sub = t_.subRows;
         LocalTensor<T> y = outY_.AllocTensor<T>();
         LocalTensor<float> rstd = outRstd_.AllocTensor<float>();
-        LocalTensor<T> x1 = inX_.DeQue<T>();
-        LocalTensor<T> x2 = inX2_.DeQue<T>();
-        LocalTensor<T> sum = outSum_.AllocTensor<T>();
+        LocalTensor<float> mean;
+        if constexpr (kLayerNorm) {
+            mean = outMean_.AllocTensor<float>();
+        }
+        LocalTensor<T> x = inX_.DeQue<T>();
+        LocalTensor<T> x2;
+        LocalTensor<T> sum;
+        if constexpr (kFusedAdd) {
+            x2 = inX2_.DeQue<T>();
+            sum = outSum_.AllocTensor<T>();
+        }
         for (uint32_t first = 0; first < count; first += sub) {
             const uint32_t n = Min(sub, count - first);
             const uint32_t at = first * width;
             if (first > 0) {
                 PipeBarrier<PIPE_V>();  // the previous sub-tile's vector ops still read xF32_ and work_
             }
-            LocalTensor<float> xf = SumRows(sum[at], x1[at], x2[at], n * width);
-            NormalizeRows(xf, y[at], rstd, first, n);
+            LocalTensor<float> xf;
+            if constexpr (kFusedAdd) {
+                xf = SumRows(sum[at], x[at], x2[at], n * width);
+            } else if constexpr (NEEDS_FP32_COPY) {
+                xf = xF32_.Get<float>();
+                Cast(xf, x[at], RoundMode::CAST_NONE, n * width);
+                PipeBarrier<PIPE_V>();
+            } else {
+                xf = x[at];
+            }
+            if constexpr (kLayerNorm) {
+                LayerNormRows(xf, y[at], mean, rstd, first, n);
+            } else {
+                NormalizeRows(xf, y[at], rstd, first, n);
+            }
         }
-        inX_.FreeTensor(x1);
-        inX2_.FreeTensor(x2);
-        outSum_.EnQue(sum);
+        inX_.FreeTensor(x);
+        if constexpr (kFusedAdd) {
+            inX2_.FreeTensor(x2);
+            outSum_.EnQue(sum);
+        }
         outY_.EnQue(y);
+        if constexpr (kLayerNorm) {
+            outMean_.EnQue(mean);
+        }
         outRstd_.EnQue(rstd);
     }
 
@@ -214,7 +296,7 @@ private:
         }
     }
 
-    // rstd and y for rows [first, first + n) of the pass, from their float values xf.
+    // RMSNorm: rstd and y for rows [first, first + n) of the pass, from their float values xf.
     __aicore__ inline void NormalizeRows(const LocalTensor<float>& xf, const LocalTensor<T>& y,
                                          const LocalTensor<float>& rstd, uint32_t first, uint32_t n)
     {
@@ -246,6 +328,75 @@ private:
         ApplyGamma(y, work, n);
     }
 
+    // LayerNorm: mean, rstd and y for rows [first, first + n) of the pass. xf (scratch: the
+    // float copy, or the input tile for float32) is centred in place.
+    __aicore__ inline void LayerNormRows(const LocalTensor<float>& xf, const LocalTensor<T>& y,
+                                         const LocalTensor<float>& mean, const LocalTensor<float>& rstd,
+                                         uint32_t first, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        LocalTensor<float> work = work_.Get<float>();
+        LocalTensor<float> sums = reduce_.Get<float>();
+        LocalTensor<float> squares = reduce2_.Get<float>();
+        // The previous pass's ApplyGamma may still read work (same-pipe WAR).
+        PipeBarrier<PIPE_V>();
+        for (uint32_t r = 0; r < n; ++r) {
+            ReduceSum(sums[(first + r) * REDUCE_SLOT], xf[r * width], reduceTmp_.Get<float>(), t_.numCol);
+        }
+        event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+        SetFlag<HardEvent::V_S>(reduced);
+        WaitFlag<HardEvent::V_S>(reduced);
+        for (uint32_t r = 0; r < n; ++r) {
+            // d = x - m0, with m0 the float32 mean of the row.
+            const float m0 = sums.GetValue((first + r) * REDUCE_SLOT) / static_cast<float>(t_.numCol);
+            mean.SetValue(first + r, m0);
+            Adds(xf[r * width], xf[r * width], -m0, t_.numCol);
+        }
+        // The centred sums (vector) overwrite the sums the scalar unit just read.
+        event_t readSums = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(readSums);
+        WaitFlag<HardEvent::S_V>(readSums);
+        PipeBarrier<PIPE_V>();
+        Mul(work, xf, xf, n * width);
+        for (uint32_t r = 0; r < n; ++r) {
+            ReduceSum(sums[(first + r) * REDUCE_SLOT], xf[r * width], reduceTmp_.Get<float>(), t_.numCol);
+        }
+        PipeBarrier<PIPE_V>();
+        for (uint32_t r = 0; r < n; ++r) {
+            ReduceSum(squares[(first + r) * REDUCE_SLOT], work[r * width], reduceTmp_.Get<float>(), t_.numCol);
+        }
+        SetFlag<HardEvent::V_S>(reduced);
+        WaitFlag<HardEvent::V_S>(reduced);
+        for (uint32_t r = 0; r < n; ++r) {
+            const float m0 = mean.GetValue(first + r);
+            float c = 0.0f;
+            const float inv = CentredRstd(sums.GetValue((first + r) * REDUCE_SLOT),
+                                          squares.GetValue((first + r) * REDUCE_SLOT), &c);
+            mean.SetValue(first + r, m0 + c);
+            rstd.SetValue(first + r, inv);
+            Adds(xf[r * width], xf[r * width], -c, t_.numCol);
+            PipeBarrier<PIPE_V>();
+            Muls(work[r * width], xf[r * width], inv, t_.numCol);
+        }
+        SetFlag<HardEvent::S_V>(readSums);
+        WaitFlag<HardEvent::S_V>(readSums);
+        PipeBarrier<PIPE_V>();
+        ApplyGamma(y, work, n);
+    }
+
+    // rstd from the centred sums sum(d) and sum(d^2) of a row (d = x - m0); *c = sum(d) / n, the
+    // mean's correction. var = (sum(d^2) - c * sum(d)) / n is the biased variance about m0 + c.
+    __aicore__ inline float CentredRstd(float sumD, float sumD2, float* c) const
+    {
+        const float n = static_cast<float>(t_.numCol);
+        *c = sumD / n;
+        float var = (sumD2 - *c * sumD) / n;
+        if (!(var > 0.0f)) {
+            var = var < 0.0f ? 0.0f : var;  // rounding can take it just below 0; NaN stays NaN
+        }
+        return 1.0f / sqrt(var + t_.epsilon);
+    }
+
     // The mean of squares from a row's float32 sum: sum * (1/n) as CANN's RmsNorm ("once"), or
     // sum / n as torch.mean ("hf"; the two differ in the last bit for ~40% of rows).
     __aicore__ inline float MeanSquare(float squares) const
@@ -256,8 +407,8 @@ private:
         return squares * t_.avgFactor;
     }
 
-    // y = work * gamma row by row, then rounded to T: once, or ("hf") after rounding work to T
-    // first, as HF's `weight * hidden.to(input_dtype)` and AddRmsNorm do.
+    // y = work * gamma (+ beta) row by row, then rounded to T: once, or ("hf") after rounding
+    // work to T first, as HF's `weight * hidden.to(input_dtype)` and AddRmsNorm do.
     __aicore__ inline void ApplyGamma(const LocalTensor<T>& y, const LocalTensor<float>& work, uint32_t count)
     {
         const uint32_t width = t_.numColAlign;
@@ -274,11 +425,25 @@ private:
                 Mul(work[r * width], work[r * width], gamma, t_.numCol);
             }
             PipeBarrier<PIPE_V>();
+            if constexpr (kHasBeta) {
+                LocalTensor<float> beta = betaF32_.Get<float>();
+                for (uint32_t r = 0; r < count; ++r) {
+                    Add(work[r * width], work[r * width], beta, t_.numCol);
+                }
+                PipeBarrier<PIPE_V>();
+            }
             Cast(y, work, TO_T, elems);
         } else {
             LocalTensor<T> gamma = gammaBuf_.Get<T>();
             for (uint32_t r = 0; r < count; ++r) {
                 Mul(y[r * width], work[r * width], gamma, t_.numCol);
+            }
+            if constexpr (kHasBeta) {
+                PipeBarrier<PIPE_V>();
+                LocalTensor<T> beta = betaBuf_.Get<T>();
+                for (uint32_t r = 0; r < count; ++r) {
+                    Add(y[r * width], y[r * width], beta, t_.numCol);
+                }
             }
         }
     }
@@ -289,14 +454,24 @@ private:
         LocalTensor<T> y = outY_.DeQue<T>();
         DataCopyPad(yGm_[offset], y, RowParams(count, t_.numCol));
         outY_.FreeTensor(y);
-        LocalTensor<T> sum = outSum_.DeQue<T>();
-        DataCopyPad(sumGm_[offset], sum, RowParams(count, t_.numCol));
-        outSum_.FreeTensor(sum);
+        if constexpr (kFusedAdd) {
+            LocalTensor<T> sum = outSum_.DeQue<T>();
+            DataCopyPad(sumGm_[offset], sum, RowParams(count, t_.numCol));
+            outSum_.FreeTensor(sum);
+        }
+        LocalTensor<float> mean;
+        if constexpr (kLayerNorm) {
+            mean = outMean_.DeQue<float>();
+        }
         LocalTensor<float> rstd = outRstd_.DeQue<float>();
-        // rstd was written by the scalar unit: order it before the MTE3 copy.
+        // rstd (and mean) were written by the scalar unit: order them before the MTE3 copy.
         event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_MTE3));
         SetFlag<HardEvent::S_MTE3>(written);
         WaitFlag<HardEvent::S_MTE3>(written);
+        if constexpr (kLayerNorm) {
+            DataCopyPad(meanGm_[done], mean, DataCopyExtParams(1, count * sizeof(float), 0, 0, 0));
+            outMean_.FreeTensor(mean);
+        }
         DataCopyPad(rstdGm_[done], rstd, DataCopyExtParams(1, count * sizeof(float), 0, 0, 0));
         outRstd_.FreeTensor(rstd);
     }
@@ -306,33 +481,58 @@ private:
     {
         const uint32_t chunk = t_.colFactor;
         const bool resident = t_.rowResident != 0;
-        pipe_.InitBuffer(inX_, BUFFER_NUM, chunk * sizeof(T));
-        pipe_.InitBuffer(inX2_, BUFFER_NUM, chunk * sizeof(T));
-        if (!resident) {
-            pipe_.InitBuffer(outSum_, BUFFER_NUM, chunk * sizeof(T));
+        if constexpr (kFusedAdd) {
+            pipe_.InitBuffer(inX_, BUFFER_NUM, chunk * sizeof(T));
+            pipe_.InitBuffer(inX2_, BUFFER_NUM, chunk * sizeof(T));
+            if (!resident) {
+                pipe_.InitBuffer(outSum_, BUFFER_NUM, chunk * sizeof(T));
+            }
+        } else {
+            if (!resident) {
+                pipe_.InitBuffer(inX_, BUFFER_NUM, chunk * sizeof(T));
+            }
         }
         if (resident) {
             pipe_.InitBuffer(rowBuf_, t_.numColAlign * sizeof(T));
         }
         pipe_.InitBuffer(outY_, BUFFER_NUM, chunk * sizeof(T));
         pipe_.InitBuffer(outRstd_, BUFFER_NUM, BLOCK_BYTES);
+        if constexpr (kLayerNorm) {
+            pipe_.InitBuffer(outMean_, BUFFER_NUM, BLOCK_BYTES);
+        }
         pipe_.InitBuffer(work_, chunk * sizeof(float));
-        pipe_.InitBuffer(reduce_, REDUCE_SLOT * sizeof(float));
+        // LayerNorm's pass 2 keeps two sums per chunk (sum(d), sum(d^2)).
+        pipe_.InitBuffer(reduce_, (kLayerNorm ? 2 : 1) * REDUCE_SLOT * sizeof(float));
         pipe_.InitBuffer(reduceTmp_, REDUCE_TMP_FLOATS * sizeof(float));
         if constexpr (NEEDS_FP32_COPY) {
             pipe_.InitBuffer(xF32_, chunk * sizeof(float));
             pipe_.InitBuffer(gammaF32_, chunk * sizeof(float));
+            if constexpr (kHasBeta) {
+                pipe_.InitBuffer(betaF32_, chunk * sizeof(float));
+            }
         }
         if (t_.gammaResident != 0) {
-            // gamma stays in UB for every row, so it is read from GM once per core.
+            // gamma (and beta) stay in UB for every row, so they are read from GM once per core.
             pipe_.InitBuffer(gammaBuf_, t_.numColAlign * sizeof(T));
             LocalTensor<T> gamma = gammaBuf_.Get<T>();
             DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
+            if constexpr (kHasBeta) {
+                pipe_.InitBuffer(betaBuf_, t_.numColAlign * sizeof(T));
+                DataCopyPad(betaBuf_.Get<T>(), betaGm_, RowParams(1, t_.numCol), NoPad());
+            }
             event_t copied = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
             SetFlag<HardEvent::MTE2_V>(copied);
             WaitFlag<HardEvent::MTE2_V>(copied);
+            if constexpr (!NEEDS_FP32_COPY && kGammaOffset) {
+                // float32: the offset is added once to the resident gamma.
+                Adds(gamma, gamma, static_cast<T>(kGammaOffsetValue), t_.numCol);
+                PipeBarrier<PIPE_V>();
+            }
         } else {
             pipe_.InitBuffer(inGamma_, BUFFER_NUM, chunk * sizeof(T));
+            if constexpr (kHasBeta) {
+                pipe_.InitBuffer(inBeta_, BUFFER_NUM, chunk * sizeof(T));
+            }
         }
         if (resident) {
             ProcessResidentRows();
@@ -341,52 +541,127 @@ private:
         const uint32_t chunks = (t_.numCol + chunk - 1) / chunk;
         for (uint32_t row = 0; row < rowCount_; ++row) {
             const uint64_t rowOffset = static_cast<uint64_t>(row) * t_.numCol;
-            float squares = 0.0f;
-            for (uint32_t k = 0; k < chunks; ++k) {
-                squares += ChunkSquares(rowOffset + static_cast<uint64_t>(k) * chunk, Min(chunk, t_.numCol - k * chunk));
+            Stats st;
+            if constexpr (kLayerNorm) {
+                float total = 0.0f;
+                for (uint32_t k = 0; k < chunks; ++k) {
+                    total += ChunkSum(rowOffset + static_cast<uint64_t>(k) * chunk, Min(chunk, t_.numCol - k * chunk));
+                }
+                st.m0 = total / static_cast<float>(t_.numCol);
+                float sumD = 0.0f;
+                float sumD2 = 0.0f;
+                for (uint32_t k = 0; k < chunks; ++k) {
+                    ChunkCentred(rowOffset + static_cast<uint64_t>(k) * chunk, Min(chunk, t_.numCol - k * chunk), st.m0,
+                                 &sumD, &sumD2);
+                }
+                st.inv = CentredRstd(sumD, sumD2, &st.c);
+            } else {
+                float squares = 0.0f;
+                for (uint32_t k = 0; k < chunks; ++k) {
+                    squares += ChunkSquares(rowOffset + static_cast<uint64_t>(k) * chunk, Min(chunk, t_.numCol - k * chunk));
+                }
+                st.inv = 1.0f / sqrt(MeanSquare(squares) + t_.epsilon);
             }
-            const float inv = 1.0f / sqrt(MeanSquare(squares) + t_.epsilon);
             for (uint32_t k = 0; k < chunks; ++k) {
-                ChunkOutput(rowOffset, k * chunk, Min(chunk, t_.numCol - k * chunk), inv);
+                ChunkOutput(rowOffset, k * chunk, Min(chunk, t_.numCol - k * chunk), st);
             }
-            WriteRstd(row, inv);
+            WriteStats(row, st);
         }
     }
 
-    // rowResident: the same two passes and the same arithmetic, with the row kept in rowBuf_
+    // A row's statistics for pass 2 (RMSNorm) / 3 (LayerNorm): rstd, and LayerNorm's first mean
+    // m0 and its correction c (the mean is m0 + c).
+    struct Stats {
+        float inv = 0.0f;
+        float m0 = 0.0f;
+        float c = 0.0f;
+    };
+
+    // rowResident: the same passes and the same arithmetic, with the row kept in rowBuf_
     // (a TBuf, so every hand-off between pipes is an explicit event).
     __aicore__ inline void ProcessResidentRows()
     {
         const uint32_t chunk = t_.colFactor;
         const uint32_t chunks = (t_.numCol + chunk - 1) / chunk;
         LocalTensor<T> rowT = rowBuf_.Get<T>();
+        // Two ids, so chunk k+1's copy can be in flight while chunk k is computed.
+        TEventID ready[2] = {};
+        if constexpr (!kFusedAdd) {
+            ready[0] = GetTPipePtr()->AllocEventID<HardEvent::MTE2_V>();
+            ready[1] = GetTPipePtr()->AllocEventID<HardEvent::MTE2_V>();
+        }
         for (uint32_t row = 0; row < rowCount_; ++row) {
             const uint64_t rowOffset = static_cast<uint64_t>(row) * t_.numCol;
-            if (row > 0) {
-                // The previous row's x_sum copy-out (MTE3) reads rowBuf_ before pass 1 rewrites it.
-                event_t drained = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE3_V));
-                SetFlag<HardEvent::MTE3_V>(drained);
-                WaitFlag<HardEvent::MTE3_V>(drained);
+            // Pass 1: the row into UB; RMSNorm sums squares, LayerNorm sums x.
+            float total = 0.0f;
+            if constexpr (kFusedAdd) {
+                if (row > 0) {
+                    // The previous row's x_sum copy-out (MTE3) reads rowBuf_ before pass 1 rewrites it.
+                    event_t drained = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE3_V));
+                    SetFlag<HardEvent::MTE3_V>(drained);
+                    WaitFlag<HardEvent::MTE3_V>(drained);
+                }
+                for (uint32_t k = 0; k < chunks; ++k) {
+                    const uint32_t col = k * chunk;
+                    const uint32_t len = Min(chunk, t_.numCol - col);
+                    LocalTensor<float> xf = LoadSum(rowOffset + col, len, rowT[col]);
+                    total += Squares(xf, len);
+                }
+                // The whole rounded sum goes out in one transfer while pass 2 computes.
+                event_t summed = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE3));
+                SetFlag<HardEvent::V_MTE3>(summed);
+                WaitFlag<HardEvent::V_MTE3>(summed);
+                DataCopyPad(sumGm_[rowOffset], rowT, RowParams(1, t_.numCol));
+            } else {
+                if (row > 0) {
+                    // The previous row's last pass (vector) reads rowBuf_ before MTE2 overwrites it.
+                    event_t consumed = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE2));
+                    SetFlag<HardEvent::V_MTE2>(consumed);
+                    WaitFlag<HardEvent::V_MTE2>(consumed);
+                }
+                DataCopyPad(rowT, xGm_[rowOffset], RowParams(1, Min(chunk, t_.numCol)), NoPad());
+                SetFlag<HardEvent::MTE2_V>(ready[0]);
+                for (uint32_t k = 0; k < chunks; ++k) {
+                    const uint32_t col = k * chunk;
+                    if (k + 1 < chunks) {
+                        const uint32_t next = col + chunk;
+                        DataCopyPad(rowT[next], xGm_[rowOffset + next], RowParams(1, Min(chunk, t_.numCol - next)), NoPad());
+                        SetFlag<HardEvent::MTE2_V>(ready[(k + 1) % 2]);
+                    }
+                    WaitFlag<HardEvent::MTE2_V>(ready[k % 2]);
+                    const uint32_t len = Min(chunk, t_.numCol - col);
+                    if constexpr (kLayerNorm) {
+                        total += Sum(RowChunkF32(rowT[col], len), len);
+                    } else {
+                        total += Squares(RowChunkF32(rowT[col], len), len);
+                    }
+                }
             }
-            float squares = 0.0f;
+            Stats st;
+            if constexpr (kLayerNorm) {
+                // Pass 2: the centred sums from the resident row.
+                st.m0 = total / static_cast<float>(t_.numCol);
+                float sumD = 0.0f;
+                float sumD2 = 0.0f;
+                for (uint32_t k = 0; k < chunks; ++k) {
+                    const uint32_t col = k * chunk;
+                    const uint32_t len = Min(chunk, t_.numCol - col);
+                    CentredSums(RowChunkF32(rowT[col], len), len, st.m0, &sumD, &sumD2);
+                }
+                st.inv = CentredRstd(sumD, sumD2, &st.c);
+            } else {
+                st.inv = 1.0f / sqrt(MeanSquare(total) + t_.epsilon);
+            }
             for (uint32_t k = 0; k < chunks; ++k) {
                 const uint32_t col = k * chunk;
                 const uint32_t len = Min(chunk, t_.numCol - col);
-                LocalTensor<float> xf = LoadSum(rowOffset + col, len, rowT[col]);
-                squares += Squares(xf, len);
+                NormalizeChunk(RowChunkF32(rowT[col], len), rowOffset + col, col, len, st);
             }
-            // The whole rounded sum goes out in one transfer while pass 2 computes.
-            event_t summed = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE3));
-            SetFlag<HardEvent::V_MTE3>(summed);
-            WaitFlag<HardEvent::V_MTE3>(summed);
-            DataCopyPad(sumGm_[rowOffset], rowT, RowParams(1, t_.numCol));
-            const float inv = 1.0f / sqrt(MeanSquare(squares) + t_.epsilon);
-            for (uint32_t k = 0; k < chunks; ++k) {
-                const uint32_t col = k * chunk;
-                const uint32_t len = Min(chunk, t_.numCol - col);
-                NormalizeChunk(RowChunkF32(rowT[col], len), rowOffset + col, col, len, inv);
-            }
-            WriteRstd(row, inv);
+            WriteStats(row, st);
+        }
+        if constexpr (!kFusedAdd) {
+            GetTPipePtr()->ReleaseEventID<HardEvent::MTE2_V>(ready[0]);
+            GetTPipePtr()->ReleaseEventID<HardEvent::MTE2_V>(ready[1]);
         }
     }
 
@@ -405,18 +680,34 @@ private:
     }
 
     // Streamed mode: loads one chunk of the row into float (xF32_, or the queue tensor itself for
-    // float32); the caller frees the chunk's queue tensor (pendingSum_) when done with it.
+    // float32); the caller frees the chunk's queue tensor (pendingSum_ / pendingX_) when done with it.
     __aicore__ inline LocalTensor<float> LoadChunk(uint64_t offset, uint32_t len)
     {
-        pendingSum_ = outSum_.AllocTensor<T>();
-        return LoadSum(offset, len, pendingSum_);
+        if constexpr (kFusedAdd) {
+            pendingSum_ = outSum_.AllocTensor<T>();
+            return LoadSum(offset, len, pendingSum_);
+        } else {
+            LocalTensor<T> x = inX_.AllocTensor<T>();
+            DataCopyPad(x, xGm_[offset], RowParams(1, len), NoPad());
+            inX_.EnQue(x);
+            x = inX_.DeQue<T>();
+            pendingX_ = x;
+            if constexpr (NEEDS_FP32_COPY) {
+                LocalTensor<float> xf = xF32_.Get<float>();
+                Cast(xf, x, RoundMode::CAST_NONE, len);
+                PipeBarrier<PIPE_V>();
+                return xf;
+            } else {
+                return x;
+            }
+        }
     }
 
-    // x1 + x2 of one chunk, rounded to T into `sum`; returns the rounded sum in float.
+    // The fused add: x1 + x2 of one chunk, rounded to T into `sum`; returns the rounded sum in float.
     __aicore__ inline LocalTensor<float> LoadSum(uint64_t offset, uint32_t len, const LocalTensor<T>& sum)
     {
         LocalTensor<T> x1 = inX_.AllocTensor<T>();
-        DataCopyPad(x1, x1Gm_[offset], RowParams(1, len), NoPad());
+        DataCopyPad(x1, xGm_[offset], RowParams(1, len), NoPad());
         inX_.EnQue(x1);
         LocalTensor<T> x2 = inX2_.AllocTensor<T>();
         DataCopyPad(x2, x2Gm_[offset], RowParams(1, len), NoPad());
@@ -450,62 +741,134 @@ private:
         return xf;
     }
 
-    // The sum of squares of one chunk of float values.
-    __aicore__ inline float Squares(const LocalTensor<float>& xf, uint32_t len)
+    // The sum of one chunk of float values, read back by the scalar unit (slot `slot`).
+    __aicore__ inline float ReadSum(const LocalTensor<float>& values, uint32_t len, uint32_t slot)
     {
-        LocalTensor<float> work = work_.Get<float>();
         LocalTensor<float> sums = reduce_.Get<float>();
-        Mul(work, xf, xf, len);
-        PipeBarrier<PIPE_V>();
-        ReduceSum(sums, work, reduceTmp_.Get<float>(), len);
+        ReduceSum(sums[slot * REDUCE_SLOT], values, reduceTmp_.Get<float>(), len);
         event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
         SetFlag<HardEvent::V_S>(reduced);
         WaitFlag<HardEvent::V_S>(reduced);
-        const float squares = sums.GetValue(0);
+        const float total = sums.GetValue(slot * REDUCE_SLOT);
         // The next chunk's ReduceSum overwrites the slot the scalar unit just read.
         event_t read = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
         SetFlag<HardEvent::S_V>(read);
         WaitFlag<HardEvent::S_V>(read);
-        return squares;
+        return total;
+    }
+
+    // The sum of squares of one chunk of float values.
+    __aicore__ inline float Squares(const LocalTensor<float>& xf, uint32_t len)
+    {
+        LocalTensor<float> work = work_.Get<float>();
+        Mul(work, xf, xf, len);
+        PipeBarrier<PIPE_V>();
+        return ReadSum(work, len, 0);
+    }
+
+    // LayerNorm pass 1: the sum of one chunk.
+    __aicore__ inline float Sum(const LocalTensor<float>& xf, uint32_t len)
+    {
+        return ReadSum(xf, len, 0);
+    }
+
+    // LayerNorm pass 2: adds sum(d) and sum(d^2) of one chunk, d = x - m0 (in work_).
+    __aicore__ inline void CentredSums(const LocalTensor<float>& xf, uint32_t len, float m0, float* sumD, float* sumD2)
+    {
+        LocalTensor<float> work = work_.Get<float>();
+        PipeBarrier<PIPE_V>();  // the previous chunk's vector ops still read work_
+        Adds(work, xf, -m0, len);
+        PipeBarrier<PIPE_V>();
+        *sumD += ReadSum(work, len, 0);
+        Mul(work, work, work, len);
+        PipeBarrier<PIPE_V>();
+        *sumD2 += ReadSum(work, len, 1);
     }
 
     // Pass 1 (streamed): the sum of squares of one chunk read from GM.
     __aicore__ inline float ChunkSquares(uint64_t offset, uint32_t len)
     {
         const float squares = Squares(LoadChunk(offset, len), len);
-        // Pass 1 only needs the sum; pass 2 recomputes and writes it.
-        outSum_.FreeTensor(pendingSum_);
+        FreeChunk();
         return squares;
     }
 
-    // Pass 2 (streamed): y for one chunk, reading x1 and x2 from GM again.
-    __aicore__ inline void ChunkOutput(uint64_t rowOffset, uint32_t col, uint32_t len, float inv)
+    // LayerNorm pass 1 (streamed): the sum of one chunk read from GM.
+    __aicore__ inline float ChunkSum(uint64_t offset, uint32_t len)
     {
-        const uint64_t offset = rowOffset + col;
-        NormalizeChunk(LoadChunk(offset, len), offset, col, len, inv);
-        outSum_.EnQue(pendingSum_);
-        LocalTensor<T> sum = outSum_.DeQue<T>();
-        DataCopyPad(sumGm_[offset], sum, RowParams(1, len));
-        outSum_.FreeTensor(sum);
+        const float total = Sum(LoadChunk(offset, len), len);
+        FreeChunk();
+        return total;
     }
 
-    // Pass 2: y = xf * inv * gamma for one chunk (element `col` of the row, GM offset `offset`).
-    __aicore__ inline void NormalizeChunk(const LocalTensor<float>& xf, uint64_t offset, uint32_t col, uint32_t len,
-                                          float inv)
+    // LayerNorm pass 2 (streamed): the centred sums of one chunk read from GM again.
+    __aicore__ inline void ChunkCentred(uint64_t offset, uint32_t len, float m0, float* sumD, float* sumD2)
     {
-        LocalTensor<T> gamma;
-        if (t_.gammaResident != 0) {
-            gamma = gammaBuf_.Get<T>()[col];
+        CentredSums(LoadChunk(offset, len), len, m0, sumD, sumD2);
+        FreeChunk();
+    }
+
+    // A streamed chunk's queue tensor, once a pass that only sums is done with it (the fused
+    // add's sum is recomputed and written by the last pass).
+    __aicore__ inline void FreeChunk()
+    {
+        if constexpr (kFusedAdd) {
+            outSum_.FreeTensor(pendingSum_);
         } else {
-            gamma = inGamma_.AllocTensor<T>();
-            DataCopyPad(gamma, gammaGm_[col], RowParams(1, len), NoPad());
-            inGamma_.EnQue(gamma);
-            gamma = inGamma_.DeQue<T>();
+            inX_.FreeTensor(pendingX_);
+        }
+    }
+
+    // Last pass (streamed): y for one chunk, reading x (x1 and x2) from GM again.
+    __aicore__ inline void ChunkOutput(uint64_t rowOffset, uint32_t col, uint32_t len, const Stats& st)
+    {
+        const uint64_t offset = rowOffset + col;
+        NormalizeChunk(LoadChunk(offset, len), offset, col, len, st);
+        if constexpr (kFusedAdd) {
+            outSum_.EnQue(pendingSum_);
+            LocalTensor<T> sum = outSum_.DeQue<T>();
+            DataCopyPad(sumGm_[offset], sum, RowParams(1, len));
+            outSum_.FreeTensor(sum);
+        } else {
+            inX_.FreeTensor(pendingX_);
+        }
+    }
+
+    // A chunk of gamma (or beta): the resident row's, or copied in through its queue.
+    __aicore__ inline LocalTensor<T> ParamChunk(TBuf<TPosition::VECCALC>& resident, TQue<QuePosition::VECIN, 1>& queue,
+                                               const GlobalTensor<T>& gm, uint32_t col, uint32_t len)
+    {
+        if (t_.gammaResident != 0) {
+            return resident.Get<T>()[col];
+        }
+        LocalTensor<T> p = queue.AllocTensor<T>();
+        DataCopyPad(p, gm[col], RowParams(1, len), NoPad());
+        queue.EnQue(p);
+        return queue.DeQue<T>();
+    }
+
+    // The last pass: y = xf * inv * gamma (RMSNorm) or ((xf - m0) - c) * inv * gamma + beta
+    // (LayerNorm) for one chunk (element `col` of the row, GM offset `offset`).
+    __aicore__ inline void NormalizeChunk(const LocalTensor<float>& xf, uint64_t offset, uint32_t col, uint32_t len,
+                                          const Stats& st)
+    {
+        LocalTensor<T> gamma = ParamChunk(gammaBuf_, inGamma_, gammaGm_, col, len);
+        LocalTensor<T> beta;
+        if constexpr (kHasBeta) {
+            beta = ParamChunk(betaBuf_, inBeta_, betaGm_, col, len);
         }
         LocalTensor<T> y = outY_.AllocTensor<T>();
         LocalTensor<float> work = work_.Get<float>();
         PipeBarrier<PIPE_V>();  // the previous chunk's last vector op still reads work_
-        Muls(work, xf, inv, len);
+        if constexpr (kLayerNorm) {
+            Adds(work, xf, -st.m0, len);
+            PipeBarrier<PIPE_V>();
+            Adds(work, work, -st.c, len);
+            PipeBarrier<PIPE_V>();
+            Muls(work, work, st.inv, len);
+        } else {
+            Muls(work, xf, st.inv, len);
+        }
         PipeBarrier<PIPE_V>();
         if constexpr (NEEDS_FP32_COPY) {
             if (t_.roundHf != 0) {
@@ -516,15 +879,40 @@ private:
             }
             LocalTensor<float> gammaF = gammaF32_.Get<float>();
             Cast(gammaF, gamma, RoundMode::CAST_NONE, len);
+            if constexpr (kHasBeta) {
+                Cast(betaF32_.Get<float>(), beta, RoundMode::CAST_NONE, len);
+            }
             PipeBarrier<PIPE_V>();
+            if constexpr (kGammaOffset) {
+                Adds(gammaF, gammaF, kGammaOffsetValue, len);
+                PipeBarrier<PIPE_V>();
+            }
             Mul(work, work, gammaF, len);
             PipeBarrier<PIPE_V>();
+            if constexpr (kHasBeta) {
+                Add(work, work, betaF32_.Get<float>(), len);
+                PipeBarrier<PIPE_V>();
+            }
             Cast(y, work, TO_T, len);
         } else {
+            if constexpr (kGammaOffset) {
+                if (t_.gammaResident == 0) {
+                    // A streamed float32 chunk gets the offset here (the resident row has it).
+                    Adds(gamma, gamma, static_cast<T>(kGammaOffsetValue), len);
+                    PipeBarrier<PIPE_V>();
+                }
+            }
             Mul(y, work, gamma, len);
+            if constexpr (kHasBeta) {
+                PipeBarrier<PIPE_V>();
+                Add(y, y, beta, len);
+            }
         }
         if (t_.gammaResident == 0) {
             inGamma_.FreeTensor(gamma);
+            if constexpr (kHasBeta) {
+                inBeta_.FreeTensor(beta);
+            }
         }
         outY_.EnQue(y);
         y = outY_.DeQue<T>();
@@ -532,15 +920,33 @@ private:
         outY_.FreeTensor(y);
     }
 
-    __aicore__ inline void WriteRstd(uint32_t row, float inv)
+    // One row's rstd (and LayerNorm's mean m0 + c) to GM.
+    __aicore__ inline void WriteStats(uint32_t row, const Stats& st)
     {
+        LocalTensor<float> mean;
+        if constexpr (kLayerNorm) {
+            // The scalar writes below reuse the buffers whose copies (MTE3) two rows ago nothing
+            // else orders before them: LayerNorm's last pass has no V_S wait after its queue
+            // hand-offs (the twin found it on split-D 128x8192, three rows per core).
+            event_t drained = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE3_S));
+            SetFlag<HardEvent::MTE3_S>(drained);
+            WaitFlag<HardEvent::MTE3_S>(drained);
+            mean = outMean_.AllocTensor<float>();
+            mean.SetValue(0, st.m0 + st.c);
+            outMean_.EnQue(mean);
+            mean = outMean_.DeQue<float>();
+        }
         LocalTensor<float> rstd = outRstd_.AllocTensor<float>();
-        rstd.SetValue(0, inv);
+        rstd.SetValue(0, st.inv);
         outRstd_.EnQue(rstd);
         rstd = outRstd_.DeQue<float>();
         event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_MTE3));
         SetFlag<HardEvent::S_MTE3>(written);
         WaitFlag<HardEvent::S_MTE3>(written);
+        if constexpr (kLayerNorm) {
+            DataCopyPad(meanGm_[row], mean, DataCopyExtParams(1, sizeof(float), 0, 0, 0));
+            outMean_.FreeTensor(mean);
+        }
         DataCopyPad(rstdGm_[row], rstd, DataCopyExtParams(1, sizeof(float), 0, 0, 0));
         outRstd_.FreeTensor(rstd);
     }
@@ -566,26 +972,34 @@ private:
     uint32_t rowStart_ = 0;
     uint32_t rowCount_ = 0;
     TPipe pipe_;
-    TQue<QuePosition::VECIN, 1> inX_;
-    TQue<QuePosition::VECIN, 1> inX2_;
-    TQue<QuePosition::VECOUT, 1> outSum_;
-    GlobalTensor<T> x1Gm_;
-    GlobalTensor<T> x2Gm_;
-    GlobalTensor<T> sumGm_;
-    LocalTensor<T> pendingSum_;
+    TQue<QuePosition::VECIN, 1> inX_;      // x (the fused add's x1)
+    TQue<QuePosition::VECIN, 1> inX2_;     // the fused add's x2
+    TQue<QuePosition::VECOUT, 1> outSum_;  // the fused add's rounded sum
     TQue<QuePosition::VECIN, 1> inGamma_;
+    TQue<QuePosition::VECIN, 1> inBeta_;
     TQue<QuePosition::VECOUT, 1> outY_;
+    TQue<QuePosition::VECOUT, 1> outMean_;
     TQue<QuePosition::VECOUT, 1> outRstd_;
     TBuf<TPosition::VECCALC> gammaBuf_;
+    TBuf<TPosition::VECCALC> betaBuf_;
     TBuf<TPosition::VECCALC> rowBuf_;  // mode 2 with rowResident: the whole row in T
     TBuf<TPosition::VECCALC> gammaF32_;
+    TBuf<TPosition::VECCALC> betaF32_;
     TBuf<TPosition::VECCALC> xF32_;
     TBuf<TPosition::VECCALC> work_;
     TBuf<TPosition::VECCALC> reduce_;
+    TBuf<TPosition::VECCALC> reduce2_;  // LayerNorm modes 0/1: sum(d^2) per row
     TBuf<TPosition::VECCALC> reduceTmp_;
+    GlobalTensor<T> xGm_;
+    GlobalTensor<T> x2Gm_;
+    GlobalTensor<T> sumGm_;
     GlobalTensor<T> gammaGm_;
+    GlobalTensor<T> betaGm_;
     GlobalTensor<T> yGm_;
+    GlobalTensor<float> meanGm_;
     GlobalTensor<float> rstdGm_;
+    LocalTensor<T> pendingX_;
+    LocalTensor<T> pendingSum_;
 };
 }  // namespace opgen_add_rms_norm_kernel
 
@@ -595,6 +1009,7 @@ extern "C" __global__ __aicore__ void opgen_add_rms_norm(GM_ADDR x1, GM_ADDR x2,
     opgen_add_rms_norm_kernel::TilingData tilingData;
     opgen_add_rms_norm_kernel::LoadTiling(tiling, &tilingData);
     opgen_add_rms_norm_kernel::RowNormKernel<DTYPE_X1> op;
-    op.Init(x1, x2, gamma, y, rstd, x_sum, tilingData);
+    op.Init(x1, x2, gamma, nullptr, y,
+            nullptr, rstd, x_sum, tilingData);
     op.Process();
 }

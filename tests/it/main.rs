@@ -35,6 +35,7 @@ mod rotary_spec;
 mod rotary_twin;
 mod row_norm_grad;
 mod row_norm_grad_spec;
+mod row_norm_spec;
 mod row_norm_values;
 mod run_npu;
 mod spec_load;

@@ -64,6 +64,12 @@ pub(crate) struct RawAttr {
 pub(crate) struct RawRowNorm {
     #[serde(default)]
     pub fused_residual_add: bool,
+    /// `"rms"` (default) or `"layer"` (LayerNorm: mean subtraction, beta).
+    #[serde(default)]
+    pub norm: Option<Spanned<String>>,
+    /// Added to gamma before it scales the row (Gemma's 1 + gamma); default 0.
+    #[serde(default)]
+    pub gamma_offset: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -24,7 +24,7 @@ use crate::plan::TilingField;
 use crate::reference;
 use crate::reference::row_norm::PARTIAL_GROUPS;
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrValue, FamilyParams, Norm, OpSpec, Reporter, RowNormGradParams};
+use crate::spec::{AttrValue, FamilyParams, NormKind, OpSpec, Reporter, RowNormGradParams};
 use crate::tensor::HostTensor;
 
 /// The forward's epsilon used to make a realistic rstd input for the sweeps (rms_norm's default).
@@ -33,11 +33,11 @@ const CASE_EPSILON: f64 = 1e-6;
 const LAYER_CASE_EPSILON: f64 = 1e-5;
 
 fn params_of(spec: &OpSpec) -> RowNormGradParams {
-    spec.row_norm_grad().cloned().unwrap_or(RowNormGradParams { norm: Norm::Rms, gamma_offset: 0.0 })
+    spec.row_norm_grad().cloned().unwrap_or(RowNormGradParams { norm: NormKind::Rms, gamma_offset: 0.0 })
 }
 
 fn is_layer(spec: &OpSpec) -> bool {
-    params_of(spec).norm == Norm::Layer
+    params_of(spec).norm == NormKind::Layer
 }
 
 /// add_rms_norm_grad has the fifth input, the incoming gradient of x_sum.
@@ -58,10 +58,10 @@ fn roles(spec: &OpSpec) -> (Option<usize>, usize, usize) {
 /// by [`check`] (and the spec refused), so the params here only need to be well-formed.
 fn params(raw: &RawSpec) -> FamilyParams {
     let table = raw.row_norm.as_ref().map(|t| t.get_ref());
-    let norm = match table.and_then(|t| t.norm.as_ref()).map(|n| n.get_ref().as_str()) {
-        Some("layer") => Norm::Layer,
-        _ => Norm::Rms,
-    };
+    let norm = table
+        .and_then(|t| t.norm.as_ref())
+        .and_then(|n| NormKind::parse(n.get_ref()))
+        .unwrap_or(NormKind::Rms);
     let gamma_offset = table.and_then(|t| t.gamma_offset.as_ref()).map_or(0.0, |o| *o.get_ref());
     FamilyParams::RowNormGrad(RowNormGradParams { norm, gamma_offset })
 }
@@ -81,7 +81,7 @@ fn check_table(r: &mut Reporter, raw: &RawSpec) {
         );
     }
     if let Some(norm) = &t.norm {
-        if !matches!(norm.get_ref().as_str(), "rms" | "layer") {
+        if NormKind::parse(norm.get_ref()).is_none() {
             r.error(
                 norm,
                 "row_norm.norm",

@@ -109,29 +109,29 @@ pub struct RowNormParams {
     pub fused_residual_add: bool,
 }
 
-/// Which normalisation a row norm computes (`[row_norm] norm`).
+/// The normalisation of a row_norm op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Norm {
-    /// x · rstd · gamma, rstd = 1/√(mean(x²) + eps).
+pub enum NormKind {
+    /// y = x·rstd·g with rstd = 1/√(mean(x²) + eps).
     Rms,
-    /// (x − mean) · rstd · gamma + beta, rstd = 1/√(mean((x − mean)²) + eps).
+    /// y = (x − mean)·rstd·g (+ beta) with rstd = 1/√(var + eps), var the biased variance.
     Layer,
 }
 
-impl Norm {
-    pub fn name(self) -> &'static str {
-        match self {
-            Norm::Rms => "rms",
-            Norm::Layer => "layer",
-        }
+impl NormKind {
+    /// The spelling in `[row_norm] norm`.
+    pub const ALL: [(&'static str, NormKind); 2] = [("rms", NormKind::Rms), ("layer", NormKind::Layer)];
+
+    pub fn parse(s: &str) -> Option<NormKind> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, k)| *k)
     }
 }
 
 /// The row_norm backward's parameters (`[row_norm]`, the forward's spelling).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RowNormGradParams {
-    pub norm: Norm,
+    pub norm: NormKind,
     /// The forward scaled by gamma + gamma_offset; dx uses that sum, dgamma does not depend on it.
     pub gamma_offset: f64,
 }

@@ -64,10 +64,10 @@ pub(crate) struct RawAttr {
 pub(crate) struct RawRowNorm {
     #[serde(default)]
     pub fused_residual_add: bool,
-    /// `"rms"` (default) or `"layer"` (LayerNorm: mean subtraction, beta).
+    /// `"rms"` (the default) or `"layer"`; checked by the family (src/family/row_norm.rs).
     #[serde(default)]
     pub norm: Option<Spanned<String>>,
-    /// Added to gamma before it scales the row (Gemma's 1 + gamma); default 0.
+    /// y uses (gamma + gamma_offset): Gemma's `1 + gamma` is 1. Default 0.
     #[serde(default)]
     pub gamma_offset: Option<Spanned<f64>>,
 }

@@ -135,7 +135,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
     if layer && !check_layer(r, raw, spec) {
         return;
     }
-    if !layer && !(spec.inputs.len() == 4 || spec.inputs.len() == 5) {
+    if !(layer || spec.inputs.len() == 4 || spec.inputs.len() == 5) {
         r.error(
             &raw.inputs,
             "inputs",
@@ -353,10 +353,10 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData
     };
     let mut inputs = vec![dy];
     if let Some(m) = mean_at {
-        let (mean, rstd, shape) = reference::row_norm::layer_norm_stats(&x.1, &gamma.1, LAYER_CASE_EPSILON)?;
+        let stats = reference::row_norm::layer_norm_stats(&x.1, &gamma.1, LAYER_CASE_EPSILON)?;
         inputs.push(x);
-        inputs.push(named(m, &shape, &mean));
-        inputs.push(named(rstd_at, &shape, &rstd));
+        inputs.push(named(m, &stats.shape, &stats.mean));
+        inputs.push(named(rstd_at, &stats.shape, &stats.rstd));
     } else {
         let fwd = reference::row_norm::rms_norm(&x.1, &gamma.1, CASE_EPSILON)?;
         inputs.push(x);

@@ -334,14 +334,22 @@ pub fn layer_norm_grad(
     Ok(LayerNormGradOutputs { dx, dgamma, dbeta })
 }
 
-/// The statistics LayerNorm's forward saves for its backward, per row: (mean, rstd) with
-/// mean = Σx/n and rstd = 1/√(Σ(x − mean)²/n + eps) (biased variance, as torch's layer_norm),
-/// shaped like [`rms_norm`]'s rstd. For making the backward's inputs; unrounded.
+/// The statistics LayerNorm's forward saves for its backward, per row, unrounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerNormStats {
+    pub mean: Vec<f64>,
+    pub rstd: Vec<f64>,
+    /// x's rank with gamma's dims 1 (as [`rms_norm`]'s rstd).
+    pub shape: Vec<usize>,
+}
+
+/// mean = Σx/n and rstd = 1/√(Σ(x − mean)²/n + eps) per row (biased variance, as torch's
+/// layer_norm). For making the backward's inputs.
 pub fn layer_norm_stats(
     x: &HostTensor,
     gamma: &HostTensor,
     eps: f64,
-) -> Result<(Vec<f64>, Vec<f64>, Vec<usize>), ReferenceError> {
+) -> Result<LayerNormStats, ReferenceError> {
     let (_, n, shape) = row_geometry("layer_norm_stats", x, gamma, eps)?;
     let (mut mean, mut rstd) = (Vec::new(), Vec::new());
     for row in x.to_f64().chunks_exact(n) {
@@ -350,7 +358,7 @@ pub fn layer_norm_stats(
         mean.push(m);
         rstd.push(1.0 / (var + eps).sqrt());
     }
-    Ok((mean, rstd, shape))
+    Ok(LayerNormStats { mean, rstd, shape })
 }
 
 #[cfg(test)]

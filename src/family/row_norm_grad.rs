@@ -1,6 +1,8 @@
-//! Family row_norm_grad: the backward of the row norms, rms_norm_grad (dy, x, rstd, gamma) and
-//! add_rms_norm_grad (dy, x_sum, rstd, gamma, dx_sum). Outputs dx (x's dtype) and dgamma
-//! (gamma's shape and dtype).
+//! Family row_norm_grad: the backward of the row norms, rms_norm_grad (dy, x, rstd, gamma),
+//! add_rms_norm_grad (dy, x_sum, rstd, gamma, dx_sum) and, with `[row_norm] norm = "layer"`,
+//! layer_norm_grad (dy, x, mean, rstd, gamma). Outputs dx (x's dtype) and dgamma (gamma's
+//! shape and dtype), and for LayerNorm dbeta (likewise). `[row_norm] gamma_offset` (the
+//! forward's gamma + offset, Gemma's 1 + gamma) enters dx only.
 //!
 //! dgamma is a sum over every row, i.e. across cores. The kernel sums each of 48 fixed groups of
 //! rows (rows split evenly, each group's rows in row order on one core) into a float-float
@@ -8,7 +10,7 @@
 //! columns and each adds its columns' 48 partials in group order (float-float) and rounds once
 //! to float32 and then to gamma's dtype. The groups and the order do not depend on the core
 //! count, so dgamma is the same bits on every run, core count and SoC for a given shape
-//! (tests/it/row_norm_grad.rs runs 48, 40 and 20 cores).
+//! (tests/it/row_norm_grad.rs runs 48, 40, 7 and 1 cores). dbeta takes the same road beside it.
 
 use super::eager::{input, Builder, T};
 use super::inputs::{derive_seed, generate, Distribution};
@@ -22,21 +24,118 @@ use crate::plan::TilingField;
 use crate::reference;
 use crate::reference::row_norm::PARTIAL_GROUPS;
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrValue, FamilyParams, OpSpec, Reporter};
+use crate::spec::{AttrValue, FamilyParams, NormKind, OpSpec, Reporter, RowNormGradParams};
 use crate::tensor::HostTensor;
 
 /// The forward's epsilon used to make a realistic rstd input for the sweeps (rms_norm's default).
 const CASE_EPSILON: f64 = 1e-6;
+/// LayerNorm's (torch's layer_norm default).
+const LAYER_CASE_EPSILON: f64 = 1e-5;
+
+fn params_of(spec: &OpSpec) -> RowNormGradParams {
+    spec.row_norm_grad().cloned().unwrap_or(RowNormGradParams { norm: NormKind::Rms, gamma_offset: 0.0 })
+}
+
+fn is_layer(spec: &OpSpec) -> bool {
+    params_of(spec).norm == NormKind::Layer
+}
 
 /// add_rms_norm_grad has the fifth input, the incoming gradient of x_sum.
 fn has_dx_sum(spec: &OpSpec) -> bool {
-    spec.inputs.len() == 5
+    !is_layer(spec) && spec.inputs.len() == 5
+}
+
+/// Input positions: (mean, rstd, gamma); mean only for LayerNorm.
+fn roles(spec: &OpSpec) -> (Option<usize>, usize, usize) {
+    if is_layer(spec) {
+        (Some(2), 3, 4)
+    } else {
+        (None, 2, 3)
+    }
+}
+
+/// `[row_norm] norm` and `gamma_offset`, as the forward spells them; a bad value is reported
+/// by [`check`] (and the spec refused), so the params here only need to be well-formed.
+fn params(raw: &RawSpec) -> FamilyParams {
+    let table = raw.row_norm.as_ref().map(|t| t.get_ref());
+    let norm = table
+        .and_then(|t| t.norm.as_ref())
+        .and_then(|n| NormKind::parse(n.get_ref()))
+        .unwrap_or(NormKind::Rms);
+    let gamma_offset = table.and_then(|t| t.gamma_offset.as_ref()).map_or(0.0, |o| *o.get_ref());
+    FamilyParams::RowNormGrad(RowNormGradParams { norm, gamma_offset })
 }
 
 // ---- spec --------------------------------------------------------------------------------
 
+/// The `[row_norm]` table: what this family can build of the forward's parameters.
+fn check_table(r: &mut Reporter, raw: &RawSpec) {
+    let Some(table) = raw.row_norm.as_ref() else { return };
+    let t = table.get_ref();
+    if t.fused_residual_add {
+        r.error(
+            table,
+            "row_norm.fused_residual_add",
+            "family row_norm_grad takes the residual's gradient as a fifth input (dx_sum), not `fused_residual_add`"
+                .to_string(),
+        );
+    }
+    if let Some(norm) = &t.norm {
+        if NormKind::parse(norm.get_ref()).is_none() {
+            r.error(
+                norm,
+                "row_norm.norm",
+                format!("unknown norm `{}`; family row_norm_grad builds `rms` and `layer`", norm.get_ref()),
+            );
+        }
+    }
+    if let Some(offset) = &t.gamma_offset {
+        let v = *offset.get_ref();
+        // The kernel adds it to gamma in float32: it must be a finite float32 value.
+        if !v.is_finite() || v.abs() > f64::from(f32::MAX) || f64::from(v as f32) != v {
+            r.error(
+                offset,
+                "row_norm.gamma_offset",
+                format!("gamma_offset {v} is not a finite float32 value"),
+            );
+        }
+    }
+}
+
+/// LayerNorm's backward: dy, x, mean, rstd, gamma in; dx, dgamma, dbeta out.
+fn check_layer(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) -> bool {
+    if spec.inputs.len() != 5 {
+        r.error(
+            &raw.inputs,
+            "inputs",
+            format!(
+                "family row_norm_grad with norm = \"layer\" takes 5 inputs (dy, x, mean, rstd, gamma), found {}",
+                spec.inputs.len()
+            ),
+        );
+        return false;
+    }
+    if spec.outputs.len() != 3 {
+        r.error(
+            &raw.outputs,
+            "outputs",
+            format!(
+                "family row_norm_grad with norm = \"layer\" has 3 outputs (dx, dgamma, dbeta), found {}",
+                spec.outputs.len()
+            ),
+        );
+        return false;
+    }
+    true
+}
+
 pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
-    if !(spec.inputs.len() == 4 || spec.inputs.len() == 5) {
+    check_table(r, raw);
+    let layer = is_layer(spec);
+    if layer && !check_layer(r, raw, spec) {
+        return;
+    }
+    if !(layer || spec.inputs.len() == 4 || spec.inputs.len() == 5) {
         r.error(
             &raw.inputs,
             "inputs",
@@ -47,7 +146,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         );
         return;
     }
-    if spec.outputs.len() != 2 {
+    if !layer && spec.outputs.len() != 2 {
         r.error(
             &raw.outputs,
             "outputs",
@@ -64,10 +163,16 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
             );
             continue;
         }
+        let (mean, rstd, _) = roles(spec);
         for (i, t) in spec.inputs.iter().enumerate() {
-            let want = if i == 2 { DType::Float32 } else { *x };
+            let stat = i == rstd || Some(i) == mean;
+            let want = if stat { DType::Float32 } else { *x };
             if t.dtypes[c] != want {
-                let role = if i == 2 { "rstd is the forward's float32 output" } else { "it has x's dtype" };
+                let role = match (stat, Some(i) == mean) {
+                    (true, true) => "mean is the forward's float32 output",
+                    (true, false) => "rstd is the forward's float32 output",
+                    _ => "it has x's dtype",
+                };
                 r.error(
                     &raw.inputs.get_ref()[i].dtypes.get_ref()[c],
                     &format!("inputs[{i}].dtypes[{c}]"),
@@ -78,7 +183,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         for (o, t) in spec.outputs.iter().enumerate() {
             let want = *x;
             if t.dtypes[c] != want {
-                let role = if o == 1 { "dgamma has gamma's dtype" } else { "dx has x's dtype" };
+                let role = if o > 0 { "dgamma and dbeta have gamma's dtype" } else { "dx has x's dtype" };
                 r.error(
                     &raw.outputs.get_ref()[o].dtypes.get_ref()[c],
                     &format!("outputs[{o}].dtypes[{c}]"),
@@ -156,23 +261,46 @@ fn rstd_shape(x: &[usize], gamma_rank: usize) -> Vec<usize> {
     s
 }
 
+/// LayerNorm's extra shapes: Qwen3-VL's vision tower (hidden 1152), rows near the largest
+/// that modes 0/1 hold at a few rows (16-bit 3996, float32 3269: `opgen plan`) and just past
+/// them (split-D).
+fn layer_shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
+    let mut shapes = vec![
+        (vec![64, 1152], 1),
+        (vec![5, 3968], 1),
+        (vec![6, 3264], 1),
+        (vec![3, 4160], 1),
+        (vec![3, 12288], 1),
+    ];
+    if sweep == Sweep::Full {
+        shapes.push((vec![1024, 1152], 1));
+        shapes.push((vec![4096, 1152], 1));
+    }
+    shapes
+}
+
 pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     let names: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
+    let (mean, rstd, gamma_at) = roles(spec);
     let make = |x: &[usize], gamma_rank: usize, dist: Distribution, seed: u64| {
         let gamma = x[x.len() - gamma_rank..].to_vec();
-        let mut shapes = vec![
-            (names[0].to_string(), x.to_vec()),
-            (names[1].to_string(), x.to_vec()),
-            (names[2].to_string(), rstd_shape(x, gamma_rank)),
-            (names[3].to_string(), gamma),
-        ];
+        let mut shapes = vec![(names[0].to_string(), x.to_vec()), (names[1].to_string(), x.to_vec())];
+        if let Some(m) = mean {
+            shapes.push((names[m].to_string(), rstd_shape(x, gamma_rank)));
+        }
+        shapes.push((names[rstd].to_string(), rstd_shape(x, gamma_rank)));
+        shapes.push((names[gamma_at].to_string(), gamma));
         if has_dx_sum(spec) {
             shapes.push((names[4].to_string(), x.to_vec()));
         }
         Case { shapes, dist, seed, attrs: Vec::new() }
     };
+    let mut all = shapes(sweep);
+    if is_layer(spec) {
+        all.extend(layer_shapes(sweep));
+    }
     let mut out = Vec::new();
-    for (i, (x, g)) in shapes(sweep).into_iter().enumerate() {
+    for (i, (x, g)) in all.into_iter().enumerate() {
         out.push(make(&x, g, Distribution::Uniform5, 5000 + i as u64));
     }
     let others: &[Distribution] = match sweep {
@@ -192,63 +320,99 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
             out.push(make(&[256, 128], 1, *dist, 8000 + i as u64));
         }
     }
+    if is_layer(spec) {
+        // Aimed rows: a large last element (a row's tail left out of either sum, or of the
+        // last chunk in split-D, moves the mean by far more than an ULP), one-hot rows (each sum
+        // is one element) and a large mean (x - mean must not lose x's low bits), in modes 0/1
+        // and split-D.
+        let aimed = [Distribution::RowEnds, Distribution::OneHot, Distribution::NormalLargeMean];
+        for (i, dist) in aimed.into_iter().enumerate() {
+            out.push(make(&[48, 1152], 1, dist, 6100 + i as u64));
+            out.push(make(&[2, 16384], 1, dist, 6200 + i as u64));
+        }
+    }
     out
 }
 
 /// dy, x (or x_sum), gamma and dx_sum drawn from the case's distribution; rstd is what the
 /// forward writes for that x (f64 rms_norm reference with epsilon 1e-6, rounded to float32), so
-/// the mean term cancels as it does in training.
+/// the mean term cancels as it does in training. LayerNorm: mean and rstd from the f64 row
+/// statistics (epsilon 1e-5), rounded to float32 as the forward writes them.
 pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData, FamilyError> {
     let dtype = spec.inputs[1].dtypes[column];
     let draw = |i: usize| {
         let (name, shape) = &case.shapes[i];
         (name.clone(), generate(case.dist, dtype, shape, derive_seed(case.seed, name)))
     };
+    let (mean_at, rstd_at, gamma_at) = roles(spec);
     let dy = draw(0);
     let x = draw(1);
-    let gamma = draw(3);
-    let fwd = reference::row_norm::rms_norm(&x.1, &gamma.1, CASE_EPSILON)?;
-    let rstd = HostTensor::from_f64(DType::Float32, &fwd.rstd_shape, &fwd.rstd);
-    let mut inputs = vec![dy, x, (case.shapes[2].0.clone(), rstd), gamma];
+    let gamma = draw(gamma_at);
+    let named = |i: usize, shape: &[usize], v: &[f64]| {
+        (case.shapes[i].0.clone(), HostTensor::from_f64(DType::Float32, shape, v))
+    };
+    let mut inputs = vec![dy];
+    if let Some(m) = mean_at {
+        let stats = reference::row_norm::layer_norm_stats(&x.1, &gamma.1, LAYER_CASE_EPSILON)?;
+        inputs.push(x);
+        inputs.push(named(m, &stats.shape, &stats.mean));
+        inputs.push(named(rstd_at, &stats.shape, &stats.rstd));
+    } else {
+        let fwd = reference::row_norm::rms_norm(&x.1, &gamma.1, CASE_EPSILON)?;
+        inputs.push(x);
+        inputs.push(named(rstd_at, &fwd.rstd_shape, &fwd.rstd));
+    }
+    inputs.push(gamma);
     if has_dx_sum(spec) {
         inputs.push(draw(4));
     }
     Ok((inputs, case.attrs.clone()))
 }
 
-/// dy/x/gamma/dx_sum are shaped from x: rstd is x's shape with the last dim 1, gamma x's last.
-pub fn derived_shape(_spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
-    match i {
-        2 => rstd_shape(first, 1.min(first.len())),
-        3 => first.last().map(|d| vec![*d]).unwrap_or_default(),
-        _ => first.to_vec(),
+/// dy/x/gamma/dx_sum are shaped from x: rstd (and mean) is x's shape with the last dim 1, gamma
+/// x's last.
+pub fn derived_shape(spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+    let (mean, rstd, gamma) = roles(spec);
+    if i == rstd || Some(i) == mean {
+        rstd_shape(first, 1.min(first.len()))
+    } else if i == gamma {
+        first.last().map(|d| vec![*d]).unwrap_or_default()
+    } else {
+        first.to_vec()
     }
 }
 
 pub fn expected(spec: &OpSpec, inputs: &[(String, HostTensor)]) -> Result<Vec<Expected>, FamilyError> {
     let t = |i: usize| &inputs[i].1;
-    let dx_sum = has_dx_sum(spec).then(|| t(4));
-    let r = reference::row_norm::rms_norm_grad(t(0), t(1), t(2), t(3), dx_sum)?;
-    let (x, gamma) = (t(1), t(3));
-    Ok(vec![
-        Expected {
-            name: spec.outputs[0].name.clone(),
-            dtype: x.dtype,
-            shape: x.shape.clone(),
-            values: r.dx,
-            tolerance: compute_tolerance(x.dtype),
-        },
-        Expected {
-            name: spec.outputs[1].name.clone(),
+    let offset = params_of(spec).gamma_offset;
+    let (sums, x, gamma, dx) = if is_layer(spec) {
+        let r = reference::row_norm::layer_norm_grad(t(0), t(1), t(2), t(3), t(4), offset)?;
+        (vec![r.dgamma, r.dbeta], t(1), t(4), r.dx)
+    } else {
+        let dx_sum = has_dx_sum(spec).then(|| t(4));
+        let r = reference::row_norm::rms_norm_grad_offset(t(0), t(1), t(2), t(3), dx_sum, offset)?;
+        (vec![r.dgamma], t(1), t(3), r.dx)
+    };
+    let mut out = vec![Expected {
+        name: spec.outputs[0].name.clone(),
+        dtype: x.dtype,
+        shape: x.shape.clone(),
+        values: dx,
+        tolerance: compute_tolerance(x.dtype),
+    }];
+    for (o, values) in sums.into_iter().enumerate() {
+        out.push(Expected {
+            name: spec.outputs[1 + o].name.clone(),
             dtype: gamma.dtype,
             shape: gamma.shape.clone(),
-            values: r.dgamma,
+            values,
             tolerance: dgamma_tolerance(gamma.dtype),
-        },
-    ])
+        });
+    }
+    Ok(out)
 }
 
-/// dgamma: the kernel's float-float sum (exact products, TwoSum per row and per group: within a
+/// dgamma (and dbeta): the kernel's float-float sum (exact products, TwoSum per row and per group: within a
 /// few 2^-44 of the sum's magnitude) rounded once to float32, then once to 16 bits. float32: one
 /// rounding, 1 ULP with 1 ULP of room for the sum's own error under cancellation; 16-bit: RNE of
 /// the exact value except within 2 float32 ulps of a 16-bit midpoint (the double rounding).
@@ -264,8 +428,8 @@ fn dgamma_tolerance(dtype: DType) -> Tolerance {
 pub struct RowNormGrad;
 
 impl FamilyOps for RowNormGrad {
-    fn params(&self, _raw: &RawSpec) -> FamilyParams {
-        FamilyParams::RowNormGrad
+    fn params(&self, raw: &RawSpec) -> FamilyParams {
+        params(raw)
     }
 
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
@@ -290,6 +454,9 @@ impl FamilyOps for RowNormGrad {
     ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
         let mut m = serde_json::Map::new();
         m.insert("with_dx_sum".into(), serde_json::Value::Bool(has_dx_sum(spec)));
+        m.insert("layer".into(), serde_json::Value::Bool(is_layer(spec)));
+        // Checked by `check` to be a float32 value, so the f32 literal is exact.
+        m.insert("gamma_offset".into(), serde_json::Value::from(params_of(spec).gamma_offset));
         m.insert("partial_groups".into(), serde_json::Value::from(PARTIAL_GROUPS));
         Ok(m)
     }
@@ -297,21 +464,28 @@ impl FamilyOps for RowNormGrad {
     /// dy (and dx_sum) have x's shape, gamma x's trailing dims, rstd x's shape with gamma's
     /// dims 1; dx is shaped like x, dgamma like gamma.
     fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
-        if spec.inputs.len() < 4 {
-            return Err(FamilyError::new("row_norm_grad needs inputs (dy, x, rstd, gamma[, dx_sum])"));
+        let (mean, rstd, gamma) = roles(spec);
+        if spec.inputs.len() <= gamma {
+            return Err(FamilyError::new(
+                "row_norm_grad needs inputs (dy, x, rstd, gamma[, dx_sum]) or (dy, x, mean, rstd, gamma)",
+            ));
         }
         let n = |i: usize| spec.inputs[i].name.clone();
         let mut checks = vec![
             ShapeCheck::SameShape { tensor: n(0), like: n(1) },
-            ShapeCheck::TrailingDims { tensor: n(3), of: n(1) },
+            ShapeCheck::TrailingDims { tensor: n(gamma), of: n(1) },
         ];
         if has_dx_sum(spec) {
             checks.push(ShapeCheck::SameShape { tensor: n(4), like: n(1) });
         }
-        Ok(ShapeRule {
-            checks,
-            outputs: vec![OutputShape::Like { of: n(1) }, OutputShape::Like { of: n(3) }],
-        })
+        if let Some(m) = mean {
+            checks.push(ShapeCheck::SameShape { tensor: n(m), like: n(rstd) });
+        }
+        let mut outputs = vec![OutputShape::Like { of: n(1) }, OutputShape::Like { of: n(gamma) }];
+        if mean.is_some() {
+            outputs.push(OutputShape::Like { of: n(gamma) });
+        }
+        Ok(ShapeRule { checks, outputs })
     }
 
     fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
@@ -347,13 +521,17 @@ impl FamilyOps for RowNormGrad {
     }
 
     /// Qwen2-7B's hidden size and Qwen3's q-norm rows (tokens × 32 heads of 128) at 4096 tokens.
-    fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+    /// LayerNorm: Qwen3-VL's vision tower (hidden 1152) at 4096 patches.
+    fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        if is_layer(spec) {
+            return vec![("Qwen3-VL vision", vec![4096, 1152])];
+        }
         vec![("Qwen2-7B", vec![4096, 3584]), ("Qwen3 q-norm", vec![4096 * 32, 128])]
     }
 
-    fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
+    fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
-        let gamma = numel(3)?;
+        let gamma = numel(roles(spec).2)?;
         (gamma > 0).then(|| numel(1).unwrap_or(0) / gamma)
     }
 
@@ -368,8 +546,10 @@ impl FamilyOps for RowNormGrad {
         PlanReading { label, two_pass: mode == 2, transfer_reason: None }
     }
 
-    fn fusion_target(&self, _spec: &OpSpec) -> bool {
-        true
+    /// Not LayerNorm: torch's eager backward of F.layer_norm is already one fused kernel
+    /// (native_layer_norm_backward), so there is no launch sequence to beat.
+    fn fusion_target(&self, spec: &OpSpec) -> bool {
+        !is_layer(spec)
     }
 
     fn report_inputs(
@@ -385,6 +565,18 @@ impl FamilyOps for RowNormGrad {
     /// each forward op, in reverse order), with the residual add's gradient for add_rms_norm.
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
         let mut b = Builder::default();
+        if is_layer(case.spec) {
+            // aten::native_layer_norm_backward: one kernel reads dy, x, mean, rstd and gamma
+            // and writes dx, dgamma and dbeta.
+            let reads: Vec<T> = (0..5).map(|i| input(case, i).map(|(t, _)| t)).collect::<Result<_, _>>()?;
+            b.op("native_layer_norm_backward", &reads, reads[1]);
+            b.note(
+                "one fused kernel in eager too; its dgamma and dbeta writes (gamma-sized) are not counted",
+            );
+            return Ok(
+                b.finish("torch autograd of F.layer_norm (derivatives.yaml: native_layer_norm_backward)")
+            );
+        }
         let (dy, _) = input(case, 0)?;
         let (x, _) = input(case, 1)?;
         let (rstd, _) = input(case, 2)?;

@@ -282,6 +282,19 @@ pub fn rms_norm_grad(
     gamma: &HostTensor,
     dx_sum: Option<&HostTensor>,
 ) -> Result<RmsNormGradOutputs, ReferenceError> {
+    rms_norm_grad_offset(dy, x, rstd, gamma, dx_sum, 0.0)
+}
+
+/// [`rms_norm_grad`] of the forward y = x·rstd·(γ + offset) (Gemma's 1 + γ): the derivation
+/// above with γ_j replaced by γ_j + offset in g; dγ_j = Σ_rows dy_j·x_j·r does not involve γ.
+pub fn rms_norm_grad_offset(
+    dy: &HostTensor,
+    x: &HostTensor,
+    rstd: &HostTensor,
+    gamma: &HostTensor,
+    dx_sum: Option<&HostTensor>,
+    offset: f64,
+) -> Result<RmsNormGradOutputs, ReferenceError> {
     let op = if dx_sum.is_some() { "add_rms_norm_grad" } else { "rms_norm_grad" };
     let (rows, n, rstd_shape) = row_geometry(op, x, gamma, 0.0)?;
     let mut same = vec![("dy", dy)];
@@ -300,7 +313,8 @@ pub fn rms_norm_grad(
             format!("rstd shape {} must be {}", format_shape(&rstd.shape), format_shape(&rstd_shape)),
         ));
     }
-    let (dyv, xv, rv, gv) = (dy.to_f64(), x.to_f64(), rstd.to_f64(), gamma.to_f64());
+    let (dyv, xv, rv) = (dy.to_f64(), x.to_f64(), rstd.to_f64());
+    let gv: Vec<f64> = gamma.to_f64().iter().map(|g| g + offset).collect();
     let extra = dx_sum.map(|t| t.to_f64());
     let mut dx = Vec::with_capacity(xv.len());
     let mut dgamma = vec![0.0; n];
@@ -318,6 +332,97 @@ pub fn rms_norm_grad(
         }
     }
     Ok(RmsNormGradOutputs { dx, dgamma })
+}
+
+/// Outputs of [`layer_norm_grad`], unrounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerNormGradOutputs {
+    /// x's shape: ∂L/∂x; round once to x's dtype.
+    pub dx: Vec<f64>,
+    /// gamma's shape: Σ over all rows of dy·x̂; round once.
+    pub dgamma: Vec<f64>,
+    /// gamma's shape: Σ over all rows of dy; round once.
+    pub dbeta: Vec<f64>,
+}
+
+/// The backward of LayerNorm y = x̂·(γ + offset) + β, x̂ = (x − μ)·r, per row of n = gamma's
+/// numel elements, with μ = mean(x) and r = 1/√(mean((x − μ)²) + eps), taking the forward's μ
+/// and r (its float32 outputs) as inputs rather than recomputing them.
+///
+/// Derivation: with u = x − μ, ∂μ/∂x_i = 1/n and ∂v/∂x_i = 2·u_i/n (the −2/n·Σu term vanishes:
+/// Σu = 0), so ∂r/∂x_i = −r³·u_i/n and ∂x̂_j/∂x_i = r·(δ_ij − 1/n) − r³·u_j·u_i/n. With
+/// g_j = dy_j·(γ_j + offset), dx_i = Σ_j g_j·∂x̂_j/∂x_i = r·(g_i − mean(g)) − r³·u_i·mean(g·u)
+/// = r·(g_i − mean(g) − x̂_i·mean(g·x̂)); dγ_j = Σ_rows dy_j·x̂_j and dβ_j = Σ_rows dy_j.
+/// The x̂ here is formed from the given μ and r, as the kernel sees them.
+pub fn layer_norm_grad(
+    dy: &HostTensor,
+    x: &HostTensor,
+    mean: &HostTensor,
+    rstd: &HostTensor,
+    gamma: &HostTensor,
+    offset: f64,
+) -> Result<LayerNormGradOutputs, ReferenceError> {
+    let op = "layer_norm_grad";
+    let (rows, n, stat_shape) = row_geometry(op, x, gamma, 0.0)?;
+    if dy.shape != x.shape {
+        return Err(ReferenceError::new(
+            op,
+            format!("dy shape {} must equal x's {}", format_shape(&dy.shape), format_shape(&x.shape)),
+        ));
+    }
+    for (name, t) in [("mean", mean), ("rstd", rstd)] {
+        if t.shape != stat_shape {
+            return Err(ReferenceError::new(
+                op,
+                format!("{name} shape {} must be {}", format_shape(&t.shape), format_shape(&stat_shape)),
+            ));
+        }
+    }
+    let (dyv, xv, mv, rv) = (dy.to_f64(), x.to_f64(), mean.to_f64(), rstd.to_f64());
+    let gv: Vec<f64> = gamma.to_f64().iter().map(|g| g + offset).collect();
+    let mut dx = Vec::with_capacity(xv.len());
+    let (mut dgamma, mut dbeta) = (vec![0.0; n], vec![0.0; n]);
+    for row in 0..rows {
+        let (at, m, r) = (row * n, mv[row], rv[row]);
+        let (dyr, xr) = (&dyv[at..at + n], &xv[at..at + n]);
+        let xhat: Vec<f64> = xr.iter().map(|v| (v - m) * r).collect();
+        let g: Vec<f64> = (0..n).map(|j| dyr[j] * gv[j]).collect();
+        let mean_g = g.iter().sum::<f64>() / n as f64;
+        let mean_gx = (0..n).map(|j| g[j] * xhat[j]).sum::<f64>() / n as f64;
+        for j in 0..n {
+            dx.push(r * (g[j] - mean_g - xhat[j] * mean_gx));
+            dgamma[j] += dyr[j] * xhat[j];
+            dbeta[j] += dyr[j];
+        }
+    }
+    Ok(LayerNormGradOutputs { dx, dgamma, dbeta })
+}
+
+/// The statistics LayerNorm's forward saves for its backward, per row, unrounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerNormStats {
+    pub mean: Vec<f64>,
+    pub rstd: Vec<f64>,
+    /// x's rank with gamma's dims 1 (as [`rms_norm`]'s rstd).
+    pub shape: Vec<usize>,
+}
+
+/// mean = Σx/n and rstd = 1/√(Σ(x − mean)²/n + eps) per row (biased variance, as torch's
+/// layer_norm). For making the backward's inputs.
+pub fn layer_norm_stats(
+    x: &HostTensor,
+    gamma: &HostTensor,
+    eps: f64,
+) -> Result<LayerNormStats, ReferenceError> {
+    let (_, n, shape) = row_geometry("layer_norm_stats", x, gamma, eps)?;
+    let (mut mean, mut rstd) = (Vec::new(), Vec::new());
+    for row in x.to_f64().chunks_exact(n) {
+        let m = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / n as f64;
+        mean.push(m);
+        rstd.push(1.0 / (var + eps).sqrt());
+    }
+    Ok(LayerNormStats { mean, rstd, shape })
 }
 
 #[cfg(test)]

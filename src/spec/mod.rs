@@ -17,7 +17,7 @@ pub use error::{SpecError, SpecErrors};
 pub use idents::{camel_case, is_c_identifier, is_cpp_keyword, snake_case, CANN_BUILTIN_OP_TYPES};
 pub use model::{
     Attr, AttrKind, AttrValue, Backward, BackwardTable, ElementwiseParams, Family, FamilyParams, GradArg,
-    KvKind, Loc, NormKind, OpSpec, RowNormParams, TensorArg,
+    KvKind, Loc, NormKind, OpSpec, RowNormGradParams, RowNormParams, TensorArg,
 };
 pub use project::{load_project, parse_project, project_file_for, ProjectNames, PROJECT_FILE};
 

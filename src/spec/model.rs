@@ -132,6 +132,14 @@ impl NormKind {
     }
 }
 
+/// The row_norm backward's parameters (`[row_norm]`, the forward's spelling).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RowNormGradParams {
+    pub norm: NormKind,
+    /// The forward scaled by gamma + gamma_offset; dx uses that sum, dgamma does not depend on it.
+    pub gamma_offset: f64,
+}
+
 /// The elementwise family: `body` over the inputs, attrs and constants, evaluated in
 /// `compute`. The expression is parsed by `crate::family::elementwise`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -242,8 +250,9 @@ impl KvKind {
 #[serde(tag = "family", rename_all = "snake_case")]
 pub enum FamilyParams {
     RowNorm(RowNormParams),
-    /// The row_norm backward: rms_norm_grad (4 inputs) or add_rms_norm_grad (5, with dx_sum).
-    RowNormGrad,
+    /// The row_norm backward: rms_norm_grad (4 inputs), add_rms_norm_grad (5, with dx_sum) or
+    /// layer_norm_grad (`norm = "layer"`: dy, x, mean, rstd, gamma).
+    RowNormGrad(RowNormGradParams),
     Rotary,
     /// The rotary backward: rotary_mul_grad (dy, x, r1, r2; attrs mode, table_grads).
     RotaryGrad,
@@ -313,6 +322,13 @@ impl OpSpec {
     pub fn row_norm(&self) -> Option<&RowNormParams> {
         match &self.params {
             FamilyParams::RowNorm(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    pub fn row_norm_grad(&self) -> Option<&RowNormGradParams> {
+        match &self.params {
+            FamilyParams::RowNormGrad(p) => Some(p),
             _ => None,
         }
     }

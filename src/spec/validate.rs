@@ -493,7 +493,9 @@ fn check_family_tables(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) {
     ];
     for (name, at, owner) in tables {
         if let (Some(at), Some(f)) = (at, family) {
-            if f != owner {
+            // The row norms' backward takes the forward's parameters, spelt the same.
+            let shared = owner == Family::RowNorm && f == Family::RowNormGrad;
+            if f != owner && !shared {
                 cx.error_at(
                     at,
                     name,

@@ -21,6 +21,7 @@ mod fuzz_replay;
 mod gates_mutants;
 mod golden;
 mod hf_rounding;
+mod layer_norm_grad;
 mod layering;
 mod layout_spec;
 mod layout_twin;

@@ -160,6 +160,7 @@ def samples(dtype=torch.float32, seed=1):
     slots = torch.tensor([3, 0, -1, 7, 40], dtype=torch.int32)
     return {
         "rms_norm": (x, uniform((40,), dtype, seed + 1), 1e-6),
+        "layer_norm": (x, uniform((40,), dtype, seed + 1), uniform((40,), dtype, seed + 2), 1e-5),
         "add_rms_norm": (x, uniform((3, 40), dtype, seed + 2), uniform((40,), dtype, seed + 1), 1e-6),
         "rotary_mul": (rot_x, rot_t, uniform((1, 6, 1, 64), dtype, seed + 2, -1, 1), "half"),
         "rotary_mul_grad": (
@@ -190,6 +191,13 @@ def samples(dtype=torch.float32, seed=1):
             uniform((3, 1), torch.float32, seed + 6, 0.1, 2.0),
             uniform((40,), dtype, seed + 1),
             uniform((3, 40), dtype, seed + 7),
+        ),
+        "layer_norm_grad": (
+            uniform((3, 40), dtype, seed + 5),
+            x,
+            uniform((3, 1), torch.float32, seed + 8, -1.0, 1.0),
+            uniform((3, 1), torch.float32, seed + 6, 0.1, 2.0),
+            uniform((40,), dtype, seed + 1),
         ),
         "bsnd_to_bnsd": (rot_x,),
         "bnsd_to_bsnd": (rot_x,),
@@ -469,7 +477,7 @@ class HostRefusals(unittest.TestCase):
 NO_BACKWARD = {
     "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
-    "rotary_mul_grad",
+    "rotary_mul_grad", "layer_norm_grad",
 }
 # rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
 if "rotary_mul" in opgen_torch.ops.BACKWARD:
@@ -635,6 +643,63 @@ class RowNormAutograd(unittest.TestCase):
                     check_dual_baseline(self, "x.grad", x.grad, base[0], gold[0])
                     check_dual_baseline(self, "gamma.grad", g.grad, base[1], gold[1])
 
+    def test_layer_norm_grad_matches_torch_autograd_of_layer_norm(self):
+        # layer_norm_grad called directly with the forward's float32 mean and rstd, against torch
+        # autograd of F.layer_norm (weight and bias) in float64 (the gold) and in the op's dtype
+        # (the baseline). The eager forward layer_norm is another op's.
+        eps = 1e-5
+        for dtype in FLOATS:
+            for shape, gshape in ROW_NORM_SHAPES + [((64, 1152), (1152,))]:  # + Qwen3-VL vision
+                with self.subTest(dtype=dtype, shape=shape):
+                    x = uniform(shape, dtype, 191)
+                    g = uniform(gshape, dtype, 192, 0.5, 1.5)
+                    b = uniform(gshape, dtype, 194, -1, 1)
+                    dy = uniform(shape, dtype, 193, -1, 1)
+                    dims = tuple(range(x.dim() - g.dim(), x.dim()))
+                    x64 = x.double()
+                    mean = x64.mean(dim=dims, keepdim=True)
+                    rstd = torch.rsqrt((x64 - mean).pow(2).mean(dim=dims, keepdim=True) + eps)
+                    dx, dg, db = OPS.layer_norm_grad(dy, x, mean.float(), rstd.float(), g)
+
+                    def math(x, g, b):
+                        return torch.nn.functional.layer_norm(x, g.shape, g, b, eps)
+
+                    gold = autograd_of(math, torch.float64, [dy], x, g, b)
+                    base = autograd_of(math, dtype, [dy], x, g, b)
+                    for name, got, i in (("dx", dx, 0), ("dgamma", dg, 1), ("dbeta", db, 2)):
+                        check_dual_baseline(self, name, got, base[i], gold[i])
+                    if dtype != torch.float32:
+                        # dbeta is a sum of 16-bit values: within 1 ULP of the rounded gold.
+                        worst = int(ulp_distance(db, gold[2].to(dtype)).max())
+                        self.assertLessEqual(worst, 1, f"dbeta: {worst} ULP")
+
+    def test_layer_norm_forward_and_gradients(self):
+        # The forward against F.layer_norm (f64 gold, the dtype's torch result as baseline), then
+        # the gradients torch autograd gets through layer_norm's [backward] (layer_norm_grad) against
+        # autograd of F.layer_norm, both with CANN's dual-baseline gate.
+        eps = 1e-5
+        for dtype in FLOATS:
+            for shape, gshape in ROW_NORM_SHAPES + [((64, 1152), (1152,))]:  # + Qwen3-VL vision
+                with self.subTest(dtype=dtype, shape=shape):
+                    x = uniform(shape, dtype, 291).requires_grad_()
+                    g = uniform(gshape, dtype, 292, 0.5, 1.5).requires_grad_()
+                    b = uniform(gshape, dtype, 294, -1, 1).requires_grad_()
+                    w = uniform(shape, dtype, 293, -1, 1)
+                    y, mean, rstd = OPS.layer_norm(x, g, b, eps)
+                    self.assertFalse(mean.requires_grad or rstd.requires_grad, "mean/rstd are not differentiable")
+
+                    def math(x, g, b):
+                        return torch.nn.functional.layer_norm(x, g.shape, g, b, eps)
+
+                    with torch.no_grad():
+                        y64 = math(x.double(), g.double(), b.double())
+                        check_dual_baseline(self, "y", y.detach(), math(x, g, b), y64)
+                    (y * w).sum().backward()
+                    gold = autograd_of(math, torch.float64, [w], x, g, b)
+                    base = autograd_of(math, dtype, [w], x, g, b)
+                    for name, got, i in (("x.grad", x.grad, 0), ("gamma.grad", g.grad, 1), ("beta.grad", b.grad, 2)):
+                        check_dual_baseline(self, name, got, base[i], gold[i])
+
     def test_add_rms_norm_gradients(self):
         for dtype in FLOATS:
             for shape, gshape in ROW_NORM_SHAPES[:3]:
@@ -665,7 +730,7 @@ class RowNormAutograd(unittest.TestCase):
 
     def test_opcheck_with_grad(self):
         args = samples()
-        for name in ("rms_norm", "add_rms_norm"):
+        for name in ("rms_norm", "add_rms_norm", "layer_norm"):
             with self.subTest(op=name):
                 a = [t.clone().requires_grad_() if isinstance(t, torch.Tensor) else t for t in args[name]]
                 torch.library.opcheck(getattr(OPS, name).default, a)

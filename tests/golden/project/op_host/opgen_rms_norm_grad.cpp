@@ -22,6 +22,10 @@ const uint32_t INPUT_DY = 0;
 const uint32_t INPUT_X = 1;
 const uint32_t INPUT_RSTD = 2;
 const uint32_t INPUT_GAMMA = 3;
+// The spec's [row_norm] parameters: LayerNorm has a third output (dbeta) and a second
+// cross-core sum; an offset keeps gamma + offset's rounding error in UB beside gamma.
+const bool LAYER_NORM = false;
+const bool HAS_OFFSET = false;
 const size_t MAX_RANK = 8;
 // dgamma partial rows (in the workspace): a fixed count, not the core count, so dgamma is the
 // same bits on every core count.
@@ -145,9 +149,13 @@ struct Plan {
 };
 
 // Float32 work buffers per element of a piece: the splits of dy, x and g, g and its error, the
-// products and their errors, three TwoSum temporaries and a scratch (WORK_BUFFERS); 16-bit
-// types add dy's and x's float copies.
-const uint64_t WORK_BUFFERS = 14;
+// products and their errors, three TwoSum temporaries and a scratch (14); LayerNorm adds
+// u = x - mean's two parts; 16-bit types add dy's and x's float copies.
+const uint64_t WORK_BUFFERS = LAYER_NORM ? 16 : 14;
+// Row-sized float32 rows resident beside gamma: the dgamma accumulator's hi/lo, LayerNorm's
+// dbeta accumulator, gamma + offset's rounding error.
+const uint64_t ACC_ROWS = LAYER_NORM ? 4 : 2;
+const uint64_t RESIDENT_FLOAT_ROWS = ACC_ROWS + (HAS_OFFSET ? 1 : 0);
 // The largest piece the float work takes at a time in modes 0/1 (elements); halved down to
 // MIN_PIECE to leave room for the rows.
 const uint64_t MAX_PIECE = 1024;
@@ -164,7 +172,9 @@ static bool PlanRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t
 {
     const uint64_t streamRow = colAlign * typeSize * BUFFER_NUM * STREAMS;
     // (+ the accumulators' rounding up to whole 64-float repeats and the NaN mask's bits)
-    const uint64_t resident = colAlign * (typeSize + (typeSize == 2 ? 4 : 0) + 16) + 64 * 8 + colAlign / 8 + 96;
+    // (gamma's hi/lo split: 8 bytes per column)
+    const uint64_t resident = colAlign * (typeSize + (typeSize == 2 ? 4 : 0) + 8 + 4 * RESIDENT_FLOAT_ROWS) +
+                              64 * 4 * ACC_ROWS + colAlign / 8 + 96;
     uint64_t piece = MinU64(MAX_PIECE, AlignUp(cols, CHUNK_ALIGN));
     while (true) {
         const uint64_t fixed = resident + piece * WorkBytesPerElem(typeSize);
@@ -190,8 +200,8 @@ static bool PlanRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t
 // the accumulator's hi/lo, the float work.
 static bool PlanSplitD(uint64_t budget, uint64_t cols, uint64_t typeSize, Plan* plan)
 {
-    const uint64_t perElem = typeSize * BUFFER_NUM * (STREAMS + 1) + (typeSize == 2 ? 4 : 0) + 16 +
-                             WorkBytesPerElem(typeSize);
+    const uint64_t perElem = typeSize * BUFFER_NUM * (STREAMS + 1) + (typeSize == 2 ? 4 : 0) + 8 +
+                             4 * RESIDENT_FLOAT_ROWS + WorkBytesPerElem(typeSize);
     // (+ one NaN-mask bit per element, a byte per 8, within the 1 KiB kept free)
     plan->colFactor = MinU64((budget - 1024) / perElem / CHUNK_ALIGN * CHUNK_ALIGN, AlignUp(cols, CHUNK_ALIGN));
     plan->workFactor = plan->colFactor;
@@ -273,9 +283,11 @@ context->GetInputDesc(INPUT_X) == nullptr) {
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     context->SetBlockDim(static_cast<uint32_t>(blockDim));
-    // The system workspace (SyncAll and the API's own use) and then the partials' hi and lo rows.
+    // The system workspace (SyncAll and the API's own use) and then the partials' hi and lo
+    // rows, per cross-core sum (dgamma; LayerNorm's dbeta too).
+    const uint64_t sums = LAYER_NORM ? 2 : 1;
     size_t* workspace = context->GetWorkspaceSizes(1);
-    workspace[0] = static_cast<size_t>(platform.GetLibApiWorkSpaceSize()) + groups * 2 * cols * sizeof(float);
+    workspace[0] = static_cast<size_t>(platform.GetLibApiWorkSpaceSize()) + sums * groups * 2 * cols * sizeof(float);
     return ge::GRAPH_SUCCESS;
 }
 }  // namespace optiling

@@ -2,7 +2,7 @@
 // Do not edit by hand: change the spec or the template, then run `cargo xtask gen-ops` again.
 // Family row_norm_grad: dx = rstd * (g - x * rstd^2 * mean(g * x)) with g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * x * rstd (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
 //
-// Per row of n = numCol elements, with g = dy * gamma and r the forward's rstd:
+// Per row of n = numCol elements, with g = dy * (gamma + GAMMA_OFFSET) and r the forward's rstd:
 //   dx = r * g - x * c, c = r^3 * mean(g * x)
 //   dgamma partial of group k = sum over the group's rows, in row order, of dy * x * r
 //   dgamma = sum over the groups k = 0, 1, ..., 47 of their partials, in that order
@@ -48,6 +48,12 @@ constexpr float SPLITTER = 4097.0f;       // 2^12 + 1: Veltkamp's split of a 24-
 constexpr uint32_t FOLD_LANES = 8;        // lanes left after halving (32 bytes: views stay aligned)
 constexpr uint32_t MIN_FOLD = 16;         // shorter sums are done on the scalar unit
 constexpr uint32_t LANES = 64;            // float32 lanes of one 256-byte repeat
+// The spec's [row_norm] parameters, as compile-time flags: one kernel source for every variant.
+constexpr bool LAYER_NORM = false;  // mean subtraction and dbeta
+constexpr float GAMMA_OFFSET = 0.0f;  // the forward scales by gamma + GAMMA_OFFSET
+constexpr bool HAS_OFFSET = GAMMA_OFFSET != 0.0f;
+// Cross-core sums in the workspace: dgamma, and dbeta for LayerNorm.
+constexpr uint32_t SUMS = LAYER_NORM ? 2 : 1;
 
 // Mirrors OpgenRmsNormGradTilingData in op_host/opgen_rms_norm_grad_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -171,7 +177,7 @@ public:
         dxGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dx), elems);
         dgammaGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dgamma), t_.numCol);
         partialGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(userWorkspace),
-                                   static_cast<uint64_t>(t_.groups) * 2 * t_.numCol);
+                                   static_cast<uint64_t>(SUMS) * t_.groups * 2 * t_.numCol);
     }
 
     __aicore__ inline void Process()
@@ -223,13 +229,18 @@ private:
             pipe_.InitBuffer(bDy_, bytes);
             pipe_.InitBuffer(bX_, bytes);
         }
+        if constexpr (LAYER_NORM) {
+            pipe_.InitBuffer(bU_, bytes);
+            pipe_.InitBuffer(bUl_, bytes);
+        }
     }
 
     // gamma (len elements from `src`) to float and split into hi + lo, `piece` elements at a
-    // time (the scratch bT1_ holds one piece).
+    // time (the scratch bT1_ holds one piece). With an offset, gf = fl(gamma + GAMMA_OFFSET)
+    // and ge its rounding error (TwoSum), so gf + ge is gamma + GAMMA_OFFSET exactly.
     __aicore__ inline void PrepareGamma(const LocalTensor<T>& src, const LocalTensor<float>& gf,
-                                        const LocalTensor<float>& gh, const LocalTensor<float>& gl, uint32_t len,
-                                        uint32_t piece)
+                                        const LocalTensor<float>& gh, const LocalTensor<float>& gl,
+                                        const LocalTensor<float>& ge, uint32_t len, uint32_t piece)
     {
         PipeBarrier<PIPE_V>();
         if constexpr (NEEDS_FP32_COPY) {
@@ -237,7 +248,25 @@ private:
             PipeBarrier<PIPE_V>();
         }
         for (uint32_t col = 0; col < len; col += piece) {
-            Split(gh[col], gl[col], gf[col], bT1_.Get<float>(), Min(piece, len - col));
+            const uint32_t n = Min(piece, len - col);
+            if constexpr (HAS_OFFSET) {
+                LocalTensor<float> s = bT2_.Get<float>();
+                TwoSumScalar(s, ge[col], gf[col], GAMMA_OFFSET, bT1_.Get<float>(), bT3_.Get<float>(), n);
+                Adds(gf[col], s, 0.0f, n);
+                PipeBarrier<PIPE_V>();
+            }
+            Split(gh[col], gl[col], gf[col], bT1_.Get<float>(), n);
+        }
+    }
+
+    // gamma's offset error beside gf (modes 0/1: at column col; split-D: the chunk's); without
+    // an offset nothing reads it (gl stands in).
+    __aicore__ inline LocalTensor<float> GammaE(uint32_t col)
+    {
+        if constexpr (HAS_OFFSET) {
+            return gammaE_.Get<float>()[col];
+        } else {
+            return gammaL_.Get<float>()[col];
         }
     }
 
@@ -255,6 +284,13 @@ private:
         const uint32_t accLen = (width + LANES - 1) / LANES * LANES;
         pipe_.InitBuffer(accH_, accLen * sizeof(float));
         pipe_.InitBuffer(accL_, accLen * sizeof(float));
+        if constexpr (LAYER_NORM) {
+            pipe_.InitBuffer(accBH_, accLen * sizeof(float));
+            pipe_.InitBuffer(accBL_, accLen * sizeof(float));
+        }
+        if constexpr (HAS_OFFSET) {
+            pipe_.InitBuffer(gammaE_, width * sizeof(float));
+        }
         pipe_.InitBuffer(mask_, MaskBytes(accLen > t_.workFactor ? accLen : t_.workFactor));
         if constexpr (NEEDS_FP32_COPY) {
             pipe_.InitBuffer(gammaF32_, width * sizeof(float));
@@ -266,7 +302,8 @@ private:
         event_t copied = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
         SetFlag<HardEvent::MTE2_V>(copied);
         WaitFlag<HardEvent::MTE2_V>(copied);
-        PrepareGamma(gamma, GammaF(), gammaH_.Get<float>(), gammaL_.Get<float>(), t_.numCol, t_.workFactor);
+        PrepareGamma(gamma, GammaF(), gammaH_.Get<float>(), gammaL_.Get<float>(), GammaE(0), t_.numCol,
+                     t_.workFactor);
         for (uint32_t k = groupStart_; k < groupStart_ + groupCount_; ++k) {
             if (k > groupStart_) {
                 // The previous group's partial (MTE3) still reads accH_ before it is cleared.
@@ -275,6 +312,10 @@ private:
             PipeBarrier<PIPE_V>();
             Duplicate(accH_.Get<float>(), 0.0f, t_.numCol);
             Duplicate(accL_.Get<float>(), 0.0f, t_.numCol);
+            if constexpr (LAYER_NORM) {
+                Duplicate(accBH_.Get<float>(), 0.0f, t_.numCol);
+                Duplicate(accBL_.Get<float>(), 0.0f, t_.numCol);
+            }
             PipeBarrier<PIPE_V>();
             const uint32_t first = GroupStart(k);
             const uint32_t count = GroupRows(k);
@@ -284,7 +325,10 @@ private:
                 ComputeRows(first + done, n);
                 CopyOutRows(first + done, n);
             }
-            FinishPartial(k, 0, accH_.Get<float>(), accL_.Get<float>(), t_.numCol);
+            FinishPartial(0, k, 0, accH_.Get<float>(), accL_.Get<float>(), t_.numCol);
+            if constexpr (LAYER_NORM) {
+                FinishPartial(1, k, 0, accBH_.Get<float>(), accBL_.Get<float>(), t_.numCol);
+            }
         }
     }
 
@@ -324,18 +368,23 @@ private:
         LocalTensor<float> accL = accL_.Get<float>();
         for (uint32_t r = 0; r < count; ++r) {
             const uint32_t base = r * width;
+            LoadMean(row + r);
             FF sum{0.0f, 0.0f};
             for (uint32_t col = 0; col < t_.numCol; col += piece) {
                 const uint32_t len = Min(piece, t_.numCol - col);
-                sum = SumGx(sum, dy[base + col], x[base + col], gf[col], gh[col], gl[col], len);
+                sum = SumGx(sum, dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
             }
             const float rstd = rstdGm_.GetValue(row + r);
             const FF coef = Coefficient(sum, rstd);
+            const FF meanTerm = MeanTerm(rstd);
             for (uint32_t col = 0; col < t_.numCol; col += piece) {
                 const uint32_t len = Min(piece, t_.numCol - col);
-                Prepare(dy[base + col], x[base + col], gf[col], gh[col], gl[col], len);
-                Dx(dx[base + col], len, rstd, coef);
+                Prepare(dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
+                Dx(dx[base + col], len, rstd, coef, meanTerm);
                 AccumulateDgamma(accH[col], accL[col], len, rstd);
+                if constexpr (LAYER_NORM) {
+                    AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);
+                }
             }
         }
         inDy_.FreeTensor(dy);
@@ -363,6 +412,13 @@ private:
         pipe_.InitBuffer(gammaL_, chunk * sizeof(float));
         pipe_.InitBuffer(accH_, chunk * sizeof(float));
         pipe_.InitBuffer(accL_, chunk * sizeof(float));
+        if constexpr (LAYER_NORM) {
+            pipe_.InitBuffer(accBH_, chunk * sizeof(float));
+            pipe_.InitBuffer(accBL_, chunk * sizeof(float));
+        }
+        if constexpr (HAS_OFFSET) {
+            pipe_.InitBuffer(gammaE_, chunk * sizeof(float));
+        }
         pipe_.InitBuffer(mask_, MaskBytes(chunk));
         if constexpr (NEEDS_FP32_COPY) {
             pipe_.InitBuffer(gammaF32_, chunk * sizeof(float));
@@ -374,24 +430,28 @@ private:
             const uint32_t count = GroupRows(k);
             for (uint32_t row = first; row < first + count; ++row) {
                 const uint64_t rowOffset = static_cast<uint64_t>(row) * t_.numCol;
+                LoadMean(row);
                 FF sum{0.0f, 0.0f};
                 for (uint32_t c = 0; c < chunks; ++c) {
                     const uint32_t col = c * chunk;
                     const uint32_t len = Min(chunk, t_.numCol - col);
                     LoadChunk(rowOffset + col, col, len);
                     LocalTensor<float> gf = ChunkGammaF();
-                    sum = SumGx(sum, pendingDy_, pendingX_, gf, gammaH_.Get<float>(), gammaL_.Get<float>(), len);
+                    sum = SumGx(sum, pendingDy_, pendingX_, gf, gammaH_.Get<float>(), gammaL_.Get<float>(), GammaE(0),
+                                len);
                     FreeChunk();
                 }
                 const float rstd = rstdGm_.GetValue(row);
                 const FF coef = Coefficient(sum, rstd);
+                const FF meanTerm = MeanTerm(rstd);
                 for (uint32_t c = 0; c < chunks; ++c) {
                     const uint32_t col = c * chunk;
                     const uint32_t len = Min(chunk, t_.numCol - col);
                     LoadChunk(rowOffset + col, col, len);
-                    Prepare(pendingDy_, pendingX_, ChunkGammaF(), gammaH_.Get<float>(), gammaL_.Get<float>(), len);
+                    Prepare(pendingDy_, pendingX_, ChunkGammaF(), gammaH_.Get<float>(), gammaL_.Get<float>(), GammaE(0),
+                            len);
                     LocalTensor<T> dx = outDx_.AllocTensor<T>();
-                    Dx(dx, len, rstd, coef);
+                    Dx(dx, len, rstd, coef, meanTerm);
                     FreeChunk();
                     outDx_.EnQue(dx);
                     dx = outDx_.DeQue<T>();
@@ -413,7 +473,7 @@ private:
         DataCopyPad(gamma, gammaGm_[col], RowParams(1, len), NoPad());
         inGamma_.EnQue(gamma);
         pendingGamma_ = inGamma_.DeQue<T>();
-        PrepareGamma(pendingGamma_, ChunkGammaF(), gammaH_.Get<float>(), gammaL_.Get<float>(), len, len);
+        PrepareGamma(pendingGamma_, ChunkGammaF(), gammaH_.Get<float>(), gammaL_.Get<float>(), GammaE(0), len, len);
     }
 
     __aicore__ inline LocalTensor<float> ChunkGammaF()
@@ -454,16 +514,27 @@ private:
         PipeBarrier<PIPE_V>();
         Duplicate(accH, 0.0f, len);
         Duplicate(accL, 0.0f, len);
+        if constexpr (LAYER_NORM) {
+            Duplicate(accBH_.Get<float>(), 0.0f, len);
+            Duplicate(accBL_.Get<float>(), 0.0f, len);
+        }
         PipeBarrier<PIPE_V>();
         for (uint32_t row = first; row < first + count; ++row) {
             LoadDyX(static_cast<uint64_t>(row) * t_.numCol + col, len);
+            LoadMean(row);
             PrepareDyX(pendingDy_, pendingX_, len);
             AccumulateDgamma(accH, accL, len, rstdGm_.GetValue(row));
+            if constexpr (LAYER_NORM) {
+                AccumulateDbeta(accBH_.Get<float>(), accBL_.Get<float>(), len);
+            }
             PipeBarrier<PIPE_V>();
             inDy_.FreeTensor(pendingDy_);
             inX_.FreeTensor(pendingX_);
         }
-        FinishPartial(k, col, accH, accL, len);
+        FinishPartial(0, k, col, accH, accL, len);
+        if constexpr (LAYER_NORM) {
+            FinishPartial(1, k, col, accBH_.Get<float>(), accBL_.Get<float>(), len);
+        }
     }
 
     // ---- the float-float arithmetic --------------------------------------------------------
@@ -482,28 +553,55 @@ private:
             dyF_ = dy;
             xF_ = x;
         }
+        if constexpr (LAYER_NORM) {
+            // u = x - mean exactly, as the pair (bU_, bUl_): from here on xF_ is u's high part,
+            // and every product with it adds the low part's term.
+            TwoSumScalar(bU_.Get<float>(), bUl_.Get<float>(), xF_, -rowMean_, bT1_.Get<float>(), bT2_.Get<float>(),
+                         len);
+            xF_ = bU_.Get<float>();
+        }
         Split(bDyH_.Get<float>(), bDyL_.Get<float>(), dyF_, bT1_.Get<float>(), len);
         Split(bXH_.Get<float>(), bXL_.Get<float>(), xF_, bT2_.Get<float>(), len);
     }
 
-    // PrepareDyX, then g = dy * gamma as G + Ge (exact) and G's split in GH/GL.
+    // The row's mean (LayerNorm), read by the scalar unit from GM like rstd.
+    __aicore__ inline void LoadMean(uint32_t row)
+    {
+        if constexpr (LAYER_NORM) {
+            rowMean_ = meanGm_.GetValue(row);
+        }
+    }
+
+    // PrepareDyX, then g = dy * gamma as G + Ge (exact; with an offset, Ge also carries
+    // dy * ge, gamma + offset's rounding error) and G's split in GH/GL.
     __aicore__ inline void Prepare(const LocalTensor<T>& dy, const LocalTensor<T>& x, const LocalTensor<float>& gf,
-                                   const LocalTensor<float>& gh, const LocalTensor<float>& gl, uint32_t len)
+                                   const LocalTensor<float>& gh, const LocalTensor<float>& gl,
+                                   const LocalTensor<float>& ge, uint32_t len)
     {
         PrepareDyX(dy, x, len);
         LocalTensor<float> g = bG_.Get<float>();
         Mul(g, dyF_, gf, len);
         PipeBarrier<PIPE_V>();
         ProductError(bGe_.Get<float>(), bDyH_.Get<float>(), bDyL_.Get<float>(), gh, gl, g, len);
+        if constexpr (HAS_OFFSET) {
+            LocalTensor<float> tmp = bT3_.Get<float>();
+            Mul(tmp, dyF_, ge, len);
+            PipeBarrier<PIPE_V>();
+            Add(bGe_.Get<float>(), bGe_.Get<float>(), tmp, len);
+            PipeBarrier<PIPE_V>();
+        }
         Split(bGH_.Get<float>(), bGL_.Get<float>(), g, bT1_.Get<float>(), len);
     }
 
     // Adds sum(g * x) over a piece to `sum`: P + Q = g * x exactly per element (P = fl(G x),
     // Q = its Dekker error + Ge x), P summed with TwoSum, Q plainly beside it.
+    // LayerNorm adds G * ul (u's low part) to Q, and sums g itself (G + Ge) into sumG_ in the
+    // same pass.
     __aicore__ inline FF SumGx(FF sum, const LocalTensor<T>& dy, const LocalTensor<T>& x, const LocalTensor<float>& gf,
-                               const LocalTensor<float>& gh, const LocalTensor<float>& gl, uint32_t len)
+                               const LocalTensor<float>& gh, const LocalTensor<float>& gl,
+                               const LocalTensor<float>& ge, uint32_t len)
     {
-        Prepare(dy, x, gf, gh, gl, len);
+        Prepare(dy, x, gf, gh, gl, ge, len);
         LocalTensor<float> p = bP_.Get<float>();
         LocalTensor<float> q = bQ_.Get<float>();
         LocalTensor<float> t1 = bT1_.Get<float>();
@@ -513,12 +611,22 @@ private:
         ProductError(q, bGH_.Get<float>(), bGL_.Get<float>(), bXH_.Get<float>(), bXL_.Get<float>(), p, len);
         Add(q, q, t1, len);
         PipeBarrier<PIPE_V>();
-        return FoldSum(sum, p, q, len);
+        if constexpr (LAYER_NORM) {
+            Mul(t1, bG_.Get<float>(), bUl_.Get<float>(), len);
+            PipeBarrier<PIPE_V>();
+            Add(q, q, t1, len);
+            PipeBarrier<PIPE_V>();
+            // G and Ge are folded in place (dy's split, no longer needed, is the scratch).
+            sumG_ = FoldSum(sumG_, bG_.Get<float>(), bGe_.Get<float>(), len, plainG_, bDyH_.Get<float>());
+        }
+        return FoldSum(sum, p, q, len, plainSum_, bG_.Get<float>());
     }
 
     // sum + Σ (p + q) over `len` lanes: blocks of w (a power of two) TwoSum-added lane by lane
     // into the first block, then the lanes halved down to FOLD_LANES, then the scalar unit.
-    __aicore__ inline FF FoldSum(FF sum, const LocalTensor<float>& p, const LocalTensor<float>& q, uint32_t len)
+    // `plain` accumulates the uncorrected sum (the NaN fallback); `tmp` is a scratch row.
+    __aicore__ inline FF FoldSum(FF sum, const LocalTensor<float>& p, const LocalTensor<float>& q, uint32_t len,
+                                 float& plain, const LocalTensor<float>& tmp)
     {
         uint32_t w = len;
         if (len >= MIN_FOLD) {
@@ -527,11 +635,11 @@ private:
                 w *= 2;
             }
             for (uint32_t off = w; off < len; off += w) {
-                FoldStep(p, q, off, Min(w, len - off));
+                FoldStep(p, q, off, Min(w, len - off), tmp);
             }
             while (w > FOLD_LANES) {
                 w /= 2;
-                FoldStep(p, q, w, w);
+                FoldStep(p, q, w, w, tmp);
             }
         }
         event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
@@ -539,7 +647,7 @@ private:
         WaitFlag<HardEvent::V_S>(reduced);
         for (uint32_t i = 0; i < w; ++i) {
             const float pi = p.GetValue(i);
-            plainSum_ = plainSum_ + pi;
+            plain = plain + pi;
             sum = AddFF(sum, pi, q.GetValue(i));
         }
         // The next piece's vector ops overwrite what the scalar unit just read.
@@ -550,11 +658,12 @@ private:
     }
 
     // p[0, n) = TwoSum(p[0, n), p[off, off + n)), q[0, n) += q[off, off + n) + the TwoSum errors.
-    __aicore__ inline void FoldStep(const LocalTensor<float>& p, const LocalTensor<float>& q, uint32_t off, uint32_t n)
+    __aicore__ inline void FoldStep(const LocalTensor<float>& p, const LocalTensor<float>& q, uint32_t off, uint32_t n,
+                                    const LocalTensor<float>& tmp)
     {
         LocalTensor<float> s = bT1_.Get<float>();
         LocalTensor<float> e = bT2_.Get<float>();
-        TwoSum(s, e, p, p[off], bT3_.Get<float>(), bG_.Get<float>(), n);
+        TwoSum(s, e, p, p[off], bT3_.Get<float>(), tmp, n);
         Add(q, q, q[off], n);
         PipeBarrier<PIPE_V>();
         Add(q, q, e, n);
@@ -578,8 +687,27 @@ private:
         return c;
     }
 
+    // LayerNorm's r * mean(g) in float-float (the plain value where that is NaN); zero for the
+    // RMS norms. Resets the row's sum of g.
+    __aicore__ inline FF MeanTerm(float rstd)
+    {
+        if constexpr (!LAYER_NORM) {
+            return FF{0.0f, 0.0f};
+        }
+        const FF mean = DivFF(sumG_, static_cast<float>(t_.numCol));
+        FF b = MulFF(mean, FF{rstd, 0.0f});
+        const float plain = rstd * (plainG_ / static_cast<float>(t_.numCol));
+        sumG_ = FF{0.0f, 0.0f};
+        plainG_ = 0.0f;
+        if (!(b.hi == b.hi) && plain == plain) {
+            b = FF{plain, 0.0f};
+        }
+        return b;
+    }
+
     // dx = r g - x c for a prepared piece, rounded once into `dx`.
-    __aicore__ inline void Dx(const LocalTensor<T>& dx, uint32_t len, float rstd, FF coef)
+    __aicore__ inline void Dx(const LocalTensor<T>& dx, uint32_t len, float rstd, FF coef,
+                              FF meanTerm)
     {
         const FF rs = SplitS(rstd);
         const FF cs = SplitS(coef.hi);
@@ -606,6 +734,12 @@ private:
         ProductErrorS(q, bXH_.Get<float>(), bXL_.Get<float>(), cs, p, len);
         Add(q, q, t3, len);
         PipeBarrier<PIPE_V>();
+        if constexpr (LAYER_NORM) {
+            Muls(t3, bUl_.Get<float>(), coef.hi, len);  // u's low part times c
+            PipeBarrier<PIPE_V>();
+            Add(q, q, t3, len);
+            PipeBarrier<PIPE_V>();
+        }
         Sub(t2, t2, q, len);  // the small terms: errors of a minus errors of b
         Muls(p, p, -1.0f, len);
         PipeBarrier<PIPE_V>();
@@ -614,6 +748,15 @@ private:
         Add(t2, t2, q, len);
         PipeBarrier<PIPE_V>();
         LocalTensor<float> hi = t3;
+        if constexpr (LAYER_NORM) {
+            // minus r mean(g): TwoSum(s, -meanTerm.hi), s in t1, its error in q.
+            TwoSumScalar(t1, q, t3, -meanTerm.hi, gh, gl, len);
+            Add(t2, t2, q, len);
+            PipeBarrier<PIPE_V>();
+            Adds(t2, t2, -meanTerm.lo, len);
+            PipeBarrier<PIPE_V>();
+            hi = t1;
+        }
         Add(p, hi, t2, len);
         PipeBarrier<PIPE_V>();
         // Where the corrections are NaN but the plain difference is not (an Inf operand makes
@@ -654,6 +797,12 @@ private:
         Mul(g, dyF_, xF_, len);
         PipeBarrier<PIPE_V>();
         ProductError(ge, bDyH_.Get<float>(), bDyL_.Get<float>(), bXH_.Get<float>(), bXL_.Get<float>(), g, len);
+        if constexpr (LAYER_NORM) {
+            Mul(t1, dyF_, bUl_.Get<float>(), len);  // dy times u's low part
+            PipeBarrier<PIPE_V>();
+            Add(ge, ge, t1, len);
+            PipeBarrier<PIPE_V>();
+        }
         Split(bGH_.Get<float>(), bGL_.Get<float>(), g, t1, len);
         Muls(p, g, rstd, len);
         Muls(t2, ge, rstd, len);
@@ -669,16 +818,30 @@ private:
         PipeBarrier<PIPE_V>();
     }
 
-    // The group's partial, its hi and lo rows as they are, to rows 2k and 2k + 1 of the
-    // workspace (the final sum adds them in float-float).
-    __aicore__ inline void FinishPartial(uint32_t k, uint32_t col, const LocalTensor<float>& accH,
+    // accB (hi + lo) += dy for a piece prepared by PrepareDyX (LayerNorm's dbeta): TwoSum into
+    // accBH, its error into accBL.
+    __aicore__ inline void AccumulateDbeta(const LocalTensor<float>& accBH, const LocalTensor<float>& accBL, uint32_t len)
+    {
+        LocalTensor<float> t1 = bT1_.Get<float>();
+        LocalTensor<float> t2 = bT2_.Get<float>();
+        PipeBarrier<PIPE_V>();
+        TwoSum(t1, t2, accBH, dyF_, bG_.Get<float>(), bGe_.Get<float>(), len);
+        Add(accBL, accBL, t2, len);
+        Adds(accBH, t1, 0.0f, len);
+        PipeBarrier<PIPE_V>();
+    }
+
+    // The group's partial of sum `which` (0 dgamma, 1 dbeta), its hi and lo rows as they are,
+    // to rows 2k and 2k + 1 of that sum's part of the workspace (the final sum adds them in
+    // float-float).
+    __aicore__ inline void FinishPartial(uint32_t which, uint32_t k, uint32_t col, const LocalTensor<float>& accH,
                                          const LocalTensor<float>& accL, uint32_t len)
     {
         PipeBarrier<PIPE_V>();
         event_t summed = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE3));
         SetFlag<HardEvent::V_MTE3>(summed);
         WaitFlag<HardEvent::V_MTE3>(summed);
-        const uint64_t row = static_cast<uint64_t>(2 * k) * t_.numCol + col;
+        const uint64_t row = (static_cast<uint64_t>(which) * t_.groups + k) * 2 * t_.numCol + col;
         DataCopyPad(partialGm_[row], accH, DataCopyExtParams(1, len * sizeof(float), 0, 0, 0));
         DataCopyPad(partialGm_[row + t_.numCol], accL, DataCopyExtParams(1, len * sizeof(float), 0, 0, 0));
     }
@@ -688,6 +851,7 @@ private:
     // partial (hi_k, lo_k) is added to (H, L) by H + e = H + hi_k exactly (TwoSum), L += e + lo_k;
     // then dgamma = H + L rounded once to float32, or the plain sum H where the corrections are
     // NaN (an Inf partial), and rounded once to gamma's dtype.
+    // LayerNorm's dbeta the same way after dgamma, from its own part of the workspace.
     __aicore__ inline void FinalDgamma()
     {
         const uint32_t start = static_cast<uint32_t>(GetBlockIdx()) * t_.finalCols;
@@ -707,6 +871,17 @@ private:
         pipe_.InitBuffer(bT3_, piece * sizeof(float));
         pipe_.InitBuffer(scratch_, piece * sizeof(float));
         pipe_.InitBuffer(mask_, MaskBytes(piece));
+        FinalSum(0, dgammaGm_, start, cols);
+        if constexpr (LAYER_NORM) {
+            FinalSum(1, dbetaGm_, start, cols);
+        }
+    }
+
+    // Columns [start, start + cols) of sum `which`: its 48 partials in group order, into `out`.
+    __aicore__ inline void FinalSum(uint32_t which, const GlobalTensor<T>& out, uint32_t start, uint32_t cols)
+    {
+        const uint32_t piece = t_.finalFactor;
+        const uint64_t base = static_cast<uint64_t>(which) * t_.groups * 2 * t_.numCol;
         LocalTensor<float> h = accH_.Get<float>();
         LocalTensor<float> l = accL_.Get<float>();
         LocalTensor<float> s = bT1_.Get<float>();
@@ -718,7 +893,7 @@ private:
             Duplicate(l, 0.0f, len);
             PipeBarrier<PIPE_V>();
             for (uint32_t k = 0; k < t_.groups; ++k) {
-                const uint64_t row = static_cast<uint64_t>(2 * k) * t_.numCol + start + col;
+                const uint64_t row = base + static_cast<uint64_t>(2 * k) * t_.numCol + start + col;
                 LocalTensor<float> part = inPart_.AllocTensor<float>();
                 const DataCopyExtParams one(1, len * sizeof(float), 0, 0, 0);
                 const DataCopyPadExtParams<float> none(false, 0, 0, 0.0f);
@@ -737,16 +912,16 @@ private:
             Add(s, h, l, len);
             PipeBarrier<PIPE_V>();
             KeepUnlessNan(s, h, len);
-            LocalTensor<T> out = outDgamma_.AllocTensor<T>();
+            LocalTensor<T> rounded = outDgamma_.AllocTensor<T>();
             if constexpr (NEEDS_FP32_COPY) {
-                Cast(out, s, TO_T, len);
+                Cast(rounded, s, TO_T, len);
             } else {
-                Muls(out, s, 1.0f, len);  // an exact copy (-0 stays -0)
+                Muls(rounded, s, 1.0f, len);  // an exact copy (-0 stays -0)
             }
-            outDgamma_.EnQue(out);
-            out = outDgamma_.DeQue<T>();
-            DataCopyPad(dgammaGm_[start + col], out, DataCopyExtParams(1, len * sizeof(T), 0, 0, 0));
-            outDgamma_.FreeTensor(out);
+            outDgamma_.EnQue(rounded);
+            rounded = outDgamma_.DeQue<T>();
+            DataCopyPad(out[start + col], rounded, DataCopyExtParams(1, len * sizeof(T), 0, 0, 0));
+            outDgamma_.FreeTensor(rounded);
         }
     }
 
@@ -830,6 +1005,25 @@ private:
         PipeBarrier<PIPE_V>();
     }
 
+    // s + e = a + b exactly for a scalar b (TwoSum; b - bb is exact, so it is -(bb - b)); s must
+    // not alias a; bb, tmp scratch.
+    __aicore__ inline void TwoSumScalar(const LocalTensor<float>& s, const LocalTensor<float>& e,
+                                        const LocalTensor<float>& a, float b, const LocalTensor<float>& bb,
+                                        const LocalTensor<float>& tmp, uint32_t len)
+    {
+        Adds(s, a, b, len);
+        PipeBarrier<PIPE_V>();
+        Sub(bb, s, a, len);
+        PipeBarrier<PIPE_V>();
+        Sub(tmp, s, bb, len);
+        Adds(e, bb, -b, len);
+        PipeBarrier<PIPE_V>();
+        Sub(tmp, a, tmp, len);
+        PipeBarrier<PIPE_V>();
+        Sub(e, tmp, e, len);
+        PipeBarrier<PIPE_V>();
+    }
+
     // ---- helpers ---------------------------------------------------------------------------
     // One mask bit per float of `len` rounded up to whole repeats, in 32-byte blocks.
     __aicore__ inline uint32_t MaskBytes(uint32_t len) const
@@ -859,6 +1053,9 @@ private:
     uint32_t groupStart_ = 0;
     uint32_t groupCount_ = 0;
     float plainSum_ = 0.0f;  // the row's sum of g * x without corrections (the NaN fallback)
+    FF sumG_{0.0f, 0.0f};    // LayerNorm: the row's sum of g, and without corrections
+    float plainG_ = 0.0f;
+    float rowMean_ = 0.0f;   // LayerNorm: the forward's mean of the current row
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> inDy_;
     TQue<QuePosition::VECIN, 1> inX_;
@@ -872,6 +1069,11 @@ private:
     TBuf<TPosition::VECCALC> gammaL_;
     TBuf<TPosition::VECCALC> accH_;
     TBuf<TPosition::VECCALC> accL_;
+    TBuf<TPosition::VECCALC> accBH_;   // LayerNorm: the dbeta accumulator (hi, lo)
+    TBuf<TPosition::VECCALC> accBL_;
+    TBuf<TPosition::VECCALC> gammaE_;  // with an offset: fl(gamma + offset)'s rounding error
+    TBuf<TPosition::VECCALC> bU_;      // LayerNorm: u = x - mean, high and low parts
+    TBuf<TPosition::VECCALC> bUl_;
     TBuf<TPosition::VECCALC> bDy_;  // 16-bit types: dy and x in float
     TBuf<TPosition::VECCALC> bX_;
     TBuf<TPosition::VECCALC> bDyH_;
@@ -900,7 +1102,9 @@ private:
     GlobalTensor<T> gammaGm_;
     GlobalTensor<T> dxGm_;
     GlobalTensor<T> dgammaGm_;
-    GlobalTensor<float> partialGm_;  // the user workspace: [groups][2][numCol] float32
+    GlobalTensor<float> meanGm_;     // LayerNorm
+    GlobalTensor<T> dbetaGm_;
+    GlobalTensor<float> partialGm_;  // the user workspace: [SUMS][groups][2][numCol] float32
 };
 }  // namespace opgen_rms_norm_grad_kernel
 

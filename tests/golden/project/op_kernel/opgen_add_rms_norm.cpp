@@ -14,6 +14,9 @@
 //                       in UB in x's dtype between the passes (the rounded sum, computed
 //                       in pass 1 from x1 and x2 and written to x_sum in one transfer),
 //                       so pass 2 reads it from UB; otherwise pass 2 reads x1 and x2 from GM again.
+//   MODE_BATCHED   (3)  as mode 1 for short rows (numCol <= 512), but rstd and y for all the
+//                       pass's rows by one vector instruction per step, rstd on the vector unit
+//                       (kernel/row_norm_batched.j2)
 // 16-bit inputs are computed in float32 and rounded (CAST_RINT = RNE) where the tiling's roundHf
 // says: 0 ("once") y = RNE(x * rstd * gamma), mean(x^2) = sum * (1/n); 1 ("hf") y = RNE(RNE(x * rstd)
 // * gamma), mean(x^2) = sum / n, where HF Qwen2RMSNorm rounds (and CANN's AddRmsNorm). The branch
@@ -32,6 +35,7 @@ constexpr uint32_t REDUCE_TMP_FLOATS = 64;
 constexpr uint32_t MODE_WHOLE_ROW = 0;
 constexpr uint32_t MODE_MULTI_ROW = 1;
 constexpr uint32_t MODE_SPLIT_D = 2;
+constexpr uint32_t MODE_BATCHED = 3;
 
 // Mirrors OpgenAddRmsNormTilingData in op_host/opgen_add_rms_norm_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -128,6 +132,9 @@ private:
             pipe_.InitBuffer(xF32_, sub * width * sizeof(float));
             pipe_.InitBuffer(gammaF32_, width * sizeof(float));
         }
+        if (t_.mode == MODE_BATCHED) {
+            InitBatched(rows);
+        }
         LoadGamma(width);
         for (uint32_t done = 0; done < rowCount_; done += rows) {
             const uint32_t count = Min(rows, rowCount_ - done);
@@ -218,6 +225,10 @@ private:
     __aicore__ inline void NormalizeRows(const LocalTensor<float>& xf, const LocalTensor<T>& y,
                                          const LocalTensor<float>& rstd, uint32_t first, uint32_t n)
     {
+        if (t_.mode == MODE_BATCHED) {
+            NormalizeRowsBatched(xf, y, rstd, n);  // the whole pass (subRows == rowFactor)
+            return;
+        }
         const uint32_t width = t_.numColAlign;
         LocalTensor<float> work = work_.Get<float>();
         LocalTensor<float> sums = reduce_.Get<float>();
@@ -283,6 +294,129 @@ private:
         }
     }
 
+    // ---- MODE_BATCHED (3): short rows, every step one vector instruction for the pass -------
+    // Rows of numCol <= 512 (Qwen3's q_norm/k_norm: 128), up to 255 per pass (one repeat per row
+    // in the level-0 forms). Per pass, instead of a ReduceSum (with its hidden V_S/S_V/S_MTE3),
+    // a V_S and a scalar rstd per row:
+    //   squares   one count-form Mul over the pass's [rows x numColAlign] block;
+    //   row sums  one WholeReduceSum per 64-lane chunk of the rows (one repeat per row, the last
+    //             chunk masked to numCol), chunk sums added in chunk order by count-form Add over
+    //             the pass's rows: the per-repeat tree and the in-order accumulation of ReduceSum
+    //             (reduce.h), so the sums are bit for bit the per-row path's;
+    //   rstd      1 / sqrt(mean + eps) by Muls (or Div by n for "hf"), Adds, Sqrt and Div over the
+    //             pass's rows, straight into the rstd queue tensor (V -> MTE3 by its queue);
+    //   y         Brcb of rstd (one 32-byte block per row), then per chunk a level-0 Mul whose
+    //             rstd operand has block stride 0, the "hf" rounding, and per chunk a level-0 Mul
+    //             by gamma with repeat stride 0 (gamma broadcast over the rows, never copied).
+    // No scalar step and no vector -> scalar wait in the pass.
+    static constexpr uint32_t LANES = 64;         // float32 lanes per 256-byte repeat
+    static constexpr uint32_t BLOCK_FLOATS = 8;   // float32 lanes per 32-byte block
+
+    // rows per pass rounded up to whole Brcb repeats (8 rows), so every per-row vector is a
+    // multiple of 32 bytes and Brcb reads only inside it.
+    __aicore__ inline uint32_t BatchedLanes(uint32_t rows) const
+    {
+        return (rows + BLOCK_FLOATS - 1) / BLOCK_FLOATS * BLOCK_FLOATS;
+    }
+
+    __aicore__ inline uint32_t BatchedChunks() const { return (t_.numCol + LANES - 1) / LANES; }
+
+    // The batched mode's own buffers, once per core: the row sums, the later chunks' sums, the
+    // per-row rstd blocks, and the constants 1 (and n for "hf") as per-row vectors.
+    __aicore__ inline void InitBatched(uint32_t rows)
+    {
+        const uint32_t lanes = BatchedLanes(rows);
+        const uint32_t chunks = BatchedChunks();
+        pipe_.InitBuffer(bSums_, lanes * sizeof(float));
+        pipe_.InitBuffer(bParts_, (chunks > 1 ? chunks - 1 : 1) * lanes * sizeof(float));
+        pipe_.InitBuffer(bRstd_, lanes * BLOCK_FLOATS * sizeof(float));
+        pipe_.InitBuffer(bConst_, 2 * lanes * sizeof(float));
+        LocalTensor<float> consts = bConst_.Get<float>();
+        Duplicate(consts, 1.0f, static_cast<int32_t>(lanes));
+        Duplicate(consts[lanes], static_cast<float>(t_.numCol), static_cast<int32_t>(lanes));
+        // The constants are read by the first pass's vector ops (same pipe): ordered by its
+        // leading barrier.
+    }
+
+    // rstd and y for the pass's n rows, from their float values xf (rows numColAlign apart).
+    __aicore__ inline void NormalizeRowsBatched(const LocalTensor<float>& xf, const LocalTensor<T>& y,
+                                                const LocalTensor<float>& rstd, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t chunks = BatchedChunks();
+        const uint32_t lanes = BatchedLanes(t_.rowFactor);
+        const uint8_t rowBlocks = static_cast<uint8_t>(width / BLOCK_FLOATS);  // a float row in 32-byte blocks
+        LocalTensor<float> work = work_.Get<float>();
+        LocalTensor<float> sums = bSums_.Get<float>();
+        LocalTensor<float> parts = bParts_.Get<float>();
+        // The previous pass's last vector calls may still read work, sums and the rstd blocks.
+        PipeBarrier<PIPE_V>();
+        Mul(work, xf, xf, n * width);
+        PipeBarrier<PIPE_V>();
+        WholeReduceSum(sums, work, static_cast<int32_t>(Min(LANES, t_.numCol)), static_cast<int32_t>(n), 1, 1,
+                       rowBlocks);
+        for (uint32_t c = 1; c < chunks; ++c) {
+            WholeReduceSum(parts[(c - 1) * lanes], work[c * LANES], static_cast<int32_t>(Min(LANES, t_.numCol - c * LANES)),
+                           static_cast<int32_t>(n), 1, 1, rowBlocks);
+        }
+        PipeBarrier<PIPE_V>();
+        for (uint32_t c = 1; c < chunks; ++c) {
+            Add(sums, sums, parts[(c - 1) * lanes], static_cast<int32_t>(n));
+            PipeBarrier<PIPE_V>();
+        }
+        // mean = sum * (1/n) ("once", CANN's RmsNorm) or sum / n ("hf", torch.mean).
+        LocalTensor<float> consts = bConst_.Get<float>();
+        if (t_.roundHf != 0) {
+            Div(sums, sums, consts[lanes], static_cast<int32_t>(n));
+        } else {
+            Muls(sums, sums, t_.avgFactor, static_cast<int32_t>(n));
+        }
+        PipeBarrier<PIPE_V>();
+        Adds(sums, sums, t_.epsilon, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Sqrt(sums, sums, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Div(rstd, consts, sums, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        // One 32-byte block of rstd per row: the block-stride-0 operand of the row's Muls.
+        LocalTensor<float> rstdB = bRstd_.Get<float>();
+        Brcb(rstdB, rstd, static_cast<uint8_t>((n + BLOCK_FLOATS - 1) / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        PipeBarrier<PIPE_V>();
+        const BinaryRepeatParams perRow(1, 1, 0, rowBlocks, rowBlocks, 1);
+        for (uint32_t c = 0; c < chunks; ++c) {
+            Mul(work[c * LANES], xf[c * LANES], rstdB, Min(LANES, t_.numCol - c * LANES), static_cast<uint8_t>(n), perRow);
+        }
+        PipeBarrier<PIPE_V>();
+        // gamma: the same row for every repeat (repeat stride 0).
+        const BinaryRepeatParams byGamma(1, 1, 1, rowBlocks, rowBlocks, 0);
+        if constexpr (NEEDS_FP32_COPY) {
+            if (t_.roundHf != 0) {
+                Cast(y, work, TO_T, n * width);
+                PipeBarrier<PIPE_V>();
+                Cast(work, y, RoundMode::CAST_NONE, n * width);
+                PipeBarrier<PIPE_V>();
+            }
+            LocalTensor<float> gamma = gammaF32_.Get<float>();
+            for (uint32_t c = 0; c < chunks; ++c) {
+                Mul(work[c * LANES], work[c * LANES], gamma[c * LANES], Min(LANES, t_.numCol - c * LANES),
+                    static_cast<uint8_t>(n), byGamma);
+            }
+            PipeBarrier<PIPE_V>();
+            Cast(y, work, TO_T, n * width);
+        } else {
+            LocalTensor<T> gamma = gammaBuf_.Get<T>();
+            for (uint32_t c = 0; c < chunks; ++c) {
+                Mul(y[c * LANES], work[c * LANES], gamma[c * LANES], Min(LANES, t_.numCol - c * LANES),
+                    static_cast<uint8_t>(n), byGamma);
+            }
+        }
+    }
+
+    TBuf<TPosition::VECCALC> bSums_;   // MODE_BATCHED: the pass's row sums, then mean + eps, sqrt
+    TBuf<TPosition::VECCALC> bParts_;  // MODE_BATCHED: the sums of the 2nd.. 64-lane chunks
+    TBuf<TPosition::VECCALC> bRstd_;   // MODE_BATCHED: rstd broadcast to one 32-byte block per row
+    TBuf<TPosition::VECCALC> bConst_;  // MODE_BATCHED: 1.0 and numCol per row lane
+
     __aicore__ inline void CopyOutRows(uint32_t done, uint32_t count)
     {
         const uint64_t offset = static_cast<uint64_t>(done) * t_.numCol;
@@ -293,10 +427,13 @@ private:
         DataCopyPad(sumGm_[offset], sum, RowParams(count, t_.numCol));
         outSum_.FreeTensor(sum);
         LocalTensor<float> rstd = outRstd_.DeQue<float>();
-        // rstd was written by the scalar unit: order it before the MTE3 copy.
-        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_MTE3));
-        SetFlag<HardEvent::S_MTE3>(written);
-        WaitFlag<HardEvent::S_MTE3>(written);
+        if (t_.mode != MODE_BATCHED) {
+            // rstd was written by the scalar unit: order it before the MTE3 copy. (MODE_BATCHED
+            // writes it on the vector unit, ordered by the queue's V -> MTE3 hand-off.)
+            event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_MTE3));
+            SetFlag<HardEvent::S_MTE3>(written);
+            WaitFlag<HardEvent::S_MTE3>(written);
+        }
         DataCopyPad(rstdGm_[done], rstd, DataCopyExtParams(1, count * sizeof(float), 0, 0, 0));
         outRstd_.FreeTensor(rstd);
     }

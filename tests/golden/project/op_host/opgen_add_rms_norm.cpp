@@ -214,9 +214,11 @@ static bool PlanSplitD(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64
 // rows (level-0 forms, one repeat per row), so a pass holds at most 255 rows; rstd is computed on
 // the vector unit (kernel: "MODE_BATCHED"). Chosen for rows of at most BATCHED_MAX_COLS elements,
 // where a row is at most 8 repeats and the per-row path's ReduceSum, V_S and scalar rstd per row
-// cost more than the row's data (Qwen3 q_norm/k_norm: 128). UB per row of the pass: the streams
+// cost more than the row's data (Qwen3 q_norm/k_norm: 128). With rounding "hf" (mean = sum / n)
+// only when n is a power of two: the kernel takes sum * (1/n), which is then sum / n exactly,
+// and other n keep the per-row path's exact scalar division. UB per row of the pass: the streams
 // and the float work as modes 0/1, plus the row sum, the sums of the later 64-lane chunks, one
-// 32-byte rstd block and two constant lanes; 8 rows of those cover the rounding of the per-row
+// 32-byte rstd block and a constant lane; 8 rows of those cover the rounding of the per-row
 // vectors to whole 32-byte blocks.
 const uint32_t MODE_BATCHED = 3;
 const uint64_t BATCHED_MAX_COLS = 512;
@@ -224,16 +226,16 @@ const uint64_t BATCHED_MAX_ROWS = 255;  // repeatTimes of the level-0 forms
 const uint64_t BATCHED_LANES = 64;      // float32 lanes per 256-byte repeat
 
 static bool PlanBatched(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxCoreRows,
-                        Plan* plan)
+                        uint32_t roundHf, Plan* plan)
 {
-    if (cols > BATCHED_MAX_COLS || maxCoreRows == 0) {
+    if (cols > BATCHED_MAX_COLS || maxCoreRows == 0 || (roundHf != 0 && (cols & (cols - 1)) != 0)) {
         return false;
     }
     const bool fp32Copy = typeSize == 2;
     const uint64_t chunks = (cols + BATCHED_LANES - 1) / BATCHED_LANES;
     const uint64_t streamRow = colAlign * typeSize * BUFFER_NUM * (STREAMS + 1) + REDUCE_SLOT_BYTES + 4 * BUFFER_NUM;
     const uint64_t floatRow = colAlign * 4 * (fp32Copy ? 2 : 1);
-    const uint64_t batchedRow = 4 + 4 * (chunks > 1 ? chunks - 1 : 1) + BLOCK_BYTES + 8;
+    const uint64_t batchedRow = 4 + 4 * (chunks > 1 ? chunks - 1 : 1) + BLOCK_BYTES + 4;
     const uint64_t perRow = streamRow + floatRow + batchedRow;
     const uint64_t fixed = colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0) + REDUCE_TMP_BYTES +
                            BUFFER_NUM * BLOCK_BYTES * 2 + 8 * batchedRow;
@@ -311,7 +313,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t maxCoreRows = blockFactor + (blockRemainder > 0 ? 1 : 0);
 
     Plan plan;
-    if (!PlanBatched(budget, cols, colAlign, typeSize, maxCoreRows, &plan) &&
+    if (!PlanBatched(budget, cols, colAlign, typeSize, maxCoreRows, roundHf, &plan) &&
         !PlanRows(budget, colAlign, typeSize, maxCoreRows, &plan) &&
         !PlanSplitD(budget, cols, colAlign, typeSize, maxCoreRows, &plan)) {
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold one chunk", static_cast<unsigned long long>(budget));

@@ -270,8 +270,9 @@ private:
     //             chunk masked to numCol), chunk sums added in chunk order by count-form Add over
     //             the pass's rows: the per-repeat tree and the in-order accumulation of ReduceSum
     //             (reduce.h), so the sums are bit for bit the per-row path's;
-    //   rstd      1 / sqrt(mean + eps) by Muls (or Div by n for "hf"), Adds, Sqrt and Div over the
-    //             pass's rows, straight into the rstd queue tensor (V -> MTE3 by its queue);
+    //   rstd      1 / sqrt(mean + eps) by Muls (1/n), Adds, Sqrt and Div over the
+    //             pass's rows, refined by one Newton step, straight into the rstd queue tensor
+    //             (V -> MTE3 by its queue);
     //   y         Brcb of rstd (one 32-byte block per row), then per chunk a level-0 Mul whose
     //             rstd operand has block stride 0, the "hf" rounding, and per chunk a level-0 Mul
     //             by gamma with repeat stride 0 (gamma broadcast over the rows, never copied).
@@ -289,7 +290,7 @@ private:
     __aicore__ inline uint32_t BatchedChunks() const { return (t_.numCol + LANES - 1) / LANES; }
 
     // The batched mode's own buffers, once per core: the row sums, the later chunks' sums, the
-    // per-row rstd blocks, and the constants 1 (and n for "hf") as per-row vectors.
+    // per-row rstd blocks, and the constant 1 as a per-row vector.
     __aicore__ inline void InitBatched(uint32_t rows)
     {
         const uint32_t lanes = BatchedLanes(rows);
@@ -297,11 +298,9 @@ private:
         pipe_.InitBuffer(bSums_, lanes * sizeof(float));
         pipe_.InitBuffer(bParts_, (chunks > 1 ? chunks - 1 : 1) * lanes * sizeof(float));
         pipe_.InitBuffer(bRstd_, lanes * BLOCK_FLOATS * sizeof(float));
-        pipe_.InitBuffer(bConst_, 2 * lanes * sizeof(float));
-        LocalTensor<float> consts = bConst_.Get<float>();
-        Duplicate(consts, 1.0f, static_cast<int32_t>(lanes));
-        Duplicate(consts[lanes], static_cast<float>(t_.numCol), static_cast<int32_t>(lanes));
-        // The constants are read by the first pass's vector ops (same pipe): ordered by its
+        pipe_.InitBuffer(bConst_, lanes * sizeof(float));
+        Duplicate(bConst_.Get<float>(), 1.0f, static_cast<int32_t>(lanes));
+        // The constant is read by the first pass's vector ops (same pipe): ordered by its
         // leading barrier.
     }
 
@@ -331,19 +330,32 @@ private:
             Add(sums, sums, parts[(c - 1) * lanes], static_cast<int32_t>(n));
             PipeBarrier<PIPE_V>();
         }
-        // mean = sum * (1/n) ("once", CANN's RmsNorm) or sum / n ("hf", torch.mean).
-        LocalTensor<float> consts = bConst_.Get<float>();
-        if (t_.roundHf != 0) {
-            Div(sums, sums, consts[lanes], static_cast<int32_t>(n));
-        } else {
-            Muls(sums, sums, t_.avgFactor, static_cast<int32_t>(n));
-        }
+        // mean = sum * (1/n): "once" as CANN's RmsNorm; for "hf" (torch.mean's sum / n) the host
+        // picks this mode only when n is a power of two, where 1/n is exact and sum * (1/n) is
+        // sum / n bit for bit (a vector Div would carry the hardware Div's error into rstd).
+        LocalTensor<float> ones = bConst_.Get<float>();
+        Muls(sums, sums, t_.avgFactor, static_cast<int32_t>(n));
         PipeBarrier<PIPE_V>();
         Adds(sums, sums, t_.epsilon, static_cast<int32_t>(n));
         PipeBarrier<PIPE_V>();
-        Sqrt(sums, sums, static_cast<int32_t>(n));
+        Sqrt(rstd, sums, static_cast<int32_t>(n));
         PipeBarrier<PIPE_V>();
-        Div(rstd, consts, sums, static_cast<int32_t>(n));
+        Div(rstd, ones, rstd, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        // One Newton step r = r0 * (1.5 - 0.5 * v * r0^2) with exactly rounded Mul/Muls/Adds: the
+        // rstd no longer carries Sqrt's and Div's own error (the perturbed mode moves them by up
+        // to K ulp; the scalar rstd of the per-row path is not a vector result), only the step's
+        // few roundings (its quadratic term is below 2^-40 for K <= 64).
+        LocalTensor<float> step = parts;  // the chunk sums are consumed
+        Mul(step, rstd, rstd, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(step, step, sums, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Muls(step, step, -0.5f, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Adds(step, step, 1.5f, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(rstd, rstd, step, static_cast<int32_t>(n));
         PipeBarrier<PIPE_V>();
         // One 32-byte block of rstd per row: the block-stride-0 operand of the row's Muls.
         LocalTensor<float> rstdB = bRstd_.Get<float>();
@@ -382,7 +394,7 @@ private:
     TBuf<TPosition::VECCALC> bSums_;   // MODE_BATCHED: the pass's row sums, then mean + eps, sqrt
     TBuf<TPosition::VECCALC> bParts_;  // MODE_BATCHED: the sums of the 2nd.. 64-lane chunks
     TBuf<TPosition::VECCALC> bRstd_;   // MODE_BATCHED: rstd broadcast to one 32-byte block per row
-    TBuf<TPosition::VECCALC> bConst_;  // MODE_BATCHED: 1.0 and numCol per row lane
+    TBuf<TPosition::VECCALC> bConst_;  // MODE_BATCHED: 1.0 per row lane
 
     __aicore__ inline void CopyOutRows(uint32_t done, uint32_t count)
     {

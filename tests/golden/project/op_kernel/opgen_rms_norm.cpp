@@ -279,6 +279,7 @@ private:
     // No scalar step and no vector -> scalar wait in the pass.
     static constexpr uint32_t LANES = 64;         // float32 lanes per 256-byte repeat
     static constexpr uint32_t BLOCK_FLOATS = 8;   // float32 lanes per 32-byte block
+    static constexpr float FLOAT_MAX = 3.40282347e+38f;
 
     // rows per pass rounded up to whole Brcb repeats (8 rows), so every per-row vector is a
     // multiple of 32 bytes and Brcb reads only inside it.
@@ -346,10 +347,16 @@ private:
         // rstd no longer carries Sqrt's and Div's own error (the perturbed mode moves them by up
         // to K ulp; the scalar rstd of the per-row path is not a vector result), only the step's
         // few roundings (its quadratic term is below 2^-40 for K <= 64).
+        // v * r0^2 is taken as (min(v, max) * min(r0, max)) * min(r0, max): the same value for
+        // finite v and r0, and 0 (step 1.5, r = r0 * 1.5) where one of them is 0 and the other
+        // Inf (an Inf row: r0 = 0; eps = 0 with a zero row: r0 = Inf), so those keep rstd 0 and Inf.
         LocalTensor<float> step = parts;  // the chunk sums are consumed
-        Mul(step, rstd, rstd, static_cast<int32_t>(n));
+        Mins(sums, sums, FLOAT_MAX, static_cast<int32_t>(n));
+        Mins(step, rstd, FLOAT_MAX, static_cast<int32_t>(n));
         PipeBarrier<PIPE_V>();
-        Mul(step, step, sums, static_cast<int32_t>(n));
+        Mul(sums, sums, step, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(step, sums, step, static_cast<int32_t>(n));
         PipeBarrier<PIPE_V>();
         Muls(step, step, -0.5f, static_cast<int32_t>(n));
         PipeBarrier<PIPE_V>();

@@ -8,7 +8,9 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
 /// Every template, embedded at compile time. Adding a family = one entry per template here.
 pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("kernel/row_norm.cpp.j2", include_str!("../../templates/kernel/row_norm.cpp.j2")),
+    ("kernel/row_norm_batched.j2", include_str!("../../templates/kernel/row_norm_batched.j2")),
     ("host/row_norm.cpp.j2", include_str!("../../templates/host/row_norm.cpp.j2")),
+    ("host/row_norm_batched.j2", include_str!("../../templates/host/row_norm_batched.j2")),
     ("kernel/row_norm_grad.cpp.j2", include_str!("../../templates/kernel/row_norm_grad.cpp.j2")),
     ("host/row_norm_grad.cpp.j2", include_str!("../../templates/host/row_norm_grad.cpp.j2")),
     ("kernel/permute.cpp.j2", include_str!("../../templates/kernel/permute.cpp.j2")),

@@ -296,14 +296,17 @@ fn fused_note(fused: bool) -> &'static str {
 /// The tiling-data layout: the generated TilingFunc fills it, the kernel reads it, `opgen
 /// plan` names the fields.
 pub const TILING_FIELDS: &[TilingField] = &[
-    TilingField::u32("mode", "0 whole row per UB pass, 1 several rows per pass, 2 split-D two-pass"),
+    TilingField::u32(
+        "mode",
+        "0 whole row per UB pass, 1 several rows per pass, 2 split-D two-pass, 3 batched short rows (one vector instruction per step for the pass)",
+    ),
     TilingField::u32("numRow", "rows: product of x's leading dims"),
     TilingField::u32("numCol", "elements per row: product of gamma's dims"),
     TilingField::u32("numColAlign", "numCol rounded up to 32 bytes of x's dtype"),
     TilingField::u32("blockFactor", "rows per core: numRow / block dim"),
     TilingField::u32("blockRemainder", "numRow % block dim: cores below this index take one row more"),
-    TilingField::u32("rowFactor", "rows per UB pass in modes 0 and 1"),
-    TilingField::u32("subRows", "modes 0/1: rows per float32 sub-tile of a pass (<= rowFactor)"),
+    TilingField::u32("rowFactor", "rows per UB pass in modes 0, 1 and 3"),
+    TilingField::u32("subRows", "modes 0/1/3: rows per float32 sub-tile of a pass (<= rowFactor; 3: = rowFactor)"),
     TilingField::u32("colFactor", "elements per chunk in mode 2"),
     TilingField::u32("gammaResident", "mode 2: 1 when gamma stays in UB for every row"),
     TilingField::u32("rowResident", "mode 2: 1 when the row (x, or add's sum) stays in UB for pass 2"),
@@ -454,6 +457,8 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
             (vec![2, 16384], Distribution::Uniform5),
             (vec![2, 98304], Distribution::Uniform5),
             (vec![4, 896], Distribution::NormalLargeMean),
+            (vec![9637, 128], Distribution::RowEnds),
+            (vec![500, 200], Distribution::Uniform5),
         ];
         for (i, (x, dist)) in flipped.into_iter().enumerate() {
             let mut case = make(&x, 1, dist, 8000 + i as u64);
@@ -518,6 +523,13 @@ fn other_rounding(spec: &OpSpec) -> Option<&'static str> {
 /// ~178 KiB; float32 3x7000 mode 0 ~164 KiB; the rms_norm-work-16k mutant, +16 KiB, dies on
 /// them); split-D with the row resident
 /// (2x16384) and streamed in 16-bit (2x98304: 192 KiB of x per row, more than UB); one-hot rows.
+///
+/// The batched short-row mode (3, rows of <= 512): short rows with a large last element
+/// (300x128: 6-7 rows a core, split into two passes); rows that straddle passes with a
+/// remainder pass and pass sizes that are not a multiple of 8 (9637x128: 201 rows a core, three
+/// passes of 67); one-hot rows; the most rows per pass (24480x8: 510 rows a core, two passes of
+/// the 255-row limit); a pass limited by UB (2200x512: 46 rows a core, two of 23); chunk tails of
+/// 8 and 1 lanes after full 64-lane chunks (500x200, 777x129).
 fn aimed_cases() -> Vec<(Vec<usize>, Distribution)> {
     vec![
         (vec![3, 8192], Distribution::RowEnds),
@@ -527,6 +539,13 @@ fn aimed_cases() -> Vec<(Vec<usize>, Distribution)> {
         (vec![2, 98304], Distribution::RowEnds),
         (vec![5, 1000], Distribution::OneHot),
         (vec![3, 8192], Distribution::OneHot),
+        (vec![300, 128], Distribution::RowEnds),
+        (vec![9637, 128], Distribution::RowEnds),
+        (vec![5000, 128], Distribution::OneHot),
+        (vec![24480, 8], Distribution::RowEnds),
+        (vec![2200, 512], Distribution::RowEnds),
+        (vec![500, 200], Distribution::RowEnds),
+        (vec![777, 129], Distribution::OneHot),
     ]
 }
 
@@ -907,8 +926,12 @@ impl FamilyOps for RowNorm {
         let mode = f("mode") as u32;
         let resident = if f("rowResident") != 0.0 { ", next to the resident row" } else { "" };
         let (label, transfer_reason) = match mode {
-            0 | 1 => (
-                if mode == 0 { "1 row/pass".to_string() } else { format!("{} rows/pass", f("rowFactor")) },
+            0 | 1 | 3 => (
+                match mode {
+                    0 => "1 row/pass".to_string(),
+                    1 => format!("{} rows/pass", f("rowFactor")),
+                    _ => format!("batched {} rows/pass", f("rowFactor")),
+                },
                 format!(
                     ": the UB plan fits {} row(s) of {:.1} KiB per pass (double-buffered T streams per row + float32 work of {} row(s))",
                     f("rowFactor"),

@@ -8,14 +8,14 @@
 
 namespace optiling {
 BEGIN_TILING_DATA_DEF(OpgenLayerNormTilingData)
-TILING_DATA_FIELD_DEF(uint32_t, mode);  // 0 whole row per UB pass, 1 several rows per pass, 2 split-D two-pass
+TILING_DATA_FIELD_DEF(uint32_t, mode);  // 0 whole row per UB pass, 1 several rows per pass, 2 split-D two-pass, 3 batched short rows (one vector instruction per step for the pass)
 TILING_DATA_FIELD_DEF(uint32_t, numRow);  // rows: product of x's leading dims
 TILING_DATA_FIELD_DEF(uint32_t, numCol);  // elements per row: product of gamma's dims
 TILING_DATA_FIELD_DEF(uint32_t, numColAlign);  // numCol rounded up to 32 bytes of x's dtype
 TILING_DATA_FIELD_DEF(uint32_t, blockFactor);  // rows per core: numRow / block dim
 TILING_DATA_FIELD_DEF(uint32_t, blockRemainder);  // numRow % block dim: cores below this index take one row more
-TILING_DATA_FIELD_DEF(uint32_t, rowFactor);  // rows per UB pass in modes 0 and 1
-TILING_DATA_FIELD_DEF(uint32_t, subRows);  // modes 0/1: rows per float32 sub-tile of a pass (<= rowFactor)
+TILING_DATA_FIELD_DEF(uint32_t, rowFactor);  // rows per UB pass in modes 0, 1 and 3
+TILING_DATA_FIELD_DEF(uint32_t, subRows);  // modes 0/1/3: rows per float32 sub-tile of a pass (<= rowFactor; 3: = rowFactor)
 TILING_DATA_FIELD_DEF(uint32_t, colFactor);  // elements per chunk in mode 2
 TILING_DATA_FIELD_DEF(uint32_t, gammaResident);  // mode 2: 1 when gamma stays in UB for every row
 TILING_DATA_FIELD_DEF(uint32_t, rowResident);  // mode 2: 1 when the row (x, or add's sum) stays in UB for pass 2

@@ -120,6 +120,9 @@ const uint32_t STREAMS = 1;  // row-sized T streams through the queues: x (y is 
 const uint64_t PARAM_ROWS = 1;
 // LayerNorm also writes the mean (a float per row, like rstd) and keeps two sums per row.
 const uint64_t STAT_OUTPUTS = 1;
+// The batched short-row mode (3) computes RMSNorm's rstd on the vector unit; LayerNorm's rows take
+// modes 0-2.
+const bool BATCHED_NORM = true;
 
 static uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 static uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -210,6 +213,55 @@ static bool PlanSplitD(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64
     return plan->colFactor > 0;
 }
 
+// Mode 3 (MODE_BATCHED), short rows: every step of a pass is one vector instruction over all its
+// rows (level-0 forms, one repeat per row), so a pass holds at most 255 rows; rstd is computed on
+// the vector unit (kernel: "MODE_BATCHED"). Chosen for rows of at most BATCHED_MAX_COLS elements,
+// where a row is at most 8 repeats and the per-row path's ReduceSum, V_S and scalar rstd per row
+// cost more than the row's data (Qwen3 q_norm/k_norm: 128). With rounding "hf" (mean = sum / n)
+// only when n is a power of two: the kernel takes sum * (1/n), which is then sum / n exactly,
+// and other n keep the per-row path's exact scalar division. UB per row of the pass: the streams
+// and the float work as modes 0/1, plus the row sum, the sums of the later 64-lane chunks, one
+// 32-byte rstd block and a constant lane; 8 rows of those cover the rounding of the per-row
+// vectors to whole 32-byte blocks.
+const uint32_t MODE_BATCHED = 3;
+const uint64_t BATCHED_MAX_COLS = 512;
+const uint64_t BATCHED_MAX_ROWS = 255;  // repeatTimes of the level-0 forms
+const uint64_t BATCHED_LANES = 64;      // float32 lanes per 256-byte repeat
+
+static bool PlanBatched(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxCoreRows,
+                        uint32_t roundHf, Plan* plan)
+{
+    if (cols > BATCHED_MAX_COLS || maxCoreRows == 0 || (roundHf != 0 && (cols & (cols - 1)) != 0)) {
+        return false;
+    }
+    const bool fp32Copy = typeSize == 2;
+    const uint64_t chunks = (cols + BATCHED_LANES - 1) / BATCHED_LANES;
+    const uint64_t streamRow = colAlign * typeSize * BUFFER_NUM * (STREAMS + 1) + REDUCE_SLOT_BYTES + 4 * BUFFER_NUM;
+    const uint64_t floatRow = colAlign * 4 * (fp32Copy ? 2 : 1);
+    const uint64_t batchedRow = 4 + 4 * (chunks > 1 ? chunks - 1 : 1) + BLOCK_BYTES + 4;
+    const uint64_t perRow = streamRow + floatRow + batchedRow;
+    const uint64_t fixed = colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0) + REDUCE_TMP_BYTES +
+                           BUFFER_NUM * BLOCK_BYTES * 2 + 8 * batchedRow;
+    if (fixed + perRow > budget) {
+        return false;
+    }
+    uint64_t rows = MinU64((budget - fixed) / perRow, MinU64(BATCHED_MAX_ROWS, maxCoreRows));
+    if (rows == maxCoreRows && rows > 1) {
+        // The core's whole share fits one pass: take two, so the second pass's copy-in overlaps
+        // the first's compute and the first's copy-out the second's.
+        rows = (rows + 1) / 2;
+    } else {
+        // As many passes as needed, of even size: the last pass (whose compute and copy-out
+        // nothing overlaps) is then no longer than the others need be.
+        const uint64_t passes = (maxCoreRows + rows - 1) / rows;
+        rows = (maxCoreRows + passes - 1) / passes;
+    }
+    plan->rowFactor = rows;
+    plan->subRows = rows;
+    plan->mode = MODE_BATCHED;
+    return true;
+}
+
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
     const gert::StorageShape* xShape = context->GetInputShape(INPUT_X);
@@ -264,7 +316,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t maxCoreRows = blockFactor + (blockRemainder > 0 ? 1 : 0);
 
     Plan plan;
-    if (!PlanRows(budget, colAlign, typeSize, maxCoreRows, &plan) &&
+    if (!(BATCHED_NORM && PlanBatched(budget, cols, colAlign, typeSize, maxCoreRows, roundHf, &plan)) &&
+        !PlanRows(budget, colAlign, typeSize, maxCoreRows, &plan) &&
         !PlanSplitD(budget, cols, colAlign, typeSize, maxCoreRows, &plan)) {
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold one chunk", static_cast<unsigned long long>(budget));
     }

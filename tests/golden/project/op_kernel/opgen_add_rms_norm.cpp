@@ -18,6 +18,9 @@
 //                       chunk in pass 1, the next chunk's copy issued before this chunk's
 //                       compute), so later passes read it from UB; otherwise they read x (x1 and
 //                       x2) from GM again.
+//   MODE_BATCHED   (3)  as mode 1 for short rows (numCol <= 512), but rstd and y for all the
+//                       pass's rows by one vector instruction per step, rstd on the vector unit
+//                       (kernel/row_norm_batched.j2)
 // RMSNorm: y = x * rstd * g, rstd = 1 / sqrt(sum(x^2) / n + eps). LayerNorm: m = m0 + c with
 // c = sum(d) / n, var = (sum(d^2) - c * sum(d)) / n (the corrected two-pass variance: no
 // E[x^2] - E[x]^2 cancellation), y = (d - c) * rstd * g + beta. g = gamma + kGammaOffsetValue.
@@ -39,6 +42,7 @@ constexpr uint32_t REDUCE_TMP_FLOATS = 64;
 constexpr uint32_t MODE_WHOLE_ROW = 0;
 constexpr uint32_t MODE_MULTI_ROW = 1;
 constexpr uint32_t MODE_SPLIT_D = 2;
+constexpr uint32_t MODE_BATCHED = 3;
 
 // What this op is, fixed by its spec ([row_norm] table and inputs); the code below is one
 // program for every row_norm op, its variants chosen with `if constexpr`.
@@ -167,6 +171,9 @@ private:
             if constexpr (kHasBeta) {
                 pipe_.InitBuffer(betaF32_, width * sizeof(float));
             }
+        }
+        if (t_.mode == MODE_BATCHED) {
+            InitBatched(rows);
         }
         LoadGamma(width);
         for (uint32_t done = 0; done < rowCount_; done += rows) {
@@ -300,6 +307,10 @@ private:
     __aicore__ inline void NormalizeRows(const LocalTensor<float>& xf, const LocalTensor<T>& y,
                                          const LocalTensor<float>& rstd, uint32_t first, uint32_t n)
     {
+        if (t_.mode == MODE_BATCHED) {
+            NormalizeRowsBatched(xf, y, rstd, n);  // the whole pass (subRows == rowFactor)
+            return;
+        }
         const uint32_t width = t_.numColAlign;
         LocalTensor<float> work = work_.Get<float>();
         LocalTensor<float> sums = reduce_.Get<float>();
@@ -448,6 +459,148 @@ private:
         }
     }
 
+    // ---- MODE_BATCHED (3): short rows, every step one vector instruction for the pass -------
+    // Rows of numCol <= 512 (Qwen3's q_norm/k_norm: 128), up to 255 per pass (one repeat per row
+    // in the level-0 forms). Per pass, instead of a ReduceSum (with its hidden V_S/S_V/S_MTE3),
+    // a V_S and a scalar rstd per row:
+    //   squares   one count-form Mul over the pass's [rows x numColAlign] block;
+    //   row sums  one WholeReduceSum per 64-lane chunk of the rows (one repeat per row, the last
+    //             chunk masked to numCol), chunk sums added in chunk order by count-form Add over
+    //             the pass's rows: the per-repeat tree and the in-order accumulation of ReduceSum
+    //             (reduce.h), so the sums are bit for bit the per-row path's;
+    //   rstd      1 / sqrt(mean + eps) by Muls (1/n), Adds, Sqrt and Div over the
+    //             pass's rows, refined by one Newton step, straight into the rstd queue tensor
+    //             (V -> MTE3 by its queue);
+    //   y         Brcb of rstd (one 32-byte block per row), then per chunk a level-0 Mul whose
+    //             rstd operand has block stride 0, the "hf" rounding, and per chunk a level-0 Mul
+    //             by gamma with repeat stride 0 (gamma broadcast over the rows, never copied).
+    // No scalar step and no vector -> scalar wait in the pass.
+    static constexpr uint32_t LANES = 64;         // float32 lanes per 256-byte repeat
+    static constexpr uint32_t BLOCK_FLOATS = 8;   // float32 lanes per 32-byte block
+    static constexpr float FLOAT_MAX = 3.40282347e+38f;
+
+    // rows per pass rounded up to whole Brcb repeats (8 rows), so every per-row vector is a
+    // multiple of 32 bytes and Brcb reads only inside it.
+    __aicore__ inline uint32_t BatchedLanes(uint32_t rows) const
+    {
+        return (rows + BLOCK_FLOATS - 1) / BLOCK_FLOATS * BLOCK_FLOATS;
+    }
+
+    __aicore__ inline uint32_t BatchedChunks() const { return (t_.numCol + LANES - 1) / LANES; }
+
+    // The batched mode's own buffers, once per core: the row sums, the later chunks' sums, the
+    // per-row rstd blocks, and the constant 1 as a per-row vector.
+    __aicore__ inline void InitBatched(uint32_t rows)
+    {
+        const uint32_t lanes = BatchedLanes(rows);
+        const uint32_t chunks = BatchedChunks();
+        pipe_.InitBuffer(bSums_, lanes * sizeof(float));
+        pipe_.InitBuffer(bParts_, (chunks > 1 ? chunks - 1 : 1) * lanes * sizeof(float));
+        pipe_.InitBuffer(bRstd_, lanes * BLOCK_FLOATS * sizeof(float));
+        pipe_.InitBuffer(bConst_, lanes * sizeof(float));
+        Duplicate(bConst_.Get<float>(), 1.0f, static_cast<int32_t>(lanes));
+        // The constant is read by the first pass's vector ops (same pipe): ordered by its
+        // leading barrier.
+    }
+
+    // rstd and y for the pass's n rows, from their float values xf (rows numColAlign apart).
+    __aicore__ inline void NormalizeRowsBatched(const LocalTensor<float>& xf, const LocalTensor<T>& y,
+                                                const LocalTensor<float>& rstd, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t chunks = BatchedChunks();
+        const uint32_t lanes = BatchedLanes(t_.rowFactor);
+        const uint8_t rowBlocks = static_cast<uint8_t>(width / BLOCK_FLOATS);  // a float row in 32-byte blocks
+        LocalTensor<float> work = work_.Get<float>();
+        LocalTensor<float> sums = bSums_.Get<float>();
+        LocalTensor<float> parts = bParts_.Get<float>();
+        // The previous pass's last vector calls may still read work, sums and the rstd blocks.
+        PipeBarrier<PIPE_V>();
+        Mul(work, xf, xf, n * width);
+        PipeBarrier<PIPE_V>();
+        WholeReduceSum(sums, work, static_cast<int32_t>(Min(LANES, t_.numCol)), static_cast<int32_t>(n), 1, 1,
+                       rowBlocks);
+        for (uint32_t c = 1; c < chunks; ++c) {
+            WholeReduceSum(parts[(c - 1) * lanes], work[c * LANES], static_cast<int32_t>(Min(LANES, t_.numCol - c * LANES)),
+                           static_cast<int32_t>(n), 1, 1, rowBlocks);
+        }
+        PipeBarrier<PIPE_V>();
+        for (uint32_t c = 1; c < chunks; ++c) {
+            Add(sums, sums, parts[(c - 1) * lanes], static_cast<int32_t>(n));
+            PipeBarrier<PIPE_V>();
+        }
+        // mean = sum * (1/n): "once" as CANN's RmsNorm; for "hf" (torch.mean's sum / n) the host
+        // picks this mode only when n is a power of two, where 1/n is exact and sum * (1/n) is
+        // sum / n bit for bit (a vector Div would carry the hardware Div's error into rstd).
+        LocalTensor<float> ones = bConst_.Get<float>();
+        Muls(sums, sums, t_.avgFactor, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Adds(sums, sums, t_.epsilon, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Sqrt(rstd, sums, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Div(rstd, ones, rstd, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        // One Newton step r = r0 * (1.5 - 0.5 * v * r0^2) with exactly rounded Mul/Muls/Adds: the
+        // rstd no longer carries Sqrt's and Div's own error (the perturbed mode moves them by up
+        // to K ulp; the scalar rstd of the per-row path is not a vector result), only the step's
+        // few roundings (its quadratic term is below 2^-40 for K <= 64).
+        // v * r0^2 is taken as (min(v, max) * min(r0, max)) * min(r0, max): the same value for
+        // finite v and r0, and 0 (step 1.5, r = r0 * 1.5) where one of them is 0 and the other
+        // Inf (an Inf row: r0 = 0; eps = 0 with a zero row: r0 = Inf), so those keep rstd 0 and Inf.
+        LocalTensor<float> step = parts;  // the chunk sums are consumed
+        Mins(sums, sums, FLOAT_MAX, static_cast<int32_t>(n));
+        Mins(step, rstd, FLOAT_MAX, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(sums, sums, step, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(step, sums, step, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Muls(step, step, -0.5f, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Adds(step, step, 1.5f, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(rstd, rstd, step, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        // One 32-byte block of rstd per row: the block-stride-0 operand of the row's Muls.
+        LocalTensor<float> rstdB = bRstd_.Get<float>();
+        Brcb(rstdB, rstd, static_cast<uint8_t>((n + BLOCK_FLOATS - 1) / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        PipeBarrier<PIPE_V>();
+        const BinaryRepeatParams perRow(1, 1, 0, rowBlocks, rowBlocks, 1);
+        for (uint32_t c = 0; c < chunks; ++c) {
+            Mul(work[c * LANES], xf[c * LANES], rstdB, Min(LANES, t_.numCol - c * LANES), static_cast<uint8_t>(n), perRow);
+        }
+        PipeBarrier<PIPE_V>();
+        // gamma: the same row for every repeat (repeat stride 0).
+        const BinaryRepeatParams byGamma(1, 1, 1, rowBlocks, rowBlocks, 0);
+        if constexpr (NEEDS_FP32_COPY) {
+            if (t_.roundHf != 0) {
+                Cast(y, work, TO_T, n * width);
+                PipeBarrier<PIPE_V>();
+                Cast(work, y, RoundMode::CAST_NONE, n * width);
+                PipeBarrier<PIPE_V>();
+            }
+            LocalTensor<float> gamma = gammaF32_.Get<float>();
+            for (uint32_t c = 0; c < chunks; ++c) {
+                Mul(work[c * LANES], work[c * LANES], gamma[c * LANES], Min(LANES, t_.numCol - c * LANES),
+                    static_cast<uint8_t>(n), byGamma);
+            }
+            PipeBarrier<PIPE_V>();
+            Cast(y, work, TO_T, n * width);
+        } else {
+            LocalTensor<T> gamma = gammaBuf_.Get<T>();
+            for (uint32_t c = 0; c < chunks; ++c) {
+                Mul(y[c * LANES], work[c * LANES], gamma[c * LANES], Min(LANES, t_.numCol - c * LANES),
+                    static_cast<uint8_t>(n), byGamma);
+            }
+        }
+    }
+
+    TBuf<TPosition::VECCALC> bSums_;   // MODE_BATCHED: the pass's row sums, then mean + eps, sqrt
+    TBuf<TPosition::VECCALC> bParts_;  // MODE_BATCHED: the sums of the 2nd.. 64-lane chunks
+    TBuf<TPosition::VECCALC> bRstd_;   // MODE_BATCHED: rstd broadcast to one 32-byte block per row
+    TBuf<TPosition::VECCALC> bConst_;  // MODE_BATCHED: 1.0 per row lane
+
     __aicore__ inline void CopyOutRows(uint32_t done, uint32_t count)
     {
         const uint64_t offset = static_cast<uint64_t>(done) * t_.numCol;
@@ -464,10 +617,14 @@ private:
             mean = outMean_.DeQue<float>();
         }
         LocalTensor<float> rstd = outRstd_.DeQue<float>();
-        // rstd (and mean) were written by the scalar unit: order them before the MTE3 copy.
-        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_MTE3));
-        SetFlag<HardEvent::S_MTE3>(written);
-        WaitFlag<HardEvent::S_MTE3>(written);
+        if (t_.mode != MODE_BATCHED) {
+            // rstd (and mean) were written by the scalar unit: order them before the MTE3 copy.
+            // (MODE_BATCHED, RMSNorm only, writes rstd on the vector unit, ordered by the queue's
+            // V -> MTE3 hand-off.)
+            event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_MTE3));
+            SetFlag<HardEvent::S_MTE3>(written);
+            WaitFlag<HardEvent::S_MTE3>(written);
+        }
         if constexpr (kLayerNorm) {
             DataCopyPad(meanGm_[done], mean, DataCopyExtParams(1, count * sizeof(float), 0, 0, 0));
             outMean_.FreeTensor(mean);

@@ -716,7 +716,8 @@ fn host_checks_mutant(
         return Err(fail("the Meta check passed with Meta kernels that skip the op_host's checks"));
     }
     let said = run.combined_lossy();
-    let expected = "FAILED: refusal \"rotary_mul: a table of S=77 for x of S=4096\": the Meta kernel accepted it";
+    let expected =
+        "FAILED: refusal \"rotary_mul: a table of S=77 for x of S=4096\": the Meta kernel accepted it";
     if !said.contains(expected) {
         let failed: Vec<&str> = said.lines().filter(|l| l.contains("FAILED")).take(3).collect();
         return Err(fail(format!("the host-checks mutant failed for another reason: {}", failed.join("\n"))));

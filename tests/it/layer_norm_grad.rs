@@ -332,6 +332,7 @@ fn a_kernel_without_sync_all_is_stopped_by_the_twin() {
     let runner = build_runner(&project, &spec, column, BuildOptions { sanitize: false }).unwrap();
     let c = case(&spec, &[200, 128], Distribution::Uniform5, 3);
     let err = check_case(&spec, column, &runner, soc::find(soc::DEFAULT_SOC).unwrap(), &c)
-        .expect_err("the mutant must be stopped");
+        .expect_err("the mutant must be stopped")
+        .to_string();
     assert!(err.contains("between cores without SyncAll") && err.contains("GM 'workspace'"), "{err}");
 }

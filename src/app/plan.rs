@@ -176,6 +176,7 @@ pub fn format_plan(
             ("mode", Some(0)) => "0 (whole row per UB pass)".to_string(),
             ("mode", Some(1)) => "1 (several rows per UB pass)".to_string(),
             ("mode", Some(2)) => "2 (split-D, two passes)".to_string(),
+            ("mode", Some(3)) => "3 (batched short rows)".to_string(),
             _ => value.to_string(),
         };
         s.push_str(&format!("  {:<14} {:<28} {}\n", field.name, shown, field.doc));

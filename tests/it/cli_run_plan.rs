@@ -68,8 +68,11 @@ fn plan_prints_split_d_for_a_16k_bf16_row() {
     let two = opgen(&["plan", "rms_norm", "--dtype", "bf16", "--shape", "96x16384"]);
     let two = two.stdout_lossy();
     assert!(two.contains("rowResident    1") && two.contains("gammaResident  1"), "{two}");
+    let rows = opgen(&["plan", "rms_norm", "--dtype", "f16", "--shape", "1000x896"]);
+    assert!(rows.stdout_lossy().contains("1 (several rows per UB pass)"), "{}", rows.combined_lossy());
+    // Rows of at most 512 elements: the batched mode (one vector instruction per step for a pass).
     let short = opgen(&["plan", "rms_norm", "--dtype", "f16", "--shape", "1000x64"]);
-    assert!(short.stdout_lossy().contains("1 (several rows per UB pass)"), "{}", short.combined_lossy());
+    assert!(short.stdout_lossy().contains("3 (batched short rows)"), "{}", short.combined_lossy());
 }
 
 #[test]

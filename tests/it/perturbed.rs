@@ -61,7 +61,10 @@ fn elementwise_ops_meet_the_acceptance_gates_at_k_8_and_a_truncating_cast_does_n
 #[test]
 fn the_ftz_profile_reaches_the_twin() {
     let run = |profile: &[&str]| {
-        let mut args = vec!["verify", "--ops", "swiglu", "--dtypes", "f32", "--no-sanitize"];
+        // bfloat16: its NormalLargeMean case has results below float32's normal range (bfloat16
+        // shares float32's exponent), which the flush makes 0; float32 outputs there are normal
+        // since the sigmoid product keeps its tail scaled (ARCHITECTURE.md "Numerics").
+        let mut args = vec!["verify", "--ops", "swiglu", "--dtypes", "bf16", "--no-sanitize"];
         args.extend_from_slice(profile);
         opgen(&args)
     };

@@ -554,21 +554,8 @@ pub fn check_torch_ext(work: Option<PathBuf>) -> Result<(), AppError> {
             .arg(meta.join("meta_check.o"))
             .cwd(root),
     )?;
-    // --no-as-needed: the driver only reaches the kernels through static registration in
-    // opgen_schema.o; libtorch_cpu holds the dispatcher they register with.
     let driver = meta.join("meta_check");
-    step(
-        "link the Meta check",
-        Cmd::new("g++")
-            .arg(&schema_obj)
-            .arg(meta.join("meta_check.o"))
-            .arg("-o")
-            .arg(&driver)
-            .arg(format!("-L{}", torch_lib.display()))
-            .args(["-Wl,--no-as-needed", "-lc10", "-ltorch_cpu"])
-            .arg(format!("-Wl,-rpath-link,{ld_path}"))
-            .cwd(root),
-    )?;
+    step("link the Meta check", link_meta_check(root, &schema_obj, &meta, &driver, &torch_lib, &ld_path))?;
     // The catalogue's op names: one kernel per op in the generated project (op_kernel/opgen_<op>.cpp:
     // the specs of kernels/*.toml and the backward ops derived from them). The check asserts exactly
     // these are registered, so a missing op fails instead of skipping its cases.
@@ -648,6 +635,28 @@ pub fn check_torch_ext(work: Option<PathBuf>) -> Result<(), AppError> {
     Ok(())
 }
 
+/// The Meta check driver linked with a compiled opgen_schema.cpp (the extension's, or a mutant's).
+/// --no-as-needed: the driver only reaches the kernels through static registration in the
+/// schema object; libtorch_cpu holds the dispatcher they register with.
+fn link_meta_check(
+    root: &Path,
+    schema: &Path,
+    meta: &Path,
+    driver: &Path,
+    torch_lib: &Path,
+    ld_path: &str,
+) -> Cmd {
+    Cmd::new("g++")
+        .arg(schema)
+        .arg(meta.join("meta_check.o"))
+        .arg("-o")
+        .arg(driver)
+        .arg(format!("-L{}", torch_lib.display()))
+        .args(["-Wl,--no-as-needed", "-lc10", "-ltorch_cpu"])
+        .arg(format!("-Wl,-rpath-link,{ld_path}"))
+        .cwd(root)
+}
+
 /// The mutant: Meta kernels without the shared host checks (the NPU build before them) must fail
 /// the refusals, naming the case.
 #[allow(clippy::too_many_arguments)]
@@ -690,18 +699,7 @@ fn host_checks_mutant(
         Cmd::new("g++").args(flags).arg("-c").arg(&source).arg("-o").arg(&object).cwd(root),
     )?;
     let driver = meta.join("meta_check_mutant");
-    step(
-        "link the host-checks mutant",
-        Cmd::new("g++")
-            .arg(&object)
-            .arg(meta.join("meta_check.o"))
-            .arg("-o")
-            .arg(&driver)
-            .arg(format!("-L{}", torch_lib.display()))
-            .args(["-Wl,--no-as-needed", "-lc10", "-ltorch_cpu"])
-            .arg(format!("-Wl,-rpath-link,{ld_path}"))
-            .cwd(root),
-    )?;
+    step("link the host-checks mutant", link_meta_check(root, &object, meta, &driver, torch_lib, ld_path))?;
     let run = Cmd::new(&driver)
         .arg("--refusals")
         .arg(refusals)

@@ -24,6 +24,8 @@ pub struct OpContext<'a> {
     pub source: String,
     /// Inputs the kernel updates in place.
     pub mutated: Vec<String>,
+    /// The UB the host's plans leave to the APIs' scratch (the SoC table's, not a template's).
+    pub ub_reserved_bytes: u64,
     /// What the family adds (row_norm: `fused`, `gamma`; elementwise: the lowered program).
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -44,6 +46,7 @@ impl<'a> OpContext<'a> {
             targets: &spec.targets,
             source: banner_source(&spec.source),
             mutated: spec.mutated_inputs(),
+            ub_reserved_bytes: crate::plan::soc::UB_API_SCRATCH_BYTES_A2,
             extra: family::template_extras(spec)?,
         })
     }

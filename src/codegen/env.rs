@@ -32,6 +32,8 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("kernel/elementwise.cpp.j2", include_str!("../../templates/kernel/elementwise.cpp.j2")),
     ("host/elementwise.cpp.j2", include_str!("../../templates/host/elementwise.cpp.j2")),
     ("host/opdef.j2", include_str!("../../templates/host/opdef.j2")),
+    ("host/reject.j2", include_str!("../../templates/host/reject.j2")),
+    ("kernel/tiling_data.j2", include_str!("../../templates/kernel/tiling_data.j2")),
     ("host/tiling.h.j2", include_str!("../../templates/host/tiling.h.j2")),
     ("project/CMakeLists.txt.j2", include_str!("../../templates/project/CMakeLists.txt.j2")),
     ("project/op_host.CMakeLists.txt.j2", include_str!("../../templates/project/op_host.CMakeLists.txt.j2")),

@@ -59,10 +59,14 @@ impl Soc {
     }
 }
 
-/// The planning budget of UB per core: the top 8 KiB of the 192 KiB UB is scratch for some
-/// APIs (Select, Compare, int32 binary ops on dav-c220), so InitBuffer allocations stay
-/// below 184 KiB (research/ascendc-api.md §6.2).
-pub const UB_PLAN_BYTES_A2: u64 = 184 * 1024;
+/// The top of UB that some APIs use as scratch (Select, Compare, int32 binary ops on dav-c220,
+/// TMP_UB_OFFSET): every generated TilingFunc plans below it (`UB_RESERVED_BYTES` in the host
+/// templates comes from here).
+pub const UB_API_SCRATCH_BYTES_A2: u64 = 8 * 1024;
+
+/// The planning budget of UB per core: the 192 KiB UB less the API scratch, so InitBuffer
+/// allocations stay below 184 KiB (research/ascendc-api.md §6.2).
+pub const UB_PLAN_BYTES_A2: u64 = 192 * 1024 - UB_API_SCRATCH_BYTES_A2;
 
 const MIB: u64 = 1024 * 1024;
 

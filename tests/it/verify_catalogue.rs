@@ -26,7 +26,9 @@ fn the_catalogue_passes_the_quick_sweep_under_sanitizers() {
     // is LayerNorm's ULP-or-absolute one: y = (x - mean) * rstd * g + beta cancels to near 0, where
     // no float32 evaluation is within a 16-bit ULP of the tiny exact value, and those elements are
     // held to 8 * 2^-24 of the largest term instead (Tolerance::UlpOrAbs, src/compare.rs).
-    for r in report.rows.iter().filter(|r| r.output == "y" && r.dtype.size_bytes() == 2 && !r.rule.contains('|')) {
+    for r in
+        report.rows.iter().filter(|r| r.output == "y" && r.dtype.size_bytes() == 2 && !r.rule.contains('|'))
+    {
         assert!(r.max_ulp <= 1, "{r:?}");
     }
 }

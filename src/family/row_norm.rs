@@ -20,14 +20,11 @@ use crate::tensor::{round_to_dtype, HostTensor};
 
 pub(crate) fn params(raw: &RawSpec) -> FamilyParams {
     let table = raw.row_norm.as_ref().map(|p| p.get_ref());
-    let fused = table.is_some_and(|p| p.fused_residual_add);
-    // An unknown norm is reported by `check`; the params keep the default meanwhile.
-    let norm = table
-        .and_then(|p| p.norm.as_ref())
-        .and_then(|n| NormKind::parse(n.get_ref()))
-        .unwrap_or(NormKind::Rms);
-    let gamma_offset = table.and_then(|p| p.gamma_offset.as_ref()).map(|o| *o.get_ref()).unwrap_or(0.0);
-    FamilyParams::RowNorm(RowNormParams { fused_residual_add: fused, norm, gamma_offset })
+    FamilyParams::RowNorm(RowNormParams {
+        fused_residual_add: table.is_some_and(|p| p.fused_residual_add),
+        norm: table.map_or(NormKind::Rms, |p| p.norm_kind()),
+        gamma_offset: table.map_or(0.0, |p| p.gamma_offset_value()),
+    })
 }
 
 fn is_fused(spec: &OpSpec) -> bool {

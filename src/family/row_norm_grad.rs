@@ -58,12 +58,10 @@ fn roles(spec: &OpSpec) -> (Option<usize>, usize, usize) {
 /// by [`check`] (and the spec refused), so the params here only need to be well-formed.
 fn params(raw: &RawSpec) -> FamilyParams {
     let table = raw.row_norm.as_ref().map(|t| t.get_ref());
-    let norm = table
-        .and_then(|t| t.norm.as_ref())
-        .and_then(|n| NormKind::parse(n.get_ref()))
-        .unwrap_or(NormKind::Rms);
-    let gamma_offset = table.and_then(|t| t.gamma_offset.as_ref()).map_or(0.0, |o| *o.get_ref());
-    FamilyParams::RowNormGrad(RowNormGradParams { norm, gamma_offset })
+    FamilyParams::RowNormGrad(RowNormGradParams {
+        norm: table.map_or(NormKind::Rms, |t| t.norm_kind()),
+        gamma_offset: table.map_or(0.0, |t| t.gamma_offset_value()),
+    })
 }
 
 // ---- spec --------------------------------------------------------------------------------

@@ -72,6 +72,18 @@ pub(crate) struct RawRowNorm {
     pub gamma_offset: Option<Spanned<f64>>,
 }
 
+impl RawRowNorm {
+    /// The norm the table names; an unknown spelling reads as RMSNorm here, and the family's
+    /// check reports it (the spec is then refused).
+    pub(crate) fn norm_kind(&self) -> super::NormKind {
+        self.norm.as_ref().and_then(|n| super::NormKind::parse(n.get_ref())).unwrap_or(super::NormKind::Rms)
+    }
+
+    pub(crate) fn gamma_offset_value(&self) -> f64 {
+        self.gamma_offset.as_ref().map_or(0.0, |o| *o.get_ref())
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawElementwise {

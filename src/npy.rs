@@ -483,11 +483,6 @@ impl Cursor<'_> {
 mod tests {
     use super::*;
 
-    fn tmp_path(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("opgen-npy-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
-    }
 
     #[test]
     fn header_is_byte_exact_against_the_spec() {
@@ -530,17 +525,16 @@ mod tests {
 
     #[test]
     fn round_trip_every_dtype_through_a_file() {
+        let dir = crate::toolchain::scratch::ScratchDir::new("npy-test").unwrap();
         for dtype in DType::ALL {
             let shape = [2, 3, 5];
             let values: Vec<f64> = (0..30).map(|i| f64::from(i) * 1.25 - 17.0).collect();
             let t = HostTensor::from_f64(dtype, &shape, &values);
-            let path = tmp_path(&format!("rt_{}.npy", dtype.name()));
+            let path = dir.path().join(format!("rt_{}.npy", dtype.name()));
             write_npy(&path, &t).unwrap();
             assert_eq!(read_npy(&path, Some(dtype)).unwrap(), t);
             assert_eq!(read_npy(&path, None).unwrap(), t);
-            std::fs::remove_file(&path).unwrap();
         }
-        let _ = std::fs::remove_dir(tmp_path("x").parent().unwrap());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use super::gen::{load_specs, render};
 use super::verify::{run_verify, VerifyOptions};
 use super::AppError;
 use crate::codegen::write_atomically;
+use crate::toolchain::scratch::ScratchDir;
 use crate::verify::Sweep;
 use crate::DType;
 use serde::Deserialize;
@@ -259,7 +260,9 @@ pub fn run_mutants(opts: &MutantsOptions) -> Result<MutantsReport, AppError> {
     }
     let specs = load_specs(None, &[])?;
     let project = render(&specs)?;
-    let scratch = std::env::temp_dir().join(format!("opgen-mutants-{}", std::process::id()));
+    // Removed on drop: an early `?` below (an unknown op, a needle that does not match) or a
+    // panic leaves no mutated projects behind.
+    let scratch = ScratchDir::new("mutants").map_err(|e| AppError::failed(e.to_string()))?;
     let mut report = MutantsReport { outcomes: Vec::new(), sync_checked: list.sync_checked };
     for m in selected {
         let started = Instant::now();
@@ -273,7 +276,7 @@ pub fn run_mutants(opts: &MutantsOptions) -> Result<MutantsReport, AppError> {
         })?;
         target.contents = apply(&target.contents, m)
             .map_err(|e| AppError::input(format!("{}: mutant `{}`: {file}: {e}", path.display(), m.id)))?;
-        let dir = scratch.join(&m.id);
+        let dir = scratch.path().join(&m.id);
         write_atomically(&dir, &mutated).map_err(|e| AppError::failed(e.to_string()))?;
         let dtype = DType::parse(&m.dtype).expect("checked by load");
         let result = run_verify(&VerifyOptions {
@@ -302,7 +305,6 @@ pub fn run_mutants(opts: &MutantsOptions) -> Result<MutantsReport, AppError> {
             seconds: started.elapsed().as_secs_f64(),
         });
     }
-    let _ = std::fs::remove_dir_all(&scratch);
     Ok(report)
 }
 

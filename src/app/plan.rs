@@ -2,7 +2,7 @@
 
 use super::gen::{load_specs, render};
 use super::AppError;
-use crate::family::tiling_fields;
+use crate::family::{tiling_fields, tiling_value_label};
 use crate::plan::soc;
 use crate::spec::{AttrValue, OpSpec};
 use crate::tensor::HostTensor;
@@ -172,12 +172,11 @@ pub fn format_plan(
     for field in tiling_fields(spec) {
         // A field the runner did not report shows as JSON's null, as it always has.
         let value = report.tiling.get(field.name).cloned().unwrap_or_default();
-        let shown = match (field.name, value.as_u64()) {
-            ("mode", Some(0)) => "0 (whole row per UB pass)".to_string(),
-            ("mode", Some(1)) => "1 (several rows per UB pass)".to_string(),
-            ("mode", Some(2)) => "2 (split-D, two passes)".to_string(),
-            ("mode", Some(3)) => "3 (batched short rows)".to_string(),
-            _ => value.to_string(),
+        // The family names what a mode-like value means; the rest print as numbers.
+        let words = value.as_u64().and_then(|v| tiling_value_label(spec, field.name, v).map(|w| (v, w)));
+        let shown = match words {
+            Some((v, words)) => format!("{v} ({words})"),
+            None => value.to_string(),
         };
         s.push_str(&format!("  {:<14} {:<28} {}\n", field.name, shown, field.doc));
     }

@@ -432,9 +432,8 @@ mod known_misses_tests {
 
     #[test]
     fn a_known_miss_needs_its_reason() {
-        let dir = std::env::temp_dir().join(format!("opgen-known-misses-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let good = dir.join("good.txt");
+        let dir = crate::toolchain::scratch::ScratchDir::new("known-misses").unwrap();
+        let good = dir.path().join("good.txt");
         std::fs::write(
             &good,
             "# comment\n\nrms_norm f16 4096x3584 (Qwen2-7B) transfers | two rows per pass\n",
@@ -448,10 +447,9 @@ mod known_misses_tests {
                 reason: "two rows per pass".into()
             }]
         );
-        let bad = dir.join("bad.txt");
+        let bad = dir.path().join("bad.txt");
         std::fs::write(&bad, "rms_norm f16 4096x3584 (Qwen2-7B) transfers |  \n").unwrap();
         let err = read_known_misses(&bad).unwrap_err().to_string();
-        std::fs::remove_dir_all(&dir).unwrap();
         assert!(err.contains("bad.txt:1"), "{err}");
     }
 }

@@ -80,6 +80,10 @@ pub(crate) trait FamilyOps: Sync {
     fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)>;
     /// Independent work units a kernel can spread over cores (rows), where the family has them.
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64>;
+    /// Words for `value` of one of the family's own tiling fields, where a number alone does
+    /// not say what the TilingFunc chose (`mode` 2 → "split-D, two passes"); `opgen plan` prints
+    /// them after the number. `None`: the number says it (a count, a size, a 0/1 flag).
+    fn tiling_value_label(&self, spec: &OpSpec, field: &str, value: u64) -> Option<&'static str>;
     /// The report's reading of what the generated TilingFunc chose, from its tiling fields.
     fn read_plan(&self, spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, dtype: DType) -> PlanReading;
     /// Whether the report holds the op to the fusion target at its model shapes (≥ 4x fewer
@@ -219,6 +223,11 @@ pub fn load_catalogue(path: &Path) -> Result<Vec<OpSpec>, SpecErrors> {
 
 pub fn tiling_fields(spec: &OpSpec) -> &'static [TilingField] {
     ops(spec.family).tiling_fields(spec)
+}
+
+/// Words for a tiling field's value (see [`FamilyOps::tiling_value_label`]).
+pub fn tiling_value_label(spec: &OpSpec, field: &str, value: u64) -> Option<&'static str> {
+    ops(spec.family).tiling_value_label(spec, field, value)
 }
 
 pub fn templates(spec: &OpSpec) -> Templates {

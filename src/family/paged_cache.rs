@@ -577,6 +577,11 @@ impl FamilyOps for PagedCache {
         None
     }
 
+    fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
+        // No field of this family selects a mode: its numbers are counts and sizes.
+        None
+    }
+
     fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         PlanReading::default()
     }

@@ -234,6 +234,14 @@ impl FamilyOps for Permute {
         None
     }
 
+    fn tiling_value_label(&self, _spec: &OpSpec, field: &str, value: u64) -> Option<&'static str> {
+        match (field, value) {
+            ("layout", 0) => Some("UB rows p-major"),
+            ("layout", 1) => Some("UB rows q-major, tileP = P"),
+            _ => None,
+        }
+    }
+
     fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         PlanReading::default()
     }

@@ -530,6 +530,14 @@ impl FamilyOps for Rotary {
         (d > 0).then(|| crate::tensor::shape_numel(x) as u64 / d)
     }
 
+    fn tiling_value_label(&self, _spec: &OpSpec, field: &str, value: u64) -> Option<&'static str> {
+        match (field, value) {
+            ("rotateMode", 0) => Some("half, rotate_half"),
+            ("rotateMode", 1) => Some("interleave, pair swap"),
+            _ => None,
+        }
+    }
+
     fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         PlanReading::default()
     }

@@ -577,6 +577,14 @@ impl FamilyOps for RotaryGrad {
         (d > 0).then(|| crate::tensor::shape_numel(r1) as u64 / d)
     }
 
+    fn tiling_value_label(&self, _spec: &OpSpec, field: &str, value: u64) -> Option<&'static str> {
+        match (field, value) {
+            ("rotateMode", 0) => Some("half, rotate_half"),
+            ("rotateMode", 1) => Some("interleave, pair swap"),
+            _ => None,
+        }
+    }
+
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         let label = format!(

@@ -918,6 +918,16 @@ impl FamilyOps for RowNorm {
         (gamma > 0).then(|| numel(0).unwrap_or(0) / gamma)
     }
 
+    fn tiling_value_label(&self, _spec: &OpSpec, field: &str, value: u64) -> Option<&'static str> {
+        match (field, value) {
+            ("mode", 0) => Some("whole row per UB pass"),
+            ("mode", 1) => Some("several rows per UB pass"),
+            ("mode", 2) => Some("split-D, two passes"),
+            ("mode", 3) => Some("batched short rows"),
+            _ => None,
+        }
+    }
+
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, dtype: DType) -> PlanReading {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         let mode = f("mode") as u32;

@@ -9,10 +9,10 @@ use crate::plan::soc::Soc;
 use crate::spec::{AttrValue, OpSpec};
 use crate::tensor::HostTensor;
 use crate::toolchain::command::{Cmd, CommandError};
+use crate::toolchain::scratch::ScratchDir;
 use crate::DType;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 use std::time::Duration;
 
 /// What one launch produced.
@@ -37,13 +37,9 @@ pub struct CaseInput<'a> {
     pub inplace: &'a [String],
 }
 
-static CASE_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-fn scratch_dir() -> Result<PathBuf, TwinError> {
-    let n = CASE_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("opgen-case-{}-{n}", std::process::id()));
-    fs::create_dir_all(&dir).map_err(|e| TwinError::Io(format!("{}: {e}", dir.display())))?;
-    Ok(dir)
+/// A fresh per-case directory, removed when the guard drops (also when the run panics).
+fn scratch_dir() -> Result<ScratchDir, TwinError> {
+    ScratchDir::new("case").map_err(|e| TwinError::Io(e.to_string()))
 }
 
 fn attr_arg(name: &str, value: &AttrValue) -> String {
@@ -135,9 +131,7 @@ pub fn run_case(
     plan_only: bool,
 ) -> Result<CaseRun, TwinError> {
     let dir = scratch_dir()?;
-    let result = run_in(runner, spec, soc, case, &dir, plan_only, false);
-    let _ = fs::remove_dir_all(&dir);
-    result
+    run_in(runner, spec, soc, case, dir.path(), plan_only, false)
 }
 
 /// Runs the case with the twin's event trace on (`OPGEN_TWIN_TRACE`) and returns the run and
@@ -149,14 +143,12 @@ pub fn run_case_traced(
     case: &CaseInput,
 ) -> Result<(CaseRun, String), TwinError> {
     let dir = scratch_dir()?;
-    let result = run_in(runner, spec, soc, case, &dir, false, true).and_then(|run| {
-        let path = dir.join("trace.json");
+    run_in(runner, spec, soc, case, dir.path(), false, true).and_then(|run| {
+        let path = dir.path().join("trace.json");
         let text =
             fs::read_to_string(&path).map_err(|e| TwinError::Io(format!("{}: {e}", path.display())))?;
         Ok((run, text))
-    });
-    let _ = fs::remove_dir_all(&dir);
-    result
+    })
 }
 
 fn run_in(

@@ -2,6 +2,7 @@
 //! declare theirs, and every rule names file:line:column and the field — unknown op, unknown
 //! names, count and dtype mismatches, attrs that cannot be set.
 
+use crate::support::TempDir;
 use ascend_opgen::spec::{self, Backward, GradArg};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,10 +12,8 @@ fn kernels() -> PathBuf {
 }
 
 /// rms_norm.toml with its `[backward]` table replaced by `table`, beside the real rms_norm_grad.
-fn catalogue(tag: &str, table: &str) -> (PathBuf, String, Result<Vec<spec::OpSpec>, spec::SpecErrors>) {
-    let dir = std::env::temp_dir().join(format!("opgen-backward-table-{tag}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
+fn catalogue(tag: &str, table: &str) -> (TempDir, String, Result<Vec<spec::OpSpec>, spec::SpecErrors>) {
+    let dir = TempDir::new(&format!("backward-table-{tag}"));
     let fwd = fs::read_to_string(kernels().join("rms_norm.toml")).unwrap();
     let at = fwd.rfind("\n[backward]").map(|i| i + 1).expect("rms_norm.toml has a [backward] table");
     let text = format!("{}{table}", &fwd[..at]);
@@ -27,7 +26,7 @@ fn catalogue(tag: &str, table: &str) -> (PathBuf, String, Result<Vec<spec::OpSpe
 /// The error of `table` (one, or one per dtype combination): on the line of `at` (a substring
 /// of the spec), for `field`, with `words` in its first message.
 fn assert_error(tag: &str, table: &str, at: &str, field: &str, words: &str) {
-    let (dir, text, specs) = catalogue(tag, table);
+    let (_dir, text, specs) = catalogue(tag, table);
     let errors = specs.expect_err("the table must be rejected");
     let shown = errors.to_string();
     let e = &errors.0[0];
@@ -37,7 +36,6 @@ fn assert_error(tag: &str, table: &str, at: &str, field: &str, words: &str) {
     assert_eq!((e.line, e.field.as_str()), (line, field), "{shown}");
     assert!(e.column > 0 && e.file.ends_with("rms_norm.toml"), "{shown}");
     assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
-    let _ = fs::remove_dir_all(dir);
 }
 
 const GOOD: &str = "[backward]\nop = \"rms_norm_grad\"\ninputs = [\"grad.y\", \"x\", \"rstd\", \"gamma\"]\ngrads = { x = \"dx\", gamma = \"dgamma\" }\n";
@@ -71,9 +69,8 @@ fn the_row_norms_declare_their_backward_op_and_mapping() {
     // The plain form stays for the permutes.
     let p = repo.iter().find(|s| s.name == "bsnd_to_bnsd").unwrap();
     assert!(matches!(&p.backward, Backward::Op { name, .. } if name == "bnsd_to_bsnd"));
-    let (dir, _, specs) = catalogue("good", GOOD);
+    let (_dir, _, specs) = catalogue("good", GOOD);
     assert!(specs.is_ok(), "{:?}", specs.err().map(|e| e.to_string()));
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -170,5 +167,4 @@ fn a_backward_table_contradicts_differentiable_false() {
     let e =
         ascend_opgen::family::parse_str(Path::new("kernels/rms_norm.toml"), &text).unwrap_err().to_string();
     assert!(e.contains("field `backward`") && e.contains("contradicts `differentiable = false`"), "{e}");
-    let _ = fs::remove_dir_all(dir);
 }

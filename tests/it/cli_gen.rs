@@ -1,16 +1,10 @@
 //! `opgen gen` as a user runs it: output written whole, identical on a second run, and a bad
 //! spec writes nothing (the previous output stays byte for byte), exit code 2.
 
+use crate::support::TempDir;
 use ascend_opgen::toolchain::command::Cmd;
 use std::fs;
 use std::path::{Path, PathBuf};
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("opgen-cli-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn opgen(args: &[&str]) -> ascend_opgen::toolchain::command::Output {
     Cmd::new(env!("CARGO_BIN_EXE_opgen")).args(args).stdin_null().run().expect("opgen runs")
@@ -35,8 +29,9 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn gen_twice_gives_identical_bytes_and_a_bad_spec_changes_nothing() {
-    let specs = scratch("specs");
-    let out = scratch("out").join("project");
+    let specs = TempDir::new("cli-specs");
+    let out_parent = TempDir::new("cli-out");
+    let out = out_parent.join("project");
     let good = ascend_opgen::repo_root().join("kernels/rms_norm.toml");
     fs::copy(&good, specs.join("rms_norm.toml")).unwrap();
     // rms_norm names its backward op, which a catalogue must hold too.
@@ -69,8 +64,9 @@ fn gen_twice_gives_identical_bytes_and_a_bad_spec_changes_nothing() {
 
 #[test]
 fn an_empty_catalogue_is_an_error() {
-    let specs = scratch("empty");
-    let out = scratch("empty-out").join("project");
+    let specs = TempDir::new("cli-empty");
+    let out_parent = TempDir::new("cli-empty-out");
+    let out = out_parent.join("project");
     let r = opgen(&["gen", "--specs", &specs.display().to_string(), "--out", &out.display().to_string()]);
     assert_eq!(r.code(), Some(2));
     assert!(r.stderr_lossy().contains("the catalogue is empty"));
@@ -79,8 +75,8 @@ fn an_empty_catalogue_is_an_error() {
 
 #[test]
 fn unknown_op_names_the_known_ones() {
-    let r =
-        opgen(&["gen", "--ops", "no_such_op", "--out", &scratch("unknown").join("p").display().to_string()]);
+    let dir = TempDir::new("cli-unknown");
+    let r = opgen(&["gen", "--ops", "no_such_op", "--out", &dir.arg("p")]);
     assert_eq!(r.code(), Some(2));
     let msg = r.stderr_lossy();
     assert!(

@@ -1,6 +1,7 @@
 //! `opgen run` and `opgen plan` as a user runs them: .npy in, .npy out, checked against the
 //! reference; the plan names the mode the generated TilingFunc picks.
 
+use crate::support::TempDir;
 use ascend_opgen::npy;
 use ascend_opgen::reference::row_norm::rms_norm;
 use ascend_opgen::tensor::round_to_dtype;
@@ -15,7 +16,7 @@ fn opgen(args: &[&str]) -> ascend_opgen::toolchain::command::Output {
 
 #[test]
 fn run_rms_norm_bf16_from_npy_files() {
-    let dir = temp_dir("bf16");
+    let dir = scratch("bf16");
     let x = generate(Distribution::Uniform5, DType::BFloat16, &[5, 300], 7);
     let gamma = generate(Distribution::Uniform5, DType::BFloat16, &[300], 8);
     let out = dir.join("out");
@@ -50,7 +51,6 @@ fn run_rms_norm_bf16_from_npy_files() {
     }
     let header = fs::read(out.join("y.npy")).unwrap();
     assert!(String::from_utf8_lossy(&header[..80]).contains("'<u2'"));
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -102,12 +102,9 @@ fn plan_rejects_a_gamma_that_is_not_a_trailing_slice() {
     assert!(r.stderr_lossy().contains("gamma must equal the trailing dims of x"), "{}", r.stderr_lossy());
 }
 
-/// A fresh temporary directory per test.
-fn temp_dir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("opgen-run-{tag}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh temporary directory per test, removed when it drops (on a panic too).
+fn scratch(tag: &str) -> TempDir {
+    TempDir::new(&format!("run-{tag}"))
 }
 
 fn input_arg(dir: &std::path::Path, name: &str, t: &ascend_opgen::tensor::HostTensor) -> String {
@@ -131,7 +128,7 @@ fn run_reshape_and_cache_reads_an_int64_slot_mapping() {
 
 fn run_reshape_and_cache(slot_dtype: DType, slot_values: &[i64], label: &str) {
     use ascend_opgen::tensor::HostTensor;
-    let dir = temp_dir(label);
+    let dir = scratch(label);
     let (tokens, heads, dim, blocks, block_size) = (3usize, 2usize, 72usize, 2usize, 4usize);
     let key = generate(Distribution::Uniform5, DType::Float16, &[tokens, heads, dim], 1);
     let value = generate(Distribution::Uniform5, DType::Float16, &[tokens, heads, dim], 2);
@@ -173,13 +170,12 @@ fn run_reshape_and_cache(slot_dtype: DType, slot_values: &[i64], label: &str) {
     }
     let count = npy::read_npy(&out.join("out_of_range.npy"), Some(DType::Int32)).unwrap();
     assert_eq!(count.to_i64().iter().sum::<i64>(), 1, "one slot past the cache");
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn run_dequant_int8_follows_out_dtype_or_dtype() {
     use ascend_opgen::tensor::HostTensor;
-    let dir = temp_dir("dequant");
+    let dir = scratch("dequant");
     let q = HostTensor::from_i64(DType::Int8, &[2, 3], &[-128, -1, 0, 1, 64, 127]);
     let scale = HostTensor::from_f64(DType::Float32, &[2], &[0.5, 1.0 / 3.0]);
     let inputs = [input_arg(&dir, "q", &q), input_arg(&dir, "scale", &scale)];
@@ -209,7 +205,6 @@ fn run_dequant_int8_follows_out_dtype_or_dtype() {
     let (r, _) = run(&["--dtype", "f32", "--attr", "out_dtype=float16"], "out-conflict");
     assert_eq!(r.code(), Some(2), "{}", r.combined_lossy());
     assert!(r.stderr_lossy().contains("no dtype combination with dtype float32"), "{}", r.stderr_lossy());
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

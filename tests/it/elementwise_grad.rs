@@ -4,6 +4,7 @@
 //! stable rewrites (the mish case), the spec rules (`differentiable`, `backward`), and a user's
 //! own spec getting a verified `_grad` op through the twin.
 
+use crate::support::TempDir;
 use ascend_opgen::family::elementwise::{analyse_backward, analyse_body, diff, eval, expr, lower};
 use ascend_opgen::reference::activation;
 use ascend_opgen::spec::{self, Backward};
@@ -276,11 +277,9 @@ fn unstable_forms_are_rewritten() {
 
 // ---- spec rules -------------------------------------------------------------------------------
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("opgen-grad-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when it drops (on a panic too).
+fn scratch(name: &str) -> TempDir {
+    TempDir::new(&format!("grad-{name}"))
 }
 
 fn act(name: &str, body: &str, extra: &str) -> String {

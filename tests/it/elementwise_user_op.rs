@@ -3,6 +3,7 @@
 //! the f64 evaluation of its body: silu is not a catalogue op) and `opgen gen --specs` writes its
 //! project; nothing in the repository's specs, templates or golden copy changes.
 
+use crate::support::TempDir;
 use ascend_opgen::toolchain::command::Cmd;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,11 +28,9 @@ body = "x * sigmoid(x)"
 compute = "float32"
 "#;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("opgen-elementwise-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when it drops (on a panic too).
+fn scratch(name: &str) -> TempDir {
+    TempDir::new(&format!("elementwise-{name}"))
 }
 
 fn opgen(args: &[&str]) -> ascend_opgen::toolchain::command::Output {
@@ -99,7 +98,6 @@ fn a_user_declared_silu_verifies_on_the_twin_and_generates() {
     assert!(kernel.contains("Exp(") && kernel.contains("Div("), "silu lowers to basic vector APIs");
 
     assert!(before == repository_state(), "verify/gen of a user spec changed files in the repository");
-    let _ = fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -118,7 +116,6 @@ fn a_user_spec_with_a_bad_body_fails_with_its_location() {
     assert!(msg.contains("silu.toml:16:21: field `elementwise.body`"), "{msg}");
     assert!(msg.contains("`z` is not defined"), "{msg}");
     assert!(!dir.join("out").exists());
-    let _ = fs::remove_dir_all(&dir);
 }
 
 /// A user op's reference is its body as written, not the canonical form the kernel is built

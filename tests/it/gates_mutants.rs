@@ -3,16 +3,15 @@
 //! subset of tests/mutants/mutants.toml — one mutant per bug class the quick sweep used to
 //! miss — must be killed. The whole list runs with `cargo xtask mutants`.
 
+use crate::support::TempDir;
 use ascend_opgen::app::mutants::{run_mutants, MutantsOptions, Verdict};
 use ascend_opgen::toolchain::command::Cmd;
 use std::fs;
 use std::path::PathBuf;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("opgen-gates-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when it drops (on a panic too).
+fn scratch(name: &str) -> TempDir {
+    TempDir::new(&format!("gates-{name}"))
 }
 
 fn opgen(args: &[&str]) -> ascend_opgen::toolchain::command::Output {
@@ -21,7 +20,8 @@ fn opgen(args: &[&str]) -> ascend_opgen::toolchain::command::Output {
 
 #[test]
 fn verify_from_checks_the_project_as_edited() {
-    let dir = scratch("from").join("project");
+    let tmp = scratch("from");
+    let dir = tmp.join("project");
     let out = opgen(&["gen", "--ops", "dequant_int8", "--out", dir.to_str().unwrap()]);
     assert_eq!(out.code(), Some(0), "{}", out.combined_lossy());
     let args = |d: &str| {

@@ -122,12 +122,11 @@ fn every_top_level_module_has_a_layer() {
 #[test]
 fn the_checker_sees_an_upward_use() {
     // A spec file naming the family layer is flagged; one naming the layer below is not.
-    let dir = std::env::temp_dir().join(format!("opgen-layering-{}", std::process::id()));
+    let dir = crate::support::TempDir::new("layering");
     let spec = dir.join("spec");
     std::fs::create_dir_all(&spec).unwrap();
     std::fs::write(spec.join("mod.rs"), "use crate::dtype::DType;\nuse crate::{family, tensor};\n").unwrap();
     let found = upward_references(&dir);
-    std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].ends_with("mod.rs:2: spec uses crate::family"), "{found:?}");
 }
@@ -218,4 +217,58 @@ fn the_checker_sees_a_string_error() {
     assert_eq!(string_error_results("fn k() -> Result<BTreeMap<String, String>, FamilyError>"), 0);
     assert_eq!(string_error_results("fn m() -> io::Result<String>"), 0);
     assert_eq!(string_error_results("type R = TryResult<u8, String>;"), 0);
+}
+
+/// The one call that makes a directory nobody removes when a test panics; spelled in two
+/// halves so this file does not match itself.
+const TEMP_DIR_CALL: &str = concat!("temp_", "dir()");
+
+/// Lines under `dir` (recursively) that call the system temp dir directly, outside the files
+/// that own scratch directories (`allowed`, paths relative to `dir`). Comments are ignored.
+fn direct_temp_dirs(dir: &Path, allowed: &[&str]) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(dir).unwrap().to_string_lossy().replace('\\', "/");
+        if allowed.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains(TEMP_DIR_CALL) {
+                found.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// Test modules make scratch directories through `support::TempDir` (removed on drop, so on a
+/// panic too) and library code through `toolchain::scratch::ScratchDir`; nothing else names the
+/// system temp dir.
+#[test]
+fn scratch_directories_are_made_by_the_guards_only() {
+    let root = ascend_opgen::repo_root();
+    let mut found = direct_temp_dirs(&root.join("tests/it"), &["toolchain_support/mod.rs"]);
+    found.extend(direct_temp_dirs(&root.join("src"), &["toolchain/scratch.rs"]));
+    assert!(
+        found.is_empty(),
+        "use support::TempDir (tests) or toolchain::scratch::ScratchDir (src) instead:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_a_direct_call() {
+    let dir = crate::support::TempDir::new("layering-temp");
+    let call = format!("    let d = std::env::{TEMP_DIR_CALL}.join(\"x\");\n");
+    std::fs::write(dir.join("a.rs"), &call).unwrap();
+    std::fs::write(dir.join("owner.rs"), &call).unwrap();
+    std::fs::write(dir.join("b.rs"), format!("// std::env::{TEMP_DIR_CALL} in a comment\n")).unwrap();
+    let found = direct_temp_dirs(&dir, &["owner.rs"]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("a.rs:1:"), "{found:?}");
 }

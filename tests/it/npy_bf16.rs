@@ -3,6 +3,7 @@
 //! ml_dtypes themselves (tests/npy/README.md has the command); the expected bits follow from the
 //! values, which are all exact in bfloat16.
 
+use crate::support::TempDir;
 use ascend_opgen::npy::{self, Bf16Npy};
 use ascend_opgen::toolchain::command::Cmd;
 use ascend_opgen::DType;
@@ -61,11 +62,9 @@ fn a_two_byte_void_is_not_float16_and_other_voids_are_refused() {
     assert!(err.to_string().contains("unsupported dtype descr '<V4'"), "{err}");
 }
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("opgen-npy-bf16-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory, removed when it drops (on a panic too).
+fn scratch(tag: &str) -> TempDir {
+    TempDir::new(&format!("npy-bf16-{tag}"))
 }
 
 fn descr_of(path: &Path) -> String {
@@ -126,5 +125,4 @@ fn run_writes_the_spelling_it_read_or_the_one_asked_for() {
         .unwrap();
     assert_eq!(err.code(), Some(2));
     assert!(err.combined_lossy().contains("unknown bfloat16 spelling `f16` (ml_dtypes, u2)"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -15,8 +15,7 @@ fn opgen(args: &[&str]) -> ascend_opgen::toolchain::command::Output {
 
 #[test]
 fn elementwise_ops_meet_the_acceptance_gates_at_k_8_and_a_truncating_cast_does_not() {
-    let dir = std::env::temp_dir().join(format!("opgen-perturbed-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
+    let dir = crate::support::TempDir::new("perturbed");
     let project = dir.join("project");
     let p = project.to_str().unwrap();
     let gen = opgen(&["gen", "--ops", "swiglu,gelu_tanh", "--out", p]);
@@ -52,7 +51,6 @@ fn elementwise_ops_meet_the_acceptance_gates_at_k_8_and_a_truncating_cast_does_n
         "{}",
         bad.combined_lossy()
     );
-    let _ = fs::remove_dir_all(&dir);
 }
 
 /// `verify --profile ftz` reaches the twin: swiglu float32 has subnormal results in its

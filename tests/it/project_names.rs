@@ -2,6 +2,7 @@
 //! come from one place, `project.toml` beside the specs; every generated file and build step
 //! takes them from there, and the defaults leave the golden copy as it is (tests/it/golden.rs).
 
+use crate::support::TempDir;
 use ascend_opgen::app::build_npu::{build_npu_in, BuildNpuOptions};
 use ascend_opgen::codegen::render_project;
 use ascend_opgen::family;
@@ -12,18 +13,16 @@ use std::path::{Path, PathBuf};
 const ACME: &str =
     "library = \"acme\"\npackage = \"acme_torch\"\nvendor = \"acme_ops\"\nop_type_prefix = \"Acme\"\n";
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("opgen-names-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory, removed when it drops (on a panic too).
+fn scratch(tag: &str) -> TempDir {
+    TempDir::new(&format!("names-{tag}"))
 }
 
 /// A specs directory with the catalogue's rms_norm (and its backward op rms_norm_grad) and gelu_tanh (which brings its generated
-/// gelu_tanh_grad) and the given project file.
-fn specs_dir(tag: &str, project: Option<&str>) -> PathBuf {
-    let dir = scratch(tag).join("specs");
-    std::fs::create_dir_all(&dir).unwrap();
+/// gelu_tanh_grad) and the given project file; the directory lives as long as the `TempDir`.
+fn specs_dir(tag: &str, project: Option<&str>) -> (TempDir, PathBuf) {
+    let tmp = scratch(tag);
+    let dir = tmp.subdir("specs");
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
     for op in ["rms_norm", "rms_norm_grad", "gelu_tanh"] {
         std::fs::copy(kernels.join(format!("{op}.toml")), dir.join(format!("{op}.toml"))).unwrap();
@@ -31,12 +30,12 @@ fn specs_dir(tag: &str, project: Option<&str>) -> PathBuf {
     if let Some(text) = project {
         std::fs::write(dir.join("project.toml"), text).unwrap();
     }
-    dir
+    (tmp, dir)
 }
 
 #[test]
 fn every_generated_file_takes_the_names_from_project_toml() {
-    let dir = specs_dir("render", Some(ACME));
+    let (_tmp, dir) = specs_dir("render", Some(ACME));
     let specs = family::load_catalogue(&dir).unwrap();
     let names: Vec<(&str, &str)> = specs.iter().map(|s| (s.name.as_str(), s.op_type.as_str())).collect();
     assert_eq!(
@@ -92,17 +91,17 @@ fn every_generated_file_takes_the_names_from_project_toml() {
 
 #[test]
 fn without_project_toml_the_names_are_the_defaults() {
-    let dir = specs_dir("defaults", None);
+    let (_tmp, dir) = specs_dir("defaults", None);
     let specs = family::load_catalogue(&dir).unwrap();
     assert!(specs.iter().all(|s| s.project.is_default() && s.op_type.starts_with("Opgen")));
     // project.toml is never read as an op spec, even when it is empty.
-    let dir = specs_dir("empty", Some(""));
+    let (_tmp, dir) = specs_dir("empty", Some(""));
     assert_eq!(family::load_catalogue(&dir).unwrap().len(), 4);
 }
 
 #[test]
 fn build_npu_dry_run_uses_the_vendor_and_package() {
-    let dir = specs_dir("npu", Some(ACME));
+    let (_tmp, dir) = specs_dir("npu", Some(ACME));
     let tmp = scratch("npu-out");
     let opts = BuildNpuOptions {
         specs: Some(dir),
@@ -126,7 +125,7 @@ fn build_npu_dry_run_uses_the_vendor_and_package() {
 
 #[test]
 fn a_bad_project_file_is_a_spec_error_with_its_place_and_gen_writes_nothing() {
-    let dir = specs_dir("bad", Some("library = \"acme\"\npackage = \"acme-torch\"\nvendr = \"x\"\n"));
+    let (_tmp, dir) = specs_dir("bad", Some("library = \"acme\"\npackage = \"acme-torch\"\nvendr = \"x\"\n"));
     let errs = family::load_catalogue(&dir).unwrap_err().to_string();
     assert!(errs.contains("project.toml:3:1: field `vendr`: unknown field `vendr`"), "{errs}");
     // (an unknown key stops the project file's own checks; fix it and the next shows)

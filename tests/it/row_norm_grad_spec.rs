@@ -192,9 +192,7 @@ fn combinations_the_family_cannot_build_are_refused() {
 #[test]
 fn gen_refuses_an_unbuildable_combination_with_exit_2() {
     use ascend_opgen::toolchain::command::Cmd;
-    let dir = std::env::temp_dir().join(format!("opgen-lngrad-spec-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::TempDir::new("lngrad-spec");
     let file = dir.join("my_norm_grad.toml");
     std::fs::write(&file, LAYER.replace("norm = \"layer\"", "norm = \"batch\"")).unwrap();
     let out_dir = dir.join("out");

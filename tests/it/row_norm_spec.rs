@@ -206,9 +206,7 @@ fn one_plus_gamma_without_gamma_offset_is_refused() {
 #[test]
 fn gen_refuses_the_gemma_spec_with_exit_2() {
     use ascend_opgen::toolchain::command::Cmd;
-    let dir = std::env::temp_dir().join(format!("opgen-row-norm-spec-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::TempDir::new("row-norm-spec");
     let spec = dir.join("gemma_rms_norm.toml");
     std::fs::write(&spec, rms("", "y = x * rstd * (1 + gamma)").replace("my_norm", "gemma_rms_norm"))
         .unwrap();
@@ -246,5 +244,4 @@ fn gen_refuses_the_gemma_spec_with_exit_2() {
     let kernel = std::fs::read_to_string(out.join("op_kernel/opgen_gemma_rms_norm.cpp")).unwrap();
     assert!(kernel.contains("constexpr bool kGammaOffset = true;"), "{kernel}");
     assert!(kernel.contains("constexpr float kGammaOffsetValue = 1.0f;"), "{kernel}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -155,11 +155,9 @@ fn not_toml_at_all() {
 
 #[test]
 fn empty_catalogue() {
-    let dir = std::env::temp_dir().join(format!("opgen-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::TempDir::new("empty");
     let err = family::load_catalogue(&dir).unwrap_err();
     assert!(err.to_string().contains("the catalogue is empty"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -222,9 +220,7 @@ fn unknown_fields_beside_a_type_error() {
 /// A directory: every file's errors, each file named.
 #[test]
 fn a_directory_reports_every_files_errors() {
-    let dir = std::env::temp_dir().join(format!("opgen-multi-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::TempDir::new("multi");
     let a = GOOD.replace("my_norm", "norm_a").replace("name = \"gamma\"", "name = \"gamma\"\nshape = [4]");
     let b = GOOD.replace("my_norm", "norm_b").replace("default = 1e-6", "default = \"small\"\nunit = \"s\"");
     std::fs::write(dir.join("norm_a.toml"), a).unwrap();
@@ -237,7 +233,6 @@ fn a_directory_reports_every_files_errors() {
     assert_eq!(of("norm_a.toml"), ["inputs[1].shape"], "{shown}");
     assert_eq!(of("norm_b.toml"), ["attrs[0].unit", "attrs[0].default"], "{shown}");
     assert!(shown.contains("norm_b.toml:26:1: field `attrs[0].unit`"), "{shown}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `opgen gen` over a directory with two bad specs and a good one: every file's errors on
@@ -245,8 +240,7 @@ fn a_directory_reports_every_files_errors() {
 #[test]
 fn gen_over_a_directory_reports_every_file_and_writes_nothing() {
     use ascend_opgen::toolchain::command::Cmd;
-    let dir = std::env::temp_dir().join(format!("opgen-multi-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = crate::support::TempDir::new("multi-cli");
     let specs = dir.join("specs");
     std::fs::create_dir_all(&specs).unwrap();
     std::fs::write(
@@ -276,7 +270,6 @@ fn gen_over_a_directory_reports_every_file_and_writes_nothing() {
     assert!(text.contains("norm_b.toml:19:8: field `outputs[1].name`"), "{text}");
     assert!(!text.contains("norm_c.toml"), "{text}");
     assert!(!out.exists(), "a failed gen wrote {}", out.display());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// GOOD (25 lines) with a second attr appended: `name` on line 28, `default` on line 30.

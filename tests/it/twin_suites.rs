@@ -129,8 +129,7 @@ fn op_host_sample_compiles_against_the_cann_headers() {
 /// annotated dynamic rule covered by a host check, and a dynamic rule with no annotation.
 #[test]
 fn the_rule_reader_finds_uncovered_and_unreadable_stops() {
-    let root = std::env::temp_dir().join(format!("opgen-rule-reader-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root = crate::support::TempDir::new("rule-reader");
     let write = |rel: &str, text: &str| {
         let p = root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -174,5 +173,4 @@ bool rule(const char* api, const char* rule, const std::string& d) { return fals
     );
     let texts: Vec<String> = rules::expectations(&root).into_iter().map(|e| e.text).collect();
     assert_eq!(texts, vec!["covered rule".to_string(), "A: annotated rule: detail".to_string()]);
-    let _ = std::fs::remove_dir_all(&root);
 }

@@ -5,8 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-/// A directory under the system temp dir, removed on drop.
+/// A directory under the system temp dir, removed on drop: when the test passes and when it
+/// panics. With `OPGEN_KEEP_TEMP=1` in the environment a panicking test keeps its directory
+/// (and prints where it is) so its generated project can be inspected.
 pub struct TempDir(pub PathBuf);
+
+/// The environment variable that keeps a failed test's directory.
+pub const KEEP_TEMP_VAR: &str = "OPGEN_KEEP_TEMP";
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
@@ -25,12 +30,62 @@ impl TempDir {
     pub fn path(&self) -> &Path {
         &self.0
     }
+
+    /// `<dir>/<name>`, created (with its parents).
+    pub fn subdir(&self, name: &str) -> PathBuf {
+        let dir = self.0.join(name);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        dir
+    }
+
+    /// The path as text, for a command-line argument.
+    pub fn arg(&self, rel: &str) -> String {
+        self.0.join(rel).display().to_string()
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        if std::thread::panicking() && std::env::var_os(KEEP_TEMP_VAR).is_some_and(|v| !v.is_empty()) {
+            eprintln!("{KEEP_TEMP_VAR}: kept {}", self.0.display());
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// `text` (the contents of `what`: a generated kernel, an op_host file, a template, a spec)
+/// with `needle` replaced by `with`, where the needle occurs exactly once. A needle that no
+/// longer matches would leave the text as it was and make a mutant test that cannot fail, so
+/// it fails here, naming the file, the needle and how many matches there were.
+#[track_caller]
+pub fn patch(what: &str, text: &str, needle: &str, with: &str) -> String {
+    patch_all(what, text, needle, with, 1)
+}
+
+/// [`patch`] for a needle that occurs exactly `count` times, every occurrence replaced.
+#[track_caller]
+pub fn patch_all(what: &str, text: &str, needle: &str, with: &str, count: usize) -> String {
+    assert!(!needle.is_empty(), "{what}: an empty needle");
+    let found = text.matches(needle).count();
+    assert_eq!(
+        found, count,
+        "{what}: the needle {needle:?} occurs {found} time(s), the patch expects {count}"
+    );
+    text.replace(needle, with)
 }
 
 pub fn write(path: &Path, text: &str) {

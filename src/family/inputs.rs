@@ -350,18 +350,18 @@ mod tests {
         let u = generate(Distribution::Uniform5, DType::Float32, &[n], 1).to_f64();
         assert!(u.iter().all(|v| (-5.0..=5.0).contains(v)));
         let mean = u.iter().sum::<f64>() / n as f64;
-        assert!(mean.abs() < 0.05, "{mean}");
+        approx::assert_abs_diff_eq!(mean, 0.0, epsilon = 0.05);
 
         let g = generate(Distribution::NormalLargeMean, DType::Float32, &[n], 2).to_f64();
         let mean = g.iter().sum::<f64>() / n as f64;
         let sd = (g.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
         let mut rng = Rng::new(2);
         let (want_mean, want_sd) = (rng.uniform(-100.0, 100.0), rng.uniform(1.0, 25.0));
-        assert!((mean - want_mean).abs() < 0.05 * want_sd, "{mean} vs {want_mean}");
-        assert!((sd / want_sd - 1.0).abs() < 0.02, "{sd} vs {want_sd}");
+        approx::assert_abs_diff_eq!(mean, want_mean, epsilon = 0.05 * want_sd);
+        assert!(approx::abs_diff_eq!(sd / want_sd, 1.0, epsilon = 0.02), "{sd} vs {want_sd}");
         // Roughly 68% within one sigma.
         let within = g.iter().filter(|v| (*v - want_mean).abs() < want_sd).count();
-        assert!((within as f64 / n as f64 - 0.6827).abs() < 0.01);
+        approx::assert_abs_diff_eq!(within as f64 / n as f64, 0.6827, epsilon = 0.01);
 
         for dtype in [DType::Float16, DType::BFloat16, DType::Float32] {
             let t = generate(Distribution::Tiny, dtype, &[n], 3).to_f64();

@@ -240,6 +240,6 @@ mod tests {
         };
         let doc = TraceDoc { cores: (0..4).map(core).collect() };
         let hits = l2_hit_fractions(&doc, &[("gamma".to_string(), 1024)].into());
-        assert!((hits["gamma"] - 0.75).abs() < 1e-12);
+        approx::assert_abs_diff_eq!(hits["gamma"], 0.75, epsilon = 1e-12);
     }
 }

@@ -311,7 +311,7 @@ mod tests {
     fn erf_is_smooth_across_the_method_switches() {
         // erf + erfc = 1 on both sides of every switch (erfc at 1, erf at 1.5 and 6).
         for x in [0.9999999, 1.0, 1.0000001, 1.4999999, 1.5, 1.5000001, 5.9999, 6.0] {
-            assert!((erf(x) + erfc(x) - 1.0).abs() <= 4.0 * f64::EPSILON, "x = {x}");
+            assert!(approx::abs_diff_eq!(erf(x) + erfc(x), 1.0, epsilon = 4.0 * f64::EPSILON), "x = {x}");
         }
     }
 
@@ -369,7 +369,7 @@ mod tests {
         }
         // op-plugin's test_npu_fast_gelu expectations for 1..4 (4 decimals, op-semantics §3.3).
         for (x, want) in [(1.0, 0.8458), (2.0, 1.9357), (3.0, 2.9819), (4.0, 3.9956)] {
-            assert!((fast_gelu(x) - want).abs() < 5e-5);
+            assert!(approx::abs_diff_eq!(fast_gelu(x), want, epsilon = 5e-5), "x = {x}");
         }
     }
 

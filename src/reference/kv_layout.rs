@@ -471,7 +471,7 @@ mod tests {
         assert_eq!(s.shape, vec![1]);
         assert_eq!(x.get_f64(2), 0.912_597_656_25);
         assert_eq!(s.get_f64(0), f64::from(x.get_f64(2) as f32 / 127.0));
-        assert!((s.get_f64(0) - 0.0072).abs() < 5e-5);
+        approx::assert_abs_diff_eq!(s.get_f64(0), 0.0072, epsilon = 5e-5);
 
         // absmax 127 makes x·127/absmax = x: exact ties go to even.
         let (q, scale) = quantize_int8_row(&[127.0, 0.5, 1.5, 2.5, -0.5, -2.5, -126.5]);

@@ -210,9 +210,9 @@ mod tests {
         // 48 cores x 1.6 MB in and out, double-buffered over 100 tiles: 153.6 MB at 1.6 TB/s.
         let cores = (0..48).map(|_| core(1_600_000, 1_600_000, 400_000, 100, 99)).collect();
         let big = fused(soc, &Launch { block_dim: 48, tiling: Default::default(), cores });
-        assert!((big.hbm_us - 96.0).abs() < 1e-6, "{big:?}");
+        assert!(approx::abs_diff_eq!(big.hbm_us, 96.0, epsilon = 1e-6), "{big:?}");
         assert_eq!(big.bound, "HBM");
-        assert!((big.total_us - 99.0).abs() < 1e-6);
+        approx::assert_abs_diff_eq!(big.total_us, 99.0, epsilon = 1e-6);
         let tiny = fused(
             soc,
             &Launch { block_dim: 1, tiling: Default::default(), cores: vec![core(64, 64, 16, 1, 0)] },
@@ -232,7 +232,7 @@ mod tests {
             fused(soc, &launch)
         };
         // 5.76 MB through one core's MTE2 at 57.6 GB/s = 100 µs either way; nothing to overlap.
-        assert!((one(9).mte_in_us - 100.0).abs() < 1e-6);
+        approx::assert_abs_diff_eq!(one(9).mte_in_us, 100.0, epsilon = 1e-6);
         assert!(one(9).overlapped && !one(3).overlapped);
     }
 
@@ -244,7 +244,7 @@ mod tests {
         let seq = EagerSequence { source: "t".into(), steps: vec![step.clone(), step], notes: Vec::new() };
         let e = eager(soc, &seq);
         assert_eq!(e.launches, 2);
-        assert!((e.total_us - 2.0 * (1.0 + LAUNCH_OVERHEAD_US)).abs() < 1e-6, "{e:?}");
-        assert!((roofline_us(soc, 1_600_000) - 1.0).abs() < 1e-9);
+        assert!(approx::abs_diff_eq!(e.total_us, 2.0 * (1.0 + LAUNCH_OVERHEAD_US), epsilon = 1e-6), "{e:?}");
+        approx::assert_abs_diff_eq!(roofline_us(soc, 1_600_000), 1.0, epsilon = 1e-9);
     }
 }

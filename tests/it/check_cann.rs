@@ -11,7 +11,7 @@ use ascend_opgen::toolchain::check_cann::{
 use ascend_opgen::toolchain::command::which;
 
 use crate::support;
-use support::{fake_toolkit, real_cann_root, write, Fake, TempDir};
+use support::{fake_toolkit, patch, real_cann_root, write, Fake, TempDir};
 
 fn defines(pairs: &[(&str, &str)]) -> Defines {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -352,11 +352,14 @@ fn real_cann_headers_accept_a_good_project_and_reject_broken_files() {
     // Broken: an API called with the wrong arguments, a misspelt OpDef method.
     write(
         &project.join("op_kernel/zz_bad_kernel.cpp"),
-        &SCALE_KERNEL
-            .replace("Muls(tmp, tmp, scale, len);", "Muls(tmp, scale, len);")
-            .replace("scale_custom(", "zz_bad_kernel("),
+        &patch(
+            "SCALE_KERNEL",
+            &patch("SCALE_KERNEL", SCALE_KERNEL, "Muls(tmp, tmp, scale, len);", "Muls(tmp, scale, len);"),
+            "scale_custom(",
+            "zz_bad_kernel(",
+        ),
     );
-    write(&project.join("op_host/zz_bad_host.cpp"), &SCALE_HOST.replace(".SetTiling(", ".SetTilling("));
+    write(&project.join("op_host/zz_bad_host.cpp"), &patch("SCALE_HOST", SCALE_HOST, ".SetTiling(", ".SetTilling("));
     let variants = vec![
         defines(&[("DTYPE_X", "half"), ("DTYPE_Y", "half")]),
         defines(&[("DTYPE_X", "bfloat16_t"), ("DTYPE_Y", "bfloat16_t")]),

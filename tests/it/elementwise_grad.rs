@@ -10,7 +10,7 @@ use ascend_opgen::reference::activation;
 use ascend_opgen::spec::{self, Backward};
 use ascend_opgen::toolchain::command::Cmd;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 fn names(v: &[&str]) -> Vec<String> {

@@ -7,7 +7,6 @@ use crate::support::TempDir;
 use ascend_opgen::app::mutants::{run_mutants, MutantsOptions, Verdict};
 use ascend_opgen::toolchain::command::Cmd;
 use std::fs;
-use std::path::PathBuf;
 
 /// A fresh directory, removed when it drops (on a panic too).
 fn scratch(name: &str) -> TempDir {
@@ -45,9 +44,12 @@ fn verify_from_checks_the_project_as_edited() {
     // A hand edit: truncate instead of rounding to nearest even. The 1-ULP bar let this pass.
     let kernel = dir.join("op_kernel/opgen_dequant_int8.cpp");
     let text = fs::read_to_string(&kernel).unwrap();
-    let edited =
-        text.replace("Cast(x, f, RoundMode::CAST_RINT, elems);", "Cast(x, f, RoundMode::CAST_TRUNC, elems);");
-    assert_ne!(edited, text);
+    let edited = crate::support::patch(
+        &kernel.display().to_string(),
+        &text,
+        "Cast(x, f, RoundMode::CAST_RINT, elems);",
+        "Cast(x, f, RoundMode::CAST_TRUNC, elems);",
+    );
     fs::write(&kernel, edited).unwrap();
     let bad = run(dir.to_str().unwrap());
     assert_eq!(bad.code(), Some(1), "{}", bad.combined_lossy());

@@ -4,7 +4,8 @@
 //! determinism (two runs, and 48, 40, 7 and 1 cores, give the same bits).
 
 use ascend_opgen::app::verify::{check_case, run_verify, VerifyOptions};
-use ascend_opgen::codegen::{render_project, template_sources};
+use crate::support::{patched_templates, patched_templates_all};
+use ascend_opgen::codegen::render_project;
 use ascend_opgen::family;
 use ascend_opgen::plan::soc;
 use ascend_opgen::reference::row_norm::layer_norm_grad;
@@ -241,21 +242,11 @@ fn outputs_are_the_same_bits_on_every_run_and_core_count() {
     }
 }
 
-/// The quick sweep of layer_norm_grad in `dtype` with one template edit (every occurrence);
+/// The quick sweep of layer_norm_grad in `dtype` with one template edit (`from` found
+/// exactly `count` times, every occurrence replaced);
 /// returns the failures per output (dx, dgamma, dbeta).
-fn verify_mutant(from: &str, to: &str, dtype: DType) -> (usize, usize, usize) {
-    let templates: Vec<(&'static str, String)> = template_sources()
-        .into_iter()
-        .map(|(name, text)| {
-            if name == "kernel/row_norm_grad.cpp.j2" {
-                let broken = text.replace(from, to);
-                assert_ne!(broken, text, "the mutation must apply: {from}");
-                (name, broken)
-            } else {
-                (name, text)
-            }
-        })
-        .collect();
+fn verify_mutant(from: &str, to: &str, count: usize, dtype: DType) -> (usize, usize, usize) {
+    let templates = patched_templates_all("kernel/row_norm_grad.cpp.j2", from, to, count);
     let opts = VerifyOptions {
         ops: vec!["layer_norm_grad".into()],
         dtypes: vec![dtype],
@@ -273,6 +264,7 @@ fn a_kernel_without_the_mean_of_g_fails() {
     let (dx, _, _) = verify_mutant(
         "const FF meanTerm = MeanTerm(rstd);",
         "const FF meanTerm{0.0f, 0.0f};",
+        2,
         DType::BFloat16,
     );
     assert!(dx > 0, "dx without r * mean(g) passed");
@@ -283,6 +275,7 @@ fn a_kernel_without_the_xhat_term_fails() {
     let (dx, _, _) = verify_mutant(
         "const FF coef = Coefficient(sum, rstd);",
         "const FF coef{0.0f, 0.0f};",
+        2,
         DType::BFloat16,
     );
     assert!(dx > 0, "dx without xhat * mean(g * xhat) passed");
@@ -294,6 +287,7 @@ fn a_kernel_skipping_a_row_of_dbeta_fails() {
     let (_, dgamma, dbeta) = verify_mutant(
         "                    AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);",
         "                    if (r + 1 < count) AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);",
+        1,
         DType::BFloat16,
     );
     assert!(dbeta > 0 && dgamma == 0, "dbeta skipping rows: dbeta {dbeta} dgamma {dgamma} failures");
@@ -305,6 +299,7 @@ fn a_kernel_taking_x_instead_of_x_minus_mean_fails() {
     let (dx, dgamma, _) = verify_mutant(
         "TwoSumScalar(bU_.Get<float>(), bUl_.Get<float>(), xF_, -rowMean_,",
         "TwoSumScalar(bU_.Get<float>(), bUl_.Get<float>(), xF_, 0.0f,",
+        1,
         DType::Float32,
     );
     assert!(dx > 0 && dgamma > 0, "u = x passed: dx {dx} dgamma {dgamma} failures");
@@ -314,18 +309,8 @@ fn a_kernel_taking_x_instead_of_x_minus_mean_fails() {
 /// dbeta partials other cores have not written yet, and the twin stops the kernel.
 #[test]
 fn a_kernel_without_sync_all_is_stopped_by_the_twin() {
-    let templates: Vec<(&'static str, String)> = template_sources()
-        .into_iter()
-        .map(|(name, text)| {
-            if name == "kernel/row_norm_grad.cpp.j2" {
-                let broken = text.replace("        SyncAll();\n", "        PipeBarrier<PIPE_ALL>();\n");
-                assert_ne!(broken, text, "the mutation must apply");
-                (name, broken)
-            } else {
-                (name, text)
-            }
-        })
-        .collect();
+    let templates =
+        patched_templates("kernel/row_norm_grad.cpp.j2", "        SyncAll();\n", "        PipeBarrier<PIPE_ALL>();\n");
     let spec = op("layer_norm_grad");
     let project = ascend_opgen::codegen::render_project_with(&[&spec], &templates).unwrap();
     let column = spec.column_for(DType::Float32).unwrap();

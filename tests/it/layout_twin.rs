@@ -7,7 +7,8 @@
 //! `opgen report`'s rows.
 
 use ascend_opgen::app::verify::{run_verify, VerifyOptions};
-use ascend_opgen::codegen::{render_project, template_sources};
+use crate::support::patched_templates;
+use ascend_opgen::codegen::render_project;
 use ascend_opgen::family;
 use ascend_opgen::plan::soc;
 use ascend_opgen::reference::kv_layout::{self as reference, Int8KvCache};
@@ -423,24 +424,11 @@ fn dequant_follows_the_output_dtype_attr() {
 fn a_cache_kernel_writing_past_its_rows_fails_verification() {
     // The scales of each run of a pass written one row too far: the row after a run is a slot
     // the reference leaves alone (or past the buffer).
-    let sources = template_sources();
-    assert!(sources.iter().any(|(n, _)| *n == "kernel/paged_cache.cpp.j2"), "the template to break exists");
-    let templates: Vec<(&'static str, String)> = sources
-        .into_iter()
-        .map(|(name, text)| {
-            let text = if name == "kernel/paged_cache.cpp.j2" {
-                let broken = text.replace(
-                    "Burst(static_cast<uint64_t>(segRows_[s]) * sizeof(float))",
-                    "Burst(static_cast<uint64_t>(segRows_[s] + 1) * sizeof(float))",
-                );
-                assert_ne!(broken, text, "the mutation must apply");
-                broken
-            } else {
-                text
-            };
-            (name, text)
-        })
-        .collect();
+    let templates = patched_templates(
+        "kernel/paged_cache.cpp.j2",
+        "Burst(static_cast<uint64_t>(segRows_[s]) * sizeof(float))",
+        "Burst(static_cast<uint64_t>(segRows_[s] + 1) * sizeof(float))",
+    );
     let opts = VerifyOptions {
         ops: vec!["reshape_and_cache_int8".into()],
         dtypes: vec![DType::Float16],

@@ -3,6 +3,7 @@
 //! error-free products where CANN's formula cancels (and its NaN/Inf behaviour), the core split,
 //! and the host tiling's rejections, each with its reason.
 
+use crate::support::patched_templates;
 use ascend_opgen::app::gen::{load_specs, render};
 use ascend_opgen::app::verify::{case_inputs, run_verify, VerifyOptions};
 use ascend_opgen::family::rotary::mode_of;
@@ -444,22 +445,11 @@ fn host_accepts_what_torch_npu_refuses() {
 /// The converse: a kernel that forgets the sign of the rotation fails the sweep.
 #[test]
 fn a_kernel_without_the_rotation_sign_fails_verification() {
-    let templates: Vec<(&'static str, String)> = ascend_opgen::codegen::template_sources()
-        .into_iter()
-        .map(|(name, text)| {
-            let text = if name == "kernel/rotary.cpp.j2" {
-                let broken = text.replace(
-                    "Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], -1.0f,",
-                    "Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], 1.0f,",
-                );
-                assert_ne!(broken, text, "the mutation must apply");
-                broken
-            } else {
-                text
-            };
-            (name, text)
-        })
-        .collect();
+    let templates = patched_templates(
+        "kernel/rotary.cpp.j2",
+        "Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], -1.0f,",
+        "Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], 1.0f,",
+    );
     let opts = VerifyOptions {
         ops: vec!["rotary_mul".into()],
         dtypes: vec![DType::Float16],

@@ -4,6 +4,7 @@
 //! and two core counts, give the same bits).
 
 use ascend_opgen::app::verify::{check_case, run_verify, VerifyOptions};
+use crate::support::{patched_templates, patched_templates_all};
 use ascend_opgen::codegen::{render_project, template_sources};
 use ascend_opgen::family;
 use ascend_opgen::plan::soc;
@@ -198,18 +199,8 @@ fn outputs_are_the_same_bits_on_every_run_and_core_count() {
 /// order on its partials.)
 #[test]
 fn a_kernel_without_sync_all_is_stopped_by_the_twin() {
-    let templates: Vec<(&'static str, String)> = template_sources()
-        .into_iter()
-        .map(|(name, text)| {
-            if name == "kernel/row_norm_grad.cpp.j2" {
-                let broken = text.replace("        SyncAll();\n", "        PipeBarrier<PIPE_ALL>();\n");
-                assert_ne!(broken, text, "the mutation must apply");
-                (name, broken)
-            } else {
-                (name, text)
-            }
-        })
-        .collect();
+    let templates =
+        patched_templates("kernel/row_norm_grad.cpp.j2", "        SyncAll();\n", "        PipeBarrier<PIPE_ALL>();\n");
     let spec = op("rms_norm_grad");
     let project = ascend_opgen::codegen::render_project_with(&[&spec], &templates).unwrap();
     let column = spec.column_for(DType::Float32).unwrap();
@@ -221,21 +212,11 @@ fn a_kernel_without_sync_all_is_stopped_by_the_twin() {
     assert!(err.contains("between cores without SyncAll") && err.contains("GM 'workspace'"), "{err}");
 }
 
-/// Runs the quick bfloat16 sweep of rms_norm_grad with one template edit; returns the failures
+/// Runs the quick bfloat16 sweep of rms_norm_grad with one template edit (`from` found exactly
+/// `count` times, every occurrence replaced); returns the failures
 /// per output.
-fn verify_mutant(from: &str, to: &str) -> (usize, usize) {
-    let templates: Vec<(&'static str, String)> = template_sources()
-        .into_iter()
-        .map(|(name, text)| {
-            if name == "kernel/row_norm_grad.cpp.j2" {
-                let broken = text.replace(from, to);
-                assert_ne!(broken, text, "the mutation must apply: {from}");
-                (name, broken)
-            } else {
-                (name, text)
-            }
-        })
-        .collect();
+fn verify_mutant(from: &str, to: &str, count: usize) -> (usize, usize) {
+    let templates = patched_templates_all("kernel/row_norm_grad.cpp.j2", from, to, count);
     let opts = VerifyOptions {
         ops: vec!["rms_norm_grad".into()],
         dtypes: vec![DType::BFloat16],
@@ -250,7 +231,7 @@ fn verify_mutant(from: &str, to: &str) -> (usize, usize) {
 
 #[test]
 fn a_kernel_without_the_mean_term_fails() {
-    let (dx, _) = verify_mutant("const FF coef = Coefficient(sum, rstd);", "const FF coef{0.0f, 0.0f};");
+    let (dx, _) = verify_mutant("const FF coef = Coefficient(sum, rstd);", "const FF coef{0.0f, 0.0f};", 2);
     assert!(dx > 0, "dx without the mean term passed");
 }
 
@@ -260,6 +241,7 @@ fn a_kernel_skipping_a_row_of_dgamma_fails() {
     let (_, dgamma) = verify_mutant(
         "                AccumulateDgamma(accH[col], accL[col], len, rstd);",
         "                if (r + 1 < count) AccumulateDgamma(accH[col], accL[col], len, rstd);",
+        1,
     );
     assert!(dgamma > 0, "dgamma skipping rows passed");
 }
@@ -267,7 +249,7 @@ fn a_kernel_skipping_a_row_of_dgamma_fails() {
 #[test]
 fn a_kernel_dropping_the_float_float_low_parts_fails() {
     // dx = hi only: the plain float32 difference r g - x c, which cancels (1-ULP bar broken).
-    let (dx, _) = verify_mutant("        Add(p, hi, t2, len);", "        Adds(p, hi, 0.0f, len);");
+    let (dx, _) = verify_mutant("        Add(p, hi, t2, len);", "        Adds(p, hi, 0.0f, len);", 1);
     assert!(dx > 0, "dx without the low parts passed");
 }
 
@@ -322,18 +304,7 @@ fn a_kernel_without_the_final_nan_fallback_fails_on_an_inf_term() {
     let good = dgamma_with_an_inf_term(&template_sources());
     assert_eq!(good[5], f64::INFINITY, "dgamma[5] of the kernel");
     assert!(good.iter().enumerate().all(|(j, v)| j == 5 || v.is_finite()), "{good:?}");
-    let templates: Vec<(&'static str, String)> = template_sources()
-        .into_iter()
-        .map(|(name, text)| {
-            if name == "kernel/row_norm_grad.cpp.j2" {
-                let broken = text.replace("            KeepUnlessNan(s, h, len);\n", "");
-                assert_ne!(broken, text, "the mutation must apply");
-                (name, broken)
-            } else {
-                (name, text)
-            }
-        })
-        .collect();
+    let templates = patched_templates("kernel/row_norm_grad.cpp.j2", "            KeepUnlessNan(s, h, len);\n", "");
     let broken = dgamma_with_an_inf_term(&templates);
     assert!(broken[5].is_nan(), "the mutant must give NaN at the Inf term, got {}", broken[5]);
 }

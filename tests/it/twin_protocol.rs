@@ -126,7 +126,12 @@ fn the_plan_writer_writes_exactly_the_protocol_fields() {
 #[test]
 fn the_key_comparison_sees_a_renamed_counter() {
     // The mutant: the C++ side renames `barriers`; the comparison must name both spellings.
-    let source = read("kernels/twin/src/runtime.cpp").replace("key(\"barriers\")", "key(\"pipe_barriers\")");
+    let source = crate::support::patch(
+        "kernels/twin/src/runtime.cpp",
+        &read("kernels/twin/src/runtime.cpp"),
+        "key(\"barriers\")",
+        "key(\"pipe_barriers\")",
+    );
     let mut cpp = cpp_keys(&source, "void write_counters(JsonWriter& json) {");
     cpp.remove("cores");
     let diff = differences(&cpp, &rust_keys(&core_json()));

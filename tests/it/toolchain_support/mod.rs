@@ -175,3 +175,29 @@ pub fn real_cann_root(test: &str) -> PathBuf {
     );
     root
 }
+
+/// The repository's templates (`codegen::template_sources`) with `template` patched: `needle`
+/// replaced by `with`, where it occurs exactly once (see [`patch`]).
+#[track_caller]
+pub fn patched_templates(template: &str, needle: &str, with: &str) -> Vec<(&'static str, String)> {
+    patched_templates_all(template, needle, with, 1)
+}
+
+/// [`patched_templates`] for a needle that occurs exactly `count` times in `template`.
+#[track_caller]
+pub fn patched_templates_all(
+    template: &str,
+    needle: &str,
+    with: &str,
+    count: usize,
+) -> Vec<(&'static str, String)> {
+    let mut sources = ascend_opgen::codegen::template_sources();
+    let found = sources.iter().filter(|(name, _)| *name == template).count();
+    assert_eq!(found, 1, "templates/{template}: {found} template(s) of that name");
+    for (name, text) in &mut sources {
+        if *name == template {
+            *text = patch_all(&format!("templates/{template}"), text, needle, with, count);
+        }
+    }
+    sources
+}

@@ -483,7 +483,6 @@ impl Cursor<'_> {
 mod tests {
     use super::*;
 
-
     #[test]
     fn header_is_byte_exact_against_the_spec() {
         // Written by hand from the NPY format spec (numpy/lib/format.py, version 1.0):

@@ -517,7 +517,10 @@ mod tests {
             ]
         };
         let t = simulate_launch(&[core_ops(), core_ops()], &c).unwrap();
-        assert!(approx::abs_diff_eq!(t.core_us, c.cycles_to_us(400.0), epsilon = 5e-3 * c.cycles_to_us(400.0)), "{t:?}");
+        assert!(
+            approx::abs_diff_eq!(t.core_us, c.cycles_to_us(400.0), epsilon = 5e-3 * c.cycles_to_us(400.0)),
+            "{t:?}"
+        );
         assert!(approx::abs_diff_eq!(t.hbm_us, c.cycles_to_us(400.0), epsilon = 1e-9), "{t:?}");
         // One core copies while the other computes for 300 cycles first: the copying core has
         // HBM to itself until the other one starts (the cap settles where the launch's demand
@@ -526,7 +529,10 @@ mod tests {
         let late =
             [vec![vec(300), set(Pipe::V, Pipe::Mte2, 9), wait(Pipe::V, Pipe::Mte2, 9)], core_ops()].concat();
         let t = simulate_launch(&[core_ops(), late], &c).unwrap();
-        assert!(approx::abs_diff_eq!(t.core_us, c.cycles_to_us(400.0), epsilon = 5e-3 * c.cycles_to_us(400.0)), "{t:?}");
+        assert!(
+            approx::abs_diff_eq!(t.core_us, c.cycles_to_us(400.0), epsilon = 5e-3 * c.cycles_to_us(400.0)),
+            "{t:?}"
+        );
         // Three quarters of a read hit L2: 250 B from HBM at the cap of 5 B/cycle = 50 cycles,
         // + 750 B from L2 at 10 B/cycle = 75.
         let hit = vec![Op::Dma { dir: Dir::In, bytes: 1000, blocks: 1, aligned: true, l2_hit: 0.75 }];

@@ -2,6 +2,7 @@
 //! declare theirs, and every rule names file:line:column and the field — unknown op, unknown
 //! names, count and dtype mismatches, attrs that cannot be set.
 
+use crate::support::Patched;
 use crate::support::TempDir;
 use ascend_opgen::spec::{self, Backward, GradArg};
 use std::fs;
@@ -75,7 +76,7 @@ fn the_row_norms_declare_their_backward_op_and_mapping() {
 
 #[test]
 fn an_unknown_backward_op_is_named() {
-    let t = GOOD.replace("op = \"rms_norm_grad\"", "op = \"rms_norm_bwd\"");
+    let t = GOOD.patched("op = \"rms_norm_grad\"", "op = \"rms_norm_bwd\"");
     assert_error(
         "op",
         &t,
@@ -83,13 +84,13 @@ fn an_unknown_backward_op_is_named() {
         "backward.op",
         "backward op `rms_norm_bwd` of `rms_norm` is not in the catalogue",
     );
-    let t = GOOD.replace("op = \"rms_norm_grad\"", "op = \"rms_norm\"");
+    let t = GOOD.patched("op = \"rms_norm_grad\"", "op = \"rms_norm\"");
     assert_error("self", &t, "op = \"rms_norm\"", "backward.op", "cannot be its own backward op");
 }
 
 #[test]
 fn unknown_names_are_named() {
-    let t = GOOD.replace("\"grad.y\"", "\"grad.z\"");
+    let t = GOOD.patched("\"grad.y\"", "\"grad.z\"");
     assert_error(
         "grad",
         &t,
@@ -97,7 +98,7 @@ fn unknown_names_are_named() {
         "backward.inputs[0]",
         "`z` is not an output of `rms_norm`; its outputs: y, rstd",
     );
-    let t = GOOD.replace("\"rstd\", \"gamma\"]", "\"rstd\", \"w\"]");
+    let t = GOOD.patched("\"rstd\", \"gamma\"]", "\"rstd\", \"w\"]");
     assert_error(
         "name",
         &t,
@@ -105,7 +106,7 @@ fn unknown_names_are_named() {
         "backward.inputs[3]",
         "`w` is neither `grad.<output>` nor an input or output",
     );
-    let t = GOOD.replace("x = \"dx\"", "z = \"dx\"");
+    let t = GOOD.patched("x = \"dx\"", "z = \"dx\"");
     assert_error(
         "gradkey",
         &t,
@@ -113,7 +114,7 @@ fn unknown_names_are_named() {
         "backward.grads.z",
         "`z` is not an input of `rms_norm`; its inputs: x, gamma",
     );
-    let t = GOOD.replace("x = \"dx\"", "x = \"dz\"");
+    let t = GOOD.patched("x = \"dx\"", "x = \"dz\"");
     assert_error(
         "gradval",
         &t,
@@ -143,7 +144,7 @@ fn unknown_names_are_named() {
 
 #[test]
 fn counts_and_dtypes_must_fit_the_backward_op() {
-    let t = GOOD.replace(", \"gamma\"]", "]");
+    let t = GOOD.patched(", \"gamma\"]", "]");
     assert_error(
         "count",
         &t,
@@ -152,9 +153,9 @@ fn counts_and_dtypes_must_fit_the_backward_op() {
         "lists 3 inputs, but backward op `rms_norm_grad` takes 4 (dy, x, rstd, gamma)",
     );
     // rstd (float32) where the backward op takes x (float16 in combination 1).
-    let t = GOOD.replace("\"x\", \"rstd\"", "\"rstd\", \"x\"");
+    let t = GOOD.patched("\"x\", \"rstd\"", "\"rstd\", \"x\"");
     assert_error("dtype", &t, "inputs = [", "backward.inputs", "has no dtype combination taking (float16, float32, float16, float16), what combination 1 of `rms_norm`");
-    let t = GOOD.replace("grads = { x = \"dx\", gamma = \"dgamma\" }", "grads = {}");
+    let t = GOOD.patched("grads = { x = \"dx\", gamma = \"dgamma\" }", "grads = {}");
     assert_error("empty", &t, "grads = {}", "backward.grads", "at least one input must get a gradient");
 }
 
@@ -163,7 +164,7 @@ fn a_backward_table_contradicts_differentiable_false() {
     let (dir, _, _) = catalogue("diff", GOOD);
     let text = fs::read_to_string(dir.join("rms_norm.toml"))
         .unwrap()
-        .replace("targets =", "differentiable = false\ntargets =");
+        .patched("targets =", "differentiable = false\ntargets =");
     let e =
         ascend_opgen::family::parse_str(Path::new("kernels/rms_norm.toml"), &text).unwrap_err().to_string();
     assert!(e.contains("field `backward`") && e.contains("contradicts `differentiable = false`"), "{e}");

@@ -359,7 +359,10 @@ fn real_cann_headers_accept_a_good_project_and_reject_broken_files() {
             "zz_bad_kernel(",
         ),
     );
-    write(&project.join("op_host/zz_bad_host.cpp"), &patch("SCALE_HOST", SCALE_HOST, ".SetTiling(", ".SetTilling("));
+    write(
+        &project.join("op_host/zz_bad_host.cpp"),
+        &patch("SCALE_HOST", SCALE_HOST, ".SetTiling(", ".SetTilling("),
+    );
     let variants = vec![
         defines(&[("DTYPE_X", "half"), ("DTYPE_Y", "half")]),
         defines(&[("DTYPE_X", "bfloat16_t"), ("DTYPE_Y", "bfloat16_t")]),

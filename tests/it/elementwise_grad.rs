@@ -4,6 +4,7 @@
 //! stable rewrites (the mish case), the spec rules (`differentiable`, `backward`), and a user's
 //! own spec getting a verified `_grad` op through the twin.
 
+use crate::support::Patched;
 use crate::support::TempDir;
 use ascend_opgen::family::elementwise::{analyse_backward, analyse_body, diff, eval, expr, lower};
 use ascend_opgen::reference::activation;
@@ -372,11 +373,11 @@ fn backward_declarations_are_validated_with_locations() {
     assert!(e.contains("field `differentiable`") && e.contains("differentiable = false"), "{e}");
     assert!(ascend_opgen::family::parse_str(
         Path::new("kernels/f.toml"),
-        &four.replace("targets", "differentiable = false\ntargets")
+        &four.patched("targets", "differentiable = false\ntargets")
     )
     .is_ok());
     // A gradient name that is already taken (input dx next to x).
-    let clash = act("c", "x * dx", "").replace(
+    let clash = act("c", "x * dx", "").patched(
         "[[outputs]]",
         "[[inputs]]\nname = \"dx\"\ndtypes = [\"float16\", \"float32\"]\n\n[[outputs]]",
     );
@@ -443,8 +444,11 @@ compute = "float32"
 fn a_users_mish_and_quick_gelu_verify_with_their_grads_on_the_twin() {
     let dir = scratch("twin");
     fs::write(dir.join("mish.toml"), MISH).unwrap();
-    let quick =
-        MISH.replace("mish", "quick_gelu").replace("x * tanh(log(1 + exp(x)))", "x * sigmoid(1.702 * x)");
+    let quick = MISH.patched_all("mish", "quick_gelu", 2).patched_all(
+        "x * tanh(log(1 + exp(x)))",
+        "x * sigmoid(1.702 * x)",
+        2,
+    );
     fs::write(dir.join("quick_gelu.toml"), quick).unwrap();
     let out = Cmd::new(env!("CARGO_BIN_EXE_opgen"))
         .args(["verify", "--specs", dir.to_str().unwrap(), "--no-sanitize"])

@@ -2,6 +2,7 @@
 //! the column (inside the body for body errors: the column of the offending character) and the
 //! field.
 
+use crate::support::Patched;
 use ascend_opgen::family;
 use ascend_opgen::spec::SpecErrors;
 use std::path::Path;
@@ -43,7 +44,7 @@ fn errors(text: &str) -> SpecErrors {
 }
 
 fn with_body(body: &str) -> String {
-    GOOD.replace("x * sigmoid(alpha * x) * up", body)
+    GOOD.patched("x * sigmoid(alpha * x) * up", body)
 }
 
 /// The error of `field` must be at line:column, and its rendering must name all the parts.
@@ -98,7 +99,7 @@ fn a_reference_to_an_undefined_input_is_named_at_its_column() {
 #[test]
 fn columns_count_characters_in_a_multi_line_body() {
     let text =
-        GOOD.replace("body = \"x * sigmoid(alpha * x) * up\"", "body = \"\"\"\nx * up +\n   foo(x)\"\"\"");
+        GOOD.patched("body = \"x * sigmoid(alpha * x) * up\"", "body = \"\"\"\nx * up +\n   foo(x)\"\"\"");
     assert_error_at(&text, "elementwise.body", BODY_LINE + 2, 4, "unknown function `foo`");
 }
 
@@ -133,15 +134,15 @@ fn wrong_arity() {
 
 #[test]
 fn compute_must_be_float32() {
-    let text = GOOD.replace("compute = \"float32\"", "compute = \"float16\"");
+    let text = GOOD.patched("compute = \"float32\"", "compute = \"float16\"");
     assert_error_at(&text, "elementwise.compute", 25, 11, "computed in float32");
-    let text = GOOD.replace("compute = \"float32\"", "compute = \"fp64\"");
+    let text = GOOD.patched("compute = \"float32\"", "compute = \"fp64\"");
     assert_error_at(&text, "elementwise.compute", 25, 11, "unknown compute dtype");
 }
 
 #[test]
 fn exactly_one_output() {
-    let text = GOOD.replace(
+    let text = GOOD.patched(
         "[[attrs]]",
         "[[outputs]]\nname = \"z\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\"]\n\n[[attrs]]",
     );
@@ -153,17 +154,16 @@ fn exactly_one_output() {
 
 #[test]
 fn dtypes_must_be_float() {
-    let text = GOOD.replacen(
+    let text = GOOD.patched(
         "dtypes = [\"float16\", \"bfloat16\", \"float32\"]",
         "dtypes = [\"float16\", \"bfloat16\", \"int32\"]",
-        1,
     );
     assert_error_at(&text, "inputs[0].dtypes[2]", 8, 34, "not int32");
 }
 
 #[test]
 fn attrs_must_be_numbers() {
-    let text = GOOD.replace("type = \"float\"\ndefault = 1.5", "type = \"bool\"\ndefault = true");
+    let text = GOOD.patched("type = \"float\"\ndefault = 1.5", "type = \"bool\"\ndefault = true");
     assert_error_at(&text, "attrs[0].type", 20, 8, "float or int");
 }
 
@@ -181,11 +181,14 @@ fn division_by_a_zero_constant() {
 #[test]
 fn the_output_dtype_must_follow_from_the_inputs() {
     let text = GOOD
-        .replace("dtypes = [\"float16\", \"bfloat16\", \"float32\"]", "dtypes = [\"float16\", \"float16\"]")
-        .replacen(
+        .patched_all(
+            "dtypes = [\"float16\", \"bfloat16\", \"float32\"]",
+            "dtypes = [\"float16\", \"float16\"]",
+            3,
+        )
+        .patched(
             "name = \"y\"\ndtypes = [\"float16\", \"float16\"]",
             "name = \"y\"\ndtypes = [\"float16\", \"float32\"]",
-            1,
         );
     let errs = errors(&text);
     assert!(errs.0.iter().any(|e| e.message.contains("same input dtypes")), "{errs}");
@@ -195,18 +198,18 @@ fn the_output_dtype_must_follow_from_the_inputs() {
 fn the_rounding_attr_is_a_string_the_body_does_not_read() {
     let rounding = "[[attrs]]\nname = \"rounding\"\ntype = \"string\"\ndefault = \"hf\"\n\n[elementwise]";
     let text = GOOD
-        .replace("[elementwise]", rounding)
-        .replace("x * sigmoid(alpha * x) * up", "rne(x * sigmoid(alpha * x)) * up");
+        .patched("[elementwise]", rounding)
+        .patched("x * sigmoid(alpha * x) * up", "rne(x * sigmoid(alpha * x)) * up");
     let spec = family::parse_str(Path::new(PATH), &text).unwrap();
     assert_eq!(spec.attrs[1].name, "rounding");
     // Read as a number: refused at the body.
-    let bad = text.replace("rne(x * sigmoid(alpha * x)) * up", "x * rounding * up");
+    let bad = text.patched("rne(x * sigmoid(alpha * x)) * up", "x * rounding * up");
     let errs = errors(&bad).to_string();
     assert!(errs.contains("the body reads `rounding`, a string attr"), "{errs}");
     // An unknown value: refused at its default.
-    let errs = errors(&text.replace("default = \"hf\"", "default = \"twice\"")).to_string();
+    let errs = errors(&text.patched("default = \"hf\"", "default = \"twice\"")).to_string();
     assert!(errs.contains("field `attrs[1].default`: rounding `twice` is not supported"), "{errs}");
     // rne of a constant: refused (it rounds tensors).
-    let errs = errors(&text.replace("rne(x * sigmoid(alpha * x))", "rne(alpha) * x")).to_string();
+    let errs = errors(&text.patched("rne(x * sigmoid(alpha * x))", "rne(alpha) * x")).to_string();
     assert!(errs.contains("rne(alpha) rounds a constant or attr expression"), "{errs}");
 }

@@ -3,6 +3,7 @@
 //! the f64 evaluation of its body: silu is not a catalogue op) and `opgen gen --specs` writes its
 //! project; nothing in the repository's specs, templates or golden copy changes.
 
+use crate::support::Patched;
 use crate::support::TempDir;
 use ascend_opgen::toolchain::command::Cmd;
 use std::fs;
@@ -103,7 +104,7 @@ fn a_user_declared_silu_verifies_on_the_twin_and_generates() {
 #[test]
 fn a_user_spec_with_a_bad_body_fails_with_its_location() {
     let dir = scratch("bad");
-    fs::write(dir.join("silu.toml"), SILU.replace("x * sigmoid(x)", "x * sigmoid(z)")).unwrap();
+    fs::write(dir.join("silu.toml"), SILU.patched("x * sigmoid(x)", "x * sigmoid(z)")).unwrap();
     let r = opgen(&[
         "gen",
         "--specs",
@@ -131,8 +132,8 @@ fn a_user_op_is_checked_against_its_body_as_written() {
     use ascend_opgen::dtype::DType;
     use ascend_opgen::tensor::HostTensor;
     let text = SILU
-        .replace("name = \"silu\"", "name = \"one_minus_erf\"")
-        .replace("body = \"x * sigmoid(x)\"", "body = \"1 - erf(x)\"");
+        .patched("name = \"silu\"", "name = \"one_minus_erf\"")
+        .patched("body = \"x * sigmoid(x)\"", "body = \"1 - erf(x)\"");
     let spec = ascend_opgen::family::parse_str(Path::new("one_minus_erf.toml"), &text).unwrap();
     let x = HostTensor::from_f64(DType::Float32, &[2], &[10.0, 0.5]);
     let expected = ascend_opgen::family::elementwise::expected(&spec, &[("x".to_string(), x)], &[]).unwrap();

@@ -3,8 +3,9 @@
 //! against the reference per dtype and mode, with an offset, mutants that must fail, and
 //! determinism (two runs, and 48, 40, 7 and 1 cores, give the same bits).
 
-use ascend_opgen::app::verify::{check_case, run_verify, VerifyOptions};
+use crate::support::Patched;
 use crate::support::{patched_templates, patched_templates_all};
+use ascend_opgen::app::verify::{check_case, run_verify, VerifyOptions};
 use ascend_opgen::codegen::render_project;
 use ascend_opgen::family;
 use ascend_opgen::plan::soc;
@@ -26,7 +27,7 @@ fn with_offset(name: &str) -> OpSpec {
     let path = ascend_opgen::repo_root().join(format!("kernels/{name}.toml"));
     let text = std::fs::read_to_string(&path).unwrap();
     let text = if text.contains("[row_norm]\n") {
-        text.replace("[row_norm]\n", "[row_norm]\ngamma_offset = 1.0\n")
+        text.patched("[row_norm]\n", "[row_norm]\ngamma_offset = 1.0\n")
     } else {
         format!("{text}\n[row_norm]\ngamma_offset = 1.0\n")
     };
@@ -309,8 +310,11 @@ fn a_kernel_taking_x_instead_of_x_minus_mean_fails() {
 /// dbeta partials other cores have not written yet, and the twin stops the kernel.
 #[test]
 fn a_kernel_without_sync_all_is_stopped_by_the_twin() {
-    let templates =
-        patched_templates("kernel/row_norm_grad.cpp.j2", "        SyncAll();\n", "        PipeBarrier<PIPE_ALL>();\n");
+    let templates = patched_templates(
+        "kernel/row_norm_grad.cpp.j2",
+        "        SyncAll();\n",
+        "        PipeBarrier<PIPE_ALL>();\n",
+    );
     let spec = op("layer_norm_grad");
     let project = ascend_opgen::codegen::render_project_with(&[&spec], &templates).unwrap();
     let column = spec.column_for(DType::Float32).unwrap();

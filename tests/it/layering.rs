@@ -272,3 +272,38 @@ fn the_checker_sees_a_direct_call() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("a.rs:1:"), "{found:?}");
 }
+
+/// The patch helper refuses a needle that is absent or ambiguous (a silent no-op replace would
+/// make a mutant test that cannot fail), naming the file, the needle and the count.
+#[test]
+fn a_patch_whose_needle_does_not_match_once_fails() {
+    use crate::support::{patch, patch_all, Patched};
+    let message = |f: fn() -> String| {
+        let err = std::panic::catch_unwind(f).expect_err("the patch must fail");
+        err.downcast_ref::<String>().cloned().unwrap_or_default()
+    };
+    let absent = message(|| patch("op_kernel/k.cpp", "Add(a, b);\n", "Sub(", "Mul("));
+    assert!(absent.contains("op_kernel/k.cpp") && absent.contains("\"Sub(\" occurs 0 time(s)"), "{absent}");
+    let twice = message(|| "x = 1\nx = 1\n".patched("x = 1", "x = 2"));
+    assert!(twice.contains("occurs 2 time(s), the patch expects 1"), "{twice}");
+    assert_eq!(patch_all("t", "x = 1\nx = 1\n", "x = 1", "x = 2", 2), "x = 2\nx = 2\n");
+    assert_eq!("a b".patched("b", "c"), "a c");
+}
+
+/// `support::TempDir` is removed when the test holding it panics.
+#[test]
+fn a_temp_dir_is_removed_when_its_test_panics() {
+    let kept = std::sync::Mutex::new(PathBuf::new());
+    let result = std::panic::catch_unwind(|| {
+        let dir = crate::support::TempDir::new("layering-panic");
+        std::fs::write(dir.join("f"), "x").unwrap();
+        *kept.lock().unwrap() = dir.to_path_buf();
+        panic!("a failing test");
+    });
+    assert!(result.is_err());
+    let path = kept.lock().unwrap().clone();
+    // Unless the developer asked to keep failed tests' directories.
+    if std::env::var_os(crate::support::KEEP_TEMP_VAR).is_none() {
+        assert!(!path.as_os_str().is_empty() && !path.exists(), "{}", path.display());
+    }
+}

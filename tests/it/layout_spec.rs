@@ -2,6 +2,7 @@
 //! rejected with file:line:column, the field and a message that says what is wrong; the
 //! catalogue specs load with their kinds.
 
+use crate::support::Patched;
 use ascend_opgen::family;
 use ascend_opgen::spec::{KvKind, SpecErrors};
 use std::path::Path;
@@ -98,7 +99,7 @@ fn the_good_specs_are_accepted() {
 
 #[test]
 fn an_unknown_kind_lists_the_known_ones() {
-    let text = CACHE.replace("kind = \"reshape_and_cache\"", "kind = \"paged_scatter\"");
+    let text = CACHE.patched("kind = \"reshape_and_cache\"", "kind = \"paged_scatter\"");
     assert_error(
         &text,
         8,
@@ -106,38 +107,38 @@ fn an_unknown_kind_lists_the_known_ones() {
         "unknown paged_cache kind `paged_scatter`; known kinds: reshape_and_cache, reshape_and_cache_int8",
     );
     // A permute kind is not a paged_cache kind.
-    let text = CACHE.replace("kind = \"reshape_and_cache\"", "kind = \"bsnd_to_bnsd\"");
+    let text = CACHE.patched("kind = \"reshape_and_cache\"", "kind = \"bsnd_to_bnsd\"");
     assert_error(&text, 8, "paged_cache.kind", "unknown paged_cache kind `bsnd_to_bnsd`");
 }
 
 #[test]
 fn a_family_table_belongs_to_its_family() {
-    let text = CACHE.replace("[paged_cache]", "[permute]");
+    let text = CACHE.patched("[paged_cache]", "[permute]");
     assert_error(
         &text,
         7,
         "permute",
         "table [permute] belongs to family permute, but this spec is family paged_cache",
     );
-    let text = DEQUANT.replace(
+    let text = DEQUANT.patched(
         "differentiable = false\n",
         "differentiable = false\n\n[paged_cache]\nkind = \"reshape_and_cache\"\n",
     );
     assert_error(&text, 7, "paged_cache", "belongs to family paged_cache, but this spec is family dequant");
-    let text = CACHE.replace("[paged_cache]\nkind = \"reshape_and_cache\"\n", "");
+    let text = CACHE.patched("[paged_cache]\nkind = \"reshape_and_cache\"\n", "");
     assert_error(&text, 2, "paged_cache", "family paged_cache needs a [paged_cache] table with `kind`");
 }
 
 #[test]
 fn inputs_and_outputs_follow_the_kind() {
-    let text = CACHE.replace("[[inputs]]\nname = \"slot_mapping\"\ndtypes = [\"int32\", \"int64\"]\n\n", "");
+    let text = CACHE.patched("[[inputs]]\nname = \"slot_mapping\"\ndtypes = [\"int32\", \"int64\"]\n\n", "");
     assert_error(
         &text,
         10,
         "inputs",
         "family paged_cache (reshape_and_cache) takes 5 inputs (key, value, key_cache, value_cache, slot_mapping), found 4",
     );
-    let text = DEQUANT.replace(
+    let text = DEQUANT.patched(
         "[[outputs]]\nname = \"x\"",
         "[[outputs]]\nname = \"y\"\ndtypes = [\"float16\", \"float32\"]\n\n[[outputs]]\nname = \"x\"",
     );
@@ -146,14 +147,14 @@ fn inputs_and_outputs_follow_the_kind() {
 
 #[test]
 fn caches_must_be_declared_mutated_and_nothing_else() {
-    let text = CACHE.replacen("mutated = true\n", "", 1);
+    let text = CACHE.patched("mutated = true\n", "");
     assert_error(
         &text,
         19,
         "inputs[2].mutated",
         "`key_cache` (key_cache) is updated in place: declare it with `mutated = true`",
     );
-    let text = CACHE.replace(
+    let text = CACHE.patched(
         "name = \"key\"\ndtypes = [\"float16\", \"bfloat16\"]",
         "name = \"key\"\ndtypes = [\"float16\", \"bfloat16\"]\nmutated = true",
     );
@@ -163,10 +164,9 @@ fn caches_must_be_declared_mutated_and_nothing_else() {
 #[test]
 fn dtypes_follow_the_roles() {
     // The cache copies raw bytes: it must have the key's dtype.
-    let text = CACHE.replacen(
+    let text = CACHE.patched(
         "name = \"key_cache\"\ndtypes = [\"float16\", \"bfloat16\"]",
         "name = \"key_cache\"\ndtypes = [\"float16\", \"float32\"]",
-        1,
     );
     assert_error(
         &text,
@@ -174,21 +174,21 @@ fn dtypes_follow_the_roles() {
         "inputs[2].dtypes[1]",
         "`key_cache` must have `key`'s dtype bfloat16 in combination 2",
     );
-    let text = CACHE.replace("dtypes = [\"int32\", \"int64\"]", "dtypes = [\"int32\", \"float32\"]");
+    let text = CACHE.patched("dtypes = [\"int32\", \"int64\"]", "dtypes = [\"int32\", \"float32\"]");
     assert_error(
         &text,
         30,
         "inputs[4].dtypes[1]",
         "`slot_mapping` (slot_mapping) cannot be float32; it takes int32, int64",
     );
-    let text = CACHE.replace("dtypes = [\"int32\", \"int32\"]", "dtypes = [\"int32\", \"int64\"]");
+    let text = CACHE.patched("dtypes = [\"int32\", \"int32\"]", "dtypes = [\"int32\", \"int64\"]");
     assert_error(
         &text,
         34,
         "outputs[0].dtypes[1]",
         "`out_of_range` (out_of_range) cannot be int64; it takes int32",
     );
-    let text = DEQUANT.replace("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"float16\", \"int8\"]");
+    let text = DEQUANT.patched("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"float16\", \"int8\"]");
     assert_error(
         &text,
         17,
@@ -201,14 +201,14 @@ fn dtypes_follow_the_roles() {
 fn attrs_follow_the_kind() {
     let text = format!("{CACHE}\n[[attrs]]\nname = \"block_size\"\ntype = \"int\"\ndefault = 16\n");
     assert_error(&text, 37, "attrs", "family paged_cache (reshape_and_cache) takes no attrs");
-    let text = DEQUANT.replace("default = \"float16\"", "default = \"bfloat16\"");
+    let text = DEQUANT.patched("default = \"float16\"", "default = \"bfloat16\"");
     assert_error(
         &text,
         22,
         "attrs[0].default",
         "default `bfloat16` must be one of the output's dtypes: float16, float32",
     );
-    let text = DEQUANT.replace("type = \"string\"\ndefault = \"float16\"", "type = \"int\"\ndefault = 1");
+    let text = DEQUANT.patched("type = \"string\"\ndefault = \"float16\"", "type = \"int\"\ndefault = 1");
     assert_error(&text, 20, "attrs", "takes exactly one attr: a string naming the output dtype");
 }
 

@@ -6,8 +6,8 @@
 //! (double buffering, transfer sizes, bytes moved) is read from the twin's counters through
 //! `opgen report`'s rows.
 
-use ascend_opgen::app::verify::{run_verify, VerifyOptions};
 use crate::support::patched_templates;
+use ascend_opgen::app::verify::{run_verify, VerifyOptions};
 use ascend_opgen::codegen::render_project;
 use ascend_opgen::family;
 use ascend_opgen::plan::soc;

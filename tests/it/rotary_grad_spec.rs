@@ -1,6 +1,7 @@
 //! The rotary_grad family's spec rules: each bad spec is rejected with file:line and the field;
 //! the catalogue spec loads with the signature the torch glue binds against.
 
+use crate::support::Patched;
 use ascend_opgen::family;
 use ascend_opgen::spec::{AttrKind, AttrValue, SpecErrors};
 use std::path::Path;
@@ -57,7 +58,7 @@ fn wrong_outputs_and_attrs_are_refused() {
     assert_error(&spec(&mixed, ATTRS), "outputs[2].dtypes[0]", "must be float16");
     let one_attr = "\n[[attrs]]\nname = \"mode\"\ntype = \"string\"\ndefault = \"half\"\n";
     assert_error(&spec(&OUTS, one_attr), "attrs", "`table_grads`");
-    let bad_mode = ATTRS.replace("default = \"half\"", "default = \"full\"");
+    let bad_mode = ATTRS.patched("default = \"half\"", "default = \"full\"");
     assert_error(&spec(&OUTS, &bad_mode), "attrs[0].default", "not supported");
 }
 

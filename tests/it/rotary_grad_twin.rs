@@ -4,9 +4,9 @@
 //! (plain float32 arithmetic would miss the bar on them), the host's refusals, and broken kernels
 //! the gates must catch. The quick sweep of every dtype runs in tests/it/verify_catalogue.rs.
 
+use crate::support::patched_templates;
 use ascend_opgen::app::gen::{load_specs, render};
 use ascend_opgen::app::verify::{case_inputs, run_verify, VerifyOptions};
-use crate::support::patched_templates;
 use ascend_opgen::family::rotary::mode_of;
 use ascend_opgen::plan::soc;
 use ascend_opgen::reference::{self, rotary::RotaryMode};

@@ -1,6 +1,7 @@
 //! The rotary family's spec rules: each bad spec is rejected with file:line:column, the field
 //! and a message that says what is wrong; the catalogue spec and its tiling layout are sane.
 
+use crate::support::Patched;
 use ascend_opgen::family;
 use ascend_opgen::family::rotary::{MODES, TILING_FIELDS};
 use ascend_opgen::spec::{AttrValue, SpecErrors};
@@ -58,14 +59,14 @@ fn assert_error(text: &str, line: usize, field: &str, words: &str) {
 #[test]
 fn the_good_spec_is_accepted_in_both_modes() {
     for mode in MODES {
-        let text = GOOD.replace("default = \"half\"", &format!("default = \"{mode}\""));
+        let text = GOOD.patched("default = \"half\"", &format!("default = \"{mode}\""));
         let s = family::parse_str(Path::new(PATH), &text).unwrap();
         assert_eq!(s.op_type, "OpgenMyRope");
         assert_eq!(s.columns(), 3);
         assert_eq!(s.attrs[0].default, Some(AttrValue::String(mode.to_string())));
     }
     // No default makes the mode a required attr.
-    let text = GOOD.replace("default = \"half\"\n", "");
+    let text = GOOD.patched("default = \"half\"\n", "");
     assert!(family::parse_str(Path::new(PATH), &text).unwrap().attrs[0].default.is_none());
 }
 
@@ -84,17 +85,17 @@ fn the_catalogue_spec_is_accepted() {
 
 #[test]
 fn bad_mode_default() {
-    let text = GOOD.replace("default = \"half\"", "default = \"quarter\"");
+    let text = GOOD.patched("default = \"half\"", "default = \"quarter\"");
     assert_error(&text, 25, "attrs[0].default", "mode `quarter` is not supported: use \"half\"");
 }
 
 #[test]
 fn mode_must_be_the_one_string_attr() {
-    let text = GOOD.replace("type = \"string\"\ndefault = \"half\"", "type = \"int\"\ndefault = 0");
+    let text = GOOD.patched("type = \"string\"\ndefault = \"half\"", "type = \"int\"\ndefault = 0");
     assert_error(&text, 23, "attrs", "exactly one attr, the string `mode`");
-    let text = GOOD.replace("name = \"mode\"", "name = \"rotary_mode\"");
+    let text = GOOD.patched("name = \"mode\"", "name = \"rotary_mode\"");
     assert_error(&text, 23, "attrs", "exactly one attr, the string `mode`");
-    let text = GOOD.replace("\n[[attrs]]\nname = \"mode\"\ntype = \"string\"\ndefault = \"half\"\n", "");
+    let text = GOOD.patched("\n[[attrs]]\nname = \"mode\"\ntype = \"string\"\ndefault = \"half\"\n", "");
     assert_error(&text, 1, "attrs", "exactly one attr, the string `mode`");
     let text = format!("{GOOD}\n[[attrs]]\nname = \"rotate\"\ntype = \"bool\"\n");
     assert_error(&text, 23, "attrs", "exactly one attr");
@@ -103,7 +104,7 @@ fn mode_must_be_the_one_string_attr() {
 #[test]
 fn wrong_input_count() {
     let text =
-        GOOD.replace("[[inputs]]\nname = \"r2\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\"]\n\n", "");
+        GOOD.patched("[[inputs]]\nname = \"r2\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\"]\n\n", "");
     assert_error(&text, 6, "inputs", "takes 3 inputs (x, r1, r2), found 2");
 }
 
@@ -116,17 +117,16 @@ fn wrong_output_count() {
 
 #[test]
 fn unsupported_dtype() {
-    let text = GOOD.replacen(
+    let text = GOOD.patched(
         "dtypes = [\"float16\", \"bfloat16\", \"float32\"]",
         "dtypes = [\"float16\", \"bfloat16\", \"int8\"]",
-        1,
     );
     assert_error(&text, 8, "inputs[0].dtypes[2]", "cannot compute int8");
 }
 
 #[test]
 fn tables_must_have_x_dtype() {
-    let text = GOOD.replace(
+    let text = GOOD.patched(
         "name = \"r1\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\"]",
         "name = \"r1\"\ndtypes = [\"float32\", \"bfloat16\", \"float32\"]",
     );
@@ -135,7 +135,7 @@ fn tables_must_have_x_dtype() {
 
 #[test]
 fn output_must_have_x_dtype() {
-    let text = GOOD.replace(
+    let text = GOOD.patched(
         "name = \"y\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\"]",
         "name = \"y\"\ndtypes = [\"float16\", \"float32\", \"float32\"]",
     );
@@ -144,7 +144,7 @@ fn output_must_have_x_dtype() {
 
 #[test]
 fn nothing_is_updated_in_place() {
-    let text = GOOD.replace("name = \"x\"\n", "name = \"x\"\nmutated = true\n");
+    let text = GOOD.patched("name = \"x\"\n", "name = \"x\"\nmutated = true\n");
     assert_error(&text, 8, "inputs[0].mutated", "updates nothing in place");
 }
 

@@ -3,8 +3,8 @@
 //! (through the `check_case` verify uses), mutants that must fail, and determinism (two runs,
 //! and two core counts, give the same bits).
 
-use ascend_opgen::app::verify::{check_case, run_verify, VerifyOptions};
 use crate::support::{patched_templates, patched_templates_all};
+use ascend_opgen::app::verify::{check_case, run_verify, VerifyOptions};
 use ascend_opgen::codegen::{render_project, template_sources};
 use ascend_opgen::family;
 use ascend_opgen::plan::soc;
@@ -199,8 +199,11 @@ fn outputs_are_the_same_bits_on_every_run_and_core_count() {
 /// order on its partials.)
 #[test]
 fn a_kernel_without_sync_all_is_stopped_by_the_twin() {
-    let templates =
-        patched_templates("kernel/row_norm_grad.cpp.j2", "        SyncAll();\n", "        PipeBarrier<PIPE_ALL>();\n");
+    let templates = patched_templates(
+        "kernel/row_norm_grad.cpp.j2",
+        "        SyncAll();\n",
+        "        PipeBarrier<PIPE_ALL>();\n",
+    );
     let spec = op("rms_norm_grad");
     let project = ascend_opgen::codegen::render_project_with(&[&spec], &templates).unwrap();
     let column = spec.column_for(DType::Float32).unwrap();
@@ -304,7 +307,8 @@ fn a_kernel_without_the_final_nan_fallback_fails_on_an_inf_term() {
     let good = dgamma_with_an_inf_term(&template_sources());
     assert_eq!(good[5], f64::INFINITY, "dgamma[5] of the kernel");
     assert!(good.iter().enumerate().all(|(j, v)| j == 5 || v.is_finite()), "{good:?}");
-    let templates = patched_templates("kernel/row_norm_grad.cpp.j2", "            KeepUnlessNan(s, h, len);\n", "");
+    let templates =
+        patched_templates("kernel/row_norm_grad.cpp.j2", "            KeepUnlessNan(s, h, len);\n", "");
     let broken = dgamma_with_an_inf_term(&templates);
     assert!(broken[5].is_nan(), "the mutant must give NaN at the Inf term, got {}", broken[5]);
 }

@@ -2,6 +2,7 @@
 //! with file:line:column, the field and a message that says what is wrong; the catalogue's
 //! forward specs name their backward ops.
 
+use crate::support::Patched;
 use ascend_opgen::family;
 use ascend_opgen::spec::SpecErrors;
 use std::path::Path;
@@ -67,27 +68,25 @@ fn the_good_spec_is_accepted() {
 #[test]
 fn rstd_must_be_float32_and_the_rest_x_dtype() {
     // rstd (line 16) in 16-bit.
-    let text = GOOD.replacen("dtypes = [\"float32\", \"float32\"]", "dtypes = [\"float16\", \"float32\"]", 1);
+    let text = GOOD.patched("dtypes = [\"float32\", \"float32\"]", "dtypes = [\"float16\", \"float32\"]");
     assert_error(&text, 16, "inputs[2].dtypes[0]", "rstd is the forward's float32 output");
     // gamma (line 20) in another dtype than x.
-    let text = GOOD.replacen(
+    let text = GOOD.patched(
         "name = \"gamma\"\ndtypes = [\"float16\", \"float32\"]",
         "name = \"gamma\"\ndtypes = [\"float32\", \"float32\"]",
-        1,
     );
     assert_error(&text, 20, "inputs[3].dtypes[0]", "x's dtype");
     // dgamma (line 28) in float32 for float16 gamma.
-    let text = GOOD.replacen(
+    let text = GOOD.patched(
         "name = \"dgamma\"\ndtypes = [\"float16\", \"float32\"]",
         "name = \"dgamma\"\ndtypes = [\"float32\", \"float32\"]",
-        1,
     );
     assert_error(&text, 28, "outputs[1].dtypes[0]", "gamma's dtype");
 }
 
 #[test]
 fn input_and_output_counts_and_attrs_are_checked() {
-    let text = GOOD.replacen("[[inputs]]\nname = \"rstd\"\ndtypes = [\"float32\", \"float32\"]\n\n", "", 1);
+    let text = GOOD.patched("[[inputs]]\nname = \"rstd\"\ndtypes = [\"float32\", \"float32\"]\n\n", "");
     assert_error(&text, 6, "inputs", "takes 4 inputs");
     let text = format!("{GOOD}\n[[outputs]]\nname = \"extra\"\ndtypes = [\"float16\", \"float32\"]\n");
     assert_error(&text, 22, "outputs", "has 2 outputs");
@@ -156,35 +155,32 @@ fn the_layer_spec_is_accepted_with_its_parameters() {
 #[test]
 fn combinations_the_family_cannot_build_are_refused() {
     assert_error(
-        &LAYER.replace("norm = \"layer\"", "norm = \"group\""),
+        &LAYER.patched("norm = \"layer\"", "norm = \"group\""),
         7,
         "row_norm.norm",
         "unknown norm `group`",
     );
     assert_error(
-        &LAYER.replace("gamma_offset = 1.0", "gamma_offset = 0.1"),
+        &LAYER.patched("gamma_offset = 1.0", "gamma_offset = 0.1"),
         8,
         "row_norm.gamma_offset",
         "not a finite float32 value",
     );
     assert_error(
-        &LAYER.replace("gamma_offset = 1.0", "fused_residual_add = true"),
+        &LAYER.patched("gamma_offset = 1.0", "fused_residual_add = true"),
         6,
         "row_norm.fused_residual_add",
         "fifth input (dx_sum)",
     );
     // LayerNorm without the mean input: 4 inputs.
-    let no_mean = LAYER.replacen("[[inputs]]\nname = \"mean\"\ndtypes = [\"float32\"]\n\n", "", 1);
+    let no_mean = LAYER.patched("[[inputs]]\nname = \"mean\"\ndtypes = [\"float32\"]\n\n", "");
     assert_error(&no_mean, 10, "inputs", "takes 5 inputs (dy, x, mean, rstd, gamma)");
     // LayerNorm without dbeta.
-    let no_dbeta = LAYER.replacen("\n[[outputs]]\nname = \"dbeta\"\ndtypes = [\"float16\"]\n", "", 1);
+    let no_dbeta = LAYER.patched("\n[[outputs]]\nname = \"dbeta\"\ndtypes = [\"float16\"]\n", "");
     assert_error(&no_dbeta, 30, "outputs", "has 3 outputs (dx, dgamma, dbeta)");
     // mean in 16-bit.
-    let text = LAYER.replacen(
-        "name = \"mean\"\ndtypes = [\"float32\"]",
-        "name = \"mean\"\ndtypes = [\"float16\"]",
-        1,
-    );
+    let text =
+        LAYER.patched("name = \"mean\"\ndtypes = [\"float32\"]", "name = \"mean\"\ndtypes = [\"float16\"]");
     assert_error(&text, 20, "inputs[2].dtypes[0]", "mean is the forward's float32 output");
 }
 
@@ -194,7 +190,7 @@ fn gen_refuses_an_unbuildable_combination_with_exit_2() {
     use ascend_opgen::toolchain::command::Cmd;
     let dir = crate::support::TempDir::new("lngrad-spec");
     let file = dir.join("my_norm_grad.toml");
-    std::fs::write(&file, LAYER.replace("norm = \"layer\"", "norm = \"batch\"")).unwrap();
+    std::fs::write(&file, LAYER.patched("norm = \"layer\"", "norm = \"batch\"")).unwrap();
     let out_dir = dir.join("out");
     let run = Cmd::new(env!("CARGO_BIN_EXE_opgen"))
         .args(["gen", "--specs", &file.display().to_string(), "--out", &out_dir.display().to_string()])

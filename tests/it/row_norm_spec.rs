@@ -2,6 +2,7 @@
 //! combination the family cannot implement refused with file:line:column and the field —
 //! by `gen` with exit 2, never generated as something else.
 
+use crate::support::Patched;
 use ascend_opgen::family;
 use ascend_opgen::spec::{NormKind, SpecErrors};
 use std::path::Path;
@@ -147,11 +148,11 @@ fn layer_with_hf_rounding_is_refused() {
 fn layer_needs_the_mean_output_and_float32_statistics() {
     // Two outputs (RMSNorm's y, rstd) with norm = "layer".
     let text = layer("norm = \"layer\"", false, None)
-        .replace("[[outputs]]\nname = \"mean\"\ndtypes = [\"float32\", \"float32\"]\n\n", "");
+        .patched("[[outputs]]\nname = \"mean\"\ndtypes = [\"float32\", \"float32\"]\n\n", "");
     let errs = errors(&text);
     assert!(errs.to_string().contains("has 3 outputs (y, mean, rstd), found 2"), "{errs}");
     // mean in x's dtype.
-    let text = layer("norm = \"layer\"", false, None).replace(
+    let text = layer("norm = \"layer\"", false, None).patched(
         "name = \"mean\"\ndtypes = [\"float32\", \"float32\"]",
         "name = \"mean\"\ndtypes = [\"float16\", \"float32\"]",
     );
@@ -208,7 +209,7 @@ fn gen_refuses_the_gemma_spec_with_exit_2() {
     use ascend_opgen::toolchain::command::Cmd;
     let dir = crate::support::TempDir::new("row-norm-spec");
     let spec = dir.join("gemma_rms_norm.toml");
-    std::fs::write(&spec, rms("", "y = x * rstd * (1 + gamma)").replace("my_norm", "gemma_rms_norm"))
+    std::fs::write(&spec, rms("", "y = x * rstd * (1 + gamma)").patched("my_norm", "gemma_rms_norm"))
         .unwrap();
     let out = dir.join("out");
     let r = Cmd::new(env!("CARGO_BIN_EXE_opgen"))
@@ -228,7 +229,7 @@ fn gen_refuses_the_gemma_spec_with_exit_2() {
     // With the offset it generates, and the kernel adds it.
     std::fs::write(
         &spec,
-        rms("gamma_offset = 1.0", "y = x * rstd * (1 + gamma)").replace("my_norm", "gemma_rms_norm"),
+        rms("gamma_offset = 1.0", "y = x * rstd * (1 + gamma)").patched("my_norm", "gemma_rms_norm"),
     )
     .unwrap();
     let r = Cmd::new(env!("CARGO_BIN_EXE_opgen"))

@@ -1,6 +1,7 @@
 //! One test per spec validation rule: each bad spec must be rejected with file:line:column,
 //! the field, and a message that says what is wrong.
 
+use crate::support::Patched;
 use ascend_opgen::family;
 use ascend_opgen::spec::SpecErrors;
 use std::path::Path;
@@ -58,91 +59,91 @@ fn the_good_spec_is_accepted() {
 
 #[test]
 fn unknown_key() {
-    let text = GOOD.replace("name = \"gamma\"", "name = \"gamma\"\nshape = [4]");
+    let text = GOOD.patched("name = \"gamma\"", "name = \"gamma\"\nshape = [4]");
     assert_error(&text, 12, "inputs[1].shape", "unknown field `shape`");
 }
 
 #[test]
 fn missing_field() {
-    let text = GOOD.replace("summary = \"test op\"\n", "");
+    let text = GOOD.patched("summary = \"test op\"\n", "");
     assert_error(&text, 1, "name", "missing field `summary`");
 }
 
 #[test]
 fn wrong_type() {
-    let text = GOOD.replace("targets = [\"ascend910b\"]", "targets = \"ascend910b\"");
+    let text = GOOD.patched("targets = [\"ascend910b\"]", "targets = \"ascend910b\"");
     assert_error(&text, 4, "targets", "invalid type");
 }
 
 #[test]
 fn dtype_lists_of_unequal_length() {
-    let text = GOOD.replace("dtypes = [\"float32\", \"float32\"]", "dtypes = [\"float32\"]");
+    let text = GOOD.patched("dtypes = [\"float32\", \"float32\"]", "dtypes = [\"float32\"]");
     assert_error(&text, 20, "outputs[1].dtypes", "has 1 dtypes but `inputs[0].dtypes` has 2");
 }
 
 #[test]
 fn dtype_the_family_cannot_do() {
-    let text = GOOD.replacen("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"int8\", \"float32\"]", 1);
+    let text = GOOD.patched("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"int8\", \"float32\"]");
     assert_error(&text, 8, "inputs[0].dtypes[0]", "cannot compute int8");
 }
 
 #[test]
 fn unknown_dtype() {
-    let text = GOOD.replacen("\"float16\", \"float32\"", "\"float64\", \"float32\"", 1);
+    let text = GOOD.patched("\"float16\", \"float32\"", "\"float64\", \"float32\"");
     assert_error(&text, 8, "inputs[0].dtypes[0]", "unknown dtype `float64`");
 }
 
 #[test]
 fn duplicate_names() {
-    let text = GOOD.replace("name = \"rstd\"", "name = \"x\"");
+    let text = GOOD.patched("name = \"rstd\"", "name = \"x\"");
     assert_error(&text, 19, "outputs[1].name", "already used by `inputs[0].name`");
 }
 
 #[test]
 fn name_not_a_c_identifier() {
-    let text = GOOD.replace("name = \"gamma\"", "name = \"gam-ma\"");
+    let text = GOOD.patched("name = \"gamma\"", "name = \"gam-ma\"");
     assert_error(&text, 11, "inputs[1].name", "not a C identifier");
 }
 
 #[test]
 fn name_is_a_cpp_keyword() {
-    let text = GOOD.replace("name = \"gamma\"", "name = \"class\"");
+    let text = GOOD.patched("name = \"gamma\"", "name = \"class\"");
     assert_error(&text, 11, "inputs[1].name", "C++ keyword");
 }
 
 #[test]
 fn op_type_collides_with_a_cann_builtin() {
-    let text = GOOD.replace("family = \"row_norm\"", "family = \"row_norm\"\nop_type = \"RmsNorm\"");
+    let text = GOOD.patched("family = \"row_norm\"", "family = \"row_norm\"\nop_type = \"RmsNorm\"");
     assert_error(&text, 3, "op_type", "collides with the CANN built-in");
 }
 
 #[test]
 fn attr_default_of_the_wrong_type() {
-    let text = GOOD.replace("default = 1e-6", "default = \"small\"");
+    let text = GOOD.patched("default = 1e-6", "default = \"small\"");
     assert_error(&text, 25, "attrs[0].default", "is a string, but the attr's type is float");
 }
 
 #[test]
 fn unknown_family() {
-    let text = GOOD.replace("family = \"row_norm\"", "family = \"layer_norm\"");
+    let text = GOOD.patched("family = \"row_norm\"", "family = \"layer_norm\"");
     assert_error(&text, 2, "family", "unknown family `layer_norm`");
 }
 
 #[test]
 fn op_name_must_match_the_file() {
-    let text = GOOD.replace("name = \"my_norm\"", "name = \"other_norm\"");
+    let text = GOOD.patched("name = \"my_norm\"", "name = \"other_norm\"");
     assert_error(&text, 1, "name", "must equal the spec's file stem `my_norm`");
 }
 
 #[test]
 fn unknown_compute_unit() {
-    let text = GOOD.replace("[\"ascend910b\"]", "[\"ascend910b\", \"ascend999\"]");
+    let text = GOOD.patched("[\"ascend910b\"]", "[\"ascend910b\", \"ascend999\"]");
     assert_error(&text, 4, "targets[1]", "unknown compute unit `ascend999`");
 }
 
 #[test]
 fn duplicate_dtype_combination() {
-    let text = GOOD.replace("[\"float16\", \"float32\"]", "[\"float16\", \"float16\"]");
+    let text = GOOD.patched_all("[\"float16\", \"float32\"]", "[\"float16\", \"float16\"]", 3);
     assert_error(&text, 8, "inputs[0].dtypes[1]", "listed twice");
 }
 
@@ -163,7 +164,7 @@ fn empty_catalogue() {
 #[test]
 fn all_errors_are_reported_at_once() {
     let text =
-        GOOD.replace("name = \"gamma\"", "name = \"class\"").replace("default = 1e-6", "default = true");
+        GOOD.patched("name = \"gamma\"", "name = \"class\"").patched("default = 1e-6", "default = true");
     assert!(errors(&text).0.len() >= 2);
 }
 
@@ -172,10 +173,10 @@ fn all_errors_are_reported_at_once() {
 #[test]
 fn every_unknown_field_and_the_rule_errors_in_one_run() {
     let text = GOOD
-        .replace("summary = \"test op\"", "summary = \"test op\"\ncolour = \"red\"")
-        .replace("name = \"gamma\"", "name = \"gamma\"\nshape = [4]")
-        .replace("type = \"float\"", "type = \"float\"\nunit = \"s\"")
-        .replace("name = \"rstd\"", "name = \"x\"");
+        .patched("summary = \"test op\"", "summary = \"test op\"\ncolour = \"red\"")
+        .patched("name = \"gamma\"", "name = \"gamma\"\nshape = [4]")
+        .patched("type = \"float\"", "type = \"float\"\nunit = \"s\"")
+        .patched("name = \"rstd\"", "name = \"x\"");
     let errs = errors(&text);
     let shown = errs.to_string();
     let find = |field: &str| {
@@ -210,8 +211,8 @@ fn every_unknown_field_and_the_rule_errors_in_one_run() {
 #[test]
 fn unknown_fields_beside_a_type_error() {
     let text = GOOD
-        .replace("summary = \"test op\"", "summary = \"test op\"\ncolour = \"red\"")
-        .replace("targets = [\"ascend910b\"]", "targets = \"ascend910b\"");
+        .patched("summary = \"test op\"", "summary = \"test op\"\ncolour = \"red\"")
+        .patched("targets = [\"ascend910b\"]", "targets = \"ascend910b\"");
     let errs = errors(&text);
     let fields: Vec<&str> = errs.0.iter().map(|e| e.field.as_str()).collect();
     assert_eq!(fields, ["colour", "targets"], "{errs}");
@@ -221,8 +222,8 @@ fn unknown_fields_beside_a_type_error() {
 #[test]
 fn a_directory_reports_every_files_errors() {
     let dir = crate::support::TempDir::new("multi");
-    let a = GOOD.replace("my_norm", "norm_a").replace("name = \"gamma\"", "name = \"gamma\"\nshape = [4]");
-    let b = GOOD.replace("my_norm", "norm_b").replace("default = 1e-6", "default = \"small\"\nunit = \"s\"");
+    let a = GOOD.patched("my_norm", "norm_a").patched("name = \"gamma\"", "name = \"gamma\"\nshape = [4]");
+    let b = GOOD.patched("my_norm", "norm_b").patched("default = 1e-6", "default = \"small\"\nunit = \"s\"");
     std::fs::write(dir.join("norm_a.toml"), a).unwrap();
     std::fs::write(dir.join("norm_b.toml"), b).unwrap();
     let errs = family::load_catalogue(&dir).unwrap_err();
@@ -245,15 +246,15 @@ fn gen_over_a_directory_reports_every_file_and_writes_nothing() {
     std::fs::create_dir_all(&specs).unwrap();
     std::fs::write(
         specs.join("norm_a.toml"),
-        GOOD.replace("my_norm", "norm_a").replace("summary", "colour = 1\nsummary"),
+        GOOD.patched("my_norm", "norm_a").patched("summary", "colour = 1\nsummary"),
     )
     .unwrap();
     std::fs::write(
         specs.join("norm_b.toml"),
-        GOOD.replace("my_norm", "norm_b").replace("name = \"rstd\"", "name = \"x\""),
+        GOOD.patched("my_norm", "norm_b").patched("name = \"rstd\"", "name = \"x\""),
     )
     .unwrap();
-    std::fs::write(specs.join("norm_c.toml"), GOOD.replace("my_norm", "norm_c")).unwrap();
+    std::fs::write(specs.join("norm_c.toml"), GOOD.patched("my_norm", "norm_c")).unwrap();
     let out = dir.join("out");
     let r = Cmd::new(env!("CARGO_BIN_EXE_opgen"))
         .arg("gen")

@@ -2,8 +2,8 @@
 //! quick sweep, on the twin built with AddressSanitizer and UBSan, against the references.
 //! And the converse: a kernel that computes the wrong thing must fail.
 
-use ascend_opgen::app::verify::{run_verify, VerifyOptions};
 use crate::support::patched_templates;
+use ascend_opgen::app::verify::{run_verify, VerifyOptions};
 
 #[test]
 fn the_catalogue_passes_the_quick_sweep_under_sanitizers() {

@@ -201,3 +201,25 @@ pub fn patched_templates_all(
     }
     sources
 }
+
+/// [`patch`] as a method, for spec texts built in a test (`GOOD.patched(a, b).patched(c, d)`):
+/// the failure names the test's line (`track_caller`), the needle and how many matches there
+/// were, so an edit that no longer applies cannot leave the spec as it was and pass for it.
+pub trait Patched {
+    /// `needle` (occurring exactly once) replaced by `with`.
+    fn patched(&self, needle: &str, with: &str) -> String;
+    /// `needle` (occurring exactly `count` times) replaced by `with` everywhere.
+    fn patched_all(&self, needle: &str, with: &str, count: usize) -> String;
+}
+
+impl Patched for str {
+    #[track_caller]
+    fn patched(&self, needle: &str, with: &str) -> String {
+        patch_all("the spec text", self, needle, with, 1)
+    }
+
+    #[track_caller]
+    fn patched_all(&self, needle: &str, with: &str, count: usize) -> String {
+        patch_all("the spec text", self, needle, with, count)
+    }
+}

@@ -236,8 +236,8 @@ impl FamilyOps for Permute {
 
     fn tiling_value_label(&self, _spec: &OpSpec, field: &str, value: u64) -> Option<&'static str> {
         match (field, value) {
-            ("layout", 0) => Some("UB rows p-major"),
-            ("layout", 1) => Some("UB rows q-major, tileP = P"),
+            ("layout", 0) => Some("p-major"),
+            ("layout", 1) => Some("q-major, tileP = P"),
             _ => None,
         }
     }

@@ -75,6 +75,20 @@ fn plan_prints_split_d_for_a_16k_bf16_row() {
     assert!(short.stdout_lossy().contains("3 (batched short rows)"), "{}", short.combined_lossy());
 }
 
+/// The families name their own mode-like fields (`FamilyOps::tiling_value_label`): rotary's
+/// rotate mode and a permute's UB layout print with their words, as row_norm's `mode` does.
+#[test]
+fn plan_names_the_rotate_mode_and_the_permute_layout() {
+    let r = opgen(&["plan", "rotary_mul", "--dtype", "f16", "--shape", "2x8x16x64"]);
+    let text = r.stdout_lossy();
+    assert!(text.contains("rotateMode     0 (half, rotate_half) "), "{}", r.combined_lossy());
+    let r = opgen(&["plan", "bsnd_to_bnsd", "--dtype", "f16", "--shape", "2x16x8x64"]);
+    let text = r.stdout_lossy();
+    assert!(text.contains("layout         1 (q-major, tileP = P) "), "{}", r.combined_lossy());
+    // A count stays a bare number.
+    assert!(text.contains("tileP          16 "), "{text}");
+}
+
 #[test]
 fn plan_spreads_rows_over_every_core_with_one_more_row_on_the_first() {
     // 64 rows on 48 cores: 16 cores take 2 rows, 32 take 1 (not 32 cores of 2 rows).

@@ -104,7 +104,8 @@ fn a_user_declared_silu_verifies_on_the_twin_and_generates() {
 #[test]
 fn a_user_spec_with_a_bad_body_fails_with_its_location() {
     let dir = scratch("bad");
-    fs::write(dir.join("silu.toml"), SILU.patched("x * sigmoid(x)", "x * sigmoid(z)")).unwrap();
+    fs::write(dir.join("silu.toml"), SILU.patched("body = \"x * sigmoid(x)\"", "body = \"x * sigmoid(z)\""))
+        .unwrap();
     let r = opgen(&[
         "gen",
         "--specs",

@@ -1,5 +1,6 @@
 //! The integration tests: one crate, so the library and its dependencies are linked once, and
-//! shared support (temporary directories removed on drop, fake toolkit trees) is one module.
+//! shared support (temporary directories removed on drop, the checked patch helpers for kernel,
+//! template and spec text, fake toolkit trees) is one module.
 //! `cargo test --test it <module>::` runs one file's tests, e.g. `cargo test --test it golden::`.
 
 #[path = "toolchain_support/mod.rs"]

@@ -154,9 +154,10 @@ fn exactly_one_output() {
 
 #[test]
 fn dtypes_must_be_float() {
-    let text = GOOD.patched(
+    let text = GOOD.patched_first(
         "dtypes = [\"float16\", \"bfloat16\", \"float32\"]",
         "dtypes = [\"float16\", \"bfloat16\", \"int32\"]",
+        3,
     );
     assert_error_at(&text, "inputs[0].dtypes[2]", 8, 34, "not int32");
 }

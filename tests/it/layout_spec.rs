@@ -147,7 +147,7 @@ fn inputs_and_outputs_follow_the_kind() {
 
 #[test]
 fn caches_must_be_declared_mutated_and_nothing_else() {
-    let text = CACHE.patched("mutated = true\n", "");
+    let text = CACHE.patched_first("mutated = true\n", "", 2);
     assert_error(
         &text,
         19,

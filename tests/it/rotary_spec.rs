@@ -117,9 +117,10 @@ fn wrong_output_count() {
 
 #[test]
 fn unsupported_dtype() {
-    let text = GOOD.patched(
+    let text = GOOD.patched_first(
         "dtypes = [\"float16\", \"bfloat16\", \"float32\"]",
         "dtypes = [\"float16\", \"bfloat16\", \"int8\"]",
+        4,
     );
     assert_error(&text, 8, "inputs[0].dtypes[2]", "cannot compute int8");
 }

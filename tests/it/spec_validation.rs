@@ -83,13 +83,14 @@ fn dtype_lists_of_unequal_length() {
 
 #[test]
 fn dtype_the_family_cannot_do() {
-    let text = GOOD.patched("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"int8\", \"float32\"]");
+    let text =
+        GOOD.patched_first("dtypes = [\"float16\", \"float32\"]", "dtypes = [\"int8\", \"float32\"]", 3);
     assert_error(&text, 8, "inputs[0].dtypes[0]", "cannot compute int8");
 }
 
 #[test]
 fn unknown_dtype() {
-    let text = GOOD.patched("\"float16\", \"float32\"", "\"float64\", \"float32\"");
+    let text = GOOD.patched_first("\"float16\", \"float32\"", "\"float64\", \"float32\"", 3);
     assert_error(&text, 8, "inputs[0].dtypes[0]", "unknown dtype `float64`");
 }
 

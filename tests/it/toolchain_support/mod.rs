@@ -210,6 +210,9 @@ pub trait Patched {
     fn patched(&self, needle: &str, with: &str) -> String;
     /// `needle` (occurring exactly `count` times) replaced by `with` everywhere.
     fn patched_all(&self, needle: &str, with: &str, count: usize) -> String;
+    /// The first of `count` (exactly) occurrences of `needle` replaced by `with` (an edit of the
+    /// first input of several that share a line).
+    fn patched_first(&self, needle: &str, with: &str, count: usize) -> String;
 }
 
 impl Patched for str {
@@ -221,5 +224,12 @@ impl Patched for str {
     #[track_caller]
     fn patched_all(&self, needle: &str, with: &str, count: usize) -> String {
         patch_all("the spec text", self, needle, with, count)
+    }
+
+    #[track_caller]
+    fn patched_first(&self, needle: &str, with: &str, count: usize) -> String {
+        // Checked as a whole, then only the first replaced.
+        patch_all("the spec text", self, needle, with, count);
+        self.replacen(needle, with, 1)
     }
 }

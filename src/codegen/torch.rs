@@ -228,7 +228,7 @@ struct TorchOp {
     /// very text its op_host carries, or None (the shape rule only).
     host_checks: Option<String>,
     /// The arguments of that `HostChecks` call after the input views: the attrs (string attrs
-    /// as `<name>_text.c_str()`).
+    /// as `<name>_text.c_str()`, float attrs rounded to float as the op_host reads them).
     check_attrs: Vec<String>,
 }
 
@@ -529,6 +529,8 @@ fn torch_op(spec: &OpSpec, specs: &[&OpSpec]) -> Result<TorchOp, RenderError> {
         .iter()
         .map(|a| match a.kind {
             AttrKind::String => format!("{}_text.c_str()", a.name),
+            // The op_host reads a float attr as float (GetAttrPointer<float>): the value it sees.
+            AttrKind::Float => format!("static_cast<float>({})", a.name),
             _ => a.name.clone(),
         })
         .collect();
@@ -750,13 +752,26 @@ mod tests {
             let end = host.find(&end_marker).expect("the block's end") + end_marker.len();
             let block = &host[start..end];
             assert!(header.contains(block), "{stem}: opgen_torch.h lacks its op_host's check block");
-            // rotary and paged_cache call HostChecks itself; dequant's InferShape and
-            // InferDataType call its two halves.
-            let calls = |f: &str| host.contains(&format!("{stem}_checks::{f}("));
-            assert!(
-                calls("HostChecks") || (calls("RowsAndDim") && calls("OutputType")),
-                "{stem}: the op_host does not call them"
-            );
+            // The op_host calls HostChecks itself or its parts (dequant's InferShape and
+            // InferDataType, the row norms' InferShape and TilingFunc, ...): each a function of
+            // the block, and every refusal of the block's goes through one of them.
+            let prefix = format!("{stem}_checks::");
+            let called: Vec<&str> = host
+                .match_indices(&prefix)
+                .filter_map(|(at, _)| {
+                    let rest = &host[at + prefix.len()..];
+                    let name = &rest[..rest.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(rest.len())];
+                    rest[name.len()..].starts_with('(').then_some(name)
+                })
+                .collect();
+            assert!(!called.is_empty(), "{stem}: the op_host does not call them");
+            for f in &called {
+                assert!(
+                    block.contains(&format!(" {f}(")),
+                    "{stem}: the op_host calls {f}, which the block lacks"
+                );
+            }
+            assert!(!host[end..].contains("OPGEN_CHECK_FAIL"), "{stem}: a refusal outside the shared block");
             assert!(
                 schema.contains(&call) && npu.contains(&call),
                 "{}: a kernel does not call them",
@@ -764,11 +779,16 @@ mod tests {
             );
             with_checks.push(spec.name.clone());
         }
+        // Every family of the catalogue has them now.
         with_checks.sort();
-        assert_eq!(
-            with_checks,
-            ["dequant_int8", "reshape_and_cache", "reshape_and_cache_int8", "rotary_mul", "rotary_mul_grad"]
-        );
+        let mut all_ops: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+        all_ops.sort();
+        assert_eq!(with_checks, all_ops);
+        for family in
+            ["rms_norm", "add_rms_norm_grad", "swiglu", "gelu_erf_grad", "bsnd_to_bnsd", "rotary_mul"]
+        {
+            assert!(with_checks.iter().any(|n| n == family), "{family}");
+        }
     }
 
     #[test]

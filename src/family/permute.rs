@@ -189,7 +189,11 @@ impl FamilyOps for Permute {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/permute.cpp.j2", host: "host/permute.cpp.j2", checks: None }
+        Templates {
+            kernel: "kernel/permute.cpp.j2",
+            host: "host/permute.cpp.j2",
+            checks: Some("host/permute_checks.j2"),
+        }
     }
 
     fn template_extras(

@@ -822,7 +822,11 @@ impl FamilyOps for RowNorm {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/row_norm.cpp.j2", host: "host/row_norm.cpp.j2", checks: None }
+        Templates {
+            kernel: "kernel/row_norm.cpp.j2",
+            host: "host/row_norm.cpp.j2",
+            checks: Some("host/row_norm_checks.j2"),
+        }
     }
 
     fn template_extras(

@@ -443,7 +443,11 @@ impl FamilyOps for RowNormGrad {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/row_norm_grad.cpp.j2", host: "host/row_norm_grad.cpp.j2", checks: None }
+        Templates {
+            kernel: "kernel/row_norm_grad.cpp.j2",
+            host: "host/row_norm_grad.cpp.j2",
+            checks: Some("host/row_norm_grad_checks.j2"),
+        }
     }
 
     fn template_extras(

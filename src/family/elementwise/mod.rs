@@ -945,7 +945,11 @@ impl FamilyOps for Elementwise {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/elementwise.cpp.j2", host: "host/elementwise.cpp.j2", checks: None }
+        Templates {
+            kernel: "kernel/elementwise.cpp.j2",
+            host: "host/elementwise.cpp.j2",
+            checks: Some("host/elementwise_checks.j2"),
+        }
     }
 
     fn template_extras(

@@ -18,51 +18,129 @@
         return ge::GRAPH_FAILED;                                \
     } while (0)
 
-namespace {
-const uint32_t INPUT_X = 0;
-const uint32_t INPUT_GAMMA = 2;
-const uint32_t OUTPUT_RSTD = 1;
+// ---- the shape and attr checks of OpgenAddRmsNorm (templates/host/row_norm_checks.j2): the same
+// text is in op_host/opgen_add_rms_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_add_rms_norm_checks {
 const size_t MAX_RANK = 8;
 
-// x is [rows..., cols...] where gamma's shape equals the trailing dims of x.
-ge::graphStatus RowsAndCols(const gert::Shape& x, const gert::Shape& gamma, uint64_t* rows, uint64_t* cols)
+// x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
+// maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
+template <typename Shape>
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+                 OpgenWhy* why)
 {
     const size_t xRank = x.GetDimNum();
     const size_t gRank = gamma.GetDimNum();
     if (xRank < 1 || xRank > MAX_RANK) {
-        OPGEN_REJECT("x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
+        OPGEN_CHECK_FAIL(why, "x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
     }
-    if (gRank < 1 || gRank > xRank) {
-        OPGEN_REJECT("gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
+    if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
+        OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
     }
     uint64_t c = 1;
     for (size_t i = 0; i < gRank; ++i) {
         const int64_t g = gamma.GetDim(i);
         const int64_t d = x.GetDim(xRank - gRank + i);
         if (g != d || g < 0) {
-            OPGEN_REJECT("gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
-                         i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+            OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
+                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
         }
         c *= static_cast<uint64_t>(g);
     }
     uint64_t r = 1;
     for (size_t i = 0; i + gRank < xRank; ++i) {
         if (x.GetDim(i) < 0) {
-            OPGEN_REJECT("x dim %zu is negative", i);
+            OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
         }
         r *= static_cast<uint64_t>(x.GetDim(i));
     }
     if (c == 0) {
-        OPGEN_REJECT("gamma has no elements: the mean of an empty row is undefined");
+        OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
     }
     if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
-        OPGEN_REJECT("%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
-                     static_cast<unsigned long long>(c));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
+                         static_cast<unsigned long long>(c));
     }
     *rows = r;
     *cols = c;
-    return ge::GRAPH_SUCCESS;
+    return true;
 }
+
+// `a` and `b` have the same dims (gert::Shape's operator==, for any Shape).
+template <typename Shape>
+bool SameShape(const Shape& a, const Shape& b)
+{
+    bool same = a.GetDimNum() == b.GetDimNum();
+    for (size_t i = 0; same && i < a.GetDimNum(); ++i) {
+        same = a.GetDim(i) == b.GetDim(i);
+    }
+    return same;
+}
+
+// InferShape's checks: x2 has x1's shape, then the row view.
+template <typename Shape>
+bool InputShapes(const Shape& x, const Shape& x2, const Shape& gamma, uint64_t* rows,
+                 uint64_t* cols, OpgenWhy* why)
+{
+    if (!SameShape(x, x2)) {
+        OPGEN_CHECK_FAIL(why, "x1 and x2 must have the same shape");
+    }
+    return RowsAndCols(x, gamma, MAX_RANK, rows, cols, why);
+}
+
+// The epsilon attr (nullptr: missing).
+inline bool EpsilonOk(const float* epsilon, OpgenWhy* why)
+{
+    if (epsilon == nullptr || !(*epsilon >= 0.0f)) {
+        OPGEN_CHECK_FAIL(why, "epsilon must be a non-negative number");
+    }
+    return true;
+}
+
+// The rounding attr (nullptr: missing). "once": y = RNE(x * rstd * gamma); "hf":
+// y = RNE(RNE(x * rstd) * gamma) with mean = sum / n, where HF Qwen2RMSNorm rounds
+// (`weight * hidden.to(input_dtype)`).
+inline bool RoundingOf(const char* rounding, uint32_t* roundHf, OpgenWhy* why)
+{
+    *roundHf = 0;
+    if (rounding != nullptr && std::strcmp(rounding, "hf") == 0) {
+        *roundHf = 1;
+    } else if (rounding == nullptr || std::strcmp(rounding, "once") != 0) {
+        OPGEN_CHECK_FAIL(why, "rounding \"%s\" is not supported: use \"once\" or \"hf\"", rounding == nullptr ? "(missing)" : rounding);
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the op_host's order (InferShape's, then the
+// TilingFunc's); the arguments are the op's inputs then its attrs.
+template <typename Shape>
+bool HostChecks(const Shape& x, const Shape& x2, const Shape& gamma, float epsilon, const char* rounding, OpgenWhy* why)
+{
+    uint64_t rows = 0;
+    uint64_t cols = 0;
+    uint32_t roundHf = 0;
+    return InputShapes(x, x2, gamma, &rows, &cols, why) && EpsilonOk(&epsilon, why) &&
+           RoundingOf(rounding, &roundHf, why);
+}
+}  // namespace opgen_add_rms_norm_checks
+
+namespace {
+const uint32_t INPUT_X = 0;
+const uint32_t INPUT_GAMMA = 2;
+const uint32_t OUTPUT_RSTD = 1;
 }  // namespace
 
 namespace ge {
@@ -77,13 +155,12 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
     if (x == nullptr || x2 == nullptr || gamma == nullptr || y == nullptr || rstd == nullptr || sum == nullptr) {
         OPGEN_REJECT("InferShape: missing input or output shape");
     }
-    if (!(*x == *x2)) {
-        OPGEN_REJECT("x1 and x2 must have the same shape");
-    }
+    // The shape checks the torch extension's kernels run too (row_norm_checks.j2).
     uint64_t rows = 0;
     uint64_t cols = 0;
-    if (RowsAndCols(*x, *gamma, &rows, &cols) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
+    OpgenWhy why;
+    if (!opgen_add_rms_norm_checks::InputShapes(*x, *x2, *gamma, &rows, &cols, &why)) {
+        OPGEN_REJECT("%s", why.text);
     }
     *y = *x;
     *sum = *x;
@@ -277,23 +354,19 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     if (xShape == nullptr || gammaShape == nullptr || attrs == nullptr || context->GetInputDesc(INPUT_X) == nullptr) {
         OPGEN_REJECT("TilingFunc: missing input shape, dtype or attrs");
     }
+    // The row view and attr checks the torch extension's kernels run too (row_norm_checks.j2).
     uint64_t rows = 0;
     uint64_t cols = 0;
-    if (RowsAndCols(xShape->GetStorageShape(), gammaShape->GetStorageShape(), &rows, &cols) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
     const float* epsilon = attrs->GetAttrPointer<float>(0);
-    if (epsilon == nullptr || !(*epsilon >= 0.0f)) {
-        OPGEN_REJECT("epsilon must be a non-negative number");
+    OpgenWhy why;
+    if (!opgen_add_rms_norm_checks::RowsAndCols(xShape->GetStorageShape(), gammaShape->GetStorageShape(), opgen_add_rms_norm_checks::MAX_RANK,
+                                        &rows, &cols, &why) ||
+        !opgen_add_rms_norm_checks::EpsilonOk(epsilon, &why)) {
+        OPGEN_REJECT("%s", why.text);
     }
-    // "once": y = RNE(x * rstd * gamma); "hf": y = RNE(RNE(x * rstd) * gamma) with mean = sum / n,
-    // where HF Qwen2RMSNorm rounds (`weight * hidden.to(input_dtype)`).
-    const char* rounding = attrs->GetAttrPointer<char>(1);
     uint32_t roundHf = 0;
-    if (rounding != nullptr && std::strcmp(rounding, "hf") == 0) {
-        roundHf = 1;
-    } else if (rounding == nullptr || std::strcmp(rounding, "once") != 0) {
-        OPGEN_REJECT("rounding \"%s\" is not supported: use \"once\" or \"hf\"", rounding == nullptr ? "(missing)" : rounding);
+    if (!opgen_add_rms_norm_checks::RoundingOf(attrs->GetAttrPointer<char>(1), &roundHf, &why)) {
+        OPGEN_REJECT("%s", why.text);
     }
     const ge::DataType dtype = context->GetInputDesc(INPUT_X)->GetDataType();
     uint64_t typeSize = 0;

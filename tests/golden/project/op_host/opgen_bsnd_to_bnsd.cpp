@@ -18,6 +18,82 @@
         return ge::GRAPH_FAILED;                                \
     } while (0)
 
+// ---- the shape checks of OpgenBsndToBnsd (templates/host/permute_checks.j2): the same text is in
+// op_host/opgen_bsnd_to_bnsd.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_bsnd_to_bnsd_checks {
+const uint64_t U32_MAX = 0xFFFFFFFFull;
+
+// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
+const uint64_t MAX_ELEMENTS = 1ull << 40;
+
+inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// The dims of `s` (rank checked, every dim non-negative) and their product.
+template <typename Shape>
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
+          OpgenWhy* why)
+{
+    const size_t rank = s.GetDimNum();
+    if (rank < minRank || rank > maxRank) {
+        if (minRank == maxRank) {
+            OPGEN_CHECK_FAIL(why, "%s has rank %zu; it must have rank %zu", name, rank, minRank);
+        }
+        OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        if (s.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+        }
+        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
+            OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
+        }
+        n *= dims[i];
+    }
+    *elements = n;
+    return true;
+}
+
+// x is [B, P, Q, D], each dim below 2^32, at most 2^40 elements.
+template <typename Shape>
+bool PermuteDims(const Shape& x, uint64_t* dims, OpgenWhy* why)
+{
+    uint64_t elements = 0;
+    if (!Dims(x, "x", 4, 4, dims, &elements, why)) {
+        return false;
+    }
+    for (size_t i = 0; i < 4; ++i) {
+        if (dims[i] > U32_MAX) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is %llu: every dim must fit in 32 bits", i, Ull(dims[i]));
+        }
+    }
+    return true;
+}
+
+// Every check of the op's shape (InferShape's and the TilingFunc's are the same); the argument
+// is the op's input.
+template <typename Shape>
+bool HostChecks(const Shape& x, OpgenWhy* why)
+{
+    uint64_t dims[4] = {0, 0, 0, 0};
+    return PermuteDims(x, dims, why);
+}
+}  // namespace opgen_bsnd_to_bnsd_checks
+
 namespace {
 const uint64_t BLOCK_BYTES = 32;
 // The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
@@ -26,40 +102,12 @@ const uint64_t BUFFER_NUM = 2;          // double buffering: the copy-in of pass
 const uint64_t MAX_BLOCK_COUNT = 4095;  // DataCopyPad blockCount limit
 const uint64_t MAX_BURST_BYTES = 2097120;  // DataCopyPad blockLen limit (2097151), 32-byte multiple
 const uint64_t U32_MAX = 0xFFFFFFFFull;
-// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
-const uint64_t MAX_ELEMENTS = 1ull << 40;
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 uint64_t MaxU64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
-ge::graphStatus Dims(const gert::Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims,
-                     uint64_t* elements)
-{
-    const size_t rank = s.GetDimNum();
-    if (rank < minRank || rank > maxRank) {
-        if (minRank == maxRank) {
-            OPGEN_REJECT("%s has rank %zu; it must have rank %zu", name, rank, minRank);
-        }
-        OPGEN_REJECT("%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
-    }
-    uint64_t n = 1;
-    for (size_t i = 0; i < rank; ++i) {
-        if (s.GetDim(i) < 0) {
-            OPGEN_REJECT("%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
-        }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
-        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
-            OPGEN_REJECT("%s has more than 2^40 elements: element counts past the index type", name);
-        }
-        n *= dims[i];
-    }
-    *elements = n;
-    return ge::GRAPH_SUCCESS;
-}
 
 // The platform's vector cores and the UB bytes a plan may use.
 ge::graphStatus Platform(gert::TilingContext* context, uint64_t* cores, uint64_t* budget)
@@ -122,16 +170,12 @@ const uint64_t TARGET_TRANSFER_BYTES = 16384;
 // Per-core tile counts tried when spreading a dim over the cores.
 const uint64_t SPREAD_STEPS = 4;
 
+// x's dims, by the checks the torch extension's kernels run too (permute_checks.j2).
 ge::graphStatus PermuteDims(const gert::Shape& x, uint64_t* dims)
 {
-    uint64_t elements = 0;
-    if (Dims(x, "x", 4, 4, dims, &elements) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
-    for (size_t i = 0; i < 4; ++i) {
-        if (dims[i] > U32_MAX) {
-            OPGEN_REJECT("x dim %zu is %llu: every dim must fit in 32 bits", i, Ull(dims[i]));
-        }
+    OpgenWhy why;
+    if (!opgen_bsnd_to_bnsd_checks::PermuteDims(x, dims, &why)) {
+        OPGEN_REJECT("%s", why.text);
     }
     return ge::GRAPH_SUCCESS;
 }
@@ -139,7 +183,7 @@ ge::graphStatus PermuteDims(const gert::Shape& x, uint64_t* dims)
 // How many tiles to cut a dim of `units` rows into, for `groups` independent copies of it over
 // `cores` (tiles of one core are consecutive): a count in [lo, hi] that minimises the rows of the
 // busiest core, ceil(groups * tiles / cores) * ceil(units / tiles); the fewest tiles on ties.
-// groups * units <= 2^40 (Dims), so nothing overflows.
+// groups * units <= 2^40 (permute_checks.j2's Dims), so nothing overflows.
 uint64_t SpreadCount(uint64_t units, uint64_t groups, uint64_t cores, uint64_t lo, uint64_t hi)
 {
     uint64_t best = lo;

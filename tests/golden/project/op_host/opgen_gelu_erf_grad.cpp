@@ -17,45 +17,81 @@
         return ge::GRAPH_FAILED;                                \
     } while (0)
 
-namespace {
+// ---- the shape and attr checks of OpgenGeluErfGrad (templates/host/elementwise_checks.j2): the same
+// text is in op_host/opgen_gelu_erf_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_gelu_erf_grad_checks {
 const size_t NUM_INPUTS = 2;
-const size_t NUM_OUTPUTS = 1;
 const size_t MAX_RANK = 8;
 const char* const INPUT_NAMES[NUM_INPUTS] = { "dy", "x" };
 
 // Elementwise ops do not broadcast: every input has the first input's shape.
-ge::graphStatus SameShapes(const gert::Shape* const shapes[NUM_INPUTS])
+template <typename Shape>
+bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 {
     for (size_t i = 1; i < NUM_INPUTS; ++i) {
-        if (!(*shapes[i] == *shapes[0])) {
-            OPGEN_REJECT("input %s must have the shape of input %s (elementwise ops do not broadcast)",
-                         INPUT_NAMES[i], INPUT_NAMES[0]);
+        bool same = shapes[i]->GetDimNum() == shapes[0]->GetDimNum();
+        for (size_t d = 0; same && d < shapes[0]->GetDimNum(); ++d) {
+            same = shapes[i]->GetDim(d) == shapes[0]->GetDim(d);
+        }
+        if (!same) {
+            OPGEN_CHECK_FAIL(why, "input %s must have the shape of input %s (elementwise ops do not broadcast)",
+                             INPUT_NAMES[i], INPUT_NAMES[0]);
         }
     }
-    return ge::GRAPH_SUCCESS;
+    return true;
 }
 
 // The number of elements of a shape, which must fit in 32 bits.
-ge::graphStatus Numel(const gert::Shape& shape, uint64_t* total)
+template <typename Shape>
+bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
-        OPGEN_REJECT("input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
+        OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
     uint64_t n = 1;
     for (size_t i = 0; i < rank; ++i) {
         const int64_t d = shape.GetDim(i);
         if (d < 0) {
-            OPGEN_REJECT("input %s dim %zu is negative", INPUT_NAMES[0], i);
+            OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
         n *= static_cast<uint64_t>(d);
         if (n > 0xFFFFFFFFull) {
-            OPGEN_REJECT("input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
+            OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
     }
     *total = n;
-    return ge::GRAPH_SUCCESS;
+    return true;
 }
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (only rounding has values to refuse).
+template <typename Shape>
+bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
+{
+    const Shape* const shapes[NUM_INPUTS] = { &in0, &in1 };
+    uint64_t total = 0;
+    return SameShapes(shapes, why) && Numel(in0, &total, why);
+}
+}  // namespace opgen_gelu_erf_grad_checks
+
+namespace {
+const size_t NUM_INPUTS = opgen_gelu_erf_grad_checks::NUM_INPUTS;
+const size_t NUM_OUTPUTS = 1;
+using opgen_gelu_erf_grad_checks::INPUT_NAMES;
 }  // namespace
 
 namespace ge {
@@ -68,8 +104,10 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
             OPGEN_REJECT("InferShape: missing the shape of input %s", INPUT_NAMES[i]);
         }
     }
-    if (SameShapes(shapes) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
+    // The shape checks the torch extension's kernels run too (elementwise_checks.j2).
+    OpgenWhy why;
+    if (!opgen_gelu_erf_grad_checks::SameShapes(shapes, &why)) {
+        OPGEN_REJECT("%s", why.text);
     }
     for (size_t k = 0; k < NUM_OUTPUTS; ++k) {
         gert::Shape* out = context->GetOutputShape(k);
@@ -161,12 +199,11 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         perElemX8 += 8 * BUFFER_NUM * outSize;
         minSize = outSize < minSize ? outSize : minSize;
     }
-    if (SameShapes(shapes) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
+    // The shape checks the torch extension's kernels run too (elementwise_checks.j2).
+    OpgenWhy why;
     uint64_t total = 0;
-    if (Numel(*shapes[0], &total) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
+    if (!opgen_gelu_erf_grad_checks::SameShapes(shapes, &why) || !opgen_gelu_erf_grad_checks::Numel(*shapes[0], &total, &why)) {
+        OPGEN_REJECT("%s", why.text);
     }
 
     platform_ascendc::PlatformAscendC platform(context->GetPlatformInfo());

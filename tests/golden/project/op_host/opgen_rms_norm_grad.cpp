@@ -17,6 +17,118 @@
         return ge::GRAPH_FAILED;                                \
     } while (0)
 
+// ---- the shape checks of OpgenRmsNormGrad (templates/host/row_norm_grad_checks.j2): the same text
+// is in op_host/opgen_rms_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_rms_norm_grad_checks {
+const size_t MAX_RANK = 8;
+
+// x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
+// maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
+template <typename Shape>
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+                 OpgenWhy* why)
+{
+    const size_t xRank = x.GetDimNum();
+    const size_t gRank = gamma.GetDimNum();
+    if (xRank < 1 || xRank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
+    }
+    if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
+        OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
+    }
+    uint64_t c = 1;
+    for (size_t i = 0; i < gRank; ++i) {
+        const int64_t g = gamma.GetDim(i);
+        const int64_t d = x.GetDim(xRank - gRank + i);
+        if (g != d || g < 0) {
+            OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
+                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+        }
+        c *= static_cast<uint64_t>(g);
+    }
+    uint64_t r = 1;
+    for (size_t i = 0; i + gRank < xRank; ++i) {
+        if (x.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
+        }
+        r *= static_cast<uint64_t>(x.GetDim(i));
+    }
+    if (c == 0) {
+        OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
+    }
+    if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
+                         static_cast<unsigned long long>(c));
+    }
+    *rows = r;
+    *cols = c;
+    return true;
+}
+
+// `a` and `b` have the same dims (gert::Shape's operator==, for any Shape).
+template <typename Shape>
+bool SameShape(const Shape& a, const Shape& b)
+{
+    bool same = a.GetDimNum() == b.GetDimNum();
+    for (size_t i = 0; same && i < a.GetDimNum(); ++i) {
+        same = a.GetDim(i) == b.GetDim(i);
+    }
+    return same;
+}
+
+// dy have x's shape; rstd is x's shape with gamma's dims set to 1.
+template <typename Shape>
+bool CheckShapes(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma,
+                 OpgenWhy* why)
+{
+    if (!SameShape(dy, x)) {
+        OPGEN_CHECK_FAIL(why, "dy must have x's shape");
+    }
+    bool ok = rstd.GetDimNum() == x.GetDimNum();
+    for (size_t i = 0; ok && i < x.GetDimNum(); ++i) {
+        const bool normalised = i + gamma.GetDimNum() >= x.GetDimNum();
+        ok = rstd.GetDim(i) == (normalised ? 1 : x.GetDim(i));
+    }
+    if (!ok) {
+        OPGEN_CHECK_FAIL(why, "rstd must be x's shape with gamma's dims set to 1 (the forward's rstd)");
+    }
+    return true;
+}
+
+// Every check of the op's shapes, in the op_host's order (InferShape's and the TilingFunc's are
+// the same); the arguments are the op's inputs. `rows` and `cols` (the op_host's) receive x's
+// row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
+template <typename Shape>
+bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma,
+                OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+{
+    uint64_t r = 0;
+    uint64_t c = 0;
+    if (!RowsAndCols(x, gamma, MAX_RANK - 1, &r, &c, why) ||
+        !CheckShapes(dy, x, rstd, gamma, why)) {
+        return false;
+    }
+    if (rows != nullptr && cols != nullptr) {
+        *rows = r;
+        *cols = c;
+    }
+    return true;
+}
+}  // namespace opgen_rms_norm_grad_checks
+
 namespace {
 const uint32_t INPUT_DY = 0;
 const uint32_t INPUT_X = 1;
@@ -26,68 +138,9 @@ const uint32_t INPUT_GAMMA = 3;
 // cross-core sum; an offset keeps gamma + offset's rounding error in UB beside gamma.
 const bool LAYER_NORM = false;
 const bool HAS_OFFSET = false;
-const size_t MAX_RANK = 8;
 // dgamma partial rows (in the workspace): a fixed count, not the core count, so dgamma is the
 // same bits on every core count.
 const int64_t PARTIAL_GROUPS = 48;
-
-// x is [rows..., cols...] where gamma's shape equals the trailing dims of x.
-ge::graphStatus RowsAndCols(const gert::Shape& x, const gert::Shape& gamma, uint64_t* rows, uint64_t* cols)
-{
-    const size_t xRank = x.GetDimNum();
-    const size_t gRank = gamma.GetDimNum();
-    if (xRank < 1 || xRank > MAX_RANK) {
-        OPGEN_REJECT("x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
-    }
-    if (gRank < 1 || gRank + 1 > MAX_RANK || gRank > xRank) {
-        OPGEN_REJECT("gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
-    }
-    uint64_t c = 1;
-    for (size_t i = 0; i < gRank; ++i) {
-        const int64_t g = gamma.GetDim(i);
-        const int64_t d = x.GetDim(xRank - gRank + i);
-        if (g != d || g < 0) {
-            OPGEN_REJECT("gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
-                         i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
-        }
-        c *= static_cast<uint64_t>(g);
-    }
-    uint64_t r = 1;
-    for (size_t i = 0; i + gRank < xRank; ++i) {
-        if (x.GetDim(i) < 0) {
-            OPGEN_REJECT("x dim %zu is negative", i);
-        }
-        r *= static_cast<uint64_t>(x.GetDim(i));
-    }
-    if (c == 0) {
-        OPGEN_REJECT("gamma has no elements: the mean of an empty row is undefined");
-    }
-    if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
-        OPGEN_REJECT("%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
-                     static_cast<unsigned long long>(c));
-    }
-    *rows = r;
-    *cols = c;
-    return ge::GRAPH_SUCCESS;
-}
-
-// dy have x's shape; rstd is x's shape with gamma's dims set to 1.
-ge::graphStatus CheckShapes(const gert::Shape& dy, const gert::Shape& x, const gert::Shape& rstd,
-                            const gert::Shape& gamma)
-{
-    if (!(dy == x)) {
-        OPGEN_REJECT("dy must have x's shape");
-    }
-    bool ok = rstd.GetDimNum() == x.GetDimNum();
-    for (size_t i = 0; ok && i < x.GetDimNum(); ++i) {
-        const bool normalised = i + gamma.GetDimNum() >= x.GetDimNum();
-        ok = rstd.GetDim(i) == (normalised ? 1 : x.GetDim(i));
-    }
-    if (!ok) {
-        OPGEN_REJECT("rstd must be x's shape with gamma's dims set to 1 (the forward's rstd)");
-    }
-    return ge::GRAPH_SUCCESS;
-}
 }  // namespace
 
 namespace ge {
@@ -103,11 +156,10 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
         dgamma == nullptr) {
         OPGEN_REJECT("InferShape: missing input or output shape");
     }
-    uint64_t rows = 0;
-    uint64_t cols = 0;
-    if (RowsAndCols(*x, *gamma, &rows, &cols) != ge::GRAPH_SUCCESS ||
-        CheckShapes(*dy, *x, *rstd, *gamma) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
+    // The shape checks the torch extension's kernels run too (row_norm_grad_checks.j2).
+    OpgenWhy why;
+    if (!opgen_rms_norm_grad_checks::HostChecks(*dy, *x, *rstd, *gamma, &why)) {
+        OPGEN_REJECT("%s", why.text);
     }
     *dx = *x;
     *dgamma = *gamma;
@@ -219,12 +271,13 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
 context->GetInputDesc(INPUT_X) == nullptr) {
         OPGEN_REJECT("TilingFunc: missing input shape or dtype");
     }
+    // The shape checks the torch extension's kernels run too (row_norm_grad_checks.j2).
     uint64_t rows = 0;
     uint64_t cols = 0;
-    if (RowsAndCols(xShape->GetStorageShape(), gammaShape->GetStorageShape(), &rows, &cols) != ge::GRAPH_SUCCESS ||
-        CheckShapes(dyShape->GetStorageShape(), xShape->GetStorageShape(), rstdShape->GetStorageShape(),
-                    gammaShape->GetStorageShape()) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
+    OpgenWhy why;
+    if (!opgen_rms_norm_grad_checks::HostChecks(dyShape->GetStorageShape(), xShape->GetStorageShape(), rstdShape->GetStorageShape(),
+                                       gammaShape->GetStorageShape(), &why, &rows, &cols)) {
+        OPGEN_REJECT("%s", why.text);
     }
     const ge::DataType dtype = context->GetInputDesc(INPUT_X)->GetDataType();
     uint64_t typeSize = 0;

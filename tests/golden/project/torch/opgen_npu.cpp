@@ -27,6 +27,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_npu(const at::Tensor
     static constexpr const char* op_name = "opgen::add_rms_norm";
     opgen_torch::check_device(op_name, { {"x1", &x1}, {"x2", &x2}, {"gamma", &gamma} });
     const auto plan = opgen_torch::add_rms_norm_plan(x1, x2, gamma);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::add_rms_norm_host_checks(x1, x2, gamma, epsilon, rounding);
     const c10::DeviceGuard guard(x1.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x1_contig = x1.contiguous();
@@ -51,6 +53,8 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_npu(const at::Tensor& dy, c
     static constexpr const char* op_name = "opgen::add_rms_norm_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x_sum", &x_sum}, {"rstd", &rstd}, {"gamma", &gamma}, {"dx_sum", &dx_sum} });
     const auto plan = opgen_torch::add_rms_norm_grad_plan(dy, x_sum, rstd, gamma, dx_sum);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::add_rms_norm_grad_host_checks(dy, x_sum, rstd, gamma, dx_sum);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();
@@ -73,6 +77,8 @@ at::Tensor bnsd_to_bsnd_npu(const at::Tensor& x)
     static constexpr const char* op_name = "opgen::bnsd_to_bsnd";
     opgen_torch::check_device(op_name, { {"x", &x} });
     const auto plan = opgen_torch::bnsd_to_bsnd_plan(x);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::bnsd_to_bsnd_host_checks(x);
     const c10::DeviceGuard guard(x.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
@@ -90,6 +96,8 @@ at::Tensor bsnd_to_bnsd_npu(const at::Tensor& x)
     static constexpr const char* op_name = "opgen::bsnd_to_bnsd";
     opgen_torch::check_device(op_name, { {"x", &x} });
     const auto plan = opgen_torch::bsnd_to_bnsd_plan(x);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::bsnd_to_bnsd_host_checks(x);
     const c10::DeviceGuard guard(x.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
@@ -130,6 +138,8 @@ at::Tensor fast_gelu_npu(const at::Tensor& x)
     static constexpr const char* op_name = "opgen::fast_gelu";
     opgen_torch::check_device(op_name, { {"x", &x} });
     const auto plan = opgen_torch::fast_gelu_plan(x);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::fast_gelu_host_checks(x);
     const c10::DeviceGuard guard(x.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
@@ -147,6 +157,8 @@ at::Tensor fast_gelu_grad_npu(const at::Tensor& dy, const at::Tensor& x)
     static constexpr const char* op_name = "opgen::fast_gelu_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x", &x} });
     const auto plan = opgen_torch::fast_gelu_grad_plan(dy, x);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::fast_gelu_grad_host_checks(dy, x);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();
@@ -165,6 +177,8 @@ at::Tensor gelu_erf_npu(const at::Tensor& x)
     static constexpr const char* op_name = "opgen::gelu_erf";
     opgen_torch::check_device(op_name, { {"x", &x} });
     const auto plan = opgen_torch::gelu_erf_plan(x);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::gelu_erf_host_checks(x);
     const c10::DeviceGuard guard(x.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
@@ -182,6 +196,8 @@ at::Tensor gelu_erf_grad_npu(const at::Tensor& dy, const at::Tensor& x)
     static constexpr const char* op_name = "opgen::gelu_erf_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x", &x} });
     const auto plan = opgen_torch::gelu_erf_grad_plan(dy, x);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::gelu_erf_grad_host_checks(dy, x);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();
@@ -200,6 +216,8 @@ at::Tensor gelu_tanh_npu(const at::Tensor& x)
     static constexpr const char* op_name = "opgen::gelu_tanh";
     opgen_torch::check_device(op_name, { {"x", &x} });
     const auto plan = opgen_torch::gelu_tanh_plan(x);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::gelu_tanh_host_checks(x);
     const c10::DeviceGuard guard(x.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
@@ -217,6 +235,8 @@ at::Tensor gelu_tanh_grad_npu(const at::Tensor& dy, const at::Tensor& x)
     static constexpr const char* op_name = "opgen::gelu_tanh_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x", &x} });
     const auto plan = opgen_torch::gelu_tanh_grad_plan(dy, x);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::gelu_tanh_grad_host_checks(dy, x);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();
@@ -235,6 +255,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_npu(const at::Tensor& 
     static constexpr const char* op_name = "opgen::layer_norm";
     opgen_torch::check_device(op_name, { {"x", &x}, {"gamma", &gamma}, {"beta", &beta} });
     const auto plan = opgen_torch::layer_norm_plan(x, gamma, beta);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::layer_norm_host_checks(x, gamma, beta, epsilon);
     const c10::DeviceGuard guard(x.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
@@ -256,6 +278,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_npu(const at::Ten
     static constexpr const char* op_name = "opgen::layer_norm_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x", &x}, {"mean", &mean}, {"rstd", &rstd}, {"gamma", &gamma} });
     const auto plan = opgen_torch::layer_norm_grad_plan(dy, x, mean, rstd, gamma);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::layer_norm_grad_host_checks(dy, x, mean, rstd, gamma);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();
@@ -327,6 +351,8 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_npu(const at::Tensor& x, const at::T
     static constexpr const char* op_name = "opgen::rms_norm";
     opgen_torch::check_device(op_name, { {"x", &x}, {"gamma", &gamma} });
     const auto plan = opgen_torch::rms_norm_plan(x, gamma);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::rms_norm_host_checks(x, gamma, epsilon, rounding);
     const c10::DeviceGuard guard(x.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
@@ -349,6 +375,8 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_grad_npu(const at::Tensor& dy, const
     static constexpr const char* op_name = "opgen::rms_norm_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x", &x}, {"rstd", &rstd}, {"gamma", &gamma} });
     const auto plan = opgen_torch::rms_norm_grad_plan(dy, x, rstd, gamma);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::rms_norm_grad_host_checks(dy, x, rstd, gamma);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();
@@ -421,6 +449,8 @@ at::Tensor swiglu_npu(const at::Tensor& gate, const at::Tensor& up, c10::string_
     static constexpr const char* op_name = "opgen::swiglu";
     opgen_torch::check_device(op_name, { {"gate", &gate}, {"up", &up} });
     const auto plan = opgen_torch::swiglu_plan(gate, up);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::swiglu_host_checks(gate, up, rounding);
     const c10::DeviceGuard guard(gate.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor gate_contig = gate.contiguous();
@@ -442,6 +472,8 @@ std::tuple<at::Tensor, at::Tensor> swiglu_grad_npu(const at::Tensor& dy, const a
     static constexpr const char* op_name = "opgen::swiglu_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"gate", &gate}, {"up", &up} });
     const auto plan = opgen_torch::swiglu_grad_plan(dy, gate, up);
+    // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
+    opgen_torch::swiglu_grad_host_checks(dy, gate, up, rounding);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();

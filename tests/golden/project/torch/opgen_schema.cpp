@@ -20,6 +20,7 @@ namespace {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_meta(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     const auto plan = opgen_torch::add_rms_norm_plan(x1, x2, gamma);
+    opgen_torch::add_rms_norm_host_checks(x1, x2, gamma, epsilon, rounding);
     opgen_torch::check_with_host("opgen::add_rms_norm", "OpgenAddRmsNorm", { {"x1", &x1}, {"x2", &x2}, {"gamma", &gamma} }, { opgen_torch::attr_text("epsilon", epsilon), opgen_torch::attr_text("rounding", rounding) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x1.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x1.options().dtype(plan.dtypes[1]));
@@ -31,6 +32,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_meta(const at::Tenso
 std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum)
 {
     const auto plan = opgen_torch::add_rms_norm_grad_plan(dy, x_sum, rstd, gamma, dx_sum);
+    opgen_torch::add_rms_norm_grad_host_checks(dy, x_sum, rstd, gamma, dx_sum);
     opgen_torch::check_with_host("opgen::add_rms_norm_grad", "OpgenAddRmsNormGrad", { {"dy", &dy}, {"x_sum", &x_sum}, {"rstd", &rstd}, {"gamma", &gamma}, {"dx_sum", &dx_sum} }, {  });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
@@ -41,6 +43,7 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_meta(const at::Tensor& dy, 
 at::Tensor bnsd_to_bsnd_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::bnsd_to_bsnd_plan(x);
+    opgen_torch::bnsd_to_bsnd_host_checks(x);
     opgen_torch::check_with_host("opgen::bnsd_to_bsnd", "OpgenBnsdToBsnd", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
@@ -50,6 +53,7 @@ at::Tensor bnsd_to_bsnd_meta(const at::Tensor& x)
 at::Tensor bsnd_to_bnsd_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::bsnd_to_bnsd_plan(x);
+    opgen_torch::bsnd_to_bnsd_host_checks(x);
     opgen_torch::check_with_host("opgen::bsnd_to_bnsd", "OpgenBsndToBnsd", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
@@ -69,6 +73,7 @@ at::Tensor dequant_int8_meta(const at::Tensor& q, const at::Tensor& scale, c10::
 at::Tensor fast_gelu_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::fast_gelu_plan(x);
+    opgen_torch::fast_gelu_host_checks(x);
     opgen_torch::check_with_host("opgen::fast_gelu", "OpgenFastGelu", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
@@ -78,6 +83,7 @@ at::Tensor fast_gelu_meta(const at::Tensor& x)
 at::Tensor fast_gelu_grad_meta(const at::Tensor& dy, const at::Tensor& x)
 {
     const auto plan = opgen_torch::fast_gelu_grad_plan(dy, x);
+    opgen_torch::fast_gelu_grad_host_checks(dy, x);
     opgen_torch::check_with_host("opgen::fast_gelu_grad", "OpgenFastGeluGrad", { {"dy", &dy}, {"x", &x} }, {  });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     return dx;
@@ -87,6 +93,7 @@ at::Tensor fast_gelu_grad_meta(const at::Tensor& dy, const at::Tensor& x)
 at::Tensor gelu_erf_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::gelu_erf_plan(x);
+    opgen_torch::gelu_erf_host_checks(x);
     opgen_torch::check_with_host("opgen::gelu_erf", "OpgenGeluErf", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
@@ -96,6 +103,7 @@ at::Tensor gelu_erf_meta(const at::Tensor& x)
 at::Tensor gelu_erf_grad_meta(const at::Tensor& dy, const at::Tensor& x)
 {
     const auto plan = opgen_torch::gelu_erf_grad_plan(dy, x);
+    opgen_torch::gelu_erf_grad_host_checks(dy, x);
     opgen_torch::check_with_host("opgen::gelu_erf_grad", "OpgenGeluErfGrad", { {"dy", &dy}, {"x", &x} }, {  });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     return dx;
@@ -105,6 +113,7 @@ at::Tensor gelu_erf_grad_meta(const at::Tensor& dy, const at::Tensor& x)
 at::Tensor gelu_tanh_meta(const at::Tensor& x)
 {
     const auto plan = opgen_torch::gelu_tanh_plan(x);
+    opgen_torch::gelu_tanh_host_checks(x);
     opgen_torch::check_with_host("opgen::gelu_tanh", "OpgenGeluTanh", { {"x", &x} }, {  });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
@@ -114,6 +123,7 @@ at::Tensor gelu_tanh_meta(const at::Tensor& x)
 at::Tensor gelu_tanh_grad_meta(const at::Tensor& dy, const at::Tensor& x)
 {
     const auto plan = opgen_torch::gelu_tanh_grad_plan(dy, x);
+    opgen_torch::gelu_tanh_grad_host_checks(dy, x);
     opgen_torch::check_with_host("opgen::gelu_tanh_grad", "OpgenGeluTanhGrad", { {"dy", &dy}, {"x", &x} }, {  });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     return dx;
@@ -123,6 +133,7 @@ at::Tensor gelu_tanh_grad_meta(const at::Tensor& dy, const at::Tensor& x)
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_meta(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, double epsilon)
 {
     const auto plan = opgen_torch::layer_norm_plan(x, gamma, beta);
+    opgen_torch::layer_norm_host_checks(x, gamma, beta, epsilon);
     opgen_torch::check_with_host("opgen::layer_norm", "OpgenLayerNorm", { {"x", &x}, {"gamma", &gamma}, {"beta", &beta} }, { opgen_torch::attr_text("epsilon", epsilon) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     at::Tensor mean = at::empty_symint(plan.shapes[1], x.options().dtype(plan.dtypes[1]));
@@ -134,6 +145,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_meta(const at::Tensor&
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma)
 {
     const auto plan = opgen_torch::layer_norm_grad_plan(dy, x, mean, rstd, gamma);
+    opgen_torch::layer_norm_grad_host_checks(dy, x, mean, rstd, gamma);
     opgen_torch::check_with_host("opgen::layer_norm_grad", "OpgenLayerNormGrad", { {"dy", &dy}, {"x", &x}, {"mean", &mean}, {"rstd", &rstd}, {"gamma", &gamma} }, {  });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
@@ -165,6 +177,7 @@ at::Tensor reshape_and_cache_int8_meta(const at::Tensor& key, const at::Tensor& 
 std::tuple<at::Tensor, at::Tensor> rms_norm_meta(const at::Tensor& x, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
     const auto plan = opgen_torch::rms_norm_plan(x, gamma);
+    opgen_torch::rms_norm_host_checks(x, gamma, epsilon, rounding);
     opgen_torch::check_with_host("opgen::rms_norm", "OpgenRmsNorm", { {"x", &x}, {"gamma", &gamma} }, { opgen_torch::attr_text("epsilon", epsilon), opgen_torch::attr_text("rounding", rounding) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     at::Tensor rstd = at::empty_symint(plan.shapes[1], x.options().dtype(plan.dtypes[1]));
@@ -175,6 +188,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_meta(const at::Tensor& x, const at::
 std::tuple<at::Tensor, at::Tensor> rms_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma)
 {
     const auto plan = opgen_torch::rms_norm_grad_plan(dy, x, rstd, gamma);
+    opgen_torch::rms_norm_grad_host_checks(dy, x, rstd, gamma);
     opgen_torch::check_with_host("opgen::rms_norm_grad", "OpgenRmsNormGrad", { {"dy", &dy}, {"x", &x}, {"rstd", &rstd}, {"gamma", &gamma} }, {  });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
@@ -207,6 +221,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> rotary_mul_grad_meta(const at::Te
 at::Tensor swiglu_meta(const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     const auto plan = opgen_torch::swiglu_plan(gate, up);
+    opgen_torch::swiglu_host_checks(gate, up, rounding);
     opgen_torch::check_with_host("opgen::swiglu", "OpgenSwiglu", { {"gate", &gate}, {"up", &up} }, { opgen_torch::attr_text("rounding", rounding) });
     at::Tensor y = at::empty_symint(plan.shapes[0], gate.options().dtype(plan.dtypes[0]));
     return y;
@@ -216,6 +231,7 @@ at::Tensor swiglu_meta(const at::Tensor& gate, const at::Tensor& up, c10::string
 std::tuple<at::Tensor, at::Tensor> swiglu_grad_meta(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
     const auto plan = opgen_torch::swiglu_grad_plan(dy, gate, up);
+    opgen_torch::swiglu_grad_host_checks(dy, gate, up, rounding);
     opgen_torch::check_with_host("opgen::swiglu_grad", "OpgenSwigluGrad", { {"dy", &dy}, {"gate", &gate}, {"up", &up} }, { opgen_torch::attr_text("rounding", rounding) });
     at::Tensor dgate = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dup = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));

@@ -28,6 +28,392 @@
 // into the op_host code from one template with one context: the text below is the text the
 // op_host's InferShape/TilingFunc run. Standard C++ only, so the NPU build (no op_host code
 // in-process, no CANN) runs the host's own checks in its Meta and NPU kernels.
+// ---- the shape and attr checks of OpgenAddRmsNorm (templates/host/row_norm_checks.j2): the same
+// text is in op_host/opgen_add_rms_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_add_rms_norm_checks {
+const size_t MAX_RANK = 8;
+
+// x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
+// maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
+template <typename Shape>
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+                 OpgenWhy* why)
+{
+    const size_t xRank = x.GetDimNum();
+    const size_t gRank = gamma.GetDimNum();
+    if (xRank < 1 || xRank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
+    }
+    if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
+        OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
+    }
+    uint64_t c = 1;
+    for (size_t i = 0; i < gRank; ++i) {
+        const int64_t g = gamma.GetDim(i);
+        const int64_t d = x.GetDim(xRank - gRank + i);
+        if (g != d || g < 0) {
+            OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
+                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+        }
+        c *= static_cast<uint64_t>(g);
+    }
+    uint64_t r = 1;
+    for (size_t i = 0; i + gRank < xRank; ++i) {
+        if (x.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
+        }
+        r *= static_cast<uint64_t>(x.GetDim(i));
+    }
+    if (c == 0) {
+        OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
+    }
+    if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
+                         static_cast<unsigned long long>(c));
+    }
+    *rows = r;
+    *cols = c;
+    return true;
+}
+
+// `a` and `b` have the same dims (gert::Shape's operator==, for any Shape).
+template <typename Shape>
+bool SameShape(const Shape& a, const Shape& b)
+{
+    bool same = a.GetDimNum() == b.GetDimNum();
+    for (size_t i = 0; same && i < a.GetDimNum(); ++i) {
+        same = a.GetDim(i) == b.GetDim(i);
+    }
+    return same;
+}
+
+// InferShape's checks: x2 has x1's shape, then the row view.
+template <typename Shape>
+bool InputShapes(const Shape& x, const Shape& x2, const Shape& gamma, uint64_t* rows,
+                 uint64_t* cols, OpgenWhy* why)
+{
+    if (!SameShape(x, x2)) {
+        OPGEN_CHECK_FAIL(why, "x1 and x2 must have the same shape");
+    }
+    return RowsAndCols(x, gamma, MAX_RANK, rows, cols, why);
+}
+
+// The epsilon attr (nullptr: missing).
+inline bool EpsilonOk(const float* epsilon, OpgenWhy* why)
+{
+    if (epsilon == nullptr || !(*epsilon >= 0.0f)) {
+        OPGEN_CHECK_FAIL(why, "epsilon must be a non-negative number");
+    }
+    return true;
+}
+
+// The rounding attr (nullptr: missing). "once": y = RNE(x * rstd * gamma); "hf":
+// y = RNE(RNE(x * rstd) * gamma) with mean = sum / n, where HF Qwen2RMSNorm rounds
+// (`weight * hidden.to(input_dtype)`).
+inline bool RoundingOf(const char* rounding, uint32_t* roundHf, OpgenWhy* why)
+{
+    *roundHf = 0;
+    if (rounding != nullptr && std::strcmp(rounding, "hf") == 0) {
+        *roundHf = 1;
+    } else if (rounding == nullptr || std::strcmp(rounding, "once") != 0) {
+        OPGEN_CHECK_FAIL(why, "rounding \"%s\" is not supported: use \"once\" or \"hf\"", rounding == nullptr ? "(missing)" : rounding);
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the op_host's order (InferShape's, then the
+// TilingFunc's); the arguments are the op's inputs then its attrs.
+template <typename Shape>
+bool HostChecks(const Shape& x, const Shape& x2, const Shape& gamma, float epsilon, const char* rounding, OpgenWhy* why)
+{
+    uint64_t rows = 0;
+    uint64_t cols = 0;
+    uint32_t roundHf = 0;
+    return InputShapes(x, x2, gamma, &rows, &cols, why) && EpsilonOk(&epsilon, why) &&
+           RoundingOf(rounding, &roundHf, why);
+}
+}  // namespace opgen_add_rms_norm_checks
+
+// ---- the shape checks of OpgenAddRmsNormGrad (templates/host/row_norm_grad_checks.j2): the same text
+// is in op_host/opgen_add_rms_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_add_rms_norm_grad_checks {
+const size_t MAX_RANK = 8;
+
+// x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
+// maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
+template <typename Shape>
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+                 OpgenWhy* why)
+{
+    const size_t xRank = x.GetDimNum();
+    const size_t gRank = gamma.GetDimNum();
+    if (xRank < 1 || xRank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
+    }
+    if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
+        OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
+    }
+    uint64_t c = 1;
+    for (size_t i = 0; i < gRank; ++i) {
+        const int64_t g = gamma.GetDim(i);
+        const int64_t d = x.GetDim(xRank - gRank + i);
+        if (g != d || g < 0) {
+            OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
+                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+        }
+        c *= static_cast<uint64_t>(g);
+    }
+    uint64_t r = 1;
+    for (size_t i = 0; i + gRank < xRank; ++i) {
+        if (x.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
+        }
+        r *= static_cast<uint64_t>(x.GetDim(i));
+    }
+    if (c == 0) {
+        OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
+    }
+    if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
+                         static_cast<unsigned long long>(c));
+    }
+    *rows = r;
+    *cols = c;
+    return true;
+}
+
+// `a` and `b` have the same dims (gert::Shape's operator==, for any Shape).
+template <typename Shape>
+bool SameShape(const Shape& a, const Shape& b)
+{
+    bool same = a.GetDimNum() == b.GetDimNum();
+    for (size_t i = 0; same && i < a.GetDimNum(); ++i) {
+        same = a.GetDim(i) == b.GetDim(i);
+    }
+    return same;
+}
+
+// dy and dx_sum have x's shape; rstd is x's shape with gamma's dims set to 1.
+template <typename Shape>
+bool CheckShapes(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma, const Shape& dxSum,
+                 OpgenWhy* why)
+{
+    if (!SameShape(dy, x)) {
+        OPGEN_CHECK_FAIL(why, "dy must have x_sum's shape");
+    }
+    if (!SameShape(dxSum, x)) {
+        OPGEN_CHECK_FAIL(why, "dx_sum must have x_sum's shape");
+    }
+    bool ok = rstd.GetDimNum() == x.GetDimNum();
+    for (size_t i = 0; ok && i < x.GetDimNum(); ++i) {
+        const bool normalised = i + gamma.GetDimNum() >= x.GetDimNum();
+        ok = rstd.GetDim(i) == (normalised ? 1 : x.GetDim(i));
+    }
+    if (!ok) {
+        OPGEN_CHECK_FAIL(why, "rstd must be x_sum's shape with gamma's dims set to 1 (the forward's rstd)");
+    }
+    return true;
+}
+
+// Every check of the op's shapes, in the op_host's order (InferShape's and the TilingFunc's are
+// the same); the arguments are the op's inputs. `rows` and `cols` (the op_host's) receive x's
+// row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
+template <typename Shape>
+bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma, const Shape& dxSum,
+                OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+{
+    uint64_t r = 0;
+    uint64_t c = 0;
+    if (!RowsAndCols(x, gamma, MAX_RANK - 1, &r, &c, why) ||
+        !CheckShapes(dy, x, rstd, gamma, dxSum, why)) {
+        return false;
+    }
+    if (rows != nullptr && cols != nullptr) {
+        *rows = r;
+        *cols = c;
+    }
+    return true;
+}
+}  // namespace opgen_add_rms_norm_grad_checks
+
+// ---- the shape checks of OpgenBnsdToBsnd (templates/host/permute_checks.j2): the same text is in
+// op_host/opgen_bnsd_to_bsnd.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_bnsd_to_bsnd_checks {
+const uint64_t U32_MAX = 0xFFFFFFFFull;
+
+// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
+const uint64_t MAX_ELEMENTS = 1ull << 40;
+
+inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// The dims of `s` (rank checked, every dim non-negative) and their product.
+template <typename Shape>
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
+          OpgenWhy* why)
+{
+    const size_t rank = s.GetDimNum();
+    if (rank < minRank || rank > maxRank) {
+        if (minRank == maxRank) {
+            OPGEN_CHECK_FAIL(why, "%s has rank %zu; it must have rank %zu", name, rank, minRank);
+        }
+        OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        if (s.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+        }
+        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
+            OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
+        }
+        n *= dims[i];
+    }
+    *elements = n;
+    return true;
+}
+
+// x is [B, P, Q, D], each dim below 2^32, at most 2^40 elements.
+template <typename Shape>
+bool PermuteDims(const Shape& x, uint64_t* dims, OpgenWhy* why)
+{
+    uint64_t elements = 0;
+    if (!Dims(x, "x", 4, 4, dims, &elements, why)) {
+        return false;
+    }
+    for (size_t i = 0; i < 4; ++i) {
+        if (dims[i] > U32_MAX) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is %llu: every dim must fit in 32 bits", i, Ull(dims[i]));
+        }
+    }
+    return true;
+}
+
+// Every check of the op's shape (InferShape's and the TilingFunc's are the same); the argument
+// is the op's input.
+template <typename Shape>
+bool HostChecks(const Shape& x, OpgenWhy* why)
+{
+    uint64_t dims[4] = {0, 0, 0, 0};
+    return PermuteDims(x, dims, why);
+}
+}  // namespace opgen_bnsd_to_bsnd_checks
+
+// ---- the shape checks of OpgenBsndToBnsd (templates/host/permute_checks.j2): the same text is in
+// op_host/opgen_bsnd_to_bnsd.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_bsnd_to_bnsd_checks {
+const uint64_t U32_MAX = 0xFFFFFFFFull;
+
+// Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
+const uint64_t MAX_ELEMENTS = 1ull << 40;
+
+inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// The dims of `s` (rank checked, every dim non-negative) and their product.
+template <typename Shape>
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
+          OpgenWhy* why)
+{
+    const size_t rank = s.GetDimNum();
+    if (rank < minRank || rank > maxRank) {
+        if (minRank == maxRank) {
+            OPGEN_CHECK_FAIL(why, "%s has rank %zu; it must have rank %zu", name, rank, minRank);
+        }
+        OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        if (s.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+        }
+        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
+            OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
+        }
+        n *= dims[i];
+    }
+    *elements = n;
+    return true;
+}
+
+// x is [B, P, Q, D], each dim below 2^32, at most 2^40 elements.
+template <typename Shape>
+bool PermuteDims(const Shape& x, uint64_t* dims, OpgenWhy* why)
+{
+    uint64_t elements = 0;
+    if (!Dims(x, "x", 4, 4, dims, &elements, why)) {
+        return false;
+    }
+    for (size_t i = 0; i < 4; ++i) {
+        if (dims[i] > U32_MAX) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is %llu: every dim must fit in 32 bits", i, Ull(dims[i]));
+        }
+    }
+    return true;
+}
+
+// Every check of the op's shape (InferShape's and the TilingFunc's are the same); the argument
+// is the op's input.
+template <typename Shape>
+bool HostChecks(const Shape& x, OpgenWhy* why)
+{
+    uint64_t dims[4] = {0, 0, 0, 0};
+    return PermuteDims(x, dims, why);
+}
+}  // namespace opgen_bsnd_to_bnsd_checks
+
 // ---- the shape and attr checks of OpgenDequantInt8 (templates/host/dequant_checks.j2): the same
 // text is in op_host/opgen_dequant_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
 // and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
@@ -142,6 +528,657 @@ bool HostChecks(const Shape& q, const Shape& scale, const char* outDtype, OpgenW
     return RowsAndDim(q, scale, &rows, &d, why) && OutputType(outDtype, &out, why);
 }
 }  // namespace opgen_dequant_int8_checks
+
+// ---- the shape and attr checks of OpgenFastGelu (templates/host/elementwise_checks.j2): the same
+// text is in op_host/opgen_fast_gelu.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_fast_gelu_checks {
+const size_t NUM_INPUTS = 1;
+const size_t MAX_RANK = 8;
+const char* const INPUT_NAMES[NUM_INPUTS] = { "x" };
+
+// Elementwise ops do not broadcast: every input has the first input's shape.
+template <typename Shape>
+bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
+{
+    for (size_t i = 1; i < NUM_INPUTS; ++i) {
+        bool same = shapes[i]->GetDimNum() == shapes[0]->GetDimNum();
+        for (size_t d = 0; same && d < shapes[0]->GetDimNum(); ++d) {
+            same = shapes[i]->GetDim(d) == shapes[0]->GetDim(d);
+        }
+        if (!same) {
+            OPGEN_CHECK_FAIL(why, "input %s must have the shape of input %s (elementwise ops do not broadcast)",
+                             INPUT_NAMES[i], INPUT_NAMES[0]);
+        }
+    }
+    return true;
+}
+
+// The number of elements of a shape, which must fit in 32 bits.
+template <typename Shape>
+bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+{
+    const size_t rank = shape.GetDimNum();
+    if (rank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        const int64_t d = shape.GetDim(i);
+        if (d < 0) {
+            OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
+        }
+        n *= static_cast<uint64_t>(d);
+        if (n > 0xFFFFFFFFull) {
+            OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
+        }
+    }
+    *total = n;
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (only rounding has values to refuse).
+template <typename Shape>
+bool HostChecks(const Shape& in0, OpgenWhy* why)
+{
+    const Shape* const shapes[NUM_INPUTS] = { &in0 };
+    uint64_t total = 0;
+    return SameShapes(shapes, why) && Numel(in0, &total, why);
+}
+}  // namespace opgen_fast_gelu_checks
+
+// ---- the shape and attr checks of OpgenFastGeluGrad (templates/host/elementwise_checks.j2): the same
+// text is in op_host/opgen_fast_gelu_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_fast_gelu_grad_checks {
+const size_t NUM_INPUTS = 2;
+const size_t MAX_RANK = 8;
+const char* const INPUT_NAMES[NUM_INPUTS] = { "dy", "x" };
+
+// Elementwise ops do not broadcast: every input has the first input's shape.
+template <typename Shape>
+bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
+{
+    for (size_t i = 1; i < NUM_INPUTS; ++i) {
+        bool same = shapes[i]->GetDimNum() == shapes[0]->GetDimNum();
+        for (size_t d = 0; same && d < shapes[0]->GetDimNum(); ++d) {
+            same = shapes[i]->GetDim(d) == shapes[0]->GetDim(d);
+        }
+        if (!same) {
+            OPGEN_CHECK_FAIL(why, "input %s must have the shape of input %s (elementwise ops do not broadcast)",
+                             INPUT_NAMES[i], INPUT_NAMES[0]);
+        }
+    }
+    return true;
+}
+
+// The number of elements of a shape, which must fit in 32 bits.
+template <typename Shape>
+bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+{
+    const size_t rank = shape.GetDimNum();
+    if (rank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        const int64_t d = shape.GetDim(i);
+        if (d < 0) {
+            OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
+        }
+        n *= static_cast<uint64_t>(d);
+        if (n > 0xFFFFFFFFull) {
+            OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
+        }
+    }
+    *total = n;
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (only rounding has values to refuse).
+template <typename Shape>
+bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
+{
+    const Shape* const shapes[NUM_INPUTS] = { &in0, &in1 };
+    uint64_t total = 0;
+    return SameShapes(shapes, why) && Numel(in0, &total, why);
+}
+}  // namespace opgen_fast_gelu_grad_checks
+
+// ---- the shape and attr checks of OpgenGeluErf (templates/host/elementwise_checks.j2): the same
+// text is in op_host/opgen_gelu_erf.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_gelu_erf_checks {
+const size_t NUM_INPUTS = 1;
+const size_t MAX_RANK = 8;
+const char* const INPUT_NAMES[NUM_INPUTS] = { "x" };
+
+// Elementwise ops do not broadcast: every input has the first input's shape.
+template <typename Shape>
+bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
+{
+    for (size_t i = 1; i < NUM_INPUTS; ++i) {
+        bool same = shapes[i]->GetDimNum() == shapes[0]->GetDimNum();
+        for (size_t d = 0; same && d < shapes[0]->GetDimNum(); ++d) {
+            same = shapes[i]->GetDim(d) == shapes[0]->GetDim(d);
+        }
+        if (!same) {
+            OPGEN_CHECK_FAIL(why, "input %s must have the shape of input %s (elementwise ops do not broadcast)",
+                             INPUT_NAMES[i], INPUT_NAMES[0]);
+        }
+    }
+    return true;
+}
+
+// The number of elements of a shape, which must fit in 32 bits.
+template <typename Shape>
+bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+{
+    const size_t rank = shape.GetDimNum();
+    if (rank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        const int64_t d = shape.GetDim(i);
+        if (d < 0) {
+            OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
+        }
+        n *= static_cast<uint64_t>(d);
+        if (n > 0xFFFFFFFFull) {
+            OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
+        }
+    }
+    *total = n;
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (only rounding has values to refuse).
+template <typename Shape>
+bool HostChecks(const Shape& in0, OpgenWhy* why)
+{
+    const Shape* const shapes[NUM_INPUTS] = { &in0 };
+    uint64_t total = 0;
+    return SameShapes(shapes, why) && Numel(in0, &total, why);
+}
+}  // namespace opgen_gelu_erf_checks
+
+// ---- the shape and attr checks of OpgenGeluErfGrad (templates/host/elementwise_checks.j2): the same
+// text is in op_host/opgen_gelu_erf_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_gelu_erf_grad_checks {
+const size_t NUM_INPUTS = 2;
+const size_t MAX_RANK = 8;
+const char* const INPUT_NAMES[NUM_INPUTS] = { "dy", "x" };
+
+// Elementwise ops do not broadcast: every input has the first input's shape.
+template <typename Shape>
+bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
+{
+    for (size_t i = 1; i < NUM_INPUTS; ++i) {
+        bool same = shapes[i]->GetDimNum() == shapes[0]->GetDimNum();
+        for (size_t d = 0; same && d < shapes[0]->GetDimNum(); ++d) {
+            same = shapes[i]->GetDim(d) == shapes[0]->GetDim(d);
+        }
+        if (!same) {
+            OPGEN_CHECK_FAIL(why, "input %s must have the shape of input %s (elementwise ops do not broadcast)",
+                             INPUT_NAMES[i], INPUT_NAMES[0]);
+        }
+    }
+    return true;
+}
+
+// The number of elements of a shape, which must fit in 32 bits.
+template <typename Shape>
+bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+{
+    const size_t rank = shape.GetDimNum();
+    if (rank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        const int64_t d = shape.GetDim(i);
+        if (d < 0) {
+            OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
+        }
+        n *= static_cast<uint64_t>(d);
+        if (n > 0xFFFFFFFFull) {
+            OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
+        }
+    }
+    *total = n;
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (only rounding has values to refuse).
+template <typename Shape>
+bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
+{
+    const Shape* const shapes[NUM_INPUTS] = { &in0, &in1 };
+    uint64_t total = 0;
+    return SameShapes(shapes, why) && Numel(in0, &total, why);
+}
+}  // namespace opgen_gelu_erf_grad_checks
+
+// ---- the shape and attr checks of OpgenGeluTanh (templates/host/elementwise_checks.j2): the same
+// text is in op_host/opgen_gelu_tanh.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_gelu_tanh_checks {
+const size_t NUM_INPUTS = 1;
+const size_t MAX_RANK = 8;
+const char* const INPUT_NAMES[NUM_INPUTS] = { "x" };
+
+// Elementwise ops do not broadcast: every input has the first input's shape.
+template <typename Shape>
+bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
+{
+    for (size_t i = 1; i < NUM_INPUTS; ++i) {
+        bool same = shapes[i]->GetDimNum() == shapes[0]->GetDimNum();
+        for (size_t d = 0; same && d < shapes[0]->GetDimNum(); ++d) {
+            same = shapes[i]->GetDim(d) == shapes[0]->GetDim(d);
+        }
+        if (!same) {
+            OPGEN_CHECK_FAIL(why, "input %s must have the shape of input %s (elementwise ops do not broadcast)",
+                             INPUT_NAMES[i], INPUT_NAMES[0]);
+        }
+    }
+    return true;
+}
+
+// The number of elements of a shape, which must fit in 32 bits.
+template <typename Shape>
+bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+{
+    const size_t rank = shape.GetDimNum();
+    if (rank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        const int64_t d = shape.GetDim(i);
+        if (d < 0) {
+            OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
+        }
+        n *= static_cast<uint64_t>(d);
+        if (n > 0xFFFFFFFFull) {
+            OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
+        }
+    }
+    *total = n;
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (only rounding has values to refuse).
+template <typename Shape>
+bool HostChecks(const Shape& in0, OpgenWhy* why)
+{
+    const Shape* const shapes[NUM_INPUTS] = { &in0 };
+    uint64_t total = 0;
+    return SameShapes(shapes, why) && Numel(in0, &total, why);
+}
+}  // namespace opgen_gelu_tanh_checks
+
+// ---- the shape and attr checks of OpgenGeluTanhGrad (templates/host/elementwise_checks.j2): the same
+// text is in op_host/opgen_gelu_tanh_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_gelu_tanh_grad_checks {
+const size_t NUM_INPUTS = 2;
+const size_t MAX_RANK = 8;
+const char* const INPUT_NAMES[NUM_INPUTS] = { "dy", "x" };
+
+// Elementwise ops do not broadcast: every input has the first input's shape.
+template <typename Shape>
+bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
+{
+    for (size_t i = 1; i < NUM_INPUTS; ++i) {
+        bool same = shapes[i]->GetDimNum() == shapes[0]->GetDimNum();
+        for (size_t d = 0; same && d < shapes[0]->GetDimNum(); ++d) {
+            same = shapes[i]->GetDim(d) == shapes[0]->GetDim(d);
+        }
+        if (!same) {
+            OPGEN_CHECK_FAIL(why, "input %s must have the shape of input %s (elementwise ops do not broadcast)",
+                             INPUT_NAMES[i], INPUT_NAMES[0]);
+        }
+    }
+    return true;
+}
+
+// The number of elements of a shape, which must fit in 32 bits.
+template <typename Shape>
+bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+{
+    const size_t rank = shape.GetDimNum();
+    if (rank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        const int64_t d = shape.GetDim(i);
+        if (d < 0) {
+            OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
+        }
+        n *= static_cast<uint64_t>(d);
+        if (n > 0xFFFFFFFFull) {
+            OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
+        }
+    }
+    *total = n;
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (only rounding has values to refuse).
+template <typename Shape>
+bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
+{
+    const Shape* const shapes[NUM_INPUTS] = { &in0, &in1 };
+    uint64_t total = 0;
+    return SameShapes(shapes, why) && Numel(in0, &total, why);
+}
+}  // namespace opgen_gelu_tanh_grad_checks
+
+// ---- the shape and attr checks of OpgenLayerNorm (templates/host/row_norm_checks.j2): the same
+// text is in op_host/opgen_layer_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_layer_norm_checks {
+const size_t MAX_RANK = 8;
+
+// x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
+// maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
+template <typename Shape>
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+                 OpgenWhy* why)
+{
+    const size_t xRank = x.GetDimNum();
+    const size_t gRank = gamma.GetDimNum();
+    if (xRank < 1 || xRank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
+    }
+    if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
+        OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
+    }
+    uint64_t c = 1;
+    for (size_t i = 0; i < gRank; ++i) {
+        const int64_t g = gamma.GetDim(i);
+        const int64_t d = x.GetDim(xRank - gRank + i);
+        if (g != d || g < 0) {
+            OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
+                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+        }
+        c *= static_cast<uint64_t>(g);
+    }
+    uint64_t r = 1;
+    for (size_t i = 0; i + gRank < xRank; ++i) {
+        if (x.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
+        }
+        r *= static_cast<uint64_t>(x.GetDim(i));
+    }
+    if (c == 0) {
+        OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
+    }
+    if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
+                         static_cast<unsigned long long>(c));
+    }
+    *rows = r;
+    *cols = c;
+    return true;
+}
+
+// `a` and `b` have the same dims (gert::Shape's operator==, for any Shape).
+template <typename Shape>
+bool SameShape(const Shape& a, const Shape& b)
+{
+    bool same = a.GetDimNum() == b.GetDimNum();
+    for (size_t i = 0; same && i < a.GetDimNum(); ++i) {
+        same = a.GetDim(i) == b.GetDim(i);
+    }
+    return same;
+}
+
+// InferShape's checks: beta has gamma's shape, then the row view.
+template <typename Shape>
+bool InputShapes(const Shape& x, const Shape& gamma, const Shape& beta, uint64_t* rows,
+                 uint64_t* cols, OpgenWhy* why)
+{
+    if (!SameShape(beta, gamma)) {
+        OPGEN_CHECK_FAIL(why, "beta must have gamma's shape");
+    }
+    return RowsAndCols(x, gamma, MAX_RANK, rows, cols, why);
+}
+
+// The epsilon attr (nullptr: missing).
+inline bool EpsilonOk(const float* epsilon, OpgenWhy* why)
+{
+    if (epsilon == nullptr || !(*epsilon >= 0.0f)) {
+        OPGEN_CHECK_FAIL(why, "epsilon must be a non-negative number");
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the op_host's order (InferShape's, then the
+// TilingFunc's); the arguments are the op's inputs then its attrs.
+template <typename Shape>
+bool HostChecks(const Shape& x, const Shape& gamma, const Shape& beta, float epsilon, OpgenWhy* why)
+{
+    uint64_t rows = 0;
+    uint64_t cols = 0;
+    return InputShapes(x, gamma, beta, &rows, &cols, why) && EpsilonOk(&epsilon, why);
+}
+}  // namespace opgen_layer_norm_checks
+
+// ---- the shape checks of OpgenLayerNormGrad (templates/host/row_norm_grad_checks.j2): the same text
+// is in op_host/opgen_layer_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_layer_norm_grad_checks {
+const size_t MAX_RANK = 8;
+
+// x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
+// maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
+template <typename Shape>
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+                 OpgenWhy* why)
+{
+    const size_t xRank = x.GetDimNum();
+    const size_t gRank = gamma.GetDimNum();
+    if (xRank < 1 || xRank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
+    }
+    if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
+        OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
+    }
+    uint64_t c = 1;
+    for (size_t i = 0; i < gRank; ++i) {
+        const int64_t g = gamma.GetDim(i);
+        const int64_t d = x.GetDim(xRank - gRank + i);
+        if (g != d || g < 0) {
+            OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
+                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+        }
+        c *= static_cast<uint64_t>(g);
+    }
+    uint64_t r = 1;
+    for (size_t i = 0; i + gRank < xRank; ++i) {
+        if (x.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
+        }
+        r *= static_cast<uint64_t>(x.GetDim(i));
+    }
+    if (c == 0) {
+        OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
+    }
+    if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
+                         static_cast<unsigned long long>(c));
+    }
+    *rows = r;
+    *cols = c;
+    return true;
+}
+
+// `a` and `b` have the same dims (gert::Shape's operator==, for any Shape).
+template <typename Shape>
+bool SameShape(const Shape& a, const Shape& b)
+{
+    bool same = a.GetDimNum() == b.GetDimNum();
+    for (size_t i = 0; same && i < a.GetDimNum(); ++i) {
+        same = a.GetDim(i) == b.GetDim(i);
+    }
+    return same;
+}
+
+// dy have x's shape; rstd is x's shape with gamma's dims set to 1.
+template <typename Shape>
+bool CheckShapes(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma,
+                 OpgenWhy* why)
+{
+    if (!SameShape(dy, x)) {
+        OPGEN_CHECK_FAIL(why, "dy must have x's shape");
+    }
+    bool ok = rstd.GetDimNum() == x.GetDimNum();
+    for (size_t i = 0; ok && i < x.GetDimNum(); ++i) {
+        const bool normalised = i + gamma.GetDimNum() >= x.GetDimNum();
+        ok = rstd.GetDim(i) == (normalised ? 1 : x.GetDim(i));
+    }
+    if (!ok) {
+        OPGEN_CHECK_FAIL(why, "rstd must be x's shape with gamma's dims set to 1 (the forward's rstd)");
+    }
+    return true;
+}
+
+// The forward's mean has rstd's shape.
+template <typename Shape>
+bool CheckMean(const Shape& mean, const Shape& rstd, OpgenWhy* why)
+{
+    if (!SameShape(mean, rstd)) {
+        OPGEN_CHECK_FAIL(why, "mean must have rstd's shape (the forward's mean and rstd)");
+    }
+    return true;
+}
+
+// Every check of the op's shapes, in the op_host's order (InferShape's and the TilingFunc's are
+// the same); the arguments are the op's inputs. `rows` and `cols` (the op_host's) receive x's
+// row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
+template <typename Shape>
+bool HostChecks(const Shape& dy, const Shape& x, const Shape& mean, const Shape& rstd, const Shape& gamma,
+                OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+{
+    uint64_t r = 0;
+    uint64_t c = 0;
+    if (!RowsAndCols(x, gamma, MAX_RANK - 1, &r, &c, why) ||
+        !CheckShapes(dy, x, rstd, gamma, why) || !CheckMean(mean, rstd, why)) {
+        return false;
+    }
+    if (rows != nullptr && cols != nullptr) {
+        *rows = r;
+        *cols = c;
+    }
+    return true;
+}
+}  // namespace opgen_layer_norm_grad_checks
 
 // ---- the shape checks of OpgenReshapeAndCache (templates/host/paged_cache_checks.j2): the same text is
 // in op_host/opgen_reshape_and_cache.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
@@ -394,6 +1431,234 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
     return true;
 }
 }  // namespace opgen_reshape_and_cache_int8_checks
+
+// ---- the shape and attr checks of OpgenRmsNorm (templates/host/row_norm_checks.j2): the same
+// text is in op_host/opgen_rms_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_rms_norm_checks {
+const size_t MAX_RANK = 8;
+
+// x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
+// maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
+template <typename Shape>
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+                 OpgenWhy* why)
+{
+    const size_t xRank = x.GetDimNum();
+    const size_t gRank = gamma.GetDimNum();
+    if (xRank < 1 || xRank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
+    }
+    if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
+        OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
+    }
+    uint64_t c = 1;
+    for (size_t i = 0; i < gRank; ++i) {
+        const int64_t g = gamma.GetDim(i);
+        const int64_t d = x.GetDim(xRank - gRank + i);
+        if (g != d || g < 0) {
+            OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
+                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+        }
+        c *= static_cast<uint64_t>(g);
+    }
+    uint64_t r = 1;
+    for (size_t i = 0; i + gRank < xRank; ++i) {
+        if (x.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
+        }
+        r *= static_cast<uint64_t>(x.GetDim(i));
+    }
+    if (c == 0) {
+        OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
+    }
+    if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
+                         static_cast<unsigned long long>(c));
+    }
+    *rows = r;
+    *cols = c;
+    return true;
+}
+
+// `a` and `b` have the same dims (gert::Shape's operator==, for any Shape).
+template <typename Shape>
+bool SameShape(const Shape& a, const Shape& b)
+{
+    bool same = a.GetDimNum() == b.GetDimNum();
+    for (size_t i = 0; same && i < a.GetDimNum(); ++i) {
+        same = a.GetDim(i) == b.GetDim(i);
+    }
+    return same;
+}
+
+// InferShape's checks: then the row view.
+template <typename Shape>
+bool InputShapes(const Shape& x, const Shape& gamma, uint64_t* rows,
+                 uint64_t* cols, OpgenWhy* why)
+{
+    return RowsAndCols(x, gamma, MAX_RANK, rows, cols, why);
+}
+
+// The epsilon attr (nullptr: missing).
+inline bool EpsilonOk(const float* epsilon, OpgenWhy* why)
+{
+    if (epsilon == nullptr || !(*epsilon >= 0.0f)) {
+        OPGEN_CHECK_FAIL(why, "epsilon must be a non-negative number");
+    }
+    return true;
+}
+
+// The rounding attr (nullptr: missing). "once": y = RNE(x * rstd * gamma); "hf":
+// y = RNE(RNE(x * rstd) * gamma) with mean = sum / n, where HF Qwen2RMSNorm rounds
+// (`weight * hidden.to(input_dtype)`).
+inline bool RoundingOf(const char* rounding, uint32_t* roundHf, OpgenWhy* why)
+{
+    *roundHf = 0;
+    if (rounding != nullptr && std::strcmp(rounding, "hf") == 0) {
+        *roundHf = 1;
+    } else if (rounding == nullptr || std::strcmp(rounding, "once") != 0) {
+        OPGEN_CHECK_FAIL(why, "rounding \"%s\" is not supported: use \"once\" or \"hf\"", rounding == nullptr ? "(missing)" : rounding);
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the op_host's order (InferShape's, then the
+// TilingFunc's); the arguments are the op's inputs then its attrs.
+template <typename Shape>
+bool HostChecks(const Shape& x, const Shape& gamma, float epsilon, const char* rounding, OpgenWhy* why)
+{
+    uint64_t rows = 0;
+    uint64_t cols = 0;
+    uint32_t roundHf = 0;
+    return InputShapes(x, gamma, &rows, &cols, why) && EpsilonOk(&epsilon, why) &&
+           RoundingOf(rounding, &roundHf, why);
+}
+}  // namespace opgen_rms_norm_checks
+
+// ---- the shape checks of OpgenRmsNormGrad (templates/host/row_norm_grad_checks.j2): the same text
+// is in op_host/opgen_rms_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
+// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_rms_norm_grad_checks {
+const size_t MAX_RANK = 8;
+
+// x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
+// maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
+template <typename Shape>
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+                 OpgenWhy* why)
+{
+    const size_t xRank = x.GetDimNum();
+    const size_t gRank = gamma.GetDimNum();
+    if (xRank < 1 || xRank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "x has rank %zu; rank 1 to %zu is supported", xRank, MAX_RANK);
+    }
+    if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
+        OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
+    }
+    uint64_t c = 1;
+    for (size_t i = 0; i < gRank; ++i) {
+        const int64_t g = gamma.GetDim(i);
+        const int64_t d = x.GetDim(xRank - gRank + i);
+        if (g != d || g < 0) {
+            OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
+                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+        }
+        c *= static_cast<uint64_t>(g);
+    }
+    uint64_t r = 1;
+    for (size_t i = 0; i + gRank < xRank; ++i) {
+        if (x.GetDim(i) < 0) {
+            OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
+        }
+        r *= static_cast<uint64_t>(x.GetDim(i));
+    }
+    if (c == 0) {
+        OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
+    }
+    if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
+                         static_cast<unsigned long long>(c));
+    }
+    *rows = r;
+    *cols = c;
+    return true;
+}
+
+// `a` and `b` have the same dims (gert::Shape's operator==, for any Shape).
+template <typename Shape>
+bool SameShape(const Shape& a, const Shape& b)
+{
+    bool same = a.GetDimNum() == b.GetDimNum();
+    for (size_t i = 0; same && i < a.GetDimNum(); ++i) {
+        same = a.GetDim(i) == b.GetDim(i);
+    }
+    return same;
+}
+
+// dy have x's shape; rstd is x's shape with gamma's dims set to 1.
+template <typename Shape>
+bool CheckShapes(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma,
+                 OpgenWhy* why)
+{
+    if (!SameShape(dy, x)) {
+        OPGEN_CHECK_FAIL(why, "dy must have x's shape");
+    }
+    bool ok = rstd.GetDimNum() == x.GetDimNum();
+    for (size_t i = 0; ok && i < x.GetDimNum(); ++i) {
+        const bool normalised = i + gamma.GetDimNum() >= x.GetDimNum();
+        ok = rstd.GetDim(i) == (normalised ? 1 : x.GetDim(i));
+    }
+    if (!ok) {
+        OPGEN_CHECK_FAIL(why, "rstd must be x's shape with gamma's dims set to 1 (the forward's rstd)");
+    }
+    return true;
+}
+
+// Every check of the op's shapes, in the op_host's order (InferShape's and the TilingFunc's are
+// the same); the arguments are the op's inputs. `rows` and `cols` (the op_host's) receive x's
+// row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
+template <typename Shape>
+bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma,
+                OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+{
+    uint64_t r = 0;
+    uint64_t c = 0;
+    if (!RowsAndCols(x, gamma, MAX_RANK - 1, &r, &c, why) ||
+        !CheckShapes(dy, x, rstd, gamma, why)) {
+        return false;
+    }
+    if (rows != nullptr && cols != nullptr) {
+        *rows = r;
+        *cols = c;
+    }
+    return true;
+}
+}  // namespace opgen_rms_norm_grad_checks
 
 // ---- the shape and attr checks of OpgenRotaryMul (templates/host/rotary_checks.j2): the same
 // text is in op_host/opgen_rotary_mul.cpp and torch/opgen_torch.h. Shape is any type with
@@ -754,6 +2019,176 @@ bool HostChecks(const Shape& dy, const Shape& x, const Shape& r1, const Shape& r
 }
 }  // namespace opgen_rotary_mul_grad_checks
 
+// ---- the shape and attr checks of OpgenSwiglu (templates/host/elementwise_checks.j2): the same
+// text is in op_host/opgen_swiglu.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_swiglu_checks {
+const size_t NUM_INPUTS = 2;
+const size_t MAX_RANK = 8;
+const char* const INPUT_NAMES[NUM_INPUTS] = { "gate", "up" };
+
+// Elementwise ops do not broadcast: every input has the first input's shape.
+template <typename Shape>
+bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
+{
+    for (size_t i = 1; i < NUM_INPUTS; ++i) {
+        bool same = shapes[i]->GetDimNum() == shapes[0]->GetDimNum();
+        for (size_t d = 0; same && d < shapes[0]->GetDimNum(); ++d) {
+            same = shapes[i]->GetDim(d) == shapes[0]->GetDim(d);
+        }
+        if (!same) {
+            OPGEN_CHECK_FAIL(why, "input %s must have the shape of input %s (elementwise ops do not broadcast)",
+                             INPUT_NAMES[i], INPUT_NAMES[0]);
+        }
+    }
+    return true;
+}
+
+// The number of elements of a shape, which must fit in 32 bits.
+template <typename Shape>
+bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+{
+    const size_t rank = shape.GetDimNum();
+    if (rank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        const int64_t d = shape.GetDim(i);
+        if (d < 0) {
+            OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
+        }
+        n *= static_cast<uint64_t>(d);
+        if (n > 0xFFFFFFFFull) {
+            OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
+        }
+    }
+    *total = n;
+    return true;
+}
+
+// The rounding attr (nullptr: missing): "hf" rounds each rne(...) of the body to the 16-bit
+// output dtype, "once" does not.
+inline bool RoundingOf(const char* rounding, uint32_t* roundHf, OpgenWhy* why)
+{
+    *roundHf = 0;
+    if (rounding != nullptr && std::strcmp(rounding, "hf") == 0) {
+        *roundHf = 1;
+    } else if (rounding == nullptr || std::strcmp(rounding, "once") != 0) {
+        OPGEN_CHECK_FAIL(why, "rounding \"%s\" is not supported: use \"once\" or \"hf\"", rounding == nullptr ? "(missing)" : rounding);
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (only rounding has values to refuse).
+template <typename Shape>
+bool HostChecks(const Shape& in0, const Shape& in1, const char* attr0, OpgenWhy* why)
+{
+    const Shape* const shapes[NUM_INPUTS] = { &in0, &in1 };
+    uint64_t total = 0;
+    uint32_t roundHf = 0;
+    return SameShapes(shapes, why) && Numel(in0, &total, why) && RoundingOf(attr0, &roundHf, why);
+}
+}  // namespace opgen_swiglu_checks
+
+// ---- the shape and attr checks of OpgenSwigluGrad (templates/host/elementwise_checks.j2): the same
+// text is in op_host/opgen_swiglu_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
+// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+#ifndef OPGEN_CHECK_WHY
+#define OPGEN_CHECK_WHY
+// Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
+struct OpgenWhy {
+    char text[512];
+};
+#define OPGEN_CHECK_FAIL(why, ...)                                  \
+    do {                                                            \
+        std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
+        return false;                                               \
+    } while (0)
+#endif
+namespace opgen_swiglu_grad_checks {
+const size_t NUM_INPUTS = 3;
+const size_t MAX_RANK = 8;
+const char* const INPUT_NAMES[NUM_INPUTS] = { "dy", "gate", "up" };
+
+// Elementwise ops do not broadcast: every input has the first input's shape.
+template <typename Shape>
+bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
+{
+    for (size_t i = 1; i < NUM_INPUTS; ++i) {
+        bool same = shapes[i]->GetDimNum() == shapes[0]->GetDimNum();
+        for (size_t d = 0; same && d < shapes[0]->GetDimNum(); ++d) {
+            same = shapes[i]->GetDim(d) == shapes[0]->GetDim(d);
+        }
+        if (!same) {
+            OPGEN_CHECK_FAIL(why, "input %s must have the shape of input %s (elementwise ops do not broadcast)",
+                             INPUT_NAMES[i], INPUT_NAMES[0]);
+        }
+    }
+    return true;
+}
+
+// The number of elements of a shape, which must fit in 32 bits.
+template <typename Shape>
+bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+{
+    const size_t rank = shape.GetDimNum();
+    if (rank > MAX_RANK) {
+        OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
+    }
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) {
+        const int64_t d = shape.GetDim(i);
+        if (d < 0) {
+            OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
+        }
+        n *= static_cast<uint64_t>(d);
+        if (n > 0xFFFFFFFFull) {
+            OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
+        }
+    }
+    *total = n;
+    return true;
+}
+
+// The rounding attr (nullptr: missing): "hf" rounds each rne(...) of the body to the 16-bit
+// output dtype, "once" does not.
+inline bool RoundingOf(const char* rounding, uint32_t* roundHf, OpgenWhy* why)
+{
+    *roundHf = 0;
+    if (rounding != nullptr && std::strcmp(rounding, "hf") == 0) {
+        *roundHf = 1;
+    } else if (rounding == nullptr || std::strcmp(rounding, "once") != 0) {
+        OPGEN_CHECK_FAIL(why, "rounding \"%s\" is not supported: use \"once\" or \"hf\"", rounding == nullptr ? "(missing)" : rounding);
+    }
+    return true;
+}
+
+// Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
+// op's inputs then its attrs (only rounding has values to refuse).
+template <typename Shape>
+bool HostChecks(const Shape& in0, const Shape& in1, const Shape& in2, const char* attr0, OpgenWhy* why)
+{
+    const Shape* const shapes[NUM_INPUTS] = { &in0, &in1, &in2 };
+    uint64_t total = 0;
+    uint32_t roundHf = 0;
+    return SameShapes(shapes, why) && Numel(in0, &total, why) && RoundingOf(attr0, &roundHf, why);
+}
+}  // namespace opgen_swiglu_grad_checks
+
 
 namespace opgen_torch {
 
@@ -945,6 +2380,20 @@ inline void check_with_host(const char* op, const char* op_type, std::initialize
     host_check()(op, op_type, inputs, attrs);
 }
 
+// Whether a size of one of `tensors` is symbolic (dynamic shapes under torch.compile), where
+// the op_host's checks, which read concrete sizes, cannot run.
+inline bool has_symbolic_dims(std::initializer_list<const at::Tensor*> tensors)
+{
+    for (const at::Tensor* t : tensors) {
+        for (const c10::SymInt& d : t->sym_sizes()) {
+            if (!d.maybe_as_int().has_value()) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 // A tensor's concrete sizes in the shape interface the shared host checks read (gert::Shape's
 // GetDimNum and GetDim).
 struct DimsView {
@@ -968,6 +2417,69 @@ inline bool concrete_dims(const at::Tensor& t, DimsView* out)
     return true;
 }
 
+// add_rms_norm: the op_host's own shape and attr checks (opgen_add_rms_norm_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void add_rms_norm_host_checks(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
+{
+    DimsView x1_dims;
+    DimsView x2_dims;
+    DimsView gamma_dims;
+    if (!(concrete_dims(x1, &x1_dims) && concrete_dims(x2, &x2_dims) && concrete_dims(gamma, &gamma_dims))) {
+        return;
+    }
+    const std::string rounding_text(rounding.data(), rounding.size());
+    OpgenWhy why;
+    if (!::opgen_add_rms_norm_checks::HostChecks(x1_dims, x2_dims, gamma_dims, static_cast<float>(epsilon), rounding_text.c_str(), &why)) {
+        TORCH_CHECK(false, "opgen::add_rms_norm: the op_host code refuses the call: OpgenAddRmsNorm: ", why.text);
+    }
+}
+
+// add_rms_norm_grad: the op_host's own shape and attr checks (opgen_add_rms_norm_grad_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void add_rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum)
+{
+    DimsView dy_dims;
+    DimsView x_sum_dims;
+    DimsView rstd_dims;
+    DimsView gamma_dims;
+    DimsView dx_sum_dims;
+    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x_sum, &x_sum_dims) && concrete_dims(rstd, &rstd_dims) && concrete_dims(gamma, &gamma_dims) && concrete_dims(dx_sum, &dx_sum_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_add_rms_norm_grad_checks::HostChecks(dy_dims, x_sum_dims, rstd_dims, gamma_dims, dx_sum_dims, &why)) {
+        TORCH_CHECK(false, "opgen::add_rms_norm_grad: the op_host code refuses the call: OpgenAddRmsNormGrad: ", why.text);
+    }
+}
+
+// bnsd_to_bsnd: the op_host's own shape and attr checks (opgen_bnsd_to_bsnd_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void bnsd_to_bsnd_host_checks(const at::Tensor& x)
+{
+    DimsView x_dims;
+    if (!(concrete_dims(x, &x_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_bnsd_to_bsnd_checks::HostChecks(x_dims, &why)) {
+        TORCH_CHECK(false, "opgen::bnsd_to_bsnd: the op_host code refuses the call: OpgenBnsdToBsnd: ", why.text);
+    }
+}
+
+// bsnd_to_bnsd: the op_host's own shape and attr checks (opgen_bsnd_to_bnsd_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void bsnd_to_bnsd_host_checks(const at::Tensor& x)
+{
+    DimsView x_dims;
+    if (!(concrete_dims(x, &x_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_bsnd_to_bnsd_checks::HostChecks(x_dims, &why)) {
+        TORCH_CHECK(false, "opgen::bsnd_to_bnsd: the op_host code refuses the call: OpgenBsndToBnsd: ", why.text);
+    }
+}
+
 // dequant_int8: the op_host's own shape and attr checks (opgen_dequant_int8_checks::HostChecks above); a
 // refusal reads as the CPU build's op_host refusal does, word for word.
 inline void dequant_int8_host_checks(const at::Tensor& q, const at::Tensor& scale, c10::string_view out_dtype)
@@ -981,6 +2493,127 @@ inline void dequant_int8_host_checks(const at::Tensor& q, const at::Tensor& scal
     OpgenWhy why;
     if (!::opgen_dequant_int8_checks::HostChecks(q_dims, scale_dims, out_dtype_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::dequant_int8: the op_host code refuses the call: OpgenDequantInt8: ", why.text);
+    }
+}
+
+// fast_gelu: the op_host's own shape and attr checks (opgen_fast_gelu_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void fast_gelu_host_checks(const at::Tensor& x)
+{
+    DimsView x_dims;
+    if (!(concrete_dims(x, &x_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_fast_gelu_checks::HostChecks(x_dims, &why)) {
+        TORCH_CHECK(false, "opgen::fast_gelu: the op_host code refuses the call: OpgenFastGelu: ", why.text);
+    }
+}
+
+// fast_gelu_grad: the op_host's own shape and attr checks (opgen_fast_gelu_grad_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void fast_gelu_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
+{
+    DimsView dy_dims;
+    DimsView x_dims;
+    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_fast_gelu_grad_checks::HostChecks(dy_dims, x_dims, &why)) {
+        TORCH_CHECK(false, "opgen::fast_gelu_grad: the op_host code refuses the call: OpgenFastGeluGrad: ", why.text);
+    }
+}
+
+// gelu_erf: the op_host's own shape and attr checks (opgen_gelu_erf_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void gelu_erf_host_checks(const at::Tensor& x)
+{
+    DimsView x_dims;
+    if (!(concrete_dims(x, &x_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_gelu_erf_checks::HostChecks(x_dims, &why)) {
+        TORCH_CHECK(false, "opgen::gelu_erf: the op_host code refuses the call: OpgenGeluErf: ", why.text);
+    }
+}
+
+// gelu_erf_grad: the op_host's own shape and attr checks (opgen_gelu_erf_grad_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void gelu_erf_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
+{
+    DimsView dy_dims;
+    DimsView x_dims;
+    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_gelu_erf_grad_checks::HostChecks(dy_dims, x_dims, &why)) {
+        TORCH_CHECK(false, "opgen::gelu_erf_grad: the op_host code refuses the call: OpgenGeluErfGrad: ", why.text);
+    }
+}
+
+// gelu_tanh: the op_host's own shape and attr checks (opgen_gelu_tanh_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void gelu_tanh_host_checks(const at::Tensor& x)
+{
+    DimsView x_dims;
+    if (!(concrete_dims(x, &x_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_gelu_tanh_checks::HostChecks(x_dims, &why)) {
+        TORCH_CHECK(false, "opgen::gelu_tanh: the op_host code refuses the call: OpgenGeluTanh: ", why.text);
+    }
+}
+
+// gelu_tanh_grad: the op_host's own shape and attr checks (opgen_gelu_tanh_grad_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void gelu_tanh_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
+{
+    DimsView dy_dims;
+    DimsView x_dims;
+    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_gelu_tanh_grad_checks::HostChecks(dy_dims, x_dims, &why)) {
+        TORCH_CHECK(false, "opgen::gelu_tanh_grad: the op_host code refuses the call: OpgenGeluTanhGrad: ", why.text);
+    }
+}
+
+// layer_norm: the op_host's own shape and attr checks (opgen_layer_norm_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void layer_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, double epsilon)
+{
+    DimsView x_dims;
+    DimsView gamma_dims;
+    DimsView beta_dims;
+    if (!(concrete_dims(x, &x_dims) && concrete_dims(gamma, &gamma_dims) && concrete_dims(beta, &beta_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_layer_norm_checks::HostChecks(x_dims, gamma_dims, beta_dims, static_cast<float>(epsilon), &why)) {
+        TORCH_CHECK(false, "opgen::layer_norm: the op_host code refuses the call: OpgenLayerNorm: ", why.text);
+    }
+}
+
+// layer_norm_grad: the op_host's own shape and attr checks (opgen_layer_norm_grad_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void layer_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma)
+{
+    DimsView dy_dims;
+    DimsView x_dims;
+    DimsView mean_dims;
+    DimsView rstd_dims;
+    DimsView gamma_dims;
+    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims) && concrete_dims(mean, &mean_dims) && concrete_dims(rstd, &rstd_dims) && concrete_dims(gamma, &gamma_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_layer_norm_grad_checks::HostChecks(dy_dims, x_dims, mean_dims, rstd_dims, gamma_dims, &why)) {
+        TORCH_CHECK(false, "opgen::layer_norm_grad: the op_host code refuses the call: OpgenLayerNormGrad: ", why.text);
     }
 }
 
@@ -1022,6 +2655,39 @@ inline void reshape_and_cache_int8_host_checks(const at::Tensor& key, const at::
     }
 }
 
+// rms_norm: the op_host's own shape and attr checks (opgen_rms_norm_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void rms_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
+{
+    DimsView x_dims;
+    DimsView gamma_dims;
+    if (!(concrete_dims(x, &x_dims) && concrete_dims(gamma, &gamma_dims))) {
+        return;
+    }
+    const std::string rounding_text(rounding.data(), rounding.size());
+    OpgenWhy why;
+    if (!::opgen_rms_norm_checks::HostChecks(x_dims, gamma_dims, static_cast<float>(epsilon), rounding_text.c_str(), &why)) {
+        TORCH_CHECK(false, "opgen::rms_norm: the op_host code refuses the call: OpgenRmsNorm: ", why.text);
+    }
+}
+
+// rms_norm_grad: the op_host's own shape and attr checks (opgen_rms_norm_grad_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma)
+{
+    DimsView dy_dims;
+    DimsView x_dims;
+    DimsView rstd_dims;
+    DimsView gamma_dims;
+    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims) && concrete_dims(rstd, &rstd_dims) && concrete_dims(gamma, &gamma_dims))) {
+        return;
+    }
+    OpgenWhy why;
+    if (!::opgen_rms_norm_grad_checks::HostChecks(dy_dims, x_dims, rstd_dims, gamma_dims, &why)) {
+        TORCH_CHECK(false, "opgen::rms_norm_grad: the op_host code refuses the call: OpgenRmsNormGrad: ", why.text);
+    }
+}
+
 // rotary_mul: the op_host's own shape and attr checks (opgen_rotary_mul_checks::HostChecks above); a
 // refusal reads as the CPU build's op_host refusal does, word for word.
 inline void rotary_mul_host_checks(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode)
@@ -1057,6 +2723,39 @@ inline void rotary_mul_grad_host_checks(const at::Tensor& dy, const at::Tensor& 
     }
 }
 
+// swiglu: the op_host's own shape and attr checks (opgen_swiglu_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void swiglu_host_checks(const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
+{
+    DimsView gate_dims;
+    DimsView up_dims;
+    if (!(concrete_dims(gate, &gate_dims) && concrete_dims(up, &up_dims))) {
+        return;
+    }
+    const std::string rounding_text(rounding.data(), rounding.size());
+    OpgenWhy why;
+    if (!::opgen_swiglu_checks::HostChecks(gate_dims, up_dims, rounding_text.c_str(), &why)) {
+        TORCH_CHECK(false, "opgen::swiglu: the op_host code refuses the call: OpgenSwiglu: ", why.text);
+    }
+}
+
+// swiglu_grad: the op_host's own shape and attr checks (opgen_swiglu_grad_checks::HostChecks above); a
+// refusal reads as the CPU build's op_host refusal does, word for word.
+inline void swiglu_grad_host_checks(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
+{
+    DimsView dy_dims;
+    DimsView gate_dims;
+    DimsView up_dims;
+    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(gate, &gate_dims) && concrete_dims(up, &up_dims))) {
+        return;
+    }
+    const std::string rounding_text(rounding.data(), rounding.size());
+    OpgenWhy why;
+    if (!::opgen_swiglu_grad_checks::HostChecks(dy_dims, gate_dims, up_dims, rounding_text.c_str(), &why)) {
+        TORCH_CHECK(false, "opgen::swiglu_grad: the op_host code refuses the call: OpgenSwigluGrad: ", why.text);
+    }
+}
+
 // ---- autograd
 //
 // The Autograd kernel of an op without a backward op: with grad mode on, an input that
@@ -1084,11 +2783,12 @@ inline c10::SymDimVector shape_of(const at::Tensor& t)
     return c10::SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end());
 }
 
-// `t`'s shape with its last `count` dims set to 1 (rank preserved).
+// `t`'s shape with its last `count` dims set to 1 (rank preserved; all of them when `count`
+// exceeds the rank, a shape the op_host's checks refuse before anything is allocated for it).
 inline c10::SymDimVector with_trailing_ones(const at::Tensor& t, int64_t count)
 {
     c10::SymDimVector shape = shape_of(t);
-    for (int64_t d = t.dim() - count; d < t.dim(); ++d) {
+    for (int64_t d = count > t.dim() ? 0 : t.dim() - count; d < t.dim(); ++d) {
         shape[d] = 1;
     }
     return shape;
@@ -1107,8 +2807,13 @@ inline OutputPlan<3> add_rms_norm_plan(const at::Tensor& x1, const at::Tensor& x
         { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 3>(op_name, { NamedTensor{"x1", &x1}, NamedTensor{"x2", &x2}, NamedTensor{"gamma", &gamma} }, registered);
-    check_same_shape(op_name, {"x2", &x2}, {"x1", &x1});
-    check_trailing_dims(op_name, {"gamma", &gamma}, {"x1", &x1});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &x1, &x2, &gamma })) {
+        check_same_shape(op_name, {"x2", &x2}, {"x1", &x1});
+        check_trailing_dims(op_name, {"gamma", &gamma}, {"x1", &x1});
+    }
     OutputPlan<3> plan{};
     plan.shapes[0] = shape_of(x1);  // y
     plan.shapes[1] = with_trailing_ones(x1, gamma.dim());  // rstd
@@ -1131,9 +2836,14 @@ inline OutputPlan<2> add_rms_norm_grad_plan(const at::Tensor& dy, const at::Tens
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<5, 2>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x_sum", &x_sum}, NamedTensor{"rstd", &rstd}, NamedTensor{"gamma", &gamma}, NamedTensor{"dx_sum", &dx_sum} }, registered);
-    check_same_shape(op_name, {"dy", &dy}, {"x_sum", &x_sum});
-    check_trailing_dims(op_name, {"gamma", &gamma}, {"x_sum", &x_sum});
-    check_same_shape(op_name, {"dx_sum", &dx_sum}, {"x_sum", &x_sum});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &dy, &x_sum, &rstd, &gamma, &dx_sum })) {
+        check_same_shape(op_name, {"dy", &dy}, {"x_sum", &x_sum});
+        check_trailing_dims(op_name, {"gamma", &gamma}, {"x_sum", &x_sum});
+        check_same_shape(op_name, {"dx_sum", &dx_sum}, {"x_sum", &x_sum});
+    }
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(x_sum);  // dx
     plan.shapes[1] = shape_of(gamma);  // dgamma
@@ -1157,9 +2867,13 @@ inline OutputPlan<1> bnsd_to_bsnd_plan(const at::Tensor& x)
     };
     const auto& matched = match_dtypes<1, 1>(op_name, { NamedTensor{"x", &x} }, registered);
     OutputPlan<1> plan{};
-    TORCH_CHECK(x.dim() == 4, op_name, ": `x` must have 4 dims, got ", x.sym_sizes());
+    // A rank the op_host refuses (concrete shapes: <op>_host_checks, or the op_host itself in the
+    // CPU kernel, says so in its words) keeps x's shape here.
+    TORCH_CHECK(x.dim() == 4 || !has_symbolic_dims({ &x }), op_name, ": `x` must have 4 dims, got ", x.sym_sizes());
     plan.shapes[0] = shape_of(x);  // y: dims 1 and 2 swapped
-    std::swap(plan.shapes[0][1], plan.shapes[0][2]);
+    if (x.dim() == 4) {
+        std::swap(plan.shapes[0][1], plan.shapes[0][2]);
+    }
     plan.dtypes = matched.outputs;
     plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
@@ -1180,9 +2894,13 @@ inline OutputPlan<1> bsnd_to_bnsd_plan(const at::Tensor& x)
     };
     const auto& matched = match_dtypes<1, 1>(op_name, { NamedTensor{"x", &x} }, registered);
     OutputPlan<1> plan{};
-    TORCH_CHECK(x.dim() == 4, op_name, ": `x` must have 4 dims, got ", x.sym_sizes());
+    // A rank the op_host refuses (concrete shapes: <op>_host_checks, or the op_host itself in the
+    // CPU kernel, says so in its words) keeps x's shape here.
+    TORCH_CHECK(x.dim() == 4 || !has_symbolic_dims({ &x }), op_name, ": `x` must have 4 dims, got ", x.sym_sizes());
     plan.shapes[0] = shape_of(x);  // y: dims 1 and 2 swapped
-    std::swap(plan.shapes[0][1], plan.shapes[0][2]);
+    if (x.dim() == 4) {
+        std::swap(plan.shapes[0][1], plan.shapes[0][2]);
+    }
     plan.dtypes = matched.outputs;
     plan.column = static_cast<std::size_t>(&matched - registered.data());
     return plan;
@@ -1241,7 +2959,12 @@ inline OutputPlan<1> fast_gelu_grad_plan(const at::Tensor& dy, const at::Tensor&
         { { at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x} }, registered);
-    check_same_shape(op_name, {"x", &x}, {"dy", &dy});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &dy, &x })) {
+        check_same_shape(op_name, {"x", &x}, {"dy", &dy});
+    }
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(dy);  // dx
     plan.dtypes = matched.outputs;
@@ -1282,7 +3005,12 @@ inline OutputPlan<1> gelu_erf_grad_plan(const at::Tensor& dy, const at::Tensor& 
         { { at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x} }, registered);
-    check_same_shape(op_name, {"x", &x}, {"dy", &dy});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &dy, &x })) {
+        check_same_shape(op_name, {"x", &x}, {"dy", &dy});
+    }
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(dy);  // dx
     plan.dtypes = matched.outputs;
@@ -1323,7 +3051,12 @@ inline OutputPlan<1> gelu_tanh_grad_plan(const at::Tensor& dy, const at::Tensor&
         { { at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x} }, registered);
-    check_same_shape(op_name, {"x", &x}, {"dy", &dy});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &dy, &x })) {
+        check_same_shape(op_name, {"x", &x}, {"dy", &dy});
+    }
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(dy);  // dx
     plan.dtypes = matched.outputs;
@@ -1344,8 +3077,13 @@ inline OutputPlan<3> layer_norm_plan(const at::Tensor& x, const at::Tensor& gamm
         { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 3>(op_name, { NamedTensor{"x", &x}, NamedTensor{"gamma", &gamma}, NamedTensor{"beta", &beta} }, registered);
-    check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
-    check_same_shape(op_name, {"beta", &beta}, {"gamma", &gamma});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &x, &gamma, &beta })) {
+        check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
+        check_same_shape(op_name, {"beta", &beta}, {"gamma", &gamma});
+    }
     OutputPlan<3> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.shapes[1] = with_trailing_ones(x, gamma.dim());  // mean
@@ -1368,9 +3106,14 @@ inline OutputPlan<3> layer_norm_grad_plan(const at::Tensor& dy, const at::Tensor
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<5, 3>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x}, NamedTensor{"mean", &mean}, NamedTensor{"rstd", &rstd}, NamedTensor{"gamma", &gamma} }, registered);
-    check_same_shape(op_name, {"dy", &dy}, {"x", &x});
-    check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
-    check_same_shape(op_name, {"mean", &mean}, {"rstd", &rstd});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &dy, &x, &mean, &rstd, &gamma })) {
+        check_same_shape(op_name, {"dy", &dy}, {"x", &x});
+        check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
+        check_same_shape(op_name, {"mean", &mean}, {"rstd", &rstd});
+    }
     OutputPlan<3> plan{};
     plan.shapes[0] = shape_of(x);  // dx
     plan.shapes[1] = shape_of(gamma);  // dgamma
@@ -1441,7 +3184,12 @@ inline OutputPlan<2> rms_norm_plan(const at::Tensor& x, const at::Tensor& gamma)
         { { at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 2>(op_name, { NamedTensor{"x", &x}, NamedTensor{"gamma", &gamma} }, registered);
-    check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &x, &gamma })) {
+        check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
+    }
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.shapes[1] = with_trailing_ones(x, gamma.dim());  // rstd
@@ -1463,8 +3211,13 @@ inline OutputPlan<2> rms_norm_grad_plan(const at::Tensor& dy, const at::Tensor& 
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<4, 2>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x}, NamedTensor{"rstd", &rstd}, NamedTensor{"gamma", &gamma} }, registered);
-    check_same_shape(op_name, {"dy", &dy}, {"x", &x});
-    check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &dy, &x, &rstd, &gamma })) {
+        check_same_shape(op_name, {"dy", &dy}, {"x", &x});
+        check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
+    }
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(x);  // dx
     plan.shapes[1] = shape_of(gamma);  // dgamma
@@ -1486,7 +3239,12 @@ inline OutputPlan<1> rotary_mul_plan(const at::Tensor& x, const at::Tensor& r1, 
         { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 1>(op_name, { NamedTensor{"x", &x}, NamedTensor{"r1", &r1}, NamedTensor{"r2", &r2} }, registered);
-    check_same_shape(op_name, {"r2", &r2}, {"r1", &r1});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &x, &r1, &r2 })) {
+        check_same_shape(op_name, {"r2", &r2}, {"r1", &r1});
+    }
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.dtypes = matched.outputs;
@@ -1507,8 +3265,13 @@ inline OutputPlan<3> rotary_mul_grad_plan(const at::Tensor& dy, const at::Tensor
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<4, 3>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x}, NamedTensor{"r1", &r1}, NamedTensor{"r2", &r2} }, registered);
-    check_same_shape(op_name, {"dy", &dy}, {"x", &x});
-    check_same_shape(op_name, {"r2", &r2}, {"r1", &r1});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &dy, &x, &r1, &r2 })) {
+        check_same_shape(op_name, {"dy", &dy}, {"x", &x});
+        check_same_shape(op_name, {"r2", &r2}, {"r1", &r1});
+    }
     OutputPlan<3> plan{};
     plan.shapes[0] = shape_of(x);  // dx
     plan.shapes[1] = shape_of(r1);  // dr1
@@ -1531,7 +3294,12 @@ inline OutputPlan<1> swiglu_plan(const at::Tensor& gate, const at::Tensor& up)
         { { at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"gate", &gate}, NamedTensor{"up", &up} }, registered);
-    check_same_shape(op_name, {"up", &up}, {"gate", &gate});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &gate, &up })) {
+        check_same_shape(op_name, {"up", &up}, {"gate", &gate});
+    }
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(gate);  // y
     plan.dtypes = matched.outputs;
@@ -1552,8 +3320,13 @@ inline OutputPlan<2> swiglu_grad_plan(const at::Tensor& dy, const at::Tensor& ga
         { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 2>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"gate", &gate}, NamedTensor{"up", &up} }, registered);
-    check_same_shape(op_name, {"gate", &gate}, {"dy", &dy});
-    check_same_shape(op_name, {"up", &up}, {"dy", &dy});
+    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
+    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
+    // what those cannot read, a symbolic shape.
+    if (has_symbolic_dims({ &dy, &gate, &up })) {
+        check_same_shape(op_name, {"gate", &gate}, {"dy", &dy});
+        check_same_shape(op_name, {"up", &up}, {"dy", &dy});
+    }
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(dy);  // dgate
     plan.shapes[1] = shape_of(dy);  // dup

@@ -64,16 +64,23 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 
 // ---- plan --------------------------------------------------------------------------------
 
-/// reshape_and_cache: every core scans the slot mapping and copies the tokens whose slot group
-/// it owns.
+/// reshape_and_cache: every core scans the slot mapping and copies the tokens whose slots it
+/// owns (a residue range of slot mod 2^slotPeriodLog2).
 const CACHE_FIELDS: &[TilingField] = &[
     TilingField::u32("tokens", "T: rows of key, value and slot_mapping"),
     TilingField::u32("heads", "N: heads of key, value and the caches"),
     TilingField::u32("keyDim", "Dk: last dim of key and key_cache"),
     TilingField::u32("valueDim", "Dv: last dim of value and value_cache"),
     TilingField::u32("cacheSlots", "num_blocks * block_size: slots of each cache"),
-    TilingField::u32("slotGroup", "slot s belongs to core (s / slotGroup) % blockDim"),
-    TilingField::u32("slotChunk", "slot-mapping entries read into UB at a time"),
+    TilingField::u32(
+        "slotPeriodLog2",
+        "slot s belongs to the core c with c * P / blockDim <= s mod P < (c + 1) * P / blockDim, P = 2^slotPeriodLog2",
+    ),
+    TilingField::u32("slotChunk", "slot-mapping entries read into UB at a time (a multiple of 64)"),
+    TilingField::u32(
+        "scanMode",
+        "0: slots copied to UB and tested by the scalar unit; 1: owned slots found by vector ops (int32 slots, cacheSlots <= 2^23); 2: slots read from GM by the scalar unit (few tokens)",
+    ),
     TilingField::u32("chunkBytes", "bytes per UB copy of a run of key or value rows (a multiple of 32)"),
 ];
 
@@ -85,8 +92,15 @@ const INT8_FIELDS: &[TilingField] = &[
     TilingField::u32("keyDim", "Dk: last dim of key and key_cache"),
     TilingField::u32("valueDim", "Dv: last dim of value and value_cache"),
     TilingField::u32("cacheSlots", "num_blocks * block_size: slots of each cache"),
-    TilingField::u32("slotGroup", "slot s belongs to core (s / slotGroup) % blockDim"),
-    TilingField::u32("slotChunk", "slot-mapping entries read into UB at a time"),
+    TilingField::u32(
+        "slotPeriodLog2",
+        "slot s belongs to the core c with c * P / blockDim <= s mod P < (c + 1) * P / blockDim, P = 2^slotPeriodLog2",
+    ),
+    TilingField::u32("slotChunk", "slot-mapping entries read into UB at a time (a multiple of 64)"),
+    TilingField::u32(
+        "scanMode",
+        "0: slots copied to UB and tested by the scalar unit; 1: owned slots found by vector ops (int32 slots, cacheSlots <= 2^23); 2: slots read from GM by the scalar unit (few tokens)",
+    ),
     TilingField::u32("rowsPerPass", "(token, head) rows quantised per UB pass"),
     TilingField::u32("rowStride", "UB elements per row: max(Dk, Dv) rounded up to 32"),
 ];
@@ -115,11 +129,26 @@ pub enum SlotPattern {
     Padded,
     /// Slots drawn with replacement from a few values: duplicates, and some padding.
     Duplicates,
+    /// Aimed at the ownership scan: the first half of the tokens writes slots 0, 1, 2, ... (every
+    /// residue of the ownership period, so every core's range boundaries, and runs that cross
+    /// from one core's range into the next), the second half rewrites a shuffled half of those
+    /// slots (duplicates across cores' ranges: the later token wins); padding at the last entry
+    /// of every 1024-entry slot chunk and at the last token, and slots past the cache.
+    Rewrite,
+    /// Every token names one slot (all tokens in one core's range; the last token wins), with
+    /// some padding and slots past the cache.
+    OneSlot,
 }
 
 impl SlotPattern {
-    const ALL: [SlotPattern; 4] =
-        [SlotPattern::Prefill, SlotPattern::Decode, SlotPattern::Padded, SlotPattern::Duplicates];
+    const ALL: [SlotPattern; 6] = [
+        SlotPattern::Prefill,
+        SlotPattern::Decode,
+        SlotPattern::Padded,
+        SlotPattern::Duplicates,
+        SlotPattern::Rewrite,
+        SlotPattern::OneSlot,
+    ];
 
     fn code(self) -> u64 {
         SlotPattern::ALL.iter().position(|p| *p == self).expect("listed") as u64
@@ -165,6 +194,12 @@ fn cache_shapes(sweep: Sweep) -> Vec<CacheShape> {
         s(40, 4, 72, 72, 16, Decode),
         // Rows whose bytes are not a multiple of 32 in every dtype, key and value dims apart.
         s(5, 3, 36, 20, 16, Padded),
+        // The vector ownership scan: every residue and range boundary, duplicates across cores'
+        // ranges, a second slot chunk with a remainder (1100 = 1024 + 76), padding in chunks' last
+        // lanes; all tokens on one slot (one core's range).
+        s(1100, 1, 32, 32, 16, Rewrite),
+        s(96, 2, 64, 64, 16, Rewrite),
+        s(200, 1, 32, 32, 16, OneSlot),
     ];
     if sweep == Sweep::Full {
         let mut i = 0;
@@ -298,7 +333,29 @@ pub fn slot_mapping(
                 (0..tokens.div_ceil(3).max(1)).map(|_| rng.below(cache_slots as u64) as i64).collect();
             (0..tokens).map(|_| pool[rng.below(pool.len() as u64) as usize]).collect()
         }
+        SlotPattern::Rewrite => {
+            let first = tokens.div_ceil(2);
+            let mut again: Vec<i64> = (0..first as i64).collect();
+            for k in (1..again.len()).rev() {
+                again.swap(k, rng.below(k as u64 + 1) as usize);
+            }
+            (0..first as i64).chain(again.into_iter().take(tokens - first)).collect()
+        }
+        SlotPattern::OneSlot => {
+            let slot = rng.below(cache_slots as u64) as i64;
+            vec![slot; tokens]
+        }
     };
+    if matches!(pattern, SlotPattern::Rewrite | SlotPattern::OneSlot) && tokens > 0 {
+        // Padding in the last lane of each slot chunk the kernels read (1024 entries) and of the
+        // last (partial) chunk; slots past the cache at a few random tokens.
+        for at in (SLOT_CHUNK - 1..tokens).step_by(SLOT_CHUNK).chain([tokens - 1]) {
+            slots[at] = -1;
+        }
+        for at in rng.distinct_indices(tokens, (tokens / 16).min(tokens)) {
+            slots[at] = if at % 2 == 0 { cache_slots as i64 } else { cache_slots as i64 + 7 };
+        }
+    }
     if matches!(pattern, SlotPattern::Decode) {
         // distinct_indices sorts; decode batches are in request order.
         for k in (1..slots.len()).rev() {
@@ -328,6 +385,9 @@ pub fn slot_mapping(
     }
     slots
 }
+
+/// Slot-mapping entries the kernels read into UB at a time (the op_host's MAX_SLOT_CHUNK).
+const SLOT_CHUNK: usize = 1024;
 
 /// The int64-only special slots: past the cache and negative, but valid slots (1, 3) in their
 /// low 32 bits; the int64 extremes.

@@ -13,8 +13,9 @@ TILING_DATA_FIELD_DEF(uint32_t, heads);  // N: heads of key, value and the cache
 TILING_DATA_FIELD_DEF(uint32_t, keyDim);  // Dk: last dim of key and key_cache
 TILING_DATA_FIELD_DEF(uint32_t, valueDim);  // Dv: last dim of value and value_cache
 TILING_DATA_FIELD_DEF(uint32_t, cacheSlots);  // num_blocks * block_size: slots of each cache
-TILING_DATA_FIELD_DEF(uint32_t, slotGroup);  // slot s belongs to core (s / slotGroup) % blockDim
-TILING_DATA_FIELD_DEF(uint32_t, slotChunk);  // slot-mapping entries read into UB at a time
+TILING_DATA_FIELD_DEF(uint32_t, slotPeriodLog2);  // slot s belongs to the core c with c * P / blockDim <= s mod P < (c + 1) * P / blockDim, P = 2^slotPeriodLog2
+TILING_DATA_FIELD_DEF(uint32_t, slotChunk);  // slot-mapping entries read into UB at a time (a multiple of 64)
+TILING_DATA_FIELD_DEF(uint32_t, scanMode);  // 0: slots copied to UB and tested by the scalar unit; 1: owned slots found by vector ops (int32 slots, cacheSlots <= 2^23); 2: slots read from GM by the scalar unit (few tokens)
 TILING_DATA_FIELD_DEF(uint32_t, rowsPerPass);  // (token, head) rows quantised per UB pass
 TILING_DATA_FIELD_DEF(uint32_t, rowStride);  // UB elements per row: max(Dk, Dv) rounded up to 32
 END_TILING_DATA_DEF;

@@ -8,9 +8,8 @@
 //   s < 0                skipped (padding)
 //   s >= num_blocks * bs never written; counted in out_of_range (int32 [1], written by core 0)
 //   the same s twice     the later token wins, on any number of cores: every core reads the
-//                        whole slot mapping and handles only the tokens whose slot lies in its
-//                        groups (group s / slotGroup belongs to core group % blockDim), in token
-//                        order; a run that rewrites slots of the previous run waits for its
+//                        whole slot mapping and handles only the tokens whose slot it owns
+//                        (SlotScan below), in token order; a run that rewrites slots of the previous run waits for its
 //                        writes (PipeBarrier<PIPE_MTE3>). With two queue buffers only the previous
 //                        transfer can still be in flight when a new one is issued.
 // Tokens with consecutive slots form runs; a run's rows are contiguous in key and in the cache,
@@ -31,8 +30,9 @@ struct TilingData {
     uint32_t keyDim;
     uint32_t valueDim;
     uint32_t cacheSlots;
-    uint32_t slotGroup;
+    uint32_t slotPeriodLog2;
     uint32_t slotChunk;
+    uint32_t scanMode;
     uint32_t chunkBytes;
 };
 
@@ -71,6 +71,20 @@ __aicore__ inline void Sync()
 
 // The slot-mapping scan both cache kernels share. `Derived::CopyRun(token, slot, len)` moves
 // the rows of tokens token .. token + len - 1 to slots slot .. slot + len - 1.
+//
+// Ownership: slot s belongs to the core whose residue range holds r = s mod P (P = 2^slotPeriodLog2,
+// the range of core c is [c * P / blockDim, (c + 1) * P / blockDim)), so every token writing
+// one slot meets on one core, in token order: the later token wins on every core count and no
+// other core writes the slot. Each range is about P / blockDim consecutive slots, repeating every
+// P slots, so a prefill's consecutive slots and a shuffled block table both spread over cores.
+// With a cache of at most 2^23 slots (scanMode 1) the owned tokens are found on the vector unit:
+// each chunk of slots is cast to float (exact below 2^24; int64 slots by their two words), r = s - floor(s / P) * P
+// (exact: P is a power of two), the valid slots (0 <= s < cacheSlots) and the owned residues
+// each by one compare of |x - centre| against the half width (exact: half-integers below
+// 2^23), and GatherMask compacts the owned tokens' chunk indices, so the scalar loop visits only
+// the core's own tokens. Larger caches and batches of few tokens (where the vector
+// steps' fixed cost exceeds the scalar test of every entry) take the scalar loop over every
+// entry; a token or two are read from GM by the scalar unit directly.
 template <typename Derived, typename S>
 class SlotScan {
 protected:
@@ -80,47 +94,76 @@ protected:
         cores_ = static_cast<uint32_t>(GetBlockNum());
         tokens_ = tiling.tokens;
         cacheSlots_ = tiling.cacheSlots;
-        slotGroup_ = tiling.slotGroup;
+        period_ = static_cast<uint64_t>(1) << tiling.slotPeriodLog2;
+        ownLo_ = static_cast<uint64_t>(core_) * period_ / cores_;
+        ownHi_ = static_cast<uint64_t>(core_ + 1) * period_ / cores_;
         slotChunk_ = tiling.slotChunk;
+        scanMode_ = tiling.scanMode;
+        countsPast_ = core_ == 0;  // core 0 writes the count of slots past the cache
         slotGm_.SetGlobalBuffer(reinterpret_cast<__gm__ S*>(slotMapping), tokens_);
         countGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(outOfRange), 1);
         pipe_.InitBuffer(slotBuf_, slotChunk_ * static_cast<uint32_t>(sizeof(S)));
         pipe_.InitBuffer(countBuf_, BLOCK_BYTES);
+        if (scanMode_ == SCAN_VECTOR) {
+            const uint32_t words = slotChunk_ * static_cast<uint32_t>(sizeof(float));
+            pipe_.InitBuffer(floatBuf_, words);
+            pipe_.InitBuffer(workBuf_, words);
+            pipe_.InitBuffer(indexBuf_, words);
+            pipe_.InitBuffer(ownedBuf_, words);
+            pipe_.InitBuffer(validMask_, AlignUp(slotChunk_ / 8, BLOCK_BYTES));
+            pipe_.InitBuffer(ownMask_, AlignUp(slotChunk_ / 8, BLOCK_BYTES));
+            if constexpr (sizeof(S) != sizeof(int32_t)) {
+                // GatherMask patterns selecting the low (even) and high (odd) 32-bit words.
+                const uint32_t patternWords = AlignUp(2 * slotChunk_ / 32, BLOCK_BYTES / 4);
+                pipe_.InitBuffer(evenWords_, patternWords * 4);
+                pipe_.InitBuffer(oddWords_, patternWords * 4);
+                Duplicate(evenWords_.Get<int32_t>(), EVEN_BITS, static_cast<int32_t>(patternWords));
+                Duplicate(oddWords_.Get<int32_t>(), ODD_BITS, static_cast<int32_t>(patternWords));
+            }
+            // Chunk indices 0 .. slotChunk - 1: eight by the scalar unit, then doubled by int32 Adds.
+            LocalTensor<int32_t> index = indexBuf_.Get<int32_t>();
+            for (int32_t i = 0; i < 8; ++i) {
+                index.SetValue(i, i);
+            }
+            Sync<HardEvent::S_V>();
+            for (uint32_t k = 8; k < slotChunk_; k *= 2) {
+                Adds(index[k], index, static_cast<int32_t>(k), static_cast<int32_t>(Min(k, slotChunk_ - k)));
+                PipeBarrier<PIPE_V>();
+            }
+        }
     }
 
     __aicore__ inline void Scan()
     {
         LocalTensor<S> slots = slotBuf_.Get<S>();
         uint32_t past = 0;
-        for (uint32_t base = 0; base < tokens_; base += slotChunk_) {
+        if (scanMode_ == SCAN_GM_READS) {
+            // A token or two: scalar reads of GM cost less than a copy into UB and its wait.
+            for (uint32_t t = 0; t < tokens_; ++t) {
+                ScalarVisit(t, static_cast<int64_t>(slotGm_.GetValue(t)), past);
+            }
+        }
+        for (uint32_t base = 0; scanMode_ != SCAN_GM_READS && base < tokens_; base += slotChunk_) {
             const uint32_t n = Min(slotChunk_, tokens_ - base);
             if (base != 0) {
                 Sync<HardEvent::S_MTE2>();  // the scalar reads of the previous chunk are done
             }
             DataCopyPad(slots, slotGm_[base], Burst(static_cast<uint64_t>(n) * sizeof(S)), NoPad<S>());
+            if (scanMode_ == SCAN_VECTOR) {
+                Sync<HardEvent::MTE2_V>();
+                const uint32_t owned = FindOwned(n, past);
+                Sync<HardEvent::V_S>();  // the compacted indices are read by the scalar unit
+                LocalTensor<int32_t> ownedIndex = ownedBuf_.Get<int32_t>();
+                for (uint32_t j = 0; j < owned; ++j) {
+                    const uint32_t i = static_cast<uint32_t>(ownedIndex.GetValue(j));
+                    Visit(base + i, static_cast<uint64_t>(slots.GetValue(i)));
+                }
+                Sync<HardEvent::S_V>();  // the next chunk's vector steps overwrite what was read
+                continue;
+            }
             Sync<HardEvent::MTE2_S>();
             for (uint32_t i = 0; i < n; ++i) {
-                const int64_t s = static_cast<int64_t>(slots.GetValue(i));
-                if (s < 0) {
-                    continue;  // padding
-                }
-                const uint64_t slot = static_cast<uint64_t>(s);
-                if (slot >= cacheSlots_) {
-                    ++past;  // never written; counted
-                    continue;
-                }
-                if (!Owns(slot)) {
-                    continue;
-                }
-                const uint64_t token = base + i;
-                if (runLen_ != 0 && token == runToken_ + runLen_ && slot == runSlot_ + runLen_) {
-                    ++runLen_;
-                    continue;
-                }
-                Flush();
-                runToken_ = token;
-                runSlot_ = slot;
-                runLen_ = 1;
+                ScalarVisit(base + i, static_cast<int64_t>(slots.GetValue(i)), past);
             }
         }
         Flush();
@@ -135,17 +178,129 @@ protected:
     TPipe pipe_;
 
 private:
-    // Slot groups are slotGroup consecutive slots; the group of the last answer is remembered,
-    // so a run of consecutive slots costs two compares per token, not a division.
-    __aicore__ inline bool Owns(uint64_t slot)
+    // The scalar scan's test of one entry: padding skipped, past the cache counted, else visited
+    // when owned.
+    __aicore__ inline void ScalarVisit(uint64_t token, int64_t s, uint32_t& past)
     {
-        if (slot < groupLo_ || slot >= groupHi_) {
-            const uint64_t group = slot / slotGroup_;
-            groupLo_ = group * slotGroup_;
-            groupHi_ = groupLo_ + slotGroup_;
-            mine_ = group % cores_ == core_;
+        if (s < 0) {
+            return;  // padding
         }
-        return mine_;
+        const uint64_t slot = static_cast<uint64_t>(s);
+        if (slot >= cacheSlots_) {
+            ++past;  // never written; counted
+            return;
+        }
+        if (Owns(slot)) {
+            Visit(token, slot);
+        }
+    }
+
+    __aicore__ inline bool Owns(uint64_t slot) const
+    {
+        const uint64_t r = slot & (period_ - 1);
+        return r >= ownLo_ && r < ownHi_;
+    }
+
+    // The n slots of the chunk in slotBuf_ -> the chunk indices of this core's valid owned slots
+    // in ownedBuf_ (their count returned, in token order); core 0 adds the slots past the cache
+    // to `past`. Lanes past n (a chunk remainder) are computed on stale data and never gathered.
+    __aicore__ inline uint32_t FindOwned(uint32_t n, uint32_t& past)
+    {
+        const uint32_t lanes = AlignUp(n, LANES_PER_REPEAT);  // Compare works in whole repeats
+        const int32_t count = static_cast<int32_t>(lanes);
+        const float period = static_cast<float>(period_);
+        LocalTensor<float> f = floatBuf_.Get<float>();
+        LocalTensor<float> x = workBuf_.Get<float>();
+        LocalTensor<uint8_t> valid = validMask_.Get<uint8_t>();
+        LocalTensor<uint8_t> own = ownMask_.Get<uint8_t>();
+        const GatherMaskParams oneRepeat(1, 1, 8, 8);
+        uint64_t kept = 0;
+        if constexpr (sizeof(S) == sizeof(int32_t)) {
+            Cast(f, slotBuf_.Get<int32_t>(), RoundMode::CAST_NONE, count);
+        } else {
+            WidenSlots(n, f, x);
+        }
+        PipeBarrier<PIPE_V>();
+        if (countsPast_) {
+            CompareScalar(valid, f, static_cast<float>(cacheSlots_), CMPMODE::GE, lanes);
+            PipeBarrier<PIPE_V>();
+            GatherMask(x, f, valid.ReinterpretCast<uint32_t>(), true, n, oneRepeat, kept);
+            past += static_cast<uint32_t>(kept);
+            PipeBarrier<PIPE_V>();
+        }
+        // valid: |s - (cacheSlots - 1) / 2| < cacheSlots / 2, i.e. 0 <= s < cacheSlots.
+        Adds(x, f, -0.5f * static_cast<float>(cacheSlots_ - 1), count);
+        PipeBarrier<PIPE_V>();
+        Abs(x, x, count);
+        PipeBarrier<PIPE_V>();
+        CompareScalar(valid, x, 0.5f * static_cast<float>(cacheSlots_), CMPMODE::LT, lanes);
+        PipeBarrier<PIPE_V>();
+        // r = s - floor(s / P) * P
+        Muls(x, f, 1.0f / period, count);
+        PipeBarrier<PIPE_V>();
+        Cast(x, x, RoundMode::CAST_FLOOR, count);
+        PipeBarrier<PIPE_V>();
+        Muls(x, x, -period, count);
+        PipeBarrier<PIPE_V>();
+        Add(x, f, x, count);
+        PipeBarrier<PIPE_V>();
+        // owned: |r - (lo + hi - 1) / 2| < (hi - lo) / 2, i.e. lo <= r < hi; invalid slots never.
+        Adds(x, x, -0.5f * static_cast<float>(ownLo_ + ownHi_ - 1), count);
+        PipeBarrier<PIPE_V>();
+        Abs(x, x, count);
+        PipeBarrier<PIPE_V>();
+        Select(x, valid, x, NEVER_OWNED, SELMODE::VSEL_TENSOR_SCALAR_MODE, lanes);
+        PipeBarrier<PIPE_V>();
+        CompareScalar(own, x, 0.5f * static_cast<float>(ownHi_ - ownLo_), CMPMODE::LT, lanes);
+        PipeBarrier<PIPE_V>();
+        GatherMask(ownedBuf_.Get<int32_t>(), indexBuf_.Get<int32_t>(), own.ReinterpretCast<uint32_t>(), true, n,
+                   oneRepeat, kept);
+        return static_cast<uint32_t>(kept);
+    }
+
+    // int64 slots -> f, one float per entry that orders as the slot does against 0 and cacheSlots
+    // and equals it where 0 <= s < 2^31: the low and high 32-bit words are split by GatherMask
+    // (even and odd words), each cast to float; high word 0 gives the low word (a negative low
+    // word is s >= 2^31: 2^33, past the cache), any other high word h gives h * 2^32 (negative:
+    // padding; positive: past the cache). Slots whose low word alone is valid stay invalid.
+    __aicore__ inline void WidenSlots(uint32_t n, const LocalTensor<float>& f, const LocalTensor<float>& x)
+    {
+        const int32_t count = static_cast<int32_t>(AlignUp(n, LANES_PER_REPEAT));
+        const uint32_t lanes = static_cast<uint32_t>(count);
+        const GatherMaskParams oneRepeat(1, 1, 8, 8);
+        LocalTensor<int32_t> words = slotBuf_.Get<int32_t>();
+        LocalTensor<float> high = ownedBuf_.Get<float>();
+        LocalTensor<uint8_t> lowOk = validMask_.Get<uint8_t>();
+        LocalTensor<uint8_t> highZero = ownMask_.Get<uint8_t>();
+        uint64_t kept = 0;
+        GatherMask(ownedBuf_.Get<int32_t>(), words, evenWords_.Get<uint32_t>(), true, 2 * n, oneRepeat, kept);
+        GatherMask(x.ReinterpretCast<int32_t>(), words, oddWords_.Get<uint32_t>(), true, 2 * n, oneRepeat, kept);
+        PipeBarrier<PIPE_V>();
+        Cast(f, ownedBuf_.Get<int32_t>(), RoundMode::CAST_NONE, count);
+        PipeBarrier<PIPE_V>();
+        Cast(high, x.ReinterpretCast<int32_t>(), RoundMode::CAST_NONE, count);
+        PipeBarrier<PIPE_V>();
+        CompareScalar(lowOk, f, 0.0f, CMPMODE::GE, lanes);
+        CompareScalar(highZero, high, 0.0f, CMPMODE::EQ, lanes);
+        PipeBarrier<PIPE_V>();
+        Muls(high, high, HIGH_WORD, count);
+        PipeBarrier<PIPE_V>();
+        Select(f, lowOk, f, 2.0f * HIGH_WORD, SELMODE::VSEL_TENSOR_SCALAR_MODE, lanes);
+        PipeBarrier<PIPE_V>();
+        Select(f, highZero, f, high, SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
+    }
+
+    // Token `token` writes owned slot `slot`: it extends the current run or starts a new one.
+    __aicore__ inline void Visit(uint64_t token, uint64_t slot)
+    {
+        if (runLen_ != 0 && token == runToken_ + runLen_ && slot == runSlot_ + runLen_) {
+            ++runLen_;
+            return;
+        }
+        Flush();
+        runToken_ = token;
+        runSlot_ = slot;
+        runLen_ = 1;
     }
 
     __aicore__ inline void Flush()
@@ -165,15 +320,25 @@ private:
         runLen_ = 0;
     }
 
+    // tiling.scanMode: how the slot mapping is read and ownership found.
+    static constexpr uint32_t SCAN_UB = 0;        // chunks copied to UB, every entry tested by the scalar unit
+    static constexpr uint32_t SCAN_VECTOR = 1;    // chunks copied to UB, owned entries found by vector ops
+    static constexpr uint32_t SCAN_GM_READS = 2;  // every entry read from GM by the scalar unit
+    static constexpr uint32_t LANES_PER_REPEAT = 64;  // floats per 256-byte vector repeat
+    static constexpr float NEVER_OWNED = 16777216.0f;  // 2^24: past every half width
+    static constexpr float HIGH_WORD = 4294967296.0f;  // 2^32, an int64 slot's high-word weight
+    static constexpr int32_t EVEN_BITS = 0x55555555;
+    static constexpr int32_t ODD_BITS = -0x55555556;  // 0xAAAAAAAA
     uint32_t core_ = 0;
     uint32_t cores_ = 1;
     uint32_t tokens_ = 0;
     uint64_t cacheSlots_ = 0;
-    uint64_t slotGroup_ = 1;
+    uint64_t period_ = 1;
+    uint64_t ownLo_ = 0;
+    uint64_t ownHi_ = 0;
     uint32_t slotChunk_ = 0;
-    uint64_t groupLo_ = 1;
-    uint64_t groupHi_ = 0;
-    bool mine_ = false;
+    uint32_t scanMode_ = SCAN_UB;
+    bool countsPast_ = false;
     uint64_t runToken_ = 0;
     uint64_t runSlot_ = 0;
     uint64_t runLen_ = 0;
@@ -181,6 +346,14 @@ private:
     uint64_t prevHi_ = 0;
     TBuf<TPosition::VECCALC> slotBuf_;
     TBuf<TPosition::VECCALC> countBuf_;
+    TBuf<TPosition::VECCALC> floatBuf_;
+    TBuf<TPosition::VECCALC> workBuf_;
+    TBuf<TPosition::VECCALC> indexBuf_;
+    TBuf<TPosition::VECCALC> ownedBuf_;
+    TBuf<TPosition::VECCALC> validMask_;
+    TBuf<TPosition::VECCALC> ownMask_;
+    TBuf<TPosition::VECCALC> evenWords_;
+    TBuf<TPosition::VECCALC> oddWords_;
     GlobalTensor<S> slotGm_;
     GlobalTensor<int32_t> countGm_;
 };

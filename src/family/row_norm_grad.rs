@@ -199,7 +199,10 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 // ---- plan and templates ------------------------------------------------------------------
 
 pub const TILING_FIELDS: &[TilingField] = &[
-    TilingField::u32("mode", "0 whole row per UB pass, 1 several rows per pass, 2 split-D"),
+    TilingField::u32(
+        "mode",
+        "0 whole row per UB pass, 1 several rows per pass, 2 split-D, 3 batched short rows",
+    ),
     TilingField::u32("numRow", "rows: product of x's leading dims"),
     TilingField::u32("numCol", "elements per row: product of gamma's dims"),
     TilingField::u32("numColAlign", "numCol rounded up to 32 bytes of x's dtype"),
@@ -209,9 +212,12 @@ pub const TILING_FIELDS: &[TilingField] = &[
     ),
     TilingField::u32("groupFactor", "groups per core: groups / block dim"),
     TilingField::u32("groupRemainder", "groups % block dim: cores below this index take one group more"),
-    TilingField::u32("rowFactor", "rows per UB pass in modes 0 and 1"),
+    TilingField::u32("rowFactor", "rows per UB pass in modes 0, 1 and 3"),
     TilingField::u32("colFactor", "elements per chunk in mode 2"),
-    TilingField::u32("workFactor", "elements of a row the float-float work takes at a time"),
+    TilingField::u32(
+        "workFactor",
+        "elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8)",
+    ),
     TilingField::u32("finalCols", "dgamma columns per core in the final sum (whole 64-column blocks)"),
     TilingField::u32("finalFactor", "dgamma columns per UB pass of the final sum"),
     TilingField::f32("avgFactor", "1/numCol in float32"),
@@ -329,6 +335,21 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
             out.push(make(&[2, 16384], 1, dist, 6200 + i as u64));
         }
     }
+    // Aimed at the batched short-row mode (3; rows of 16..~256 aligned elements, `opgen plan`:
+    // 16 rows/pass at 128 for the RMS grads, 12 for add_rms_norm_grad float32, 8 for LayerNorm,
+    // 86 at 16): 1015 rows of 128 give every group 21 rows and the first 7 groups 22, so each
+    // group has a full pass and a remainder pass (no pass boundary falls on a group's); a large
+    // last element (a row sum that drops or misplaces its tail) and one-hot rows (each row sum
+    // is one element: row r's sum applied to row r + 1 shows at once); rows of 16 at 86 rows a
+    // pass (the most the UB holds, fold straight to 8 lanes) with a remainder, and rows of 192
+    // (three 64-lane chunks, a non-power-of-two fold).
+    for (i, dist) in
+        [Distribution::Uniform5, Distribution::RowEnds, Distribution::OneHot].into_iter().enumerate()
+    {
+        out.push(make(&[1015, 128], 1, dist, 6300 + i as u64));
+    }
+    out.push(make(&[48 * 86 + 29, 16], 1, Distribution::Uniform5, 6310));
+    out.push(make(&[48 * 9 + 5, 192], 1, Distribution::Uniform5, 6311));
     out
 }
 
@@ -553,6 +574,7 @@ impl FamilyOps for RowNormGrad {
         let label = match mode {
             0 => "1 row/pass".to_string(),
             1 => format!("{} rows/pass", f("rowFactor")),
+            3 => format!("batched {} rows/pass", f("rowFactor")),
             _ => format!("split-D {}", f("colFactor")),
         };
         PlanReading { label, two_pass: mode == 2, transfer_reason: None }

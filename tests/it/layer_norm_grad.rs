@@ -192,7 +192,9 @@ fn twin_matches_the_reference_in_every_mode_and_dtype() {
         for &dtype in dtypes {
             let column = spec.column_for(dtype).unwrap();
             let runner = build_runner(&project, spec, column, BuildOptions { sanitize: false }).unwrap();
-            for (x, mode) in [(vec![512usize, 128], 1u64), (vec![6, 2048], 0), (vec![2, 16384], 2)] {
+            for (x, mode) in
+                [(vec![512usize, 128], 3u64), (vec![64, 1152], 1), (vec![6, 2048], 0), (vec![2, 16384], 2)]
+            {
                 for (d, dist) in [
                     Distribution::Uniform5,
                     Distribution::RowEnds,

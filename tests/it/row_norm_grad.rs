@@ -143,7 +143,9 @@ fn twin_matches_the_reference_in_every_mode_and_dtype() {
         for dtype in [DType::Float16, DType::BFloat16, DType::Float32] {
             let column = spec.column_for(dtype).unwrap();
             let runner = build_runner(&project, &spec, column, BuildOptions::default()).unwrap();
-            for (x, mode) in [(vec![512usize, 128], 1u64), (vec![6, 2048], 0), (vec![2, 16384], 2)] {
+            for (x, mode) in
+                [(vec![512usize, 128], 3u64), (vec![64, 1152], 1), (vec![6, 2048], 0), (vec![2, 16384], 2)]
+            {
                 let c = case(&spec, &x, Distribution::Uniform5, 77);
                 let (inputs, attrs) = family::case_inputs(&spec, column, &c).unwrap();
                 let run = run_case(

@@ -184,6 +184,13 @@ const uint32_t CHUNK_ALIGN = 64;          // split-D chunk, in elements: 32-byte
 const uint32_t MODE_WHOLE_ROW = 0;
 const uint32_t MODE_MULTI_ROW = 1;
 const uint32_t MODE_SPLIT_D = 2;
+const uint32_t MODE_BATCHED = 3;
+// Mode 3: rows of at most this many elements (a row's 64-lane chunks are one level-0 call each),
+// at least MIN_FOLD (the row sums fold to 8 lanes), and at most 255 rows a pass (one level-0
+// repeat per row).
+const uint64_t BATCHED_MAX_COLS = 512;
+const uint64_t BATCHED_MIN_COLS = 16;
+const uint64_t BATCHED_MAX_ROWS = 255;
 // The final dgamma sum: columns per UB pass at most (2 x 2 partial rows in, 2 out, 6 float work
 // rows: about 50 bytes per column, 100 KiB).
 const uint64_t FINAL_MAX_PIECE = 2048;
@@ -243,6 +250,45 @@ static bool PlanRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t
         piece = AlignUp(piece / 2, CHUNK_ALIGN);
     }
     return false;
+}
+
+// Mode 3, short rows (kernel/row_norm_grad_batched.j2): the float work covers a whole pass of
+// `rows` rows (lanes = rows rounded up to 8), so the largest pass whose streams, work buffers,
+// per-row vectors (23 slots), per-row blocks (10 at most), the transposing Gather's offsets and
+// (LayerNorm) the broadcast row block fit. Rows must be 32-byte aligned as they are (numCol ==
+// numColAlign): the pass's block is then dense and every count-form call covers only real
+// elements.
+static bool PlanBatched(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
+                        Plan* plan)
+{
+    if (cols != colAlign || cols < BATCHED_MIN_COLS || cols > BATCHED_MAX_COLS) {
+        return false;
+    }
+    const uint64_t resident = colAlign * (typeSize + (typeSize == 2 ? 4 : 0) + 8 + 4 * RESIDENT_FLOAT_ROWS) +
+                              64 * 4 * ACC_ROWS + 256 + 96;
+    const uint64_t cap = MinU64(BATCHED_MAX_ROWS, maxGroupRows);
+    uint64_t best = 0;
+    uint64_t bestWork = 0;
+    for (uint64_t rows = 2; rows <= cap; ++rows) {
+        const uint64_t lanes = AlignUp(rows, 8);
+        const uint64_t work = AlignUp(cols * lanes, 64);
+        const uint64_t slot = AlignUp(lanes, 64);
+        const uint64_t bytes = resident + rows * colAlign * typeSize * BUFFER_NUM * STREAMS +
+                               work * (WorkBytesPerElem(typeSize) + (LAYER_NORM ? 4 : 0)) + 23 * slot * 4 +
+                               10 * lanes * 32 + cols * lanes * 4 + AlignUp(work / 8, 32);
+        if (bytes > budget) {
+            break;
+        }
+        best = rows;
+        bestWork = work;
+    }
+    if (best < 2) {
+        return false;
+    }
+    plan->rowFactor = best;
+    plan->workFactor = bestWork;
+    plan->mode = MODE_BATCHED;
+    return true;
 }
 
 // Mode 2, for a row that does not fit: chunks of colFactor elements. Per row, pass 1 sums
@@ -312,7 +358,8 @@ context->GetInputDesc(INPUT_X) == nullptr) {
     const uint64_t finalFactor = MinU64(finalCols, FINAL_MAX_PIECE);
 
     Plan plan;
-    if (!PlanRows(budget, cols, colAlign, typeSize, maxGroupRows, &plan) && !PlanSplitD(budget, cols, typeSize, &plan)) {
+    if (!PlanBatched(budget, cols, colAlign, typeSize, maxGroupRows, &plan) &&
+        !PlanRows(budget, cols, colAlign, typeSize, maxGroupRows, &plan) && !PlanSplitD(budget, cols, typeSize, &plan)) {
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold one chunk", static_cast<unsigned long long>(budget));
     }
 

@@ -37,6 +37,8 @@
 //   MODE_SPLIT_D   (2)  a row larger than the UB budget, in chunks of colFactor elements:
 //       pass 1 sums g * x, pass 2 writes dx; then a column pass per group sums dy * x * r over
 //       the group's rows chunk by chunk (re-reading dy and x), the same per-element arithmetic.
+//   MODE_BATCHED   (3)  short rows: the same arithmetic on a whole pass of rows per vector call
+//       (kernel/row_norm_grad_batched.j2).
 #include "kernel_operator.h"
 
 namespace opgen_add_rms_norm_grad_kernel {
@@ -186,6 +188,8 @@ public:
         if (groupCount_ > 0) {
             if (t_.mode == MODE_SPLIT_D) {
                 ProcessSplitD();
+            } else if (t_.mode == MODE_BATCHED) {
+                ProcessBatched();
             } else {
                 ProcessRows();
             }
@@ -1063,6 +1067,734 @@ private:
     {
         return DataCopyPadExtParams<T>(false, 0, 0, static_cast<T>(0.0f));
     }
+
+    // ---- MODE_BATCHED (3): short rows, every step one vector call for the whole pass ---------
+    // Rows of 16..512 elements with numCol == numColAlign (Qwen3's q/k-norm rows of 128), up to
+    // rowFactor (<= 255, one level-0 repeat per row) rows of one group per pass. The float-float
+    // work of modes 0/1 runs on the pass's [n x numCol] block at once (count-form calls over
+    // n * numCol elements); what was per row becomes per-row vectors over the pass's lanes
+    // (rows rounded up to 8, so every per-row vector is whole 32-byte blocks):
+    //   rstd (mean)   one DataCopyPad of the pass's n values (MTE2 -> V, no scalar read);
+    //   gamma         the operand of level-0 Muls with repeat stride 0 (broadcast over the rows);
+    //   row scalars   rstd, its split, c, its split (LayerNorm: -mean, -r mean(g)) as one 32-byte
+    //                 block per row (Brcb), the block-stride-0 operand of level-0 Muls, or
+    //                 broadcast into a row block by a Mul of ones (the adds);
+    //   row sums      sum(p + q) per row: p and q transposed by one Gather each ([n][numCol] to
+    //                 [numCol][lanes]), then FoldSum's steps on whole columns (the same lanes paired
+    //                 in the same order), and the last 8 lanes added in float-float lane by lane
+    //                 as FoldSum's scalar tail does, on the vector unit for every row at once;
+    //   c, r mean(g)  Coefficient's and MeanTerm's float-float steps on the per-row vectors;
+    //   dgamma, dbeta the pass's rows of dy x r (dy) summed by TwoSum halving over rows (the same
+    //                 fold as the row sums, on whole rows), then added to the group's accumulator:
+    //                 a tree within a pass instead of modes 0/1's row-by-row order, still fixed
+    //                 by the shape (pass boundaries do not depend on the core count).
+    // No scalar step and no vector -> scalar wait in the pass.
+    static constexpr uint32_t BLOCK_FLOATS = 8;  // float32 lanes per 32-byte block
+    static constexpr uint32_t MODE_BATCHED = 3;
+    // The per-row vectors (slots of bRowV_, BatchSlot() floats each).
+    static constexpr uint32_t V_RSTD = 0;
+    static constexpr uint32_t V_MEAN = 1;
+    static constexpr uint32_t V_SUM_H = 2;
+    static constexpr uint32_t V_SUM_L = 3;
+    static constexpr uint32_t V_PLAIN = 4;
+    static constexpr uint32_t V_SUMG_H = 5;
+    static constexpr uint32_t V_SUMG_L = 6;
+    static constexpr uint32_t V_PLAIN_G = 7;
+    static constexpr uint32_t V_ZERO = 8;
+    static constexpr uint32_t V_OUT_H = 9;
+    static constexpr uint32_t V_OUT_L = 10;
+    static constexpr uint32_t V_TMP = 11;  // V_TMP .. V_TMP + 11: scratch of the float-float steps
+    // The per-row blocks (slots of bBlk_, lanes blocks each).
+    static constexpr uint32_t B_RSTD = 0;
+    static constexpr uint32_t B_RS_H = 1;
+    static constexpr uint32_t B_RS_L = 2;
+    static constexpr uint32_t B_C_H = 3;
+    static constexpr uint32_t B_C_L = 4;
+    static constexpr uint32_t B_CS_H = 5;
+    static constexpr uint32_t B_CS_L = 6;
+    static constexpr uint32_t B_NEG_MEAN = 7;
+    static constexpr uint32_t B_NEG_MT_H = 8;
+    static constexpr uint32_t B_NEG_MT_L = 9;
+
+    __aicore__ inline uint32_t BatchLanes() const
+    {
+        return (t_.rowFactor + BLOCK_FLOATS - 1) / BLOCK_FLOATS * BLOCK_FLOATS;
+    }
+
+    // A per-row vector: the lanes rounded up to whole repeats (Compare's granularity).
+    __aicore__ inline uint32_t BatchSlot() const { return (BatchLanes() + LANES - 1) / LANES * LANES; }
+
+    __aicore__ inline LocalTensor<float> V(uint32_t slot) { return bRowV_.Get<float>()[slot * BatchSlot()]; }
+
+    __aicore__ inline LocalTensor<float> Blk(uint32_t slot)
+    {
+        return bBlk_.Get<float>()[slot * BatchLanes() * BLOCK_FLOATS];
+    }
+
+    __aicore__ inline void ProcessBatched()
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t rows = t_.rowFactor;
+        const uint32_t lanes = BatchLanes();
+        pipe_.InitBuffer(inDy_, BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(inX_, BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(inDs_, BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(outDx_, BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(gammaBuf_, width * sizeof(T));
+        pipe_.InitBuffer(gammaH_, width * sizeof(float));
+        pipe_.InitBuffer(gammaL_, width * sizeof(float));
+        const uint32_t accLen = (width + LANES - 1) / LANES * LANES;
+        pipe_.InitBuffer(accH_, accLen * sizeof(float));
+        pipe_.InitBuffer(accL_, accLen * sizeof(float));
+        if constexpr (LAYER_NORM) {
+            pipe_.InitBuffer(accBH_, accLen * sizeof(float));
+            pipe_.InitBuffer(accBL_, accLen * sizeof(float));
+            pipe_.InitBuffer(bB_, t_.workFactor * sizeof(float));
+            pipe_.InitBuffer(bOnes_, LANES * sizeof(float));
+        }
+        if constexpr (HAS_OFFSET) {
+            pipe_.InitBuffer(gammaE_, width * sizeof(float));
+        }
+        pipe_.InitBuffer(mask_, MaskBytes(t_.workFactor));
+        if constexpr (NEEDS_FP32_COPY) {
+            pipe_.InitBuffer(gammaF32_, width * sizeof(float));
+        }
+        InitWork(t_.workFactor);
+        pipe_.InitBuffer(bRowV_, (V_TMP + 12) * BatchSlot() * sizeof(float));
+        pipe_.InitBuffer(bBlk_, (LAYER_NORM ? 10 : 7) * lanes * BLOCK_FLOATS * sizeof(float));
+        pipe_.InitBuffer(bIdx_, t_.numCol * lanes * sizeof(uint32_t));
+        LocalTensor<T> gamma = gammaBuf_.Get<T>();
+        DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
+        // The transposing Gather's byte offsets: lane r of column i (at i * lanes + r) reads
+        // element (r, i) of the pass's block, (r * numCol + i) * 4 bytes; column 0 by the scalar
+        // unit, the others by doubling (i + k from i, k = 1, 2, 4, ...).
+        LocalTensor<int32_t> idx = bIdx_.Get<int32_t>();
+        for (uint32_t r = 0; r < lanes; ++r) {
+            idx.SetValue(r, static_cast<int32_t>(r * width * sizeof(float)));
+        }
+        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(written);
+        WaitFlag<HardEvent::S_V>(written);
+        for (uint32_t k = 1; k < t_.numCol; k *= 2) {
+            Adds(idx[k * lanes], idx, static_cast<int32_t>(k * sizeof(float)), static_cast<int32_t>(Min(k, t_.numCol - k) * lanes));
+            PipeBarrier<PIPE_V>();
+        }
+        // Rows past a short pass's n are gathered too (their lanes are ignored): they must hold
+        // initialised values, so the gathered buffers start at zero. The per-row vectors too.
+        Duplicate(bP_.Get<float>(), 0.0f, t_.workFactor);
+        Duplicate(bQ_.Get<float>(), 0.0f, t_.workFactor);
+        Duplicate(bG_.Get<float>(), 0.0f, t_.workFactor);
+        Duplicate(bGe_.Get<float>(), 0.0f, t_.workFactor);
+        Duplicate(bRowV_.Get<float>(), 0.0f, (V_TMP + 12) * BatchSlot());
+        if constexpr (LAYER_NORM) {
+            Duplicate(bOnes_.Get<float>(), 1.0f, LANES);
+        }
+        // gammaBuf_ is a TBuf: no queue hand-off orders the copy before its use.
+        event_t copied = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
+        SetFlag<HardEvent::MTE2_V>(copied);
+        WaitFlag<HardEvent::MTE2_V>(copied);
+        PrepareGamma(gamma, GammaF(), gammaH_.Get<float>(), gammaL_.Get<float>(), GammaE(0), t_.numCol, t_.numCol);
+        for (uint32_t k = groupStart_; k < groupStart_ + groupCount_; ++k) {
+            if (k > groupStart_) {
+                // The previous group's partial (MTE3) still reads accH_ before it is cleared.
+                WaitMte3BeforeVector();
+            }
+            PipeBarrier<PIPE_V>();
+            Duplicate(accH_.Get<float>(), 0.0f, t_.numCol);
+            Duplicate(accL_.Get<float>(), 0.0f, t_.numCol);
+            if constexpr (LAYER_NORM) {
+                Duplicate(accBH_.Get<float>(), 0.0f, t_.numCol);
+                Duplicate(accBL_.Get<float>(), 0.0f, t_.numCol);
+            }
+            PipeBarrier<PIPE_V>();
+            const uint32_t first = GroupStart(k);
+            const uint32_t count = GroupRows(k);
+            for (uint32_t done = 0; done < count; done += rows) {
+                const uint32_t n = Min(rows, count - done);
+                CopyInRows(first + done, n);
+                LoadRowStats(first + done, n);
+                ComputeBatched(n);
+                CopyOutRows(first + done, n);
+            }
+            FinishPartial(0, k, 0, accH_.Get<float>(), accL_.Get<float>(), t_.numCol);
+            if constexpr (LAYER_NORM) {
+                FinishPartial(1, k, 0, accBH_.Get<float>(), accBL_.Get<float>(), t_.numCol);
+            }
+        }
+    }
+
+    // The pass's n rstd (and mean) values into their per-row vectors: one copy each.
+    __aicore__ inline void LoadRowStats(uint32_t row, uint32_t n)
+    {
+        // The previous pass's vector calls still read the per-row vectors (V -> MTE2, WAR).
+        event_t freed = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE2));
+        SetFlag<HardEvent::V_MTE2>(freed);
+        WaitFlag<HardEvent::V_MTE2>(freed);
+        const DataCopyExtParams one(1, n * sizeof(float), 0, 0, 0);
+        const DataCopyPadExtParams<float> none(false, 0, 0, 0.0f);
+        LocalTensor<float> rstd = V(V_RSTD);
+        DataCopyPad(rstd, rstdGm_[row], one, none);
+        if constexpr (LAYER_NORM) {
+            LocalTensor<float> mean = V(V_MEAN);
+            DataCopyPad(mean, meanGm_[row], one, none);
+        }
+        event_t loaded = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
+        SetFlag<HardEvent::MTE2_V>(loaded);
+        WaitFlag<HardEvent::MTE2_V>(loaded);
+    }
+
+    __aicore__ inline void ComputeBatched(uint32_t n)
+    {
+        const uint32_t lanes = BatchLanes();
+        LocalTensor<T> dy = inDy_.DeQue<T>();
+        LocalTensor<T> x = inX_.DeQue<T>();
+        LocalTensor<T> ds = inDs_.DeQue<T>();
+        LocalTensor<T> dx = outDx_.AllocTensor<T>();
+        PipeBarrier<PIPE_V>();
+        // rstd's split, and (LayerNorm) -mean broadcast for u = x - mean.
+        Split(V(V_TMP), V(V_TMP + 1), V(V_RSTD), V(V_TMP + 2), lanes);
+        Brcb(Blk(B_RSTD), V(V_RSTD), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        Brcb(Blk(B_RS_H), V(V_TMP), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        Brcb(Blk(B_RS_L), V(V_TMP + 1), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        if constexpr (LAYER_NORM) {
+            Muls(V(V_TMP + 3), V(V_MEAN), -1.0f, lanes);
+            PipeBarrier<PIPE_V>();
+            Brcb(Blk(B_NEG_MEAN), V(V_TMP + 3), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        }
+        PipeBarrier<PIPE_V>();
+        // The row sums: sum(g x) (LayerNorm also sum(g)), folded per row.
+        PrepareB(dy, x, n);
+        SumGxB(n);
+        // c = r^3 mean(g x) and (LayerNorm) r mean(g) per row, as blocks.
+        CoefficientB();
+        Split(V(V_TMP), V(V_TMP + 1), V(V_OUT_H), V(V_TMP + 2), lanes);
+        Brcb(Blk(B_C_H), V(V_OUT_H), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        Brcb(Blk(B_C_L), V(V_OUT_L), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        Brcb(Blk(B_CS_H), V(V_TMP), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        Brcb(Blk(B_CS_L), V(V_TMP + 1), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+        PipeBarrier<PIPE_V>();
+        if constexpr (LAYER_NORM) {
+            MeanTermB();
+            Muls(V(V_TMP), V(V_OUT_H), -1.0f, lanes);
+            Muls(V(V_TMP + 1), V(V_OUT_L), -1.0f, lanes);
+            PipeBarrier<PIPE_V>();
+            Brcb(Blk(B_NEG_MT_H), V(V_TMP), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+            Brcb(Blk(B_NEG_MT_L), V(V_TMP + 1), static_cast<uint8_t>(lanes / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
+            PipeBarrier<PIPE_V>();
+        }
+        // dx, then the dgamma (dbeta) rows of the pass.
+        PrepareB(dy, x, n);
+        DxB(dx, ds, n);
+        AccumulateDgammaB(n);
+        if constexpr (LAYER_NORM) {
+            AccumulateDbetaB(n);
+        }
+        inDy_.FreeTensor(dy);
+        inX_.FreeTensor(x);
+        inDs_.FreeTensor(ds);
+        outDx_.EnQue(dx);
+    }
+
+    // ---- level-0 forms over the pass's rows (one repeat per row, per 64-lane chunk) ---------
+    // dst[r][c] = src[r][c] * blk[r] (blk: one 32-byte block per row, block stride 0).
+    __aicore__ inline void MulRow(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                  const LocalTensor<float>& blk, uint32_t n)
+    {
+        const uint8_t rowBlocks = static_cast<uint8_t>(t_.numCol / BLOCK_FLOATS);
+        const BinaryRepeatParams perRow(1, 1, 0, rowBlocks, rowBlocks, 1);
+        for (uint32_t c = 0; c < t_.numCol; c += LANES) {
+            Mul(dst[c], src[c], blk, Min(LANES, t_.numCol - c), static_cast<uint8_t>(n), perRow);
+        }
+    }
+
+    // dst[r][c] = src[r][c] * col[c] (col: one row, repeat stride 0).
+    __aicore__ inline void MulCol(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                  const LocalTensor<float>& col, uint32_t n)
+    {
+        const uint8_t rowBlocks = static_cast<uint8_t>(t_.numCol / BLOCK_FLOATS);
+        const BinaryRepeatParams byCol(1, 1, 1, rowBlocks, rowBlocks, 0);
+        for (uint32_t c = 0; c < t_.numCol; c += LANES) {
+            Mul(dst[c], src[c], col[c], Min(LANES, t_.numCol - c), static_cast<uint8_t>(n), byCol);
+        }
+    }
+
+    // bB_[r][c] = blk[r]: the row value broadcast over its row (ones times the block).
+    __aicore__ inline LocalTensor<float> Broadcast(const LocalTensor<float>& blk, uint32_t n)
+    {
+        LocalTensor<float> b = bB_.Get<float>();
+        const uint8_t rowBlocks = static_cast<uint8_t>(t_.numCol / BLOCK_FLOATS);
+        const BinaryRepeatParams perRow(1, 1, 0, rowBlocks, 0, 1);
+        PipeBarrier<PIPE_V>();
+        for (uint32_t c = 0; c < t_.numCol; c += LANES) {
+            Mul(b[c], bOnes_.Get<float>(), blk, Min(LANES, t_.numCol - c), static_cast<uint8_t>(n), perRow);
+        }
+        PipeBarrier<PIPE_V>();
+        return b;
+    }
+
+    // ProductError with b = gamma's split (per column).
+    __aicore__ inline void ProductErrorCol(const LocalTensor<float>& e, const LocalTensor<float>& ah,
+                                           const LocalTensor<float>& al, const LocalTensor<float>& bh,
+                                           const LocalTensor<float>& bl, const LocalTensor<float>& p, uint32_t n)
+    {
+        const uint32_t len = n * t_.numCol;
+        LocalTensor<float> tmp = bT3_.Get<float>();
+        MulCol(e, ah, bh, n);
+        MulCol(tmp, ah, bl, n);
+        PipeBarrier<PIPE_V>();
+        Sub(e, e, p, len);
+        PipeBarrier<PIPE_V>();
+        Add(e, e, tmp, len);
+        PipeBarrier<PIPE_V>();
+        MulCol(tmp, al, bh, n);
+        PipeBarrier<PIPE_V>();
+        Add(e, e, tmp, len);
+        PipeBarrier<PIPE_V>();
+        MulCol(tmp, al, bl, n);
+        PipeBarrier<PIPE_V>();
+        Add(e, e, tmp, len);
+        PipeBarrier<PIPE_V>();
+    }
+
+    // ProductErrorS with the scalar's split per row (blocks sh, sl); uses scratch_.
+    __aicore__ inline void ProductErrorRow(const LocalTensor<float>& e, const LocalTensor<float>& ah,
+                                           const LocalTensor<float>& al, const LocalTensor<float>& sh,
+                                           const LocalTensor<float>& sl, const LocalTensor<float>& p, uint32_t n)
+    {
+        const uint32_t len = n * t_.numCol;
+        LocalTensor<float> tmp = scratch_.Get<float>();
+        MulRow(e, ah, sh, n);
+        PipeBarrier<PIPE_V>();
+        Sub(e, e, p, len);
+        PipeBarrier<PIPE_V>();
+        MulRow(tmp, ah, sl, n);
+        PipeBarrier<PIPE_V>();
+        Add(e, e, tmp, len);
+        PipeBarrier<PIPE_V>();
+        MulRow(tmp, al, sh, n);
+        PipeBarrier<PIPE_V>();
+        Add(e, e, tmp, len);
+        PipeBarrier<PIPE_V>();
+        MulRow(tmp, al, sl, n);
+        PipeBarrier<PIPE_V>();
+        Add(e, e, tmp, len);
+        PipeBarrier<PIPE_V>();
+    }
+
+    // TwoSumScalar with the scalar per row, broadcast in b (the same operations).
+    __aicore__ inline void TwoSumRow(const LocalTensor<float>& s, const LocalTensor<float>& e,
+                                     const LocalTensor<float>& a, const LocalTensor<float>& b,
+                                     const LocalTensor<float>& bb, const LocalTensor<float>& tmp, uint32_t len)
+    {
+        Add(s, a, b, len);
+        PipeBarrier<PIPE_V>();
+        Sub(bb, s, a, len);
+        PipeBarrier<PIPE_V>();
+        Sub(tmp, s, bb, len);
+        Sub(e, bb, b, len);
+        PipeBarrier<PIPE_V>();
+        Sub(tmp, a, tmp, len);
+        PipeBarrier<PIPE_V>();
+        Sub(e, tmp, e, len);
+        PipeBarrier<PIPE_V>();
+    }
+
+    // ---- the float-float arithmetic of modes 0/1 on the whole pass ---------------------------
+    __aicore__ inline void PrepareDyXB(const LocalTensor<T>& dy, const LocalTensor<T>& x, uint32_t n)
+    {
+        const uint32_t len = n * t_.numCol;
+        PipeBarrier<PIPE_V>();
+        if constexpr (NEEDS_FP32_COPY) {
+            dyF_ = bDy_.Get<float>();
+            xF_ = bX_.Get<float>();
+            Cast(dyF_, dy, RoundMode::CAST_NONE, len);
+            Cast(xF_, x, RoundMode::CAST_NONE, len);
+            PipeBarrier<PIPE_V>();
+        } else {
+            dyF_ = dy;
+            xF_ = x;
+        }
+        if constexpr (LAYER_NORM) {
+            LocalTensor<float> negMean = Broadcast(Blk(B_NEG_MEAN), n);
+            TwoSumRow(bU_.Get<float>(), bUl_.Get<float>(), xF_, negMean, bT1_.Get<float>(), bT2_.Get<float>(), len);
+            xF_ = bU_.Get<float>();
+        }
+        Split(bDyH_.Get<float>(), bDyL_.Get<float>(), dyF_, bT1_.Get<float>(), len);
+        Split(bXH_.Get<float>(), bXL_.Get<float>(), xF_, bT2_.Get<float>(), len);
+    }
+
+    __aicore__ inline void PrepareB(const LocalTensor<T>& dy, const LocalTensor<T>& x, uint32_t n)
+    {
+        const uint32_t len = n * t_.numCol;
+        PrepareDyXB(dy, x, n);
+        LocalTensor<float> g = bG_.Get<float>();
+        MulCol(g, dyF_, GammaF(), n);
+        PipeBarrier<PIPE_V>();
+        ProductErrorCol(bGe_.Get<float>(), bDyH_.Get<float>(), bDyL_.Get<float>(), gammaH_.Get<float>(),
+                        gammaL_.Get<float>(), g, n);
+        if constexpr (HAS_OFFSET) {
+            LocalTensor<float> tmp = bT3_.Get<float>();
+            MulCol(tmp, dyF_, GammaE(0), n);
+            PipeBarrier<PIPE_V>();
+            Add(bGe_.Get<float>(), bGe_.Get<float>(), tmp, len);
+            PipeBarrier<PIPE_V>();
+        }
+        Split(bGH_.Get<float>(), bGL_.Get<float>(), g, bT1_.Get<float>(), len);
+    }
+
+    // SumGx's products over the pass, then the per-row folds into V_SUM_H/L, V_PLAIN (and
+    // LayerNorm's V_SUMG_H/L, V_PLAIN_G).
+    __aicore__ inline void SumGxB(uint32_t n)
+    {
+        const uint32_t len = n * t_.numCol;
+        LocalTensor<float> p = bP_.Get<float>();
+        LocalTensor<float> q = bQ_.Get<float>();
+        LocalTensor<float> t1 = bT1_.Get<float>();
+        Mul(p, bG_.Get<float>(), xF_, len);
+        Mul(t1, bGe_.Get<float>(), xF_, len);
+        PipeBarrier<PIPE_V>();
+        ProductError(q, bGH_.Get<float>(), bGL_.Get<float>(), bXH_.Get<float>(), bXL_.Get<float>(), p, len);
+        Add(q, q, t1, len);
+        PipeBarrier<PIPE_V>();
+        if constexpr (LAYER_NORM) {
+            Mul(t1, bG_.Get<float>(), bUl_.Get<float>(), len);
+            PipeBarrier<PIPE_V>();
+            Add(q, q, t1, len);
+            PipeBarrier<PIPE_V>();
+            FoldRowsB(bG_.Get<float>(), bGe_.Get<float>(), V_SUMG_H, V_SUMG_L, V_PLAIN_G);
+        }
+        FoldRowsB(p, q, V_SUM_H, V_SUM_L, V_PLAIN);
+    }
+
+    // Per row r < lanes: (h, l) = the float-float sum of p + q over the row, `plain` the plain
+    // sum (FoldSum's order: the transposed columns are its lanes). p, q are left as they are.
+    __aicore__ inline void FoldRowsB(const LocalTensor<float>& p, const LocalTensor<float>& q, uint32_t h, uint32_t l,
+                                     uint32_t plain)
+    {
+        const uint32_t lanes = BatchLanes();
+        const uint32_t len = t_.numCol;
+        LocalTensor<float> tp = bXH_.Get<float>();  // free: PrepareB recomputes the splits
+        LocalTensor<float> tq = bXL_.Get<float>();
+        LocalTensor<uint32_t> idx = bIdx_.Get<uint32_t>();
+        PipeBarrier<PIPE_V>();
+        Gather(tp, p, idx, 0, len * lanes);
+        Gather(tq, q, idx, 0, len * lanes);
+        PipeBarrier<PIPE_V>();
+        uint32_t w = len;
+        if (len >= MIN_FOLD) {
+            w = 1;
+            while (w * 2 <= len) {
+                w *= 2;
+            }
+            for (uint32_t off = w; off < len; off += w) {
+                FoldStep(tp, tq, off * lanes, Min(w, len - off) * lanes, bDyH_.Get<float>());
+            }
+            while (w > FOLD_LANES) {
+                w /= 2;
+                FoldStep(tp, tq, w * lanes, w * lanes, bDyH_.Get<float>());
+            }
+        }
+        // FoldSum's scalar tail, lane by lane: sum = AddFF(sum, p_i, q_i), plain += p_i.
+        LocalTensor<float> sh = V(h);
+        LocalTensor<float> sl = V(l);
+        LocalTensor<float> pl = V(plain);
+        Duplicate(sh, 0.0f, lanes);
+        Duplicate(sl, 0.0f, lanes);
+        Duplicate(pl, 0.0f, lanes);
+        PipeBarrier<PIPE_V>();
+        for (uint32_t i = 0; i < w; ++i) {
+            AddFFB(sh, sl, tp[i * lanes], tq[i * lanes]);
+            Add(pl, pl, tp[i * lanes], lanes);
+        }
+        PipeBarrier<PIPE_V>();
+    }
+
+    // (sh, sl) = AddFF((sh, sl), hi, lo) on the per-row vectors.
+    __aicore__ inline void AddFFB(const LocalTensor<float>& sh, const LocalTensor<float>& sl,
+                                  const LocalTensor<float>& hi, const LocalTensor<float>& lo)
+    {
+        const uint32_t lanes = BatchLanes();
+        LocalTensor<float> s = V(V_TMP);
+        LocalTensor<float> e = V(V_TMP + 1);
+        TwoSum(s, e, sh, hi, V(V_TMP + 2), V(V_TMP + 3), lanes);
+        Add(e, e, sl, lanes);
+        PipeBarrier<PIPE_V>();
+        Add(e, e, lo, lanes);
+        PipeBarrier<PIPE_V>();
+        TwoSum(sh, sl, s, e, V(V_TMP + 2), V(V_TMP + 3), lanes);
+    }
+
+    // TwoProdS on the per-row vectors: (ph, pl) = a b exactly; scratch V_TMP + 6 .. + 9.
+    __aicore__ inline void TwoProdB(const LocalTensor<float>& ph, const LocalTensor<float>& pl,
+                                    const LocalTensor<float>& a, const LocalTensor<float>& b)
+    {
+        const uint32_t lanes = BatchLanes();
+        Mul(ph, a, b, lanes);
+        Split(V(V_TMP + 6), V(V_TMP + 7), a, V(V_TMP + 10), lanes);
+        Split(V(V_TMP + 8), V(V_TMP + 9), b, V(V_TMP + 10), lanes);
+        ProductError(pl, V(V_TMP + 6), V(V_TMP + 7), V(V_TMP + 8), V(V_TMP + 9), ph, lanes);
+    }
+
+    // MulFF on the per-row vectors into (oh, ol); scratch V_TMP + 4, + 5 and TwoProdB's.
+    __aicore__ inline void MulFFB(const LocalTensor<float>& oh, const LocalTensor<float>& ol,
+                                  const LocalTensor<float>& ah, const LocalTensor<float>& al,
+                                  const LocalTensor<float>& bh, const LocalTensor<float>& bl)
+    {
+        const uint32_t lanes = BatchLanes();
+        LocalTensor<float> p = V(V_TMP + 4);
+        LocalTensor<float> pe = V(V_TMP + 5);
+        TwoProdB(p, pe, ah, bh);
+        LocalTensor<float> c = V(V_TMP + 6);
+        PipeBarrier<PIPE_V>();
+        Mul(c, ah, bl, lanes);
+        PipeBarrier<PIPE_V>();
+        Add(pe, pe, c, lanes);
+        PipeBarrier<PIPE_V>();
+        Mul(c, al, bh, lanes);
+        PipeBarrier<PIPE_V>();
+        Add(pe, pe, c, lanes);
+        PipeBarrier<PIPE_V>();
+        TwoSum(oh, ol, p, pe, V(V_TMP + 2), V(V_TMP + 3), lanes);
+    }
+
+    // DivFF(a, numCol) on the per-row vectors into (oh, ol): q = a.hi * (1/n) (any close q
+    // works: the remainder a - q n is formed exactly, Sterbenz), ql = remainder * (1/n).
+    __aicore__ inline void DivFFB(const LocalTensor<float>& oh, const LocalTensor<float>& ol,
+                                  const LocalTensor<float>& ah, const LocalTensor<float>& al)
+    {
+        const uint32_t lanes = BatchLanes();
+        const float n = static_cast<float>(t_.numCol);
+        LocalTensor<float> q = V(V_TMP + 4);
+        LocalTensor<float> qn = V(V_TMP + 5);
+        LocalTensor<float> nv = V(V_TMP + 11);
+        Duplicate(nv, n, lanes);
+        Muls(q, ah, t_.avgFactor, lanes);
+        PipeBarrier<PIPE_V>();
+        LocalTensor<float> qne = V(V_TMP + 1);
+        TwoProdB(qn, qne, q, nv);
+        PipeBarrier<PIPE_V>();
+        LocalTensor<float> r = V(V_TMP + 6);
+        Sub(r, ah, qn, lanes);
+        PipeBarrier<PIPE_V>();
+        Sub(r, r, qne, lanes);
+        PipeBarrier<PIPE_V>();
+        Add(r, r, al, lanes);
+        PipeBarrier<PIPE_V>();
+        Muls(r, r, t_.avgFactor, lanes);
+        PipeBarrier<PIPE_V>();
+        TwoSum(oh, ol, q, r, V(V_TMP + 2), V(V_TMP + 3), lanes);
+    }
+
+    // Coefficient per row: c = r^3 sum / n into V_OUT_H/L (the plain value where that is NaN),
+    // Coefficient's steps: mean = DivFF(sum, n), r2 = TwoProd(r, r), r3 = MulFF(r2, (r, 0)),
+    // c = MulFF(r3, mean).
+    __aicore__ inline void CoefficientB()
+    {
+        const uint32_t lanes = BatchLanes();
+        LocalTensor<float> rstd = V(V_RSTD);
+        DivFFB(V(V_OUT_H), V(V_OUT_L), V(V_SUM_H), V(V_SUM_L));
+        PipeBarrier<PIPE_V>();
+        Adds(V(V_SUM_H), V(V_OUT_H), 0.0f, lanes);  // the mean replaces the sum
+        Adds(V(V_SUM_L), V(V_OUT_L), 0.0f, lanes);
+        PipeBarrier<PIPE_V>();
+        TwoProdB(V(V_OUT_H), V(V_OUT_L), rstd, rstd);
+        PipeBarrier<PIPE_V>();
+        MulFFB(V(V_OUT_H), V(V_OUT_L), V(V_OUT_H), V(V_OUT_L), rstd, V(V_ZERO));
+        PipeBarrier<PIPE_V>();
+        MulFFB(V(V_OUT_H), V(V_OUT_L), V(V_OUT_H), V(V_OUT_L), V(V_SUM_H), V(V_SUM_L));
+        PipeBarrier<PIPE_V>();
+        // plain = r r r (plain sum / n)
+        LocalTensor<float> plain = V(V_TMP + 4);
+        LocalTensor<float> r3 = V(V_TMP + 5);
+        Muls(plain, V(V_PLAIN), t_.avgFactor, lanes);
+        Mul(r3, rstd, rstd, lanes);
+        PipeBarrier<PIPE_V>();
+        Mul(r3, r3, rstd, lanes);
+        PipeBarrier<PIPE_V>();
+        Mul(plain, r3, plain, lanes);
+        PipeBarrier<PIPE_V>();
+        KeepPlainB(V(V_OUT_H), V(V_OUT_L), plain);
+    }
+
+    // MeanTerm per row: r mean(g) into V_OUT_H/L (the plain value where that is NaN).
+    __aicore__ inline void MeanTermB()
+    {
+        const uint32_t lanes = BatchLanes();
+        LocalTensor<float> rstd = V(V_RSTD);
+        DivFFB(V(V_OUT_H), V(V_OUT_L), V(V_SUMG_H), V(V_SUMG_L));
+        PipeBarrier<PIPE_V>();
+        Adds(V(V_SUMG_H), V(V_OUT_H), 0.0f, lanes);
+        Adds(V(V_SUMG_L), V(V_OUT_L), 0.0f, lanes);
+        PipeBarrier<PIPE_V>();
+        MulFFB(V(V_OUT_H), V(V_OUT_L), V(V_SUMG_H), V(V_SUMG_L), rstd, V(V_ZERO));
+        PipeBarrier<PIPE_V>();
+        LocalTensor<float> plain = V(V_TMP + 4);
+        Muls(plain, V(V_PLAIN_G), t_.avgFactor, lanes);
+        PipeBarrier<PIPE_V>();
+        Mul(plain, rstd, plain, lanes);
+        PipeBarrier<PIPE_V>();
+        KeepPlainB(V(V_OUT_H), V(V_OUT_L), plain);
+    }
+
+    // (h, l) where h is a number, else (plain, 0).
+    __aicore__ inline void KeepPlainB(const LocalTensor<float>& h, const LocalTensor<float>& l,
+                                      const LocalTensor<float>& plain)
+    {
+        const uint32_t lanes = BatchSlot();
+        LocalTensor<uint8_t> notNan = mask_.Get<uint8_t>();
+        Compare(notNan, h, h, CMPMODE::EQ, lanes);
+        PipeBarrier<PIPE_V>();
+        Select(h, notNan, h, plain, SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
+        PipeBarrier<PIPE_V>();  // Select writes the API's scratch (a WAW between the two)
+        Select(l, notNan, l, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
+        PipeBarrier<PIPE_V>();
+    }
+
+    // Dx on the whole pass, the per-row scalars from their blocks.
+    __aicore__ inline void DxB(const LocalTensor<T>& dx, const LocalTensor<T>& ds, uint32_t n)
+    {
+        const uint32_t len = n * t_.numCol;
+        LocalTensor<float> g = bG_.Get<float>();
+        LocalTensor<float> ge = bGe_.Get<float>();
+        LocalTensor<float> gh = bGH_.Get<float>();
+        LocalTensor<float> gl = bGL_.Get<float>();
+        LocalTensor<float> p = bP_.Get<float>();
+        LocalTensor<float> q = bQ_.Get<float>();
+        LocalTensor<float> t1 = bT1_.Get<float>();
+        LocalTensor<float> t2 = bT2_.Get<float>();
+        LocalTensor<float> t3 = bT3_.Get<float>();
+        MulRow(t1, g, Blk(B_RSTD), n);
+        MulRow(t3, ge, Blk(B_RSTD), n);
+        PipeBarrier<PIPE_V>();
+        ProductErrorRow(t2, gh, gl, Blk(B_RS_H), Blk(B_RS_L), t1, n);
+        Add(t2, t2, t3, len);
+        PipeBarrier<PIPE_V>();
+        MulRow(p, xF_, Blk(B_C_H), n);
+        MulRow(t3, xF_, Blk(B_C_L), n);
+        PipeBarrier<PIPE_V>();
+        ProductErrorRow(q, bXH_.Get<float>(), bXL_.Get<float>(), Blk(B_CS_H), Blk(B_CS_L), p, n);
+        Add(q, q, t3, len);
+        PipeBarrier<PIPE_V>();
+        if constexpr (LAYER_NORM) {
+            MulRow(t3, bUl_.Get<float>(), Blk(B_C_H), n);
+            PipeBarrier<PIPE_V>();
+            Add(q, q, t3, len);
+            PipeBarrier<PIPE_V>();
+        }
+        Sub(t2, t2, q, len);
+        Muls(p, p, -1.0f, len);
+        PipeBarrier<PIPE_V>();
+        TwoSum(t3, q, t1, p, gh, gl, len);
+        Add(t2, t2, q, len);
+        PipeBarrier<PIPE_V>();
+        LocalTensor<float> dsf = ge;
+        if constexpr (NEEDS_FP32_COPY) {
+            Cast(dsf, ds, RoundMode::CAST_NONE, len);
+            PipeBarrier<PIPE_V>();
+        } else {
+            dsf = ds;
+        }
+        TwoSum(t1, q, t3, dsf, gh, gl, len);
+        Add(t2, t2, q, len);
+        PipeBarrier<PIPE_V>();
+        LocalTensor<float> hi = t1;
+        Add(p, hi, t2, len);
+        PipeBarrier<PIPE_V>();
+        KeepUnlessNan(p, hi, len);
+        if constexpr (NEEDS_FP32_COPY) {
+            Cast(dx, p, TO_T, len);
+        } else {
+            Muls(dx, p, 1.0f, len);  // an exact copy (-0 stays -0)
+        }
+        PipeBarrier<PIPE_V>();
+    }
+
+    // w = dy x r exactly (P + Q) for the pass's rows, summed over the rows by FoldStep halving
+    // (TwoSum on the high parts, the lows beside), then TwoSum-added to the group's accumulator.
+    __aicore__ inline void AccumulateDgammaB(uint32_t n)
+    {
+        const uint32_t len = n * t_.numCol;
+        LocalTensor<float> g = bG_.Get<float>();
+        LocalTensor<float> ge = bGe_.Get<float>();
+        LocalTensor<float> p = bP_.Get<float>();
+        LocalTensor<float> q = bQ_.Get<float>();
+        LocalTensor<float> t1 = bT1_.Get<float>();
+        LocalTensor<float> t2 = bT2_.Get<float>();
+        PipeBarrier<PIPE_V>();
+        Mul(g, dyF_, xF_, len);
+        PipeBarrier<PIPE_V>();
+        ProductError(ge, bDyH_.Get<float>(), bDyL_.Get<float>(), bXH_.Get<float>(), bXL_.Get<float>(), g, len);
+        if constexpr (LAYER_NORM) {
+            Mul(t1, dyF_, bUl_.Get<float>(), len);
+            PipeBarrier<PIPE_V>();
+            Add(ge, ge, t1, len);
+            PipeBarrier<PIPE_V>();
+        }
+        Split(bGH_.Get<float>(), bGL_.Get<float>(), g, t1, len);
+        MulRow(p, g, Blk(B_RSTD), n);
+        MulRow(t2, ge, Blk(B_RSTD), n);
+        PipeBarrier<PIPE_V>();
+        ProductErrorRow(q, bGH_.Get<float>(), bGL_.Get<float>(), Blk(B_RS_H), Blk(B_RS_L), p, n);
+        Add(q, q, t2, len);
+        PipeBarrier<PIPE_V>();
+        FoldPassRows(p, q, n, g);
+        AddToAcc(accH_.Get<float>(), accL_.Get<float>(), p, q, g, ge);
+    }
+
+    // dbeta: the pass's dy rows folded the same way (lows start at zero), into accB.
+    __aicore__ inline void AccumulateDbetaB(uint32_t n)
+    {
+        const uint32_t len = n * t_.numCol;
+        LocalTensor<float> h = bP_.Get<float>();
+        LocalTensor<float> l = bQ_.Get<float>();
+        PipeBarrier<PIPE_V>();
+        Adds(h, dyF_, 0.0f, len);
+        Duplicate(l, 0.0f, len);
+        PipeBarrier<PIPE_V>();
+        FoldPassRows(h, l, n, bG_.Get<float>());
+        AddToAcc(accBH_.Get<float>(), accBL_.Get<float>(), h, l, bG_.Get<float>(), bGe_.Get<float>());
+    }
+
+    // Row 0 of (p, q) += rows 1 .. n - 1: FoldSum's order with whole rows as its lanes.
+    __aicore__ inline void FoldPassRows(const LocalTensor<float>& p, const LocalTensor<float>& q, uint32_t n,
+                                        const LocalTensor<float>& tmp)
+    {
+        const uint32_t width = t_.numCol;
+        uint32_t w = 1;
+        while (w * 2 <= n) {
+            w *= 2;
+        }
+        for (uint32_t off = w; off < n; off += w) {
+            FoldStep(p, q, off * width, Min(w, n - off) * width, tmp);
+        }
+        while (w > 1) {
+            w /= 2;
+            FoldStep(p, q, w * width, w * width, tmp);
+        }
+    }
+
+    // (accH, accL) += (p, q) over one row: TwoSum of the highs, every error into accL.
+    __aicore__ inline void AddToAcc(const LocalTensor<float>& accH, const LocalTensor<float>& accL,
+                                    const LocalTensor<float>& p, const LocalTensor<float>& q,
+                                    const LocalTensor<float>& bb, const LocalTensor<float>& tmp)
+    {
+        const uint32_t len = t_.numCol;
+        LocalTensor<float> t1 = bT1_.Get<float>();
+        LocalTensor<float> t2 = bT2_.Get<float>();
+        PipeBarrier<PIPE_V>();
+        TwoSum(t1, t2, accH, p, bb, tmp, len);
+        Add(accL, accL, q, len);
+        PipeBarrier<PIPE_V>();
+        Add(accL, accL, t2, len);
+        Adds(accH, t1, 0.0f, len);
+        PipeBarrier<PIPE_V>();
+    }
+
+    TBuf<TPosition::VECCALC> bRowV_;  // MODE_BATCHED: the per-row vectors (V_* slots)
+    TBuf<TPosition::VECCALC> bBlk_;   // MODE_BATCHED: per-row values as one 32-byte block per row
+    TBuf<TPosition::VECCALC> bIdx_;   // MODE_BATCHED: the transposing Gather's byte offsets
+    TBuf<TPosition::VECCALC> bB_;     // MODE_BATCHED, LayerNorm: a row value broadcast over its row
+    TBuf<TPosition::VECCALC> bOnes_;  // MODE_BATCHED, LayerNorm: 64 ones (Broadcast's src0)
 
     TilingData t_;
     uint32_t groupStart_ = 0;

@@ -200,6 +200,8 @@ const uint64_t STAT_OUTPUTS = 1;
 // The batched short-row mode (3) computes RMSNorm's rstd on the vector unit; LayerNorm's rows take
 // modes 0-2.
 const bool BATCHED_NORM = true;
+// RMSNorm's modes 0/1 also sum rows and compute rstd on the vector unit (scratch in PlanRows).
+const bool VECTOR_RSTD = BATCHED_NORM;
 
 static uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 static uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -221,9 +223,15 @@ static bool PlanRows(uint64_t budget, uint64_t colAlign, uint64_t typeSize, uint
     const bool fp32Copy = typeSize == 2;
     const uint64_t streamRow =
         colAlign * typeSize * BUFFER_NUM * (STREAMS + 1) + (REDUCE_SLOT_BYTES + 4 * BUFFER_NUM) * STAT_OUTPUTS;
-    const uint64_t floatRow = colAlign * 4 * (fp32Copy ? 2 : 1);
-    const uint64_t fixed = (colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0)) * PARAM_ROWS + REDUCE_TMP_BYTES +
-                           BUFFER_NUM * BLOCK_BYTES * STAT_OUTPUTS;
+    // RMSNorm's vector row sums and rstd (kernel InitVectorRows): per float row its repeat sums
+    // (of at most 4096 folded elements), a tail block and five per-row lanes; one more rstd block
+    // per lane of the last Brcb in the place of the ReduceSum scratch.
+    const uint64_t repeatSums = AlignUp(MinU64(colAlign, 4096) / 64 > 0 ? MinU64(colAlign, 4096) / 64 : 1, 8);
+    const uint64_t vectorRow = VECTOR_RSTD ? (repeatSums + 8 + 5) * 4 : 0;
+    const uint64_t vectorFixed = VECTOR_RSTD ? 5 * BLOCK_BYTES + 8 * REDUCE_SLOT_BYTES : 0;
+    const uint64_t floatRow = colAlign * 4 * (fp32Copy ? 2 : 1) + vectorRow;
+    const uint64_t fixed = (colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0)) * PARAM_ROWS +
+                           (VECTOR_RSTD ? vectorFixed : REDUCE_TMP_BYTES) + BUFFER_NUM * BLOCK_BYTES * STAT_OUTPUTS;
     if (fixed + streamRow + floatRow > budget) {
         return false;
     }

@@ -39,6 +39,8 @@ constexpr uint32_t BUFFER_NUM = 2;        // double buffering: copy of tile i+1 
 constexpr uint32_t BLOCK_BYTES = 32;      // UB alignment and DataCopy granularity
 constexpr uint32_t REDUCE_SLOT = 8;       // floats per row-sum slot, so each slot starts 32-byte aligned
 constexpr uint32_t REDUCE_TMP_FLOATS = 64;
+constexpr uint32_t FOLD = 4096;        // RMSNorm rows: folded onto 4096 elements before the per-repeat sums
+constexpr uint32_t RSTD_CHUNK = 248;   // repeats per level-0 call: <= 255, and 32-byte aligned starts
 constexpr uint32_t MODE_WHOLE_ROW = 0;
 constexpr uint32_t MODE_MULTI_ROW = 1;
 constexpr uint32_t MODE_SPLIT_D = 2;
@@ -160,11 +162,18 @@ private:
         // The float work covers `sub` rows; each row of the pass keeps its own reduce slot
         // (LayerNorm: two, for sum(d) and sum(d^2)).
         pipe_.InitBuffer(work_, sub * width * sizeof(float));
-        pipe_.InitBuffer(reduce_, rows * REDUCE_SLOT * sizeof(float));
+        if (t_.mode == MODE_BATCHED || kLayerNorm) {
+            pipe_.InitBuffer(reduce_, rows * REDUCE_SLOT * sizeof(float));
+            pipe_.InitBuffer(reduceTmp_, REDUCE_TMP_FLOATS * sizeof(float));
+        } else {
+            // RMSNorm rows: one 32-byte block of rstd per row of the pass (+ the 8 a Brcb of the
+            // last sub-tile may write past it), in the place of the ReduceSum slots and scratch.
+            pipe_.InitBuffer(reduce_, (rows + BLOCK_FLOATS) * REDUCE_SLOT * sizeof(float));
+            InitVectorRows(sub);
+        }
         if constexpr (kLayerNorm) {
             pipe_.InitBuffer(reduce2_, rows * REDUCE_SLOT * sizeof(float));
         }
-        pipe_.InitBuffer(reduceTmp_, REDUCE_TMP_FLOATS * sizeof(float));
         if constexpr (NEEDS_FP32_COPY) {
             pipe_.InitBuffer(xF32_, sub * width * sizeof(float));
             pipe_.InitBuffer(gammaF32_, width * sizeof(float));
@@ -176,9 +185,15 @@ private:
             InitBatched(rows);
         }
         LoadGamma(width);
+        // Prefetch order: the next pass's CopyIn is issued before this pass's compute, so MTE2
+        // moves pass i+1 while V reduces and scales pass i (the queues are double-buffered: pass
+        // i+1 takes the buffer pass i-1 freed in its compute).
+        CopyInRows(0, Min(rows, rowCount_));
         for (uint32_t done = 0; done < rowCount_; done += rows) {
             const uint32_t count = Min(rows, rowCount_ - done);
-            CopyInRows(done, count);
+            if (done + rows < rowCount_) {
+                CopyInRows(done + rows, Min(rows, rowCount_ - done - rows));
+            }
             ComputeRows(count);
             CopyOutRows(done, count);
         }
@@ -264,6 +279,17 @@ private:
                 NormalizeRows(xf, y[at], rstd, first, n);
             }
         }
+        if constexpr (!kLayerNorm) {
+            if (t_.mode != MODE_BATCHED) {
+                // The pass's rstd blocks (lane 0 of each) into the rstd output, 1-lane sums.
+                PipeBarrier<PIPE_V>();
+                LocalTensor<float> blocks = reduce_.Get<float>();
+                for (uint32_t r = 0; r < count; r += RSTD_CHUNK) {
+                    WholeReduceSum(rstd[r], blocks[r * BLOCK_FLOATS], 1, static_cast<int32_t>(Min(RSTD_CHUNK, count - r)),
+                                   1, 1, 1);
+                }
+            }
+        }
         inX_.FreeTensor(x);
         if constexpr (kFusedAdd) {
             inX2_.FreeTensor(x2);
@@ -313,30 +339,109 @@ private:
         }
         const uint32_t width = t_.numColAlign;
         LocalTensor<float> work = work_.Get<float>();
-        LocalTensor<float> sums = reduce_.Get<float>();
+        LocalTensor<float> blocks = reduce_.Get<float>();  // rstd, one 32-byte block per row of the pass
+        LocalTensor<float> sums = vSums_.Get<float>();
+        LocalTensor<float> inv = vRstd_.Get<float>();
         // The previous pass's ApplyGamma may still read work (same-pipe WAR).
         PipeBarrier<PIPE_V>();
         Mul(work, xf, xf, n * width);
         PipeBarrier<PIPE_V>();
+        RowSums(sums, work, n);
+        PipeBarrier<PIPE_V>();
+        // rstd on the vector unit (the batched mode's sequence): no scalar read of the sums, so no
+        // V_S wait; y's scale is a broadcast block, not a scalar operand.
+        VectorRstd(inv, sums, vStep_.Get<float>(), vConst_.Get<float>(), n);
+        Brcb(blocks[first * BLOCK_FLOATS], inv, static_cast<uint8_t>((n + BLOCK_FLOATS - 1) / BLOCK_FLOATS),
+             BrcbRepeatParams(1, 8));
+        PipeBarrier<PIPE_V>();
+        const uint32_t full = t_.numCol / LANES;
+        const uint32_t tail = t_.numCol - full * LANES;
+        const BinaryRepeatParams byRstd(1, 1, 0, 8, 8, 0);  // src1: the row's rstd block, every lane and repeat
         for (uint32_t r = 0; r < n; ++r) {
-            ReduceSum(sums[(first + r) * REDUCE_SLOT], work[r * width], reduceTmp_.Get<float>(), t_.numCol);
+            const LocalTensor<float> scale = blocks[(first + r) * BLOCK_FLOATS];
+            for (uint32_t k = 0; k < full; k += RSTD_CHUNK) {
+                const uint32_t at = r * width + k * LANES;
+                Mul(work[at], xf[at], scale, LANES, static_cast<uint8_t>(Min(RSTD_CHUNK, full - k)), byRstd);
+            }
+            if (tail > 0) {
+                Mul(work[r * width + full * LANES], xf[r * width + full * LANES], scale, tail, 1, byRstd);
+            }
         }
-        // The row sums are read by the scalar unit; rstd is computed there, as CANN's RmsNorm does.
-        event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
-        SetFlag<HardEvent::V_S>(reduced);
-        WaitFlag<HardEvent::V_S>(reduced);
-        for (uint32_t r = 0; r < n; ++r) {
-            const float meanSquare = MeanSquare(sums.GetValue((first + r) * REDUCE_SLOT));
-            const float inv = 1.0f / sqrt(meanSquare + t_.epsilon);
-            rstd.SetValue(first + r, inv);
-            Muls(work[r * width], xf[r * width], inv, t_.numCol);
-        }
-        // The next pass's ReduceSum (vector) overwrites the sums the scalar unit just read.
-        event_t readSums = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-        SetFlag<HardEvent::S_V>(readSums);
-        WaitFlag<HardEvent::S_V>(readSums);
         PipeBarrier<PIPE_V>();
         ApplyGamma(y, work, n);
+    }
+
+    // Floats between two rows' repeat sums in vParts_ (32-byte aligned).
+    __aicore__ inline uint32_t PartsStride() const
+    {
+        const uint32_t full = Min(t_.numCol, FOLD) / LANES;
+        return BatchedLanes(full > 0 ? full : 1);
+    }
+
+    // RMSNorm modes 0/1: the scratch of the vector row sums and rstd, for `sub` rows.
+    __aicore__ inline void InitVectorRows(uint32_t sub)
+    {
+        const uint32_t lanes = BatchedLanes(sub);
+        pipe_.InitBuffer(vParts_, sub * PartsStride() * sizeof(float));
+        pipe_.InitBuffer(vTails_, sub * BLOCK_FLOATS * sizeof(float));
+        pipe_.InitBuffer(vSums_, lanes * sizeof(float));
+        pipe_.InitBuffer(vTailSums_, lanes * sizeof(float));
+        pipe_.InitBuffer(vStep_, lanes * sizeof(float));
+        pipe_.InitBuffer(vRstd_, lanes * sizeof(float));
+        pipe_.InitBuffer(vConst_, lanes * sizeof(float));
+        Duplicate(vConst_.Get<float>(), 1.0f, static_cast<int32_t>(lanes));
+        // Read by the first pass's vector ops (same pipe), after their leading barrier.
+    }
+
+    // The float32 sums of the n rows of `work` (rows numColAlign apart) into sums[0, n), on the
+    // vector unit (no level-2 ReduceSum: no hidden V_S/S_V/S_MTE3). The order, documented because
+    // it is not ReduceSum's (one tree per 64-lane repeat, repeats accumulated in order):
+    //   fold      a row longer than FOLD = 4096 is folded onto its first 4096 elements by
+    //             count-form Adds, block by block in order (x[i] + x[i + 4096] + x[i + 8192] ...);
+    //   level 1   per row one WholeReduceSum over the (folded) row's full 64-lane repeats (a tree
+    //             per repeat), and one over the partial last repeat (numCol % 64 lanes);
+    //   level 2   one WholeReduceSum over the pass's rows (one repeat per row: a tree of the
+    //             row's repeat sums), plus the tail's sum, compacted by a 1-lane WholeReduceSum.
+    // A tree of trees instead of ReduceSum's in-order accumulation: its error bound is
+    // O(log n) ulp instead of O(n / 64).
+    __aicore__ inline void RowSums(const LocalTensor<float>& sums, const LocalTensor<float>& work, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        for (uint32_t off = FOLD; off < t_.numCol; off += FOLD) {
+            for (uint32_t r = 0; r < n; ++r) {
+                Add(work[r * width], work[r * width], work[r * width + off], static_cast<int32_t>(Min(FOLD, t_.numCol - off)));
+            }
+            PipeBarrier<PIPE_V>();
+        }
+        const uint32_t cols = Min(t_.numCol, FOLD);
+        const uint32_t full = cols / LANES;
+        const uint32_t tail = cols - full * LANES;
+        const uint32_t stride = PartsStride();
+        LocalTensor<float> parts = vParts_.Get<float>();
+        LocalTensor<float> tails = vTails_.Get<float>();
+        for (uint32_t r = 0; r < n; ++r) {
+            if (full > 0) {
+                WholeReduceSum(parts[r * stride], work[r * width], static_cast<int32_t>(LANES), static_cast<int32_t>(full),
+                               1, 1, 8);
+            }
+            if (tail > 0) {
+                WholeReduceSum(tails[r * BLOCK_FLOATS], work[r * width + full * LANES], static_cast<int32_t>(tail), 1, 1,
+                               1, 8);
+            }
+        }
+        PipeBarrier<PIPE_V>();
+        if (full == 0) {
+            WholeReduceSum(sums, tails, 1, static_cast<int32_t>(n), 1, 1, 1);
+            return;
+        }
+        WholeReduceSum(sums, parts, static_cast<int32_t>(full), static_cast<int32_t>(n), 1, 1,
+                       static_cast<int32_t>(stride / BLOCK_FLOATS));
+        if (tail > 0) {
+            LocalTensor<float> tailSums = vTailSums_.Get<float>();
+            WholeReduceSum(tailSums, tails, 1, static_cast<int32_t>(n), 1, 1, 1);
+            PipeBarrier<PIPE_V>();
+            Add(sums, sums, tailSums, static_cast<int32_t>(n));
+        }
     }
 
     // LayerNorm: mean, rstd and y for rows [first, first + n) of the pass. xf (scratch: the
@@ -529,39 +634,8 @@ private:
             Add(sums, sums, parts[(c - 1) * lanes], static_cast<int32_t>(n));
             PipeBarrier<PIPE_V>();
         }
-        // mean = sum * (1/n): "once" as CANN's RmsNorm; for "hf" (torch.mean's sum / n) the host
-        // picks this mode only when n is a power of two, where 1/n is exact and sum * (1/n) is
-        // sum / n bit for bit (a vector Div would carry the hardware Div's error into rstd).
-        LocalTensor<float> ones = bConst_.Get<float>();
-        Muls(sums, sums, t_.avgFactor, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
-        Adds(sums, sums, t_.epsilon, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
-        Sqrt(rstd, sums, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
-        Div(rstd, ones, rstd, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
-        // One Newton step r = r0 * (1.5 - 0.5 * v * r0^2) with exactly rounded Mul/Muls/Adds: the
-        // rstd no longer carries Sqrt's and Div's own error (the perturbed mode moves them by up
-        // to K ulp; the scalar rstd of the per-row path is not a vector result), only the step's
-        // few roundings (its quadratic term is below 2^-40 for K <= 64).
-        // v * r0^2 is taken as (min(v, max) * min(r0, max)) * min(r0, max): the same value for
-        // finite v and r0, and 0 (step 1.5, r = r0 * 1.5) where one of them is 0 and the other
-        // Inf (an Inf row: r0 = 0; eps = 0 with a zero row: r0 = Inf), so those keep rstd 0 and Inf.
         LocalTensor<float> step = parts;  // the chunk sums are consumed
-        Mins(sums, sums, FLOAT_MAX, static_cast<int32_t>(n));
-        Mins(step, rstd, FLOAT_MAX, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
-        Mul(sums, sums, step, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
-        Mul(step, sums, step, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
-        Muls(step, step, -0.5f, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
-        Adds(step, step, 1.5f, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
-        Mul(rstd, rstd, step, static_cast<int32_t>(n));
-        PipeBarrier<PIPE_V>();
+        VectorRstd(rstd, sums, step, bConst_.Get<float>(), n);
         // One 32-byte block of rstd per row: the block-stride-0 operand of the row's Muls.
         LocalTensor<float> rstdB = bRstd_.Get<float>();
         Brcb(rstdB, rstd, static_cast<uint8_t>((n + BLOCK_FLOATS - 1) / BLOCK_FLOATS), BrcbRepeatParams(1, 8));
@@ -596,6 +670,61 @@ private:
         }
     }
 
+    // rstd = 1 / sqrt(mean + eps) for n rows on the vector unit, from their float32 sums (consumed;
+    // `step` is scratch, `ones` holds 1.0 in n lanes; all three 32-byte aligned, n lanes each):
+    // the mean (Muls by 1/n, or a scalar sum / n), Adds, Sqrt, Div, refined by one Newton step. Shared by the batched
+    // mode and the per-row modes 0/1.
+    __aicore__ inline void VectorRstd(const LocalTensor<float>& rstd, const LocalTensor<float>& sums,
+                                      const LocalTensor<float>& step, const LocalTensor<float>& ones, uint32_t n)
+    {
+        // mean = sum * (1/n): "once" as CANN's RmsNorm. "hf" is torch.mean's sum / n: where n is a
+        // power of two 1/n is exact and sum * (1/n) is sum / n bit for bit (the batched mode takes
+        // "hf" only there). Otherwise (modes 0/1) the scalar unit divides, IEEE-exact like torch:
+        // a vector Div would carry the hardware Div's error into the mean, which the Newton step
+        // below does not remove (`verify --perturb 8` fails 16-bit "hf" rows near ties with it).
+        // That costs one V_S and one S_V wait per sub-tile, for these rows only.
+        if (t_.roundHf != 0 && (t_.numCol & (t_.numCol - 1)) != 0) {
+            event_t summed = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+            SetFlag<HardEvent::V_S>(summed);
+            WaitFlag<HardEvent::V_S>(summed);
+            for (uint32_t r = 0; r < n; ++r) {
+                sums.SetValue(r, sums.GetValue(r) / static_cast<float>(t_.numCol));
+            }
+            // The vector ops below read the means the scalar unit wrote.
+            event_t divided = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+            SetFlag<HardEvent::S_V>(divided);
+            WaitFlag<HardEvent::S_V>(divided);
+        } else {
+            Muls(sums, sums, t_.avgFactor, static_cast<int32_t>(n));
+        }
+        PipeBarrier<PIPE_V>();
+        Adds(sums, sums, t_.epsilon, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Sqrt(rstd, sums, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Div(rstd, ones, rstd, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        // One Newton step r = r0 * (1.5 - 0.5 * v * r0^2) with exactly rounded Mul/Muls/Adds: the
+        // rstd no longer carries Sqrt's and Div's own error (the perturbed mode moves them by up
+        // to K ulp), only the step's few roundings (its quadratic term is below 2^-40 for K <= 64).
+        // v * r0^2 is taken as (min(v, max) * min(r0, max)) * min(r0, max): the same value for
+        // finite v and r0, and 0 (step 1.5, r = r0 * 1.5) where one of them is 0 and the other
+        // Inf (an Inf row: r0 = 0; eps = 0 with a zero row: r0 = Inf), so those keep rstd 0 and Inf.
+        Mins(sums, sums, FLOAT_MAX, static_cast<int32_t>(n));
+        Mins(step, rstd, FLOAT_MAX, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(sums, sums, step, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(step, sums, step, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Muls(step, step, -0.5f, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Adds(step, step, 1.5f, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(rstd, rstd, step, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+    }
+
     TBuf<TPosition::VECCALC> bSums_;   // MODE_BATCHED: the pass's row sums, then mean + eps, sqrt
     TBuf<TPosition::VECCALC> bParts_;  // MODE_BATCHED: the sums of the 2nd.. 64-lane chunks
     TBuf<TPosition::VECCALC> bRstd_;   // MODE_BATCHED: rstd broadcast to one 32-byte block per row
@@ -617,9 +746,9 @@ private:
             mean = outMean_.DeQue<float>();
         }
         LocalTensor<float> rstd = outRstd_.DeQue<float>();
-        if (t_.mode != MODE_BATCHED) {
-            // rstd (and mean) were written by the scalar unit: order them before the MTE3 copy.
-            // (MODE_BATCHED, RMSNorm only, writes rstd on the vector unit, ordered by the queue's
+        if constexpr (kLayerNorm) {
+            // rstd and mean were written by the scalar unit: order them before the MTE3 copy.
+            // (RMSNorm writes rstd on the vector unit in every mode, ordered by the queue's
             // V -> MTE3 hand-off.)
             event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_MTE3));
             SetFlag<HardEvent::S_MTE3>(written);
@@ -1129,8 +1258,9 @@ private:
     uint32_t rowStart_ = 0;
     uint32_t rowCount_ = 0;
     TPipe pipe_;
-    TQue<QuePosition::VECIN, 1> inX_;      // x (the fused add's x1)
-    TQue<QuePosition::VECIN, 1> inX2_;     // the fused add's x2
+    // Depth 2: modes 0/1 hold the prefetched next pass next to the one being computed.
+    TQue<QuePosition::VECIN, 2> inX_;      // x (the fused add's x1)
+    TQue<QuePosition::VECIN, 2> inX2_;     // the fused add's x2
     TQue<QuePosition::VECOUT, 1> outSum_;  // the fused add's rounded sum
     TQue<QuePosition::VECIN, 1> inGamma_;
     TQue<QuePosition::VECIN, 1> inBeta_;
@@ -1147,6 +1277,13 @@ private:
     TBuf<TPosition::VECCALC> reduce_;
     TBuf<TPosition::VECCALC> reduce2_;  // LayerNorm modes 0/1: sum(d^2) per row
     TBuf<TPosition::VECCALC> reduceTmp_;
+    TBuf<TPosition::VECCALC> vParts_;     // RMSNorm modes 0/1: per row, its 64-lane repeat sums
+    TBuf<TPosition::VECCALC> vTails_;     // RMSNorm modes 0/1: per row, its partial repeat's sum (a block)
+    TBuf<TPosition::VECCALC> vSums_;      // RMSNorm modes 0/1: the sub-tile's row sums, then mean + eps
+    TBuf<TPosition::VECCALC> vTailSums_;  // RMSNorm modes 0/1: the tails compacted
+    TBuf<TPosition::VECCALC> vStep_;      // RMSNorm modes 0/1: the Newton step
+    TBuf<TPosition::VECCALC> vRstd_;      // RMSNorm modes 0/1: the sub-tile's rstd
+    TBuf<TPosition::VECCALC> vConst_;     // RMSNorm modes 0/1: 1.0 per row lane
     GlobalTensor<T> xGm_;
     GlobalTensor<T> x2Gm_;
     GlobalTensor<T> sumGm_;

@@ -98,7 +98,12 @@ fn mode_must_be_the_one_string_attr() {
     assert_error(&text, 1, "attrs", "takes the string attr `mode`");
     // A second attr must be the string `rounding`; a third is refused.
     let text = format!("{GOOD}\n[[attrs]]\nname = \"rotate\"\ntype = \"bool\"\n");
-    assert_error(&text, 28, "attrs[1]", "takes a string attr `rounding` (\"once\" or \"hf\") here, found bool attr `rotate`");
+    assert_error(
+        &text,
+        28,
+        "attrs[1]",
+        "takes a string attr `rounding` (\"once\" or \"hf\") here, found bool attr `rotate`",
+    );
     let rounding = "\n[[attrs]]\nname = \"rounding\"\ntype = \"string\"\ndefault = \"once\"\n";
     let text = format!("{GOOD}{rounding}\n[[attrs]]\nname = \"rotate\"\ntype = \"bool\"\n");
     assert_error(&text, 23, "attrs", "optionally followed by the string attr `rounding`");
@@ -107,7 +112,8 @@ fn mode_must_be_the_one_string_attr() {
 #[test]
 fn rounding_is_once_or_hf() {
     for value in ["once", "hf"] {
-        let text = format!("{GOOD}\n[[attrs]]\nname = \"rounding\"\ntype = \"string\"\ndefault = \"{value}\"\n");
+        let text =
+            format!("{GOOD}\n[[attrs]]\nname = \"rounding\"\ntype = \"string\"\ndefault = \"{value}\"\n");
         let spec = family::parse_str(Path::new(PATH), &text).expect("accepted");
         assert_eq!(spec.attrs[1].default, Some(AttrValue::String(value.into())));
     }

@@ -47,6 +47,7 @@ use crate::compare::Tolerance;
 use crate::dtype::DType;
 use crate::family::inputs::Distribution;
 use crate::plan::TilingField;
+pub use crate::reference::row_norm::Rounding;
 use crate::reference::{self, rotary::RotaryMode};
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
@@ -98,7 +99,10 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         }
     }
     match spec.attrs.as_slice() {
-        [mode] if mode.kind == AttrKind::String && mode.name == "mode" => {
+        [mode, ..] if spec.attrs.len() <= 2 && mode.kind == AttrKind::String && mode.name == "mode" => {
+            if let Some(rounding) = spec.attrs.get(1) {
+                super::row_norm::check_rounding_attr(r, raw, 1, rounding, "rotary");
+            }
             if let Some(AttrValue::String(v)) = &mode.default {
                 if !MODES.contains(&v.as_str()) {
                     r.error(
@@ -111,7 +115,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         }
         _ => {
             let message =
-                "family rotary takes exactly one attr, the string `mode` (\"half\" or \"interleave\")"
+                "family rotary takes the string attr `mode` (\"half\" or \"interleave\"), optionally followed by the string attr `rounding` (\"once\" or \"hf\")"
                     .to_string();
             match raw.attrs.first() {
                 Some(a) => r.error(&a.name, "attrs", message),
@@ -157,6 +161,10 @@ pub const TILING_FIELDS: &[TilingField] = &[
         "rotateByCopy",
         "1: half mode swaps the half rows by block copies (D % 16 == 0), 0: Gather",
     ),
+    TilingField::u32(
+        "roundHf",
+        "attr rounding: 0 once (one rounding from float32; float32 Dot2), 1 hf (each product and the sum rounded to x's dtype, as HF apply_rotary_pos_emb)",
+    ),
 ];
 
 pub fn template_extras(spec: &OpSpec) -> serde_json::Map<String, serde_json::Value> {
@@ -166,7 +174,28 @@ pub fn template_extras(spec: &OpSpec) -> serde_json::Map<String, serde_json::Val
     m.insert("r1".into(), input(1));
     m.insert("r2".into(), input(2));
     m.insert("y".into(), serde_json::to_value(spec.outputs.first()).expect("plain data"));
+    // The host reads attr 1 when the spec declares `rounding` (else "once"), and the shared
+    // checks refuse other values in the op_host and the Meta kernel alike.
+    m.insert("has_rounding".into(), serde_json::Value::Bool(has_rounding(spec)));
     m
+}
+
+/// Whether the spec declares the `rounding` attr (attr 1).
+fn has_rounding(spec: &OpSpec) -> bool {
+    spec.attrs.get(1).is_some_and(|a| a.name == "rounding")
+}
+
+/// The rounding of a case: its `rounding` attr, else "once" (the family's order without it).
+pub fn rounding_of(spec: &OpSpec, attrs: &[(String, AttrValue)]) -> Result<Rounding, FamilyError> {
+    match attrs.iter().find(|(n, _)| n == "rounding").map(|(_, v)| v) {
+        None => Ok(Rounding::Once),
+        Some(AttrValue::String(v)) if v == "once" => Ok(Rounding::Once),
+        Some(AttrValue::String(v)) if v == "hf" => Ok(Rounding::Hf),
+        Some(other) => Err(FamilyError::new(format!(
+            "op `{}`: attr rounding {other:?} is neither \"once\" nor \"hf\"",
+            spec.name
+        ))),
+    }
 }
 
 // ---- verification ------------------------------------------------------------------------
@@ -341,8 +370,35 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     for (i, (shape, dist)) in aimed_cases().into_iter().enumerate() {
         out.push(case(spec, shape, dist, 5000 + i as u64));
     }
+    // rounding "hf" when the spec declares it (its default is "once"): every layout and mode
+    // (the quick shapes), the NaN/Inf and large-mean probes, and the aimed cases (row ends,
+    // one-hot rows, the UB-filling tiles of every tiling mode). float32 "hf" is the plain path,
+    // whose lighter UB plan makes larger tiles: its near-full shapes are the last ones below.
+    if has_rounding(spec) {
+        let mut hf: Vec<(Shape, Distribution)> =
+            shapes(Sweep::Quick).into_iter().map(|s| (s, Distribution::Uniform5)).collect();
+        for dist in [Distribution::NanInf, Distribution::NormalLargeMean, Distribution::Tiny] {
+            hf.extend(probes.iter().map(|s| (*s, dist)));
+        }
+        hf.extend(aimed_cases());
+        hf.extend(HF_FP32_FULL_UB.iter().map(|s| (*s, Distribution::RowEnds)));
+        for (i, (shape, dist)) in hf.into_iter().enumerate() {
+            let mut c = case(spec, shape, dist, 6000 + i as u64);
+            c.attrs.retain(|(n, _)| n != "rounding");
+            c.attrs.push(("rounding".into(), AttrValue::String("hf".into())));
+            out.push(c);
+        }
+    }
     out
 }
+
+/// A shape whose float32 "hf" tile (the plain path: no work rows, no hi/lo tables) nearly fills
+/// the UB budget: whole positions, half mode by block copies, 15 positions of 9 heads of 64 per
+/// tile = 183.75 KiB of the 184 KiB plan by the kernel's InitBuffer sizes (x in and y out double
+/// buffered, the rotated row, two table buffers of cos and sin), so a buffer 16 KiB too large
+/// overflows the 192 KiB UB (the rotary_mul-hf-outy-16k mutant). The other tiling modes' float32
+/// "hf" tiles are left to the 16-bit and "once" aimed cases (not covered for float32 "hf").
+const HF_FP32_FULL_UB: [Shape; 1] = [Shape { layout: Layout::Bsnd1s1d, mode: "half", dims: (1, 960, 9, 64) }];
 
 /// Cases aimed at positions and at UB capacity (both sweeps). RowEnds puts ±64 at the last
 /// element of every row, which is where a head, a tile (UB pass) and a core's share end, so a
@@ -418,13 +474,21 @@ pub fn expected(
     match spec.name.as_str() {
         "rotary_mul" => {
             let (x, r1, r2) = (&inputs[0].1, &inputs[1].1, &inputs[2].1);
-            let values = reference::rotary::rotary_mul(x, r1, r2, mode_of(attrs)?)?;
+            let mode = mode_of(attrs)?;
+            // "hf": HF's roundings emulated one by one, so the gate is bit-exact (0 ULP; NaN
+            // matches NaN whatever its payload).
+            let (values, tolerance) = match rounding_of(spec, attrs)? {
+                Rounding::Once => (reference::rotary::rotary_mul(x, r1, r2, mode)?, tolerance(x.dtype)),
+                Rounding::Hf => {
+                    (reference::rotary::rotary_mul_hf(x, r1, r2, mode)?, Tolerance::Ulp { max_ulp: 0 })
+                }
+            };
             Ok(vec![Expected {
                 name: spec.outputs[0].name.clone(),
                 dtype: x.dtype,
                 shape: x.shape.clone(),
                 values,
-                tolerance: tolerance(x.dtype),
+                tolerance,
             }])
         }
         other => Err(FamilyError::new(format!(
@@ -521,6 +585,16 @@ impl FamilyOps for Rotary {
             ("Qwen2-7B k", vec![1, 4096, 4, 128]),
             ("Qwen3-8B q", vec![1, 4096, 32, 128]),
         ]
+    }
+
+    /// rounding "hf" (when the spec declares it) next to the default "once": in float32 it is
+    /// the plain Mul/Mul/Add kernel, the like-for-like comparison with CANN's design.
+    fn report_variants(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
+        if has_rounding(spec) {
+            vec![("rounding hf", vec![("rounding".to_string(), AttrValue::String("hf".into()))])]
+        } else {
+            Vec::new()
+        }
     }
 
     /// Rows of D.

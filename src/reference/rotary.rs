@@ -9,7 +9,8 @@
 //! the kernel (§2.1), so a caller modelling that with wider tables rounds them first.
 
 use super::ReferenceError;
-use crate::tensor::{c_strides, format_shape, HostTensor};
+use crate::dtype::DType;
+use crate::tensor::{c_strides, format_shape, round_to_dtype, HostTensor};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RotaryMode {
@@ -54,6 +55,37 @@ pub fn rotary_mul(
     r2: &HostTensor,
     mode: RotaryMode,
 ) -> Result<Vec<f64>, ReferenceError> {
+    rotary_terms(x, r1, r2, mode, |p1, p2| p1 + p2)
+}
+
+/// HF transformers' `apply_rotary_pos_emb`, `q * cos + rotate_half(q) * sin` evaluated in x's
+/// dtype, with every rounding it makes: each product, then the sum, rounded to x's dtype. torch
+/// evaluates a 16-bit multiply or add in float32 and rounds that to the 16-bit dtype, so each
+/// step is emulated as float32 RNE then the dtype's RNE (for float32 the second is a no-op; for
+/// 16-bit the first is exact for normal products and harmless for sums, as 24 ≥ 2·11 + 2, but
+/// is kept so subnormal and overflowing float32 intermediates round as torch's do). rotate_half's
+/// negation is exact, so (−x2)·sin and x2·(−sin) are the same value. Returns values exact in x's
+/// dtype.
+pub fn rotary_mul_hf(
+    x: &HostTensor,
+    r1: &HostTensor,
+    r2: &HostTensor,
+    mode: RotaryMode,
+) -> Result<Vec<f64>, ReferenceError> {
+    let dtype = x.dtype;
+    let step = move |v: f64| round_to_dtype(dtype, round_to_dtype(DType::Float32, v));
+    rotary_terms(x, r1, r2, mode, move |p1, p2| step(step(p1) + step(p2)))
+}
+
+/// `combine(x·r1, rotate(x)·r2)` per element (both products exact in f64 for inputs of at most
+/// 24 significant bits).
+fn rotary_terms(
+    x: &HostTensor,
+    r1: &HostTensor,
+    r2: &HostTensor,
+    mode: RotaryMode,
+    combine: impl Fn(f64, f64) -> f64,
+) -> Result<Vec<f64>, ReferenceError> {
     if x.rank() != 4 {
         return Err(ReferenceError::new(
             "rotary_mul",
@@ -80,7 +112,7 @@ pub fn rotary_mul(
                 for j in 0..d {
                     let (src, sign) = rotate_source(mode, d, j);
                     let rot = sign * xv[row + src];
-                    y.push(xv[row + j] * r1v[base1 + j * s1[3]] + rot * r2v[base2 + j * s2[3]]);
+                    y.push(combine(xv[row + j] * r1v[base1 + j * s1[3]], rot * r2v[base2 + j * s2[3]]));
                 }
             }
         }
@@ -91,7 +123,6 @@ pub fn rotary_mul(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
 
     fn t(shape: &[usize], v: &[f64]) -> HostTensor {
         HostTensor::from_f64(DType::Float32, shape, v)
@@ -160,6 +191,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn hf_rounds_each_product_and_the_sum() {
+        // bfloat16 (8 significant bits), half mode, D = 4: rotate(x) = [-x2, -x3, x0, x1].
+        // x = [1 + 2^-7, 0, 1, 0], cos = [1 + 2^-7, 1, 1, 1], sin = 1:
+        // y0 = fl(fl((1 + 2^-7)^2) - 1) = fl(1 + 2^-6 + 2^-14) - 1 = 2^-6;
+        // y2 = fl(1 + (1 + 2^-7)) = 2 + 2^-7, a tie between 2 and 2 + 2^-6: even, 2.
+        let bf = |v: &[f64]| HostTensor::from_f64(DType::BFloat16, &[1, 1, 1, 4], v);
+        let e = 2f64.powi(-7);
+        let c = bf(&[1.0 + e, 1.0, 1.0, 1.0]);
+        let s = bf(&[1.0, 1.0, 1.0, 1.0]);
+        let hf = rotary_mul_hf(&bf(&[1.0 + e, 0.0, 1.0, 0.0]), &c, &s, RotaryMode::Half).unwrap();
+        assert_eq!(hf, vec![2f64.powi(-6), 0.0, 2.0, 0.0]);
+        // x0 = 1 + 3·2^-7: the product 1 + 2^-5 + 3·2^-14 rounds to 1 + 2^-5, so HF's y0 is
+        // 2^-5, while the exact 2^-5 + 3·2^-14 rounded once is 2^-5 + 2^-12 (ulp 2^-12 there).
+        let x = bf(&[1.0 + 3.0 * e, 0.0, 1.0, 0.0]);
+        let hf = rotary_mul_hf(&x, &c, &s, RotaryMode::Half).unwrap();
+        let once = rotary_mul(&x, &c, &s, RotaryMode::Half).unwrap();
+        assert_eq!(hf[0], 2f64.powi(-5));
+        assert_eq!(round_to_dtype(DType::BFloat16, once[0]), 2f64.powi(-5) + 2f64.powi(-12));
+        // float32, D = 2: rotate(x) = [-x1, x0]. x = [1 + 2^-12, 1], cos = sin = [1 + 2^-12, 1]
+        // and [1, 1]: the product 1 + 2^-11 + 2^-24 is a tie, RNE 1 + 2^-11, so y0 = 2^-11
+        // where the exact value 2^-11 + 2^-24 is a float32.
+        let f = |v: &[f64]| HostTensor::from_f64(DType::Float32, &[1, 1, 1, 2], v);
+        let u = 2f64.powi(-12);
+        let (x, c, s) = (f(&[1.0 + u, 1.0]), f(&[1.0 + u, 1.0]), f(&[1.0, 1.0]));
+        assert_eq!(rotary_mul_hf(&x, &c, &s, RotaryMode::Half).unwrap()[0], 2f64.powi(-11));
+        assert_eq!(rotary_mul(&x, &c, &s, RotaryMode::Half).unwrap()[0], 2f64.powi(-11) + 2f64.powi(-24));
     }
 
     #[test]

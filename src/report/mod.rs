@@ -133,8 +133,19 @@ pub fn cases(spec: &OpSpec, set: ShapeSet) -> Vec<ReportCase> {
         }
     }
     if set != ShapeSet::Sweep {
+        let variants = crate::family::ops(spec.family).report_variants(spec);
         for (origin, first) in model_shapes(spec) {
-            out.push(ReportCase::new(spec, origin, &first));
+            let base = ReportCase::new(spec, origin, &first);
+            out.push(base.clone());
+            for (label, attrs) in &variants {
+                let mut case = base.clone();
+                case.origin = format!("{origin}, {label}");
+                for (name, value) in attrs {
+                    case.attrs.retain(|(n, _)| n != name);
+                    case.attrs.push((name.clone(), value.clone()));
+                }
+                out.push(case);
+            }
         }
     }
     out

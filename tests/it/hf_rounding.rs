@@ -332,3 +332,70 @@ fn swiglu_hf_is_bit_exact_with_qwen2_mlp_activation() {
         assert!(between as f64 > 0.1 * n, "hf and once differ on only {between} elements");
     }
 }
+
+/// HF `rotate_half(x)` on one row: cat(-x2, x1) (negation exact).
+fn hf_rotate_half(row: &[f64]) -> Vec<f64> {
+    let h = row.len() / 2;
+    row[h..].iter().map(|v| -v).chain(row[..h].iter().copied()).collect()
+}
+
+/// HF's `q * cos + rotate_half(q) * sin` on one element in `dtype`, with torch CPU's arithmetic:
+/// a 16-bit multiply or add is the float32 operation rounded to the dtype; float32 is float32.
+fn hf_rotary(dtype: DType, x: f64, c: f64, xr: f64, s: f64) -> f64 {
+    let to = |v: f32| round_to_dtype(dtype, f64::from(v)) as f32;
+    let a = to(x as f32 * c as f32);
+    let b = to(xr as f32 * s as f32);
+    f64::from(to(a + b))
+}
+
+#[test]
+fn rotary_mul_hf_is_bit_exact_with_apply_rotary_pos_emb() {
+    let spec = op("rotary_mul");
+    // q of a small Qwen2 in BSND (x [1, S, H, D], tables [1, S, 1, D]) as rotary_mul takes it.
+    let (seq, heads, d) = (256usize, 4usize, 128usize);
+    for dtype in [DType::BFloat16, DType::Float16, DType::Float32] {
+        let mut rng = Rng(0x707_a7e + dtype.size_bytes() as u64);
+        let x = tensor(dtype, &[1, seq, heads, d], || rng.normalish(2.0));
+        // Qwen2RotaryEmbedding: inv_freq = 1 / 10000^(2i/D), emb = cat(freqs, freqs), cos/sin in
+        // float32 then .to(dtype).
+        let angle = |p: usize, j: usize| p as f64 / 10000f64.powf((2 * (j % (d / 2))) as f64 / d as f64);
+        let table = |f: fn(f64) -> f64| {
+            let v: Vec<f64> = (0..seq * d)
+                .map(|i| round_to_dtype(dtype, f64::from(f(angle(i / d, i % d)) as f32)))
+                .collect();
+            HostTensor::from_f64(dtype, &[1, seq, 1, d], &v)
+        };
+        let (cos, sin) = (table(f64::cos), table(f64::sin));
+        let inputs = vec![
+            ("x".to_string(), x.clone()),
+            ("r1".to_string(), cos.clone()),
+            ("r2".to_string(), sin.clone()),
+        ];
+        let attrs = |r: &str| {
+            vec![
+                ("mode".to_string(), AttrValue::String("half".into())),
+                ("rounding".to_string(), AttrValue::String(r.to_string())),
+            ]
+        };
+        let got_hf = run(&spec, dtype, &inputs, &attrs("hf"));
+        let got_once = run(&spec, dtype, &inputs, &attrs("once"));
+        let (xv, cv, sv) = (x.to_f64(), cos.to_f64(), sin.to_f64());
+        let mut want = Vec::with_capacity(xv.len());
+        for (r, row) in xv.chunks_exact(d).enumerate() {
+            let t = (r / heads) * d;
+            let rot = hf_rotate_half(row);
+            want.extend((0..d).map(|j| hf_rotary(dtype, row[j], cv[t + j], rot[j], sv[t + j])));
+        }
+        let off = |t: &HostTensor| (0..want.len()).filter(|&i| !same(t.get_f64(i), want[i])).count();
+        let (hf_off, once_off) = (off(&got_hf.outputs[0].1), off(&got_once.outputs[0].1));
+        println!(
+            "rotary_mul {dtype}: {} elements; hf off HF apply_rotary_pos_emb on {hf_off}; once off HF on {once_off} ({:.4})",
+            want.len(),
+            once_off as f64 / want.len() as f64
+        );
+        assert_eq!(hf_off, 0, "rotary_mul {dtype} rounding \"hf\": {hf_off} elements off HF");
+        // once rounds the exact value (16-bit) or computes Dot2 (float32): off HF on a real
+        // share, so the attr reaches the kernel.
+        assert!(once_off as f64 > 0.01 * want.len() as f64, "once: only {once_off} elements off HF");
+    }
+}

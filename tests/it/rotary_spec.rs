@@ -92,13 +92,34 @@ fn bad_mode_default() {
 #[test]
 fn mode_must_be_the_one_string_attr() {
     let text = GOOD.patched("type = \"string\"\ndefault = \"half\"", "type = \"int\"\ndefault = 0");
-    assert_error(&text, 23, "attrs", "exactly one attr, the string `mode`");
+    assert_error(&text, 23, "attrs", "takes the string attr `mode`");
     let text = GOOD.patched("name = \"mode\"", "name = \"rotary_mode\"");
-    assert_error(&text, 23, "attrs", "exactly one attr, the string `mode`");
+    assert_error(&text, 23, "attrs", "takes the string attr `mode`");
     let text = GOOD.patched("\n[[attrs]]\nname = \"mode\"\ntype = \"string\"\ndefault = \"half\"\n", "");
-    assert_error(&text, 1, "attrs", "exactly one attr, the string `mode`");
+    assert_error(&text, 1, "attrs", "takes the string attr `mode`");
+    // A second attr must be the string `rounding`; a third is refused.
     let text = format!("{GOOD}\n[[attrs]]\nname = \"rotate\"\ntype = \"bool\"\n");
-    assert_error(&text, 23, "attrs", "exactly one attr");
+    assert_error(
+        &text,
+        28,
+        "attrs[1]",
+        "takes a string attr `rounding` (\"once\" or \"hf\") here, found bool attr `rotate`",
+    );
+    let rounding = "\n[[attrs]]\nname = \"rounding\"\ntype = \"string\"\ndefault = \"once\"\n";
+    let text = format!("{GOOD}{rounding}\n[[attrs]]\nname = \"rotate\"\ntype = \"bool\"\n");
+    assert_error(&text, 23, "attrs", "optionally followed by the string attr `rounding`");
+}
+
+#[test]
+fn rounding_is_once_or_hf() {
+    for value in ["once", "hf"] {
+        let text =
+            format!("{GOOD}\n[[attrs]]\nname = \"rounding\"\ntype = \"string\"\ndefault = \"{value}\"\n");
+        let spec = family::parse_str(Path::new(PATH), &text).expect("accepted");
+        assert_eq!(spec.attrs[1].default, Some(AttrValue::String(value.into())));
+    }
+    let text = format!("{GOOD}\n[[attrs]]\nname = \"rounding\"\ntype = \"string\"\ndefault = \"twice\"\n");
+    assert_error(&text, 30, "attrs[1].default", "rounding `twice` is not supported: use \"once\" or \"hf\"");
 }
 
 #[test]

@@ -195,7 +195,7 @@ fn schema_texts_written_by_hand() {
             "add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6, str rounding=\"hf\") \
              -> (Tensor y, Tensor rstd, Tensor x_sum)",
         ),
-        ("rotary_mul", "rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode=\"half\") -> Tensor"),
+        ("rotary_mul", "rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode=\"half\", str rounding=\"once\") -> Tensor"),
         (
             "reshape_and_cache",
             "reshape_and_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, \

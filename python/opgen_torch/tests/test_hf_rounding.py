@@ -4,6 +4,7 @@ generated kernels, `cargo xtask torch-cpu`): the fraction of elements bit-exact 
 - transformers' Qwen2RMSNorm (rms_norm),
 - the decoder's `residual + hidden_states` then Qwen2RMSNorm (add_rms_norm),
 - Qwen2MLP's `act_fn(gate) * up` with act_fn = ACT2FN["silu"] (swiglu),
+- transformers' apply_rotary_pos_emb (rotary_mul, also in float32: "hf" must be bit-exact),
 
 in bfloat16 and float16 over a few thousand rows, for `rounding="hf"` and `rounding="once"`.
 The kernel's float32 mean of squares is summed in a tree order, torch's in its own: rows whose
@@ -24,7 +25,7 @@ SIXTEEN = (torch.bfloat16, torch.float16)
 
 try:
     from transformers.activations import ACT2FN
-    from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
+    from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm, apply_rotary_pos_emb
 except ImportError:  # pragma: no cover - the project's venv has transformers
     Qwen2RMSNorm = None
 
@@ -34,7 +35,8 @@ def gen(seed):
 
 
 def exact_fraction(got, want):
-    same = (got.view(torch.int16) == want.view(torch.int16)) | (torch.isnan(got) & torch.isnan(want))
+    bits = torch.int32 if got.dtype == torch.float32 else torch.int16
+    same = (got.view(bits) == want.view(bits)) | (torch.isnan(got) & torch.isnan(want))
     return same.double().mean().item()
 
 
@@ -91,6 +93,31 @@ class HfRounding(unittest.TestCase):
             print(f"swiglu {dtype}: {want.numel()} elements; bit-exact with act_fn(gate) * up: hf {e_hf:.6f}, once {e_once:.4f}")
             self.assertGreaterEqual(e_hf, 0.999)
             self.assertLess(e_once, 0.9)
+
+    def test_rotary_mul(self):
+        # HF's own apply_rotary_pos_emb on q/k [B, H, S, D] with cos/sin [B, S, D] (unsqueezed to
+        # [B, 1, S, D], BNSD 11SD for the op) from Qwen2RotaryEmbedding's formula: "hf" must be
+        # bit-exact in every dtype, float32 included (two rounded products and a rounded sum).
+        heads, seq, dim = 8, 512, 128
+        inv_freq = 1.0 / (1000000.0 ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+        freqs = torch.arange(seq, dtype=torch.float32)[:, None] * inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)[None]
+        for dtype in (torch.bfloat16, torch.float16, torch.float32):
+            q = (torch.randn(1, heads, seq, dim, generator=gen(8)) * 2.0).to(dtype)
+            k = (torch.randn(1, 2, seq, dim, generator=gen(9)) * 2.0).to(dtype)
+            cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
+            with torch.no_grad():
+                want_q, want_k = apply_rotary_pos_emb(q, k, cos, sin)
+                c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+                hf = (OPS.rotary_mul(q, c, s, "half", "hf"), OPS.rotary_mul(k, c, s, "half", "hf"))
+                once = OPS.rotary_mul(q, c, s, "half", "once")
+            e_q, e_k = exact_fraction(hf[0], want_q), exact_fraction(hf[1], want_k)
+            e_once = exact_fraction(once, want_q)
+            n = want_q.numel() + want_k.numel()
+            print(f"rotary_mul {dtype}: {n} elements; bit-exact with apply_rotary_pos_emb: hf q {e_q:.6f} k {e_k:.6f}, once (q) {e_once:.4f}")
+            self.assertEqual(e_q, 1.0)
+            self.assertEqual(e_k, 1.0)
+            self.assertLess(e_once, 0.99)
 
 
 if __name__ == "__main__":

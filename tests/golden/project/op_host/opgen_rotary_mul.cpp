@@ -179,15 +179,34 @@ inline bool ModeOf(const char* text, uint32_t* mode, OpgenWhy* why)
     return true;
 }
 
+// The rounding attr's text (nullptr: missing) as 0 "once" (one rounding from float32; float32
+// Dot2) or 1 "hf" (HF apply_rotary_pos_emb's roundings: each product and the sum in the dtype).
+inline bool RoundingOf(const char* text, uint32_t* roundHf, OpgenWhy* why)
+{
+    if (text != nullptr && std::strcmp(text, "once") == 0) {
+        *roundHf = 0;
+    } else if (text != nullptr && std::strcmp(text, "hf") == 0) {
+        *roundHf = 1;
+    } else {
+        OPGEN_CHECK_FAIL(why, "rotary_mul: attr rounding \"%s\" is not supported: use \"once\" or \"hf\"",
+                         text == nullptr ? "(missing)" : text);
+    }
+    return true;
+}
+
 // Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
-// op's inputs then its attrs (x, r1, r2, mode). `layout` (the op_host's) receives the
+// op's inputs then its attrs (x, r1, r2, mode, rounding). `layout` (the op_host's) receives the
 // row layout.
 template <typename Shape>
-bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mode, OpgenWhy* why,
+bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mode, const char* rounding, OpgenWhy* why,
                 RowLayout* layout = nullptr)
 {
     uint32_t m = MODE_HALF;
     if (!ModeOf(mode, &m, why)) {
+        return false;
+    }
+    uint32_t roundHf = 0;
+    if (!RoundingOf(rounding, &roundHf, why)) {
         return false;
     }
     RowLayout l;
@@ -206,6 +225,7 @@ const uint32_t INPUT_X = 0;
 const uint32_t INPUT_R1 = 1;
 const uint32_t INPUT_R2 = 2;
 const uint32_t ATTR_MODE = 0;
+const uint32_t ATTR_ROUNDING = 1;
 using opgen_rotary_mul_checks::MODE_HALF;
 using opgen_rotary_mul_checks::MODE_INTERLEAVE;
 using opgen_rotary_mul_checks::RowLayout;
@@ -358,14 +378,19 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     }
     // The shape and attr checks the torch extension's kernels run too (rotary_checks.j2).
     const char* modeText = context->GetAttrs() == nullptr ? nullptr : context->GetAttrs()->GetAttrPointer<char>(ATTR_MODE);
+    const char* roundingText =
+        context->GetAttrs() == nullptr ? nullptr : context->GetAttrs()->GetAttrPointer<char>(ATTR_ROUNDING);
     OpgenWhy why;
     RowLayout l;
     if (!opgen_rotary_mul_checks::HostChecks(xShape->GetStorageShape(), r1Shape->GetStorageShape(), r2Shape->GetStorageShape(),
-                                       modeText, &why, &l)) {
+                                       modeText, roundingText, &why, &l)) {
         OPGEN_REJECT("%s", why.text);
     }
     uint32_t mode = MODE_HALF;
     (void)opgen_rotary_mul_checks::ModeOf(modeText, &mode, &why);  // checked above
+    // "hf": HF apply_rotary_pos_emb's roundings (each product and the sum in x's dtype).
+    uint32_t roundHf = 0;
+    (void)opgen_rotary_mul_checks::RoundingOf(roundingText, &roundHf, &why);  // checked above
     const ge::DataType dtype = context->GetInputDesc(INPUT_X)->GetDataType();
     if (context->GetInputDesc(INPUT_R1)->GetDataType() != dtype ||
         context->GetInputDesc(INPUT_R2)->GetDataType() != dtype) {
@@ -380,8 +405,10 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         OPGEN_REJECT("x dtype %d is not float16, bfloat16 or float32", static_cast<int>(dtype));
     }
     const bool fp32Copy = typeSize == 2;
-    // float32 inputs take the compensated (error-free product) path of the kernel.
-    const bool compensated = typeSize == 4;
+    // float32 inputs take the compensated (error-free product) path of the kernel, except with
+    // rounding "hf": the plain two rounded products and a rounded sum, computed in place in x's
+    // buffer with the tables as loaded (no float32 copies, no work rows, no hi/lo halves).
+    const bool compensated = typeSize == 4 && roundHf == 0;
 
     platform_ascendc::PlatformAscendC platform(context->GetPlatformInfo());
     const uint64_t coreNum = platform.GetCoreNumAiv();
@@ -413,10 +440,10 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t tileSlack = compensated ? BUFFER_NUM * REPEAT_BYTES + 2 * BLOCK_BYTES : 0;
     // Bytes per table row: cos and sin as loaded (`buffers` of each: with 2 the next block's
     // copy overlaps this block's tiles), their float32 copies (16-bit types) or their hi/lo
-    // halves (float32) and, in interleave mode, the +-1 row that turns sin into the signed sin
+    // halves (float32 "once"; float32 "hf" uses them as loaded) and, in interleave mode, the +-1 row that turns sin into the signed sin
     // of the pair swap.
     const auto tableRowBytes = [&](uint64_t buffers) {
-        return width * (typeSize * 2 * buffers + (compensated ? 16 : 8) + (mode == MODE_HALF ? 0 : 4));
+        return width * (typeSize * 2 * buffers + (compensated ? 16 : (fp32Copy ? 8 : 0)) + (mode == MODE_HALF ? 0 : 4));
     };
 
     const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
@@ -474,6 +501,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_tableRows(static_cast<uint32_t>(tableRows));
     tiling.set_tableBuffers(static_cast<uint32_t>(tableBuffers));
     tiling.set_rotateByCopy(static_cast<uint32_t>(rotateByCopy));
+    tiling.set_roundHf(roundHf);
     if (tiling.GetDataSize() > context->GetRawTilingData()->GetCapacity()) {
         OPGEN_REJECT("tiling data of %zu bytes does not fit the tiling buffer", tiling.GetDataSize());
     }
@@ -513,6 +541,7 @@ public:
             .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Attr("mode").AttrType(OPTIONAL).String("half");
+        this->Attr("rounding").AttrType(OPTIONAL).String("once");
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
         this->AICore().SetTiling(optiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");

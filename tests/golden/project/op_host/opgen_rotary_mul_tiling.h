@@ -22,6 +22,7 @@ TILING_DATA_FIELD_DEF(uint32_t, tileRows);  // x rows per UB tile (one DataCopyP
 TILING_DATA_FIELD_DEF(uint32_t, tableRows);  // cos/sin rows per table block, loaded once and kept for all its x rows
 TILING_DATA_FIELD_DEF(uint32_t, tableBuffers);  // UB buffers per table (2: the next block loads while this one is used; 1 for head dims too large for 2)
 TILING_DATA_FIELD_DEF(uint32_t, rotateByCopy);  // 1: half mode swaps the half rows by block copies (D % 16 == 0), 0: Gather
+TILING_DATA_FIELD_DEF(uint32_t, roundHf);  // attr rounding: 0 once (one rounding from float32; float32 Dot2), 1 hf (each product and the sum rounded to x's dtype, as HF apply_rotary_pos_emb)
 END_TILING_DATA_DEF;
 
 REGISTER_TILING_DATA_CLASS(OpgenRotaryMul, OpgenRotaryMulTilingData)

@@ -16,6 +16,10 @@
 //   y = s + (t + (e1 + e2)): as accurate as the sum in twice the precision, then rounded.
 // Where that is NaN but s is not (the split overflows for |v| > ~8e34, or Inf - Inf inside the
 // corrections of an infinite product), y = s: NaN and Inf come out as from the plain formula.
+// With rounding "hf" the kernel computes HF apply_rotary_pos_emb's roundings instead: float32
+// is the plain fl(fl(x * cos) + fl(x_rot * sin_signed)) above (MTE-bound, as CANN's), 16-bit
+// rounds each float32 product to the dtype (Cast there and back) before the sum and the sum
+// after it (the float32 sum of two 16-bit values rounded to 16 bits is the sum rounded once).
 //
 // The rotation, per tile:
 //   half        x_rot = [x2 | x1]: two strided UB->UB DataCopy of the half rows when D/2 floats
@@ -64,6 +68,7 @@ struct TilingData {
     uint32_t tableRows;
     uint32_t tableBuffers;
     uint32_t rotateByCopy;
+    uint32_t roundHf;
 };
 
 __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
@@ -90,7 +95,7 @@ __aicore__ inline void Share(uint32_t n, uint32_t cores, uint32_t index, uint32_
 template <typename T>
 class RotaryKernel {
     static constexpr bool NEEDS_FP32_COPY = sizeof(T) == 2;  // half / bfloat16_t compute in float
-    static constexpr bool COMPENSATED = !NEEDS_FP32_COPY;     // float: Dot2 (see the file comment)
+    static constexpr bool FLOAT_IN = !NEEDS_FP32_COPY;        // float: Dot2, or plain with "hf"
     // float -> half is exact-or-RNE with CAST_NONE; float -> bfloat16_t must name CAST_RINT.
     static constexpr RoundMode TO_T = RoundMode::CAST_RINT;
 
@@ -130,6 +135,9 @@ public:
             pipe_.InitBuffer(xF32_, tileElems * sizeof(float));
             pipe_.InitBuffer(cosF32_, tableElems * sizeof(float));
             pipe_.InitBuffer(sinF32_, tableElems * sizeof(float));
+        } else if (t_.roundHf != 0) {
+            // float32 "hf": the products and the sum in place in x's buffer, the tables as loaded.
+            pipe_.InitBuffer(outY_, BUFFER_NUM, tileElems * sizeof(T));
         } else {
             // y is compared with itself over whole 256-byte repeats (Compare's unit): its
             // buffers and the mask cover the tile rounded up to one.
@@ -300,7 +308,7 @@ private:
             Mul(sin_, sin_, sign_.Get<float>(), static_cast<int32_t>(elems));
         }
         PipeBarrier<PIPE_V>();
-        if constexpr (COMPENSATED) {
+        if (FLOAT_IN && t_.roundHf == 0) {
             // Once per block, for every x row that uses it.
             Split(cosHi_.Get<float>(), cosLo_.Get<float>(), cos_, elems);
             Split(sinHi_.Get<float>(), sinLo_.Get<float>(), sin_, elems);
@@ -344,14 +352,39 @@ private:
             MulTable(xf, xf, cos_, rows, heads);
             MulTable(rot, rot, sin_, rows, heads);
             PipeBarrier<PIPE_V>();
+            if (t_.roundHf != 0) {
+                // HF rounds each product to the dtype before the sum (y is the scratch row).
+                RoundTo(xf, y, elems);
+                RoundTo(rot, y, elems);
+            }
             Add(xf, xf, rot, elems);
             PipeBarrier<PIPE_V>();
             Cast(y, xf, TO_T, static_cast<uint32_t>(elems));
+        } else if (t_.roundHf != 0) {
+            // float32 "hf": fl(fl(x * cos) + fl(x_rot * sin_signed)), CANN's and HF's formula.
+            Rotate(rot, x, rows);
+            PipeBarrier<PIPE_V>();
+            MulTable(x, x, cos_, rows, heads);
+            MulTable(rot, rot, sin_, rows, heads);
+            PipeBarrier<PIPE_V>();
+            Add(y, x, rot, elems);
+            PipeBarrier<PIPE_V>();
+            inX_.FreeTensor(x);
         } else {
             ComputeDot2(y, x, rot, rows, heads);
             inX_.FreeTensor(x);
         }
         outY_.EnQue(y);
+    }
+
+    // v = float(T(v)) for `elems` floats: the rounding to x's 16-bit dtype HF makes after each
+    // product (scratch holds T(v) in between).
+    __aicore__ inline void RoundTo(const LocalTensor<float>& v, const LocalTensor<T>& scratch, int32_t elems)
+    {
+        Cast(scratch, v, TO_T, static_cast<uint32_t>(elems));
+        PipeBarrier<PIPE_V>();
+        Cast(v, scratch, RoundMode::CAST_NONE, static_cast<uint32_t>(elems));
+        PipeBarrier<PIPE_V>();
     }
 
     // ---- float32: Dot2 (see the file comment) ----------------------------------------------

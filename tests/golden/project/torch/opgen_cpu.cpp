@@ -587,7 +587,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_grad_cpu(const at::Tensor& dy, const
 }
 
 // rotary_mul (kernels/rotary_mul.toml) -> opgen_rotary_mul on the twin
-at::Tensor rotary_mul_cpu(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode)
+at::Tensor rotary_mul_cpu(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::rotary_mul";
     check_cpu(op_name, { {"x", &x}, {"r1", &r1}, {"r2", &r2} });
@@ -595,7 +595,7 @@ at::Tensor rotary_mul_cpu(const at::Tensor& x, const at::Tensor& r1, const at::T
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     launch(op_name, "OpgenRotaryMul", "opgen_rotary_mul", plan.column,
            { { "x", x.contiguous(), false }, { "r1", r1.contiguous(), false }, { "r2", r2.contiguous(), false } },
-           { opgen_torch::attr_text("mode", mode) },
+           { opgen_torch::attr_text("mode", mode), opgen_torch::attr_text("rounding", rounding) },
            { { "y", y, false } });
     return y;
 }

@@ -393,13 +393,13 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_grad_npu(const at::Tensor& dy, const
 }
 
 // rotary_mul (kernels/rotary_mul.toml) -> aclnnOpgenRotaryMul
-at::Tensor rotary_mul_npu(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode)
+at::Tensor rotary_mul_npu(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, c10::string_view rounding)
 {
     static constexpr const char* op_name = "opgen::rotary_mul";
     opgen_torch::check_device(op_name, { {"x", &x}, {"r1", &r1}, {"r2", &r2} });
     const auto plan = opgen_torch::rotary_mul_plan(x, r1, r2);
     // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
-    opgen_torch::rotary_mul_host_checks(x, r1, r2, mode);
+    opgen_torch::rotary_mul_host_checks(x, r1, r2, mode, rounding);
     const c10::DeviceGuard guard(x.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor x_contig = x.contiguous();
@@ -408,10 +408,13 @@ at::Tensor rotary_mul_npu(const at::Tensor& x, const at::Tensor& r1, const at::T
     // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
     std::string mode_text(mode.data(), mode.size());
     char* mode_chars = mode_text.data();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string rounding_text(rounding.data(), rounding.size());
+    char* rounding_chars = rounding_text.data();
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (x.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenRotaryMul, x_contig, r1_contig, r2_contig, mode_chars, y);
+        EXEC_NPU_CMD_EXT(aclnnOpgenRotaryMul, x_contig, r1_contig, r2_contig, mode_chars, rounding_chars, y);
     }
     return y;
 }

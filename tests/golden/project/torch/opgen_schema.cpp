@@ -196,11 +196,11 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_grad_meta(const at::Tensor& dy, cons
 }
 
 // rotary_mul (kernels/rotary_mul.toml): y = x * r1 + rotate(x) * r2 with rotate = rotate_half (mode "half") or the pair swap (mode "interleave"); r1/r2 (cos, sin) broadcast over x's batch and head dims
-at::Tensor rotary_mul_meta(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode)
+at::Tensor rotary_mul_meta(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, c10::string_view rounding)
 {
     const auto plan = opgen_torch::rotary_mul_plan(x, r1, r2);
-    opgen_torch::rotary_mul_host_checks(x, r1, r2, mode);
-    opgen_torch::check_with_host("opgen::rotary_mul", "OpgenRotaryMul", { {"x", &x}, {"r1", &r1}, {"r2", &r2} }, { opgen_torch::attr_text("mode", mode) });
+    opgen_torch::rotary_mul_host_checks(x, r1, r2, mode, rounding);
+    opgen_torch::check_with_host("opgen::rotary_mul", "OpgenRotaryMul", { {"x", &x}, {"r1", &r1}, {"r2", &r2} }, { opgen_torch::attr_text("mode", mode), opgen_torch::attr_text("rounding", rounding) });
     at::Tensor y = at::empty_symint(plan.shapes[0], x.options().dtype(plan.dtypes[0]));
     return y;
 }
@@ -259,7 +259,7 @@ TORCH_LIBRARY(opgen, m)
     m.def("reshape_and_cache_int8(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor(c!) key_scale, Tensor(d!) value_scale, Tensor slot_mapping) -> Tensor");
     m.def("rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6, str rounding=\"once\") -> (Tensor y, Tensor rstd)");
     m.def("rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma)");
-    m.def("rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode=\"half\") -> Tensor");
+    m.def("rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode=\"half\", str rounding=\"once\") -> Tensor");
     m.def("rotary_mul_grad(Tensor dy, Tensor x, Tensor r1, Tensor r2, str mode=\"half\", bool table_grads=False) -> (Tensor dx, Tensor dr1, Tensor dr2)");
     m.def("swiglu(Tensor gate, Tensor up, str rounding=\"once\") -> Tensor");
     m.def("swiglu_grad(Tensor dy, Tensor gate, Tensor up, str rounding=\"once\") -> (Tensor dgate, Tensor dup)");

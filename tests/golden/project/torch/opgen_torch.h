@@ -1812,15 +1812,34 @@ inline bool ModeOf(const char* text, uint32_t* mode, OpgenWhy* why)
     return true;
 }
 
+// The rounding attr's text (nullptr: missing) as 0 "once" (one rounding from float32; float32
+// Dot2) or 1 "hf" (HF apply_rotary_pos_emb's roundings: each product and the sum in the dtype).
+inline bool RoundingOf(const char* text, uint32_t* roundHf, OpgenWhy* why)
+{
+    if (text != nullptr && std::strcmp(text, "once") == 0) {
+        *roundHf = 0;
+    } else if (text != nullptr && std::strcmp(text, "hf") == 0) {
+        *roundHf = 1;
+    } else {
+        OPGEN_CHECK_FAIL(why, "rotary_mul: attr rounding \"%s\" is not supported: use \"once\" or \"hf\"",
+                         text == nullptr ? "(missing)" : text);
+    }
+    return true;
+}
+
 // Every check of the op's shapes and attrs, in the TilingFunc's order; the arguments are the
-// op's inputs then its attrs (x, r1, r2, mode). `layout` (the op_host's) receives the
+// op's inputs then its attrs (x, r1, r2, mode, rounding). `layout` (the op_host's) receives the
 // row layout.
 template <typename Shape>
-bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mode, OpgenWhy* why,
+bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mode, const char* rounding, OpgenWhy* why,
                 RowLayout* layout = nullptr)
 {
     uint32_t m = MODE_HALF;
     if (!ModeOf(mode, &m, why)) {
+        return false;
+    }
+    uint32_t roundHf = 0;
+    if (!RoundingOf(rounding, &roundHf, why)) {
         return false;
     }
     RowLayout l;
@@ -2690,7 +2709,7 @@ inline void rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x,
 
 // rotary_mul: the op_host's own shape and attr checks (opgen_rotary_mul_checks::HostChecks above); a
 // refusal reads as the CPU build's op_host refusal does, word for word.
-inline void rotary_mul_host_checks(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode)
+inline void rotary_mul_host_checks(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, c10::string_view rounding)
 {
     DimsView x_dims;
     DimsView r1_dims;
@@ -2699,8 +2718,9 @@ inline void rotary_mul_host_checks(const at::Tensor& x, const at::Tensor& r1, co
         return;
     }
     const std::string mode_text(mode.data(), mode.size());
+    const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
-    if (!::opgen_rotary_mul_checks::HostChecks(x_dims, r1_dims, r2_dims, mode_text.c_str(), &why)) {
+    if (!::opgen_rotary_mul_checks::HostChecks(x_dims, r1_dims, r2_dims, mode_text.c_str(), rounding_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::rotary_mul: the op_host code refuses the call: OpgenRotaryMul: ", why.text);
     }
 }
@@ -3227,7 +3247,7 @@ inline OutputPlan<2> rms_norm_grad_plan(const at::Tensor& dy, const at::Tensor& 
 }
 
 // ---- rotary_mul (kernels/rotary_mul.toml): x, r1, r2 -> y
-// Checks the arguments and gives the outputs' shapes and dtypes (rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode="half") -> Tensor).
+// Checks the arguments and gives the outputs' shapes and dtypes (rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode="half", str rounding="once") -> Tensor).
 inline OutputPlan<1> rotary_mul_plan(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2)
 {
     static constexpr const char* op_name = "opgen::rotary_mul";

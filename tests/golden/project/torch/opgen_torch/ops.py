@@ -486,6 +486,7 @@ def rotary_mul(
     r1: torch.Tensor,
     r2: torch.Tensor,
     mode: str = "half",
+    rounding: str = "once",
 ) -> torch.Tensor:
     """y = x * r1 + rotate(x) * r2 with rotate = rotate_half (mode "half") or the pair swap (mode "interleave"); r1/r2 (cos, sin) broadcast over x's batch and head dims
 
@@ -494,6 +495,7 @@ def rotary_mul(
         r1: float16 | bfloat16 | float32 tensor on the NPU.
         r2: float16 | bfloat16 | float32 tensor on the NPU.
         mode: str, default "half".
+        rounding: str, default "once".
 
     Returns:
         y: float16 | bfloat16 | float32.
@@ -503,10 +505,10 @@ def rotary_mul(
         x=bfloat16, r1=bfloat16, r2=bfloat16 -> y=bfloat16
         x=float32, r1=float32, r2=float32 -> y=float32
 
-    Schema: opgen::rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode="half") -> Tensor
+    Schema: opgen::rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode="half", str rounding="once") -> Tensor
     Runs aclnnOpgenRotaryMul (CANN op OpgenRotaryMul), generated from kernels/rotary_mul.toml.
     """
-    return torch.ops.opgen.rotary_mul(x, r1, r2, mode)
+    return torch.ops.opgen.rotary_mul(x, r1, r2, mode, rounding)
 
 
 def rotary_mul_grad(
@@ -807,10 +809,10 @@ def _rms_norm_backward(ctx, *grads):
 
 
 def _rotary_mul_setup_context(ctx, inputs, output):
-    (x, r1, r2, mode, ) = inputs
+    (x, r1, r2, mode, rounding, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
     ctx.save_for_backward(x, r1, r2, )
-    ctx.attrs = {"mode": mode, }
+    ctx.attrs = {"mode": mode, "rounding": rounding, }
     ctx.meta = (_meta(y), ), (_meta(x), _meta(r1), _meta(r2), )
 
 
@@ -831,6 +833,7 @@ def _rotary_mul_backward(ctx, *grads):
         _outgoing(result[1], inputs[1]) if ctx.needs_input_grad[1] else None,  # r1
         _outgoing(result[2], inputs[2]) if ctx.needs_input_grad[2] else None,  # r2
         None,  # mode
+        None,  # rounding
     )
 
 

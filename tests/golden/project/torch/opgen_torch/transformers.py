@@ -25,9 +25,10 @@ What is patched (in place, per module instance; the classes are untouched), each
   has no backward op); False keeps HF's.
 
 Rounding: where an op has a `rounding` attr the patch passes rounding="hf" (HF's cast order,
-bit-exact with HF in 16-bit). Otherwise rms_norm and swiglu round once where HF rounds twice
-(1 ULP off HF on part of the 16-bit elements); add_rms_norm follows HF's order; rotary_mul rounds
-once where HF rounds three times. float32 agrees up to float32 rounding.
+bit-exact with HF in 16-bit; rotary_mul's also in float32, where "once" is Dot2). Otherwise
+rms_norm and swiglu round once where HF rounds twice (1 ULP off HF on part of the 16-bit
+elements); add_rms_norm follows HF's order; rotary_mul rounds once where HF rounds three times.
+float32 agrees up to float32 rounding.
 
 Supported transformers: 4.53 and 4.57 (tested with 4.53.2, the field report's, and 4.57.1, the
 version scripts/torch-venv.sh installs). The norm, MLP and rotary patches need only the modules'
@@ -170,7 +171,8 @@ def _make_rotary(original):
         mode = _ROTARY["mode"]
         if mode is not None and q.dim() == 4 and cos.dim() == 3 and _rotary_wanted(mode, q, k, cos, sin):
             cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
-            return _OPS.rotary_mul(q, cos, sin, "half"), _OPS.rotary_mul(k, cos, sin, "half")
+            hf = _rounding(_OPS.rotary_mul)
+            return _OPS.rotary_mul(q, cos, sin, "half", **hf), _OPS.rotary_mul(k, cos, sin, "half", **hf)
         return original(q, k, cos, sin, position_ids, unsqueeze_dim)
 
     apply_rotary_pos_emb._opgen_original = original

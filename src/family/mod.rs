@@ -80,10 +80,8 @@ pub(crate) trait FamilyOps: Sync {
     fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)>;
     /// Attr settings the report also models at every model shape, each its own row labelled
     /// `<shape label>, <label>` (rotary_mul's rounding "hf", a different kernel path in
-    /// float32). None by default: the spec's default attrs only.
-    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
-        Vec::new()
-    }
+    /// float32). Empty: the spec's default attrs only.
+    fn report_variants(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)>;
     /// Independent work units a kernel can spread over cores (rows), where the family has them.
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64>;
     /// Words for `value` of one of the family's own tiling fields, where a number alone does

@@ -571,6 +571,10 @@ impl FamilyOps for RotaryGrad {
     }
 
     /// Table rows (positions): a core owns whole ones (see the module doc).
+    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
+        // The spec's default attrs are the modelled kernel path.
+        Vec::new()
+    }
     fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let (_, r1) = shapes.get(2)?;
         let d = *r1.last()? as u64;

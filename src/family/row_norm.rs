@@ -916,6 +916,10 @@ impl FamilyOps for RowNorm {
     }
 
     /// Rows: x's elements / gamma's.
+    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
+        // The spec's default attrs are the modelled kernel path.
+        Vec::new()
+    }
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
         let gamma = numel(roles(spec).gamma)?;

@@ -552,6 +552,10 @@ impl FamilyOps for RowNormGrad {
         vec![("Qwen2-7B", vec![4096, 3584]), ("Qwen3 q-norm", vec![4096 * 32, 128])]
     }
 
+    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
+        // The spec's default attrs are the modelled kernel path.
+        Vec::new()
+    }
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
         let gamma = numel(roles(spec).2)?;

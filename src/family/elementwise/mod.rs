@@ -1026,6 +1026,10 @@ impl FamilyOps for Elementwise {
         }
     }
 
+    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
+        // The spec's default attrs are the modelled kernel path.
+        Vec::new()
+    }
     fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         None
     }

@@ -4,6 +4,7 @@
 
 use super::eager::{self, Builder};
 use super::layout::{self, Role};
+use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
@@ -253,6 +254,10 @@ impl FamilyOps for Dequant {
         Ok(Vec::new())
     }
 
+    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
+        // No CANN built-in design is modelled for the dequantisation.
+        None
+    }
     fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()

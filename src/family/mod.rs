@@ -30,6 +30,38 @@ pub use eager::{EagerCase, EagerSequence, EagerStep};
 pub use shape_rule::{OutputShape, ShapeCheck, ShapeRule};
 use std::path::Path;
 
+/// The CANN built-in ops whose kernel designs the report models (src/perf/cann.rs, with the
+/// public source of each). An op names the one it replaces through `FamilyOps::cann_builtin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CannBuiltin {
+    /// aclnnRmsNorm / torch_npu.npu_rms_norm.
+    RmsNorm,
+    /// aclnnAddRmsNorm / torch_npu.npu_add_rms_norm.
+    AddRmsNorm,
+    /// torch_npu.npu_rotary_mul (rotate_half).
+    RotaryMul,
+    /// torch_npu.npu_swiglu.
+    SwiGlu,
+    /// ATB ReshapeAndCache.
+    ReshapeAndCache,
+    /// DynamicQuant for the int8 rows and the scales, then ReshapeAndCache for each.
+    ReshapeAndCacheInt8,
+}
+
+impl CannBuiltin {
+    /// Whether issue 14's "mid time within 1.2x of the HBM floor" target applies to the ops
+    /// replacing this built-in: the norms, rotary and swiglu (streaming ops whose bytes bound
+    /// them), not the cache scatters, whose slot_mapping every core reads.
+    pub fn has_floor_target(self) -> bool {
+        match self {
+            CannBuiltin::RmsNorm | CannBuiltin::AddRmsNorm | CannBuiltin::RotaryMul | CannBuiltin::SwiGlu => {
+                true
+            }
+            CannBuiltin::ReshapeAndCache | CannBuiltin::ReshapeAndCacheInt8 => false,
+        }
+    }
+}
+
 /// What a family must provide. No hook has a default, so a new family's `impl` names every
 /// one of them (the compiler lists what is missing); shared code reaches a family only through
 /// [`ops`].
@@ -82,6 +114,9 @@ pub(crate) trait FamilyOps: Sync {
     /// `<shape label>, <label>` (rotary_mul's rounding "hf", a different kernel path in
     /// float32). Empty: the spec's default attrs only.
     fn report_variants(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)>;
+    /// The CANN built-in op this op replaces on an NPU, whose public kernel design the report
+    /// models as its second baseline ("vs CANN"); `None` where no built-in design is modelled.
+    fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin>;
     /// Independent work units a kernel can spread over cores (rows), where the family has them.
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64>;
     /// Words for `value` of one of the family's own tiling fields, where a number alone does
@@ -232,6 +267,11 @@ pub fn tiling_fields(spec: &OpSpec) -> &'static [TilingField] {
 /// Words for a tiling field's value (see [`FamilyOps::tiling_value_label`]).
 pub fn tiling_value_label(spec: &OpSpec, field: &str, value: u64) -> Option<&'static str> {
     ops(spec.family).tiling_value_label(spec, field, value)
+}
+
+/// The CANN built-in `spec`'s op replaces, by its family's rule.
+pub fn cann_builtin(spec: &OpSpec) -> Option<CannBuiltin> {
+    ops(spec.family).cann_builtin(spec)
 }
 
 pub fn templates(spec: &OpSpec) -> Templates {

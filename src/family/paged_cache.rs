@@ -12,6 +12,7 @@
 
 use super::eager::{self, last_dim, Builder, T};
 use super::layout::{self, kind, Role};
+use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
@@ -633,6 +634,14 @@ impl FamilyOps for PagedCache {
         Ok(Vec::new())
     }
 
+    fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin> {
+        // The family's kinds are these two (KINDS); the spec check refuses any other.
+        Some(if kind(spec) == KvKind::ReshapeAndCacheInt8 {
+            CannBuiltin::ReshapeAndCacheInt8
+        } else {
+            CannBuiltin::ReshapeAndCache
+        })
+    }
     fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()

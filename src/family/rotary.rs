@@ -38,6 +38,7 @@
 
 use super::default_attrs;
 use super::eager::{input, Builder};
+use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
@@ -589,6 +590,9 @@ impl FamilyOps for Rotary {
 
     /// rounding "hf" (when the spec declares it) next to the default "once": in float32 it is
     /// the plain Mul/Mul/Add kernel, the like-for-like comparison with CANN's design.
+    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
+        Some(CannBuiltin::RotaryMul)
+    }
     fn report_variants(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
         if has_rounding(spec) {
             vec![("rounding hf", vec![("rounding".to_string(), AttrValue::String("hf".into()))])]

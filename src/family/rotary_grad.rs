@@ -36,6 +36,7 @@ use super::default_attrs;
 use super::eager::{input, Builder};
 use super::inputs::{derive_seed, Distribution, Rng};
 use super::rotary::{mode_of, Layout, MODES};
+use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
@@ -571,6 +572,10 @@ impl FamilyOps for RotaryGrad {
     }
 
     /// Table rows (positions): a core owns whole ones (see the module doc).
+    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
+        // The backward op has no CANN built-in design modelled.
+        None
+    }
     fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()

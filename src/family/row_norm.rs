@@ -2,6 +2,7 @@
 //! cores; whole-row, multi-row and split-D modes chosen by the generated TilingFunc.
 
 use super::eager::{input, last_dim, Builder, T};
+use super::CannBuiltin;
 use super::{
     attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
 };
@@ -916,6 +917,15 @@ impl FamilyOps for RowNorm {
     }
 
     /// Rows: x's elements / gamma's.
+    fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin> {
+        if is_layer(spec) {
+            None
+        } else if is_fused(spec) {
+            Some(CannBuiltin::AddRmsNorm)
+        } else {
+            Some(CannBuiltin::RmsNorm)
+        }
+    }
     fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()

@@ -15,6 +15,7 @@
 use super::eager::{input, Builder, T};
 use super::inputs::{derive_seed, generate, Distribution};
 use super::row_norm::compute_tolerance;
+use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{CaseData, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates};
 use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
@@ -552,6 +553,10 @@ impl FamilyOps for RowNormGrad {
         vec![("Qwen2-7B", vec![4096, 3584]), ("Qwen3 q-norm", vec![4096 * 32, 128])]
     }
 
+    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
+        // The backward ops have no CANN built-in design modelled.
+        None
+    }
     fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()

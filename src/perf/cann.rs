@@ -9,6 +9,7 @@
 
 use super::cycles::VecClass;
 use super::sim::{Dir, Op, Pipe};
+use crate::family::CannBuiltin;
 use crate::plan::soc::Soc;
 use serde::Serialize;
 
@@ -655,10 +656,11 @@ pub fn reshape_and_cache_int8(
     })
 }
 
-/// The design for an op of the catalogue at `shapes` (first input first), by op name.
+/// The design of CANN built-in `builtin` at `shapes` (the replacing op's inputs, first input
+/// first).
 pub fn design(
     soc: &Soc,
-    op: &str,
+    builtin: CannBuiltin,
     shapes: &[(String, Vec<usize>)],
     sz: u64,
     float16: bool,
@@ -667,10 +669,10 @@ pub fn design(
     let x = dims(0).unwrap_or_default();
     let last = x.last().copied().unwrap_or(0);
     let rows = x.iter().product::<u64>().checked_div(last).unwrap_or(0);
-    match op {
-        "rms_norm" => rms_norm(soc, rows, last, sz),
-        "add_rms_norm" => add_rms_norm(soc, rows, last, sz, float16),
-        "rotary_mul" => {
+    match builtin {
+        CannBuiltin::RmsNorm => rms_norm(soc, rows, last, sz),
+        CannBuiltin::AddRmsNorm => add_rms_norm(soc, rows, last, sz, float16),
+        CannBuiltin::RotaryMul => {
             let table = dims(1).unwrap_or_default();
             match (x.as_slice(), table.as_slice()) {
                 ([b, s, n, d], [1, ts, 1, td]) if ts == s && td == d => rotary_half_bsnd(soc, *b, *s, *n, *d, sz),
@@ -679,13 +681,12 @@ pub fn design(
                 ))),
             }
         }
-        "swiglu" if shapes.len() == 2 => swiglu(soc, rows, last, sz),
-        "reshape_and_cache" | "reshape_and_cache_int8" => match x.as_slice() {
-            [t, n, d] if op == "reshape_and_cache" => reshape_and_cache(soc, *t, *n, *d, sz),
+        CannBuiltin::SwiGlu => swiglu(soc, rows, last, sz),
+        CannBuiltin::ReshapeAndCache | CannBuiltin::ReshapeAndCacheInt8 => match x.as_slice() {
+            [t, n, d] if builtin == CannBuiltin::ReshapeAndCache => reshape_and_cache(soc, *t, *n, *d, sz),
             [t, n, d] => reshape_and_cache_int8(soc, *t, *n, *d, sz),
             _ => Err(NoDesign(format!("ReshapeAndCache modelled for key [T, N, D] only (key {x:?})"))),
         },
-        _ => Err(NoDesign(format!("no CANN built-in design is modelled for {op}"))),
     }
 }
 
@@ -730,29 +731,29 @@ mod tests {
     #[test]
     fn every_design_runs_on_the_simulator_at_the_model_shapes() {
         let soc = find("Ascend910B2").unwrap();
-        type Case = (&'static str, Vec<(String, Vec<usize>)>, bool);
+        type Case = (CannBuiltin, Vec<(String, Vec<usize>)>, bool);
         let cases: Vec<Case> = vec![
-            ("rms_norm", shapes(&[("x", &[4096, 3584]), ("gamma", &[3584])]), false),
+            (CannBuiltin::RmsNorm, shapes(&[("x", &[4096, 3584]), ("gamma", &[3584])]), false),
             (
-                "add_rms_norm",
+                CannBuiltin::AddRmsNorm,
                 shapes(&[("x1", &[4096, 4096]), ("x2", &[4096, 4096]), ("gamma", &[4096])]),
                 true,
             ),
             (
-                "add_rms_norm",
+                CannBuiltin::AddRmsNorm,
                 shapes(&[("x1", &[4096, 3584]), ("x2", &[4096, 3584]), ("gamma", &[3584])]),
                 false,
             ),
-            ("rotary_mul", shapes(&[("x", &[1, 4096, 8, 128]), ("r1", &[1, 4096, 1, 128])]), false),
-            ("swiglu", shapes(&[("gate", &[64, 12288]), ("up", &[64, 12288])]), false),
-            ("reshape_and_cache", shapes(&[("key", &[4096, 8, 128])]), false),
-            ("reshape_and_cache_int8", shapes(&[("key", &[4096, 8, 128])]), false),
+            (CannBuiltin::RotaryMul, shapes(&[("x", &[1, 4096, 8, 128]), ("r1", &[1, 4096, 1, 128])]), false),
+            (CannBuiltin::SwiGlu, shapes(&[("gate", &[64, 12288]), ("up", &[64, 12288])]), false),
+            (CannBuiltin::ReshapeAndCache, shapes(&[("key", &[4096, 8, 128])]), false),
+            (CannBuiltin::ReshapeAndCacheInt8, shapes(&[("key", &[4096, 8, 128])]), false),
         ];
         for (op, s, f16) in cases {
-            let d = design(soc, op, &s, 2, f16).unwrap_or_else(|e| panic!("{op}: {e}"));
-            let m = crate::perf::cann_design(soc, &d).unwrap_or_else(|e| panic!("{op}: {e}"));
-            assert!(m.modelled.time_us.low <= m.modelled.time_us.mid, "{op}");
-            assert!(m.modelled.time_us.mid <= m.modelled.time_us.high, "{op}");
+            let d = design(soc, op, &s, 2, f16).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+            let m = crate::perf::cann_design(soc, &d).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+            assert!(m.modelled.time_us.low <= m.modelled.time_us.mid, "{op:?}");
+            assert!(m.modelled.time_us.mid <= m.modelled.time_us.high, "{op:?}");
             for launch in &d.launches {
                 assert!(sim::simulate_launch(
                     launch,
@@ -761,12 +762,10 @@ mod tests {
                 .is_ok());
             }
         }
-        let err = design(soc, "gelu_tanh", &shapes(&[("x", &[4, 4])]), 2, false).unwrap_err();
-        assert_eq!(err.to_string(), "no CANN built-in design is modelled for gelu_tanh");
         // Interleaved or BNSD tables have no design.
         assert!(design(
             soc,
-            "rotary_mul",
+            CannBuiltin::RotaryMul,
             &shapes(&[("x", &[1, 8, 16, 128]), ("r1", &[1, 1, 16, 128])]),
             2,
             false

@@ -10,7 +10,7 @@ pub mod svg;
 
 use crate::dtype::DType;
 use crate::family::inputs::{self, Distribution};
-use crate::family::{EagerCase, EagerSequence, PlanReading};
+use crate::family::{self, CannBuiltin, EagerCase, EagerSequence, PlanReading};
 use crate::perf::sim::LaunchTime;
 use crate::perf::{CannModelled, Times};
 use crate::plan::soc::{Soc, UB_PLAN_BYTES_A2};
@@ -449,9 +449,6 @@ pub fn build_row(
     Ok(row)
 }
 
-/// Ops whose modelled mid time must be within 1.2x of the HBM floor at the model shapes
-/// (issue 14 point 5).
-pub const FLOOR_TARGET_OPS: [&str; 4] = ["rms_norm", "add_rms_norm", "rotary_mul", "swiglu"];
 /// The floor target: mid time / HBM floor.
 pub const FLOOR_TARGET: f64 = 1.2;
 
@@ -474,12 +471,16 @@ pub fn attach_cycle_model(row: &mut Row, soc: &Soc, spec: &OpSpec, column: usize
     }
     let first = spec.inputs.first().map(|t| t.dtypes[column]).unwrap_or(DType::Float32);
     let sz = first.size_bytes() as u64;
-    match crate::perf::cann::design(soc, &spec.name, &row.shapes, sz, first == DType::Float16) {
-        Ok(design) => match crate::perf::cann_design(soc, &design) {
-            Ok(c) => row.cann = Some(c),
-            Err(e) => row.cann_missing = Some(e.to_string()),
+    let builtin = family::cann_builtin(spec);
+    match builtin {
+        None => row.cann_missing = Some(format!("no CANN built-in design is modelled for {}", spec.name)),
+        Some(b) => match crate::perf::cann::design(soc, b, &row.shapes, sz, first == DType::Float16) {
+            Ok(design) => match crate::perf::cann_design(soc, &design) {
+                Ok(c) => row.cann = Some(c),
+                Err(e) => row.cann_missing = Some(e.to_string()),
+            },
+            Err(why) => row.cann_missing = Some(why.to_string()),
         },
-        Err(why) => row.cann_missing = Some(why.to_string()),
     }
     let Some(mid) = row.time_us.map(|t| t.mid) else { return };
     row.vs_eager = row.eager.as_ref().map(|e| e.estimate.total_us / mid);
@@ -488,7 +489,7 @@ pub fn attach_cycle_model(row: &mut Row, soc: &Soc, spec: &OpSpec, column: usize
         return;
     }
     let bound = row.cycle.map_or("", |c| c.bound);
-    if FLOOR_TARGET_OPS.contains(&spec.name.as_str()) && row.roofline_us > 0.0 {
+    if builtin.is_some_and(CannBuiltin::has_floor_target) && row.roofline_us > 0.0 {
         let ratio = mid / row.roofline_us;
         row.checks.push(Check::new(
             "time/floor",

@@ -222,3 +222,30 @@ fn report_shape_takes_plans_syntax_for_one_op() {
     assert!(text.contains("96x128 (user)") && text.contains("Cycle model"), "{text}");
     assert!(text.contains("MergeN"), "the CANN RmsNorm design at D = 128: {text}");
 }
+
+/// Issue 14's targets name the ops they apply to: the CANN built-in baseline for the norms,
+/// rotary, swiglu and the cache scatters; the 1.2x-of-floor target for the norms, rotary and
+/// swiglu only. The catalogue's ops reach those through their families, not by name.
+#[test]
+fn the_cann_baselines_and_floor_targets_are_the_ones_issue_14_names() {
+    use ascend_opgen::family::{self, CannBuiltin};
+    let specs = load_specs(None, &[]).expect("catalogue");
+    let with = |pred: &dyn Fn(CannBuiltin) -> bool| {
+        let mut ops: Vec<&str> = specs
+            .iter()
+            .filter(|s| family::cann_builtin(s).is_some_and(pred))
+            .map(|s| s.name.as_str())
+            .collect();
+        ops.sort_unstable();
+        ops
+    };
+    assert_eq!(
+        with(&|_| true),
+        ["add_rms_norm", "reshape_and_cache", "reshape_and_cache_int8", "rms_norm", "rotary_mul", "swiglu"]
+    );
+    assert_eq!(with(&CannBuiltin::has_floor_target), ["add_rms_norm", "rms_norm", "rotary_mul", "swiglu"]);
+    let rms = specs.iter().find(|s| s.name == "rms_norm").expect("rms_norm");
+    assert_eq!(family::cann_builtin(rms), Some(CannBuiltin::RmsNorm));
+    let add = specs.iter().find(|s| s.name == "add_rms_norm").expect("add_rms_norm");
+    assert_eq!(family::cann_builtin(add), Some(CannBuiltin::AddRmsNorm));
+}

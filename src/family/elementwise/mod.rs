@@ -17,6 +17,7 @@ pub mod lower;
 pub mod roots;
 
 use super::eager::{input, Builder};
+use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
@@ -1026,6 +1027,11 @@ impl FamilyOps for Elementwise {
         }
     }
 
+    fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin> {
+        // npu_swiglu takes gate and up as two tensors; the one-input form (a concatenated
+        // [.., 2F] x) has no modelled design.
+        (spec.name == "swiglu" && spec.inputs.len() == 2).then_some(CannBuiltin::SwiGlu)
+    }
     fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()

@@ -285,6 +285,7 @@ typed_calls! {
     "TST" => [T S T],
     "TTST" => [T T S T],
     "TTTST" => [T T T S T],
+    "TTTSST" => [T T T S S T],
     "TTDSTT" => [T T D S T T],
     "TTTDSTTT" => [T T T D S T T T],
     "TTTSTT" => [T T T S T T],

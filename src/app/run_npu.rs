@@ -47,6 +47,7 @@ pub const CALLABLE_PATTERNS: &[&str] = &[
     "TST",
     "TTST",
     "TTTST",
+    "TTTSST",
     "TTDSTT",
     "TTTDSTTT",
     "TTTSTT",

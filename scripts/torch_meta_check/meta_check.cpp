@@ -99,14 +99,20 @@ void row_norm_cases()
 
 void rotary_cases()
 {
+    // (x, r1, r2, mode, rounding)
     auto rot = op("opgen::rotary_mul")
-                   .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::string_view)>();
+                   .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::string_view,
+                                     c10::string_view)>();
     for (auto dt : {at::kHalf, at::kBFloat16}) {
-        at::Tensor y = rot.call(meta({2, 4, 3, 8}, dt), meta({1, 4, 1, 8}, dt), meta({1, 4, 1, 8}, dt), "half");
-        check(y.sizes() == at::IntArrayRef({2, 4, 3, 8}) && y.scalar_type() == dt, "rotary_mul y like x");
+        for (const char* rounding : {"once", "hf"}) {
+            at::Tensor y =
+                rot.call(meta({2, 4, 3, 8}, dt), meta({1, 4, 1, 8}, dt), meta({1, 4, 1, 8}, dt), "half", rounding);
+            check(y.sizes() == at::IntArrayRef({2, 4, 3, 8}) && y.scalar_type() == dt, "rotary_mul y like x");
+        }
     }
     expect_error("rotary_mul mixed dtypes", "no registered dtype combination", [&] {
-        rot.call(meta({2, 4, 3, 8}, at::kHalf), meta({1, 4, 1, 8}, at::kFloat), meta({1, 4, 1, 8}, at::kFloat), "half");
+        rot.call(meta({2, 4, 3, 8}, at::kHalf), meta({1, 4, 1, 8}, at::kFloat), meta({1, 4, 1, 8}, at::kFloat), "half",
+                 "once");
     });
 }
 

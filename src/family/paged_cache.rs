@@ -65,43 +65,40 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 
 // ---- plan --------------------------------------------------------------------------------
 
+/// The tiling fields both scatters share, in order, followed by the op's own
+/// (`paged_cache_fields![extra, ..]`).
+macro_rules! paged_cache_fields {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            TilingField::u32("tokens", "T: rows of key, value and slot_mapping"),
+            TilingField::u32("heads", "N: heads of key, value and the caches"),
+            TilingField::u32("keyDim", "Dk: last dim of key and key_cache"),
+            TilingField::u32("valueDim", "Dv: last dim of value and value_cache"),
+            TilingField::u32("cacheSlots", "num_blocks * block_size: slots of each cache"),
+            TilingField::u32(
+                "slotPeriodLog2",
+                "slot s belongs to the core c with c * P / blockDim <= s mod P < (c + 1) * P / blockDim, P = 2^slotPeriodLog2",
+            ),
+            TilingField::u32("slotChunk", "slot-mapping entries read into UB at a time (a multiple of 64)"),
+            TilingField::u32(
+                "scanMode",
+                "0: slots copied to UB and tested by the scalar unit; 1: owned slots found by vector ops (int32 slots, cacheSlots <= 2^23); 2: slots read from GM by the scalar unit (few tokens)",
+            ),
+            $($extra),*
+        ]
+    };
+}
+
 /// reshape_and_cache: every core scans the slot mapping and copies the tokens whose slots it
 /// owns (a residue range of slot mod 2^slotPeriodLog2).
-const CACHE_FIELDS: &[TilingField] = &[
-    TilingField::u32("tokens", "T: rows of key, value and slot_mapping"),
-    TilingField::u32("heads", "N: heads of key, value and the caches"),
-    TilingField::u32("keyDim", "Dk: last dim of key and key_cache"),
-    TilingField::u32("valueDim", "Dv: last dim of value and value_cache"),
-    TilingField::u32("cacheSlots", "num_blocks * block_size: slots of each cache"),
-    TilingField::u32(
-        "slotPeriodLog2",
-        "slot s belongs to the core c with c * P / blockDim <= s mod P < (c + 1) * P / blockDim, P = 2^slotPeriodLog2",
-    ),
-    TilingField::u32("slotChunk", "slot-mapping entries read into UB at a time (a multiple of 64)"),
-    TilingField::u32(
-        "scanMode",
-        "0: slots copied to UB and tested by the scalar unit; 1: owned slots found by vector ops (int32 slots, cacheSlots <= 2^23); 2: slots read from GM by the scalar unit (few tokens)",
-    ),
-    TilingField::u32("chunkBytes", "bytes per UB copy of a run of key or value rows (a multiple of 32)"),
-];
+const CACHE_FIELDS: &[TilingField] = paged_cache_fields![TilingField::u32(
+    "chunkBytes",
+    "bytes per UB copy of a run of key or value rows (a multiple of 32)"
+)];
 
 /// reshape_and_cache_int8: as reshape_and_cache, quantising rowsPerPass (token, head) rows per UB
 /// pass (at most 255: one repeat of each level-0 instruction per row).
-const INT8_FIELDS: &[TilingField] = &[
-    TilingField::u32("tokens", "T: rows of key, value and slot_mapping"),
-    TilingField::u32("heads", "N: heads of key, value and the caches"),
-    TilingField::u32("keyDim", "Dk: last dim of key and key_cache"),
-    TilingField::u32("valueDim", "Dv: last dim of value and value_cache"),
-    TilingField::u32("cacheSlots", "num_blocks * block_size: slots of each cache"),
-    TilingField::u32(
-        "slotPeriodLog2",
-        "slot s belongs to the core c with c * P / blockDim <= s mod P < (c + 1) * P / blockDim, P = 2^slotPeriodLog2",
-    ),
-    TilingField::u32("slotChunk", "slot-mapping entries read into UB at a time (a multiple of 64)"),
-    TilingField::u32(
-        "scanMode",
-        "0: slots copied to UB and tested by the scalar unit; 1: owned slots found by vector ops (int32 slots, cacheSlots <= 2^23); 2: slots read from GM by the scalar unit (few tokens)",
-    ),
+const INT8_FIELDS: &[TilingField] = paged_cache_fields![
     TilingField::u32("rowsPerPass", "(token, head) rows quantised per UB pass"),
     TilingField::u32("rowStride", "UB elements per row: max(Dk, Dv) rounded up to 32"),
 ];

@@ -539,6 +539,28 @@ void access(Shadow& sh, uint64_t a, uint64_t b, bool write, Describe describe) {
     if (a >= b) return;
     Pipes& ps = pipes();
     const int p = int(ps.pipe);
+    // Fast path, the common case of a buffer accessed again as a whole: [a, b) is exactly one
+    // segment. The same checks and the same update as below, without splitting, erasing and
+    // re-inserting (the map operations were a third of a twin run's time).
+    if (auto one = sh.find(a); one != sh.end() && one->second.end == b) {
+        Seg& g = one->second;
+        const auto where = [&] { return describe(a, b); };
+        if (write) {
+            for (int q = 0; q < kP; ++q) {
+                if (!ordered(q, g.r[q], p)) race("WAR", q, g.r[q], false, true, where());
+            }
+        }
+        if (!ordered(g.wpipe, g.w, p)) race(write ? "WAW" : "RAW", g.wpipe, g.w, true, write, where());
+        if (write) {
+            g = Seg{};
+            g.end = b;
+            g.wpipe = uint8_t(p);
+            g.w = ps.cur;
+        } else {
+            g.r[p] = ps.cur;
+        }
+        return;
+    }
     split_at(sh, a);
     split_at(sh, b);
     for (auto it = sh.lower_bound(a); it != sh.end() && it->first < b; ++it) {
@@ -643,8 +665,6 @@ void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b,
     const Acc& cur = g_core->pipes.cur;
     const XAcc now{g_core->idx, g_core->syncs, cur.api, cur.file, cur.line, atomic ? g_core->atomic_type : DType::Other};
     XShadow& sh = g_xgm[base];
-    split_at(sh, a);
-    split_at(sh, b);
     const auto where = [&](uint64_t lo, uint64_t hi) {
         return "GM '" + std::string(name) + "' bytes [" + str(lo) + ", " + str(hi) + ")";
     };
@@ -652,9 +672,7 @@ void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b,
     // How an access is named in a report (built only when one is made: this runs on every GM access).
     const auto added = [](const XAcc& x) { return "atomically added (" + std::string(dtype_name(x.type)) + ")"; };
     const auto how = [&] { return !write ? std::string("read") : atomic ? added(now) : std::string("written"); };
-    for (auto it = sh.lower_bound(a); it != sh.end() && it->first < b; ++it) {
-        const XSeg& g = it->second;
-        const uint64_t lo = std::max(a, it->first), hi = std::min(b, g.end);
+    const auto check = [&](const XSeg& g, uint64_t lo, uint64_t hi) {
         if (write && other(g.r)) cross_race("WAR", g.r, "read", now, how().c_str(), where(lo, hi));
         if (other(g.w)) {
             if (atomic) cross_race("plain and atomic writes", g.w, "written", now, how().c_str(), where(lo, hi));
@@ -666,6 +684,30 @@ void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b,
                 cross_race("plain and atomic writes", g.a, added(g.a).c_str(), now, how().c_str(), where(lo, hi));
             }
         }
+    };
+    // What an atomic add or a read records in a segment it covers.
+    const auto record = [&](XSeg& g) {
+        XAcc& slot = write ? g.a : g.r;  // an atomic add keeps the plain write: a later core's add must see it
+        const bool several = slot.core != -1 && slot.phase == now.phase && slot.core != now.core;
+        slot = now;
+        if (several) slot.core = -2;  // several cores in this phase: any later access of another core conflicts
+    };
+    // Fast path: [a, b) is exactly one segment (a buffer accessed again as a whole), as in access().
+    if (auto one = sh.find(a); one != sh.end() && one->second.end == b) {
+        check(one->second, a, b);
+        if (write && !atomic) {
+            one->second = XSeg{};
+            one->second.end = b;
+            one->second.w = now;
+        } else {
+            record(one->second);
+        }
+        return;
+    }
+    split_at(sh, a);
+    split_at(sh, b);
+    for (auto it = sh.lower_bound(a); it != sh.end() && it->first < b; ++it) {
+        check(it->second, std::max(a, it->first), std::min(b, it->second.end));
     }
     if (write && !atomic) {
         sh.erase(sh.lower_bound(a), sh.lower_bound(b));
@@ -685,10 +727,7 @@ void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b,
             it = sh.emplace_hint(it, at, g);
         }
         XSeg& g = it->second;
-        XAcc& slot = write ? g.a : g.r;  // an atomic add keeps the plain write: a later core's add must see it
-        const bool several = slot.core != -1 && slot.phase == now.phase && slot.core != now.core;
-        slot = now;
-        if (several) slot.core = -2;  // several cores in this phase: any later access of another core conflicts
+        record(g);
         at = g.end;
         ++it;
     }

@@ -70,7 +70,7 @@ inline long double largest_finite(const Format& f) {
 // Rounds v to the nearest value of format f in the given mode, IEEE style: subnormals are kept
 // (no flush to zero), and overflow goes to infinity or to the largest finite value depending on
 // the direction of rounding. Round-to-odd never produces infinity from a finite value.
-inline long double round_to_format(long double v, const Format& f, Mode mode) {
+inline long double round_to_format_generic(long double v, const Format& f, Mode mode) {
     if (std::isnan(v) || std::isinf(v) || v == 0.0L) return v;
     int exponent = std::ilogb(v);
     if (exponent < f.emin) exponent = f.emin;
@@ -94,7 +94,7 @@ inline long double round_to_format(long double v, const Format& f, Mode mode) {
 }
 
 // Bit pattern of a value that is already exactly representable in format f (of 16 bits).
-inline uint16_t encode16(long double r, const Format& f) {
+inline uint16_t encode16_generic(long double r, const Format& f) {
     const int mant_bits = f.precision - 1;
     const uint16_t sign = std::signbit(r) ? uint16_t(0x8000u) : uint16_t(0);
     const uint16_t exp_all = uint16_t(((1u << f.exp_bits) - 1u) << mant_bits);
@@ -112,7 +112,7 @@ inline uint16_t encode16(long double r, const Format& f) {
     return uint16_t(sign | (field << mant_bits) | unsigned(mant));
 }
 
-inline long double decode16(uint16_t bits, const Format& f) {
+inline long double decode16_generic(uint16_t bits, const Format& f) {
     const int mant_bits = f.precision - 1;
     const unsigned exp_mask = (1u << f.exp_bits) - 1u;
     const unsigned field = (bits >> mant_bits) & exp_mask;
@@ -124,6 +124,96 @@ inline long double decode16(uint16_t bits, const Format& f) {
     }
     if (field == 0) return sign * std::ldexp(static_cast<long double>(mant), f.emin - mant_bits);
     return sign * std::ldexp(static_cast<long double>(mant + (1u << mant_bits)), int(field) - f.emax - mant_bits);
+}
+
+// ---- Fast paths. The functions above are the oracle; these give the same results for the
+// cases that dominate a twin run (RNE rounding of a value that is exactly a double: every float,
+// and every double result of half/bf16 arithmetic; 16-bit encode and decode) with integer
+// operations on IEEE bits instead of long double ilogb/ldexp/division/fmod, which were a
+// quarter of a 16-bit kernel's run. tests/pos_fast_rounding.cpp compares both on every 16-bit
+// pattern, on every midpoint between neighbouring 16-bit values and its neighbours, and on
+// random floats and doubles.
+
+inline uint64_t double_bits(double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, sizeof u);
+    return u;
+}
+inline double double_from_bits(uint64_t u) {
+    double d;
+    std::memcpy(&d, &u, sizeof d);
+    return d;
+}
+// 2^e for the exponents the formats need (normal doubles).
+inline double pow2(int e) { return double_from_bits(uint64_t(e + 1023) << 52); }
+
+// RNE rounding of a finite, nonzero, normal double to format f, overflow to infinity; false
+// when d is a double subnormal (the generic path takes it: far below every format's range).
+inline bool round_double_rne(double d, const Format& f, double& out) {
+    const uint64_t u = double_bits(d);
+    const int field = int((u >> 52) & 0x7ff);
+    if (field == 0) return false;
+    const int e = field - 1023;
+    const uint64_t m = (u & ((uint64_t(1) << 52) - 1)) | (uint64_t(1) << 52);  // d = m * 2^(e-52)
+    const int quantum_exp = (e < f.emin ? f.emin : e) - (f.precision - 1);
+    const int s = quantum_exp - (e - 52);  // how many of m's low bits the format drops (>= 29)
+    uint64_t kept;
+    if (s >= 54) {
+        kept = 0;  // |d| < half the quantum
+    } else {
+        const uint64_t rem = m & ((uint64_t(1) << s) - 1);
+        const uint64_t half = uint64_t(1) << (s - 1);
+        kept = m >> s;
+        if (rem > half || (rem == half && (kept & 1) != 0)) kept += 1;
+    }
+    double r = double(kept) * pow2(quantum_exp);  // exact: kept <= 2^precision
+    const double top = (2.0 - pow2(1 - f.precision)) * pow2(f.emax);  // largest_finite(f), exactly
+    if (r > top) r = std::numeric_limits<double>::infinity();
+    out = (u >> 63) != 0 ? -r : r;
+    return true;
+}
+
+inline long double round_to_format(long double v, const Format& f, Mode mode) {
+    if (mode == Mode::Rint || mode == Mode::None) {
+        const double d = static_cast<double>(v);
+        double r;
+        if (static_cast<long double>(d) == v && d != 0.0 && std::isfinite(d) && round_double_rne(d, f, r)) return r;
+    }
+    return round_to_format_generic(v, f, mode);
+}
+
+// A value exactly representable in f (of 16 bits) is exactly a float: the bits come from the
+// float's (bf16: its top half; half: re-biased, subnormals from the scaled significand).
+inline uint16_t encode16(long double r, const Format& f) {
+    if (std::isnan(r)) return encode16_generic(r, f);
+    const float x = static_cast<float>(r);
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    if (f.precision == kBf16.precision) return uint16_t(u >> 16);
+    const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
+    const int field = int((u >> 23) & 0xff);
+    if (field == 0xff) return uint16_t(sign | 0x7c00u);  // infinity
+    if (field == 0) return sign;                          // zero (no half value is a float subnormal)
+    const int e = field - 127;
+    const uint32_t m = (u & 0x7fffffu) | 0x800000u;
+    if (e < kHalf.emin) return uint16_t(sign | (m >> (13 + (kHalf.emin - e))));  // exact: r is a half value
+    return uint16_t(sign | (uint32_t(e + kHalf.emax) << 10) | ((m >> 13) & 0x3ffu));
+}
+
+inline long double decode16(uint16_t bits, const Format& f) {
+    if (f.precision == kBf16.precision) {
+        if ((bits & 0x7f80u) == 0x7f80u && (bits & 0x7fu) != 0) return decode16_generic(bits, f);  // NaN
+        const uint32_t u = uint32_t(bits) << 16;
+        float x;
+        std::memcpy(&x, &u, sizeof x);
+        return x;
+    }
+    const unsigned field = (bits >> 10) & 0x1fu;
+    const unsigned mant = bits & 0x3ffu;
+    if (field == 0x1f) return decode16_generic(bits, f);  // infinity, NaN
+    const float sign = (bits & 0x8000u) ? -1.0f : 1.0f;
+    if (field == 0) return sign * (float(mant) * float(pow2(kHalf.emin - 10)));
+    return sign * (float(mant | 0x400u) * float(pow2(int(field) - kHalf.emax - 10)));
 }
 
 // Rounds to an integer type and saturates to its range. NaN becomes 0: the A2 documentation

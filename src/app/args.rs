@@ -72,6 +72,9 @@ pub struct VerifyArgs {
     /// `saturate` (overflow to the largest finite value, NaN to 0); comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PROFILE")]
     pub profile: Vec<crate::verify::NumericProfile>,
+    /// Stop at the first failing case (later cases and dtype combinations are not run).
+    #[arg(long)]
+    pub fail_fast: bool,
 }
 
 impl VerifyArgs {
@@ -87,6 +90,7 @@ impl VerifyArgs {
             jobs: self.jobs,
             perturb: self.perturb,
             profiles: self.profile,
+            fail_fast: self.fail_fast,
             ..Default::default()
         }
     }

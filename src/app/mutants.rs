@@ -285,6 +285,8 @@ pub fn run_mutants(opts: &MutantsOptions) -> Result<MutantsReport, AppError> {
             dtypes: vec![dtype],
             sweep: opts.sweep.unwrap_or(Sweep::Quick),
             sanitize: false,
+            // One failing case kills a mutant; a survivor still runs the whole sweep.
+            fail_fast: true,
             ..VerifyOptions::default()
         });
         let (verdict, evidence) = match result {

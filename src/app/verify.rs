@@ -11,7 +11,7 @@ use crate::tensor::{round_to_dtype, HostTensor};
 use crate::verify::{self, inputs, BuildOptions, Case, CaseInput, Sweep};
 use crate::DType;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -36,6 +36,10 @@ pub struct VerifyOptions {
     /// Render with these templates instead of the embedded ones (tests prove that a broken
     /// kernel fails verification).
     pub templates: Option<Vec<(&'static str, String)>>,
+    /// Stop at the first failing case: later cases and dtype combinations are not run, and the
+    /// report counts only the cases that ran. For the mutation suite and the tests of broken
+    /// kernels, which need one failure, not all of them.
+    pub fail_fast: bool,
 }
 
 impl Default for VerifyOptions {
@@ -52,6 +56,7 @@ impl Default for VerifyOptions {
             soc: soc::DEFAULT_SOC.to_string(),
             jobs: 2,
             templates: None,
+            fail_fast: false,
         }
     }
 }
@@ -151,30 +156,64 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, AppError> {
     };
     let soc = soc::find(&opts.soc).map_err(AppError::input)?;
     let mut report = VerifyReport::default();
-    for spec in &specs {
-        for column in 0..spec.columns() {
-            let dtype = spec.column_dtype(column);
-            if !opts.dtypes.is_empty() && !opts.dtypes.contains(&dtype) {
-                continue;
+    let columns: Vec<(&OpSpec, usize)> = specs
+        .iter()
+        .flat_map(|spec| (0..spec.columns()).map(move |column| (spec, column)))
+        .filter(|(spec, column)| opts.dtypes.is_empty() || opts.dtypes.contains(&spec.column_dtype(*column)))
+        .collect();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| -> Result<(), AppError> {
+        // The next combination's runner is built while this one's cases run: on a cold cache
+        // the compiler is otherwise the only thing running for most of a sweep.
+        let (built_tx, built_rx) = std::sync::mpsc::sync_channel(1);
+        let project = &project;
+        let columns = &columns;
+        s.spawn(move || {
+            for &(spec, column) in columns {
+                eprintln!("verify: {} {}: building the twin runner", spec.name, spec.column_label(column));
+                let runner =
+                    verify::build_runner(project, spec, column, BuildOptions { sanitize: opts.sanitize });
+                // The receiver is gone when the sweep stopped early (an error, --fail-fast).
+                if built_tx.send(runner).is_err() {
+                    break;
+                }
             }
+        });
+        for &(spec, column) in columns {
             let label = spec.column_label(column);
             let column_started = Instant::now();
-            eprintln!("verify: {} {label}: building the twin runner", spec.name);
-            let mut runner =
-                verify::build_runner(&project, spec, column, BuildOptions { sanitize: opts.sanitize })
-                    .map_err(|e| AppError::failed(format!("{} {label}: {e}", spec.name)))?;
+            let mut runner = built_rx
+                .recv()
+                .expect("the builder sends one runner per combination")
+                .map_err(|e| AppError::failed(format!("{} {label}: {e}", spec.name)))?;
             runner.perturb = opts.perturb.map(|k| (k, PERTURB_SEED));
             runner.profiles = opts.profiles.clone();
             let cases = verify::cases(spec, opts.sweep);
-            let outcomes = run_cases(spec, column, &runner, soc, &cases, opts.jobs);
+            let outcomes =
+                run_cases(spec, column, &runner, soc, &cases, opts.jobs, opts.fail_fast.then_some(&stop));
+            let ran: Vec<(&Case, CaseOutcome)> =
+                cases.iter().zip(outcomes).filter_map(|(c, o)| o.map(|o| (c, o))).collect();
+            let ran_count = ran.len();
             let first_row = report.rows.len();
-            summarise(spec, column, &cases, outcomes, &mut report);
+            summarise(spec, column, ran, &mut report);
             let seconds = column_started.elapsed().as_secs_f64();
             report.rows[first_row..].iter_mut().for_each(|r| r.seconds = seconds);
             let failed = report.rows[first_row..].iter().map(|r| r.failures).sum::<usize>();
-            eprintln!("verify: {} {label}: {} cases, {} failed", spec.name, cases.len(), failed);
+            if ran_count < cases.len() {
+                eprintln!(
+                    "verify: {} {label}: {ran_count} of {} cases run, {failed} failed (--fail-fast: stopped)",
+                    spec.name,
+                    cases.len()
+                );
+            } else {
+                eprintln!("verify: {} {label}: {} cases, {} failed", spec.name, cases.len(), failed);
+            }
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
         }
-    }
+        Ok(())
+    })?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -246,22 +285,30 @@ fn run_cases(
     soc: &soc::Soc,
     cases: &[Case],
     jobs: usize,
-) -> Vec<CaseOutcome> {
+    stop: Option<&AtomicBool>,
+) -> Vec<Option<CaseOutcome>> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<CaseOutcome>>> = Mutex::new((0..cases.len()).map(|_| None).collect());
+    let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= cases.len() {
+                if i >= cases.len() || stopped() {
                     break;
                 }
                 let outcome = run_one(spec, column, runner, soc, &cases[i]);
+                if outcome.failure.is_some() {
+                    if let Some(stop) = stop {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
                 results.lock().expect("results lock")[i] = Some(outcome);
             });
         }
     });
-    results.into_inner().expect("results lock").into_iter().map(|o| o.expect("every case ran")).collect()
+    // None: not run (the sweep stopped at a failure).
+    results.into_inner().expect("results lock")
 }
 
 /// A case that failed: op, dtype combination, case label and what failed (a gate, a twin
@@ -413,13 +460,7 @@ fn untouched_changed(before: &HostTensor, expected: &[f64], actual: &HostTensor)
     })
 }
 
-fn summarise(
-    spec: &OpSpec,
-    column: usize,
-    cases: &[Case],
-    outcomes: Vec<CaseOutcome>,
-    report: &mut VerifyReport,
-) {
+fn summarise(spec: &OpSpec, column: usize, ran: Vec<(&Case, CaseOutcome)>, report: &mut VerifyReport) {
     let (dtype, label) = (spec.column_dtype(column), spec.column_label(column));
     let mut rows: Vec<Row> = spec
         .outputs
@@ -443,7 +484,7 @@ fn summarise(
             max_bias_ratio: 0.0,
         })
         .collect();
-    for (case, outcome) in cases.iter().zip(outcomes) {
+    for (case, outcome) in ran {
         report.cases_run += 1;
         for row in rows.iter_mut() {
             row.cases += 1;

@@ -255,6 +255,8 @@ fn verify_mutant(from: &str, to: &str, count: usize, dtype: DType) -> (usize, us
         dtypes: vec![dtype],
         sanitize: false,
         templates: Some(templates),
+        // One failing case is the evidence; the rest of the sweep would only repeat it.
+        fail_fast: true,
         ..VerifyOptions::default()
     };
     let report = run_verify(&opts).expect("verify runs");

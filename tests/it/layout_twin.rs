@@ -433,6 +433,8 @@ fn a_cache_kernel_writing_past_its_rows_fails_verification() {
         ops: vec!["reshape_and_cache_int8".into()],
         dtypes: vec![DType::Float16],
         templates: Some(templates),
+        // One failing case is the evidence; the rest of the sweep would only repeat it.
+        fail_fast: true,
         ..VerifyOptions::default()
     };
     let report = run_verify(&opts).expect("verify runs");

@@ -356,6 +356,8 @@ fn broken_kernels_fail_verification() {
             dtypes: vec![dtype],
             sanitize: false,
             templates: Some(templates),
+            // One failing case is the evidence; the rest of the sweep would only repeat it.
+            fail_fast: true,
             ..VerifyOptions::default()
         };
         let report = run_verify(&opts).expect("verify runs");

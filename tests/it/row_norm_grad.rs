@@ -227,6 +227,8 @@ fn verify_mutant(from: &str, to: &str, count: usize) -> (usize, usize) {
         dtypes: vec![DType::BFloat16],
         sanitize: false,
         templates: Some(templates),
+        // One failing case is the evidence; the rest of the sweep would only repeat it.
+        fail_fast: true,
         ..VerifyOptions::default()
     };
     let report = run_verify(&opts).expect("verify runs");

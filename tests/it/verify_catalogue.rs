@@ -1,19 +1,25 @@
 //! The main job's second half as a test: every catalogue op, every dtype combination, the
-//! quick sweep, on the twin built with AddressSanitizer and UBSan, against the references.
-//! And the converse: a kernel that computes the wrong thing must fail.
+//! quick sweep, on the twin built with AddressSanitizer and UBSan, against the references (a
+//! test per family). And the converse: a kernel that computes the wrong thing must fail.
 
 use crate::support::patched_templates;
 use ascend_opgen::app::verify::{run_verify, VerifyOptions};
+use ascend_opgen::spec::Family;
 
-#[test]
-fn the_catalogue_passes_the_quick_sweep_under_sanitizers() {
-    let report = run_verify(&VerifyOptions::default()).expect("verify runs");
+/// The sanitized quick sweep of one family's catalogue ops: every dtype combination, one row
+/// per output. One test per family (below), so the test harness's threads share the catalogue
+/// instead of one test running it alone at the end of the run.
+fn family_passes_the_quick_sweep_under_sanitizers(family: Family) {
+    let specs = ascend_opgen::family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let specs: Vec<_> = specs.into_iter().filter(|s| s.family == family).collect();
+    assert!(!specs.is_empty(), "the catalogue has no {} op", family.name());
+    let ops = specs.iter().map(|s| s.name.clone()).collect();
+    let report = run_verify(&VerifyOptions { ops, ..VerifyOptions::default() }).expect("verify runs");
     println!("{}", report.table());
     assert!(report.failures.is_empty(), "failures:\n{}", report.failures.join("\n"));
     assert!(report.rows.iter().all(|r| r.cases > 0));
     // Exactly one row per op, dtype combination and output (or in-place input) of kernels/*.toml:
     // a combination the sweep skipped would be missing here.
-    let specs = ascend_opgen::family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
     let want: usize = specs
         .iter()
         .map(|s| s.columns() * (s.outputs.len() + s.inputs.iter().filter(|t| t.mutated).count()))
@@ -33,6 +39,66 @@ fn the_catalogue_passes_the_quick_sweep_under_sanitizers() {
     }
 }
 
+/// The families the tests below cover: every family of the catalogue has its test.
+const SWEPT: [Family; 8] = [
+    Family::RowNorm,
+    Family::RowNormGrad,
+    Family::Rotary,
+    Family::RotaryGrad,
+    Family::Elementwise,
+    Family::Permute,
+    Family::PagedCache,
+    Family::Dequant,
+];
+
+#[test]
+fn every_catalogue_family_has_its_sanitized_sweep_test() {
+    let specs = ascend_opgen::family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    for s in &specs {
+        assert!(SWEPT.contains(&s.family), "{}: family {} has no sweep test here", s.name, s.family.name());
+    }
+}
+
+#[test]
+fn the_row_norm_ops_pass_the_quick_sweep_under_sanitizers() {
+    family_passes_the_quick_sweep_under_sanitizers(Family::RowNorm);
+}
+
+#[test]
+fn the_row_norm_grad_ops_pass_the_quick_sweep_under_sanitizers() {
+    family_passes_the_quick_sweep_under_sanitizers(Family::RowNormGrad);
+}
+
+#[test]
+fn the_rotary_ops_pass_the_quick_sweep_under_sanitizers() {
+    family_passes_the_quick_sweep_under_sanitizers(Family::Rotary);
+}
+
+#[test]
+fn the_rotary_grad_ops_pass_the_quick_sweep_under_sanitizers() {
+    family_passes_the_quick_sweep_under_sanitizers(Family::RotaryGrad);
+}
+
+#[test]
+fn the_elementwise_ops_pass_the_quick_sweep_under_sanitizers() {
+    family_passes_the_quick_sweep_under_sanitizers(Family::Elementwise);
+}
+
+#[test]
+fn the_permute_ops_pass_the_quick_sweep_under_sanitizers() {
+    family_passes_the_quick_sweep_under_sanitizers(Family::Permute);
+}
+
+#[test]
+fn the_paged_cache_ops_pass_the_quick_sweep_under_sanitizers() {
+    family_passes_the_quick_sweep_under_sanitizers(Family::PagedCache);
+}
+
+#[test]
+fn the_dequant_ops_pass_the_quick_sweep_under_sanitizers() {
+    family_passes_the_quick_sweep_under_sanitizers(Family::Dequant);
+}
+
 #[test]
 fn a_kernel_that_skips_gamma_fails_verification() {
     let templates = patched_templates(
@@ -43,7 +109,10 @@ fn a_kernel_that_skips_gamma_fails_verification() {
     let opts = VerifyOptions {
         ops: vec!["rms_norm".into()],
         dtypes: vec![ascend_opgen::DType::Float16],
+        sanitize: false,
         templates: Some(templates),
+        // One failing case is the evidence; the rest of the sweep would only repeat it.
+        fail_fast: true,
         ..VerifyOptions::default()
     };
     let report = run_verify(&opts).expect("verify runs");

@@ -11,8 +11,6 @@ use crate::verify::{self, BuildOptions, CaseInput};
 use crate::DType;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -101,6 +99,7 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
         }
         Some(super::plan::split_shapes(&opts.shape)?)
     };
+    let mut pending = Vec::new();
     let mut jobs = Vec::new();
     let mut build_failures = Vec::new();
     for spec in &specs {
@@ -134,22 +133,37 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
             if cases.is_empty() {
                 continue;
             }
-            eprintln!("report: {} {}: building the twin runner (no sanitizers)", spec.name, dtype);
-            match verify::build_runner(&project, spec, column, BuildOptions { sanitize: false }) {
-                Ok(runner) => {
-                    for case in cases {
-                        jobs.push(Job { spec, column, runner: runner.clone(), case });
-                    }
+            pending.push((spec, column, cases));
+        }
+    }
+    // The runners build in parallel (on a cold cache the compiler is most of a report's time).
+    let built = crate::toolchain::pool::map_in_order(&pending, opts.jobs, |(spec, column, _)| {
+        eprintln!(
+            "report: {} {}: building the twin runner (no sanitizers)",
+            spec.name,
+            spec.column_dtype(*column)
+        );
+        verify::build_runner(&project, spec, *column, BuildOptions { sanitize: false })
+    });
+    for ((spec, column, cases), runner) in pending.into_iter().zip(built) {
+        match runner {
+            Ok(runner) => {
+                for case in cases {
+                    jobs.push(Job { spec, column, runner: runner.clone(), case });
                 }
-                // One op that does not build does not hide the others' evidence.
-                Err(e) => {
-                    let first = e.to_string().lines().take(3).collect::<Vec<_>>().join(" / ");
-                    build_failures.push(format!("{} {}: {first}", spec.name, dtype.short_name()));
-                }
+            }
+            // One op that does not build does not hide the others' evidence.
+            Err(e) => {
+                let first = e.to_string().lines().take(3).collect::<Vec<_>>().join(" / ");
+                build_failures.push(format!(
+                    "{} {}: {first}",
+                    spec.name,
+                    spec.column_dtype(column).short_name()
+                ));
             }
         }
     }
-    let results = run_jobs(soc, &jobs, opts.jobs);
+    let results = crate::toolchain::pool::map_in_order(&jobs, opts.jobs, |job| run_one(soc, job));
     let mut out = Report { failures: build_failures, ..Report::default() };
     for (job, result) in jobs.iter().zip(results) {
         match result {
@@ -166,25 +180,6 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
     out.targets = report::summarise(&out.rows);
     out.seconds = started.elapsed().as_secs_f64();
     Ok(out)
-}
-
-fn run_jobs(soc: &soc::Soc, jobs: &[Job], parallel: usize) -> Vec<Result<Row, ReportError>> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Row, ReportError>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..parallel.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= jobs.len() {
-                    break;
-                }
-                let result = run_one(soc, &jobs[i]);
-                results.lock().expect("results lock")[i] = Some(result);
-            });
-        }
-    });
-    results.into_inner().expect("results lock").into_iter().map(|r| r.expect("every job ran")).collect()
 }
 
 fn run_one(soc: &soc::Soc, job: &Job) -> Result<Row, ReportError> {

@@ -11,8 +11,7 @@ use crate::tensor::{round_to_dtype, HostTensor};
 use crate::verify::{self, inputs, BuildOptions, Case, CaseInput, Sweep};
 use crate::DType;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -287,28 +286,18 @@ fn run_cases(
     jobs: usize,
     stop: Option<&AtomicBool>,
 ) -> Vec<Option<CaseOutcome>> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<CaseOutcome>>> = Mutex::new((0..cases.len()).map(|_| None).collect());
     let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
-    std::thread::scope(|s| {
-        for _ in 0..jobs.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= cases.len() || stopped() {
-                    break;
-                }
-                let outcome = run_one(spec, column, runner, soc, &cases[i]);
-                if outcome.failure.is_some() {
-                    if let Some(stop) = stop {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                }
-                results.lock().expect("results lock")[i] = Some(outcome);
-            });
-        }
-    });
     // None: not run (the sweep stopped at a failure).
-    results.into_inner().expect("results lock")
+    crate::toolchain::pool::map_in_order(cases, jobs, |case| {
+        if stopped() {
+            return None;
+        }
+        let outcome = run_one(spec, column, runner, soc, case);
+        if let (Some(stop), Some(_)) = (stop, &outcome.failure) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        Some(outcome)
+    })
 }
 
 /// A case that failed: op, dtype combination, case label and what failed (a gate, a twin

@@ -9,8 +9,6 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use super::cann::CannToolkit;
@@ -373,28 +371,11 @@ pub fn check_project(
         }
     }
 
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<CheckEntry, CommandError>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
-    let workers = options.jobs.max(1).min(jobs.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let result = run_job(job);
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
-            });
-        }
-    });
+    let results = super::pool::map_in_order(&jobs, options.jobs, run_job);
 
     let mut entries = Vec::with_capacity(jobs.len());
-    for result in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        match result {
-            Some(Ok(entry)) => entries.push(entry),
-            Some(Err(e)) => return Err(CheckError::Compiler(e)),
-            None => unreachable!("every job is run by a worker"),
-        }
+    for result in results {
+        entries.push(result.map_err(CheckError::Compiler)?);
     }
     Ok(CheckReport {
         project_dir: project_dir.to_path_buf(),

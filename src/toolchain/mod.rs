@@ -1,12 +1,14 @@
 //! Everything that touches the world outside the crate: external commands (one runner for
 //! all of them, [`command::Cmd`]), CANN toolkit discovery ([`cann`]), the syntax check of a
-//! generated project against a real toolkit ([`check_cann`]), `opgen doctor` ([`doctor`]) and
-//! scratch directories removed on drop ([`scratch`]).
+//! generated project against a real toolkit ([`check_cann`]), `opgen doctor` ([`doctor`]),
+//! scratch directories removed on drop ([`scratch`]) and the worker pool that runs jobs in
+//! parallel ([`pool`]).
 
 pub mod cann;
 pub mod check_cann;
 pub mod command;
 pub mod doctor;
+pub mod pool;
 pub mod scratch;
 
 pub use cann::{CannNotFound, CannToolkit, Discovery, Need};

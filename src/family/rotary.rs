@@ -416,6 +416,7 @@ const HF_FP32_FULL_UB: [Shape; 1] = [Shape { layout: Layout::Bsnd1s1d, mode: "ha
 /// - single-buffered tables (a head dim too large for two), float32: half 1x2x1x3296 (181),
 ///   interleave 1x2x1x2880 (180). 16-bit inputs switch to one table buffer only above D = 5888
 ///   (half), which float32 refuses, and every case runs in every dtype: not covered.
+///
 /// Shares of at most one UB tile are cut into two blocks (research K8), so the whole-position
 /// shapes above give the busiest core more than one tile's worth (1008 positions: 21 per core
 /// against the 20 of a 16-bit 1x1008x8x64 tile; 960: 20 against at most 18).

@@ -408,7 +408,7 @@ const HF_FP32_FULL_UB: [Shape; 1] = [Shape { layout: Layout::Bsnd1s1d, mode: "ha
 /// 184 KiB UB budget (by the kernel's InitBuffer sizes for the tiling `opgen plan` prints: at
 /// least 178 KiB in the dtype noted), so a buffer planned 16 KiB too large overflows the
 /// 192 KiB UB (the rotary_mul-xrot-16k mutant dies on these and on no other case):
-/// - whole positions per tile, half mode by block copies: 1x960x8x64 (16-bit 180 KiB, float32 181);
+/// - whole positions per tile, half mode by block copies: 1x1008x8x64 (16-bit 180 KiB, float32 181);
 /// - whole positions, half mode by Gather (D % 16 != 0): 1x960x8x72 (16-bit 179, float32 181);
 /// - whole positions, interleave: 1x960x1x256 (16-bit 180, float32 180);
 /// - one position per block in chunks of heads, half / interleave: 1x48x48x256 (16-bit 184 /
@@ -416,11 +416,15 @@ const HF_FP32_FULL_UB: [Shape; 1] = [Shape { layout: Layout::Bsnd1s1d, mode: "ha
 /// - single-buffered tables (a head dim too large for two), float32: half 1x2x1x3296 (181),
 ///   interleave 1x2x1x2880 (180). 16-bit inputs switch to one table buffer only above D = 5888
 ///   (half), which float32 refuses, and every case runs in every dtype: not covered.
+///
+/// Shares of at most one UB tile are cut into two blocks (research K8), so the whole-position
+/// shapes above give the busiest core more than one tile's worth (1008 positions: 21 per core
+/// against the 20 of a 16-bit 1x1008x8x64 tile; 960: 20 against at most 18).
 fn aimed_cases() -> Vec<(Shape, Distribution)> {
     let s = |layout, mode, dims| Shape { layout, mode, dims };
     let b = Layout::Bsnd1s1d;
     vec![
-        (s(b, "half", (1, 960, 8, 64)), Distribution::RowEnds),
+        (s(b, "half", (1, 1008, 8, 64)), Distribution::RowEnds),
         (s(b, "half", (1, 960, 8, 72)), Distribution::RowEnds),
         (s(b, "interleave", (1, 960, 1, 256)), Distribution::RowEnds),
         (s(b, "half", (1, 48, 48, 256)), Distribution::RowEnds),
@@ -431,6 +435,9 @@ fn aimed_cases() -> Vec<(Shape, Distribution)> {
         (s(b, "interleave", (1, 2, 1, 2880)), Distribution::RowEnds),
         (s(Layout::Sbnd, "half", (3, 2, 5, 128)), Distribution::OneHot),
         (s(Layout::Bnsd11sd, "interleave", (2, 3, 2, 80)), Distribution::OneHot),
+        // More than 255 table rows per block (16-bit: 360 of D = 16, one head): the sign's
+        // level-0 Muls takes its rows in repeats of at most 255.
+        (s(Layout::Bnsd11sd, "half", (1, 19200, 1, 16)), Distribution::Uniform5),
     ]
 }
 

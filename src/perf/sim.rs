@@ -267,7 +267,10 @@ pub fn simulate_launch(cores: &[Vec<Op>], c: &Costs) -> Result<LaunchTime, SimEr
     let top = c.mte2_bytes_per_cycle.max(c.mte3_bytes_per_cycle);
     let fits = |(hbm, t): &(f64, CoreTime)| t.cycles <= 0.0 || hbm / t.cycles <= bw * (1.0 + 1e-9);
     let mut best = run_cores(cores, c, top)?;
-    if !fits(&best) {
+    // The engines were slowed until the launch's HBM demand fits: HBM is what limits it, even
+    // where the bisection leaves the slowest core a hair above the HBM time.
+    let throttled = !fits(&best);
+    if throttled {
         let (mut lo, mut hi) = (0.0, top);
         // The fair share of every moving core always fits: start there.
         let moving =
@@ -305,7 +308,7 @@ pub fn simulate_launch(cores: &[Vec<Op>], c: &Costs) -> Result<LaunchTime, SimEr
     });
     out.bound = if out.launch_us > body {
         "launch"
-    } else if out.hbm_us >= out.core_us {
+    } else if throttled || out.hbm_us >= out.core_us {
         "HBM"
     } else if busy >= 0.8 * out.core_us {
         pipe
@@ -508,6 +511,8 @@ mod tests {
         c.mte3_bytes_per_cycle = 100.0;
         c.l2_bytes_per_cycle = 10.0;
         c.hbm_gbps = 10.0 * c.clock_mhz * 1e6 / 1e9;
+        // No launch overhead, so the bound label is about the cores and HBM alone.
+        c.launch_us = 0.0;
         let core_ops = || {
             vec![
                 dma(Dir::In, 1000),
@@ -522,6 +527,7 @@ mod tests {
             "{t:?}"
         );
         assert!(approx::abs_diff_eq!(t.hbm_us, c.cycles_to_us(400.0), epsilon = 1e-9), "{t:?}");
+        assert_eq!(t.bound, "HBM", "{t:?}");
         // One core copies while the other computes for 300 cycles first: the copying core has
         // HBM to itself until the other one starts (the cap settles where the launch's demand
         // fits): core A reads+writes 2000 B at cap k, core B computes 300 then copies 2000 B:

@@ -432,9 +432,9 @@ fn host_accepts_what_torch_npu_refuses() {
 #[test]
 fn a_kernel_without_the_rotation_sign_fails_verification() {
     let templates = patched_templates(
-        "kernel/rotary.cpp.j2",
-        "Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], -1.0f,",
-        "Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], 1.0f,",
+        "kernel/rotary_dot2.j2",
+        "Muls(v[r * width + j], v[r * width + j], -1.0f,",
+        "Muls(v[r * width + j], v[r * width + j], 1.0f,",
     );
     let opts = VerifyOptions {
         ops: vec!["rotary_mul".into()],

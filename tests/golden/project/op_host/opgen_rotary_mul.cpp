@@ -258,6 +258,13 @@ const uint64_t BUFFER_NUM = 2;
 const uint64_t MAX_ROWS_PER_COPY = 4095;  // DataCopyPad blockCount limit
 const uint64_t REPEAT_BYTES = 256;        // one vector repeat; Compare counts whole repeats
 const uint64_t MAX_CORES = 4096;          // keeps SplitCores' products within 64 bits
+// A core whose share of positions fits in one UB tile still takes two blocks of half the share,
+// so the copy-in of its second block overlaps the first block's compute and the first block's
+// copy-out the second's (issue 14 point 4, research K8): smaller transfers than the UB allows,
+// traded for the fill and drain a single pass exposes. Cycle model, mid, f16: 1x512x4x128
+// 4.9 -> 4.8 us, 1x256x8x128 5.0 -> 4.8, 1x2048x2x64 5.4 -> 5.2; three blocks lose again to the
+// per-transfer set-up (5.1, 5.1, 5.3). Larger shares already take two or more UB-sized tiles.
+const uint64_t MIN_PASSES = 2;
 
 static uint64_t CeilDiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 static uint64_t Min(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -465,8 +472,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
             // Whole positions per tile: k table rows and all their bcastInner rows (for BNSD,
             // bcastInner is 1 and tile rows are table rows).
             const uint64_t posPerCore = CeilDiv(l.groups * l.positions, split.coresPos);
-            tableRows = Min(Min(avail / (l.bcastInner * rowBytes + tableRow), posPerCore),
-                            MAX_ROWS_PER_COPY / l.bcastInner);
+            const uint64_t fit = Min(avail / (l.bcastInner * rowBytes + tableRow), MAX_ROWS_PER_COPY / l.bcastInner);
+            tableRows = posPerCore <= fit ? CeilDiv(posPerCore, MIN_PASSES) : fit;
             tileRows = tableRows * l.bcastInner;
         }
         if (tileRows == 0 && avail > tableRow) {

@@ -260,6 +260,9 @@ const uint64_t BUFFER_NUM = 2;
 const uint64_t MAX_ROWS_PER_COPY = 4095;  // DataCopyPad blockCount limit
 const uint64_t REPEAT_BYTES = 256;        // one vector repeat; Compare counts whole repeats
 const uint64_t MAX_CORES = 4096;
+// As the forward's TilingFunc: a share that fits in one tile still takes two blocks of half of
+// it, so copies overlap compute (research K8); larger shares keep UB-sized tiles.
+const uint64_t MIN_PASSES = 2;
 
 static uint64_t CeilDiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 static uint64_t Min(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -382,8 +385,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         if (l.bcastInner <= MAX_ROWS_PER_COPY) {
             // Whole positions per tile: k table rows and all their bcastInner rows.
             const uint64_t posPerCore = CeilDiv(positions, blockDim);
-            tableRows = Min(Min(avail / (l.bcastInner * rowBytes + tableRow), posPerCore),
-                            MAX_ROWS_PER_COPY / l.bcastInner);
+            const uint64_t fit = Min(avail / (l.bcastInner * rowBytes + tableRow), MAX_ROWS_PER_COPY / l.bcastInner);
+            tableRows = posPerCore <= fit ? CeilDiv(posPerCore, MIN_PASSES) : fit;
             tileRows = tableRows * l.bcastInner;
         }
         if (tileRows == 0 && avail > tableRow) {

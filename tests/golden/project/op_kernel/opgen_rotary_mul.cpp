@@ -27,16 +27,17 @@
 //               byte offsets built once per core (x_rot[j] = x[j + D/2] for j < D/2, x[j - D/2]
 //               otherwise);
 //   interleave  x_rot[j] = x[j ^ 1] (the pair swap): one Gather.
-// Its sign lives in the table: sin_signed = -sin on the first half of a row (half, one Muls per
-// table row) or on the even lanes (interleave, times a +-1 pattern built once per core), once
+// Its sign lives in the table: sin_signed = -sin on the first half of a row (half, one level-0
+// Muls over all rows of a table block per 64-lane chunk) or on the even lanes (interleave, times a +-1 pattern built once per core), once
 // per table row, not once per x row.
 //
 // Broadcast of r1/r2 (see op_host/opgen_rotary_mul.cpp for the row layout): a block of table
 // rows is loaded once and used for every x row of the core that needs it (all bcastOuter
 // copies, all bcastInner heads). A tile holds whole positions (all their heads, contiguous in
 // GM: one DataCopyPad each way) or a chunk of one position's heads; the heads of a position are
-// multiplied by its cos/sin row with level-0 Mul whose src1 repeat stride is 0, so the table
-// row is read in place for every head instead of being copied.
+// multiplied by its cos/sin row with level-0 Mul whose src1 repeat stride is 0 (or, with fewer
+// heads than positions, one Mul per head repeating over the positions), so the table row is
+// read in place for every head instead of being copied.
 #include "kernel_operator.h"
 
 namespace opgen_rotary_mul_kernel {
@@ -301,9 +302,7 @@ private:
         // The signed table of the rotation (sin * -1 is exact): the first half of every row
         // (half), the even lanes (interleave, by the sign pattern).
         if (t_.rotateMode == MODE_HALF) {
-            for (uint32_t r = 0; r < count; ++r) {
-                Muls(sin_[r * t_.rowStride], sin_[r * t_.rowStride], -1.0f, static_cast<int32_t>(t_.headDim / 2));
-            }
+            NegateFirstHalves(sin_, count);
         } else {
             Mul(sin_, sin_, sign_.Get<float>(), static_cast<int32_t>(elems));
         }
@@ -494,9 +493,12 @@ private:
     }
 
     // dst = src * table where each run of `heads` rows uses the next table row. Runs of one row
-    // are one count-form Mul; longer runs repeat over the heads with the table's repeat stride
-    // 0 (level 0, 64 floats per repeat) when a row's stride fits the uint8_t repeat stride,
-    // else one count-form Mul per row.
+    // are one count-form Mul; longer runs are level-0 Muls (64 floats per repeat) over 64-lane
+    // chunks of the row, looping over the shorter of the two dims (research K7): with few heads
+    // (k's 4 against a block's 18 positions) one instruction per head and chunk repeats over the
+    // positions (x's repeat stride heads rows, the table's one row); with many, one per
+    // position and chunk repeats over the heads with the table's repeat stride 0. Rows whose
+    // stride does not fit the uint8_t repeat stride take one count-form Mul per row.
     __aicore__ inline void MulTable(const LocalTensor<float>& dst, const LocalTensor<float>& src,
                                     const LocalTensor<float>& table, uint32_t rows, uint32_t heads)
     {
@@ -507,7 +509,20 @@ private:
         }
         const uint32_t positions = rows / heads;
         const uint32_t rowBlocks = width / FLOATS_PER_BLOCK;
-        if (rowBlocks <= MAX_REPEAT) {
+        if (heads < positions && heads * rowBlocks <= MAX_REPEAT) {
+            const uint8_t stride = static_cast<uint8_t>(heads * rowBlocks);
+            const BinaryRepeatParams params(1, 1, 1, stride, stride, static_cast<uint8_t>(rowBlocks));
+            for (uint32_t p = 0; p < positions; p += MAX_REPEAT) {
+                const uint8_t repeat = static_cast<uint8_t>(Min(MAX_REPEAT, positions - p));
+                for (uint32_t h = 0; h < heads; ++h) {
+                    const uint32_t row = p * heads + h;
+                    for (uint32_t j = 0; j < width; j += LANES) {
+                        Mul(dst[row * width + j], src[row * width + j], table[p * width + j],
+                            static_cast<uint64_t>(Min(LANES, width - j)), repeat, params);
+                    }
+                }
+            }
+        } else if (rowBlocks <= MAX_REPEAT) {
             const uint8_t stride = static_cast<uint8_t>(rowBlocks);
             const BinaryRepeatParams params(1, 1, 1, stride, stride, 0);
             for (uint32_t p = 0; p < positions; ++p) {
@@ -523,6 +538,32 @@ private:
         } else {
             for (uint32_t r = 0; r < rows; ++r) {
                 Mul(dst[r * width], src[r * width], table[(r / heads) * width], static_cast<int32_t>(width));
+            }
+        }
+    }
+
+    // v = -v on the first half of each of `count` table rows (rotate_half's sign; times -1 is
+    // exact): one level-0 Muls per 64-lane chunk of the half row repeating over the rows (repeat
+    // stride one row), instead of one Muls per row (research K7); rows whose stride does not
+    // fit the uint8_t repeat stride take one count-form Muls each.
+    __aicore__ inline void NegateFirstHalves(const LocalTensor<float>& v, uint32_t count)
+    {
+        const uint32_t width = t_.rowStride;
+        const uint32_t half = t_.headDim / 2;
+        const uint32_t rowBlocks = width / FLOATS_PER_BLOCK;
+        if (rowBlocks <= MAX_REPEAT) {
+            const uint8_t stride = static_cast<uint8_t>(rowBlocks);
+            const UnaryRepeatParams params(1, 1, stride, stride);
+            for (uint32_t r = 0; r < count; r += MAX_REPEAT) {
+                const uint8_t repeat = static_cast<uint8_t>(Min(MAX_REPEAT, count - r));
+                for (uint32_t j = 0; j < half; j += LANES) {
+                    Muls(v[r * width + j], v[r * width + j], -1.0f, static_cast<uint64_t>(Min(LANES, half - j)), repeat,
+                         params);
+                }
+            }
+        } else {
+            for (uint32_t r = 0; r < count; ++r) {
+                Muls(v[r * width], v[r * width], -1.0f, static_cast<int32_t>(half));
             }
         }
     }

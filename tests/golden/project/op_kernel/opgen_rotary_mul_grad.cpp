@@ -339,9 +339,7 @@ private:
     __aicore__ inline void ApplySign(const LocalTensor<float>& v, uint32_t count)
     {
         if (t_.rotateMode == MODE_HALF) {
-            for (uint32_t r = 0; r < count; ++r) {
-                Muls(v[r * t_.rowStride], v[r * t_.rowStride], -1.0f, static_cast<int32_t>(t_.headDim / 2));
-            }
+            NegateFirstHalves(v, count);
         } else {
             Mul(v, v, sign_.Get<float>(), static_cast<int32_t>(count * t_.rowStride));
         }
@@ -740,9 +738,12 @@ private:
     }
 
     // dst = src * table where each run of `heads` rows uses the next table row. Runs of one row
-    // are one count-form Mul; longer runs repeat over the heads with the table's repeat stride
-    // 0 (level 0, 64 floats per repeat) when a row's stride fits the uint8_t repeat stride,
-    // else one count-form Mul per row.
+    // are one count-form Mul; longer runs are level-0 Muls (64 floats per repeat) over 64-lane
+    // chunks of the row, looping over the shorter of the two dims (research K7): with few heads
+    // (k's 4 against a block's 18 positions) one instruction per head and chunk repeats over the
+    // positions (x's repeat stride heads rows, the table's one row); with many, one per
+    // position and chunk repeats over the heads with the table's repeat stride 0. Rows whose
+    // stride does not fit the uint8_t repeat stride take one count-form Mul per row.
     __aicore__ inline void MulTable(const LocalTensor<float>& dst, const LocalTensor<float>& src,
                                     const LocalTensor<float>& table, uint32_t rows, uint32_t heads)
     {
@@ -753,7 +754,20 @@ private:
         }
         const uint32_t positions = rows / heads;
         const uint32_t rowBlocks = width / FLOATS_PER_BLOCK;
-        if (rowBlocks <= MAX_REPEAT) {
+        if (heads < positions && heads * rowBlocks <= MAX_REPEAT) {
+            const uint8_t stride = static_cast<uint8_t>(heads * rowBlocks);
+            const BinaryRepeatParams params(1, 1, 1, stride, stride, static_cast<uint8_t>(rowBlocks));
+            for (uint32_t p = 0; p < positions; p += MAX_REPEAT) {
+                const uint8_t repeat = static_cast<uint8_t>(Min(MAX_REPEAT, positions - p));
+                for (uint32_t h = 0; h < heads; ++h) {
+                    const uint32_t row = p * heads + h;
+                    for (uint32_t j = 0; j < width; j += LANES) {
+                        Mul(dst[row * width + j], src[row * width + j], table[p * width + j],
+                            static_cast<uint64_t>(Min(LANES, width - j)), repeat, params);
+                    }
+                }
+            }
+        } else if (rowBlocks <= MAX_REPEAT) {
             const uint8_t stride = static_cast<uint8_t>(rowBlocks);
             const BinaryRepeatParams params(1, 1, 1, stride, stride, 0);
             for (uint32_t p = 0; p < positions; ++p) {
@@ -769,6 +783,32 @@ private:
         } else {
             for (uint32_t r = 0; r < rows; ++r) {
                 Mul(dst[r * width], src[r * width], table[(r / heads) * width], static_cast<int32_t>(width));
+            }
+        }
+    }
+
+    // v = -v on the first half of each of `count` table rows (rotate_half's sign; times -1 is
+    // exact): one level-0 Muls per 64-lane chunk of the half row repeating over the rows (repeat
+    // stride one row), instead of one Muls per row (research K7); rows whose stride does not
+    // fit the uint8_t repeat stride take one count-form Muls each.
+    __aicore__ inline void NegateFirstHalves(const LocalTensor<float>& v, uint32_t count)
+    {
+        const uint32_t width = t_.rowStride;
+        const uint32_t half = t_.headDim / 2;
+        const uint32_t rowBlocks = width / FLOATS_PER_BLOCK;
+        if (rowBlocks <= MAX_REPEAT) {
+            const uint8_t stride = static_cast<uint8_t>(rowBlocks);
+            const UnaryRepeatParams params(1, 1, stride, stride);
+            for (uint32_t r = 0; r < count; r += MAX_REPEAT) {
+                const uint8_t repeat = static_cast<uint8_t>(Min(MAX_REPEAT, count - r));
+                for (uint32_t j = 0; j < half; j += LANES) {
+                    Muls(v[r * width + j], v[r * width + j], -1.0f, static_cast<uint64_t>(Min(LANES, half - j)), repeat,
+                         params);
+                }
+            }
+        } else {
+            for (uint32_t r = 0; r < count; ++r) {
+                Muls(v[r * width], v[r * width], -1.0f, static_cast<int32_t>(half));
             }
         }
     }

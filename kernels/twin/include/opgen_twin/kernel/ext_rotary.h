@@ -1,9 +1,12 @@
-// Two APIs the rotary family needs beyond the count forms:
+// Three APIs the rotary family needs beyond the count forms:
 //  - Gather (count form): the element permutation of rotate_half and of the interleaved pair
 //    swap;
 //  - Mul in its level-0 form (mask, repeatTimes, BinaryRepeatParams): with src1RepStride = 0 it
 //    multiplies every head's row by the same cos/sin row, which is how a table row is broadcast
-//    over heads without copying it.
+//    over heads without copying it (or, one instruction per head, every position's row of one
+//    head by its table row);
+//  - Muls in its level-0 form (mask, repeatTimes, UnaryRepeatParams): the sign of rotate_half,
+//    -1 on the first half of every table row of a block in one instruction (research K7).
 //
 // ---- Gather ----
 // Semantics ([DEVKIT] docs/zh/api/SIMD-API/基础API/Memory矢量计算/离散与聚合/Gather.md; CANN 8.1
@@ -230,6 +233,75 @@ void Mul(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const 
             const T y = k::load<T>(b + k::level0_offset<T>(r, e, p.src1BlkStride, p.src1RepStride));
             k::store<T>(d + k::level0_offset<T>(r, e, p.dstBlkStride, p.dstRepStride),
                         k::apply2<T>(x, y, [](auto u, auto v) { return u * v; }));
+        }
+    }
+    k::count_vector(api, rt * mask);
+}
+
+// ---- Muls, level 0 (mask continuous mode) ----
+// Semantics ([DEVKIT] docs/zh/api/SIMD-API/基础API/Memory矢量计算/基础算术/Muls.md, SIMD计算说明/
+// 高维切分.md; asc-devkit include/basic_api/kernel_struct_unary.h for UnaryRepeatParams): as the
+// level-0 Mul above with one tensor operand, dst = src * scalar; element e of repeat r of
+// operand X at X + (r * XRepStride + (e / per_block) * XBlkStride) * 32 + (e % per_block) *
+// sizeof(T). A2 dtypes as the count form; repeatTimes = 0 is a no-op.
+// The twin's rules: U1 mask outside [1, 256 / sizeof(T)]; U2 operands live UB tensors with
+// 32-byte-aligned starts and every touched element inside its tensor; U3 dst overlapping src
+// unless in place (same start, same strides); U4 blockNumber, the stride modes and halfBlock
+// changed from their defaults, or a block stride past 255 (not modelled: refused, not guessed).
+
+struct UnaryRepeatParams {
+    UnaryRepeatParams() {}
+    UnaryRepeatParams(const uint16_t dstBlkStrideIn, const uint16_t srcBlkStrideIn, const uint8_t dstRepStrideIn,
+                      const uint8_t srcRepStrideIn)
+        : dstBlkStride(dstBlkStrideIn),
+          srcBlkStride(srcBlkStrideIn),
+          dstRepStride(dstRepStrideIn),
+          srcRepStride(srcRepStrideIn) {}
+    uint32_t blockNumber = DEFAULT_BLK_NUM;
+    uint16_t dstBlkStride = 1;
+    uint16_t srcBlkStride = 1;
+    uint8_t dstRepStride = DEFAULT_REPEAT_STRIDE;
+    uint8_t srcRepStride = DEFAULT_REPEAT_STRIDE;
+    bool repeatStrideMode = false;
+    bool strideSizeMode = false;
+    bool halfBlock = false;
+};
+
+template <typename T, bool isSetMask = true>
+void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const T& scalarValue, uint64_t mask,
+          const uint8_t repeatTimes, const UnaryRepeatParams& repeatParams, opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Muls", opgen_twin::kern::Pipe::V, here);
+    namespace k = opgen_twin::kern;
+    const char* api = "Muls";
+    k::require_dtype<T>(api, "T", k::kArith);
+    const uint64_t lanes = 256 / sizeof(T);
+    if (mask < 1 || mask > lanes) {
+        opgen_twin::fail(api, "mask out of range",
+                         "mask " + std::to_string(mask) + " not in [1, " + std::to_string(lanes) + "] for " +
+                             std::to_string(sizeof(T)) + "-byte elements (continuous mode counts one repeat)");
+    }
+    const UnaryRepeatParams& p = repeatParams;
+    if (p.blockNumber != DEFAULT_BLK_NUM || p.repeatStrideMode || p.strideSizeMode || p.halfBlock ||
+        p.dstBlkStride > 255 || p.srcBlkStride > 255) {
+        opgen_twin::fail(api, "UnaryRepeatParams mode not modelled",
+                         "blockNumber, repeatStrideMode, strideSizeMode and halfBlock must keep their defaults "
+                         "and the block strides stay below 256");
+    }
+    if (repeatTimes == 0) return;
+    const uint64_t rt = repeatTimes;
+    const uint8_t db = static_cast<uint8_t>(p.dstBlkStride), sb = static_cast<uint8_t>(p.srcBlkStride);
+    const uint64_t dst_bytes = k::level0_extent<T>(rt, mask, db, p.dstRepStride);
+    const uint64_t src_bytes = k::level0_extent<T>(rt, mask, sb, p.srcRepStride);
+    uint8_t* d = k::ub_operand(api, "dst", dstLocal.ref_, dst_bytes, true, k::Extent::Exact, false);
+    const uint8_t* a = k::ub_operand(api, "src", srcLocal.ref_, src_bytes, true, k::Extent::Exact, false);
+    k::level0_track<T>(srcLocal.ref_, rt, mask, sb, p.srcRepStride, false);
+    k::level0_track<T>(dstLocal.ref_, rt, mask, db, p.dstRepStride, true);
+    k::level0_overlap(api, "src", dstLocal, dst_bytes, db, p.dstRepStride, srcLocal, src_bytes, sb, p.srcRepStride);
+    for (uint64_t r = 0; r < rt; ++r) {
+        for (uint64_t e = 0; e < mask; ++e) {
+            const T x = k::load<T>(a + k::level0_offset<T>(r, e, sb, p.srcRepStride));
+            k::store<T>(d + k::level0_offset<T>(r, e, db, p.dstRepStride),
+                        k::apply2<T>(x, scalarValue, [](auto u, auto v) { return u * v; }));
         }
     }
     k::count_vector(api, rt * mask);

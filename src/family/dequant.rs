@@ -262,6 +262,10 @@ impl FamilyOps for Dequant {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()
     }
+    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
+        Vec::new()
+    }
+
     fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         None
     }

@@ -117,6 +117,9 @@ pub(crate) trait FamilyOps: Sync {
     /// The CANN built-in op this op replaces on an NPU, whose public kernel design the report
     /// models as its second baseline ("vs CANN"); `None` where no built-in design is modelled.
     fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin>;
+    /// Inputs the op's result does not depend on at these attrs, so a kernel never reads them
+    /// (rotary_mul_grad's x without table gradients): the report's minimum bytes leave them out.
+    fn inputs_not_read(&self, spec: &OpSpec, attrs: &[(String, AttrValue)]) -> Vec<&'static str>;
     /// Independent work units a kernel can spread over cores (rows), where the family has them.
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64>;
     /// Words for `value` of one of the family's own tiling fields, where a number alone does

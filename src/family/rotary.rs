@@ -609,6 +609,10 @@ impl FamilyOps for Rotary {
     }
 
     /// Rows of D.
+    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
+        Vec::new()
+    }
+
     fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let (_, x) = shapes.first()?;
         let d = *x.last()? as u64;

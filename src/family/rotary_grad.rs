@@ -584,6 +584,16 @@ impl FamilyOps for RotaryGrad {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()
     }
+    /// x only feeds the table gradients: with `table_grads = false` the kernel never reads it,
+    /// so the floor does not count it.
+    fn inputs_not_read(&self, _spec: &OpSpec, attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
+        if table_grads_of(attrs) == Ok(false) {
+            vec!["x"]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let (_, r1) = shapes.get(2)?;
         let d = *r1.last()? as u64;

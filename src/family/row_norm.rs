@@ -930,6 +930,10 @@ impl FamilyOps for RowNorm {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()
     }
+    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
+        Vec::new()
+    }
+
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
         let gamma = numel(roles(spec).gamma)?;

@@ -177,7 +177,8 @@ pub fn case_inputs(
     (tensors, made.and_then(|m| m.valid_slots))
 }
 
-/// The minimum GM traffic of the op for a case, per tensor: every input read once, every output
+/// The minimum GM traffic of the op for a case, per tensor: every input its result depends on
+/// (all but the family's `inputs_not_read` at the case's attrs) read once, every output
 /// written once; an in-place cache counts only the rows its valid slots address (written once).
 /// Independent of the kernel: from the spec, the input shapes and the output shapes InferShape
 /// gave.
@@ -187,9 +188,14 @@ pub fn minimum_bytes(
     shapes: &[(String, Vec<usize>)],
     outputs: &[(String, DType, Vec<usize>)],
     valid_slots: Option<u64>,
+    attrs: &[(String, AttrValue)],
 ) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
+    let not_read = crate::family::ops(spec.family).inputs_not_read(spec, attrs);
     for t in &spec.inputs {
+        if not_read.contains(&t.name.as_str()) {
+            continue;
+        }
         let Some((_, shape)) = shapes.iter().find(|(n, _)| n == &t.name) else { continue };
         let size = t.dtypes[column].size_bytes() as u64;
         let n = shape_numel(shape) as u64;
@@ -340,7 +346,7 @@ pub fn build_row(
             Ok((o.name.clone(), dtype, o.shape.clone()))
         })
         .collect::<Result<Vec<(String, DType, Vec<usize>)>, ReportError>>()?;
-    let mins = minimum_bytes(spec, column, &case.shapes, &outputs, valid_slots);
+    let mins = minimum_bytes(spec, column, &case.shapes, &outputs, valid_slots, &case.attrs);
     let traffic = launch.traffic();
     let mut tensors: BTreeMap<String, TensorRow> = BTreeMap::new();
     for (name, min) in &mins {

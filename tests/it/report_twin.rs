@@ -7,18 +7,28 @@ use ascend_opgen::app::gen::{load_specs, render};
 use ascend_opgen::app::report::{self as app_report, Report};
 use ascend_opgen::plan::soc;
 use ascend_opgen::report::{self, ReportCase, Row};
+use ascend_opgen::spec::AttrValue;
 use ascend_opgen::toolchain::command::Cmd;
 use ascend_opgen::verify::{self, BuildOptions, CaseInput};
 use ascend_opgen::DType;
 
 fn row(op: &str, dtype: DType, first: &[usize]) -> Row {
+    row_with(op, dtype, first, &[])
+}
+
+/// The row at `first` with `attrs` set over the spec's defaults.
+fn row_with(op: &str, dtype: DType, first: &[usize], attrs: &[(&str, AttrValue)]) -> Row {
     let specs = load_specs(None, &[op.to_string()]).expect("catalogue");
     let spec = &specs[0];
     let project = render(&specs).expect("render");
     let column = spec.column_for(dtype).expect("dtype registered");
     let runner = verify::build_runner(&project, spec, column, BuildOptions::default()).expect("twin build");
     let soc = soc::find(soc::DEFAULT_SOC).unwrap();
-    let case = ReportCase::new(spec, "test", first);
+    let mut case = ReportCase::new(spec, "test", first);
+    for (name, value) in attrs {
+        case.attrs.retain(|(n, _)| n != name);
+        case.attrs.push((name.to_string(), value.clone()));
+    }
     let (inputs, valid) = report::case_inputs(spec, column, &case);
     let run = verify::run_case(
         &runner,
@@ -255,4 +265,28 @@ fn the_cann_baselines_and_floor_targets_are_the_ones_issue_14_names() {
     assert_eq!(family::cann_builtin(rms), Some(CannBuiltin::RmsNorm));
     let add = specs.iter().find(|s| s.name == "add_rms_norm").expect("add_rms_norm");
     assert_eq!(family::cann_builtin(add), Some(CannBuiltin::AddRmsNorm));
+}
+
+/// The floor counts what the op must move. rotary_mul_grad's dx = dy·r1 − rotate(dy·r2) does not
+/// depend on x, so without table gradients x is neither read nor in the minimum bytes (it was
+/// once, and the floor then sat above the modelled time); with them, dr1/dr2 = Σ dy·x·… need it.
+#[test]
+fn the_floor_counts_only_the_inputs_the_result_depends_on() {
+    let bytes = |shape: &[usize]| shape.iter().product::<usize>() as u64 * 2;
+    for table_grads in [false, true] {
+        let r = row_with(
+            "rotary_mul_grad",
+            DType::Float16,
+            &[1, 64, 4, 128],
+            &[("table_grads", AttrValue::Bool(table_grads))],
+        );
+        let shape = |name: &str| r.shapes.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap();
+        let (dy, x, r1, r2) = (shape("dy"), shape("x"), shape("r1"), shape("r2"));
+        // Read dy, r1, r2 (and x for the tables), write dx (dy's shape), dr1 and dr2 (the tables').
+        let tables = bytes(&r1) + bytes(&r2);
+        let want = 2 * bytes(&dy) + 2 * tables + if table_grads { bytes(&x) } else { 0 };
+        assert_eq!(r.min_bytes, want, "table_grads {table_grads}: {:?}", r.tensors);
+        let x_read = r.tensors.get("x").map_or(0, |t| t.traffic.bytes());
+        assert_eq!(x_read > 0, table_grads, "table_grads {table_grads}: x traffic {x_read}");
+    }
 }

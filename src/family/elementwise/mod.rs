@@ -1036,6 +1036,10 @@ impl FamilyOps for Elementwise {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()
     }
+    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
+        Vec::new()
+    }
+
     fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         None
     }

@@ -8,7 +8,7 @@
 
 namespace optiling {
 BEGIN_TILING_DATA_DEF(OpgenRmsNormGradTilingData)
-TILING_DATA_FIELD_DEF(uint32_t, mode);  // 0 whole row per UB pass, 1 several rows per pass, 2 split-D, 3 batched short rows
+TILING_DATA_FIELD_DEF(uint32_t, mode);  // 0 whole row per UB pass, 1 several rows per pass, 2 split-D, 3 batched short rows, 4 plain float32 arithmetic (attr arithmetic "float32")
 TILING_DATA_FIELD_DEF(uint32_t, numRow);  // rows: product of x's leading dims
 TILING_DATA_FIELD_DEF(uint32_t, numCol);  // elements per row: product of gamma's dims
 TILING_DATA_FIELD_DEF(uint32_t, numColAlign);  // numCol rounded up to 32 bytes of x's dtype

@@ -704,6 +704,10 @@ impl FamilyOps for RowNormGrad {
             (true, Arithmetic::Float32) => vec![("arithmetic float-float", arithmetic_attrs("float-float"))],
         }
     }
+    /// The float32 row is the float-float kernel at float32 inputs (`plain_applies`).
+    fn report_variant_applies(&self, spec: &OpSpec, dtype: DType, attrs: &[(String, AttrValue)]) -> bool {
+        plain_applies(dtype) || arithmetic_of(spec, attrs).is_ok_and(|a| a == default_arithmetic(spec))
+    }
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
         let gamma = numel(roles(spec).2)?;

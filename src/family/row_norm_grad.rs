@@ -455,7 +455,10 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
 /// large mean 64x1152: f16 MARE 9.7e-3 and a small value 3.3e-5 off against 2^-16, bf16 a
 /// small value 2.2e-5 off), which the attr's documentation says; both stay in the float-float
 /// default's sweep above.
-fn float32_cases(spec: &OpSpec, make: &dyn Fn(&[usize], usize, Distribution, u64) -> Case) -> Vec<Case> {
+/// A case from (x shape, gamma rank, distribution, seed), as `cases` builds them.
+type MakeCase<'a> = &'a dyn Fn(&[usize], usize, Distribution, u64) -> Case;
+
+fn float32_cases(spec: &OpSpec, make: MakeCase<'_>) -> Vec<Case> {
     let other = match default_arithmetic(spec) {
         Arithmetic::FloatFloat => "float32",
         Arithmetic::Float32 => "float-float",

@@ -226,8 +226,14 @@ fn plain_float32_outputs_are_the_same_bits_on_every_run_and_core_count() {
             c.dist = Distribution::Uniform5;
             let (inputs, attrs) = family::case_inputs(&spec, column, &c).unwrap();
             let run = |soc: &soc::Soc| {
-                run_case(&runner, &spec, soc, &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, false)
-                    .unwrap()
+                run_case(
+                    &runner,
+                    &spec,
+                    soc,
+                    &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+                    false,
+                )
+                .unwrap()
             };
             let a = run(&base);
             assert_eq!(a.report["tiling"]["mode"], 4, "{name} {x:?}: {}", a.report["tiling"]);

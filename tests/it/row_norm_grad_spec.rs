@@ -99,12 +99,18 @@ fn input_and_output_counts_and_attrs_are_checked() {
 #[test]
 fn the_arithmetic_attr_takes_float_float_or_float32() {
     for value in ["float-float", "float32"] {
-        let text = format!("{GOOD}\n[[attrs]]\nname = \"arithmetic\"\ntype = \"string\"\ndefault = \"{value}\"\n");
+        let text =
+            format!("{GOOD}\n[[attrs]]\nname = \"arithmetic\"\ntype = \"string\"\ndefault = \"{value}\"\n");
         let spec = family::parse_str(Path::new(PATH), &text).unwrap();
         assert_eq!(spec.attrs[0].name, "arithmetic");
     }
     let text = format!("{GOOD}\n[[attrs]]\nname = \"arithmetic\"\ntype = \"string\"\ndefault = \"fp64\"\n");
-    assert_error(&text, 33, "attrs[0].default", "arithmetic `fp64` is not supported: use \"float-float\" or \"float32\"");
+    assert_error(
+        &text,
+        33,
+        "attrs[0].default",
+        "arithmetic `fp64` is not supported: use \"float-float\" or \"float32\"",
+    );
     let text = format!("{GOOD}\n[[attrs]]\nname = \"arithmetic\"\ntype = \"string\"\n");
     assert_error(&text, 31, "attrs[0].default", "needs a default");
 }

@@ -300,11 +300,11 @@ pub const TILING_FIELDS: &[TilingField] = &[
     ),
     TilingField::u32("groupFactor", "groups per core: groups / block dim"),
     TilingField::u32("groupRemainder", "groups % block dim: cores below this index take one group more"),
-    TilingField::u32("rowFactor", "rows per UB pass in modes 0, 1 and 3"),
+    TilingField::u32("rowFactor", "rows per UB pass in modes 0, 1, 3 and 4"),
     TilingField::u32("colFactor", "elements per chunk in mode 2"),
     TilingField::u32(
         "workFactor",
-        "elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8)",
+        "elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8; mode 4: a pass's float32 work row)",
     ),
     TilingField::u32("finalCols", "dgamma columns per core in the final sum (whole 64-column blocks)"),
     TilingField::u32("finalFactor", "dgamma columns per UB pass of the final sum"),

@@ -116,8 +116,10 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
                 }],
                 None => report::cases(spec, opts.shapes),
             };
+            let family = crate::family::ops(spec.family);
             let (cases, skipped): (Vec<ReportCase>, Vec<ReportCase>) = all
                 .into_iter()
+                .filter(|c| c.origin == "sweep" || family.report_variant_applies(spec, dtype, &c.attrs))
                 .map(|c| ReportCase { attrs: spec.attrs_for_column(column, &c.attrs), ..c })
                 .partition(|c| opts.max_elements.is_none_or(|max| c.largest_input() <= max));
             for c in &skipped {

@@ -114,6 +114,12 @@ pub(crate) trait FamilyOps: Sync {
     /// `<shape label>, <label>` (rotary_mul's rounding "hf", a different kernel path in
     /// float32). Empty: the spec's default attrs only.
     fn report_variants(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)>;
+    /// Whether a variant row (its attrs) takes a kernel path of its own at `dtype`; false drops
+    /// the row there, where it would only model the default's path again (row_norm_grad's
+    /// arithmetic "float32" at float32 inputs runs the float-float kernel).
+    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
+        true
+    }
     /// The CANN built-in op this op replaces on an NPU, whose public kernel design the report
     /// models as its second baseline ("vs CANN"); `None` where no built-in design is modelled.
     fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin>;

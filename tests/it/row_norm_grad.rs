@@ -195,6 +195,59 @@ fn outputs_are_the_same_bits_on_every_run_and_core_count() {
     }
 }
 
+/// `arithmetic = "float32"` (16-bit inputs: the plain kernel, mode 4): the same bits on a second
+/// run and on 40, 7 and 1 cores. Each group's pass sums are a tree fixed by rowFactor, the
+/// passes added in order, and the 48 partials keep the float-float final sum in group order.
+/// Short rows batched (2887x128: 60-61 rows a group, passes and a remainder) and Qwen2-7B's 3584
+/// (per-row forms).
+#[test]
+fn plain_float32_outputs_are_the_same_bits_on_every_run_and_core_count() {
+    let base = *soc::find(soc::DEFAULT_SOC).unwrap();
+    for name in ["rms_norm_grad", "layer_norm_grad"] {
+        let spec = op(name);
+        let project = render_project(&[&spec]).unwrap();
+        let column = spec.column_for(DType::BFloat16).unwrap();
+        let runner = build_runner(&project, &spec, column, BuildOptions::default()).unwrap();
+        for x in [vec![60usize * 48 + 7, 128], vec![100, 3584]] {
+            let mut c = family::cases(&spec, ascend_opgen::family::Sweep::Quick)
+                .into_iter()
+                .find(|c| c.attrs.iter().any(|(n, _)| n == "arithmetic"))
+                .expect("the sweep has float32-arithmetic cases");
+            let first = c.shapes[1].1.clone();
+            for (_, shape) in c.shapes.iter_mut() {
+                if *shape == first {
+                    *shape = x.clone();
+                } else if shape.len() == 2 && shape[1] == 1 {
+                    *shape = vec![x[0], 1];
+                } else {
+                    *shape = vec![x[1]];
+                }
+            }
+            c.dist = Distribution::Uniform5;
+            let (inputs, attrs) = family::case_inputs(&spec, column, &c).unwrap();
+            let run = |soc: &soc::Soc| {
+                run_case(
+                    &runner,
+                    &spec,
+                    soc,
+                    &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+                    false,
+                )
+                .unwrap()
+            };
+            let a = run(&base);
+            assert_eq!(a.report["tiling"]["mode"], 4, "{name} {x:?}: {}", a.report["tiling"]);
+            check_case(&spec, column, &runner, &base, &c).unwrap();
+            assert_eq!(run(&base).outputs, a.outputs, "{name} {x:?}: two runs differ");
+            for cores in [40u32, 7, 1] {
+                let o = run(&soc::Soc { vector_cores: cores, ..base });
+                assert_eq!(o.report["block_dim"], u64::from(cores), "{name} {x:?}");
+                assert_eq!(o.outputs, a.outputs, "{name} {x:?}: {cores} cores differ from 48");
+            }
+        }
+    }
+}
+
 /// SyncAll replaced by a barrier of this core's pipes only: the final sum may read partials
 /// other cores have not written yet, and the twin stops the kernel (cross-core RAW on the
 /// workspace). (Deleting the SyncAll outright is caught earlier, by the core's own MTE3 -> MTE2

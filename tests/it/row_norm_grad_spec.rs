@@ -91,7 +91,28 @@ fn input_and_output_counts_and_attrs_are_checked() {
     let text = format!("{GOOD}\n[[outputs]]\nname = \"extra\"\ndtypes = [\"float16\", \"float32\"]\n");
     assert_error(&text, 22, "outputs", "has 2 outputs");
     let text = format!("{GOOD}\n[[attrs]]\nname = \"epsilon\"\ntype = \"float\"\ndefault = 1e-6\n");
-    assert_error(&text, 31, "attrs", "takes no attrs");
+    assert_error(&text, 31, "attrs[0]", "takes only the string attr `arithmetic`");
+}
+
+/// The one attr, `arithmetic`: "float-float" or "float32" as its default; anything else is
+/// refused at the default's line with both values named.
+#[test]
+fn the_arithmetic_attr_takes_float_float_or_float32() {
+    for value in ["float-float", "float32"] {
+        let text =
+            format!("{GOOD}\n[[attrs]]\nname = \"arithmetic\"\ntype = \"string\"\ndefault = \"{value}\"\n");
+        let spec = family::parse_str(Path::new(PATH), &text).unwrap();
+        assert_eq!(spec.attrs[0].name, "arithmetic");
+    }
+    let text = format!("{GOOD}\n[[attrs]]\nname = \"arithmetic\"\ntype = \"string\"\ndefault = \"fp64\"\n");
+    assert_error(
+        &text,
+        33,
+        "attrs[0].default",
+        "arithmetic `fp64` is not supported: use \"float-float\" or \"float32\"",
+    );
+    let text = format!("{GOOD}\n[[attrs]]\nname = \"arithmetic\"\ntype = \"string\"\n");
+    assert_error(&text, 31, "attrs[0].default", "needs a default");
 }
 
 /// layer_norm_grad's shape of spec: dy, x, mean, rstd, gamma in; dx, dgamma, dbeta out.

@@ -5,6 +5,7 @@
 // Runs on the host for every call: no allocation, no loop over elements.
 #include <cstdio>
 #include <cstdint>
+#include <cstring>
 #include "opgen_add_rms_norm_grad_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -111,12 +112,26 @@ bool CheckShapes(const Shape& dy, const Shape& x, const Shape& rstd, const Shape
     return true;
 }
 
+// The arithmetic attr (nullptr: missing). "float-float": error-free products and TwoSum (dx
+// within 1 ULP); "float32": plain float32 vector arithmetic, as CANN's RmsNormGrad.
+inline bool ArithmeticOf(const char* arithmetic, uint32_t* plain, OpgenWhy* why)
+{
+    *plain = 0;
+    if (arithmetic != nullptr && std::strcmp(arithmetic, "float32") == 0) {
+        *plain = 1;
+    } else if (arithmetic == nullptr || std::strcmp(arithmetic, "float-float") != 0) {
+        OPGEN_CHECK_FAIL(why, "arithmetic \"%s\" is not supported: use \"float-float\" or \"float32\"",
+                         arithmetic == nullptr ? "(missing)" : arithmetic);
+    }
+    return true;
+}
+
 // Every check of the op's shapes, in the op_host's order (InferShape's and the TilingFunc's are
 // the same); the arguments are the op's inputs. `rows` and `cols` (the op_host's) receive x's
 // row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
 template <typename Shape>
-bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma, const Shape& dxSum,
-                OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+bool ShapeChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma, const Shape& dxSum,
+                 OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
 {
     uint64_t r = 0;
     uint64_t c = 0;
@@ -129,6 +144,16 @@ bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape&
         *cols = c;
     }
     return true;
+}
+
+// Every check of the op's shapes and attrs (the torch extension's Meta and device kernels call
+// this one); the arguments are the op's inputs then its attrs.
+template <typename Shape>
+bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma, const Shape& dxSum,
+const char* arithmetic, OpgenWhy* why)
+{
+    uint32_t plain = 0;
+    return ShapeChecks(dy, x, rstd, gamma, dxSum, why) && ArithmeticOf(arithmetic, &plain, why);
 }
 }  // namespace opgen_add_rms_norm_grad_checks
 
@@ -163,7 +188,7 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
     }
     // The shape checks the torch extension's kernels run too (row_norm_grad_checks.j2).
     OpgenWhy why;
-    if (!opgen_add_rms_norm_grad_checks::HostChecks(*dy, *x, *rstd, *gamma, *dxSum, &why)) {
+    if (!opgen_add_rms_norm_grad_checks::ShapeChecks(*dy, *x, *rstd, *gamma, *dxSum, &why)) {
         OPGEN_REJECT("%s", why.text);
     }
     *dx = *x;
@@ -190,6 +215,7 @@ const uint32_t MODE_WHOLE_ROW = 0;
 const uint32_t MODE_MULTI_ROW = 1;
 const uint32_t MODE_SPLIT_D = 2;
 const uint32_t MODE_BATCHED = 3;
+const uint32_t MODE_PLAIN = 4;
 // Mode 3: rows of at most this many elements (a row's 64-lane chunks are one level-0 call each),
 // at least MIN_FOLD (the row sums fold to 8 lanes), and at most 255 rows a pass (one level-0
 // repeat per row).
@@ -204,6 +230,7 @@ const uint32_t STREAMS = 4;
 
 static uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 static uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t MaxU64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 struct Plan {
     uint64_t mode = MODE_SPLIT_D;
@@ -296,6 +323,45 @@ static bool PlanBatched(uint64_t budget, uint64_t cols, uint64_t colAlign, uint6
     return true;
 }
 
+// Mode 4, attr arithmetic "float32" with 16-bit inputs (kernel/row_norm_grad_plain.j2): the largest pass of whole
+// rows (at most 255: one level-0 repeat per row) whose double-buffered streams and rstd (mean)
+// values, float work rows (g, the products, a scratch; 16-bit types x's float copy), the
+// resident gamma (T and float), the accumulators' hi/lo rows, the per-row vectors (5 slots) and
+// blocks (4), and the row sums' chunk sums fit. Rows that do not fit whole take the
+// float-float modes.
+static bool PlanPlain(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
+                      Plan* plan)
+{
+    const uint64_t accLen = AlignUp(colAlign, 64);
+    const uint64_t full = MinU64(cols, 4096) / 64;
+    const uint64_t stride = full > 0 ? AlignUp(full, 8) : 8;
+    const uint64_t floatWork = typeSize == 2 ? 4 : 3;
+    const uint64_t stats = LAYER_NORM ? 2 : 1;
+    // gamma in T, its float copy, the accumulators' hi/lo rows; 32 bytes of alignment per buffer
+    const uint64_t resident = AlignUp(colAlign * typeSize, 32) + accLen * 4 * (1 + ACC_ROWS) + 32 * 24;
+    const uint64_t cap = MinU64(BATCHED_MAX_ROWS, MinU64(MAX_ROWS_PER_COPY, maxGroupRows > 0 ? maxGroupRows : 1));
+    uint64_t best = 0;
+    for (uint64_t rows = 1; rows <= cap; ++rows) {
+        const uint64_t lanes = AlignUp(rows, 8);
+        const uint64_t slot = AlignUp(lanes, 64);
+        const uint64_t work = AlignUp(rows * colAlign, 64);
+        const uint64_t bytes = resident + rows * colAlign * typeSize * BUFFER_NUM * STREAMS +
+                               BUFFER_NUM * stats * slot * 4 + floatWork * work * 4 + 5 * slot * 4 + 4 * lanes * 32 +
+                               MaxU64(rows * stride, (full + 1) * lanes) * 4 + rows * 32;
+        if (bytes > budget) {
+            break;
+        }
+        best = rows;
+    }
+    if (best == 0) {
+        return false;
+    }
+    plan->rowFactor = best;
+    plan->workFactor = AlignUp(best * colAlign, 64);
+    plan->mode = MODE_PLAIN;
+    return true;
+}
+
 // Mode 2, for a row that does not fit: chunks of colFactor elements. Per row, pass 1 sums
 // dy*gamma*x chunk by chunk, pass 2 writes dx; then per group a column pass sums dy*x*rstd over
 // the group's rows chunk by chunk (re-reading dy and x: the row-sized accumulator does not fit).
@@ -327,9 +393,14 @@ dxSumShape == nullptr || context->GetInputDesc(INPUT_X) == nullptr) {
     uint64_t rows = 0;
     uint64_t cols = 0;
     OpgenWhy why;
-    if (!opgen_add_rms_norm_grad_checks::HostChecks(dyShape->GetStorageShape(), xShape->GetStorageShape(), rstdShape->GetStorageShape(),
-                                       gammaShape->GetStorageShape(), dxSumShape->GetStorageShape(), &why, &rows, &cols)) {
+    if (!opgen_add_rms_norm_grad_checks::ShapeChecks(dyShape->GetStorageShape(), xShape->GetStorageShape(), rstdShape->GetStorageShape(),
+                                        gammaShape->GetStorageShape(), dxSumShape->GetStorageShape(), &why, &rows, &cols)) {
         OPGEN_REJECT("%s", why.text);
+    }
+    const gert::RuntimeAttrs* attrs = context->GetAttrs();
+    uint32_t plain = 0;
+    if (attrs == nullptr || !opgen_add_rms_norm_grad_checks::ArithmeticOf(attrs->GetAttrPointer<char>(0), &plain, &why)) {
+        OPGEN_REJECT("%s", attrs == nullptr ? "TilingFunc: missing attrs" : why.text);
     }
     const ge::DataType dtype = context->GetInputDesc(INPUT_X)->GetDataType();
     uint64_t typeSize = 0;
@@ -364,7 +435,11 @@ dxSumShape == nullptr || context->GetInputDesc(INPUT_X) == nullptr) {
     const uint64_t finalFactor = MinU64(finalCols, FINAL_MAX_PIECE);
 
     Plan plan;
-    if (!PlanBatched(budget, cols, colAlign, typeSize, maxGroupRows, &plan) &&
+    // "float32" arithmetic for 16-bit inputs only: at float32 the plain arithmetic misses the
+    // CANN standard where dx's terms cancel (src/family/row_norm_grad.rs, plain_applies), so
+    // float32 inputs keep the float-float modes.
+    if (!(plain == 1 && typeSize == 2 && PlanPlain(budget, cols, colAlign, typeSize, maxGroupRows, &plan)) &&
+        !PlanBatched(budget, cols, colAlign, typeSize, maxGroupRows, &plan) &&
         !PlanRows(budget, cols, colAlign, typeSize, maxGroupRows, &plan) && !PlanSplitD(budget, cols, typeSize, &plan)) {
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold one chunk", static_cast<unsigned long long>(budget));
     }
@@ -439,6 +514,7 @@ public:
             .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
             .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+        this->Attr("arithmetic").AttrType(OPTIONAL).String("float-float");
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
         this->AICore().SetTiling(optiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");

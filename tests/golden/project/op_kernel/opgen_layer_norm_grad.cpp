@@ -43,6 +43,8 @@
 //       the group's rows chunk by chunk (re-reading dy and x), the same per-element arithmetic.
 //   MODE_BATCHED   (3)  short rows: the same arithmetic on a whole pass of rows per vector call
 //       (kernel/row_norm_grad_batched.j2).
+//   MODE_PLAIN     (4)  attr arithmetic "float32": plain float32 vector arithmetic instead
+//       (kernel/row_norm_grad_plain.j2); rows it cannot hold whole take modes 0-3 (float-float).
 #include "kernel_operator.h"
 
 namespace opgen_layer_norm_grad_kernel {
@@ -195,6 +197,8 @@ public:
                 ProcessSplitD();
             } else if (t_.mode == MODE_BATCHED) {
                 ProcessBatched();
+            } else if (t_.mode == MODE_PLAIN) {
+                ProcessPlain();
             } else {
                 ProcessRows();
             }
@@ -1783,6 +1787,462 @@ private:
     TBuf<TPosition::VECCALC> bIdx_;   // MODE_BATCHED: the transposing Gather's byte offsets
     TBuf<TPosition::VECCALC> bB_;     // MODE_BATCHED, LayerNorm: a row value broadcast over its row
     TBuf<TPosition::VECCALC> bOnes_;  // MODE_BATCHED, LayerNorm: 64 ones (Broadcast's src0)
+
+    // ---- MODE_PLAIN (4): attr arithmetic "float32", plain float32 vector arithmetic ------------
+    // CANN's RmsNormGrad design (cann-kernels-design.md): no error-free transformations, a few
+    // vector calls per element. rowFactor whole rows of a group per UB pass (rows 32-byte aligned
+    // in UB, numColAlign apart), every element-wise step one count-form call over the pass's
+    // [n x numColAlign] block (padding lanes computed and never read), per pass:
+    //   rstd (mean)   one DataCopyPad of the pass's n values through a queue (prefetched with the
+    //                 pass's rows), Brcb'ed to one 32-byte block per row;
+    //   g             dy * (gamma + offset) (gamma + offset in float32: one rounding);
+    //   row sums      sum(g x) (LayerNorm: sum(g u) and sum(g), u = x - mean) on the vector unit:
+    //                 per 64-lane chunk one WholeReduceSum over the pass's rows (one repeat per
+    //                 row; per row when rows are too long for a repeat stride), then one
+    //                 WholeReduceSum over the chunk sums per row: a tree per chunk, a tree of the
+    //                 chunks (rows over FOLD elements are first folded onto FOLD by Adds);
+    //   c             r^3 * sum * (1/n) on the per-row vectors (LayerNorm: and r * sum(g) / n);
+    //   dx            r g - x c (- r mean(g)) (+ dx_sum): level-0 Muls by the per-row blocks
+    //                 (block stride 0), one Sub, rounded once (CAST_RINT) to T;
+    //   dgamma        dy x r (LayerNorm: dy u r; dbeta: dy) per element, the pass's rows added
+    //                 by halving (whole rows as lanes, a fixed tree), then into the group's
+    //                 float32 accumulator: the order is fixed by the shape (pass boundaries
+    //                 depend on rowFactor, never on the core count), so the 48-group workspace
+    //                 scheme and the final sum keep dgamma's bits across core counts (the
+    //                 partial's lo row is zero).
+    // The next pass's CopyIn is issued before the current pass's compute (double-buffered
+    // queues, across group boundaries too). No scalar read of a vector result: no V -> S wait.
+    static constexpr uint32_t MODE_PLAIN = 4;
+    static constexpr uint32_t PLAIN_FOLD = 4096;   // rows longer than this are folded onto it first
+    static constexpr uint32_t MAX_REP_BLOCKS = 255;  // a level-0 repeat stride, in 32-byte blocks
+    // Per-row vectors (slots of bPlainV_).
+    static constexpr uint32_t P_SUM = 0;
+    static constexpr uint32_t P_SUMG = 1;
+    static constexpr uint32_t P_C = 2;
+    static constexpr uint32_t P_TMP = 3;
+    static constexpr uint32_t P_TMP2 = 4;
+    static constexpr uint32_t P_SLOTS = 5;
+    // Per-row blocks (slots of bPlainB_).
+    static constexpr uint32_t PB_RSTD = 0;
+    static constexpr uint32_t PB_C = 1;
+    static constexpr uint32_t PB_NEG_MEAN = 2;
+    static constexpr uint32_t PB_NEG_MT = 3;
+    static constexpr uint32_t PB_SLOTS = 4;
+
+    __aicore__ inline uint32_t PlainLanes() const { return (t_.rowFactor + 7) / 8 * 8; }
+    __aicore__ inline uint32_t PlainSlot() const { return (PlainLanes() + LANES - 1) / LANES * LANES; }
+    __aicore__ inline LocalTensor<float> PV(uint32_t slot) { return bPlainV_.Get<float>()[slot * PlainSlot()]; }
+    __aicore__ inline LocalTensor<float> PB(uint32_t slot) { return bPlainB_.Get<float>()[slot * PlainLanes() * 8]; }
+
+    // Floats between two rows' chunk sums (32-byte aligned, at least one block).
+    __aicore__ inline uint32_t PlainPartsStride() const
+    {
+        const uint32_t full = Min(t_.numCol, PLAIN_FOLD) / LANES;
+        return (full > 0 ? (full + 7) / 8 * 8 : 8);
+    }
+
+    // bParts_: chunk-major [chunks][lanes] (ByChunk) or per row [rows][stride].
+    __aicore__ inline uint32_t PlainPartsFloats() const
+    {
+        const uint32_t chunks = (Min(t_.numCol, PLAIN_FOLD) + LANES - 1) / LANES;
+        const uint32_t byChunk = chunks * PlainLanes();
+        const uint32_t byRow = t_.rowFactor * PlainPartsStride();
+        return byChunk > byRow ? byChunk : byRow;
+    }
+
+    // Level-0 forms over the pass's rows by 64-lane chunk (one repeat per row) need a row
+    // stride that a repeat stride can hold.
+    __aicore__ inline bool ByChunk() const { return t_.numColAlign / 8 <= MAX_REP_BLOCKS; }
+
+    __aicore__ inline void ProcessPlain()
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t rows = t_.rowFactor;
+        const uint32_t stats = LAYER_NORM ? 2 : 1;
+        pipe_.InitBuffer(inDy_, BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(inX_, BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(outDx_, BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(inStat_, BUFFER_NUM, stats * PlainSlot() * sizeof(float));
+        pipe_.InitBuffer(gammaBuf_, width * sizeof(T));
+        const uint32_t accLen = (width + LANES - 1) / LANES * LANES;
+        pipe_.InitBuffer(gammaF32_, accLen * sizeof(float));
+        pipe_.InitBuffer(accH_, accLen * sizeof(float));
+        pipe_.InitBuffer(accL_, accLen * sizeof(float));
+        if constexpr (LAYER_NORM) {
+            pipe_.InitBuffer(accBH_, accLen * sizeof(float));
+            pipe_.InitBuffer(accBL_, accLen * sizeof(float));
+        }
+        const uint32_t work = t_.workFactor;
+        if constexpr (NEEDS_FP32_COPY) {
+            pipe_.InitBuffer(bX_, work * sizeof(float));
+        }
+        pipe_.InitBuffer(bG_, work * sizeof(float));
+        pipe_.InitBuffer(bP_, work * sizeof(float));
+        pipe_.InitBuffer(bT1_, work * sizeof(float));
+        pipe_.InitBuffer(bPlainV_, P_SLOTS * PlainSlot() * sizeof(float));
+        pipe_.InitBuffer(bPlainB_, PB_SLOTS * PlainLanes() * 8 * sizeof(float));
+        pipe_.InitBuffer(bParts_, PlainPartsFloats() * sizeof(float));
+        pipe_.InitBuffer(bPlainT_, rows * 8 * sizeof(float));
+        LocalTensor<T> gamma = gammaBuf_.Get<T>();
+        DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
+        // gammaBuf_ is a TBuf: no queue hand-off orders the copy before its use.
+        event_t copied = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
+        SetFlag<HardEvent::MTE2_V>(copied);
+        WaitFlag<HardEvent::MTE2_V>(copied);
+        // gamma + offset in float32, rounded once (the plain arithmetic keeps no error term).
+        LocalTensor<float> gf = gammaF32_.Get<float>();
+        if constexpr (NEEDS_FP32_COPY) {
+            Cast(gf, gamma, RoundMode::CAST_NONE, t_.numCol);
+        } else {
+            Adds(gf, gamma, 0.0f, t_.numCol);
+        }
+        if constexpr (HAS_OFFSET) {
+            PipeBarrier<PIPE_V>();
+            Adds(gf, gf, GAMMA_OFFSET, t_.numCol);
+        }
+        // The lo rows of the partials stay zero (the final sum adds them as float-float).
+        Duplicate(accL_.Get<float>(), 0.0f, t_.numCol);
+        if constexpr (LAYER_NORM) {
+            Duplicate(accBL_.Get<float>(), 0.0f, t_.numCol);
+        }
+        const uint32_t end = groupStart_ + groupCount_;
+        uint32_t nk = groupStart_;
+        uint32_t nd = 0;
+        if (NextPlainPass(&nk, &nd, end)) {
+            CopyInPlain(nk, nd);
+        }
+        for (uint32_t k = groupStart_; k < end; ++k) {
+            if (k > groupStart_) {
+                // The previous group's partial (MTE3) still reads accH_ before it is cleared.
+                WaitMte3BeforeVector();
+            }
+            PipeBarrier<PIPE_V>();
+            Duplicate(accH_.Get<float>(), 0.0f, t_.numCol);
+            if constexpr (LAYER_NORM) {
+                Duplicate(accBH_.Get<float>(), 0.0f, t_.numCol);
+            }
+            PipeBarrier<PIPE_V>();
+            const uint32_t first = GroupStart(k);
+            const uint32_t count = GroupRows(k);
+            for (uint32_t done = 0; done < count; done += rows) {
+                const uint32_t n = Min(rows, count - done);
+                LocalTensor<T> dy = inDy_.DeQue<T>();
+                LocalTensor<T> x = inX_.DeQue<T>();
+                LocalTensor<float> stat = inStat_.DeQue<float>();
+                // The next pass's rows are copied in while this one computes.
+                nk = k;
+                nd = done + n;
+                if (NextPlainPass(&nk, &nd, end)) {
+                    CopyInPlain(nk, nd);
+                }
+                LocalTensor<T> dx = outDx_.AllocTensor<T>();
+                ComputePlain(dy, x, stat, dx, n);
+                inDy_.FreeTensor(dy);
+                inX_.FreeTensor(x);
+                inStat_.FreeTensor(stat);
+                outDx_.EnQue(dx);
+                CopyOutRows(first + done, n);
+            }
+            FinishPartial(0, k, 0, accH_.Get<float>(), accL_.Get<float>(), t_.numCol);
+            if constexpr (LAYER_NORM) {
+                FinishPartial(1, k, 0, accBH_.Get<float>(), accBL_.Get<float>(), t_.numCol);
+            }
+        }
+    }
+
+    // The pass at (group *k, row *d of it), or the first of a later group of this core's with
+    // rows: false when the core has no pass left.
+    __aicore__ inline bool NextPlainPass(uint32_t* k, uint32_t* d, uint32_t end) const
+    {
+        while (*k < end && *d >= GroupRows(*k)) {
+            *k += 1;
+            *d = 0;
+        }
+        return *k < end;
+    }
+
+    // dy, x (dx_sum) of the pass's rows and its rstd (mean) values, through the queues.
+    __aicore__ inline void CopyInPlain(uint32_t k, uint32_t d)
+    {
+        const uint32_t row = GroupStart(k) + d;
+        const uint32_t n = Min(t_.rowFactor, GroupRows(k) - d);
+        CopyInRows(row, n);
+        LocalTensor<float> stat = inStat_.AllocTensor<float>();
+        const DataCopyExtParams one(1, n * sizeof(float), 0, 0, 0);
+        const DataCopyPadExtParams<float> none(false, 0, 0, 0.0f);
+        DataCopyPad(stat, rstdGm_[row], one, none);
+        if constexpr (LAYER_NORM) {
+            DataCopyPad(stat[PlainSlot()], meanGm_[row], one, none);
+        }
+        inStat_.EnQue(stat);
+    }
+
+    __aicore__ inline void ComputePlain(const LocalTensor<T>& dy, const LocalTensor<T>& x,
+const LocalTensor<float>& stat,
+                                        const LocalTensor<T>& dx, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t len = n * width;
+        const uint32_t lanes = (n + 7) / 8 * 8;
+        const uint8_t blocks = static_cast<uint8_t>(lanes / 8);
+        LocalTensor<float> rstd = stat;
+        LocalTensor<float> g = bG_.Get<float>();
+        LocalTensor<float> p = bP_.Get<float>();
+        LocalTensor<float> t = bT1_.Get<float>();
+        LocalTensor<float> gf = gammaF32_.Get<float>();
+        // The previous pass's vector calls still read the work buffers (same-pipe WAR).
+        PipeBarrier<PIPE_V>();
+        LocalTensor<float> xf;
+        LocalTensor<float> dyf;
+        if constexpr (NEEDS_FP32_COPY) {
+            xf = bX_.Get<float>();
+            Cast(xf, x, RoundMode::CAST_NONE, len);
+            Cast(g, dy, RoundMode::CAST_NONE, len);
+            dyf = g;
+        } else {
+            xf = x;
+            dyf = dy;
+        }
+        Brcb(PB(PB_RSTD), rstd, blocks, BrcbRepeatParams(1, 8));
+        if constexpr (LAYER_NORM) {
+            Muls(PV(P_TMP), stat[PlainSlot()], -1.0f, lanes);
+            PipeBarrier<PIPE_V>();
+            Brcb(PB(PB_NEG_MEAN), PV(P_TMP), blocks, BrcbRepeatParams(1, 8));
+        }
+        PipeBarrier<PIPE_V>();
+        if constexpr (LAYER_NORM) {
+            // u = x - mean, in place of x's float copy (float32: of the input tile, not read again).
+            RowOpPlain(xf, xf, PB(PB_NEG_MEAN), n, false);
+        }
+        // g = dy * (gamma + offset)
+        ColMulPlain(g, dyf, gf, n);
+        PipeBarrier<PIPE_V>();
+        Mul(p, g, xf, len);
+        PipeBarrier<PIPE_V>();
+        RowSumsPlain(PV(P_SUM), p, n);
+        PipeBarrier<PIPE_V>();
+        if constexpr (LAYER_NORM) {
+            Adds(p, g, 0.0f, len);
+            PipeBarrier<PIPE_V>();
+            RowSumsPlain(PV(P_SUMG), p, n);
+            PipeBarrier<PIPE_V>();
+        }
+        // c = r^3 * sum * (1/n)
+        LocalTensor<float> c = PV(P_C);
+        LocalTensor<float> r3 = PV(P_TMP);
+        Mul(r3, rstd, rstd, lanes);
+        Muls(c, PV(P_SUM), t_.avgFactor, lanes);
+        PipeBarrier<PIPE_V>();
+        Mul(r3, r3, rstd, lanes);
+        PipeBarrier<PIPE_V>();
+        Mul(c, r3, c, lanes);
+        if constexpr (LAYER_NORM) {
+            // -r * sum(g) * (1/n)
+            LocalTensor<float> mt = PV(P_TMP2);
+            Muls(mt, PV(P_SUMG), -t_.avgFactor, lanes);
+            PipeBarrier<PIPE_V>();
+            Mul(mt, mt, rstd, lanes);
+            PipeBarrier<PIPE_V>();
+            Brcb(PB(PB_NEG_MT), mt, blocks, BrcbRepeatParams(1, 8));
+        }
+        PipeBarrier<PIPE_V>();
+        Brcb(PB(PB_C), c, blocks, BrcbRepeatParams(1, 8));
+        PipeBarrier<PIPE_V>();
+        // dx = r g - x c (- r mean(g)) (+ dx_sum)
+        RowOpPlain(p, g, PB(PB_RSTD), n, true);
+        RowOpPlain(t, xf, PB(PB_C), n, true);
+        PipeBarrier<PIPE_V>();
+        LocalTensor<float> fin;
+        if constexpr (NEEDS_FP32_COPY) {
+            fin = p;
+        } else {
+            fin = dx;
+        }
+        Sub(fin, p, t, len);
+        PipeBarrier<PIPE_V>();
+        if constexpr (LAYER_NORM) {
+            RowOpPlain(fin, fin, PB(PB_NEG_MT), n, false);
+            PipeBarrier<PIPE_V>();
+        }
+        if constexpr (NEEDS_FP32_COPY) {
+            Cast(dx, fin, TO_T, len);
+            // dy again in float (g, its float copy, was overwritten by the products).
+            Cast(t, dy, RoundMode::CAST_NONE, len);
+            dyf = t;
+            PipeBarrier<PIPE_V>();
+        }
+        // dgamma: dy x r (LayerNorm: dy u r) per element, the rows summed into the accumulator.
+        Mul(g, dyf, xf, len);
+        PipeBarrier<PIPE_V>();
+        RowOpPlain(g, g, PB(PB_RSTD), n, true);
+        PipeBarrier<PIPE_V>();
+        FoldRowsPlain(accH_.Get<float>(), g, n);
+        if constexpr (LAYER_NORM) {
+            // dbeta: dy (its float copy, or the float32 input tile, folded in place).
+            FoldRowsPlain(accBH_.Get<float>(), dyf, n);
+        }
+    }
+
+    // dst[r][c] = src[r][c] * blk[r] (mul) or + blk[r] (add); blk one 32-byte block per row.
+    __aicore__ inline void RowOpPlain(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                      const LocalTensor<float>& blk, uint32_t n, bool mul)
+    {
+        const uint32_t width = t_.numColAlign;
+        if (ByChunk()) {
+            // One call per 64-lane chunk, one repeat per row (block stride 0 on the row's block).
+            const uint8_t rowBlocks = static_cast<uint8_t>(width / 8);
+            const BinaryRepeatParams perRow(1, 1, 0, rowBlocks, rowBlocks, 1);
+            for (uint32_t c = 0; c < t_.numCol; c += LANES) {
+                const uint64_t mask = Min(LANES, t_.numCol - c);
+                if (mul) {
+                    Mul(dst[c], src[c], blk, mask, static_cast<uint8_t>(n), perRow);
+                } else {
+                    Add(dst[c], src[c], blk, mask, static_cast<uint8_t>(n), perRow);
+                }
+            }
+            return;
+        }
+        // Long rows: per row one call over its full chunks (repeat stride 0 on the block) and one
+        // over the partial last chunk.
+        const uint32_t full = t_.numCol / LANES;
+        const uint32_t tail = t_.numCol - full * LANES;
+        const BinaryRepeatParams alongRow(1, 1, 0, 8, 8, 0);
+        for (uint32_t r = 0; r < n; ++r) {
+            const uint32_t at = r * width;
+            if (full > 0) {
+                if (mul) {
+                    Mul(dst[at], src[at], blk[r * 8], LANES, static_cast<uint8_t>(full), alongRow);
+                } else {
+                    Add(dst[at], src[at], blk[r * 8], LANES, static_cast<uint8_t>(full), alongRow);
+                }
+            }
+            if (tail > 0) {
+                const uint32_t c = at + full * LANES;
+                if (mul) {
+                    Mul(dst[c], src[c], blk[r * 8], tail, 1, alongRow);
+                } else {
+                    Add(dst[c], src[c], blk[r * 8], tail, 1, alongRow);
+                }
+            }
+        }
+    }
+
+    // dst[r][c] = src[r][c] * col[c] (gamma over the pass's rows).
+    __aicore__ inline void ColMulPlain(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                       const LocalTensor<float>& col, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        if (ByChunk() && n > 1) {
+            const uint8_t rowBlocks = static_cast<uint8_t>(width / 8);
+            const BinaryRepeatParams byCol(1, 1, 1, rowBlocks, rowBlocks, 0);
+            for (uint32_t c = 0; c < t_.numCol; c += LANES) {
+                Mul(dst[c], src[c], col[c], Min(LANES, t_.numCol - c), static_cast<uint8_t>(n), byCol);
+            }
+            return;
+        }
+        for (uint32_t r = 0; r < n; ++r) {
+            Mul(dst[r * width], src[r * width], col, t_.numCol);
+        }
+    }
+
+    // The float32 sums of the n rows of `work` into sums[0, n), on the vector unit (work is
+    // overwritten). Rows over PLAIN_FOLD are folded onto it (block by block, in order); then one
+    // sum per 64-lane chunk (a tree; the partial last chunk its own) and the chunk sums added.
+    // Rows a repeat stride can hold: per chunk one WholeReduceSum over the pass's rows into a
+    // chunk-major [chunk][lanes] block, whose chunk vectors are added by halving (a fixed tree of
+    // count-form Adds). Longer rows: per row one WholeReduceSum over its full chunks, then one
+    // over every row's chunk sums (a tree), plus the partial chunk's sum.
+    __aicore__ inline void RowSumsPlain(const LocalTensor<float>& sums, const LocalTensor<float>& work, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        for (uint32_t off = PLAIN_FOLD; off < t_.numCol; off += PLAIN_FOLD) {
+            for (uint32_t r = 0; r < n; ++r) {
+                Add(work[r * width], work[r * width], work[r * width + off], Min(PLAIN_FOLD, t_.numCol - off));
+            }
+            PipeBarrier<PIPE_V>();
+        }
+        const uint32_t cols = Min(t_.numCol, PLAIN_FOLD);
+        const uint32_t full = cols / LANES;
+        const uint32_t tail = cols - full * LANES;
+        LocalTensor<float> parts = bParts_.Get<float>();
+        if (ByChunk()) {
+            const uint32_t lanes = (n + 7) / 8 * 8;
+            const int32_t rowBlocks = static_cast<int32_t>(width / 8);
+            const uint32_t chunks = full + (tail > 0 ? 1 : 0);
+            for (uint32_t j = 0; j < chunks; ++j) {
+                const int32_t mask = static_cast<int32_t>(j < full ? LANES : tail);
+                WholeReduceSum(parts[j * lanes], work[j * LANES], mask, static_cast<int32_t>(n), 1, 1, rowBlocks);
+            }
+            PipeBarrier<PIPE_V>();
+            uint32_t h = 1;
+            while (h * 2 <= chunks) {
+                h *= 2;
+            }
+            if (h < chunks) {
+                Add(parts, parts, parts[h * lanes], static_cast<int32_t>((chunks - h) * lanes));
+                PipeBarrier<PIPE_V>();
+            }
+            while (h > 1) {
+                h /= 2;
+                Add(parts, parts, parts[h * lanes], static_cast<int32_t>(h * lanes));
+                PipeBarrier<PIPE_V>();
+            }
+            Adds(sums, parts, 0.0f, static_cast<int32_t>(lanes));
+            return;
+        }
+        const uint32_t stride = PlainPartsStride();
+        LocalTensor<float> tails = bPlainT_.Get<float>();  // one block per row
+        for (uint32_t r = 0; r < n; ++r) {
+            if (full > 0) {
+                WholeReduceSum(parts[r * stride], work[r * width], static_cast<int32_t>(LANES), static_cast<int32_t>(full),
+                               1, 1, 8);
+            }
+            if (tail > 0) {
+                WholeReduceSum(tails[r * 8], work[r * width + full * LANES], static_cast<int32_t>(tail), 1, 1, 1, 8);
+            }
+        }
+        PipeBarrier<PIPE_V>();
+        if (full == 0) {
+            WholeReduceSum(sums, tails, 1, static_cast<int32_t>(n), 1, 1, 1);
+            return;
+        }
+        WholeReduceSum(sums, parts, static_cast<int32_t>(full), static_cast<int32_t>(n), 1, 1,
+                       static_cast<int32_t>(stride / 8));
+        if (tail > 0) {
+            LocalTensor<float> tailSums = PV(P_TMP2);
+            WholeReduceSum(tailSums, tails, 1, static_cast<int32_t>(n), 1, 1, 1);
+            PipeBarrier<PIPE_V>();
+            Add(sums, sums, tailSums, static_cast<int32_t>(n));
+        }
+    }
+
+    // acc[0, numCol) += the sum of the n rows of `w` (w is overwritten): rows [h, n) onto
+    // [0, n - h) for h the largest power of two <= n, then halving; the tree depends on n only.
+    __aicore__ inline void FoldRowsPlain(const LocalTensor<float>& acc, const LocalTensor<float>& w, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        uint32_t h = 1;
+        while (h * 2 <= n) {
+            h *= 2;
+        }
+        if (h < n) {
+            Add(w, w, w[h * width], (n - h) * width);
+            PipeBarrier<PIPE_V>();
+        }
+        while (h > 1) {
+            h /= 2;
+            Add(w, w, w[h * width], h * width);
+            PipeBarrier<PIPE_V>();
+        }
+        Add(acc, acc, w, t_.numCol);
+        PipeBarrier<PIPE_V>();
+    }
+
+    TQue<QuePosition::VECIN, 1> inStat_;   // MODE_PLAIN: the pass's rstd (and mean) values
+    TBuf<TPosition::VECCALC> bPlainV_;     // MODE_PLAIN: per-row vectors (P_* slots)
+    TBuf<TPosition::VECCALC> bPlainB_;     // MODE_PLAIN: per-row values as one 32-byte block per row
+    TBuf<TPosition::VECCALC> bParts_;      // MODE_PLAIN: each row's 64-lane chunk sums
+    TBuf<TPosition::VECCALC> bPlainT_;     // MODE_PLAIN: each row's partial last chunk's sum (a block)
 
     TilingData t_;
     uint32_t groupStart_ = 0;

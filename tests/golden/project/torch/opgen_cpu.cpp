@@ -350,7 +350,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_cpu(const at::Tensor
 }
 
 // add_rms_norm_grad (kernels/add_rms_norm_grad.toml) -> opgen_add_rms_norm_grad on the twin
-std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_cpu(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum)
+std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_cpu(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum, c10::string_view arithmetic)
 {
     static constexpr const char* op_name = "opgen::add_rms_norm_grad";
     check_cpu(op_name, { {"dy", &dy}, {"x_sum", &x_sum}, {"rstd", &rstd}, {"gamma", &gamma}, {"dx_sum", &dx_sum} });
@@ -359,7 +359,7 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_cpu(const at::Tensor& dy, c
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     launch(op_name, "OpgenAddRmsNormGrad", "opgen_add_rms_norm_grad", plan.column,
            { { "dy", dy.contiguous(), false }, { "x_sum", x_sum.contiguous(), false }, { "rstd", rstd.contiguous(), false }, { "gamma", gamma.contiguous(), false }, { "dx_sum", dx_sum.contiguous(), false } },
-           {  },
+           { opgen_torch::attr_text("arithmetic", arithmetic) },
            { { "dx", dx, false }, { "dgamma", dgamma, false } });
     return { dx, dgamma };
 }
@@ -507,7 +507,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_cpu(const at::Tensor& 
 }
 
 // layer_norm_grad (kernels/layer_norm_grad.toml) -> opgen_layer_norm_grad on the twin
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_cpu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma)
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_cpu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
     static constexpr const char* op_name = "opgen::layer_norm_grad";
     check_cpu(op_name, { {"dy", &dy}, {"x", &x}, {"mean", &mean}, {"rstd", &rstd}, {"gamma", &gamma} });
@@ -517,7 +517,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_cpu(const at::Ten
     at::Tensor dbeta = at::empty_symint(plan.shapes[2], dy.options().dtype(plan.dtypes[2]));
     launch(op_name, "OpgenLayerNormGrad", "opgen_layer_norm_grad", plan.column,
            { { "dy", dy.contiguous(), false }, { "x", x.contiguous(), false }, { "mean", mean.contiguous(), false }, { "rstd", rstd.contiguous(), false }, { "gamma", gamma.contiguous(), false } },
-           {  },
+           { opgen_torch::attr_text("arithmetic", arithmetic) },
            { { "dx", dx, false }, { "dgamma", dgamma, false }, { "dbeta", dbeta, false } });
     return { dx, dgamma, dbeta };
 }
@@ -572,7 +572,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_cpu(const at::Tensor& x, const at::T
 }
 
 // rms_norm_grad (kernels/rms_norm_grad.toml) -> opgen_rms_norm_grad on the twin
-std::tuple<at::Tensor, at::Tensor> rms_norm_grad_cpu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma)
+std::tuple<at::Tensor, at::Tensor> rms_norm_grad_cpu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
     static constexpr const char* op_name = "opgen::rms_norm_grad";
     check_cpu(op_name, { {"dy", &dy}, {"x", &x}, {"rstd", &rstd}, {"gamma", &gamma} });
@@ -581,7 +581,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_grad_cpu(const at::Tensor& dy, const
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     launch(op_name, "OpgenRmsNormGrad", "opgen_rms_norm_grad", plan.column,
            { { "dy", dy.contiguous(), false }, { "x", x.contiguous(), false }, { "rstd", rstd.contiguous(), false }, { "gamma", gamma.contiguous(), false } },
-           {  },
+           { opgen_torch::attr_text("arithmetic", arithmetic) },
            { { "dx", dx, false }, { "dgamma", dgamma, false } });
     return { dx, dgamma };
 }

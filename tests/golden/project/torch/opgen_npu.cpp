@@ -48,13 +48,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_npu(const at::Tensor
 }
 
 // add_rms_norm_grad (kernels/add_rms_norm_grad.toml) -> aclnnOpgenAddRmsNormGrad
-std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_npu(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum)
+std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_npu(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum, c10::string_view arithmetic)
 {
     static constexpr const char* op_name = "opgen::add_rms_norm_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x_sum", &x_sum}, {"rstd", &rstd}, {"gamma", &gamma}, {"dx_sum", &dx_sum} });
     const auto plan = opgen_torch::add_rms_norm_grad_plan(dy, x_sum, rstd, gamma, dx_sum);
     // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
-    opgen_torch::add_rms_norm_grad_host_checks(dy, x_sum, rstd, gamma, dx_sum);
+    opgen_torch::add_rms_norm_grad_host_checks(dy, x_sum, rstd, gamma, dx_sum, arithmetic);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();
@@ -62,11 +62,14 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_npu(const at::Tensor& dy, c
     const at::Tensor rstd_contig = rstd.contiguous();
     const at::Tensor gamma_contig = gamma.contiguous();
     const at::Tensor dx_sum_contig = dx_sum.contiguous();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string arithmetic_text(arithmetic.data(), arithmetic.size());
+    char* arithmetic_chars = arithmetic_text.data();
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (dy.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenAddRmsNormGrad, dy_contig, x_sum_contig, rstd_contig, gamma_contig, dx_sum_contig, dx, dgamma);
+        EXEC_NPU_CMD_EXT(aclnnOpgenAddRmsNormGrad, dy_contig, x_sum_contig, rstd_contig, gamma_contig, dx_sum_contig, arithmetic_chars, dx, dgamma);
     }
     return { dx, dgamma };
 }
@@ -273,13 +276,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_npu(const at::Tensor& 
 }
 
 // layer_norm_grad (kernels/layer_norm_grad.toml) -> aclnnOpgenLayerNormGrad
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_npu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma)
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_npu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
     static constexpr const char* op_name = "opgen::layer_norm_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x", &x}, {"mean", &mean}, {"rstd", &rstd}, {"gamma", &gamma} });
     const auto plan = opgen_torch::layer_norm_grad_plan(dy, x, mean, rstd, gamma);
     // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
-    opgen_torch::layer_norm_grad_host_checks(dy, x, mean, rstd, gamma);
+    opgen_torch::layer_norm_grad_host_checks(dy, x, mean, rstd, gamma, arithmetic);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();
@@ -287,12 +290,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_npu(const at::Ten
     const at::Tensor mean_contig = mean.contiguous();
     const at::Tensor rstd_contig = rstd.contiguous();
     const at::Tensor gamma_contig = gamma.contiguous();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string arithmetic_text(arithmetic.data(), arithmetic.size());
+    char* arithmetic_chars = arithmetic_text.data();
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     at::Tensor dbeta = at::empty_symint(plan.shapes[2], dy.options().dtype(plan.dtypes[2]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (dy.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenLayerNormGrad, dy_contig, x_contig, mean_contig, rstd_contig, gamma_contig, dx, dgamma, dbeta);
+        EXEC_NPU_CMD_EXT(aclnnOpgenLayerNormGrad, dy_contig, x_contig, mean_contig, rstd_contig, gamma_contig, arithmetic_chars, dx, dgamma, dbeta);
     }
     return { dx, dgamma, dbeta };
 }
@@ -370,24 +376,27 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_npu(const at::Tensor& x, const at::T
 }
 
 // rms_norm_grad (kernels/rms_norm_grad.toml) -> aclnnOpgenRmsNormGrad
-std::tuple<at::Tensor, at::Tensor> rms_norm_grad_npu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma)
+std::tuple<at::Tensor, at::Tensor> rms_norm_grad_npu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
     static constexpr const char* op_name = "opgen::rms_norm_grad";
     opgen_torch::check_device(op_name, { {"dy", &dy}, {"x", &x}, {"rstd", &rstd}, {"gamma", &gamma} });
     const auto plan = opgen_torch::rms_norm_grad_plan(dy, x, rstd, gamma);
     // The op_host's own checks, before anything is queued: its refusal, not an aclnn error code.
-    opgen_torch::rms_norm_grad_host_checks(dy, x, rstd, gamma);
+    opgen_torch::rms_norm_grad_host_checks(dy, x, rstd, gamma, arithmetic);
     const c10::DeviceGuard guard(dy.device());
     // The kernel reads dense row-major buffers: a non-contiguous input is copied once.
     const at::Tensor dy_contig = dy.contiguous();
     const at::Tensor x_contig = x.contiguous();
     const at::Tensor rstd_contig = rstd.contiguous();
     const at::Tensor gamma_contig = gamma.contiguous();
+    // aclnn takes a char*; EXEC_NPU_CMD_EXT copies it before the call is queued.
+    std::string arithmetic_text(arithmetic.data(), arithmetic.size());
+    char* arithmetic_chars = arithmetic_text.data();
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     // Every family's work is proportional to the first input: empty means nothing to launch.
     if (dy.numel() != 0) {
-        EXEC_NPU_CMD_EXT(aclnnOpgenRmsNormGrad, dy_contig, x_contig, rstd_contig, gamma_contig, dx, dgamma);
+        EXEC_NPU_CMD_EXT(aclnnOpgenRmsNormGrad, dy_contig, x_contig, rstd_contig, gamma_contig, arithmetic_chars, dx, dgamma);
     }
     return { dx, dgamma };
 }

@@ -29,11 +29,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_meta(const at::Tenso
 }
 
 // add_rms_norm_grad (kernels/add_rms_norm_grad.toml): dx = dx1 = dx2 = rstd * (g - x_sum * rstd^2 * mean(g * x_sum)) + dx_sum with g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * x_sum * rstd (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
-std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum)
+std::tuple<at::Tensor, at::Tensor> add_rms_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum, c10::string_view arithmetic)
 {
     const auto plan = opgen_torch::add_rms_norm_grad_plan(dy, x_sum, rstd, gamma, dx_sum);
-    opgen_torch::add_rms_norm_grad_host_checks(dy, x_sum, rstd, gamma, dx_sum);
-    opgen_torch::check_with_host("opgen::add_rms_norm_grad", "OpgenAddRmsNormGrad", { {"dy", &dy}, {"x_sum", &x_sum}, {"rstd", &rstd}, {"gamma", &gamma}, {"dx_sum", &dx_sum} }, {  });
+    opgen_torch::add_rms_norm_grad_host_checks(dy, x_sum, rstd, gamma, dx_sum, arithmetic);
+    opgen_torch::check_with_host("opgen::add_rms_norm_grad", "OpgenAddRmsNormGrad", { {"dy", &dy}, {"x_sum", &x_sum}, {"rstd", &rstd}, {"gamma", &gamma}, {"dx_sum", &dx_sum} }, { opgen_torch::attr_text("arithmetic", arithmetic) });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     return { dx, dgamma };
@@ -142,11 +142,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_meta(const at::Tensor&
 }
 
 // layer_norm_grad (kernels/layer_norm_grad.toml): dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with xhat = (x - mean) * rstd, g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * xhat, dbeta = sum over all rows of dy (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma)
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
     const auto plan = opgen_torch::layer_norm_grad_plan(dy, x, mean, rstd, gamma);
-    opgen_torch::layer_norm_grad_host_checks(dy, x, mean, rstd, gamma);
-    opgen_torch::check_with_host("opgen::layer_norm_grad", "OpgenLayerNormGrad", { {"dy", &dy}, {"x", &x}, {"mean", &mean}, {"rstd", &rstd}, {"gamma", &gamma} }, {  });
+    opgen_torch::layer_norm_grad_host_checks(dy, x, mean, rstd, gamma, arithmetic);
+    opgen_torch::check_with_host("opgen::layer_norm_grad", "OpgenLayerNormGrad", { {"dy", &dy}, {"x", &x}, {"mean", &mean}, {"rstd", &rstd}, {"gamma", &gamma} }, { opgen_torch::attr_text("arithmetic", arithmetic) });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     at::Tensor dbeta = at::empty_symint(plan.shapes[2], dy.options().dtype(plan.dtypes[2]));
@@ -185,11 +185,11 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_meta(const at::Tensor& x, const at::
 }
 
 // rms_norm_grad (kernels/rms_norm_grad.toml): dx = rstd * (g - x * rstd^2 * mean(g * x)) with g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * x * rstd (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
-std::tuple<at::Tensor, at::Tensor> rms_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma)
+std::tuple<at::Tensor, at::Tensor> rms_norm_grad_meta(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
     const auto plan = opgen_torch::rms_norm_grad_plan(dy, x, rstd, gamma);
-    opgen_torch::rms_norm_grad_host_checks(dy, x, rstd, gamma);
-    opgen_torch::check_with_host("opgen::rms_norm_grad", "OpgenRmsNormGrad", { {"dy", &dy}, {"x", &x}, {"rstd", &rstd}, {"gamma", &gamma} }, {  });
+    opgen_torch::rms_norm_grad_host_checks(dy, x, rstd, gamma, arithmetic);
+    opgen_torch::check_with_host("opgen::rms_norm_grad", "OpgenRmsNormGrad", { {"dy", &dy}, {"x", &x}, {"rstd", &rstd}, {"gamma", &gamma} }, { opgen_torch::attr_text("arithmetic", arithmetic) });
     at::Tensor dx = at::empty_symint(plan.shapes[0], dy.options().dtype(plan.dtypes[0]));
     at::Tensor dgamma = at::empty_symint(plan.shapes[1], dy.options().dtype(plan.dtypes[1]));
     return { dx, dgamma };
@@ -243,7 +243,7 @@ std::tuple<at::Tensor, at::Tensor> swiglu_grad_meta(const at::Tensor& dy, const 
 TORCH_LIBRARY(opgen, m)
 {
     m.def("add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-6, str rounding=\"hf\") -> (Tensor y, Tensor rstd, Tensor x_sum)");
-    m.def("add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma)");
+    m.def("add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum, str arithmetic=\"float-float\") -> (Tensor dx, Tensor dgamma)");
     m.def("bnsd_to_bsnd(Tensor x) -> Tensor");
     m.def("bsnd_to_bnsd(Tensor x) -> Tensor");
     m.def("dequant_int8(Tensor q, Tensor scale, str out_dtype=\"float16\") -> Tensor");
@@ -254,11 +254,11 @@ TORCH_LIBRARY(opgen, m)
     m.def("gelu_tanh(Tensor x) -> Tensor");
     m.def("gelu_tanh_grad(Tensor dy, Tensor x) -> Tensor");
     m.def("layer_norm(Tensor x, Tensor gamma, Tensor beta, float epsilon=1e-5) -> (Tensor y, Tensor mean, Tensor rstd)");
-    m.def("layer_norm_grad(Tensor dy, Tensor x, Tensor mean, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma, Tensor dbeta)");
+    m.def("layer_norm_grad(Tensor dy, Tensor x, Tensor mean, Tensor rstd, Tensor gamma, str arithmetic=\"float-float\") -> (Tensor dx, Tensor dgamma, Tensor dbeta)");
     m.def("reshape_and_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor slot_mapping) -> Tensor");
     m.def("reshape_and_cache_int8(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor(c!) key_scale, Tensor(d!) value_scale, Tensor slot_mapping) -> Tensor");
     m.def("rms_norm(Tensor x, Tensor gamma, float epsilon=1e-6, str rounding=\"once\") -> (Tensor y, Tensor rstd)");
-    m.def("rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma)");
+    m.def("rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma, str arithmetic=\"float-float\") -> (Tensor dx, Tensor dgamma)");
     m.def("rotary_mul(Tensor x, Tensor r1, Tensor r2, str mode=\"half\", str rounding=\"once\") -> Tensor");
     m.def("rotary_mul_grad(Tensor dy, Tensor x, Tensor r1, Tensor r2, str mode=\"half\", bool table_grads=False) -> (Tensor dx, Tensor dr1, Tensor dr2)");
     m.def("swiglu(Tensor gate, Tensor up, str rounding=\"once\") -> Tensor");

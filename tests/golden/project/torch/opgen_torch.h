@@ -241,12 +241,26 @@ bool CheckShapes(const Shape& dy, const Shape& x, const Shape& rstd, const Shape
     return true;
 }
 
+// The arithmetic attr (nullptr: missing). "float-float": error-free products and TwoSum (dx
+// within 1 ULP); "float32": plain float32 vector arithmetic, as CANN's RmsNormGrad.
+inline bool ArithmeticOf(const char* arithmetic, uint32_t* plain, OpgenWhy* why)
+{
+    *plain = 0;
+    if (arithmetic != nullptr && std::strcmp(arithmetic, "float32") == 0) {
+        *plain = 1;
+    } else if (arithmetic == nullptr || std::strcmp(arithmetic, "float-float") != 0) {
+        OPGEN_CHECK_FAIL(why, "arithmetic \"%s\" is not supported: use \"float-float\" or \"float32\"",
+                         arithmetic == nullptr ? "(missing)" : arithmetic);
+    }
+    return true;
+}
+
 // Every check of the op's shapes, in the op_host's order (InferShape's and the TilingFunc's are
 // the same); the arguments are the op's inputs. `rows` and `cols` (the op_host's) receive x's
 // row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
 template <typename Shape>
-bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma, const Shape& dxSum,
-                OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+bool ShapeChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma, const Shape& dxSum,
+                 OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
 {
     uint64_t r = 0;
     uint64_t c = 0;
@@ -259,6 +273,16 @@ bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape&
         *cols = c;
     }
     return true;
+}
+
+// Every check of the op's shapes and attrs (the torch extension's Meta and device kernels call
+// this one); the arguments are the op's inputs then its attrs.
+template <typename Shape>
+bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma, const Shape& dxSum,
+const char* arithmetic, OpgenWhy* why)
+{
+    uint32_t plain = 0;
+    return ShapeChecks(dy, x, rstd, gamma, dxSum, why) && ArithmeticOf(arithmetic, &plain, why);
 }
 }  // namespace opgen_add_rms_norm_grad_checks
 
@@ -1159,12 +1183,26 @@ bool CheckMean(const Shape& mean, const Shape& rstd, OpgenWhy* why)
     return true;
 }
 
+// The arithmetic attr (nullptr: missing). "float-float": error-free products and TwoSum (dx
+// within 1 ULP); "float32": plain float32 vector arithmetic, as CANN's RmsNormGrad.
+inline bool ArithmeticOf(const char* arithmetic, uint32_t* plain, OpgenWhy* why)
+{
+    *plain = 0;
+    if (arithmetic != nullptr && std::strcmp(arithmetic, "float32") == 0) {
+        *plain = 1;
+    } else if (arithmetic == nullptr || std::strcmp(arithmetic, "float-float") != 0) {
+        OPGEN_CHECK_FAIL(why, "arithmetic \"%s\" is not supported: use \"float-float\" or \"float32\"",
+                         arithmetic == nullptr ? "(missing)" : arithmetic);
+    }
+    return true;
+}
+
 // Every check of the op's shapes, in the op_host's order (InferShape's and the TilingFunc's are
 // the same); the arguments are the op's inputs. `rows` and `cols` (the op_host's) receive x's
 // row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
 template <typename Shape>
-bool HostChecks(const Shape& dy, const Shape& x, const Shape& mean, const Shape& rstd, const Shape& gamma,
-                OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+bool ShapeChecks(const Shape& dy, const Shape& x, const Shape& mean, const Shape& rstd, const Shape& gamma,
+                 OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
 {
     uint64_t r = 0;
     uint64_t c = 0;
@@ -1177,6 +1215,16 @@ bool HostChecks(const Shape& dy, const Shape& x, const Shape& mean, const Shape&
         *cols = c;
     }
     return true;
+}
+
+// Every check of the op's shapes and attrs (the torch extension's Meta and device kernels call
+// this one); the arguments are the op's inputs then its attrs.
+template <typename Shape>
+bool HostChecks(const Shape& dy, const Shape& x, const Shape& mean, const Shape& rstd, const Shape& gamma,
+const char* arithmetic, OpgenWhy* why)
+{
+    uint32_t plain = 0;
+    return ShapeChecks(dy, x, mean, rstd, gamma, why) && ArithmeticOf(arithmetic, &plain, why);
 }
 }  // namespace opgen_layer_norm_grad_checks
 
@@ -1639,12 +1687,26 @@ bool CheckShapes(const Shape& dy, const Shape& x, const Shape& rstd, const Shape
     return true;
 }
 
+// The arithmetic attr (nullptr: missing). "float-float": error-free products and TwoSum (dx
+// within 1 ULP); "float32": plain float32 vector arithmetic, as CANN's RmsNormGrad.
+inline bool ArithmeticOf(const char* arithmetic, uint32_t* plain, OpgenWhy* why)
+{
+    *plain = 0;
+    if (arithmetic != nullptr && std::strcmp(arithmetic, "float32") == 0) {
+        *plain = 1;
+    } else if (arithmetic == nullptr || std::strcmp(arithmetic, "float-float") != 0) {
+        OPGEN_CHECK_FAIL(why, "arithmetic \"%s\" is not supported: use \"float-float\" or \"float32\"",
+                         arithmetic == nullptr ? "(missing)" : arithmetic);
+    }
+    return true;
+}
+
 // Every check of the op's shapes, in the op_host's order (InferShape's and the TilingFunc's are
 // the same); the arguments are the op's inputs. `rows` and `cols` (the op_host's) receive x's
 // row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
 template <typename Shape>
-bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma,
-                OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+bool ShapeChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma,
+                 OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
 {
     uint64_t r = 0;
     uint64_t c = 0;
@@ -1657,6 +1719,16 @@ bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape&
         *cols = c;
     }
     return true;
+}
+
+// Every check of the op's shapes and attrs (the torch extension's Meta and device kernels call
+// this one); the arguments are the op's inputs then its attrs.
+template <typename Shape>
+bool HostChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma,
+const char* arithmetic, OpgenWhy* why)
+{
+    uint32_t plain = 0;
+    return ShapeChecks(dy, x, rstd, gamma, why) && ArithmeticOf(arithmetic, &plain, why);
 }
 }  // namespace opgen_rms_norm_grad_checks
 
@@ -2455,7 +2527,7 @@ inline void add_rms_norm_host_checks(const at::Tensor& x1, const at::Tensor& x2,
 
 // add_rms_norm_grad: the op_host's own shape and attr checks (opgen_add_rms_norm_grad_checks::HostChecks above); a
 // refusal reads as the CPU build's op_host refusal does, word for word.
-inline void add_rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum)
+inline void add_rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum, c10::string_view arithmetic)
 {
     DimsView dy_dims;
     DimsView x_sum_dims;
@@ -2465,8 +2537,9 @@ inline void add_rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor
     if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x_sum, &x_sum_dims) && concrete_dims(rstd, &rstd_dims) && concrete_dims(gamma, &gamma_dims) && concrete_dims(dx_sum, &dx_sum_dims))) {
         return;
     }
+    const std::string arithmetic_text(arithmetic.data(), arithmetic.size());
     OpgenWhy why;
-    if (!::opgen_add_rms_norm_grad_checks::HostChecks(dy_dims, x_sum_dims, rstd_dims, gamma_dims, dx_sum_dims, &why)) {
+    if (!::opgen_add_rms_norm_grad_checks::HostChecks(dy_dims, x_sum_dims, rstd_dims, gamma_dims, dx_sum_dims, arithmetic_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::add_rms_norm_grad: the op_host code refuses the call: OpgenAddRmsNormGrad: ", why.text);
     }
 }
@@ -2620,7 +2693,7 @@ inline void layer_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma,
 
 // layer_norm_grad: the op_host's own shape and attr checks (opgen_layer_norm_grad_checks::HostChecks above); a
 // refusal reads as the CPU build's op_host refusal does, word for word.
-inline void layer_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma)
+inline void layer_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
     DimsView dy_dims;
     DimsView x_dims;
@@ -2630,8 +2703,9 @@ inline void layer_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& 
     if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims) && concrete_dims(mean, &mean_dims) && concrete_dims(rstd, &rstd_dims) && concrete_dims(gamma, &gamma_dims))) {
         return;
     }
+    const std::string arithmetic_text(arithmetic.data(), arithmetic.size());
     OpgenWhy why;
-    if (!::opgen_layer_norm_grad_checks::HostChecks(dy_dims, x_dims, mean_dims, rstd_dims, gamma_dims, &why)) {
+    if (!::opgen_layer_norm_grad_checks::HostChecks(dy_dims, x_dims, mean_dims, rstd_dims, gamma_dims, arithmetic_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::layer_norm_grad: the op_host code refuses the call: OpgenLayerNormGrad: ", why.text);
     }
 }
@@ -2692,7 +2766,7 @@ inline void rms_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma, d
 
 // rms_norm_grad: the op_host's own shape and attr checks (opgen_rms_norm_grad_checks::HostChecks above); a
 // refusal reads as the CPU build's op_host refusal does, word for word.
-inline void rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma)
+inline void rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
     DimsView dy_dims;
     DimsView x_dims;
@@ -2701,8 +2775,9 @@ inline void rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x,
     if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims) && concrete_dims(rstd, &rstd_dims) && concrete_dims(gamma, &gamma_dims))) {
         return;
     }
+    const std::string arithmetic_text(arithmetic.data(), arithmetic.size());
     OpgenWhy why;
-    if (!::opgen_rms_norm_grad_checks::HostChecks(dy_dims, x_dims, rstd_dims, gamma_dims, &why)) {
+    if (!::opgen_rms_norm_grad_checks::HostChecks(dy_dims, x_dims, rstd_dims, gamma_dims, arithmetic_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::rms_norm_grad: the op_host code refuses the call: OpgenRmsNormGrad: ", why.text);
     }
 }
@@ -2844,7 +2919,7 @@ inline OutputPlan<3> add_rms_norm_plan(const at::Tensor& x1, const at::Tensor& x
 }
 
 // ---- add_rms_norm_grad (kernels/add_rms_norm_grad.toml): dy, x_sum, rstd, gamma, dx_sum -> dx, dgamma
-// Checks the arguments and gives the outputs' shapes and dtypes (add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma)).
+// Checks the arguments and gives the outputs' shapes and dtypes (add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum, str arithmetic="float-float") -> (Tensor dx, Tensor dgamma)).
 inline OutputPlan<2> add_rms_norm_grad_plan(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum)
 {
     static constexpr const char* op_name = "opgen::add_rms_norm_grad";
@@ -3114,7 +3189,7 @@ inline OutputPlan<3> layer_norm_plan(const at::Tensor& x, const at::Tensor& gamm
 }
 
 // ---- layer_norm_grad (kernels/layer_norm_grad.toml): dy, x, mean, rstd, gamma -> dx, dgamma, dbeta
-// Checks the arguments and gives the outputs' shapes and dtypes (layer_norm_grad(Tensor dy, Tensor x, Tensor mean, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma, Tensor dbeta)).
+// Checks the arguments and gives the outputs' shapes and dtypes (layer_norm_grad(Tensor dy, Tensor x, Tensor mean, Tensor rstd, Tensor gamma, str arithmetic="float-float") -> (Tensor dx, Tensor dgamma, Tensor dbeta)).
 inline OutputPlan<3> layer_norm_grad_plan(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma)
 {
     static constexpr const char* op_name = "opgen::layer_norm_grad";
@@ -3219,7 +3294,7 @@ inline OutputPlan<2> rms_norm_plan(const at::Tensor& x, const at::Tensor& gamma)
 }
 
 // ---- rms_norm_grad (kernels/rms_norm_grad.toml): dy, x, rstd, gamma -> dx, dgamma
-// Checks the arguments and gives the outputs' shapes and dtypes (rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma)).
+// Checks the arguments and gives the outputs' shapes and dtypes (rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma, str arithmetic="float-float") -> (Tensor dx, Tensor dgamma)).
 inline OutputPlan<2> rms_norm_grad_plan(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma)
 {
     static constexpr const char* op_name = "opgen::rms_norm_grad";

@@ -123,6 +123,18 @@ void Max(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const 
     k::level0_binary("Max", k::kArith, dstLocal, src0Local, src1Local, mask, repeatTimes, repeatParams, k::MaxOp{});
 }
 
+// The level-0 Add (mask continuous mode), as Max: row_norm_grad's plain float32 path adds a
+// per-row value (a Brcb'ed block, block stride 0) over its row.
+template <typename T, bool isSetMask = true>
+void Add(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
+         uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& repeatParams,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Add", opgen_twin::kern::Pipe::V, here);
+    namespace k = opgen_twin::kern;
+    k::level0_binary("Add", k::kArith, dstLocal, src0Local, src1Local, mask, repeatTimes, repeatParams,
+                     [](auto u, auto v) { return u + v; });
+}
+
 template <typename T, bool isSetMask = true>
 void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t mask,
                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,

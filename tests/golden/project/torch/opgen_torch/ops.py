@@ -49,6 +49,7 @@ def add_rms_norm_grad(
     rstd: torch.Tensor,
     gamma: torch.Tensor,
     dx_sum: torch.Tensor,
+    arithmetic: str = "float-float",
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """dx = dx1 = dx2 = rstd * (g - x_sum * rstd^2 * mean(g * x_sum)) + dx_sum with g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * x_sum * rstd (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
 
@@ -58,6 +59,7 @@ def add_rms_norm_grad(
         rstd: float32 tensor on the NPU.
         gamma: float16 | bfloat16 | float32 tensor on the NPU.
         dx_sum: float16 | bfloat16 | float32 tensor on the NPU.
+        arithmetic: str, default "float-float".
 
     Returns:
         (dx, dgamma):
@@ -69,10 +71,10 @@ def add_rms_norm_grad(
         dy=bfloat16, x_sum=bfloat16, rstd=float32, gamma=bfloat16, dx_sum=bfloat16 -> dx=bfloat16, dgamma=bfloat16
         dy=float32, x_sum=float32, rstd=float32, gamma=float32, dx_sum=float32 -> dx=float32, dgamma=float32
 
-    Schema: opgen::add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum) -> (Tensor dx, Tensor dgamma)
+    Schema: opgen::add_rms_norm_grad(Tensor dy, Tensor x_sum, Tensor rstd, Tensor gamma, Tensor dx_sum, str arithmetic="float-float") -> (Tensor dx, Tensor dgamma)
     Runs aclnnOpgenAddRmsNormGrad (CANN op OpgenAddRmsNormGrad), generated from kernels/add_rms_norm_grad.toml.
     """
-    return torch.ops.opgen.add_rms_norm_grad(dy, x_sum, rstd, gamma, dx_sum)
+    return torch.ops.opgen.add_rms_norm_grad(dy, x_sum, rstd, gamma, dx_sum, arithmetic)
 
 
 def bnsd_to_bsnd(
@@ -322,6 +324,7 @@ def layer_norm_grad(
     mean: torch.Tensor,
     rstd: torch.Tensor,
     gamma: torch.Tensor,
+    arithmetic: str = "float-float",
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with xhat = (x - mean) * rstd, g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * xhat, dbeta = sum over all rows of dy (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
 
@@ -331,6 +334,7 @@ def layer_norm_grad(
         mean: float32 tensor on the NPU.
         rstd: float32 tensor on the NPU.
         gamma: float16 | bfloat16 | float32 tensor on the NPU.
+        arithmetic: str, default "float-float".
 
     Returns:
         (dx, dgamma, dbeta):
@@ -343,10 +347,10 @@ def layer_norm_grad(
         dy=bfloat16, x=bfloat16, mean=float32, rstd=float32, gamma=bfloat16 -> dx=bfloat16, dgamma=bfloat16, dbeta=bfloat16
         dy=float32, x=float32, mean=float32, rstd=float32, gamma=float32 -> dx=float32, dgamma=float32, dbeta=float32
 
-    Schema: opgen::layer_norm_grad(Tensor dy, Tensor x, Tensor mean, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma, Tensor dbeta)
+    Schema: opgen::layer_norm_grad(Tensor dy, Tensor x, Tensor mean, Tensor rstd, Tensor gamma, str arithmetic="float-float") -> (Tensor dx, Tensor dgamma, Tensor dbeta)
     Runs aclnnOpgenLayerNormGrad (CANN op OpgenLayerNormGrad), generated from kernels/layer_norm_grad.toml.
     """
-    return torch.ops.opgen.layer_norm_grad(dy, x, mean, rstd, gamma)
+    return torch.ops.opgen.layer_norm_grad(dy, x, mean, rstd, gamma, arithmetic)
 
 
 def reshape_and_cache(
@@ -456,6 +460,7 @@ def rms_norm_grad(
     x: torch.Tensor,
     rstd: torch.Tensor,
     gamma: torch.Tensor,
+    arithmetic: str = "float-float",
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """dx = rstd * (g - x * rstd^2 * mean(g * x)) with g = dy * gamma per row (rounded once); dgamma = sum over all rows of dy * x * rstd (48 fixed row groups in float-float, then the groups in order across cores after SyncAll)
 
@@ -464,6 +469,7 @@ def rms_norm_grad(
         x: float16 | bfloat16 | float32 tensor on the NPU.
         rstd: float32 tensor on the NPU.
         gamma: float16 | bfloat16 | float32 tensor on the NPU.
+        arithmetic: str, default "float-float".
 
     Returns:
         (dx, dgamma):
@@ -475,10 +481,10 @@ def rms_norm_grad(
         dy=bfloat16, x=bfloat16, rstd=float32, gamma=bfloat16 -> dx=bfloat16, dgamma=bfloat16
         dy=float32, x=float32, rstd=float32, gamma=float32 -> dx=float32, dgamma=float32
 
-    Schema: opgen::rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma) -> (Tensor dx, Tensor dgamma)
+    Schema: opgen::rms_norm_grad(Tensor dy, Tensor x, Tensor rstd, Tensor gamma, str arithmetic="float-float") -> (Tensor dx, Tensor dgamma)
     Runs aclnnOpgenRmsNormGrad (CANN op OpgenRmsNormGrad), generated from kernels/rms_norm_grad.toml.
     """
-    return torch.ops.opgen.rms_norm_grad(dy, x, rstd, gamma)
+    return torch.ops.opgen.rms_norm_grad(dy, x, rstd, gamma, arithmetic)
 
 
 def rotary_mul(

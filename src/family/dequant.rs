@@ -262,6 +262,9 @@ impl FamilyOps for Dequant {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()
     }
+    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
+        true
+    }
     fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
         Vec::new()
     }

@@ -117,9 +117,7 @@ pub(crate) trait FamilyOps: Sync {
     /// Whether a variant row (its attrs) takes a kernel path of its own at `dtype`; false drops
     /// the row there, where it would only model the default's path again (row_norm_grad's
     /// arithmetic "float32" at float32 inputs runs the float-float kernel).
-    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
-        true
-    }
+    fn report_variant_applies(&self, spec: &OpSpec, dtype: DType, attrs: &[(String, AttrValue)]) -> bool;
     /// The CANN built-in op this op replaces on an NPU, whose public kernel design the report
     /// models as its second baseline ("vs CANN"); `None` where no built-in design is modelled.
     fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin>;

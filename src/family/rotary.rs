@@ -608,6 +608,9 @@ impl FamilyOps for Rotary {
         }
     }
 
+    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
+        true
+    }
     /// Rows of D.
     fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
         Vec::new()

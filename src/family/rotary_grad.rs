@@ -584,6 +584,9 @@ impl FamilyOps for RotaryGrad {
         // The spec's default attrs are the modelled kernel path.
         Vec::new()
     }
+    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
+        true
+    }
     /// x only feeds the table gradients: with `table_grads = false` the kernel never reads it,
     /// so the floor does not count it.
     fn inputs_not_read(&self, _spec: &OpSpec, attrs: &[(String, AttrValue)]) -> Vec<&'static str> {

@@ -290,6 +290,9 @@ typed_calls! {
     "TTTDSTTT" => [T T T D S T T T],
     "TTTSTT" => [T T T S T T],
     "TTTTSBTTT" => [T T T T S B T T T],
+    "TTTTSTT" => [T T T T S T T],
+    "TTTTTSTT" => [T T T T T S T T],
+    "TTTTTSTTT" => [T T T T T S T T T],
 }
 
 #[cfg(test)]

@@ -52,6 +52,9 @@ pub const CALLABLE_PATTERNS: &[&str] = &[
     "TTTDSTTT",
     "TTTSTT",
     "TTTTSBTTT",
+    "TTTTSTT",
+    "TTTTTSTT",
+    "TTTTTSTTT",
 ];
 
 /// The op's aclnn argument pattern, e.g. `TTDSTT` for rms_norm (x, gamma, epsilon, rounding, y, rstd).

@@ -68,6 +68,9 @@ fn steps() -> Vec<Step> {
                 "16777216",
                 "--known-misses",
                 "tests/report-known-misses.txt",
+                // Every figure of the run stays behind for reading (`jq`, the issue notes).
+                "--json",
+                "target/report-model.json",
             ])
             .cwd(root),
         kind: Kind::Single,

@@ -235,8 +235,22 @@ pub(crate) fn check_rounding_attr(
         );
         return;
     }
+    check_choice_default(r, raw, i, a, &ROUNDINGS, ROUNDINGS_TEXT);
+}
+
+/// Checks string attr `i`'s default is one of `choices` (`choices_text` lists them for the
+/// message), naming the attr (file:line:column): rounding here, row_norm_grad's arithmetic.
+pub(crate) fn check_choice_default(
+    r: &mut Reporter,
+    raw: &RawSpec,
+    i: usize,
+    a: &crate::spec::Attr,
+    choices: &[&str],
+    choices_text: &str,
+) {
+    let name = &a.name;
     match &a.default {
-        Some(AttrValue::String(v)) if ROUNDINGS.contains(&v.as_str()) => {}
+        Some(AttrValue::String(v)) if choices.contains(&v.as_str()) => {}
         Some(other) => {
             let shown = match other {
                 AttrValue::String(v) => format!("`{v}`"),
@@ -245,13 +259,13 @@ pub(crate) fn check_rounding_attr(
             r.error(
                 raw.attrs[i].default.as_ref().expect("default present"),
                 &format!("attrs[{i}].default"),
-                format!("rounding {shown} is not supported: use {ROUNDINGS_TEXT}"),
+                format!("{name} {shown} is not supported: use {choices_text}"),
             )
         }
         None => r.error(
             &raw.attrs[i].name,
             &format!("attrs[{i}].default"),
-            format!("the rounding attr needs a default ({ROUNDINGS_TEXT})"),
+            format!("the {name} attr needs a default ({choices_text})"),
         ),
     }
 }

@@ -213,25 +213,7 @@ fn check_attrs(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
             );
             continue;
         }
-        match &a.default {
-            Some(AttrValue::String(v)) if ARITHMETICS.contains(&v.as_str()) => {}
-            Some(other) => {
-                let shown = match other {
-                    AttrValue::String(v) => format!("`{v}`"),
-                    v => format!("{v:?}"),
-                };
-                r.error(
-                    raw.attrs[i].default.as_ref().expect("default present"),
-                    &format!("attrs[{i}].default"),
-                    format!("arithmetic {shown} is not supported: use {ARITHMETICS_TEXT}"),
-                )
-            }
-            None => r.error(
-                &raw.attrs[i].name,
-                &format!("attrs[{i}].default"),
-                format!("the arithmetic attr needs a default ({ARITHMETICS_TEXT})"),
-            ),
-        }
+        super::row_norm::check_choice_default(r, raw, i, a, &ARITHMETICS, ARITHMETICS_TEXT);
     }
 }
 

@@ -539,49 +539,45 @@ void access(Shadow& sh, uint64_t a, uint64_t b, bool write, Describe describe) {
     if (a >= b) return;
     Pipes& ps = pipes();
     const int p = int(ps.pipe);
+    // The checks of one segment against this access; [lo, hi) names its bytes in a report.
+    const auto check = [&](const Seg& g, uint64_t lo, uint64_t hi) {
+        // A write checks the reads since the last write first: they are the nearer hazard.
+        if (write) {
+            for (int q = 0; q < kP; ++q) {
+                if (!ordered(q, g.r[q], p)) race("WAR", q, g.r[q], false, true, describe(lo, hi));
+            }
+        }
+        if (!ordered(g.wpipe, g.w, p)) race(write ? "WAW" : "RAW", g.wpipe, g.w, true, write, describe(lo, hi));
+    };
+    // The segment a write leaves: everything earlier is ordered before it, so it alone
+    // describes [a, b) now.
+    const auto written = [&] {
+        Seg g;
+        g.end = b;
+        g.wpipe = uint8_t(p);
+        g.w = ps.cur;
+        return g;
+    };
     // Fast path, the common case of a buffer accessed again as a whole: [a, b) is exactly one
     // segment. The same checks and the same update as below, without splitting, erasing and
     // re-inserting (the map operations were a third of a twin run's time).
     if (auto one = sh.find(a); one != sh.end() && one->second.end == b) {
-        Seg& g = one->second;
-        const auto where = [&] { return describe(a, b); };
+        check(one->second, a, b);
         if (write) {
-            for (int q = 0; q < kP; ++q) {
-                if (!ordered(q, g.r[q], p)) race("WAR", q, g.r[q], false, true, where());
-            }
-        }
-        if (!ordered(g.wpipe, g.w, p)) race(write ? "WAW" : "RAW", g.wpipe, g.w, true, write, where());
-        if (write) {
-            g = Seg{};
-            g.end = b;
-            g.wpipe = uint8_t(p);
-            g.w = ps.cur;
+            one->second = written();
         } else {
-            g.r[p] = ps.cur;
+            one->second.r[p] = ps.cur;
         }
         return;
     }
     split_at(sh, a);
     split_at(sh, b);
     for (auto it = sh.lower_bound(a); it != sh.end() && it->first < b; ++it) {
-        const Seg& g = it->second;
-        const auto where = [&] { return describe(std::max(a, it->first), std::min(b, g.end)); };
-        // A write checks the reads since the last write first: they are the nearer hazard.
-        if (write) {
-            for (int q = 0; q < kP; ++q) {
-                if (!ordered(q, g.r[q], p)) race("WAR", q, g.r[q], false, true, where());
-            }
-        }
-        if (!ordered(g.wpipe, g.w, p)) race(write ? "WAW" : "RAW", g.wpipe, g.w, true, write, where());
+        check(it->second, std::max(a, it->first), std::min(b, it->second.end));
     }
     if (write) {
-        // Everything earlier is ordered before this write, so it alone describes [a, b) now.
         sh.erase(sh.lower_bound(a), sh.lower_bound(b));
-        Seg g;
-        g.end = b;
-        g.wpipe = uint8_t(p);
-        g.w = ps.cur;
-        sh.emplace(a, g);
+        sh.emplace(a, written());
         return;
     }
     uint64_t at = a;

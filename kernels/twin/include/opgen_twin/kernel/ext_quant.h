@@ -67,48 +67,6 @@ namespace kern {
 constexpr uint32_t kBrcb = dbit(DType::I16) | dbit(DType::U16) | dbit(DType::I32) | dbit(DType::U32) |
                            dbit(DType::F16) | dbit(DType::BF16) | dbit(DType::F32);
 
-// The level-0 binary form (mask continuous mode) for an elementwise `f`: Mul's checks and
-// tracking (ext_rotary.h), reused by Max.
-template <typename T, typename F>
-inline void level0_binary(const char* api, uint32_t allowed, const AscendC::LocalTensor<T>& dstLocal,
-                          const AscendC::LocalTensor<T>& src0Local, const AscendC::LocalTensor<T>& src1Local,
-                          uint64_t mask, uint8_t repeatTimes, const AscendC::BinaryRepeatParams& p, F f) {
-    require_dtype<T>(api, "T", allowed);
-    const uint64_t lanes = 256 / sizeof(T);
-    if (mask < 1 || mask > lanes) {
-        fail(api, "mask out of range",
-             "mask " + std::to_string(mask) + " not in [1, " + std::to_string(lanes) + "] for " +
-                 std::to_string(sizeof(T)) + "-byte elements (continuous mode counts one repeat)");
-    }
-    if (p.blockNumber != AscendC::DEFAULT_BLK_NUM || p.repeatStrideMode || p.strideSizeMode) {
-        fail(api, "BinaryRepeatParams mode not modelled",
-             "blockNumber, repeatStrideMode and strideSizeMode must keep their defaults");
-    }
-    if (repeatTimes == 0) return;
-    const uint64_t rt = repeatTimes;
-    const uint64_t dst_bytes = level0_extent<T>(rt, mask, p.dstBlkStride, p.dstRepStride);
-    const uint64_t a_bytes = level0_extent<T>(rt, mask, p.src0BlkStride, p.src0RepStride);
-    const uint64_t b_bytes = level0_extent<T>(rt, mask, p.src1BlkStride, p.src1RepStride);
-    uint8_t* d = ub_operand(api, "dst", dstLocal.ref_, dst_bytes, true, Extent::Exact, false);
-    const uint8_t* a = ub_operand(api, "src0", src0Local.ref_, a_bytes, true, Extent::Exact, false);
-    const uint8_t* b = ub_operand(api, "src1", src1Local.ref_, b_bytes, true, Extent::Exact, false);
-    level0_track<T>(src0Local.ref_, rt, mask, p.src0BlkStride, p.src0RepStride, false);
-    level0_track<T>(src1Local.ref_, rt, mask, p.src1BlkStride, p.src1RepStride, false);
-    level0_track<T>(dstLocal.ref_, rt, mask, p.dstBlkStride, p.dstRepStride, true);
-    level0_overlap(api, "src0", dstLocal, dst_bytes, p.dstBlkStride, p.dstRepStride, src0Local, a_bytes,
-                   p.src0BlkStride, p.src0RepStride);
-    level0_overlap(api, "src1", dstLocal, dst_bytes, p.dstBlkStride, p.dstRepStride, src1Local, b_bytes,
-                   p.src1BlkStride, p.src1RepStride);
-    for (uint64_t r = 0; r < rt; ++r) {
-        for (uint64_t e = 0; e < mask; ++e) {
-            const T x = load<T>(a + level0_offset<T>(r, e, p.src0BlkStride, p.src0RepStride));
-            const T y = load<T>(b + level0_offset<T>(r, e, p.src1BlkStride, p.src1RepStride));
-            store<T>(d + level0_offset<T>(r, e, p.dstBlkStride, p.dstRepStride), apply2<T>(x, y, f));
-        }
-    }
-    count_vector(api, rt * mask);
-}
-
 }  // namespace kern
 }  // namespace opgen_twin
 

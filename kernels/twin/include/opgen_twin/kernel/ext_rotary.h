@@ -188,6 +188,54 @@ inline void level0_overlap(const char* api, const char* role, const AscendC::Loc
              ") overlap without being the same start and strides (in place)");
 }
 
+// A level-0 mask in continuous mode: 1 to one repeat's lanes.
+template <typename T>
+inline void level0_mask(const char* api, uint64_t mask) {
+    const uint64_t lanes = 256 / sizeof(T);
+    if (mask < 1 || mask > lanes) {
+        fail(api, "mask out of range",
+             "mask " + std::to_string(mask) + " not in [1, " + std::to_string(lanes) + "] for " +
+                 std::to_string(sizeof(T)) + "-byte elements (continuous mode counts one repeat)");
+    }
+}
+
+// The level-0 binary form (mask continuous mode) for an elementwise `f`: the checks, tracking
+// and arithmetic of Mul, Add and Max (ext_quant.h).
+template <typename T, typename F>
+inline void level0_binary(const char* api, uint32_t allowed, const AscendC::LocalTensor<T>& dstLocal,
+                          const AscendC::LocalTensor<T>& src0Local, const AscendC::LocalTensor<T>& src1Local,
+                          uint64_t mask, uint8_t repeatTimes, const AscendC::BinaryRepeatParams& p, F f) {
+    require_dtype<T>(api, "T", allowed);
+    level0_mask<T>(api, mask);
+    if (p.blockNumber != AscendC::DEFAULT_BLK_NUM || p.repeatStrideMode || p.strideSizeMode) {
+        fail(api, "BinaryRepeatParams mode not modelled",
+             "blockNumber, repeatStrideMode and strideSizeMode must keep their defaults");
+    }
+    if (repeatTimes == 0) return;
+    const uint64_t rt = repeatTimes;
+    const uint64_t dst_bytes = level0_extent<T>(rt, mask, p.dstBlkStride, p.dstRepStride);
+    const uint64_t a_bytes = level0_extent<T>(rt, mask, p.src0BlkStride, p.src0RepStride);
+    const uint64_t b_bytes = level0_extent<T>(rt, mask, p.src1BlkStride, p.src1RepStride);
+    uint8_t* d = ub_operand(api, "dst", dstLocal.ref_, dst_bytes, true, Extent::Exact, false);
+    const uint8_t* a = ub_operand(api, "src0", src0Local.ref_, a_bytes, true, Extent::Exact, false);
+    const uint8_t* b = ub_operand(api, "src1", src1Local.ref_, b_bytes, true, Extent::Exact, false);
+    level0_track<T>(src0Local.ref_, rt, mask, p.src0BlkStride, p.src0RepStride, false);
+    level0_track<T>(src1Local.ref_, rt, mask, p.src1BlkStride, p.src1RepStride, false);
+    level0_track<T>(dstLocal.ref_, rt, mask, p.dstBlkStride, p.dstRepStride, true);
+    level0_overlap(api, "src0", dstLocal, dst_bytes, p.dstBlkStride, p.dstRepStride, src0Local, a_bytes,
+                   p.src0BlkStride, p.src0RepStride);
+    level0_overlap(api, "src1", dstLocal, dst_bytes, p.dstBlkStride, p.dstRepStride, src1Local, b_bytes,
+                   p.src1BlkStride, p.src1RepStride);
+    for (uint64_t r = 0; r < rt; ++r) {
+        for (uint64_t e = 0; e < mask; ++e) {
+            const T x = load<T>(a + level0_offset<T>(r, e, p.src0BlkStride, p.src0RepStride));
+            const T y = load<T>(b + level0_offset<T>(r, e, p.src1BlkStride, p.src1RepStride));
+            store<T>(d + level0_offset<T>(r, e, p.dstBlkStride, p.dstRepStride), apply2<T>(x, y, f));
+        }
+    }
+    count_vector(api, rt * mask);
+}
+
 }  // namespace kern
 }  // namespace opgen_twin
 
@@ -199,43 +247,8 @@ void Mul(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const 
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Mul", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
-    const char* api = "Mul";
-    k::require_dtype<T>(api, "T", k::kArith);
-    const uint64_t lanes = 256 / sizeof(T);
-    if (mask < 1 || mask > lanes) {
-        opgen_twin::fail(api, "mask out of range",
-                         "mask " + std::to_string(mask) + " not in [1, " + std::to_string(lanes) + "] for " +
-                             std::to_string(sizeof(T)) + "-byte elements (continuous mode counts one repeat)");
-    }
-    if (repeatParams.blockNumber != DEFAULT_BLK_NUM || repeatParams.repeatStrideMode || repeatParams.strideSizeMode) {
-        opgen_twin::fail(api, "BinaryRepeatParams mode not modelled",
-                         "blockNumber, repeatStrideMode and strideSizeMode must keep their defaults");
-    }
-    if (repeatTimes == 0) return;
-    const BinaryRepeatParams& p = repeatParams;
-    const uint64_t rt = repeatTimes;
-    const uint64_t dst_bytes = k::level0_extent<T>(rt, mask, p.dstBlkStride, p.dstRepStride);
-    const uint64_t a_bytes = k::level0_extent<T>(rt, mask, p.src0BlkStride, p.src0RepStride);
-    const uint64_t b_bytes = k::level0_extent<T>(rt, mask, p.src1BlkStride, p.src1RepStride);
-    uint8_t* d = k::ub_operand(api, "dst", dstLocal.ref_, dst_bytes, true, k::Extent::Exact, false);
-    const uint8_t* a = k::ub_operand(api, "src0", src0Local.ref_, a_bytes, true, k::Extent::Exact, false);
-    const uint8_t* b = k::ub_operand(api, "src1", src1Local.ref_, b_bytes, true, k::Extent::Exact, false);
-    k::level0_track<T>(src0Local.ref_, rt, mask, p.src0BlkStride, p.src0RepStride, false);
-    k::level0_track<T>(src1Local.ref_, rt, mask, p.src1BlkStride, p.src1RepStride, false);
-    k::level0_track<T>(dstLocal.ref_, rt, mask, p.dstBlkStride, p.dstRepStride, true);
-    k::level0_overlap(api, "src0", dstLocal, dst_bytes, p.dstBlkStride, p.dstRepStride, src0Local, a_bytes,
-                      p.src0BlkStride, p.src0RepStride);
-    k::level0_overlap(api, "src1", dstLocal, dst_bytes, p.dstBlkStride, p.dstRepStride, src1Local, b_bytes,
-                      p.src1BlkStride, p.src1RepStride);
-    for (uint64_t r = 0; r < rt; ++r) {
-        for (uint64_t e = 0; e < mask; ++e) {
-            const T x = k::load<T>(a + k::level0_offset<T>(r, e, p.src0BlkStride, p.src0RepStride));
-            const T y = k::load<T>(b + k::level0_offset<T>(r, e, p.src1BlkStride, p.src1RepStride));
-            k::store<T>(d + k::level0_offset<T>(r, e, p.dstBlkStride, p.dstRepStride),
-                        k::apply2<T>(x, y, [](auto u, auto v) { return u * v; }));
-        }
-    }
-    k::count_vector(api, rt * mask);
+    k::level0_binary("Mul", k::kArith, dstLocal, src0Local, src1Local, mask, repeatTimes, repeatParams,
+                     [](auto u, auto v) { return u * v; });
 }
 
 // ---- Muls, level 0 (mask continuous mode) ----
@@ -274,12 +287,7 @@ void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const 
     namespace k = opgen_twin::kern;
     const char* api = "Muls";
     k::require_dtype<T>(api, "T", k::kArith);
-    const uint64_t lanes = 256 / sizeof(T);
-    if (mask < 1 || mask > lanes) {
-        opgen_twin::fail(api, "mask out of range",
-                         "mask " + std::to_string(mask) + " not in [1, " + std::to_string(lanes) + "] for " +
-                             std::to_string(sizeof(T)) + "-byte elements (continuous mode counts one repeat)");
-    }
+    k::level0_mask<T>(api, mask);
     const UnaryRepeatParams& p = repeatParams;
     if (p.blockNumber != DEFAULT_BLK_NUM || p.repeatStrideMode || p.strideSizeMode || p.halfBlock ||
         p.dstBlkStride > 255 || p.srcBlkStride > 255) {

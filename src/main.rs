@@ -3,6 +3,7 @@
 use ascend_opgen::app::args::UnknownValue;
 use ascend_opgen::app::{self, gen::GenOptions, plan::PlanOptions, run::RunOptions, run_npu::RunNpuOptions};
 use ascend_opgen::plan::soc::DEFAULT_SOC;
+use ascend_opgen::report::step::{Step, StepModel};
 use ascend_opgen::report::ShapeSet;
 use ascend_opgen::DType;
 use clap::{Parser, Subcommand};
@@ -21,6 +22,11 @@ struct Cli {
 
 fn parse_shape_set(text: &str) -> Result<ShapeSet, UnknownValue> {
     ShapeSet::parse(text).ok_or_else(|| UnknownValue::new("shape set", text, "sweep, model, all"))
+}
+
+fn parse_step_model(text: &str) -> Result<StepModel, UnknownValue> {
+    StepModel::parse(text)
+        .ok_or_else(|| UnknownValue::new("step model", text, "qwen2-7b, qwen3-8b, qwen3-vl-8b"))
 }
 
 fn parse_bf16_npy(text: &str) -> Result<ascend_opgen::npy::Bf16Npy, UnknownValue> {
@@ -152,6 +158,14 @@ enum Command {
         /// more as name=dims to override derived shapes; needs exactly one op in --ops.
         #[arg(long = "shape")]
         shape: Vec<String>,
+        /// One layer's training step instead of --shapes: qwen2-7b, qwen3-8b or qwen3-vl-8b
+        /// (text decoder layer; Qwen3-VL also its vision block), forward and backward; with no
+        /// --dtypes, bf16.
+        #[arg(long, value_parser = parse_step_model)]
+        step: Option<StepModel>,
+        /// The step's tokens (the vision block's patches).
+        #[arg(long, default_value_t = 4096, requires = "step")]
+        tokens: usize,
     },
     /// Find the CANN toolkit and say what is missing.
     Doctor {
@@ -209,10 +223,12 @@ fn main() {
             known_misses,
             max_elements,
             shape,
+            step,
+            tokens,
         } => app::report::report(&app::report::ReportOptions {
             specs,
             ops,
-            dtypes,
+            dtypes: if step.is_some() && dtypes.is_empty() { vec![DType::BFloat16] } else { dtypes },
             soc,
             shapes,
             json,
@@ -222,6 +238,7 @@ fn main() {
             known_misses,
             max_elements,
             shape,
+            step: step.map(|model| Step { model, tokens }),
         }),
         Command::Doctor { cann } => {
             let report = ascend_opgen::toolchain::doctor_report(cann.as_deref());

@@ -5,6 +5,7 @@
 use super::gen::{load_specs, render};
 use super::AppError;
 use crate::plan::soc;
+use crate::report::step::{self, Step, StepSummary};
 use crate::report::{self, ReportCase, ReportError, Row, ShapeSet, TargetSummary};
 use crate::spec::OpSpec;
 use crate::verify::{self, BuildOptions, CaseInput};
@@ -34,6 +35,9 @@ pub struct ReportOptions {
     /// One user shape in `plan`'s syntax (the first input's dims, then `name=dims` overrides)
     /// instead of the shape sets; needs exactly one op.
     pub shape: Vec<String>,
+    /// One layer's training step (`--step MODEL --tokens N`) instead of the shape sets: the
+    /// step's ops at its shapes, then the step's table ([`report::step`]).
+    pub step: Option<Step>,
 }
 
 impl Default for ReportOptions {
@@ -51,6 +55,7 @@ impl Default for ReportOptions {
             known_misses: None,
             max_elements: None,
             shape: Vec::new(),
+            step: None,
         }
     }
 }
@@ -62,6 +67,8 @@ pub struct Report {
     /// One line per case the twin could not run (`op dtype shape: why`).
     pub failures: Vec<String>,
     pub targets: Vec<TargetSummary>,
+    /// `--step`: the layer's step, one per dtype.
+    pub steps: Vec<StepSummary>,
     pub seconds: f64,
 }
 
@@ -71,6 +78,7 @@ struct ReportJson<'a> {
     model: report::ModelConstants,
     rows: &'a [Row],
     targets: &'a [TargetSummary],
+    steps: &'a [StepSummary],
     failures: &'a [String],
     seconds: f64,
 }
@@ -85,7 +93,17 @@ struct Job<'a> {
 /// Builds the runners, runs every case and returns the rows (in op, dtype, case order).
 pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
     let started = Instant::now();
-    let specs = load_specs(opts.specs.as_deref(), &opts.ops)?;
+    let ops = match &opts.step {
+        Some(step) if !opts.ops.is_empty() || !opts.shape.is_empty() => {
+            return Err(AppError::input(format!(
+                "report --step {} runs its layer's own ops and shapes: drop --ops / --shape",
+                step.model.cli_name()
+            )))
+        }
+        Some(step) => step.ops(),
+        None => opts.ops.clone(),
+    };
+    let specs = load_specs(opts.specs.as_deref(), &ops)?;
     let project = render(&specs)?;
     let soc = soc::find(&opts.soc).map_err(AppError::input)?;
     let user = if opts.shape.is_empty() {
@@ -108,13 +126,19 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
             if !opts.dtypes.is_empty() && !opts.dtypes.contains(&dtype) {
                 continue;
             }
-            let all = match &user {
-                Some((first, explicit)) => vec![ReportCase {
+            let all = match (&user, &opts.step) {
+                (Some((first, explicit)), _) => vec![ReportCase {
                     origin: "user".to_string(),
                     shapes: crate::verify::sweep::shapes_from_first(spec, first, explicit),
                     attrs: crate::family::default_attrs(spec),
                 }],
-                None => report::cases(spec, opts.shapes),
+                (None, Some(step)) => step
+                    .launches()
+                    .iter()
+                    .filter(|l| l.op == spec.name)
+                    .map(|l| ReportCase::new(spec, &l.origin(step.model), &l.first))
+                    .collect(),
+                (None, None) => report::cases(spec, opts.shapes),
             };
             let family = crate::family::ops(spec.family);
             let (cases, skipped): (Vec<ReportCase>, Vec<ReportCase>) = all
@@ -180,6 +204,15 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
         }
     }
     out.targets = report::summarise(&out.rows);
+    if let Some(step) = &opts.step {
+        let mut dtypes: Vec<DType> = Vec::new();
+        for r in &out.rows {
+            if !dtypes.contains(&r.dtype) {
+                dtypes.push(r.dtype);
+            }
+        }
+        out.steps = dtypes.into_iter().map(|d| step::summarise(step, d, &out.rows)).collect();
+    }
     out.seconds = started.elapsed().as_secs_f64();
     Ok(out)
 }
@@ -214,6 +247,9 @@ fn run_one(soc: &soc::Soc, job: &Job) -> Result<Row, ReportError> {
 pub fn text(soc: &soc::Soc, report: &Report) -> String {
     let mut s = report::tables(soc, &report.rows);
     s.push_str(&report::targets_text(&report.targets));
+    for step in &report.steps {
+        s.push_str(&step::text(step));
+    }
     if !report.failures.is_empty() {
         s.push_str("\nCases the twin could not run\n");
         for f in &report.failures {
@@ -234,6 +270,7 @@ pub fn json(soc: &soc::Soc, report: &Report) -> String {
         model: report::ModelConstants::of(soc),
         rows: &report.rows,
         targets: &report.targets,
+        steps: &report.steps,
         failures: &report.failures,
         seconds: report.seconds,
     };
@@ -286,7 +323,8 @@ pub fn report(opts: &ReportOptions) -> Result<(), AppError> {
         Some(path) => read_known_misses(path)?,
         None => Vec::new(),
     };
-    let problems = check_known_misses(&report.rows, &accepted);
+    let mut problems = check_known_misses(&report.rows, &accepted);
+    problems.extend(check_steps(&report.steps, &accepted));
     if !problems.is_empty() {
         return Err(AppError::failed(format!(
             "report: {} target check(s) fail:\n{}",
@@ -299,6 +337,29 @@ pub fn report(opts: &ReportOptions) -> Result<(), AppError> {
         println!("report: {listed} missed target(s) accepted in the known-misses list, each with its reason");
     }
     Ok(())
+}
+
+/// The step targets through the same list: a missed target needs its line
+/// (`step qwen2-7b bf16 4096 time/floor | reason`), a listed one that is now met fails, and one
+/// that cannot be judged (a launch did not run, no eager sequence) is said, not passed.
+fn check_steps(steps: &[StepSummary], accepted: &[report::KnownMiss]) -> Vec<String> {
+    let checks: Vec<(String, Option<bool>, String)> = steps
+        .iter()
+        .flat_map(|s| s.checks.iter().map(move |c| (s.check_key(c), c.met, c.detail.clone())))
+        .collect();
+    let mut problems = Vec::new();
+    for (key, met, detail) in &checks {
+        let listed = accepted.iter().any(|k| &k.key == key);
+        match (met, listed) {
+            (Some(false), false) => problems.push(format!("missed: {key}: {detail}")),
+            (None, false) => problems.push(format!("cannot be judged: {key}: {detail}")),
+            (Some(true), true) => {
+                problems.push(format!("now met, remove it from the known-misses list: {key}"))
+            }
+            _ => {}
+        }
+    }
+    problems
 }
 
 /// Reads `op dtype shape target | reason` lines (`#` comments, blank lines skipped). A line

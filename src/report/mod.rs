@@ -6,6 +6,7 @@
 
 pub mod counters;
 pub mod model;
+pub mod step;
 pub mod svg;
 
 use crate::dtype::DType;

@@ -130,7 +130,13 @@ fn split_d_add_rms_norm_reads_its_inputs_twice_when_the_row_cannot_stay() {
 fn the_report_outputs_carry_the_rows() {
     let soc = soc::find(soc::DEFAULT_SOC).unwrap();
     let rows = vec![row("rms_norm", DType::Float16, &[64, 896]), row("rms_norm", DType::Float16, &[3, 7])];
-    let report = Report { targets: report::summarise(&rows), rows, failures: Vec::new(), seconds: 1.0 };
+    let report = Report {
+        targets: report::summarise(&rows),
+        rows,
+        failures: Vec::new(),
+        steps: Vec::new(),
+        seconds: 1.0,
+    };
     let text = app_report::text(soc, &report);
     assert!(
         text.contains("64x896") && text.contains("1 vs 8") && text.contains("Targets (issue #5)"),
@@ -289,4 +295,44 @@ fn the_floor_counts_only_the_inputs_the_result_depends_on() {
         let x_read = r.tensors.get("x").map_or(0, |t| t.traffic.bytes());
         assert_eq!(x_read > 0, table_grads, "table_grads {table_grads}: x traffic {x_read}");
     }
+}
+
+/// `report --step`: every launch of the layer's step has its row, at the layer's shapes, and the
+/// step's totals are those rows' sums; `--step` with `--ops` is refused.
+#[test]
+fn a_step_report_runs_every_launch_of_the_layer_at_its_shapes() {
+    use ascend_opgen::report::step::{Pass, Step, StepModel};
+    let step = Step { model: StepModel::Qwen3_8b, tokens: 4 };
+    let opts =
+        app_report::ReportOptions { step: Some(step), dtypes: vec![DType::BFloat16], ..Default::default() };
+    let report = app_report::run_report(&opts).expect("report runs");
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(report.steps.len(), 1);
+    let s = &report.steps[0];
+    assert!(s.missing.is_empty(), "{:?}", s.missing);
+    assert_eq!(s.rows.len(), 14, "7 forward launches and their 7 grads");
+    for r in &s.rows {
+        let row = report
+            .rows
+            .iter()
+            .find(|row| row.origin == r.launch.origin(StepModel::Qwen3_8b))
+            .expect("the launch's report row");
+        assert_eq!(row.op, r.launch.op);
+        assert_eq!(row.shapes[0].1, r.launch.first, "{}", row.op);
+        assert_eq!(r.time_us.mid, row.time_us.expect("cycle model").mid);
+    }
+    let fwd: f64 = s.rows.iter().filter(|r| r.launch.pass == Pass::Forward).map(|r| r.time_us.mid).sum();
+    let floors: f64 = s.rows.iter().map(|r| r.floor_us).sum();
+    assert!((s.forward.time_us.mid - fwd).abs() < 1e-9 && (s.total.floor_us - floors).abs() < 1e-9);
+    assert_eq!(s.checks.iter().map(|c| c.target).collect::<Vec<_>>(), vec!["time/floor", "vs eager"]);
+    let text = app_report::text(soc::find(soc::DEFAULT_SOC).unwrap(), &report);
+    assert!(text.contains("One training step of a Qwen3-8B layer, bf16, 4 tokens"), "{text}");
+
+    let refused = Cmd::new(env!("CARGO_BIN_EXE_opgen"))
+        .args(["report", "--step", "qwen3-8b", "--ops", "rms_norm"])
+        .stdin_null()
+        .run()
+        .expect("opgen runs");
+    assert_eq!(refused.code(), Some(2), "{}", refused.stderr_lossy());
+    assert!(refused.stderr_lossy().contains("drop --ops"), "{}", refused.stderr_lossy());
 }

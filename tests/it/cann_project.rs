@@ -174,3 +174,19 @@ fn build_sh_without_the_toolkit_environment_sources_set_env_or_stops_clearly() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(log.lines().count(), 3, "{log}");
 }
+
+#[test]
+fn op_host_cmake_names_a_failed_op_build_before_the_missing_op_proto() {
+    // CANN's opbuild() does not stop when op_build cannot start; the project checks its output
+    // right after, so the first error says op_build failed, not "Cannot find source file".
+    let project = project();
+    let cmake = file(&project, "op_host/CMakeLists.txt");
+    let lines = code_lines(cmake);
+    let opbuild = lines.iter().position(|l| l.starts_with("opbuild(")).expect("an opbuild() call");
+    assert_eq!(lines[opbuild + 1], "if(NOT EXISTS ${ASCEND_AUTOGEN_PATH}/op_proto.cc)", "{cmake}");
+    assert!(lines[opbuild + 2].starts_with("message(SEND_ERROR \"opbuild produced no"), "{cmake}");
+    let first_use = lines
+        .iter()
+        .position(|l| l.contains("${ASCEND_AUTOGEN_PATH}/op_proto.cc)") && l.starts_with("add_library"));
+    assert!(first_use.is_some_and(|u| u > opbuild + 2), "{cmake}");
+}

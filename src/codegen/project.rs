@@ -208,7 +208,8 @@ pub fn msopgen_json(spec: &OpSpec) -> String {
 }
 
 /// CMakePresets.json; the banner rides in the `vendor` object, which CMake reserves for
-/// tools' own data.
+/// tools' own data. msOpGen's cross-compile and shared-library switches are left out: the
+/// project does not support them (its CMakeLists.txt stops when one is turned on).
 fn cmake_presets(units: &[&str], sources: &[String], vendor: &str) -> String {
     use serde_json::json;
     let var = |ty: &str, value: &str| json!({ "type": ty, "value": value });
@@ -234,9 +235,6 @@ fn cmake_presets(units: &[&str], sources: &[String], vendor: &str) -> String {
                 "ASCEND_CANN_PACKAGE_PATH": var("PATH", "/usr/local/Ascend/ascend-toolkit/latest"),
                 "ASCEND_PYTHON_EXECUTABLE": var("STRING", "python3"),
                 "CMAKE_INSTALL_PREFIX": var("PATH", "${sourceDir}/build_out"),
-                "ENABLE_CROSS_COMPILE": var("BOOL", "False"),
-                "CMAKE_CROSS_PLATFORM_COMPILER": var("PATH", "/usr/bin/aarch64-linux-gnu-g++"),
-                "ASCEND_PACK_SHARED_LIBRARY": var("BOOL", "False"),
             }
         }]
     });

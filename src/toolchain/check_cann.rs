@@ -1,8 +1,10 @@
 //! `check-cann`: syntax-checks a generated project against a real CANN toolkit's headers.
 //!
 //! Every `op_kernel/*.cpp` is compiled with the host g++ in AscendC CPU-debug mode, once per
-//! set of dtype defines it is built for, and every `op_host/*.cpp` once; nothing is linked or
-//! run. The flags (see [`KERNEL_FLAGS`], [`HOST_FLAGS`]) were checked by hand against CANN
+//! set of dtype defines it is built for, and every `op_host/*.cpp` once; then all op_host files
+//! are compiled and linked together into one throw-away shared library with `-flto
+//! -Werror=odr` ([`HOST_LINK_FLAGS`]), as CANN links them into one library, so two ops' helper
+//! types with one name are an error here rather than undefined behaviour there. Nothing is run. The flags (see [`KERNEL_FLAGS`], [`HOST_FLAGS`]) were checked by hand against CANN
 //! 8.1.RC1. Files are compiled [`CheckOptions::jobs`] at a time, each through
 //! [`Cmd`], and every outcome is kept with the compiler's output.
 
@@ -27,6 +29,12 @@ pub const KERNEL_FLAGS: &[&str] = &[
 
 /// Flags for op_host files (CANN's opbuild compiles them as C++11).
 pub const HOST_FLAGS: &[&str] = &["-fsyntax-only", "-std=c++11", "-D_GLIBCXX_USE_CXX11_ABI=0"];
+
+/// Flags for the link of every op_host file into one shared library: link-time optimisation
+/// is what lets g++ compare a type's definitions across translation units (`-Wodr`), made an
+/// error. The library goes to /dev/null: only the diagnostics matter.
+pub const HOST_LINK_FLAGS: &[&str] =
+    &["-shared", "-fPIC", "-flto", "-O1", "-Werror=odr", "-std=c++11", "-D_GLIBCXX_USE_CXX11_ABI=0"];
 
 /// One set of preprocessor defines: `(name, value)` pairs, full macro names
 /// (`("DTYPE_X", "half")` becomes `-DDTYPE_X=half`; an empty value gives `-DNAME`).
@@ -77,11 +85,13 @@ impl Default for CheckOptions {
     }
 }
 
-/// Kernel or op_host.
+/// Kernel, op_host, or the link of all op_host files into one library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
     Kernel,
     Host,
+    /// Every op_host file in one `-flto -Werror=odr` link (its entry's file is `op_host/*.cpp`).
+    HostLink,
 }
 
 impl fmt::Display for FileKind {
@@ -89,6 +99,7 @@ impl fmt::Display for FileKind {
         f.write_str(match self {
             FileKind::Kernel => "kernel",
             FileKind::Host => "op_host",
+            FileKind::HostLink => "op_host link (ODR)",
         })
     }
 }
@@ -341,12 +352,24 @@ pub fn plan_checks(
             jobs.push(CheckJob { file: rel_path.clone(), kind: FileKind::Kernel, defines, cmd });
         }
     }
+    let mut host_dirs = toolkit.host_include_dirs.clone();
+    host_dirs.push(project_dir.join("op_host"));
     for host in &hosts {
         let rel_path = rel(host);
-        let mut dirs = toolkit.host_include_dirs.clone();
-        dirs.push(project_dir.join("op_host"));
-        let cmd = base(HOST_FLAGS).args(include_args(&dirs)).arg(&rel_path);
+        let cmd = base(HOST_FLAGS).args(include_args(&host_dirs)).arg(&rel_path);
         jobs.push(CheckJob { file: rel_path, kind: FileKind::Host, defines: Vec::new(), cmd });
+    }
+    if !hosts.is_empty() {
+        let cmd = base(HOST_LINK_FLAGS)
+            .args(include_args(&host_dirs))
+            .args(hosts.iter().map(|h| rel(h)))
+            .args(["-o", "/dev/null"]);
+        jobs.push(CheckJob {
+            file: PathBuf::from("op_host/*.cpp"),
+            kind: FileKind::HostLink,
+            defines: Vec::new(),
+            cmd,
+        });
     }
     Ok(jobs)
 }

@@ -4,7 +4,42 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::cann::{self, CannToolkit, Need, SearchEnv};
-use super::command::find_in_path;
+use super::command::{find_in_path, Cmd};
+
+/// The oldest CMake the generated project configures with: build.sh and build-npu use
+/// `cmake --preset`, new in 3.19 (the project's CMakeLists.txt and CMakePresets.json say so too).
+pub const CMAKE_MIN_VERSION: (u32, u32) = (3, 19);
+
+/// The version in `cmake --version`'s first line (`cmake version 3.22.1`, `cmake3 version
+/// 3.19.0-rc1`), as (major, minor, patch); None when the text has no such line.
+pub fn parse_cmake_version(output: &str) -> Option<(u32, u32, u32)> {
+    let line = output.lines().find(|l| l.trim_start().starts_with("cmake"))?;
+    let version = line.split_whitespace().skip_while(|w| *w != "version").nth(1)?;
+    let mut parts = version.split(|c: char| !c.is_ascii_digit());
+    let mut next = || parts.next().and_then(|p| p.parse::<u32>().ok());
+    let major = next()?;
+    let minor = next()?;
+    Some((major, minor, next().unwrap_or(0)))
+}
+
+/// Whether the cmake that printed `output` (for `--version`) can configure the generated
+/// project: Ok with its version, or Err with the reason, for the doctor's line.
+pub fn cmake_version_verdict(output: &str) -> Result<String, String> {
+    let (min_major, min_minor) = CMAKE_MIN_VERSION;
+    match parse_cmake_version(output) {
+        Some((major, minor, patch)) if (major, minor) >= CMAKE_MIN_VERSION => {
+            Ok(format!("{major}.{minor}.{patch}"))
+        }
+        Some((major, minor, patch)) => Err(format!(
+            "version {major}.{minor}.{patch} is too old: the project configures with `cmake --preset`, \
+             which needs {min_major}.{min_minor} or newer (pip install cmake gives a current one)"
+        )),
+        None => Err(format!(
+            "`cmake --version` printed no version ({:?}); {min_major}.{min_minor} or newer is needed",
+            output.lines().next().unwrap_or("").trim()
+        )),
+    }
+}
 
 /// Host programs the CANN side uses, and what for.
 const HOST_TOOLS: &[(&str, &str)] = &[
@@ -58,6 +93,13 @@ pub fn doctor_report_in(
     for (tool, used_by) in HOST_TOOLS {
         let found = find_in_path(tool.as_ref(), path_var);
         let _ = match found {
+            Ok(p) if *tool == "cmake" => match cmake_version_verdict(&run_version(&p)) {
+                Ok(version) => writeln!(s, "  {tool:<8} {} ({version})", p.display()),
+                Err(why) => {
+                    build_tools = false;
+                    writeln!(s, "  {tool:<8} {}: {why}", p.display())
+                }
+            },
             Ok(p) => writeln!(s, "  {tool:<8} {}", p.display()),
             Err(_) => {
                 build_tools &= !used_by.contains("build-npu");
@@ -71,9 +113,17 @@ pub fn doctor_report_in(
     } else if !toolkit_builds {
         writeln!(s, "verdict: build-npu cannot run here: no CANN toolkit usable for a build (above)")
     } else {
-        writeln!(s, "verdict: build-npu cannot run here: a host tool it needs is missing (above)")
+        writeln!(s, "verdict: build-npu cannot run here: a host tool it needs is missing or too old (above)")
     };
     DoctorReport { text: s, build_npu_ready }
+}
+
+/// What `program --version` prints (stdout then stderr), or the reason it could not run.
+fn run_version(program: &Path) -> String {
+    match Cmd::new(program).arg("--version").stdin_null().timeout(std::time::Duration::from_secs(30)).run() {
+        Ok(out) => out.combined_lossy(),
+        Err(e) => e.to_string(),
+    }
 }
 
 /// Writes the toolkit's lines; true when the toolkit is complete for a build.
@@ -150,6 +200,26 @@ fn write_toolkit(s: &mut String, t: &CannToolkit, env: &SearchEnv) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cmake_versions_parse_and_3_19_is_the_floor() {
+        assert_eq!(parse_cmake_version("cmake version 3.22.1\n\nCMake suite maintained"), Some((3, 22, 1)));
+        assert_eq!(parse_cmake_version("cmake3 version 3.19.0-rc1\n"), Some((3, 19, 0)));
+        assert_eq!(parse_cmake_version("cmake version 4.0\n"), Some((4, 0, 0)));
+        assert_eq!(parse_cmake_version(""), None);
+        assert_eq!(parse_cmake_version("cmake: command not found"), None);
+        assert_eq!(cmake_version_verdict("cmake version 3.19.0"), Ok("3.19.0".to_string()));
+        assert_eq!(cmake_version_verdict("cmake version 4.4.5"), Ok("4.4.5".to_string()));
+        let old = cmake_version_verdict("cmake version 3.18.4").unwrap_err();
+        assert!(
+            old.contains("3.18.4 is too old") && old.contains("--preset") && old.contains("3.19"),
+            "{old}"
+        );
+        let old_major = cmake_version_verdict("cmake version 2.8.12").unwrap_err();
+        assert!(old_major.contains("too old"), "{old_major}");
+        let none = cmake_version_verdict("").unwrap_err();
+        assert!(none.contains("printed no version"), "{none}");
+    }
 
     #[test]
     fn no_toolkit_names_places_and_advice() {

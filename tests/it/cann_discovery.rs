@@ -272,11 +272,18 @@ fn real_cann_8_1_rc1_tree() {
     assert_eq!(discover_in(None, Need::Headers, &env).toolkit.unwrap().root, root);
 }
 
-/// A directory of stub host tools (empty executable scripts) for the doctor's PATH.
+/// A directory of stub host tools (executable scripts) for the doctor's PATH; cmake says it is 3.22.1.
 fn stub_tools(dir: &Path, tools: &[&str]) -> std::ffi::OsString {
+    stub_tools_with_cmake(dir, tools, "3.22.1")
+}
+
+/// [`stub_tools`] whose cmake prints `cmake version <cmake_version>`.
+fn stub_tools_with_cmake(dir: &Path, tools: &[&str], cmake_version: &str) -> std::ffi::OsString {
     for tool in tools {
         let p = dir.join(tool);
-        support::write(&p, "#!/bin/sh\nexit 0\n");
+        let body =
+            if *tool == "cmake" { format!("echo 'cmake version {cmake_version}'\n") } else { String::new() };
+        support::write(&p, &format!("#!/bin/sh\n{body}exit 0\n"));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -325,6 +332,15 @@ fn doctor_is_ready_only_when_build_npu_could_run() {
     assert!(!r.build_npu_ready, "{}", r.text);
     assert!(r.text.contains("cmake    missing from PATH"), "{}", r.text);
     assert!(r.text.contains("a host tool it needs is missing"), "{}", r.text);
+
+    // cmake present but older than --preset (3.19): not ready, and the line says why.
+    let old_cmake = stub_tools_with_cmake(&tmp.path().join("bin-old-cmake"), ALL_TOOLS, "3.16.3");
+    let r = doctor_report_in(Some(&full), &env, Some(&old_cmake));
+    assert!(!r.build_npu_ready, "{}", r.text);
+    assert!(r.text.contains("version 3.16.3 is too old"), "{}", r.text);
+    assert!(r.text.contains("missing or too old"), "{}", r.text);
+    let r = doctor_report_in(Some(&full), &env, Some(&tools));
+    assert!(r.text.contains("cmake") && r.text.contains("(3.22.1)"), "{}", r.text);
 
     // A header-only copy serves check-cann, not build-npu.
     let r = doctor_report_in(Some(&headers_only), &env, Some(&tools));

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use ascend_opgen::toolchain::cann::{inspect_root_for, CannToolkit, Need};
 use ascend_opgen::toolchain::check_cann::{
     check_project, plan_checks, CheckError, CheckOptions, Defines, FileKind, KernelDefines, HOST_FLAGS,
-    KERNEL_FLAGS,
+    HOST_LINK_FLAGS, KERNEL_FLAGS,
 };
 use ascend_opgen::toolchain::command::which;
 
@@ -73,6 +73,7 @@ fn planned_commands_have_the_flags_defines_and_includes() {
             (PathBuf::from("op_kernel/scale_custom.cpp"), FileKind::Kernel, 2),
             (PathBuf::from("op_host/scale_custom.cpp"), FileKind::Host, 0),
             (PathBuf::from("op_host/zz_broken.cpp"), FileKind::Host, 0),
+            (PathBuf::from("op_host/*.cpp"), FileKind::HostLink, 0),
         ]
     );
 
@@ -96,6 +97,20 @@ fn planned_commands_have_the_flags_defines_and_includes() {
     let mut expected = toolkit.host_include_dirs.clone();
     expected.push(project.join("op_host"));
     assert_eq!(includes, expected);
+
+    // The one-library link: every op_host file, LTO with ODR violations as errors.
+    let link = args(4);
+    assert_eq!(&link[..HOST_LINK_FLAGS.len()], HOST_LINK_FLAGS);
+    assert!(link.contains(&"-Werror=odr".to_string()) && link.contains(&"-flto".to_string()), "{link:?}");
+    let includes: Vec<PathBuf> =
+        link.windows(2).filter(|w| w[0] == "-I").map(|w| PathBuf::from(&w[1])).collect();
+    assert_eq!(includes, expected);
+    assert!(link.ends_with(&[
+        "op_host/scale_custom.cpp".to_string(),
+        "op_host/zz_broken.cpp".to_string(),
+        "-o".to_string(),
+        "/dev/null".to_string()
+    ]));
 
     // The dry-run line is a pasteable shell command.
     let line = jobs[0].cmd.display();
@@ -130,6 +145,63 @@ fn bad_inputs_are_errors() {
     let err = check_project(&project, &toolkit, &options).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("unable to find `opgen-no-such-compiler`"), "{msg}");
+}
+
+/// An op_host file of op `stem` with its own `optiling::Plan` of `fields`, filled through a
+/// pointer as the generated TilingFuncs do (a type only ever optimised away is not compared).
+fn host_with_plan(stem: &str, fields: &[&str], own_namespace: bool) -> String {
+    let (open, close) = if own_namespace {
+        (format!("namespace {stem}_tiling {{\n"), "}\n".to_string())
+    } else {
+        Default::default()
+    };
+    let members: String = fields.iter().map(|f| format!("    unsigned long {f} = 0;\n")).collect();
+    format!(
+        "#include \"register/op_def_registry.h\"\nnamespace optiling {{\n{open}struct Plan {{\n{members}}};\n\
+         static bool PlanRows(unsigned long n, Plan* plan) {{ plan->{last} = n; return n > 3; }}\n\
+         unsigned long {stem}_tiling(unsigned long n) {{ Plan p; return PlanRows(n, &p) ? p.{last} : 0; }}\n\
+         {close}}}\n",
+        last = fields[fields.len() - 1]
+    )
+}
+
+#[test]
+fn host_link_reports_two_ops_defining_one_type_differently() {
+    // CANN links every op's op_host file into one library: two different optiling::Plan there
+    // are an ODR violation, which only a link-time (LTO) comparison sees.
+    assert!(which("g++").is_some(), "host_link_reports_two_ops_defining_one_type_differently needs g++");
+    let tmp = TempDir::new("check-odr");
+    let toolkit = fake(&tmp);
+    let run = |name: &str, own_namespace: bool| {
+        let project = tmp.path().join(name);
+        write(
+            &project.join("op_host/norm.cpp"),
+            &host_with_plan("norm", &["mode", "rows", "cols"], own_namespace),
+        );
+        write(
+            &project.join("op_host/norm_grad.cpp"),
+            &host_with_plan("norm_grad", &["mode", "cols"], own_namespace),
+        );
+        check_project(&project, &toolkit, &CheckOptions::default()).unwrap()
+    };
+    let clash = run("clash", false);
+    let outcome: Vec<(FileKind, bool)> = clash.entries.iter().map(|e| (e.kind, e.passed)).collect();
+    // Each file alone is fine; together they are not.
+    assert_eq!(
+        outcome,
+        vec![(FileKind::Host, true), (FileKind::Host, true), (FileKind::HostLink, false)],
+        "{clash}"
+    );
+    let link = &clash.entries[2];
+    assert!(
+        link.output.contains("struct Plan") && link.output.contains("One Definition Rule"),
+        "{}",
+        link.output
+    );
+    assert!(clash.to_string().contains("FAIL op_host/*.cpp (op_host link (ODR), -)"), "{clash}");
+    // Each op's Plan in its own namespace (what the templates generate): the link passes.
+    let apart = run("apart", true);
+    assert!(apart.passed(), "{apart}");
 }
 
 #[test]
@@ -172,11 +244,13 @@ fn compiles_against_placeholder_headers() {
             (k, "DTYPE_X=no_such_type".into(), false),
             ("op_host/scale_custom.cpp".into(), String::new(), true),
             ("op_host/zz_broken.cpp".into(), String::new(), false),
+            // The broken file breaks the one-library link too.
+            ("op_host/*.cpp".into(), String::new(), false),
         ],
         "{report}"
     );
     assert!(!report.passed());
-    assert_eq!(report.failures().count(), 2);
+    assert_eq!(report.failures().count(), 3);
     let bad = &report.entries[2];
     assert!(bad.output.contains("no_such_type"), "{}", bad.output);
     let broken = &report.entries[4];
@@ -192,7 +266,7 @@ fn compiles_against_placeholder_headers() {
     for col in ["file", "kind", "defines", "result", "time"] {
         assert!(header.contains(col), "{header}");
     }
-    assert!(table.contains("5 compiles: 3 passed, 2 failed"), "{table}");
+    assert!(table.contains("6 compiles: 3 passed, 3 failed"), "{table}");
     assert!(table.contains("FAIL op_host/zz_broken.cpp"), "{table}");
     assert!(table.contains("undeclared_thing"), "{table}");
     // The failing compile's command line is shown.
@@ -388,6 +462,7 @@ fn real_cann_headers_accept_a_good_project_and_reject_broken_files() {
             ("op_kernel/zz_bad_kernel.cpp".into(), false),
             ("op_host/scale_custom.cpp".into(), true),
             ("op_host/zz_bad_host.cpp".into(), false),
+            ("op_host/*.cpp".into(), false),
         ],
         "{report}"
     );
@@ -404,4 +479,33 @@ fn real_cann_headers_accept_a_good_project_and_reject_broken_files() {
     assert!(report.to_string().contains("first error: op_host/zz_bad_host.cpp:48:24: error:"));
     let bad_host = &report.entries[4].output;
     assert!(bad_host.contains("SetTilling"), "{bad_host}");
+}
+
+#[test]
+#[ignore = "needs a CANN 8.1 toolkit tree: OPGEN_TEST_CANN_ROOT=<toolkit root> cargo test -- --ignored"]
+fn real_cann_headers_link_the_generated_op_host_files_as_one_library() {
+    let root = real_cann_root("real_cann_headers_link_the_generated_op_host_files");
+    assert!(which("g++").is_some(), "real_cann_headers_link_the_generated_op_host_files needs g++ on PATH");
+    let toolkit = inspect_root_for(&root, Need::Headers, std::env::consts::ARCH).unwrap();
+    // The committed golden project's op_host files (gen-ops --check keeps them current).
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/project/op_host");
+    let tmp = TempDir::new("check-real-link");
+    let mut hosts = 0;
+    for entry in std::fs::read_dir(&golden).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_owned();
+        if path.extension().is_some_and(|e| e == "cpp") {
+            hosts += 1;
+        }
+        if path.extension().is_some_and(|e| e == "cpp" || e == "h") {
+            std::fs::create_dir_all(tmp.path().join("op_host")).unwrap();
+            std::fs::copy(&path, tmp.path().join("op_host").join(name)).unwrap();
+        }
+    }
+    assert!(hosts >= 2, "{}: fewer than two op_host files", golden.display());
+    let report = check_project(tmp.path(), &toolkit, &CheckOptions::default()).unwrap();
+    println!("{report}");
+    let link = report.entries.iter().find(|e| e.kind == FileKind::HostLink).expect("a link entry");
+    assert!(report.passed(), "{report}");
+    assert!(!link.output.contains("-Wodr"), "{}", link.output);
 }

@@ -9,6 +9,7 @@ mod support;
 mod backward_table;
 mod build_npu;
 mod cann_discovery;
+mod cann_project;
 mod check_cann;
 mod cli_gen;
 mod cli_run_plan;

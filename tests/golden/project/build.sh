@@ -4,6 +4,10 @@
 # Builds build_out/custom_opp_<os>_<arch>.run with the CANN toolkit at ASCEND_CANN_PACKAGE_PATH
 # (default: ASCEND_HOME_PATH, as set by the toolkit's set_env.sh).
 #   ./build.sh [target]     target defaults to "package"
+# The build also needs the toolkit's environment (LD_LIBRARY_PATH, PYTHONPATH, ...: opbuild and
+# the kernel compiler cannot start without it). When ASCEND_HOME_PATH does not name the same
+# toolkit, build.sh sources the set_env.sh next to it ($cann/set_env.sh or $cann/../set_env.sh),
+# and stops if there is none or it sets up another toolkit.
 set -euo pipefail
 project=$(cd "$(dirname "$0")" && pwd)
 cd "$project"
@@ -17,6 +21,28 @@ template="$cann/tools/op_project_templates/ascendc/customize"
 if [ ! -d "$template/cmake" ]; then
     echo "build.sh: $template/cmake not found: is $cann a CANN toolkit (ascend-toolkit/<version>)?" >&2
     exit 2
+fi
+real_dir() { (cd "$1" 2>/dev/null && pwd -P); }
+cann_real=$(real_dir "$cann")
+if [ "$(real_dir "${ASCEND_HOME_PATH:-/nonexistent}")" != "$cann_real" ]; then
+    set_env=""
+    for candidate in "$cann/set_env.sh" "$cann/../set_env.sh"; do
+        if [ -f "$candidate" ]; then set_env=$candidate; break; fi
+    done
+    if [ -z "$set_env" ]; then
+        echo "build.sh: the environment of the CANN toolkit $cann is not set (ASCEND_HOME_PATH=${ASCEND_HOME_PATH:-unset})" \
+             "and there is no set_env.sh in $cann or its parent: source the toolkit's set_env.sh first" >&2
+        exit 2
+    fi
+    set +u  # set_env.sh appends to variables that may be unset
+    # shellcheck disable=SC1090
+    source "$set_env"
+    set -u
+    if [ "$(real_dir "${ASCEND_HOME_PATH:-/nonexistent}")" != "$cann_real" ]; then
+        echo "build.sh: $set_env sets ASCEND_HOME_PATH=${ASCEND_HOME_PATH:-unset}, not $cann (a moved copy?):" \
+             "source the set_env.sh of the toolkit at $cann, or export its variables by hand" >&2
+        exit 2
+    fi
 fi
 # The toolkit's own msOpGen cmake/ and scripts/, so the build matches the toolkit in use.
 rm -rf cmake scripts

@@ -235,6 +235,9 @@ static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 }  // namespace ge
 
 namespace optiling {
+// This op's own namespace: CANN links every op's op_host file into one library, where two
+// ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
+namespace opgen_bnsd_to_bsnd_tiling {
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
     const gert::StorageShape* xShape = context->GetInputShape(INPUT_X);
@@ -327,6 +330,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_slotBytes(static_cast<uint32_t>(slotBytes));
     return Finish(context, tiling, blockDim);
 }
+}  // namespace opgen_bnsd_to_bsnd_tiling
 }  // namespace optiling
 
 namespace ops {
@@ -346,7 +350,7 @@ public:
             .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
-        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().SetTiling(optiling::opgen_bnsd_to_bsnd_tiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");
         this->AICore().AddConfig("ascend910_93");
     }

@@ -251,6 +251,9 @@ static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 }  // namespace ge
 
 namespace optiling {
+// This op's own namespace: CANN links every op's op_host file into one library, where two
+// ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
+namespace opgen_dequant_int8_tiling {
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
     const gert::StorageShape* qShape = context->GetInputShape(INPUT_Q);
@@ -296,6 +299,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_rowsPerPass(static_cast<uint32_t>(rowsPerPass));
     return Finish(context, tiling, blockDim);
 }
+}  // namespace opgen_dequant_int8_tiling
 }  // namespace optiling
 
 namespace ops {
@@ -321,7 +325,7 @@ public:
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Attr("out_dtype").AttrType(OPTIONAL).String("float16");
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
-        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().SetTiling(optiling::opgen_dequant_int8_tiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");
         this->AICore().AddConfig("ascend910_93");
     }

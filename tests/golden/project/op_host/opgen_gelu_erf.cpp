@@ -139,6 +139,9 @@ static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 }  // namespace ge
 
 namespace optiling {
+// This op's own namespace: CANN links every op's op_host file into one library, where two
+// ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
+namespace opgen_gelu_erf_tiling {
 // The top 8 KiB of UB is scratch for some vector APIs (Select, Compare); plans stay below it.
 const uint64_t UB_RESERVED_BYTES = 8192;
 const uint64_t BUFFER_NUM = 2;
@@ -261,6 +264,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     workspace[0] = 0;
     return ge::GRAPH_SUCCESS;
 }
+}  // namespace opgen_gelu_erf_tiling
 }  // namespace optiling
 
 namespace ops {
@@ -280,7 +284,7 @@ public:
             .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
-        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().SetTiling(optiling::opgen_gelu_erf_tiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");
         this->AICore().AddConfig("ascend910_93");
     }

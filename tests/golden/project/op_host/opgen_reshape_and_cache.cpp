@@ -259,6 +259,9 @@ static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 }  // namespace ge
 
 namespace optiling {
+// This op's own namespace: CANN links every op's op_host file into one library, where two
+// ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
+namespace opgen_reshape_and_cache_tiling {
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
     const gert::Shape* shapes[INPUTS];
@@ -345,6 +348,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_chunkBytes(static_cast<uint32_t>(chunkBytes));
     return Finish(context, tiling, blockDim);
 }
+}  // namespace opgen_reshape_and_cache_tiling
 }  // namespace optiling
 
 namespace ops {
@@ -384,7 +388,7 @@ public:
             .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
-        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().SetTiling(optiling::opgen_reshape_and_cache_tiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");
         this->AICore().AddConfig("ascend910_93");
     }

@@ -200,6 +200,9 @@ static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 }  // namespace ge
 
 namespace optiling {
+// This op's own namespace: CANN links every op's op_host file into one library, where two
+// ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
+namespace opgen_rms_norm_grad_tiling {
 const uint32_t BLOCK_BYTES = 32;
 // The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
 const uint64_t UB_RESERVED_BYTES = 8192;
@@ -465,6 +468,7 @@ context->GetInputDesc(INPUT_X) == nullptr) {
     workspace[0] = static_cast<size_t>(platform.GetLibApiWorkSpaceSize()) + sums * groups * 2 * cols * sizeof(float);
     return ge::GRAPH_SUCCESS;
 }
+}  // namespace opgen_rms_norm_grad_tiling
 }  // namespace optiling
 
 namespace ops {
@@ -505,7 +509,7 @@ public:
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Attr("arithmetic").AttrType(OPTIONAL).String("float-float");
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
-        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().SetTiling(optiling::opgen_rms_norm_grad_tiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");
         this->AICore().AddConfig("ascend910_93");
     }

@@ -253,6 +253,9 @@ static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 }  // namespace ge
 
 namespace optiling {
+// This op's own namespace: CANN links every op's op_host file into one library, where two
+// ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
+namespace opgen_rotary_mul_grad_tiling {
 const uint32_t BLOCK_BYTES = 32;
 // The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
 const uint64_t UB_RESERVED_BYTES = 8192;
@@ -428,6 +431,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     workspace[0] = 0;
     return ge::GRAPH_SUCCESS;
 }
+}  // namespace opgen_rotary_mul_grad_tiling
 }  // namespace optiling
 
 namespace ops {
@@ -474,7 +478,7 @@ public:
         this->Attr("mode").AttrType(OPTIONAL).String("half");
         this->Attr("table_grads").AttrType(OPTIONAL).Bool(false);
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
-        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().SetTiling(optiling::opgen_rotary_mul_grad_tiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");
         this->AICore().AddConfig("ascend910_93");
     }

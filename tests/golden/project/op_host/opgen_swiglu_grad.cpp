@@ -157,6 +157,9 @@ static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 }  // namespace ge
 
 namespace optiling {
+// This op's own namespace: CANN links every op's op_host file into one library, where two
+// ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
+namespace opgen_swiglu_grad_tiling {
 // The top 8 KiB of UB is scratch for some vector APIs (Select, Compare); plans stay below it.
 const uint64_t UB_RESERVED_BYTES = 8192;
 const uint64_t BUFFER_NUM = 2;
@@ -286,6 +289,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     workspace[0] = 0;
     return ge::GRAPH_SUCCESS;
 }
+}  // namespace opgen_swiglu_grad_tiling
 }  // namespace optiling
 
 namespace ops {
@@ -321,7 +325,7 @@ public:
             .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Attr("rounding").AttrType(OPTIONAL).String("once");
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
-        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().SetTiling(optiling::opgen_swiglu_grad_tiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");
         this->AICore().AddConfig("ascend910_93");
     }

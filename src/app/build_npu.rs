@@ -17,6 +17,7 @@ use crate::plan::soc::{self, Soc};
 use crate::spec::ProjectNames;
 use crate::toolchain::cann::{self, CannNotFound, CannToolkit, Need, SearchEnv};
 use crate::toolchain::command::{shell_quote, which, Cmd};
+use crate::toolchain::doctor::{cmake_version_verdict, run_version};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -348,11 +349,17 @@ pub fn build_npu_in(opts: &BuildNpuOptions, env: &SearchEnv, out: &mut dyn Write
     let cmake = which("cmake");
     if opts.dry_run {
         writeln!(out, "dry run: nothing is written or run").map_err(io)?;
-    } else if cmake.is_none() {
-        return Err(AppError::input(
-            "build-npu: cmake not found on PATH (the CANN project and the torch extension build with it): \
-             install it (apt-get install cmake, or pip install cmake)",
-        ));
+    } else {
+        let Some(cmake) = cmake else {
+            return Err(AppError::input(
+                "build-npu: cmake not found on PATH (the CANN project and the torch extension build with it): \
+                 install it (apt-get install cmake, or pip install cmake)",
+            ));
+        };
+        // The same verdict as `opgen doctor`: the project configures with `--preset` (3.19+).
+        if let Err(why) = cmake_version_verdict(&run_version(&cmake)) {
+            return Err(AppError::input(format!("build-npu: {}: {why}", cmake.display())));
+        }
     }
     let total = plan.steps.len() + 1;
     writeln!(

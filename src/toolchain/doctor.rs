@@ -119,7 +119,8 @@ pub fn doctor_report_in(
 }
 
 /// What `program --version` prints (stdout then stderr), or the reason it could not run.
-fn run_version(program: &Path) -> String {
+/// `program --version`'s output (or why it did not run).
+pub fn run_version(program: &Path) -> String {
     match Cmd::new(program).arg("--version").stdin_null().timeout(std::time::Duration::from_secs(30)).run() {
         Ok(out) => out.combined_lossy(),
         Err(e) => e.to_string(),

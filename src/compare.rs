@@ -82,7 +82,10 @@ impl Tolerance {
         match self {
             Tolerance::Rne { .. } | Tolerance::Ulp { .. } if !dtype.is_float() => Tolerance::IntWithin(1),
             Tolerance::Rne { .. } | Tolerance::Ulp { .. } if dtype == DType::Float32 => Tolerance::CannOnly,
-            Tolerance::Rne { .. } | Tolerance::Ulp { .. } => Tolerance::ulp(1),
+            Tolerance::Rne { .. } => Tolerance::ulp(1),
+            // A 16-bit bar wider than one ULP (row_norm_grad's plain float32 path, whose float32
+            // sums cancel) stays as wide: perturbed APIs do not make it more accurate.
+            Tolerance::Ulp { max_ulp, .. } => Tolerance::ulp(max_ulp.max(1)),
             other => other,
         }
     }
@@ -122,11 +125,14 @@ pub fn small_value_domain(dtype: DType) -> Option<(f64, f64)> {
     }
 }
 
-/// The bulk gate's room over the measured clean mean ULP: a kernel whose every element moved a
-/// few ULP more than today's fails (gelu_erf x1.00001: ~100 ULP more per element against a bar
-/// of 33), while the spread of one distribution's mean between cases and sweeps stays inside it
-/// (measured: the quick and full sweeps' largest per-case means differ by less than 1.5x).
-pub const BULK_FACTOR: f64 = 3.0;
+/// The bulk gate's room over the measured clean mean ULP. The measured value is the largest
+/// per-case mean, set by the cases that sit in a function's tail (NormalLargeMean with a mean
+/// near −10: gelu_erf 31.5 against ~1 on uniform inputs), so the factor must stay small for a
+/// uniformly worse kernel to fail on the other cases: gelu_erf x1.00001 adds 84-168 ULP per
+/// element against a bar of 63. The same distribution's largest mean moved 4.7x between the
+/// quick and the full sweep (its mean and σ are drawn per tensor), so a random case deeper in
+/// the tail can exceed the bar where the 3.3·k/√n slack is small (large proptest draws).
+pub const BULK_FACTOR: f64 = 2.0;
 
 /// The least mean bar: where today's kernel is exact (rotary, the row-norm grads in float32:
 /// mean 0.000), one element in 16 may be a ULP off before the bulk gate fails, which the
@@ -940,8 +946,8 @@ mod tests {
         // 4096 float32 values over [1, 2) (ulp 2^-23): exact, and every element 100 ULP high.
         let ulp = 2f64.powi(-23);
         let g: Vec<f64> = (0..4096).map(|i| 1.0 + (i as f64 * 0.000_2) % 1.0).collect();
-        let rule = Tolerance::ulp_bulk(480, 2.0);
-        assert_eq!(rule, Tolerance::Ulp { max_ulp: 480, mean_ulp: Some(6.0) }, "3x the measured mean");
+        let rule = Tolerance::ulp_bulk(480, 3.0);
+        assert_eq!(rule, Tolerance::Ulp { max_ulp: 480, mean_ulp: Some(6.0) }, "2x the measured mean");
         let exact = HostTensor::from_f64(DType::Float32, &[4096], &g);
         let c = compare(&exact, &g, rule);
         assert!(c.passed(), "{c}");

@@ -324,7 +324,7 @@ test result: ok. 1 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; fini
         assert_eq!(t.failures, vec!["c".to_string()]);
         let s = summary(&[("cargo test", t, 12.0)]);
         assert!(s.contains("\ntotal             2        1        2\n"), "{s}");
-        assert!(s.contains("ignored, not run (2):\n  b: needs a CANN"), "{s}");
+        assert!(s.contains("ignored or skipped, not run (2):\n  b: needs a CANN"), "{s}");
         assert!(s.contains("FAILED (cargo test): c"), "{s}");
         assert!(s.ends_with(&format!("{NOT_COVERED}\n")), "{s}");
     }

@@ -250,7 +250,11 @@ fn row_norm_shape() -> impl Strategy<Value = (Vec<usize>, usize)> {
 /// The row norms and their backward ops: x's shape and gamma's rank drawn, every input's shape
 /// as the family's sweep builds it (`case_shapes`), every attr drawn (epsilon, rounding,
 /// arithmetic).
-fn check_row_norm(name: &str, case_shapes: fn(&OpSpec, &[usize], usize) -> Vec<(String, Vec<usize>)>) {
+/// A family's named input shapes from x's shape and gamma's rank (`row_norm::case_shapes`,
+/// `row_norm_grad::case_shapes`).
+type CaseShapes = fn(&OpSpec, &[usize], usize) -> Vec<(String, Vec<usize>)>;
+
+fn check_row_norm(name: &str, case_shapes: CaseShapes) {
     let spec = op(name);
     let strategy = (row_norm_shape(), column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
     check_op(name, strategy, |spec, ((x, gamma_rank), column, dist, seed, draws)| {

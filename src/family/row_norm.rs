@@ -593,14 +593,16 @@ pub(crate) fn compute_tolerance(dtype: DType) -> Tolerance {
     }
 }
 
-/// float32 y's largest per-case mean ULP (quick sweep 2026-12-05, `--no-sanitize`: rms_norm 0.83,
-/// add_rms_norm 1.10 on 4x896 NormalLargeMean; one bar for both, the larger): the bulk gate's
-/// measured value (`Tolerance::ulp_bulk`).
-const Y_F32_MEAN_ULP: f64 = 1.10;
+/// float32 y's largest per-case mean ULP (2026-12-05, `--no-sanitize`): quick sweep rms_norm 0.83,
+/// add_rms_norm 1.10 (4x896 NormalLargeMean); full sweep rms_norm 1.32 (add_rms_norm's full
+/// sweep passed 2x 1.10). One value for both ops, the largest: the bulk gate's measured value
+/// (`Tolerance::ulp_bulk`).
+const Y_F32_MEAN_ULP: f64 = 1.32;
 
-/// rstd's largest per-case mean ULP (quick sweep 2026-12-05: rms_norm and layer_norm 1.0,
-/// add_rms_norm 1.125, on 5-8-row cases; 0.49 over cases of 1000 rows or more).
-const RSTD_MEAN_ULP: f64 = 1.125;
+/// rstd's largest per-case mean ULP (2026-12-05): quick sweep rms_norm and layer_norm 1.0,
+/// add_rms_norm 1.125 (5-8-row cases; 0.49 over cases of 1000 rows or more); full sweep rms_norm
+/// 1.33 (layer_norm's passed 2x 1.125).
+const RSTD_MEAN_ULP: f64 = 1.34;
 
 /// rstd's bars: the max (`RSTD_ULP`) and the bulk gate.
 fn rstd_tolerance() -> Tolerance {

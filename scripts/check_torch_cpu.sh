@@ -17,7 +17,8 @@ if [ "${OPGEN_SKIP_TORCH_CPU:-}" = 1 ]; then
     if [ "${CI:-}" = true ]; then
         echo "OPGEN_SKIP_TORCH_CPU=1 is ignored in CI (CI=true): the torch CPU backend tests always run there"
     else
-        echo "== torch CPU backend: skipped (OPGEN_SKIP_TORCH_CPU=1)"
+        # The marker line `cargo xtask test` counts as one skipped check (src/app/test_suite.rs).
+        echo "OPGEN-STEP-SKIPPED: OPGEN_SKIP_TORCH_CPU=1 (the torch CPU backend tests did not run)"
         exit 0
     fi
 fi

@@ -189,12 +189,16 @@ impl MutantsReport {
         (counted.iter().filter(|o| o.verdict == Verdict::Killed).count(), counted.len())
     }
 
-    /// Mutants that make the run fail: counted survivors and mutants that did not build.
+    /// Mutants that make the run fail: counted survivors, mutants that did not build, and
+    /// mutants marked equivalent that were killed (their argument is wrong, or a gate fails a
+    /// correct kernel: either way the list no longer says what is true).
     pub fn failures(&self) -> Vec<&Outcome> {
         self.outcomes
             .iter()
-            .filter(|o| {
-                o.verdict == Verdict::BuildFailed || (o.verdict == Verdict::Survived && self.counted(o))
+            .filter(|o| match o.verdict {
+                Verdict::BuildFailed => true,
+                Verdict::Survived => self.counted(o),
+                Verdict::Killed => o.mutant.equivalent.is_some(),
             })
             .collect()
     }
@@ -206,7 +210,8 @@ impl MutantsReport {
         );
         for o in &self.outcomes {
             let verdict = match (o.verdict, &o.mutant.equivalent) {
-                (Verdict::Killed, _) => "killed".to_string(),
+                (Verdict::Killed, Some(_)) => "KILLED (marked equivalent)".to_string(),
+                (Verdict::Killed, None) => "killed".to_string(),
                 (Verdict::BuildFailed, _) => "BUILD FAILED".to_string(),
                 (Verdict::Survived, Some(_)) => "survived (equivalent)".to_string(),
                 (Verdict::Survived, None) if o.mutant.is_sync() && !self.sync_checked => {
@@ -317,10 +322,12 @@ pub fn mutants(opts: &MutantsOptions) -> Result<(), AppError> {
     if failures.is_empty() {
         return Ok(());
     }
-    let mut message = format!("mutants: {} mutant(s) not killed:", failures.len());
+    let mut message =
+        format!("mutants: {} mutant(s) not killed, or killed though marked equivalent:", failures.len());
     for o in failures {
+        let marked = if o.mutant.equivalent.is_some() { " (marked equivalent)" } else { "" };
         message.push_str(&format!(
-            "\n  {} ({} {}, {}): {:?} {}",
+            "\n  {} ({} {}, {}): {:?}{marked} {}",
             o.mutant.id, o.mutant.op, o.mutant.dtype, o.mutant.category, o.verdict, o.evidence
         ));
     }
@@ -343,6 +350,32 @@ mod tests {
             category: "cast-round".into(),
             equivalent: None,
         }
+    }
+
+    fn outcome(id: &str, equivalent: bool, verdict: Verdict) -> Outcome {
+        let mut m = mutant("RINT", "TRUNC", None);
+        m.id = id.into();
+        m.equivalent = equivalent.then(|| "no correct check can tell".into());
+        Outcome { mutant: m, verdict, evidence: String::new(), seconds: 0.0 }
+    }
+
+    #[test]
+    fn a_killed_equivalent_mutant_fails_the_run() {
+        let report = MutantsReport {
+            outcomes: vec![
+                outcome("dies", false, Verdict::Killed),
+                outcome("equal", true, Verdict::Survived),
+                outcome("not-equal-after-all", true, Verdict::Killed),
+            ],
+            sync_checked: false,
+        };
+        let failed: Vec<&str> = report.failures().iter().map(|o| o.mutant.id.as_str()).collect();
+        assert_eq!(failed, ["not-equal-after-all"]);
+        assert_eq!(report.kill_rate(), (1, 1));
+        assert!(report.table().contains("KILLED (marked equivalent)"), "{}", report.table());
+        // The same list without the wrong mark passes.
+        let fine = MutantsReport { outcomes: report.outcomes[..2].to_vec(), sync_checked: false };
+        assert!(fine.failures().is_empty());
     }
 
     #[test]

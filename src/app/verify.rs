@@ -72,6 +72,8 @@ pub struct Row {
     pub output: String,
     pub cases: usize,
     pub max_ulp: u64,
+    /// The largest per-case mean ULP distance (`Comparison::mean_ulp`): what a bulk bar must cover.
+    pub max_mean_ulp: f64,
     pub max_mere: f64,
     pub max_mare: f64,
     pub failures: usize,
@@ -99,13 +101,14 @@ pub struct VerifyReport {
 impl VerifyReport {
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<22} {:<13} {:<11} {:>6} {:<12} {:>8} {:>11} {:>11} {:>12} {:>5} {:>7}  {}\n",
+            "{:<22} {:<13} {:<11} {:>6} {:<26} {:>8} {:>9} {:>11} {:>11} {:>12} {:>5} {:>7}  {}\n",
             "op",
             "dtype",
             "output",
             "cases",
             "rule",
             "max ULP",
+            "mean ULP",
             "MERE",
             "MARE",
             "ties (dist)",
@@ -115,13 +118,14 @@ impl VerifyReport {
         );
         for r in &self.rows {
             s.push_str(&format!(
-                "{:<22} {:<13} {:<11} {:>6} {:<12} {:>8} {:>11.3e} {:>11.3e} {:>12} {:>5.2} {:>6.1}s  {}\n",
+                "{:<22} {:<13} {:<11} {:>6} {:<26} {:>8} {:>9.3} {:>11.3e} {:>11.3e} {:>12} {:>5.2} {:>6.1}s  {}\n",
                 r.op,
                 r.label,
                 r.output,
                 r.cases,
                 r.rule,
                 r.max_ulp,
+                r.max_mean_ulp,
                 r.max_mere,
                 r.max_mare,
                 format!("{} ({:.1})", r.near_ties, r.max_tie_distance),
@@ -463,6 +467,7 @@ fn summarise(spec: &OpSpec, column: usize, ran: Vec<(&Case, CaseOutcome)>, repor
             output,
             cases: 0,
             max_ulp: 0,
+            max_mean_ulp: 0.0,
             max_mere: 0.0,
             max_mare: 0.0,
             failures: 0,
@@ -483,6 +488,7 @@ fn summarise(spec: &OpSpec, column: usize, ran: Vec<(&Case, CaseOutcome)>, repor
                         row.rule = c.rule.to_string();
                     }
                     row.max_ulp = row.max_ulp.max(c.max_ulp);
+                    row.max_mean_ulp = row.max_mean_ulp.max(c.mean_ulp);
                     row.max_mere = row.max_mere.max(c.mere);
                     row.max_mare = row.max_mare.max(c.mare);
                     row.near_ties += c.near_ties;

@@ -397,6 +397,22 @@ pub(crate) fn check_inputs_share_a_float(
     valid
 }
 
+/// The values string attr `name` of `spec` may take in dtype combination `column`, as the
+/// families validate them: `rounding` ([`row_norm::ROUNDINGS`], the elementwise ops' too),
+/// `arithmetic` ([`row_norm_grad::ARITHMETICS`]), `mode` ([`rotary::MODES`]) and `out_dtype`
+/// (dequant_int8: the combination's output dtype, the only value its host accepts). None for an
+/// attr without a list (the property tests fail on it, so a new string attr gets one).
+pub fn string_attr_choices(spec: &OpSpec, name: &str, column: usize) -> Option<Vec<String>> {
+    let list = |l: &[&str]| Some(l.iter().map(|v| v.to_string()).collect());
+    match name {
+        "rounding" => list(&row_norm::ROUNDINGS),
+        "arithmetic" => list(&row_norm_grad::ARITHMETICS),
+        "mode" => list(&rotary::MODES),
+        "out_dtype" => Some(vec![spec.outputs.first()?.dtypes[column].name().to_string()]),
+        _ => None,
+    }
+}
+
 /// Attrs at their spec defaults.
 pub(crate) fn default_attrs(spec: &OpSpec) -> Vec<(String, AttrValue)> {
     spec.attrs.iter().filter_map(|a| a.default.clone().map(|d| (a.name.clone(), d))).collect()

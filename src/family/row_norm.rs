@@ -406,21 +406,30 @@ fn layer_shapes(sweep: Sweep) -> Vec<(Vec<usize>, usize)> {
     shapes
 }
 
-pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+/// The named input shapes of a case whose x has `x`'s shape and gamma its last `gamma_rank`
+/// dims (x2 as x, beta as gamma): the sweep's cases and the property tests' build them here.
+pub fn case_shapes(spec: &OpSpec, x: &[usize], gamma_rank: usize) -> Vec<(String, Vec<usize>)> {
     let names: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
+    let gamma = x[x.len() - gamma_rank..].to_vec();
+    let ro = roles(spec);
+    let mut shapes = vec![(names[0].to_string(), x.to_vec())];
+    if let Some(i) = ro.x2 {
+        shapes.push((names[i].to_string(), x.to_vec()));
+    }
+    shapes.push((names[ro.gamma].to_string(), gamma.clone()));
+    if let Some(i) = ro.beta {
+        shapes.push((names[i].to_string(), gamma));
+    }
+    shapes
+}
+
+pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     let attrs = default_attrs(spec);
-    let make = |x: &[usize], gamma_rank: usize, dist: Distribution, seed: u64| {
-        let gamma = x[x.len() - gamma_rank..].to_vec();
-        let ro = roles(spec);
-        let mut shapes = vec![(names[0].to_string(), x.to_vec())];
-        if let Some(i) = ro.x2 {
-            shapes.push((names[i].to_string(), x.to_vec()));
-        }
-        shapes.push((names[ro.gamma].to_string(), gamma.clone()));
-        if let Some(i) = ro.beta {
-            shapes.push((names[i].to_string(), gamma));
-        }
-        Case { shapes, dist, seed, attrs: attrs.clone() }
+    let make = |x: &[usize], gamma_rank: usize, dist: Distribution, seed: u64| Case {
+        shapes: case_shapes(spec, x, gamma_rank),
+        dist,
+        seed,
+        attrs: attrs.clone(),
     };
     let mut out = Vec::new();
     let mut all = shapes(sweep);
@@ -580,14 +589,30 @@ pub fn derived_shape(spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
 pub(crate) fn compute_tolerance(dtype: DType) -> Tolerance {
     match dtype {
         DType::Float16 | DType::BFloat16 => Tolerance::Rne { tie_window: 16 },
-        _ => Tolerance::Ulp { max_ulp: Y_F32_ULP },
+        _ => Tolerance::ulp_bulk(Y_F32_ULP, Y_F32_MEAN_ULP),
     }
+}
+
+/// float32 y's largest per-case mean ULP (2026-12-05, `--no-sanitize`): quick sweep rms_norm 0.83,
+/// add_rms_norm 1.10 (4x896 NormalLargeMean); full sweep rms_norm 1.32 (add_rms_norm's full
+/// sweep passed 2x 1.10). One value for both ops, the largest: the bulk gate's measured value
+/// (`Tolerance::ulp_bulk`).
+const Y_F32_MEAN_ULP: f64 = 1.32;
+
+/// rstd's largest per-case mean ULP (2026-12-05): quick sweep rms_norm and layer_norm 1.0,
+/// add_rms_norm 1.125; full sweep rms_norm 1.33, layer_norm 2.0 — all on cases of a few rows
+/// (0.49 over cases of 1000 rows or more), where the 3.3·k/√n slack dominates anyway.
+const RSTD_MEAN_ULP: f64 = 2.0;
+
+/// rstd's bars: the max (`RSTD_ULP`) and the bulk gate.
+fn rstd_tolerance() -> Tolerance {
+    Tolerance::ulp_bulk(RSTD_ULP, RSTD_MEAN_ULP)
 }
 
 /// float32 y: the full sweep's max ULP (2026-12-01, 76 cases per dtype: rms_norm 5,
 /// add_rms_norm 6) with 2x room; float32 arithmetic of x·rstd·gamma after a float32 sum of
 /// squares (tree per repeat, repeats in order).
-const Y_F32_ULP: u32 = 12;
+pub(crate) const Y_F32_ULP: u32 = 12;
 
 /// rstd (float32 in every combination): the full sweep's max ULP (rms_norm 3, add_rms_norm 5)
 /// with 2x room. The sum of squares in float32 over up to 16384 elements, ·1/n, + eps, sqrt,
@@ -690,7 +715,7 @@ pub fn expected(
                 tolerance: y_tolerance,
             },
             stat(out(ro.mean.expect("layer has a mean")), r.mean.clone(), mean_tolerance),
-            stat(out(ro.rstd), r.rstd.clone(), Tolerance::Ulp { max_ulp: RSTD_ULP }),
+            stat(out(ro.rstd), r.rstd.clone(), rstd_tolerance()),
         ]);
     }
     if !is_fused(spec) {
@@ -709,7 +734,7 @@ pub fn expected(
                 dtype: DType::Float32,
                 shape: r.rstd_shape,
                 values: r.rstd,
-                tolerance: Tolerance::Ulp { max_ulp: RSTD_ULP },
+                tolerance: rstd_tolerance(),
             },
         ]);
     }
@@ -728,7 +753,7 @@ pub fn expected(
             dtype: DType::Float32,
             shape: r.rstd_shape,
             values: r.rstd,
-            tolerance: Tolerance::Ulp { max_ulp: RSTD_ULP },
+            tolerance: rstd_tolerance(),
         },
         Expected {
             name: out(2),

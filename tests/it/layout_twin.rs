@@ -286,8 +286,8 @@ fn all_zero_and_tiny_int8_rows() {
         for (name, expected, rule) in [
             ("key_cache", &kc, Tolerance::IntWithin(1)),
             ("value_cache", &vc, Tolerance::IntWithin(1)),
-            ("key_scale", &ks, Tolerance::Ulp { max_ulp: 1 }),
-            ("value_scale", &vs, Tolerance::Ulp { max_ulp: 1 }),
+            ("key_scale", &ks, Tolerance::ulp(1)),
+            ("value_scale", &vs, Tolerance::ulp(1)),
         ] {
             let c = compare_tensor(get(&out, name), expected, rule);
             assert!(c.passed(), "{dtype} {name}: {c}");
@@ -410,11 +410,7 @@ fn dequant_follows_the_output_dtype_attr() {
         let out = run_on(&spec, column(&spec, "x", dtype), soc::DEFAULT_SOC, &inputs, &attrs, false).unwrap();
         let x = get(&out, "x");
         assert_eq!((x.dtype, x.shape.clone()), (dtype, vec![2, 3, 72]));
-        let bar = if dtype == DType::Float32 {
-            Tolerance::Ulp { max_ulp: 0 }
-        } else {
-            Tolerance::Ulp { max_ulp: 1 }
-        };
+        let bar = if dtype == DType::Float32 { Tolerance::ulp(0) } else { Tolerance::ulp(1) };
         let c = ascend_opgen::verify::compare::compare(x, &want, bar);
         assert!(c.passed(), "{dtype}: {c}");
     }

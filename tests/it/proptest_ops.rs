@@ -16,11 +16,12 @@ use ascend_opgen::codegen::{render_project, Project};
 use ascend_opgen::family;
 use ascend_opgen::family::paged_cache::SlotPattern;
 use ascend_opgen::plan::soc;
+use ascend_opgen::spec::AttrKind;
 use ascend_opgen::spec::{AttrValue, OpSpec};
 use ascend_opgen::verify::inputs::Distribution;
 use ascend_opgen::verify::{build_runner, BuildOptions, Case, Runner};
 use proptest::prelude::*;
-use proptest::sample::select;
+use proptest::sample::{select, Index};
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestRunner};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -133,16 +134,86 @@ fn named(spec: &OpSpec, shapes: Vec<Vec<usize>>) -> Vec<(String, Vec<usize>)> {
     spec.inputs.iter().map(|t| t.name.clone()).zip(shapes).collect()
 }
 
-/// The spec's attrs at their defaults, with `overrides` replacing some.
-fn attrs(spec: &OpSpec, overrides: &[(&str, AttrValue)]) -> Vec<(String, AttrValue)> {
-    let mut out: Vec<(String, AttrValue)> =
-        overrides.iter().map(|(n, v)| (n.to_string(), v.clone())).collect();
-    for a in &spec.attrs {
-        if let (Some(d), false) = (&a.default, overrides.iter().any(|(n, _)| *n == a.name)) {
-            out.push((a.name.clone(), d.clone()));
-        }
+/// One attr's draw: a string attr's choice by index (resolved per dtype combination, as
+/// dequant_int8's `out_dtype` has one value per combination), a bool, a float.
+#[derive(Debug, Clone)]
+enum AttrDraw {
+    Choice(Index),
+    Bool(bool),
+    Float(f64),
+}
+
+/// A draw of every attr `spec` declares: string attrs from the values the families accept
+/// (`family::string_attr_choices`), bools either way, `epsilon` over [1e-8, 1e-2] (log-uniform:
+/// every decade as often). An attr the draw does not know fails here, so a new attr is drawn
+/// too rather than left at its default.
+fn attr_draws(spec: &OpSpec) -> Vec<BoxedStrategy<AttrDraw>> {
+    spec.attrs
+        .iter()
+        .map(|a| match (a.kind, a.name.as_str()) {
+            (AttrKind::String, name) => {
+                assert!(
+                    family::string_attr_choices(spec, name, 0).is_some(),
+                    "{}: string attr `{name}` has no list of values to draw from (family::string_attr_choices)",
+                    spec.name
+                );
+                any::<Index>().prop_map(AttrDraw::Choice).boxed()
+            }
+            (AttrKind::Bool, _) => any::<bool>().prop_map(AttrDraw::Bool).boxed(),
+            (AttrKind::Float, "epsilon") => (-8.0f64..-2.0).prop_map(|e| AttrDraw::Float(10f64.powf(e))).boxed(),
+            (kind, name) => panic!("{}: attr `{name}` ({}) has no drawing range here", spec.name, kind.name()),
+        })
+        .collect()
+}
+
+/// The case's attrs: each drawn value (`overrides` replacing some: a test that draws an attr
+/// together with the shapes it constrains, as rotary's mode with its layouts).
+fn drawn_attrs(
+    spec: &OpSpec,
+    column: usize,
+    draws: &[AttrDraw],
+    overrides: &[(&str, AttrValue)],
+) -> Vec<(String, AttrValue)> {
+    spec.attrs
+        .iter()
+        .zip(draws)
+        .map(|(a, draw)| {
+            let value = match overrides.iter().find(|(n, _)| *n == a.name) {
+                Some((_, v)) => v.clone(),
+                None => match draw {
+                    AttrDraw::Choice(i) => {
+                        let choices =
+                            family::string_attr_choices(spec, &a.name, column).expect("checked when drawn");
+                        AttrValue::String(i.get(&choices).clone())
+                    }
+                    AttrDraw::Bool(b) => AttrValue::Bool(*b),
+                    AttrDraw::Float(x) => AttrValue::Float(*x),
+                },
+            };
+            (a.name.clone(), value)
+        })
+        .collect()
+}
+
+/// Every catalogue op has a property test here: the list comes from the catalogue, so a new op
+/// without one fails.
+#[test]
+fn every_catalogue_op_has_a_property_test() {
+    let source = include_str!("proptest_ops.rs");
+    let missing: Vec<&str> = catalogue()
+        .specs
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|name| !source.contains(&format!("fn {name}_random_cases_match_the_reference()")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "catalogue ops without a property test in tests/it/proptest_ops.rs: {missing:?}"
+    );
+    // And every attr of every op can be drawn (attr_draws panics on one it cannot).
+    for spec in &catalogue().specs {
+        assert_eq!(attr_draws(spec).len(), spec.attrs.len());
     }
-    out
 }
 
 // ---- row_norm: rms_norm, add_rms_norm ----------------------------------------------------------
@@ -176,25 +247,50 @@ fn row_norm_shape() -> impl Strategy<Value = (Vec<usize>, usize)> {
     )
 }
 
-fn check_row_norm(name: &str) {
+/// The row norms and their backward ops: x's shape and gamma's rank drawn, every input's shape
+/// as the family's sweep builds it (`case_shapes`), every attr drawn (epsilon, rounding,
+/// arithmetic).
+/// A family's named input shapes from x's shape and gamma's rank (`row_norm::case_shapes`,
+/// `row_norm_grad::case_shapes`).
+type CaseShapes = fn(&OpSpec, &[usize], usize) -> Vec<(String, Vec<usize>)>;
+
+fn check_row_norm(name: &str, case_shapes: CaseShapes) {
     let spec = op(name);
-    let strategy = (row_norm_shape(), column(&spec), distribution(), any::<u64>(), 1e-8f64..1e-2);
-    check_op(name, strategy, |spec, ((x, gamma_rank), column, dist, seed, eps)| {
-        let gamma = x[x.len() - gamma_rank..].to_vec();
-        let shapes = if spec.inputs.len() == 3 { vec![x.clone(), x, gamma] } else { vec![x, gamma] };
-        let attrs = attrs(spec, &[("epsilon", AttrValue::Float(eps))]);
-        (column, Case { shapes: named(spec, shapes), dist, seed, attrs })
+    let strategy = (row_norm_shape(), column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
+    check_op(name, strategy, |spec, ((x, gamma_rank), column, dist, seed, draws)| {
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        (column, Case { shapes: case_shapes(spec, &x, gamma_rank), dist, seed, attrs })
     });
 }
 
 #[test]
 fn rms_norm_random_cases_match_the_reference() {
-    check_row_norm("rms_norm");
+    check_row_norm("rms_norm", family::row_norm::case_shapes);
 }
 
 #[test]
 fn add_rms_norm_random_cases_match_the_reference() {
-    check_row_norm("add_rms_norm");
+    check_row_norm("add_rms_norm", family::row_norm::case_shapes);
+}
+
+#[test]
+fn layer_norm_random_cases_match_the_reference() {
+    check_row_norm("layer_norm", family::row_norm::case_shapes);
+}
+
+#[test]
+fn rms_norm_grad_random_cases_match_the_reference() {
+    check_row_norm("rms_norm_grad", family::row_norm_grad::case_shapes);
+}
+
+#[test]
+fn add_rms_norm_grad_random_cases_match_the_reference() {
+    check_row_norm("add_rms_norm_grad", family::row_norm_grad::case_shapes);
+}
+
+#[test]
+fn layer_norm_grad_random_cases_match_the_reference() {
+    check_row_norm("layer_norm_grad", family::row_norm_grad::case_shapes);
 }
 
 // ---- rotary: rotary_mul -------------------------------------------------------------------------
@@ -251,10 +347,11 @@ fn head_dim() -> impl Strategy<Value = usize> {
 fn rotary_mul_random_cases_match_the_reference() {
     let spec = op("rotary_mul");
     let dims = (1usize..4, 1usize..7, 1usize..6, head_dim());
-    let strategy = (rotary_mode_layout(), dims, column(&spec), distribution(), any::<u64>());
-    check_op("rotary_mul", strategy, |spec, ((mode, layout), (b, s, n, d), column, dist, seed)| {
+    let strategy =
+        (rotary_mode_layout(), dims, column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
+    check_op("rotary_mul", strategy, |spec, ((mode, layout), (b, s, n, d), column, dist, seed, draws)| {
         let (x, table) = layout.shapes(b, s, n, d);
-        let attrs = attrs(spec, &[("mode", AttrValue::String(mode.to_string()))]);
+        let attrs = drawn_attrs(spec, column, &draws, &[("mode", AttrValue::String(mode.to_string()))]);
         (column, Case { shapes: named(spec, vec![x, table.clone(), table]), dist, seed, attrs })
     });
 }
@@ -263,19 +360,15 @@ fn rotary_mul_random_cases_match_the_reference() {
 fn rotary_mul_grad_random_cases_match_the_reference() {
     let spec = op("rotary_mul_grad");
     let dims = (1usize..4, 1usize..7, 1usize..6, head_dim());
-    let strategy = (rotary_mode_layout(), dims, any::<bool>(), column(&spec), distribution(), any::<u64>());
+    let strategy =
+        (rotary_mode_layout(), dims, column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
     check_op(
         "rotary_mul_grad",
         strategy,
-        |spec, ((mode, layout), (b, s, n, d), table_grads, column, dist, seed)| {
+        |spec, ((mode, layout), (b, s, n, d), column, dist, seed, draws)| {
             let (x, table) = layout.shapes(b, s, n, d);
-            let attrs = attrs(
-                spec,
-                &[
-                    ("mode", AttrValue::String(mode.to_string())),
-                    ("table_grads", AttrValue::Bool(table_grads)),
-                ],
-            );
+            // table_grads is drawn with the other attrs.
+            let attrs = drawn_attrs(spec, column, &draws, &[("mode", AttrValue::String(mode.to_string()))]);
             (
                 column,
                 Case { shapes: named(spec, vec![x.clone(), x, table.clone(), table]), dist, seed, attrs },
@@ -308,11 +401,12 @@ fn elementwise_shape() -> impl Strategy<Value = Vec<usize>> {
 
 fn check_elementwise(name: &str) {
     let spec = op(name);
-    let strategy = (elementwise_shape(), column(&spec), distribution(), any::<u64>());
-    check_op(name, strategy, |spec, (shape, column, dist, seed)| {
+    let strategy = (elementwise_shape(), column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
+    check_op(name, strategy, |spec, (shape, column, dist, seed, draws)| {
         // Every input (swiglu's gate and up) has the one shape: elementwise ops do not broadcast.
         let shapes = vec![shape; spec.inputs.len()];
-        (column, Case { shapes: named(spec, shapes), dist, seed, attrs: attrs(spec, &[]) })
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        (column, Case { shapes: named(spec, shapes), dist, seed, attrs })
     });
 }
 
@@ -380,9 +474,10 @@ fn permute_dims() -> impl Strategy<Value = [usize; 4]> {
 
 fn check_permute(name: &str) {
     let spec = op(name);
-    let strategy = (permute_dims(), column(&spec), distribution(), any::<u64>());
-    check_op(name, strategy, |spec, (dims, column, dist, seed)| {
-        (column, Case { shapes: named(spec, vec![dims.to_vec()]), dist, seed, attrs: attrs(spec, &[]) })
+    let strategy = (permute_dims(), column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
+    check_op(name, strategy, |spec, (dims, column, dist, seed, draws)| {
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        (column, Case { shapes: named(spec, vec![dims.to_vec()]), dist, seed, attrs })
     });
 }
 
@@ -453,7 +548,7 @@ fn cache_params() -> impl Strategy<Value = CacheParams> {
         )
 }
 
-fn cache_case(spec: &OpSpec, p: &CacheParams, dist: Distribution) -> Case {
+fn cache_case(spec: &OpSpec, p: &CacheParams, dist: Distribution, attrs: Vec<(String, AttrValue)>) -> Case {
     assert_eq!(SlotPattern::of_seed(p.seed), p.pattern, "the seed encodes the pattern drawn");
     let (nb, bs, n) = (p.num_blocks, p.block_size, p.heads);
     let mut shapes = vec![
@@ -468,22 +563,24 @@ fn cache_case(spec: &OpSpec, p: &CacheParams, dist: Distribution) -> Case {
         shapes.push(if p.trailing_one { vec![nb, bs, n, 1] } else { vec![nb, bs, n] });
     }
     shapes.push(vec![p.tokens]);
-    Case { shapes: named(spec, shapes), dist, seed: p.seed, attrs: attrs(spec, &[]) }
+    Case { shapes: named(spec, shapes), dist, seed: p.seed, attrs }
 }
 
 #[test]
 fn reshape_and_cache_random_cases_match_the_reference() {
     let spec = op("reshape_and_cache");
-    let strategy = (cache_params(), column(&spec), distribution());
-    check_op("reshape_and_cache", strategy, |spec, (p, column, dist)| (column, cache_case(spec, &p, dist)));
+    let strategy = (cache_params(), column(&spec), distribution(), attr_draws(&spec));
+    check_op("reshape_and_cache", strategy, |spec, (p, column, dist, draws)| {
+        (column, cache_case(spec, &p, dist, drawn_attrs(spec, column, &draws, &[])))
+    });
 }
 
 #[test]
 fn reshape_and_cache_int8_random_cases_match_the_reference() {
     let spec = op("reshape_and_cache_int8");
-    let strategy = (cache_params(), column(&spec), finite_distribution());
-    check_op("reshape_and_cache_int8", strategy, |spec, (p, column, dist)| {
-        (column, cache_case(spec, &p, dist))
+    let strategy = (cache_params(), column(&spec), finite_distribution(), attr_draws(&spec));
+    check_op("reshape_and_cache_int8", strategy, |spec, (p, column, dist, draws)| {
+        (column, cache_case(spec, &p, dist, drawn_attrs(spec, column, &draws, &[])))
     });
 }
 
@@ -494,8 +591,8 @@ fn dequant_int8_random_cases_match_the_reference() {
     let spec = op("dequant_int8");
     let lead = prop::collection::vec(prop_oneof![4 => 1usize..20, 1 => 20usize..300], 0..4);
     let d = prop_oneof![2 => select(vec![1usize, 7, 16, 64, 72, 80, 96, 128, 256]), 1 => 1usize..600];
-    let strategy = (lead, d, any::<bool>(), column(&spec), distribution(), any::<u64>());
-    check_op("dequant_int8", strategy, |spec, (mut lead, d, trailing_one, column, dist, seed)| {
+    let strategy = (lead, d, any::<bool>(), column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
+    check_op("dequant_int8", strategy, |spec, (mut lead, d, trailing_one, column, dist, seed, draws)| {
         while lead.iter().product::<usize>() * d > 300_000 {
             let i = (0..lead.len()).max_by_key(|&i| lead[i]).expect("non-empty when over the cap");
             lead[i] = lead[i].div_ceil(2);
@@ -506,10 +603,9 @@ fn dequant_int8_random_cases_match_the_reference() {
         if trailing_one {
             scale.push(1);
         }
-        // The output dtype attr names the combination's output dtype (`case_inputs` sets it
-        // so too; a mismatch is a host rejection, not a numerics property).
-        let out = AttrValue::String(spec.outputs[0].dtypes[column].name().to_string());
-        let attrs = attrs(spec, &[("out_dtype", out)]);
+        // out_dtype's one value per combination is its output dtype (string_attr_choices; a
+        // mismatch is a host rejection, not a numerics property).
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
         (column, Case { shapes: named(spec, vec![q, scale]), dist, seed, attrs })
     });
 }

@@ -236,7 +236,7 @@ fn cancellation_cases_defeat_plain_float32_but_not_the_kernel() {
         }
         let plain = plain_float32(&inputs, mode);
         for (e, p) in want.iter().zip(&plain) {
-            if !compare(p, &e.values, Tolerance::Ulp { max_ulp: 1 }).passed() {
+            if !compare(p, &e.values, Tolerance::ulp(1)).passed() {
                 plain_missed += 1;
             }
         }

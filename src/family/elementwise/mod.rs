@@ -625,36 +625,61 @@ pub fn derived_shape(_spec: &OpSpec, _i: usize, first: &[usize]) -> Vec<usize> {
 }
 
 /// The bars of the catalogue activations: (16-bit tie window in float32 ulps of g, float32
-/// ULP bar), from the full sweep (`opgen verify --sweep full --no-sanitize`, largest near-tie
-/// distance and max ULP over every case; the bars leave about 2x room). The float32 error of
-/// these bodies grows with the Exp argument (e^u carries |u|·2^-24 relative error from rounding
-/// u), so the windows are wider than a few roundings would need, and the float32 ULP bars are
-/// set by the tails where the result is small (x·sigmoid(z) for very negative x; gelu_erf's
-/// erfc there): relative error of a few 2^-24 per step times the conditioning of the step.
-fn catalogue_bars(name: &str) -> Option<(u32, u32)> {
+/// ULP bar, float32 mean-ULP bar), from the full sweep (`opgen verify --sweep full
+/// --no-sanitize`, largest near-tie distance and max ULP over every case; the bars leave about
+/// 2x room). The float32 error of these bodies grows with the Exp argument (e^u carries
+/// |u|·2^-24 relative error from rounding u), so the windows are wider than a few roundings
+/// would need, and the float32 ULP bars are set by the tails where the result is small
+/// (x·sigmoid(z) for very negative x; gelu_erf's erfc there): relative error of a few 2^-24 per
+/// step times the conditioning of the step. The third: the largest per-case mean ULP of the quick
+/// and full sweeps, from which `Tolerance::ulp_bulk` sets the bulk gate's bar (2x), so a kernel
+/// uniformly worse than today's fails where its worst element still passes the max bar.
+fn catalogue_bars(name: &str) -> Option<(u32, u32, f64)> {
     Some(match name {
         // Full sweep 2026-12-01 (67 cases per dtype): largest near-tie distance f16/bf16, max ULP
-        // float32.
-        "gelu_tanh" => (4, 300),  // 1.5 / 0.0, 151
-        "gelu_erf" => (6, 480),   // 2.5 / 0.0, 231
-        "fast_gelu" => (40, 220), // 2.0 / 16.6, 104
+        // float32. Mean ULP: the largest per case, quick / full sweep 2026-12-05; the full
+        // sweep's 128x5120 NormalLargeMean case (a deep share of the tail) sets it.
+        "gelu_tanh" => (4, 300, 16.83),  // 1.5 / 0.0, 151; mean 4.0 / 16.83
+        "gelu_erf" => (6, 480, 31.52),   // 2.5 / 0.0, 231; mean 11.0 / 31.52
+        "fast_gelu" => (40, 220, 25.03), // 2.0 / 16.6, 104; mean 4.47 / 25.03
         // Full sweep 2026-12-01 after the one-Exp product form (74 cases per dtype): 2.3 (f16),
         // 0.9 (bf16), 3 ULP float32. Before it, gate < -87 failed (bf16 1 ULP, float32 4187 ULP):
-        // e^min(z, 0) went subnormal while the product was not.
-        "swiglu" => (6, 8),
+        // e^min(z, 0) went subnormal while the product was not. Mean 0.48 / 0.44.
+        "swiglu" => (6, 8, 0.48),
+        _ => return None,
+    })
+}
+
+/// The float32 bars of the catalogue activations' backward ops per output: (max ULP, mean ULP).
+/// Max: the full sweep's max ULP (quick / full below) with about 2x room, as the forward's; mean: the largest
+/// per-case mean (quick and full sweeps, 2026-12-05, `--no-sanitize`), as `catalogue_bars`. The
+/// derivative's float32 error is the forward's plus its own tail terms (e^(-x²/2) and the
+/// sigmoid's derivative), largest in the NormalLargeMean case.
+fn grad_f32_bars(name: &str, output: &str) -> Option<(u32, f64)> {
+    Some(match (name, output) {
+        ("gelu_tanh_grad", "dx") => (160, 21.0), // max 39 / 78, mean 11.8 / 21.0
+        ("gelu_erf_grad", "dx") => (610, 44.5),  // max 54 / 305, mean 32.4 / 44.5
+        ("fast_gelu_grad", "dx") => (170, 24.73), // max 81 / 84, mean 23.57 / 24.73
+        ("swiglu_grad", "dgate") => (48, 1.714), // max 22 / 23 (README: 24), mean 1.24 / 1.71
+        ("swiglu_grad", "dup") => (8, 1.0),      // max 4 / 4, mean 0.62 / 1.0
         _ => return None,
     })
 }
 
 /// Catalogue ops: 16-bit outputs exactly RNE except near ties (window per op), float32 within
-/// the op's measured ULP bar, both with the bias gate and the CANN gate. User-declared bodies
-/// have no measurement: 16-bit within 1 ULP, float32 the CANN standard, plus the bias gate.
-fn tolerance(spec: &OpSpec, dtype: DType) -> Tolerance {
+/// the op's measured ULP and mean-ULP bars, with the bias gate (16-bit) and the CANN gate. Their
+/// backward ops: 16-bit within 1 ULP plus the bias gate, float32 their measured bars as the
+/// forward's. User-declared bodies have no measurement: 16-bit within 1 ULP, float32 the CANN
+/// standard, plus the bias gate.
+fn tolerance(spec: &OpSpec, output: &str, dtype: DType) -> Tolerance {
     let sixteen = matches!(dtype, DType::Float16 | DType::BFloat16);
+    if let (Some((ulp, mean)), false) = (grad_f32_bars(&spec.name, output), sixteen) {
+        return Tolerance::ulp_bulk(ulp, mean);
+    }
     match (catalogue_bars(&spec.name), sixteen) {
-        (Some((window, _)), true) => Tolerance::Rne { tie_window: window },
-        (Some((_, ulp)), false) => Tolerance::Ulp { max_ulp: ulp },
-        (None, true) => Tolerance::Ulp { max_ulp: 1 },
+        (Some((window, _, _)), true) => Tolerance::Rne { tie_window: window },
+        (Some((_, ulp, mean)), false) => Tolerance::ulp_bulk(ulp, mean),
+        (None, true) => Tolerance::ulp(1),
         (None, false) => Tolerance::CannOnly,
     }
 }
@@ -815,7 +840,7 @@ pub fn expected(
                 dtype,
                 shape: first.shape.clone(),
                 values,
-                tolerance: tolerance(spec, dtype),
+                tolerance: tolerance(spec, &t.name, dtype),
             }
         })
         .collect())

@@ -488,7 +488,7 @@ private:
             float c = 0.0f;
             const float inv = CentredRstd(sums.GetValue((first + r) * REDUCE_SLOT),
                                           squares.GetValue((first + r) * REDUCE_SLOT), &c);
-            mean.SetValue(first + r, m0 + c);
+            mean.SetValue(first + r, CorrectedMean(m0, c));
             rstd.SetValue(first + r, inv);
             Adds(xf[r * width], xf[r * width], -c, t_.numCol);
             PipeBarrier<PIPE_V>();
@@ -498,6 +498,16 @@ private:
         WaitFlag<HardEvent::S_V>(readSums);
         PipeBarrier<PIPE_V>();
         ApplyGamma(y, work, n);
+    }
+
+    // LayerNorm's mean m0 + c, or m0 itself where m0 is not finite: a row whose non-finite values
+    // are all -inf (or all +inf) has that mean, while its correction c = sum(x - m0) / n is NaN
+    // (inf - inf). The comparisons are false for NaN and +-inf (no m0 - m0, which a compiler
+    // under fast-math may fold to 0).
+    __aicore__ static inline float CorrectedMean(float m0, float c)
+    {
+        constexpr float kMaxFinite = 3.40282347e38f;
+        return (m0 >= -kMaxFinite && m0 <= kMaxFinite) ? m0 + c : m0;
     }
 
     // rstd from the centred sums sum(d) and sum(d^2) of a row (d = x - m0); *c = sum(d) / n, the
@@ -1218,7 +1228,7 @@ private:
             SetFlag<HardEvent::MTE3_S>(drained);
             WaitFlag<HardEvent::MTE3_S>(drained);
             mean = outMean_.AllocTensor<float>();
-            mean.SetValue(0, st.m0 + st.c);
+            mean.SetValue(0, CorrectedMean(st.m0, st.c));
             outMean_.EnQue(mean);
             mean = outMean_.DeQue<float>();
         }

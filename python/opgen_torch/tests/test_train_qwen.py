@@ -229,19 +229,45 @@ class TrainingStep(unittest.TestCase):
                     flush=True,
                 )
 
-    def test_fuse_residual_refuses_an_untested_version(self):
-        # fuse_residual carries copies of 4.53's and 4.57's decoder-layer forward only; on any
-        # other version it refuses (naming the switch), and the other patches still apply.
-        original = patch._transformers_version
-        try:
-            patch._transformers_version = lambda: (4, 55)
-            with self.assertRaisesRegex(ValueError, "fuse_residual.*4.53, 4.57.*pass fuse_residual=False"):
-                patch.apply_to_qwen2(tiny("qwen2", torch.float32))
-            model = patch.apply_to_qwen2(tiny("qwen2", torch.float32), fuse_residual=False)
-            self.assertEqual(set(patch.patched_modules(model).values()), {"rms_norm", "swiglu", "rotary_mul"})
-            patch.revert(model)
-        finally:
-            patch._transformers_version = original
+    def test_a_forward_of_another_structure_is_refused(self):
+        # fuse_residual and rotary edit the installed transformers' own forwards (no copy of a
+        # version's is kept): where a forward lacks what the edit replaces, apply_to_* refuses,
+        # naming the class, its file and what it looked for, and leaves the model unpatched.
+        from transformers.models.qwen2 import modeling_qwen2 as m
+
+        class SumFirst(m.Qwen2DecoderLayer):
+            def forward(self, hidden_states, *args, **kwargs):
+                residual = hidden_states
+                hidden_states, _ = self.self_attn(self.input_layernorm(hidden_states), *args, **kwargs)
+                hidden_states = hidden_states + residual  # the operands swapped
+                residual = hidden_states
+                hidden_states = self.post_attention_layernorm(hidden_states)
+                return residual + self.mlp(hidden_states)
+
+        class OwnRotary(m.Qwen2Attention):
+            def forward(self, hidden_states, position_embeddings, *args, **kwargs):
+                return rope(hidden_states, position_embeddings)
+
+        def rope(x, cos_sin):
+            return x
+
+        cases = (
+            (SumFirst, "layers", "fuse_residual replaces the statements .*hidden_states = residual \\+ hidden_states.* of SumFirst.forward \\(.*test_train_qwen.py\\).* 0 times; pass fuse_residual=False", "fuse_residual"),
+            (OwnRotary, "self_attn", "rotary replaces the apply_rotary_pos_emb\\(...\\) call of OwnRotary.forward \\(.*test_train_qwen.py\\).*pass rotary=False", "rotary"),
+        )
+        for cls, where, message, switch in cases:
+            with self.subTest(cls=cls.__name__):
+                model = tiny("qwen2", torch.float32)
+                for layer in model.model.layers:
+                    module = layer if where == "layers" else layer.self_attn
+                    module.__class__ = cls
+                with self.assertRaisesRegex(ValueError, message):
+                    patch.apply_to_qwen2(model)
+                self.assertEqual(patch.patched_modules(model), {})
+                patch.apply_to_qwen2(model, **{switch: False})
+                left = {"rms_norm", "swiglu", "add_rms_norm", "rotary_mul"} - {"fuse_residual": {"add_rms_norm"}, "rotary": {"rotary_mul"}}[switch]
+                self.assertEqual(set(patch.patched_modules(model).values()), left)
+                patch.revert(model)
 
     def test_transformers_version(self):
         # scripts/check_torch_train.sh runs part of this file again with another transformers

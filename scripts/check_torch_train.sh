@@ -4,8 +4,11 @@
 # generated kernels on the CPU twin (`cargo xtask torch-cpu`, cached objects), and runs
 # python/opgen_torch/tests/test_train_qwen.py: one training step of a tiny random Qwen2 and Qwen3
 # (float32, bfloat16) patched with opgen_torch.transformers against the unpatched model; prints
-# the loss delta, the worst gradient cosine (and its parameter) and the time per case; then the
-# training steps again with transformers 4.53.2 (the field report's version, cached under target/).
+# the loss delta, the worst gradient cosine (and its parameter) and the time per case; then
+# python/opgen_torch/tests/test_rl_models.py (an RL actor, reference and critic in one process);
+# then the training steps again with transformers 4.53.2 (the oldest supported, the field
+# report's, cached under target/), and both files with the newest supported transformers
+# (OPGEN_TRANSFORMERS_NEWEST, 5.25.0: an overlay venv of scripts/torch-venv.sh, made once).
 # Also run by scripts/check_torch_cpu.sh (a step of `cargo xtask test`).
 # Usage: scripts/check_torch_train.sh [OUT_DIR]   (default: target/opgen-torch-cpu)
 set -euo pipefail
@@ -25,6 +28,10 @@ start=$(opgen_now)
 PYTHONPATH="$out" OPGEN_EXPECT_TRANSFORMERS="$("$python" -c 'import transformers; print(transformers.__version__)')" \
     "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_train_qwen.py"
 echo "  training-step test: $(opgen_elapsed "$start") s"
+echo "== python/opgen_torch/tests/test_rl_models.py"
+start=$(opgen_now)
+PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_rl_models.py"
+echo "  several-models test: $(opgen_elapsed "$start") s"
 
 # The field report's transformers 4.53.2 too, on the same torch: installed once (--no-deps, with
 # the tokenizers it pins; the venv's other packages serve both versions) into a directory under
@@ -45,3 +52,14 @@ PYTHONPATH="$alt:$out" OPGEN_EXPECT_TRANSFORMERS="$alt_version" "$python" \
     "$OPGEN_REPO/python/opgen_torch/tests/test_train_qwen.py" TrainingStep.test_transformers_version \
     TrainingStep.test_qwen2_float32 TrainingStep.test_qwen2_bfloat16 TrainingStep.test_qwen3_float32
 echo "  training-step test (transformers $alt_version): $(opgen_elapsed "$start") s"
+
+# The newest supported transformers (5.x: other decoder-layer and attention signatures, the
+# rotary function without position_ids): the same package (same torch and Python), its own venv.
+newest=${OPGEN_TRANSFORMERS_NEWEST:-5.25.0}
+newest_python=$(OPGEN_TRANSFORMERS_VERSION=$newest "$OPGEN_REPO/scripts/torch-venv.sh" | tail -n 1)
+for test in test_train_qwen.py test_rl_models.py; do
+    echo "== python/opgen_torch/tests/$test with transformers $newest"
+    start=$(opgen_now)
+    PYTHONPATH="$out" OPGEN_EXPECT_TRANSFORMERS="$newest" "$newest_python" "$OPGEN_REPO/python/opgen_torch/tests/$test"
+    echo "  $test (transformers $newest): $(opgen_elapsed "$start") s"
+done

@@ -8,11 +8,12 @@ What must hold:
   figures run alone in a process where nothing else is patched: patching one model changes no
   other model, in any order or dtype;
 - each patched model against its unpatched twin (same weights) within the bars of
-  test_train_qwen.py, whose basis is stated there: float32 to float32 rounding (loss 1e-5
-  relative, outputs 1e-4, gradient cosine >= 0.9999 and norm within 1e-4); the bfloat16
-  reference's logits cosine >= 0.999 (rotary_mul rounds once where HF's rotary rounds three
-  times); with rotary=False the float32 models equal their twins exactly where every patched op
-  is exact in float32 (checked here: the forward outputs);
+  test_train_qwen.py: float32 outputs within 1e-4, gradient cosine >= 0.9999 and norm within
+  1e-4; bfloat16 logits cosine >= 0.999. The float32 ops are not bit-exact with HF's: rms_norm's
+  sum of squares runs in the kernel's order, not torch's (the critic's values differ by up to
+  1.6e-7 with the norms patched alone), so float32 agrees to float32 rounding, not exactly;
+  the bars are the training-step test's, whose basis is stated there. (Measured: the actor's
+  losses and the bfloat16 reference's logits came out equal, printed, not asserted.)
 - the modeling modules' namespaces are unchanged by patching (no module-level function is
   replaced); revert restores every module's attributes exactly; patching twice is a no-op.
 
@@ -149,16 +150,6 @@ class SeveralModels(unittest.TestCase):
                     ratio = abs(float(got_grads[name].double().norm() / want_grads[name].double().norm()) - 1)
                     self.assertLessEqual(ratio, NORM_BARS[dtype], f"{role}: gradient norm of {name}")
                 print(f"\n  {role} patched vs unpatched twin, max |difference|: {worst}", flush=True)
-
-    def test_float32_forward_exact_with_hf_rotary(self):
-        # rotary=False: rms_norm, add_rms_norm and swiglu with rounding="hf" in float32 give HF's
-        # values bit for bit (the reference's bfloat16 logits too: rounding="hf" is HF's cast order).
-        for role in ("reference", "critic"):
-            with self.subTest(role=role):
-                got, _ = figures(role, True, rotary=False)
-                want = self.alone[(role, False)][0]
-                for key in want:
-                    self.assertTrue(torch.equal(got[key], want[key]), f"{role}: {key}")
 
     def test_no_module_level_change(self):
         from transformers.models.qwen2 import modeling_qwen2

@@ -149,7 +149,7 @@ def _route_rotary(function, where):
 _REWRITTEN = {}  # (class, edit) -> the rewritten forward
 
 
-def _rewrite(cls, edit):
+def _rewrite(cls, edit, switch):
     """cls.forward compiled anew from the installed transformers' source with `edit` applied to
     its ast.FunctionDef: the decorators in the source are applied again, the globals are the
     defining module's own (live, not a copy), tracebacks name the file and line of HF's source.
@@ -161,7 +161,10 @@ def _rewrite(cls, edit):
         where = f"{cls.__name__}.forward ({file})"
         if original.__code__.co_freevars:
             # A closure (zero-argument super() included) cannot be compiled outside its scope.
-            raise ValueError(f"opgen_torch.transformers: {where} uses {original.__code__.co_freevars}, which cannot be rewritten")
+            raise ValueError(
+                f"opgen_torch.transformers: {switch} rewrites {where}, which uses names of an enclosing "
+                f"scope {original.__code__.co_freevars} that a rewrite cannot see; pass {switch}=False"
+            )
         lines, first = inspect.getsourcelines(original)
         tree = ast.parse(textwrap.dedent("".join(lines)))
         edit(tree.body[0], where)
@@ -201,10 +204,10 @@ def _apply(model, family, norms, mlp, fuse_residual, rotary):
         elif mlp and isinstance(module, mlp_class) and module.config.hidden_act in ("silu", "swish"):
             plan.append((module, _mlp_forward, {}, {"patch": "swiglu"}))
         elif fuse_residual and isinstance(module, layer_class) and isinstance(module.post_attention_layernorm, norm_class):
-            forward = _rewrite(type(module), _fuse_residual)
+            forward = _rewrite(type(module), _fuse_residual, "fuse_residual")
             plan.append((module, forward, {_ADD_NORM: _add_rms_norm}, {"patch": "add_rms_norm"}))
         elif rotary is not False and isinstance(module, attention_class):
-            forward = _rewrite(type(module), _route_rotary)
+            forward = _rewrite(type(module), _route_rotary, "rotary")
             plan.append((module, forward, {_ROTARY: _rotary}, {"patch": "rotary_mul", "rotary": rotary}))
     for module, forward, helpers, mark in plan:
         for name, function in {"forward": forward, **helpers}.items():

@@ -266,6 +266,29 @@ class TrainingStep(unittest.TestCase):
                 self.assertEqual(set(patch.patched_modules(model).values()), left)
                 patch.revert(model)
 
+    def test_gradient_checkpointing_recomputes_the_patched_layers(self):
+        # RL training checkpoints the decoder layers. transformers 5 does it by wrapping each layer
+        # class's forward (GradientCheckpointingLayer.__init_subclass__), which the fuse_residual
+        # rewrite must keep: the backward recomputes every layer (add_rms_norm twice per layer,
+        # once without checkpointing), and the gradients are the unpatched checkpointed model's
+        # within the float32 bars.
+        def checkpointed(model):
+            model.config.use_cache = False
+            model.gradient_checkpointing_enable()
+            return model
+
+        want_loss, _, want_grads = step(checkpointed(tiny("qwen2", torch.float32)))
+        model = patch.apply_to_qwen2(checkpointed(tiny("qwen2", torch.float32)))
+        with RecordOps() as rec:
+            loss, _, grads = step(model)
+        self.assertEqual(rec.ops.count("opgen.add_rms_norm.default"), 2 * len(model.model.layers))
+        self.assertLessEqual(abs(float(loss) - float(want_loss)) / float(want_loss), 1e-5, "loss")
+        for name in want_grads:
+            self.assertGreaterEqual(cosine(grads[name], want_grads[name]), BARS[torch.float32], f"gradient of {name}")
+            ratio = abs(float(grads[name].double().norm() / want_grads[name].double().norm()) - 1)
+            self.assertLessEqual(ratio, NORM_BARS[torch.float32], f"gradient norm of {name}")
+        patch.revert(model)
+
     def test_transformers_version(self):
         # scripts/check_torch_train.sh runs part of this file again with another transformers
         # (OPGEN_EXPECT_TRANSFORMERS names it): the run must really use that version.

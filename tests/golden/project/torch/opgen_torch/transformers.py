@@ -149,11 +149,55 @@ def _route_rotary(function, where):
 _REWRITTEN = {}  # (class, edit) -> the rewritten forward
 
 
+def _wrappers(function):
+    """function, function.__wrapped__, ...: the chain functools.wraps leaves."""
+    chain = [function]
+    while hasattr(chain[-1], "__wrapped__"):
+        chain.append(chain[-1].__wrapped__)
+    return chain
+
+
+def _holds(cell, value):
+    try:
+        return cell.cell_contents is value
+    except ValueError:  # an empty cell
+        return False
+
+
+def _rewrap(installed, rewritten, where, switch):
+    """`rewritten` inside the wrappers that were put around the class's forward outside its
+    source (transformers 5's GradientCheckpointingLayer wraps every subclass's forward in
+    __init_subclass__; dropping that wrapper would turn gradient checkpointing off): each such
+    wrapper is made anew with the closure cell that held the function it wraps holding the
+    rewritten one instead. Its other cells stay (5's wrapper compares type(self).forward with
+    itself, which stays true)."""
+    outer = _wrappers(installed)
+    outer = outer[: len(outer) - len(_wrappers(rewritten))]
+    function = rewritten
+    for wrapper in reversed(outer):
+        cells = wrapper.__closure__ or ()
+        wrapped = wrapper.__wrapped__
+        held = [i for i, cell in enumerate(cells) if _holds(cell, wrapped)]
+        if len(held) != 1:
+            raise ValueError(
+                f"opgen_torch.transformers: {switch} rewrites {where}, which is wrapped by {wrapper.__qualname__} "
+                f"outside its source in a way that cannot be rebuilt around the rewrite; pass {switch}=False"
+            )
+        closure = tuple(types.CellType(function) if i == held[0] else cell for i, cell in enumerate(cells))
+        rebuilt = types.FunctionType(wrapper.__code__, wrapper.__globals__, wrapper.__name__, wrapper.__defaults__, closure)
+        rebuilt.__kwdefaults__ = wrapper.__kwdefaults__
+        rebuilt.__dict__.update(wrapper.__dict__)
+        rebuilt.__wrapped__ = function
+        function = rebuilt
+    return function
+
+
 def _rewrite(cls, edit, switch):
     """cls.forward compiled anew from the installed transformers' source with `edit` applied to
-    its ast.FunctionDef: the decorators in the source are applied again, the globals are the
-    defining module's own (live, not a copy), tracebacks name the file and line of HF's source.
-    Cached per class and edit."""
+    its ast.FunctionDef: the decorators in the source are applied again, the wrappers put on it
+    outside the source are rebuilt around it (_rewrap), the globals are the defining module's own
+    (live, not a copy), tracebacks name the file and line of HF's source. Cached per class and
+    edit."""
     key = (cls, edit)
     if key not in _REWRITTEN:
         original = inspect.unwrap(cls.forward)
@@ -172,7 +216,7 @@ def _rewrite(cls, edit, switch):
         ast.increment_lineno(tree, first - 1)
         namespace = {}
         exec(compile(tree, file, "exec"), original.__globals__, namespace)
-        _REWRITTEN[key] = namespace[tree.body[0].name]
+        _REWRITTEN[key] = _rewrap(cls.forward, namespace[tree.body[0].name], where, switch)
     return _REWRITTEN[key]
 
 

@@ -129,10 +129,12 @@ class SeveralModels(unittest.TestCase):
                     patch.apply_to_qwen2(models[role])
                 got = {role: ROLES[role][1](models[role]) for role in order}
                 for role in order:
-                    self.assert_same(got[role], self.alone[(role, role in patched)], f"{role} ({'patched' if role in patched else 'unpatched'})")
+                    state = "patched" if role in patched else "unpatched"
+                    self.assert_same(got[role], self.alone[(role, role in patched)], f"{role} ({state})")
                 for model in models.values():
                     patch.revert(model)
-                print(f"\n  {' -> '.join(order)}, patched {sorted(patched)}: each as alone; {time.perf_counter() - started:.1f} s", flush=True)
+                elapsed = time.perf_counter() - started
+                print(f"\n  {' -> '.join(order)}, patched {sorted(patched)}: each as alone; {elapsed:.1f} s", flush=True)
 
     def test_patched_against_the_unpatched_twin(self):
         for role, (_, _, dtype) in ROLES.items():

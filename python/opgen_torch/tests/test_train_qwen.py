@@ -248,9 +248,17 @@ class TrainingStep(unittest.TestCase):
             def forward(self, hidden_states, position_embeddings, *args, **kwargs):
                 return torch.nn.functional.dropout(hidden_states, 0.0), None  # calls no apply_rotary_pos_emb
 
+        fuse_refusal = (
+            "fuse_residual replaces the statements .*hidden_states = residual \\+ hidden_states.* "
+            "of SumFirst.forward \\(.*test_train_qwen.py\\).* 0 times; pass fuse_residual=False"
+        )
+        rotary_refusal = (
+            "rotary replaces the apply_rotary_pos_emb\\(...\\) call of OwnRotary.forward \\(.*test_train_qwen.py\\).*"
+            "pass rotary=False"
+        )
         cases = (
-            (SumFirst, "layers", "fuse_residual replaces the statements .*hidden_states = residual \\+ hidden_states.* of SumFirst.forward \\(.*test_train_qwen.py\\).* 0 times; pass fuse_residual=False", "fuse_residual"),
-            (OwnRotary, "self_attn", "rotary replaces the apply_rotary_pos_emb\\(...\\) call of OwnRotary.forward \\(.*test_train_qwen.py\\).*pass rotary=False", "rotary"),
+            (SumFirst, "layers", fuse_refusal, "fuse_residual"),
+            (OwnRotary, "self_attn", rotary_refusal, "rotary"),
         )
         for cls, where, message, switch in cases:
             with self.subTest(cls=cls.__name__):
@@ -262,7 +270,8 @@ class TrainingStep(unittest.TestCase):
                     patch.apply_to_qwen2(model)
                 self.assertEqual(patch.patched_modules(model), {})
                 patch.apply_to_qwen2(model, **{switch: False})
-                left = {"rms_norm", "swiglu", "add_rms_norm", "rotary_mul"} - {"fuse_residual": {"add_rms_norm"}, "rotary": {"rotary_mul"}}[switch]
+                off = {"fuse_residual": "add_rms_norm", "rotary": "rotary_mul"}[switch]
+                left = {"rms_norm", "swiglu", "add_rms_norm", "rotary_mul"} - {off}
                 self.assertEqual(set(patch.patched_modules(model).values()), left)
                 patch.revert(model)
 

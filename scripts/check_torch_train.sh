@@ -4,8 +4,11 @@
 # generated kernels on the CPU twin (`cargo xtask torch-cpu`, cached objects), and runs
 # python/opgen_torch/tests/test_train_qwen.py: one training step of a tiny random Qwen2 and Qwen3
 # (float32, bfloat16) patched with opgen_torch.transformers against the unpatched model; prints
-# the loss delta, the worst gradient cosine (and its parameter) and the time per case; then the
-# training steps again with transformers 4.53.2 (the field report's version, cached under target/).
+# the loss delta, the worst gradient cosine (and its parameter) and the time per case; then
+# python/opgen_torch/tests/test_rl_models.py (an RL actor, reference and critic in one process);
+# then the training steps again with transformers 4.53.2 (the oldest supported, the field
+# report's, cached under target/), and every HF test with the newest supported transformers
+# (OPGEN_TRANSFORMERS_NEWEST, 5.25.0: an overlay venv of scripts/torch-venv.sh, made once).
 # Also run by scripts/check_torch_cpu.sh (a step of `cargo xtask test`).
 # Usage: scripts/check_torch_train.sh [OUT_DIR]   (default: target/opgen-torch-cpu)
 set -euo pipefail
@@ -25,11 +28,16 @@ start=$(opgen_now)
 PYTHONPATH="$out" OPGEN_EXPECT_TRANSFORMERS="$("$python" -c 'import transformers; print(transformers.__version__)')" \
     "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_train_qwen.py"
 echo "  training-step test: $(opgen_elapsed "$start") s"
+echo "== python/opgen_torch/tests/test_rl_models.py"
+start=$(opgen_now)
+PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_rl_models.py"
+echo "  several-models test: $(opgen_elapsed "$start") s"
 
 # The field report's transformers 4.53.2 too, on the same torch: installed once (--no-deps, with
 # the tokenizers it pins; the venv's other packages serve both versions) into a directory under
-# target/ that goes first on PYTHONPATH. Only the tiny-Qwen training steps run with it (Qwen2
-# float32 with generate, Qwen2 bfloat16, Qwen3 float32), to keep the step's cost small.
+# target/ that goes first on PYTHONPATH. The tiny-Qwen training steps (Qwen2 float32 with
+# generate, Qwen2 bfloat16, Qwen3 float32, gradient checkpointing) and the several-models test
+# run with it; the compiled steps do not, to keep the step's cost small.
 alt_version=4.53.2
 alt="$OPGEN_REPO/target/torch-transformers-$alt_version"
 alt_want="transformers==$alt_version tokenizers==0.21.4"
@@ -43,5 +51,26 @@ echo "== python/opgen_torch/tests/test_train_qwen.py with transformers $alt_vers
 start=$(opgen_now)
 PYTHONPATH="$alt:$out" OPGEN_EXPECT_TRANSFORMERS="$alt_version" "$python" \
     "$OPGEN_REPO/python/opgen_torch/tests/test_train_qwen.py" TrainingStep.test_transformers_version \
-    TrainingStep.test_qwen2_float32 TrainingStep.test_qwen2_bfloat16 TrainingStep.test_qwen3_float32
+    TrainingStep.test_qwen2_float32 TrainingStep.test_qwen2_bfloat16 TrainingStep.test_qwen3_float32 \
+    TrainingStep.test_gradient_checkpointing_recomputes_the_patched_layers
 echo "  training-step test (transformers $alt_version): $(opgen_elapsed "$start") s"
+echo "== python/opgen_torch/tests/test_rl_models.py with transformers $alt_version"
+start=$(opgen_now)
+PYTHONPATH="$alt:$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_rl_models.py"
+echo "  several-models test (transformers $alt_version): $(opgen_elapsed "$start") s"
+
+# The newest supported transformers (5.x: other decoder-layer and attention signatures, the
+# rotary function without position_ids, gradient checkpointing by wrapping each layer's forward):
+# the same package (same torch and Python) in its own venv. Every HF test runs there: the training
+# steps, the several-models test, rounding="hf" against HF's own modules (test_hf_rounding.py) and
+# test_cpu_backend.py's Transformers class.
+newest=${OPGEN_TRANSFORMERS_NEWEST:-5.25.0}
+newest_python=$(OPGEN_TRANSFORMERS_VERSION=$newest "$OPGEN_REPO/scripts/torch-venv.sh" | tail -n 1)
+for test in test_train_qwen.py test_rl_models.py test_hf_rounding.py "test_cpu_backend.py Transformers"; do
+    echo "== python/opgen_torch/tests/$test with transformers $newest"
+    start=$(opgen_now)
+    # shellcheck disable=SC2086 # "file [test class]" splits into the script and its argument
+    PYTHONPATH="$out" OPGEN_EXPECT_TRANSFORMERS="$newest" OPGEN_TWIN_INCLUDE="$OPGEN_REPO/kernels/twin/include" \
+        "$newest_python" "$OPGEN_REPO/python/opgen_torch/tests/"$test
+    echo "  $test (transformers $newest): $(opgen_elapsed "$start") s"
+done

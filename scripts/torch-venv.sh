@@ -11,16 +11,54 @@
 # `import torch` fails (libcudart.so.12, then libcublasLt). So the full dependency set is
 # installed (about 7 GB, ~3 min here), once.
 #
-# Prints the venv's python on its last line. Usage: scripts/torch-venv.sh
+# OPGEN_TRANSFORMERS_VERSION other than the base venv's (4.57.1), e.g. the newest 5.x that
+# scripts/check_torch_cpu.sh tests: an overlay venv $OPGEN_CACHE/venv-torch-transformers-<V>
+# whose site-packages reads the base venv's through a .pth file (site.addsitedir, so the base's
+# own .pth files run too) after its own. pip then sees torch and its NVIDIA wheels as installed
+# and puts only transformers and the dependencies it needs newer (huggingface_hub, tokenizers,
+# ...) into the overlay, where they shadow the base's copies: torch is not downloaded twice, and
+# the overlay is tens of MB.
+#
+# Prints the venv's python on its last line.
+# Usage: scripts/torch-venv.sh   |   OPGEN_TRANSFORMERS_VERSION=5.25.0 scripts/torch-venv.sh
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 source "$(dirname "$0")/lib/wheels.sh"
 
 # 4.57 is the last 4.x transformers (the field report used 4.53.2); it supports torch 2.10.
-OPGEN_TRANSFORMERS_VERSION=${OPGEN_TRANSFORMERS_VERSION:-4.57.1}
+base_transformers=4.57.1
+OPGEN_TRANSFORMERS_VERSION=${OPGEN_TRANSFORMERS_VERSION:-$base_transformers}
+start=$(opgen_now)
+
+if [ "$OPGEN_TRANSFORMERS_VERSION" != "$base_transformers" ]; then
+    base_python=$(OPGEN_TRANSFORMERS_VERSION=$base_transformers "$0" | tail -n 1)
+    overlay="$OPGEN_CACHE/venv-torch-transformers-$OPGEN_TRANSFORMERS_VERSION"
+    want="base=$(cat "$OPGEN_CACHE/venv-torch/.opgen-venv") transformers==$OPGEN_TRANSFORMERS_VERSION"
+    if [ -f "$overlay/.opgen-venv" ] && [ "$(cat "$overlay/.opgen-venv")" = "$want" ] && [ -x "$overlay/bin/python" ]; then
+        echo "== torch venv overlay: cached ($want) in $(opgen_elapsed "$start") s"
+        echo "$overlay/bin/python"
+        exit 0
+    fi
+    echo "== torch venv overlay: making $overlay ($want)"
+    rm -rf "$overlay"
+    opgen_run "python3 -m venv (overlay)" python3 -m venv "$overlay"
+    base_site=$("$base_python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    overlay_site=$("$overlay/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    echo "import site; site.addsitedir('$base_site')" >"$overlay_site/opgen-base-venv.pth"
+    opgen_run "pip install transformers==$OPGEN_TRANSFORMERS_VERSION (overlay)" \
+        "$overlay/bin/python" -m pip install --disable-pip-version-check --no-input \
+        "transformers==$OPGEN_TRANSFORMERS_VERSION"
+    opgen_run "import check (overlay)" "$overlay/bin/python" -c \
+        "import torch, transformers; assert transformers.__version__ == '$OPGEN_TRANSFORMERS_VERSION', transformers.__version__; assert torch.ones(2).add(1).sum().item() == 4.0; print(torch.__version__, transformers.__version__)"
+    echo "    $OPGEN_LAST_LOG"
+    echo "$want" >"$overlay/.opgen-venv"
+    echo "== torch venv overlay: ready in $(opgen_elapsed "$start") s ($(du -sh "$overlay" | cut -f1))"
+    echo "$overlay/bin/python"
+    exit 0
+fi
+
 venv="$OPGEN_CACHE/venv-torch"
 want="torch==$OPGEN_TORCH_VERSION transformers==$OPGEN_TRANSFORMERS_VERSION python=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-start=$(opgen_now)
 
 if [ -f "$venv/.opgen-venv" ] && [ "$(cat "$venv/.opgen-venv")" = "$want" ] && [ -x "$venv/bin/python" ]; then
     echo "== torch venv: cached ($want) in $(opgen_elapsed "$start") s"

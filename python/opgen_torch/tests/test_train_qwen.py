@@ -229,19 +229,74 @@ class TrainingStep(unittest.TestCase):
                     flush=True,
                 )
 
-    def test_fuse_residual_refuses_an_untested_version(self):
-        # fuse_residual carries copies of 4.53's and 4.57's decoder-layer forward only; on any
-        # other version it refuses (naming the switch), and the other patches still apply.
-        original = patch._transformers_version
-        try:
-            patch._transformers_version = lambda: (4, 55)
-            with self.assertRaisesRegex(ValueError, "fuse_residual.*4.53, 4.57.*pass fuse_residual=False"):
-                patch.apply_to_qwen2(tiny("qwen2", torch.float32))
-            model = patch.apply_to_qwen2(tiny("qwen2", torch.float32), fuse_residual=False)
-            self.assertEqual(set(patch.patched_modules(model).values()), {"rms_norm", "swiglu", "rotary_mul"})
-            patch.revert(model)
-        finally:
-            patch._transformers_version = original
+    def test_a_forward_of_another_structure_is_refused(self):
+        # fuse_residual and rotary edit the installed transformers' own forwards (no copy of a
+        # version's is kept): where a forward lacks what the edit replaces, apply_to_* refuses,
+        # naming the class, its file and what it looked for, and leaves the model unpatched.
+        from transformers.models.qwen2 import modeling_qwen2 as m
+
+        class SumFirst(m.Qwen2DecoderLayer):
+            def forward(self, hidden_states, *args, **kwargs):
+                residual = hidden_states
+                hidden_states, _ = self.self_attn(self.input_layernorm(hidden_states), *args, **kwargs)
+                hidden_states = hidden_states + residual  # the operands swapped
+                residual = hidden_states
+                hidden_states = self.post_attention_layernorm(hidden_states)
+                return residual + self.mlp(hidden_states)
+
+        class OwnRotary(m.Qwen2Attention):
+            def forward(self, hidden_states, position_embeddings, *args, **kwargs):
+                return torch.nn.functional.dropout(hidden_states, 0.0), None  # calls no apply_rotary_pos_emb
+
+        fuse_refusal = (
+            "fuse_residual replaces the statements .*hidden_states = residual \\+ hidden_states.* "
+            "of SumFirst.forward \\(.*test_train_qwen.py\\).* 0 times; pass fuse_residual=False"
+        )
+        rotary_refusal = (
+            "rotary replaces the apply_rotary_pos_emb\\(...\\) call of OwnRotary.forward \\(.*test_train_qwen.py\\).*"
+            "pass rotary=False"
+        )
+        cases = (
+            (SumFirst, "layers", fuse_refusal, "fuse_residual"),
+            (OwnRotary, "self_attn", rotary_refusal, "rotary"),
+        )
+        for cls, where, message, switch in cases:
+            with self.subTest(cls=cls.__name__):
+                model = tiny("qwen2", torch.float32)
+                for layer in model.model.layers:
+                    module = layer if where == "layers" else layer.self_attn
+                    module.__class__ = cls
+                with self.assertRaisesRegex(ValueError, message):
+                    patch.apply_to_qwen2(model)
+                self.assertEqual(patch.patched_modules(model), {})
+                patch.apply_to_qwen2(model, **{switch: False})
+                off = {"fuse_residual": "add_rms_norm", "rotary": "rotary_mul"}[switch]
+                left = {"rms_norm", "swiglu", "add_rms_norm", "rotary_mul"} - {off}
+                self.assertEqual(set(patch.patched_modules(model).values()), left)
+                patch.revert(model)
+
+    def test_gradient_checkpointing_recomputes_the_patched_layers(self):
+        # RL training checkpoints the decoder layers. transformers 5 does it by wrapping each layer
+        # class's forward (GradientCheckpointingLayer.__init_subclass__), which the fuse_residual
+        # rewrite must keep: the backward recomputes every layer (add_rms_norm twice per layer,
+        # once without checkpointing), and the gradients are the unpatched checkpointed model's
+        # within the float32 bars.
+        def checkpointed(model):
+            model.config.use_cache = False
+            model.gradient_checkpointing_enable()
+            return model
+
+        want_loss, _, want_grads = step(checkpointed(tiny("qwen2", torch.float32)))
+        model = patch.apply_to_qwen2(checkpointed(tiny("qwen2", torch.float32)))
+        with RecordOps() as rec:
+            loss, _, grads = step(model)
+        self.assertEqual(rec.ops.count("opgen.add_rms_norm.default"), 2 * len(model.model.layers))
+        self.assertLessEqual(abs(float(loss) - float(want_loss)) / float(want_loss), 1e-5, "loss")
+        for name in want_grads:
+            self.assertGreaterEqual(cosine(grads[name], want_grads[name]), BARS[torch.float32], f"gradient of {name}")
+            ratio = abs(float(grads[name].double().norm() / want_grads[name].double().norm()) - 1)
+            self.assertLessEqual(ratio, NORM_BARS[torch.float32], f"gradient norm of {name}")
+        patch.revert(model)
 
     def test_transformers_version(self):
         # scripts/check_torch_train.sh runs part of this file again with another transformers

@@ -7,55 +7,59 @@ for inference and training.
     ...
     opgen_torch.transformers.revert(model)
 
-What is patched (in place, per module instance; the classes are untouched), each switchable:
+Every patch is per module instance: the classes and the modeling modules' functions are untouched,
+so patched and unpatched models of one family run side by side in one process (an RL actor,
+reference and critic), in any order and dtype. Patching twice is a no-op; revert deletes what the
+patch put on the instances, which uncovers the classes' own forwards. Each patch is switchable:
 
 - `norms`: every RMSNorm (Qwen2RMSNorm; Qwen3RMSNorm, Qwen3's per-head q_norm/k_norm included:
   rows of tokens x heads) runs torch.ops.opgen.rms_norm; backward rms_norm_grad.
 - `fuse_residual`: each decoder layer's `residual + attention output` and its
   post_attention_layernorm run as one torch.ops.opgen.add_rms_norm (the rounded sum is
-  the next residual, as in HF); backward add_rms_norm_grad. This replaces the decoder layer's
-  forward with a copy of the installed transformers' (4.53 or 4.57), so it is refused on other
-  versions.
+  the next residual, as in HF); backward add_rms_norm_grad.
 - `mlp`: the SwiGLU MLP's `act_fn(gate_proj(x)) * up_proj(x)` (hidden_act silu) runs
   torch.ops.opgen.swiglu(gate, up); backward swiglu_grad.
-- `rotary`: apply_rotary_pos_emb runs torch.ops.opgen.rotary_mul (mode "half" =
-  rotate_half; HF's cos/sin [B, S, D] unsqueezed to [B, 1, S, D] for q/k [B, H, S, D]).
-  "auto" (the default) uses it where no gradient is needed, or everywhere once rotary_mul has a
-  backward op (opgen_torch.ops.BACKWARD); True forces it (training then refuses while rotary_mul
-  has no backward op); False keeps HF's.
+- `rotary`: the attention's apply_rotary_pos_emb call runs torch.ops.opgen.rotary_mul
+  (mode "half" = rotate_half; HF's cos/sin [B, S, D] unsqueezed to [B, 1, S, D] for q/k
+  [B, H, S, D]). "auto" (the default) uses it where no gradient is needed, or everywhere once
+  rotary_mul has a backward op (opgen_torch.ops.BACKWARD); True forces it (training then refuses
+  while rotary_mul has no backward op); False keeps HF's.
+
+How: norms and mlp replace the module's forward (they need only `weight`, `variance_epsilon`,
+`gate_proj`/`up_proj`/`down_proj`, `config.hidden_act`). fuse_residual and rotary need a change
+inside HF's decoder-layer and attention forwards; no copy of any version's forward is kept here:
+at patch time the installed transformers' own forward is compiled anew from its source with one
+edit (_rewrite) and bound to the instance. fuse_residual replaces the three statements
+`hidden_states = residual + hidden_states`, `residual = hidden_states`,
+`hidden_states = self.post_attention_layernorm(hidden_states)`; rotary routes the
+`apply_rotary_pos_emb(...)` call through the instance. Where the installed forward lacks what the
+edit replaces, apply_to_* refuses, naming the class, its file and the statements it looked for.
+Tested with transformers 4.53.2, 4.57.1 and 5.25.0.
 
 Rounding: where an op has a `rounding` attr the patch passes rounding="hf" (HF's cast order,
 bit-exact with HF in 16-bit; rotary_mul's also in float32, where "once" is Dot2). Otherwise
 rms_norm and swiglu round once where HF rounds twice (1 ULP off HF on part of the 16-bit
 elements); add_rms_norm follows HF's order; rotary_mul rounds once where HF rounds three times.
 float32 agrees up to float32 rounding.
-
-Supported transformers: 4.53 and 4.57 (tested with 4.53.2, the field report's, and 4.57.1, the
-version scripts/torch-venv.sh installs). The norm, MLP and rotary patches need only the modules'
-attributes (`weight`, `variance_epsilon`, `gate_proj`/`up_proj`/`down_proj`, the modeling
-module's `apply_rotary_pos_emb`); `fuse_residual` needs a copy of the version's decoder-layer
-forward (SUPPORTED_TRANSFORMERS) and refuses the others.
 """
 
-import sys
+import ast
+import inspect
+import textwrap
 import types
 
 import torch
 
 from .ops import BACKWARD
 
-__all__ = ["apply_to_qwen2", "apply_to_qwen3", "revert", "patched_modules", "SUPPORTED_TRANSFORMERS"]
-
-# The transformers versions (major, minor) whose decoder-layer forward fuse_residual has a copy
-# of: 4.53 (tested with 4.53.2, the field report's) and 4.57 (tested with 4.57.1). 4.54 to 4.56
-# are not tested, so fuse_residual refuses them; the other patches need only the modules'
-# attributes and apply_rotary_pos_emb's signature, the same across these versions.
-SUPPORTED_TRANSFORMERS = ((4, 53), (4, 57))
+__all__ = ["apply_to_qwen2", "apply_to_qwen3", "revert", "patched_modules"]
 
 _OPS = torch.ops.opgen
-# The instance attribute that marks a patched module with what was patched; revert deletes the
-# instance's forward, which uncovers the class's own.
+# The instance attribute that marks a patched module with what was patched.
 _MARK = "_opgen_patched"
+# The instance methods that the rewritten forwards call (self.<name>(...)).
+_ROTARY = "_opgen_rotary"
+_ADD_NORM = "_opgen_add_rms_norm"
 
 
 def _rounding(op):
@@ -73,89 +77,13 @@ def _mlp_forward(self, x):
     return self.down_proj(_OPS.swiglu(self.gate_proj(x), self.up_proj(x), **_rounding(_OPS.swiglu)))
 
 
-def _decoder_forward_4_53(
-    self,
-    hidden_states,
-    attention_mask=None,
-    position_ids=None,
-    past_key_value=None,
-    output_attentions=False,
-    use_cache=False,
-    cache_position=None,
-    position_embeddings=None,
-    **kwargs,
-):
-    # transformers 4.53's Qwen2DecoderLayer/Qwen3DecoderLayer.forward (the cache argument is
-    # `past_key_value`, attention weights may be returned, the result is a tuple), the residual
-    # add and the post-attention norm fused as in _decoder_forward_4_57.
-    residual = hidden_states
-    hidden_states = self.input_layernorm(hidden_states)
-    hidden_states, self_attn_weights = self.self_attn(
-        hidden_states=hidden_states,
-        attention_mask=attention_mask,
-        position_ids=position_ids,
-        past_key_value=past_key_value,
-        output_attentions=output_attentions,
-        use_cache=use_cache,
-        cache_position=cache_position,
-        position_embeddings=position_embeddings,
-        **kwargs,
-    )
+def _add_rms_norm(self, residual, attention_output):
+    """The decoder layer's post_attention_layernorm(residual + attention_output) and that sum."""
     norm = self.post_attention_layernorm
-    hidden_states, _, residual = _OPS.add_rms_norm(
-        residual, hidden_states, norm.weight, float(norm.variance_epsilon), **_rounding(_OPS.add_rms_norm)
+    y, _, x_sum = _OPS.add_rms_norm(
+        residual, attention_output, norm.weight, float(norm.variance_epsilon), **_rounding(_OPS.add_rms_norm)
     )
-    hidden_states = self.mlp(hidden_states)
-    outputs = (residual + hidden_states,)
-    if output_attentions:
-        outputs += (self_attn_weights,)
-    return outputs
-
-
-def _decoder_forward_4_57(
-    self,
-    hidden_states,
-    attention_mask=None,
-    position_ids=None,
-    past_key_values=None,
-    use_cache=False,
-    cache_position=None,
-    position_embeddings=None,
-    **kwargs,
-):
-    # transformers 4.57's Qwen2DecoderLayer/Qwen3DecoderLayer.forward, the residual add and the
-    # post-attention norm fused: x_sum = residual + attention output (rounded, as HF's add) is
-    # both the norm's input and the next residual.
-    residual = hidden_states
-    hidden_states = self.input_layernorm(hidden_states)
-    hidden_states, _ = self.self_attn(
-        hidden_states=hidden_states,
-        attention_mask=attention_mask,
-        position_ids=position_ids,
-        past_key_values=past_key_values,
-        use_cache=use_cache,
-        cache_position=cache_position,
-        position_embeddings=position_embeddings,
-        **kwargs,
-    )
-    norm = self.post_attention_layernorm
-    hidden_states, _, residual = _OPS.add_rms_norm(
-        residual, hidden_states, norm.weight, float(norm.variance_epsilon), **_rounding(_OPS.add_rms_norm)
-    )
-    hidden_states = self.mlp(hidden_states)
-    return residual + hidden_states
-
-
-_DECODER_FORWARDS = {(4, 53): _decoder_forward_4_53, (4, 57): _decoder_forward_4_57}
-assert set(_DECODER_FORWARDS) == set(SUPPORTED_TRANSFORMERS)
-
-# The rotary mode of the attention module running now (None: HF's apply_rotary_pos_emb). The
-# modeling module's apply_rotary_pos_emb is a global function, not per instance: while a model
-# is patched it is replaced by a dispatcher that reads this, set around each patched attention
-# call, so unpatched models in the same process keep HF's math.
-_ROTARY = {"mode": None}
-# modeling module -> (HF's apply_rotary_pos_emb, number of attention modules patched).
-_ROTARY_INSTALLED = {}
+    return y, x_sum
 
 
 def _rotary_wanted(mode, *tensors):
@@ -166,94 +94,169 @@ def _rotary_wanted(mode, *tensors):
     return False
 
 
-def _make_rotary(original):
-    def apply_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
-        mode = _ROTARY["mode"]
-        if mode is not None and q.dim() == 4 and cos.dim() == 3 and _rotary_wanted(mode, q, k, cos, sin):
-            cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
-            hf = _rounding(_OPS.rotary_mul)
-            return _OPS.rotary_mul(q, cos, sin, "half", **hf), _OPS.rotary_mul(k, cos, sin, "half", **hf)
-        return original(q, k, cos, sin, position_ids, unsqueeze_dim)
+def _rotary(self, hf, q, k, cos, sin, *args, **kwargs):
+    """The attention's apply_rotary_pos_emb(q, k, cos, sin) call; `hf` is the modeling module's
+    function. A call with more arguments (position_ids in 4.x, unsqueeze_dim) goes to HF's as it
+    is: HF's attention passes none, and the signatures differ between versions."""
+    mode = getattr(self, _MARK)["rotary"]
+    if not args and not kwargs and q.dim() == 4 and cos.dim() == 3 and _rotary_wanted(mode, q, k, cos, sin):
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        hf_rounding = _rounding(_OPS.rotary_mul)
+        return _OPS.rotary_mul(q, cos, sin, "half", **hf_rounding), _OPS.rotary_mul(k, cos, sin, "half", **hf_rounding)
+    return hf(q, k, cos, sin, *args, **kwargs)
 
-    apply_rotary_pos_emb._opgen_original = original
-    return apply_rotary_pos_emb
+
+# fuse_residual: the statements of HF's decoder-layer forward it replaces, in a row (compared as
+# ast.unparse text, so layout and comments do not matter), and the one that replaces them.
+_RESIDUAL_NORM = (
+    "hidden_states = residual + hidden_states",
+    "residual = hidden_states",
+    "hidden_states = self.post_attention_layernorm(hidden_states)",
+)
+_FUSED = f"hidden_states, residual = self.{_ADD_NORM}(residual, hidden_states)"
 
 
-def _attention_forward(self, *args, **kwargs):
-    previous = _ROTARY["mode"]
-    _ROTARY["mode"] = getattr(self, _MARK)["rotary"]
+def _fuse_residual(function, where):
+    text = [ast.unparse(statement) for statement in function.body]
+    n = len(_RESIDUAL_NORM)
+    at = [i for i in range(len(text) - n + 1) if tuple(text[i : i + n]) == _RESIDUAL_NORM]
+    if len(at) != 1:
+        raise ValueError(
+            f"opgen_torch.transformers: fuse_residual replaces the statements {list(_RESIDUAL_NORM)} of {where}, "
+            f"in a row in the function's body, and finds them there {len(at)} times; "
+            f"pass fuse_residual=False (the other patches do not depend on it)"
+        )
+    function.body[at[0] : at[0] + n] = ast.parse(_FUSED).body
+
+
+def _route_rotary(function, where):
+    calls = [
+        node
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "apply_rotary_pos_emb"
+    ]
+    if not calls:
+        raise ValueError(
+            f"opgen_torch.transformers: rotary replaces the apply_rotary_pos_emb(...) call of {where}, "
+            f"and it has none; pass rotary=False (the other patches do not depend on it)"
+        )
+    for call in calls:
+        # apply_rotary_pos_emb(q, k, ...) -> self._rotary(apply_rotary_pos_emb, q, k, ...)
+        call.args.insert(0, ast.Name("apply_rotary_pos_emb", ast.Load()))
+        call.func = ast.Attribute(ast.Name("self", ast.Load()), _ROTARY, ast.Load())
+
+
+_REWRITTEN = {}  # (class, edit) -> the rewritten forward
+
+
+def _wrappers(function):
+    """function, function.__wrapped__, ...: the chain functools.wraps leaves."""
+    chain = [function]
+    while hasattr(chain[-1], "__wrapped__"):
+        chain.append(chain[-1].__wrapped__)
+    return chain
+
+
+def _holds(cell, value):
     try:
-        return type(self).forward(self, *args, **kwargs)
-    finally:
-        _ROTARY["mode"] = previous
+        return cell.cell_contents is value
+    except ValueError:  # an empty cell
+        return False
 
 
-def _install_rotary(modeling):
-    original, count = _ROTARY_INSTALLED.get(modeling.__name__, (modeling.apply_rotary_pos_emb, 0))
-    if count == 0:
-        modeling.apply_rotary_pos_emb = _make_rotary(original)
-    _ROTARY_INSTALLED[modeling.__name__] = (original, count + 1)
+def _rewrap(installed, rewritten, where, switch):
+    """`rewritten` inside the wrappers that were put around the class's forward outside its
+    source (transformers 5's GradientCheckpointingLayer wraps every subclass's forward in
+    __init_subclass__; dropping that wrapper would turn gradient checkpointing off): each such
+    wrapper is made anew with the closure cell that held the function it wraps holding the
+    rewritten one instead. Its other cells stay (5's wrapper compares type(self).forward with
+    itself, which stays true)."""
+    outer = _wrappers(installed)
+    outer = outer[: len(outer) - len(_wrappers(rewritten))]
+    function = rewritten
+    for wrapper in reversed(outer):
+        cells = wrapper.__closure__ or ()
+        wrapped = wrapper.__wrapped__
+        held = [i for i, cell in enumerate(cells) if _holds(cell, wrapped)]
+        if len(held) != 1:
+            raise ValueError(
+                f"opgen_torch.transformers: {switch} rewrites {where}, which is wrapped by {wrapper.__qualname__} "
+                f"outside its source in a way that cannot be rebuilt around the rewrite; pass {switch}=False"
+            )
+        closure = tuple(types.CellType(function) if i == held[0] else cell for i, cell in enumerate(cells))
+        rebuilt = types.FunctionType(wrapper.__code__, wrapper.__globals__, wrapper.__name__, wrapper.__defaults__, closure)
+        rebuilt.__kwdefaults__ = wrapper.__kwdefaults__
+        rebuilt.__dict__.update(wrapper.__dict__)
+        rebuilt.__wrapped__ = function
+        function = rebuilt
+    return function
 
 
-def _uninstall_rotary(module_name):
-    original, count = _ROTARY_INSTALLED[module_name]
-    if count == 1:
-        sys.modules[module_name].apply_rotary_pos_emb = original
-        del _ROTARY_INSTALLED[module_name]
-    else:
-        _ROTARY_INSTALLED[module_name] = (original, count - 1)
+def _rewrite(cls, edit, switch):
+    """cls.forward compiled anew from the installed transformers' source with `edit` applied to
+    its ast.FunctionDef: the decorators in the source are applied again, the wrappers put on it
+    outside the source are rebuilt around it (_rewrap), the globals are the defining module's own
+    (live, not a copy), tracebacks name the file and line of HF's source. Cached per class and
+    edit."""
+    key = (cls, edit)
+    if key not in _REWRITTEN:
+        original = inspect.unwrap(cls.forward)
+        file = inspect.getsourcefile(original)
+        where = f"{cls.__name__}.forward ({file})"
+        if original.__code__.co_freevars:
+            # A closure (zero-argument super() included) cannot be compiled outside its scope.
+            raise ValueError(
+                f"opgen_torch.transformers: {switch} rewrites {where}, which uses names of an enclosing "
+                f"scope {original.__code__.co_freevars} that a rewrite cannot see; pass {switch}=False"
+            )
+        lines, first = inspect.getsourcelines(original)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        edit(tree.body[0], where)
+        ast.fix_missing_locations(tree)
+        ast.increment_lineno(tree, first - 1)
+        namespace = {}
+        exec(compile(tree, file, "exec"), original.__globals__, namespace)
+        _REWRITTEN[key] = _rewrap(cls.forward, namespace[tree.body[0].name], where, switch)
+    return _REWRITTEN[key]
 
 
 def _classes(family):
     if family == "qwen2":
         from transformers.models.qwen2 import modeling_qwen2 as m
 
-        return m, m.Qwen2RMSNorm, m.Qwen2MLP, m.Qwen2DecoderLayer, m.Qwen2Attention
+        return m.Qwen2RMSNorm, m.Qwen2MLP, m.Qwen2DecoderLayer, m.Qwen2Attention
     from transformers.models.qwen3 import modeling_qwen3 as m
 
-    return m, m.Qwen3RMSNorm, m.Qwen3MLP, m.Qwen3DecoderLayer, m.Qwen3Attention
-
-
-def _transformers_version():
-    import transformers
-
-    return tuple(int(p) for p in transformers.__version__.split(".")[:2])
-
-
-def _patch(module, forward, mark):
-    module.forward = types.MethodType(forward, module)
-    setattr(module, _MARK, mark)
+    return m.Qwen3RMSNorm, m.Qwen3MLP, m.Qwen3DecoderLayer, m.Qwen3Attention
 
 
 def _apply(model, family, norms, mlp, fuse_residual, rotary):
     if rotary not in (True, False, "auto"):
         raise ValueError(f"opgen_torch.transformers: rotary must be True, False or 'auto', not {rotary!r}")
-    modeling, norm_class, mlp_class, layer_class, attention_class = _classes(family)
-    decoder_forward = _DECODER_FORWARDS.get(_transformers_version())
-    if fuse_residual and decoder_forward is None:
-        import transformers
-
-        known = ", ".join(f"{major}.{minor}" for major, minor in SUPPORTED_TRANSFORMERS)
-        raise ValueError(
-            f"opgen_torch.transformers: fuse_residual replaces the decoder layer's forward with a copy of "
-            f"transformers {known}'s, and transformers {transformers.__version__} is installed; "
-            f"pass fuse_residual=False (the other patches do not depend on the version)"
-        )
+    norm_class, mlp_class, layer_class, attention_class = _classes(family)
     found = [m for m in model.modules() if isinstance(m, (norm_class, mlp_class, layer_class, attention_class))]
     if not any(isinstance(m, norm_class) for m in found):
         raise ValueError(f"opgen_torch.transformers: the model has no {norm_class.__name__} module to patch")
+    # (module, forward, helpers {attribute: function}, mark): all made before any module is
+    # changed, so a refusal (_rewrite) leaves the model as it was.
+    plan = []
     for module in found:
         if getattr(module, _MARK, None):
             continue
         if norms and isinstance(module, norm_class):
-            _patch(module, _rms_norm_forward, {"patch": "rms_norm"})
+            plan.append((module, _rms_norm_forward, {}, {"patch": "rms_norm"}))
         elif mlp and isinstance(module, mlp_class) and module.config.hidden_act in ("silu", "swish"):
-            _patch(module, _mlp_forward, {"patch": "swiglu"})
-        elif fuse_residual and isinstance(module, layer_class):
-            _patch(module, decoder_forward, {"patch": "add_rms_norm"})
+            plan.append((module, _mlp_forward, {}, {"patch": "swiglu"}))
+        elif fuse_residual and isinstance(module, layer_class) and isinstance(module.post_attention_layernorm, norm_class):
+            forward = _rewrite(type(module), _fuse_residual, "fuse_residual")
+            plan.append((module, forward, {_ADD_NORM: _add_rms_norm}, {"patch": "add_rms_norm"}))
         elif rotary is not False and isinstance(module, attention_class):
-            _install_rotary(modeling)
-            _patch(module, _attention_forward, {"patch": "rotary_mul", "rotary": rotary, "modeling": modeling.__name__})
+            forward = _rewrite(type(module), _route_rotary, "rotary")
+            plan.append((module, forward, {_ROTARY: _rotary}, {"patch": "rotary_mul", "rotary": rotary}))
+    for module, forward, helpers, mark in plan:
+        for name, function in {"forward": forward, **helpers}.items():
+            setattr(module, name, types.MethodType(function, module))
+        setattr(module, _MARK, {**mark, "attributes": ["forward", *helpers]})
     return model
 
 
@@ -277,8 +280,7 @@ def revert(model):
     for module in model.modules():
         mark = getattr(module, _MARK, None)
         if mark:
-            del module.forward
+            for name in mark["attributes"]:
+                delattr(module, name)
             delattr(module, _MARK)
-            if mark["patch"] == "rotary_mul":
-                _uninstall_rotary(mark["modeling"])
     return model

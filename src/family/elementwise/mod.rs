@@ -1141,7 +1141,9 @@ impl FamilyOps for Elementwise {
                 b.op("grad * silu(gate) (MulBackward0)", &[dy, gate], up);
                 // SiluBackward0: silu_backward(grad, self), one kernel (aclnnSiluBackward).
                 b.op("silu_backward(grad, gate) (SiluBackward0)", &[ds, gate], gate);
-                b.note("autograd reads the silu(gate) the forward saved; the fused op recomputes it from gate");
+                b.note(
+                    "autograd reads the silu(gate) the forward saved; the fused op recomputes it from gate",
+                );
                 "torch autograd of silu(gate) * up (derivatives.yaml: mul.Tensor, silu)"
             }
             "gelu_tanh_grad" | "gelu_erf_grad" => {
@@ -1166,5 +1168,49 @@ impl FamilyOps for Elementwise {
             other => return Err(FamilyError::new(format!("no eager sequence for op `{other}`"))),
         };
         Ok(b.finish(source))
+    }
+}
+
+#[cfg(test)]
+mod eager_grad_tests {
+    use crate::dtype::DType;
+    use crate::family::{self, EagerCase, EagerSequence};
+    use std::path::Path;
+
+    /// The eager sequence of the generated `_grad` op of `kernels/<file>` in bfloat16, every
+    /// input of `shape`.
+    fn grad_sequence(file: &str, shape: &[usize]) -> EagerSequence {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels").join(file);
+        let forward = family::load_file(&path).unwrap_or_else(|e| panic!("{file}: {e:?}"));
+        let spec = super::backward_spec(&forward);
+        let column =
+            spec.inputs[0].dtypes.iter().position(|d| *d == DType::BFloat16).expect("a bfloat16 column");
+        let shapes: Vec<(String, Vec<usize>)> =
+            spec.inputs.iter().map(|t| (t.name.clone(), shape.to_vec())).collect();
+        let case = EagerCase { spec: &spec, column, shapes: &shapes, valid_slots: None };
+        family::ops(spec.family).eager_sequence(&case).unwrap_or_else(|e| panic!("{}: {e}", spec.name))
+    }
+
+    #[test]
+    fn swiglu_grad_is_autograds_two_muls_and_silu_backward() {
+        // MulBackward0 (grad · up, grad · silu(gate)) and SiluBackward0 (silu_backward): three
+        // kernels, each reading two n-element tensors and writing one, 2 bytes an element.
+        let n = 4096 * 18944u64;
+        let seq = grad_sequence("swiglu.toml", &[4096, 18944]);
+        assert_eq!(seq.launches(), 3);
+        assert_eq!(seq.bytes(), 3 * 3 * n * 2);
+    }
+
+    #[test]
+    fn gelu_grads_are_one_gelu_backward_and_quick_gelu_five_kernels() {
+        let n = 4096 * 18944u64;
+        for file in ["gelu_tanh.toml", "gelu_erf.toml"] {
+            let seq = grad_sequence(file, &[4096, 18944]);
+            assert_eq!((seq.launches(), seq.bytes()), (1, 3 * n * 2), "{file}");
+        }
+        // grad · s, grad · x, sigmoid_backward: 2 reads + 1 write each; · 1.702: 1 + 1; the
+        // accumulation: 2 + 1.
+        let seq = grad_sequence("fast_gelu.toml", &[4096, 18944]);
+        assert_eq!((seq.launches(), seq.bytes()), (5, (3 * 3 + 2 + 3) * n * 2));
     }
 }

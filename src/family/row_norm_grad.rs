@@ -715,9 +715,10 @@ impl FamilyOps for RowNormGrad {
         vec![("Qwen2-7B", vec![4096, 3584]), ("Qwen3 q-norm", vec![4096 * 32, 128])]
     }
 
-    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
-        // The backward ops have no CANN built-in design modelled.
-        None
+    fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin> {
+        // RmsNormGrad takes (dy, x, rstd, gamma) as rms_norm_grad does. ops-nn has no
+        // AddRmsNormGrad kernel, and LayerNormGradV3's design is not modelled.
+        (!is_layer(spec) && !has_dx_sum(spec)).then_some(CannBuiltin::RmsNormGrad)
     }
     /// The plain float32 arithmetic beside the float-float default, at the same shapes.
     fn report_variants(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {

@@ -7,6 +7,10 @@
 //! assumes. Shapes a design does not cover (split-D norms, interleaved rotary, non-BSND layouts)
 //! get no baseline rather than a guess.
 
+mod grad;
+
+pub use grad::{rms_norm_grad, swiglu_grad};
+
 use super::cycles::VecClass;
 use super::sim::{Dir, Op, Pipe};
 use crate::family::CannBuiltin;
@@ -682,6 +686,8 @@ pub fn design(
             }
         }
         CannBuiltin::SwiGlu => swiglu(soc, rows, last, sz),
+        CannBuiltin::RmsNormGrad => rms_norm_grad(soc, rows, last, sz),
+        CannBuiltin::SwiGluGrad => swiglu_grad(soc, rows, last, sz),
         CannBuiltin::ReshapeAndCache | CannBuiltin::ReshapeAndCacheInt8 => match x.as_slice() {
             [t, n, d] if builtin == CannBuiltin::ReshapeAndCache => reshape_and_cache(soc, *t, *n, *d, sz),
             [t, n, d] => reshape_and_cache_int8(soc, *t, *n, *d, sz),
@@ -747,6 +753,26 @@ mod tests {
             (CannBuiltin::RotaryMul, shapes(&[("x", &[1, 4096, 8, 128]), ("r1", &[1, 4096, 1, 128])]), false),
             (CannBuiltin::SwiGlu, shapes(&[("gate", &[64, 12288]), ("up", &[64, 12288])]), false),
             (CannBuiltin::ReshapeAndCache, shapes(&[("key", &[4096, 8, 128])]), false),
+            (
+                CannBuiltin::RmsNormGrad,
+                shapes(&[("dy", &[4096, 3584]), ("x", &[4096, 3584]), ("rstd", &[4096]), ("gamma", &[3584])]),
+                false,
+            ),
+            (
+                CannBuiltin::RmsNormGrad,
+                shapes(&[
+                    ("dy", &[4096 * 32, 128]),
+                    ("x", &[4096 * 32, 128]),
+                    ("rstd", &[4096 * 32]),
+                    ("gamma", &[128]),
+                ]),
+                false,
+            ),
+            (
+                CannBuiltin::SwiGluGrad,
+                shapes(&[("dy", &[64, 18944]), ("gate", &[64, 18944]), ("up", &[64, 18944])]),
+                false,
+            ),
             (CannBuiltin::ReshapeAndCacheInt8, shapes(&[("key", &[4096, 8, 128])]), false),
         ];
         for (op, s, f16) in cases {

@@ -247,8 +247,9 @@ fn report_shape_takes_plans_syntax_for_one_op() {
 }
 
 /// Issue 14's targets name the ops they apply to: the CANN built-in baseline for the norms,
-/// rotary, swiglu and the cache scatters; the 1.2x-of-floor target for the norms, rotary and
-/// swiglu only. The catalogue's ops reach those through their families, not by name.
+/// rotary, swiglu and the cache scatters, and (issue 26) the backward ops with a modelled CANN
+/// grad kernel, RmsNormGrad and SwiGluGrad; the 1.2x-of-floor target for the forward norms,
+/// rotary and swiglu only. The catalogue's ops reach those through their families, not by name.
 #[test]
 fn the_cann_baselines_and_floor_targets_are_the_ones_issue_14_names() {
     use ascend_opgen::family::{self, CannBuiltin};
@@ -264,13 +265,24 @@ fn the_cann_baselines_and_floor_targets_are_the_ones_issue_14_names() {
     };
     assert_eq!(
         with(&|_| true),
-        ["add_rms_norm", "reshape_and_cache", "reshape_and_cache_int8", "rms_norm", "rotary_mul", "swiglu"]
+        [
+            "add_rms_norm",
+            "reshape_and_cache",
+            "reshape_and_cache_int8",
+            "rms_norm",
+            "rms_norm_grad",
+            "rotary_mul",
+            "swiglu",
+            "swiglu_grad"
+        ]
     );
     assert_eq!(with(&CannBuiltin::has_floor_target), ["add_rms_norm", "rms_norm", "rotary_mul", "swiglu"]);
     let rms = specs.iter().find(|s| s.name == "rms_norm").expect("rms_norm");
     assert_eq!(family::cann_builtin(rms), Some(CannBuiltin::RmsNorm));
     let add = specs.iter().find(|s| s.name == "add_rms_norm").expect("add_rms_norm");
     assert_eq!(family::cann_builtin(add), Some(CannBuiltin::AddRmsNorm));
+    let grad = specs.iter().find(|s| s.name == "rms_norm_grad").expect("rms_norm_grad");
+    assert_eq!(family::cann_builtin(grad), Some(CannBuiltin::RmsNormGrad));
 }
 
 /// The floor counts what the op must move. rotary_mul_grad's dx = dy·r1 − rotate(dy·r2) does not

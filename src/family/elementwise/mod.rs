@@ -1055,7 +1055,13 @@ impl FamilyOps for Elementwise {
     fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin> {
         // npu_swiglu takes gate and up as two tensors; the one-input form (a concatenated
         // [.., 2F] x) has no modelled design.
-        (spec.name == "swiglu" && spec.inputs.len() == 2).then_some(CannBuiltin::SwiGlu)
+        // Likewise its backward (dy, gate, up): SwiGluGrad reads [gate | up] as one tensor,
+        // the same bytes.
+        match spec.name.as_str() {
+            "swiglu" if spec.inputs.len() == 2 => Some(CannBuiltin::SwiGlu),
+            "swiglu_grad" if spec.inputs.len() == 3 => Some(CannBuiltin::SwiGluGrad),
+            _ => None,
+        }
     }
     fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
         // The spec's default attrs are the modelled kernel path.
@@ -1148,8 +1154,88 @@ impl FamilyOps for Elementwise {
                 b.note("the contiguous() copies materialise the chunk views for aclnnSilu / aclnnMul");
                 "silu(a) * b from one [.., 2H] tensor (x.chunk(2, -1))"
             }
+            // The backward ops: what torch autograd runs for the eager forward above
+            // (torch/csrc/autograd/derivatives.yaml; a plain backward, so GradMode is off and
+            // the `_backward` kernels run, not their differentiable forms).
+            "swiglu_grad" if spec.inputs.len() >= 3 => {
+                let (dy, _) = input(case, 0)?;
+                let (gate, _) = input(case, 1)?;
+                let (up, _) = input(case, 2)?;
+                // MulBackward0 of silu(gate) * up: grad * other, grad * self (the saved silu).
+                let ds = b.op("grad * up (MulBackward0)", &[dy, up], gate);
+                b.op("grad * silu(gate) (MulBackward0)", &[dy, gate], up);
+                // SiluBackward0: silu_backward(grad, self), one kernel (aclnnSiluBackward).
+                b.op("silu_backward(grad, gate) (SiluBackward0)", &[ds, gate], gate);
+                b.note(
+                    "autograd reads the silu(gate) the forward saved; the fused op recomputes it from gate",
+                );
+                "torch autograd of silu(gate) * up (derivatives.yaml: mul.Tensor, silu)"
+            }
+            "gelu_tanh_grad" | "gelu_erf_grad" => {
+                let (dy, _) = input(case, 0)?;
+                let (x, _) = input(case, 1)?;
+                b.op("gelu_backward(grad, self) (GeluBackward0)", &[dy, x], x);
+                b.note("torch autograd of F.gelu (one kernel, aclnnGeluBackward), not of the unfused forward above: generous to eager");
+                "torch autograd of F.gelu (derivatives.yaml: gelu)"
+            }
+            "fast_gelu_grad" => {
+                let (dy, _) = input(case, 0)?;
+                let (x, _) = input(case, 1)?;
+                // x * s with s = sigmoid(1.702 x) saved: MulBackward0 of both operands.
+                let dx1 = b.op("grad * s (MulBackward0)", &[dy, x], x);
+                let ds = b.op("grad * x (MulBackward0)", &[dy, x], x);
+                // SigmoidBackward0: sigmoid_backward(grad, result).
+                let dz = b.op("sigmoid_backward(grad, s) (SigmoidBackward0)", &[ds, x], x);
+                let dx2 = b.op("grad * 1.702 (MulBackward0)", &[dz], x);
+                b.op("accumulate x's grads", &[dx1, dx2], x);
+                "torch autograd of HF QuickGELUActivation (derivatives.yaml: mul, sigmoid)"
+            }
             other => return Err(FamilyError::new(format!("no eager sequence for op `{other}`"))),
         };
         Ok(b.finish(source))
+    }
+}
+
+#[cfg(test)]
+mod eager_grad_tests {
+    use crate::dtype::DType;
+    use crate::family::{self, EagerCase, EagerSequence};
+    use std::path::Path;
+
+    /// The eager sequence of the generated `_grad` op of `kernels/<file>` in bfloat16, every
+    /// input of `shape`.
+    fn grad_sequence(file: &str, shape: &[usize]) -> EagerSequence {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels").join(file);
+        let forward = family::load_file(&path).unwrap_or_else(|e| panic!("{file}: {e:?}"));
+        let spec = super::backward_spec(&forward);
+        let column =
+            spec.inputs[0].dtypes.iter().position(|d| *d == DType::BFloat16).expect("a bfloat16 column");
+        let shapes: Vec<(String, Vec<usize>)> =
+            spec.inputs.iter().map(|t| (t.name.clone(), shape.to_vec())).collect();
+        let case = EagerCase { spec: &spec, column, shapes: &shapes, valid_slots: None };
+        family::ops(spec.family).eager_sequence(&case).unwrap_or_else(|e| panic!("{}: {e}", spec.name))
+    }
+
+    #[test]
+    fn swiglu_grad_is_autograds_two_muls_and_silu_backward() {
+        // MulBackward0 (grad · up, grad · silu(gate)) and SiluBackward0 (silu_backward): three
+        // kernels, each reading two n-element tensors and writing one, 2 bytes an element.
+        let n = 4096 * 18944u64;
+        let seq = grad_sequence("swiglu.toml", &[4096, 18944]);
+        assert_eq!(seq.launches(), 3);
+        assert_eq!(seq.bytes(), 3 * 3 * n * 2);
+    }
+
+    #[test]
+    fn gelu_grads_are_one_gelu_backward_and_quick_gelu_five_kernels() {
+        let n = 4096 * 18944u64;
+        for file in ["gelu_tanh.toml", "gelu_erf.toml"] {
+            let seq = grad_sequence(file, &[4096, 18944]);
+            assert_eq!((seq.launches(), seq.bytes()), (1, 3 * n * 2), "{file}");
+        }
+        // grad · s, grad · x, sigmoid_backward: 2 reads + 1 write each; · 1.702: 1 + 1; the
+        // accumulation: 2 + 1.
+        let seq = grad_sequence("fast_gelu.toml", &[4096, 18944]);
+        assert_eq!((seq.launches(), seq.bytes()), (5, (3 * 3 + 2 + 3) * n * 2));
     }
 }

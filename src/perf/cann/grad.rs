@@ -1,0 +1,441 @@
+//! The CANN designs of the backward built-ins: RmsNormGrad and SwiGluGrad (hicann/ops-nn, the
+//! 910B kernels, not the arch35 "regbase" ones), written as the forward designs in the parent
+//! module are: facts from the public sources with file references, what was not read said as
+//! an assumption, and no baseline for shapes a design does not cover. AddRmsNormGrad has no
+//! CANN kernel in ops-nn, and the 910B GeluGrad / FastGeluGrad / RotaryMulGrad /
+//! LayerNormGradV3 kernels are not modelled: those grads get no baseline.
+
+use super::{block_split, ceil_div, Design, NoDesign, Prog, Que};
+use crate::perf::cycles::VecClass;
+use crate::perf::sim::{Dir, Op, Pipe};
+use crate::plan::soc::Soc;
+
+/// `USED_UB = (192 − 1) · 1024` bytes and the split-N row limit `BUFFER_SIZE_SPLIT_N_HIGH_PRECISION
+/// = 6080` columns (norm/rms_norm_grad/op_host/rms_norm_grad_tiling.cpp).
+const RMS_GRAD_USED_UB: u64 = 195_584;
+const RMS_GRAD_SPLIT_N_MAX_D: u64 = 6080;
+/// `SMALLD_THRESHOLD`: at most this many aligned columns, several rows per pass.
+const RMS_GRAD_SMALL_D: u64 = 640;
+
+/// ReduceSumHalfInterval of rms_norm_grad (op_kernel/reduce_common.h): the tail beyond the
+/// largest power of two ≤ cols added onto the body, then halving Adds down to 64 lanes; the
+/// element count of each Add.
+fn power_of_two_halving_adds(cols: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    if cols <= 64 {
+        return out;
+    }
+    let mut body = 1u64 << (63 - cols.leading_zeros());
+    if cols > body {
+        out.push(cols - body);
+    }
+    while body > 64 {
+        body /= 2;
+        out.push(body);
+    }
+    out
+}
+
+/// Rows per pass of the small-D split-N path: `CalcSmallDBufferSize` (rms_norm_grad_tiling.cpp)
+/// gives `(USED_UB − 10·D) / (24·D + 268)` rows of the aligned D, capped by the core's rows
+/// (`LargeNSmallD`).
+fn rms_grad_small_d_rows(align: u64, block_factor: u64) -> u64 {
+    ((RMS_GRAD_USED_UB - 10 * align) / (24 * align + 268)).clamp(1, block_factor.max(1))
+}
+
+/// ops-nn norm/rms_norm_grad on 910B (tiling key 1, `RmsNormGradSplitNHighPrecision`, in
+/// op_kernel/rms_norm_grad_split_n_high_precision.h), in torch's default non-deterministic mode
+/// (`fixed_output = 0`: dgamma by atomic add). Rows over cores (`block_factor = ceil(rows /
+/// cores)`); core 0 zero-fills dgamma and every core meets in SyncAll before its rows; gamma in
+/// and cast once, a float32 dgamma partial per core in UB; dy, x and rstd double-buffered
+/// (`BUFFER_NUM_DB = 2`).
+/// - aligned D > 640: one row per pass; per row V_S + GetValue of rstd, S_V, Cast x, Muls,
+///   Cast dy, Mul, Add (dgamma), Mul (gamma), Mul, ReduceSumHalfInterval (Adds, WholeReduceSum,
+///   V_S + GetValue), S_V, Muls, Sub, Muls, Cast, dx out;
+/// - aligned D ≤ 640 (`ComputeSmallD`): rows per pass from `CalcSmallDBufferSize`; BroadCast of
+///   rstd, Cast, Mul, Cast, Mul, one Add per row into dgamma, BroadCast of gamma, Mul, Mul,
+///   ReduceSumMultiN (Duplicate, one Add per 64 columns with repeat = rows, WholeReduceSum),
+///   Muls, BroadCast, Mul, Sub, BroadCast, Mul, Cast. A BroadCast is counted as one Gather-class
+///   pass over its output (its internal Brcb/Copy steps were not read);
+/// - at the end each core's dgamma partial goes out with SetAtomicAdd (one D·4-byte write).
+///
+/// SyncAll is no simulator op: it is modelled as core 0's zero-fill write and a PIPE_ALL on core
+/// 0, and one scalar GM access (the flag) on every core; the other cores do not wait for core
+/// 0's write (generous to CANN). Aligned D > 6080 (split-D, tiling key 2): no baseline.
+pub fn rms_norm_grad(soc: &Soc, rows: u64, d: u64, sz: u64) -> Result<Design, NoDesign> {
+    let lanes = 32 / sz;
+    let align = d.div_ceil(lanes) * lanes;
+    if d > RMS_GRAD_SPLIT_N_MAX_D {
+        return Err(NoDesign(format!(
+            "CANN RmsNormGrad splits D = {d} > {RMS_GRAD_SPLIT_N_MAX_D} (split-D mode is not modelled)"
+        )));
+    }
+    let shares = block_split(rows, u64::from(soc.vector_cores));
+    let block_factor = shares.first().copied().unwrap_or(0);
+    let cores = shares.len() as f64;
+    let gamma_hit = (cores - 1.0) / cores;
+    let cast = sz != 4;
+    let small = align <= RMS_GRAD_SMALL_D;
+    let pass_rows = if small { rms_grad_small_d_rows(align, block_factor) } else { 1 };
+    let mut launch = Vec::new();
+    let mut start = 0u64;
+    for (core, share) in shares.into_iter().enumerate() {
+        let mut p = Prog::default();
+        if core == 0 {
+            p.dma(Dir::Out, d * 4, 1, d * 4, 0, 0.0); // InitOutput: dgamma = 0
+            p.ops.push(Op::Barrier(None));
+        }
+        p.ops.push(Op::Scalar { gm: 1, ub: 0 }); // SyncAll
+        let mut qr = Que::new(0, Pipe::Mte2, Pipe::V, 2);
+        let mut qx = Que::new(1, Pipe::Mte2, Pipe::V, 2);
+        let mut qdy = Que::new(2, Pipe::Mte2, Pipe::V, 2);
+        let mut qdx = Que::new(3, Pipe::V, Pipe::Mte3, 2);
+        p.dma(Dir::In, d * sz, 1, d * sz, 0, gamma_hit);
+        p.sync(Pipe::Mte2, Pipe::V);
+        if cast {
+            p.simple(align);
+            p.barrier_v();
+        }
+        p.simple(align); // Duplicate: the dgamma partial = 0
+        p.barrier_v();
+        let mut r = 0;
+        while r < share {
+            let n = pass_rows.min(share - r);
+            let e = n * align;
+            let off = (start + r) * d * sz;
+            let kr = qr.alloc(&mut p);
+            p.dma(Dir::In, n * 4, 1, n * 4, (start + r) * 4, 0.0);
+            qr.handoff(&mut p, kr);
+            let kx = qx.alloc(&mut p);
+            p.dma(Dir::In, n * d * sz, n, d * sz, off, 0.0);
+            qx.handoff(&mut p, kx);
+            let kdy = qdy.alloc(&mut p);
+            p.dma(Dir::In, n * d * sz, n, d * sz, off, 0.0);
+            qdy.handoff(&mut p, kdy);
+            let kdx = qdx.alloc(&mut p);
+            if small {
+                small_d_pass(&mut p, n, d, align, cast);
+                qr.free(&mut p, kr);
+            } else {
+                // rstd read by the scalar unit, the Cast of x overlapping the S_V flag.
+                p.sync(Pipe::V, Pipe::S);
+                p.ops.push(Op::Scalar { gm: 0, ub: 1 });
+                p.ops.push(Op::Set { from: Pipe::S, to: Pipe::V, key: 8 });
+                qr.free(&mut p, kr);
+                if cast {
+                    p.simple(e);
+                    p.barrier_v();
+                }
+                p.ops.push(Op::Wait { from: Pipe::S, to: Pipe::V, key: 8 });
+                p.simple(e); // x · rstd
+                p.barrier_v();
+                if cast {
+                    p.simple(e);
+                    p.barrier_v();
+                }
+                p.simple(e); // dy · x̂
+                p.barrier_v();
+                p.simple(e); // dgamma += dy · x̂
+                p.simple(e); // dy · gamma
+                p.barrier_v();
+                p.simple(e); // dy·gamma · x̂
+                p.barrier_v();
+                for a in power_of_two_halving_adds(d) {
+                    p.simple(a);
+                    p.barrier_v();
+                }
+                p.vec(VecClass::WholeReduce, 64);
+                p.sync(Pipe::V, Pipe::S);
+                p.ops.push(Op::Scalar { gm: 0, ub: 1 }); // GetValue(0)
+                p.ops.push(Op::Scalar { gm: 0, ub: 0 }); // · avg
+                p.sync(Pipe::S, Pipe::V);
+                for _ in 0..3 {
+                    p.simple(e); // Muls(mean), Sub, Muls(rstd)
+                    p.barrier_v();
+                }
+                if cast {
+                    p.simple(e);
+                    p.barrier_v();
+                }
+            }
+            qx.free(&mut p, kx);
+            qdy.free(&mut p, kdy);
+            qdx.handoff(&mut p, kdx);
+            p.dma(Dir::Out, n * d * sz, n, d * sz, off, 0.0);
+            qdx.free(&mut p, kdx);
+            r += n;
+        }
+        p.sync(Pipe::V, Pipe::Mte3);
+        p.dma(Dir::Out, d * 4, 1, d * 4, 0, 0.0); // SetAtomicAdd: the partial onto dgamma
+        start += share;
+        launch.push(p.ops);
+    }
+    Ok(Design {
+        source: "hicann/ops-nn norm/rms_norm_grad (op_host/rms_norm_grad_tiling.cpp, op_kernel/rms_norm_grad_split_n_high_precision.h, reduce_common.h)".into(),
+        mode: if small { "split N, small D" } else { "split N" }.into(),
+        launches: vec![launch],
+    })
+}
+
+/// The vector calls of one `ComputeSmallD` pass of `n` rows.
+fn small_d_pass(p: &mut Prog, n: u64, d: u64, align: u64, cast: bool) {
+    let e = n * align;
+    p.vec(VecClass::Gather, e); // BroadCast rstd to [n, D]
+    p.barrier_v();
+    if cast {
+        p.simple(e);
+        p.barrier_v();
+    }
+    p.simple(e); // x̂ = x · rstd
+    p.barrier_v();
+    if cast {
+        p.simple(e);
+        p.barrier_v();
+    }
+    p.simple(e); // dy · x̂
+    p.barrier_v();
+    for _ in 0..n {
+        p.simple(align); // dgamma += row
+        p.barrier_v();
+    }
+    p.vec(VecClass::Gather, e); // BroadCast gamma
+    p.barrier_v();
+    p.simple(e); // dy · gamma
+    p.barrier_v();
+    p.simple(e); // · x̂
+    p.barrier_v();
+    p.simple(n * 64); // ReduceSumMultiN: Duplicate
+    p.barrier_v();
+    for _ in 0..ceil_div(d, 64) {
+        p.simple(n * 64); // an Add per 64 columns, repeat = rows
+        p.barrier_v();
+    }
+    p.vec(VecClass::WholeReduce, n * 64);
+    p.barrier_v();
+    p.simple(n); // · avg
+    p.barrier_v();
+    p.vec(VecClass::Gather, e); // BroadCast the means
+    p.barrier_v();
+    p.simple(e); // x̂ · mean
+    p.barrier_v();
+    p.simple(e); // Sub
+    p.barrier_v();
+    p.vec(VecClass::Gather, e); // BroadCast rstd
+    p.barrier_v();
+    p.simple(e); // · rstd
+    p.barrier_v();
+    if cast {
+        p.simple(e);
+        p.barrier_v();
+    }
+}
+
+/// The SwiGluGrad tile: `maxTileLen = ub / (bufferNum · 5 queues · size + tbufs · 4)` (5 float32
+/// TBufs for 16-bit, 2 for float32; `GetBufferNumAndDataLenPerUB`, SWIGLU_GRAD_SINGLE, in
+/// activation/swi_glu/op_host/swi_glu_tiling.cpp), aligned down to 32 B, double-buffered.
+/// Assumed base shape (`SaveOptBaseShape`'s search was not replayed): a row longer than the
+/// tile is cut into 512-B multiples (`getBaseColLenUpBound`), one row per tile; shorter rows
+/// are packed whole, as many as fit, but no more than a core's share.
+fn swiglu_grad_tile(soc: &Soc, rows: u64, h: u64, sz: u64) -> (u64, u64) {
+    let tbufs = if sz == 4 { 2 } else { 5 };
+    let per_elem = 2 * 5 * sz + tbufs * 4;
+    let lanes = 32 / sz;
+    let max_tile = (soc.ub_bytes / per_elem) / lanes * lanes;
+    if h > max_tile {
+        let line = 512 / sz;
+        let col = if max_tile > line { max_tile / line * line } else { max_tile };
+        (1, col)
+    } else {
+        let per_core = ceil_div(rows, u64::from(soc.vector_cores));
+        (((max_tile / h).min(per_core)).max(1), h)
+    }
+}
+
+/// ops-nn activation/swi_glu_grad on 910B (op_kernel/swi_glu_grad.cpp →
+/// `SwiGluGradSingle<SwiGluGradBF16 / SwiGluGradVector>`, swi_glu_grad_single.hpp,
+/// swi_glu_grad_bf16.hpp, swi_glu_grad_float.hpp): the built-in takes x = [gate | up] as one
+/// [.., 2H] tensor and writes [dgate | dup]; the same bytes as the two-tensor op. Tiles of
+/// [`swiglu_grad_tile`] over cores (`tileNumPerCore = ceil(tiles / cores)`); per tile A (gate),
+/// L (dy) and B (up) in, then Cast A, Muls(−1), Exp, Adds(1), Duplicate(1), Div (the sigmoid),
+/// Mul, Cast L, Mul, Cast (dup out), Muls(−1), Adds(1), Mul, Mul, Muls, Add, Cast B, Mul, Mul,
+/// Cast (dgate out); the casts only for 16-bit.
+pub fn swiglu_grad(soc: &Soc, rows: u64, h: u64, sz: u64) -> Result<Design, NoDesign> {
+    let cast = sz != 4;
+    let (tile_rows, tile_cols) = swiglu_grad_tile(soc, rows, h, sz);
+    let col_tiles = ceil_div(h, tile_cols);
+    let tiles = ceil_div(rows, tile_rows) * col_tiles;
+    let shares = block_split(tiles, u64::from(soc.vector_cores));
+    let mut launch = Vec::new();
+    let mut start = 0u64;
+    for share in shares {
+        let mut p = Prog::default();
+        let mut qa = Que::new(0, Pipe::Mte2, Pipe::V, 2);
+        let mut ql = Que::new(1, Pipe::Mte2, Pipe::V, 2);
+        let mut qb = Que::new(2, Pipe::Mte2, Pipe::V, 2);
+        let mut qm = Que::new(3, Pipe::V, Pipe::Mte3, 2);
+        let mut qn = Que::new(4, Pipe::V, Pipe::Mte3, 2);
+        for t in start..start + share {
+            let (rb, cb) = (t / col_tiles, t % col_tiles);
+            let r = tile_rows.min(rows - rb * tile_rows);
+            let c = tile_cols.min(h - cb * tile_cols);
+            let n = r * c;
+            let row0 = rb * tile_rows;
+            let x_off = (row0 * 2 * h + cb * tile_cols) * sz;
+            let dy_off = (row0 * h + cb * tile_cols) * sz;
+            let ka = qa.alloc(&mut p);
+            p.dma(Dir::In, n * sz, r, c * sz, x_off, 0.0);
+            qa.handoff(&mut p, ka);
+            let kl = ql.alloc(&mut p);
+            p.dma(Dir::In, n * sz, if c == h { 1 } else { r }, c * sz, dy_off, 0.0);
+            ql.handoff(&mut p, kl);
+            let kb = qb.alloc(&mut p);
+            p.dma(Dir::In, n * sz, r, c * sz, x_off + h * sz, 0.0);
+            qb.handoff(&mut p, kb);
+            // The sigmoid.
+            if cast {
+                p.simple(n);
+                p.barrier_v();
+            }
+            qa.free(&mut p, ka);
+            for api in [VecClass::Simple, VecClass::Transcendental, VecClass::Simple, VecClass::Simple] {
+                p.vec(api, n); // Muls(−1), Exp, Adds(1), Duplicate(1)
+                p.barrier_v();
+            }
+            p.vec(VecClass::Transcendental, n); // Div
+            p.barrier_v();
+            // dup = dy · silu(gate).
+            p.simple(n);
+            if cast {
+                p.simple(n);
+                p.barrier_v();
+            }
+            ql.free(&mut p, kl);
+            let kn = qn.alloc(&mut p);
+            p.simple(n);
+            p.barrier_v();
+            if cast {
+                p.simple(n);
+                p.barrier_v();
+            }
+            // dgate = dy · up · σ(1 + gate(1 − σ)).
+            for _ in 0..5 {
+                p.simple(n); // Muls, Adds, Mul, Mul, Muls
+                p.barrier_v();
+            }
+            p.simple(n); // Add
+            if cast {
+                p.simple(n);
+                p.barrier_v();
+            }
+            p.simple(n);
+            p.barrier_v();
+            let km = qm.alloc(&mut p);
+            p.simple(n);
+            qb.free(&mut p, kb);
+            if cast {
+                p.simple(n);
+                p.barrier_v();
+            }
+            // CopyOut: dgate, then dup.
+            qm.handoff(&mut p, km);
+            p.dma(Dir::Out, n * sz, r, c * sz, x_off, 0.0);
+            qm.free(&mut p, km);
+            qn.handoff(&mut p, kn);
+            p.dma(Dir::Out, n * sz, r, c * sz, x_off + h * sz, 0.0);
+            qn.free(&mut p, kn);
+        }
+        start += share;
+        launch.push(p.ops);
+    }
+    Ok(Design {
+        source: "hicann/ops-nn activation/swi_glu_grad (op_kernel/swi_glu_grad.cpp, swi_glu_grad_single.hpp, swi_glu_grad_bf16.hpp, swi_glu_grad_float.hpp; tiling activation/swi_glu/op_host/swi_glu_tiling.cpp)".into(),
+        mode: "double-buffered tiles".into(),
+        launches: vec![launch],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::soc::find;
+
+    fn count(ops: &[Op], f: impl Fn(&Op) -> bool) -> usize {
+        ops.iter().filter(|o| f(o)).count()
+    }
+
+    fn dma(dir: Dir) -> impl Fn(&Op) -> bool {
+        move |o| matches!(o, Op::Dma { dir: d, .. } if *d == dir)
+    }
+
+    #[test]
+    fn power_of_two_halving_adds_fold_the_tail_then_halve_to_64() {
+        // 3584 = 2048 + 1536: the tail, then 1024 .. 64.
+        assert_eq!(power_of_two_halving_adds(3584), vec![1536, 1024, 512, 256, 128, 64]);
+        assert_eq!(power_of_two_halving_adds(128), vec![64]);
+        assert!(power_of_two_halving_adds(64).is_empty());
+    }
+
+    #[test]
+    fn rms_norm_grad_splits_rows_over_cores_with_one_row_per_pass_at_qwen2_d() {
+        let soc = find("Ascend910B2").unwrap();
+        // 4096 rows of 3584 (≤ 6080: split N, > 640: one row per pass): block_factor =
+        // ceil(4096 / 48) = 86, so 48 cores (the last 4096 − 47·86 = 54 rows).
+        let d = rms_norm_grad(soc, 4096, 3584, 2).unwrap();
+        assert_eq!(d.mode, "split N");
+        assert_eq!(d.launches.len(), 1);
+        let cores = &d.launches[0];
+        assert_eq!(cores.len(), 48);
+        // Per row rstd, x and dy in, plus gamma once: 3·86 + 1 on core 0, 3·54 + 1 on the last.
+        assert_eq!(count(&cores[0], dma(Dir::In)), 3 * 86 + 1);
+        assert_eq!(count(&cores[47], dma(Dir::In)), 3 * 54 + 1);
+        // Out: a dx row each, the atomic dgamma partial, and core 0's zero-fill of dgamma.
+        assert_eq!(count(&cores[0], dma(Dir::Out)), 86 + 2);
+        assert_eq!(count(&cores[1], dma(Dir::Out)), 86 + 1);
+        // The scalar unit waits on V twice a row: rstd's GetValue and the row sum's.
+        assert_eq!(count(&cores[0], |o| matches!(o, Op::Wait { from: Pipe::V, to: Pipe::S, .. })), 2 * 86);
+        // Split-D above 6080 columns: no baseline.
+        assert!(rms_norm_grad(soc, 4096, 6081, 2).is_err());
+        assert!(rms_norm_grad(soc, 4096, 6080, 2).is_ok());
+    }
+
+    #[test]
+    fn rms_norm_grad_packs_rows_at_small_d_without_scalar_waits() {
+        let soc = find("Ascend910B2").unwrap();
+        // Qwen3's q-norm rows: 131072 of 128. block_factor = ceil(131072 / 48) = 2731; rows per
+        // pass (195584 − 10·128) / (24·128 + 268) = 194304 / 3340 = 58, so ceil(2731 / 58) = 48
+        // passes of rstd, x and dy.
+        let d = rms_norm_grad(soc, 131072, 128, 2).unwrap();
+        assert_eq!(d.mode, "split N, small D");
+        let core0 = &d.launches[0][0];
+        assert_eq!(count(core0, dma(Dir::In)), 3 * 48 + 1);
+        assert_eq!(count(core0, |o| matches!(o, Op::Wait { from: Pipe::V, to: Pipe::S, .. })), 0);
+        // One dgamma Add per row (2731) among the 128-element vector calls.
+        assert!(count(core0, |o| matches!(o, Op::Vector { elements: 128, .. })) >= 2731);
+    }
+
+    #[test]
+    fn swiglu_grad_tiles_long_rows_in_512_byte_multiples() {
+        let soc = find("Ascend910B2").unwrap();
+        // bf16: 196608 / (2·5·2 + 5·4) = 4915, aligned to 16 → 4912 < 18944, so one row per tile
+        // and 4912 aligned down to 256 elements (512 B) = 4864 columns: ceil(18944 / 4864) = 4
+        // tiles a row, 4·4096 = 16384 tiles, ceil(16384 / 48) = 342 on each core but the last
+        // (16384 − 47·342 = 310).
+        assert_eq!(swiglu_grad_tile(soc, 4096, 18944, 2), (1, 4864));
+        let d = swiglu_grad(soc, 4096, 18944, 2).unwrap();
+        let cores = &d.launches[0];
+        assert_eq!(cores.len(), 48);
+        assert_eq!(count(&cores[0], dma(Dir::In)), 3 * 342);
+        assert_eq!(count(&cores[0], dma(Dir::Out)), 2 * 342);
+        assert_eq!(count(&cores[47], dma(Dir::In)), 3 * 310);
+        // Two transcendental calls a tile (Exp, Div), none on the scalar unit.
+        assert_eq!(
+            count(&cores[0], |o| matches!(o, Op::Vector { api: VecClass::Transcendental, .. })),
+            2 * 342
+        );
+        assert_eq!(count(&cores[0], |o| matches!(o, Op::Scalar { .. })), 0);
+        // float32: 196608 / (2·5·4 + 2·4) = 4096 columns; rows of 1024 pack 4 to a tile, capped
+        // by a core's share: 64 rows over 48 cores is 2 a core.
+        assert_eq!(swiglu_grad_tile(soc, 64, 1024, 4), (2, 1024));
+        assert_eq!(swiglu_grad_tile(soc, 4096, 1024, 4), (4, 1024));
+    }
+}

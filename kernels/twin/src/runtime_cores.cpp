@@ -307,6 +307,16 @@ void sync_all(const Here& here) {
              "the cores of this launch run one after another (begin_core / end_core), so none can wait for "
              "the others; launch the kernel with run_cores");
     }
+    // SyncAll<true> waits for every block of the launch, so all of them must be resident at
+    // once: one per vector core. Blocks past the core count start only when a core's block
+    // returns, which no block waiting in the barrier ever does (the NPU hangs).
+    if (b.cores.size() > g_soc.vector_cores) {
+        fail("SyncAll", "SyncAll with more blocks than vector cores",
+             std::string("at ") + base_name(here.file) + ":" + str(here.line) + ": the launch has " +
+                 count_of(b.cores.size(), "block") + " but " + g_soc.name + " has " +
+                 count_of(g_soc.vector_cores, "vector core") +
+                 "; the blocks past them wait for a free core that SyncAll never frees (blockDim <= GetCoreNumAiv())");
+    }
     const GmBuffer* ws = launch_workspace();
     if (ws == nullptr || ws->bytes < kSysWorkspaceBytes) {
         fail("SyncAll", "SyncAll without the system workspace",

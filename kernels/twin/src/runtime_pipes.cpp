@@ -253,6 +253,11 @@ Call::~Call() {
     if (g_core->active && g_core->pipes.depth > 0) --g_core->pipes.depth;
 }
 
+std::string call_site() {
+    const Acc& cur = core("call_site").pipes.cur;
+    return base_name(cur.file) + ":" + str(cur.line);
+}
+
 void call_on(Pipe pipe) {
     Pipes& ps = core("call_on").pipes;
     const Acc cur = ps.cur;

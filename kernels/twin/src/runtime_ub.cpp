@@ -1,9 +1,14 @@
 // The running core's UB: the bump arena shared by queues and TBufs, TPipe/TQue/TBuf with the
 // buffer states, and the checks of UB operands.
 #include "opgen_twin/runtime_state.h"
+#include "opgen_twin/kernel/perturb.h"
 
 namespace opgen_twin {
 namespace rt {
+
+// DataCopyPad's garbage (runtime.h set_pad_seed): the seed and the fills made since it was set.
+uint64_t g_pad_seed = 0;
+uint64_t g_pad_fills = 0;
 
 const char* position_name(uint8_t pos) {
     switch (AscendC::TPosition(pos)) {
@@ -150,6 +155,11 @@ uint32_t ub_reserve(const char* api, const std::string& what, uint8_t pos, uint3
 }  // namespace rt
 
 using namespace rt;
+
+void set_pad_seed(uint64_t seed) {
+    g_pad_seed = seed;
+    g_pad_fills = 0;
+}
 
 namespace kern {
 
@@ -337,6 +347,18 @@ TensorRef tbuf_get(const Handle& buf, const char* api, uint64_t offset_bytes, ui
 // kernel_utils_constants.h l.136-138); APIs that need scratch write it there, whatever the
 // kernel's TPipe put there.
 constexpr uint64_t kTmpUbOffset = 184 * 1024;
+
+void pad_garbage(uint8_t* to, uint64_t bytes, uint32_t elem) {
+    const uint64_t fill = ++g_pad_fills;
+    for (uint64_t i = 0; i < bytes; i += elem) {
+        const uint64_t h = perturb_mix(g_pad_seed ^ (fill << 24) ^ i);
+        if (h % 4 == 0) {
+            std::memset(to + i, 0xFF, elem);  // NaN in every float type (-1 in integers)
+        } else {
+            std::memcpy(to + i, &h, std::min<uint64_t>(elem, sizeof h));
+        }
+    }
+}
 
 void api_scratch(const char* api, uint64_t bytes) {
     Core& c = core(api);

@@ -74,22 +74,24 @@ namespace AscendC {
 
 template <typename T, bool isSetMask = true>
 void Max(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& repeatParams,
+         uint64_t mask, const opgen_twin::kern::Repeat8 repeatTimes, const BinaryRepeatParams& repeatParams,
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Max", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
-    k::level0_binary("Max", k::kArith, dstLocal, src0Local, src1Local, mask, repeatTimes, repeatParams, k::MaxOp{});
+    k::level0_binary("Max", k::kArith, dstLocal, src0Local, src1Local, mask, k::narrow_repeat("Max", repeatTimes),
+                     repeatParams, k::MaxOp{});
 }
 
 // The level-0 Add (mask continuous mode), as Max: row_norm_grad's plain float32 path adds a
 // per-row value (a Brcb'ed block, block stride 0) over its row.
 template <typename T, bool isSetMask = true>
 void Add(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& repeatParams,
+         uint64_t mask, const opgen_twin::kern::Repeat8 repeatTimes, const BinaryRepeatParams& repeatParams,
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Add", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
-    k::level0_binary("Add", k::kArith, dstLocal, src0Local, src1Local, mask, repeatTimes, repeatParams,
+    k::level0_binary("Add", k::kArith, dstLocal, src0Local, src1Local, mask, k::narrow_repeat("Add", repeatTimes),
+                     repeatParams,
                      [](auto u, auto v) { return u + v; });
 }
 
@@ -177,7 +179,7 @@ struct BrcbRepeatParams {
 };
 
 template <typename T>
-void Brcb(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const uint8_t repeatTimes,
+void Brcb(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const opgen_twin::kern::Repeat8 repeatTimes,
           const BrcbRepeatParams& repeatParams,
           opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Brcb", opgen_twin::kern::Pipe::V, here);
@@ -194,9 +196,9 @@ void Brcb(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const
         opgen_twin::fail(api, "Brcb dstBlkStride 0",
                          "dstBlkStride 0 (the NPU silently treats it as 1): pass 1 for contiguous blocks");
     }
-    if (repeatTimes == 0) return;
+    const uint64_t rt = k::narrow_repeat(api, repeatTimes);
+    if (rt == 0) return;
     constexpr uint64_t per_block = k::kBlock / sizeof(T);
-    const uint64_t rt = repeatTimes;
     const uint64_t src_bytes = rt * 8 * sizeof(T);
     uint64_t dst_bytes = 0;
     for (uint64_t j = 0; j < 8; ++j) {

@@ -243,11 +243,12 @@ namespace AscendC {
 
 template <typename T, bool isSetMask = true>
 void Mul(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& repeatParams,
+         uint64_t mask, const opgen_twin::kern::Repeat8 repeatTimes, const BinaryRepeatParams& repeatParams,
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Mul", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
-    k::level0_binary("Mul", k::kArith, dstLocal, src0Local, src1Local, mask, repeatTimes, repeatParams,
+    k::level0_binary("Mul", k::kArith, dstLocal, src0Local, src1Local, mask, k::narrow_repeat("Mul", repeatTimes),
+                     repeatParams,
                      [](auto u, auto v) { return u * v; });
 }
 
@@ -282,7 +283,8 @@ struct UnaryRepeatParams {
 
 template <typename T, bool isSetMask = true>
 void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const T& scalarValue, uint64_t mask,
-          const uint8_t repeatTimes, const UnaryRepeatParams& repeatParams, opgen_twin::kern::Here here = {}) {
+          const opgen_twin::kern::Repeat8 repeatTimes, const UnaryRepeatParams& repeatParams,
+          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Muls", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "Muls";
@@ -295,8 +297,8 @@ void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const 
                          "blockNumber, repeatStrideMode, strideSizeMode and halfBlock must keep their defaults "
                          "and the block strides stay below 256");
     }
-    if (repeatTimes == 0) return;
-    const uint64_t rt = repeatTimes;
+    const uint64_t rt = k::narrow_repeat(api, repeatTimes);
+    if (rt == 0) return;
     const uint8_t db = static_cast<uint8_t>(p.dstBlkStride), sb = static_cast<uint8_t>(p.srcBlkStride);
     const uint64_t dst_bytes = k::level0_extent<T>(rt, mask, db, p.dstRepStride);
     const uint64_t src_bytes = k::level0_extent<T>(rt, mask, sb, p.srcRepStride);

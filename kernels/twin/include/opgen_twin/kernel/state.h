@@ -59,6 +59,8 @@ public:
 private:
     bool outer_;
 };
+// "<file>:<line>" of the kernel's running API call (for rule messages that name the source line).
+std::string call_site();
 // The running API continues as a new instruction on `pipe` (dav_c220 ReduceSum/ReduceMax finish
 // with a scalar store of the result).
 void call_on(Pipe pipe);
@@ -68,6 +70,9 @@ void hidden_sync(uint8_t evt);
 void track_ub(uint64_t off, uint64_t bytes, bool write);
 // Records an access to GM [addr, addr + bytes) (must lie in a registered buffer).
 void track_gm(const void* addr, uint64_t bytes, bool write);
+// Fills `bytes` of DataCopyPad padding lanes (elements of `elem` bytes) with garbage (runtime.h
+// set_pad_seed).
+void pad_garbage(uint8_t* to, uint64_t bytes, uint32_t elem);
 // The dav_c220 API scratch at TMP_UB_OFFSET (184 KiB): APIs that write it clobber UB there.
 void api_scratch(const char* api, uint64_t bytes);
 

@@ -155,6 +155,34 @@ inline void unary(const char* api, uint32_t allowed, const AscendC::LocalTensor<
     count_vector(api, n);
 }
 
+// A repeat count where CANN declares `const uint8_t repeatTimes` (level-0 Mul/Add/Max, Muls,
+// Brcb): a wider count converts silently on the NPU and wraps (300 repeats run as 44, -1 as
+// 255). The twin's parameter keeps the caller's value, so narrow_repeat can refuse it.
+class Repeat8 {
+public:
+    template <typename I, typename = std::enable_if_t<std::is_integral<I>::value>>
+    Repeat8(I v) : value_(static_cast<uint64_t>(v)) {
+        if constexpr (std::is_signed<I>::value) negative_ = v < 0;
+    }
+    bool negative() const { return negative_; }
+    uint64_t value() const { return value_; }
+
+private:
+    uint64_t value_;
+    bool negative_ = false;
+};
+
+// The repeat count the API runs: `r` unless it lies outside the uint8_t it is narrowed to.
+inline uint8_t narrow_repeat(const char* api, const Repeat8& r) {
+    if (r.negative() || r.value() > 255) {
+        fail(api, "repeatTimes outside [0, 255] narrowed to uint8_t",
+             "repeatTimes " + (r.negative() ? std::to_string(int64_t(r.value())) : std::to_string(r.value())) +
+                 " at " + call_site() + ": the API's repeatTimes is a uint8_t, so the NPU would run " +
+                 std::to_string(unsigned(uint8_t(r.value()))) + " repeats (split the work into calls of at most 255)");
+    }
+    return uint8_t(r.value());
+}
+
 }  // namespace kern
 }  // namespace opgen_twin
 

@@ -305,22 +305,78 @@ void track_gm(const void* addr, uint64_t bytes, bool write) {
 }
 
 // ---------------------------------------------------------------- events
+//
+// One id pool per HardEvent, as CANN 8.1's TPipe keeps (eventPool_, impl/kernel_tpipe_impl.h):
+// AllocEventID takes its lowest free id and ReleaseEventID gives it back; FetchEventID names that
+// id without taking it; and on dav_c220 every TQue hand-off takes one too (EnQue and FreeTensor:
+// AllocEventID + SetFlag; DeQue and the next AllocTensor: WaitFlag + ReleaseEventID;
+// kernel_tquebind_impl.h). A kernel id that is a constant, or fetched and held across a queue
+// operation, can name the id a queue holds: the two SetFlags of one flag hang or race on the NPU
+// (the docs forbid user ids in TQue code). The twin refuses the collision, naming both sites.
 
-void event_set(uint8_t evt, int32_t id) {
+}  // namespace kern
+
+namespace rt {
+namespace {
+Acc site(const char* api, const kern::Here& here) { return Acc{0, api, here.file, here.line}; }
+
+std::string site_desc(const Acc& a) { return std::string(a.api ? a.api : "?") + " at " + base_name(a.file) + ":" + str(a.line); }
+
+// `first` holds or set the flag, `then` (the failing call) touches it; one of them is a queue's.
+[[noreturn]] void id_collision(uint8_t evt, int32_t id, const Acc& first, const Acc& then, bool queue_first) {
+    fail(then.api, "event id collides with a TQue's",
+         event_desc(evt, id) + ": " + (queue_first ? "held by the TQue's " : "set by ") + site_desc(first) +
+             ", then " + (queue_first ? "" : "taken by the TQue's ") + site_desc(then) +
+             " (a TQue takes its ids from the TPipe's pool; a kernel's id must come from AllocEventID, or "
+             "FetchEventID used before any queue operation, never a constant)");
+}
+}  // namespace
+
+int8_t queue_flag_set(const char* api, uint8_t evt, const kern::Here& here) {
+    Core& c = core(api);
+    int id = 0;
+    while (id < kEventIds && c.holder[evt][id] != IdHolder::None) ++id;
+    if (id == kEventIds) {
+        fail(api, "no free event id",
+             std::string("all ids of HardEvent::") + kEventNames[evt] + " are held (AllocEventID or queue hand-offs)");
+    }
+    if (c.flags[evt][id]) id_collision(evt, id, c.flag_at[evt][id], site(api, here), false);
+    c.holder[evt][id] = IdHolder::Queue;
+    c.flags[evt][id] = true;
+    c.flag_at[evt][id] = site(api, here);
+    return int8_t(id);
+}
+
+void queue_flag_wait(uint8_t evt, int8_t id) {
+    if (id < 0) return;
+    g_core->flags[evt][id] = false;
+    g_core->holder[evt][id] = IdHolder::None;
+}
+
+}  // namespace rt
+
+namespace kern {
+
+void event_set(uint8_t evt, int32_t id, const Here& here) {
     check_event("SetFlag", evt, id);
-    bool& flag = core("SetFlag").flags[evt][id];
+    Core& c = core("SetFlag");
+    if (c.holder[evt][id] == IdHolder::Queue) id_collision(evt, id, c.flag_at[evt][id], site("SetFlag", here), true);
+    bool& flag = c.flags[evt][id];
     if (flag) {
         fail("SetFlag", "SetFlag twice without WaitFlag",
              event_desc(evt, id) + " is already set (each SetFlag needs its WaitFlag before the next SetFlag)");
     }
     flag = true;
+    c.flag_at[evt][id] = site("SetFlag", here);
     g_core->pipes.flag_snap[evt][id] = flag_carries(evt);
     trace::flag(true, kEventNames[evt], id);
 }
 
-void event_wait(uint8_t evt, int32_t id) {
+void event_wait(uint8_t evt, int32_t id, const Here& here) {
     check_event("WaitFlag", evt, id);
-    bool& flag = core("WaitFlag").flags[evt][id];
+    Core& c = core("WaitFlag");
+    if (c.holder[evt][id] == IdHolder::Queue) id_collision(evt, id, c.flag_at[evt][id], site("WaitFlag", here), true);
+    bool& flag = c.flags[evt][id];
     if (!flag) {
         fail("WaitFlag", "WaitFlag without a matching SetFlag",
              event_desc(evt, id) + " was not set (the NPU would wait forever)");
@@ -335,20 +391,24 @@ int8_t event_fetch(uint8_t evt) {
     check_event("TPipe::FetchEventID", evt, 0);
     const Core& c = core("TPipe::FetchEventID");
     for (int id = 0; id < kEventIds; ++id) {
-        if (!c.reserved[evt][id]) return int8_t(id);
+        if (c.holder[evt][id] == IdHolder::None) return int8_t(id);
     }
     fail("TPipe::FetchEventID", "no free event id", std::string("all ids of HardEvent::") + kEventNames[evt] + " are allocated");
 }
 
 int8_t event_alloc(uint8_t evt) {
     const int8_t id = event_fetch(evt);
-    g_core->reserved[evt][id] = true;
+    g_core->holder[evt][id] = IdHolder::Kernel;
     return id;
 }
 
 void event_release(uint8_t evt, int32_t id) {
     check_event("TPipe::ReleaseEventID", evt, id);
-    core("TPipe::ReleaseEventID").reserved[evt][id] = false;
+    IdHolder& h = core("TPipe::ReleaseEventID").holder[evt][id];
+    if (h == IdHolder::Queue) {
+        id_collision(evt, id, g_core->flag_at[evt][id], Acc{0, "TPipe::ReleaseEventID", nullptr, 0}, true);
+    }
+    h = IdHolder::None;
 }
 
 void barrier(int pipe) {

@@ -116,7 +116,14 @@ void release_all() {
     g_core->top = 0;
     g_core->per_pos[0] = g_core->per_pos[1] = g_core->per_pos[2] = 0;
     g_core->total = 0;
-    std::memset(g_core->reserved, 0, sizeof g_core->reserved);
+    // The TPipe's end waits for the flags its queues still hold (FreeTensor's of buffers never
+    // allocated again) and empties the id pool.
+    for (int e = 0; e < kEventTypes; ++e) {
+        for (int id = 0; id < kEventIds; ++id) {
+            if (g_core->holder[e][id] == IdHolder::Queue) g_core->flags[e][id] = false;
+        }
+    }
+    std::memset(g_core->holder, 0, sizeof g_core->holder);
 }
 
 // Bump allocation shared by queues and TBufs; count and capacity are the A2 limits.
@@ -254,6 +261,7 @@ TensorRef que_alloc(const Handle& que) {
         ++b.gen;
         // CANN's AllocTensor waits for the buffer's FreeTensor event (freeBufEvt) if one was set.
         if (b.free_set) flag_pair(q.free_evt, b.free_snap);
+        if (b.free_set) queue_flag_wait(q.free_evt, b.free_id);
         if (b.free_set) trace::flag(false, kEventNames[q.free_evt], trace::kQueueKey + q.first + i);
         b.free_set = false;
         poison(b.ub_off, b.bytes);
@@ -263,7 +271,7 @@ TensorRef que_alloc(const Handle& que) {
          que_desc(q) + ": every buffer is allocated or in the queue (the NPU would wait forever for a FreeTensor)");
 }
 
-void que_enque(const Handle& que, const TensorRef& t) {
+void que_enque(const Handle& que, const TensorRef& t, const Here& here) {
     const char* api = "TQue::EnQue";
     QueRec& q = que_of(que, api);
     if (!in_queue(q, t.buf)) {
@@ -281,6 +289,7 @@ void que_enque(const Handle& que, const TensorRef& t) {
              que_desc(q) + " already holds " + count_of(q.fifo.size(), "EnQue'd tensor") +
                  " (the NPU queue would overwrite one; DeQue first or raise the depth)");
     }
+    b.enq_id = queue_flag_set(api, q.enq_evt, here);
     q.fifo.push_back(t.buf);
     b.state = BufState::Enqueued;
     b.enq_snap = flag_carries(q.enq_evt);
@@ -299,12 +308,13 @@ TensorRef que_deque(const Handle& que) {
     BufRec& b = g_core->bufs[size_t(id)];
     b.state = BufState::Dequeued;
     flag_pair(q.enq_evt, b.enq_snap);
+    queue_flag_wait(q.enq_evt, b.enq_id);
     trace::flag(false, kEventNames[q.enq_evt], trace::kQueueKey + id);
     ++counters().handoffs;
     return TensorRef{id, b.gen, b.ub_off, b.bytes};
 }
 
-void que_free(const Handle& que, const TensorRef& t) {
+void que_free(const Handle& que, const TensorRef& t, const Here& here) {
     const char* api = "TQue::FreeTensor";
     QueRec& q = que_of(que, api);
     if (!in_queue(q, t.buf)) {
@@ -321,6 +331,7 @@ void que_free(const Handle& que, const TensorRef& t) {
         fail(api, "FreeTensor of a tensor not allocated or dequeued",
              tensor_desc(t) + " is still in the queue; DeQue it before FreeTensor");
     }
+    b.free_id = queue_flag_set(api, q.free_evt, here);
     b.state = BufState::Free;
     b.free_snap = flag_carries(q.free_evt);
     b.free_set = true;

@@ -74,6 +74,8 @@ struct BufRec {
     Clock enq_snap;         // what the EnQue event carried (the producer pipe's clock at EnQue)
     Clock free_snap;        // what the FreeTensor event carried (the consumer pipe's clock)
     bool free_set = false;  // a FreeTensor event the next AllocTensor of this buffer waits for
+    int8_t enq_id = -1;     // the event ids EnQue and FreeTensor took from the pool
+    int8_t free_id = -1;
 };
 
 struct QueRec {
@@ -134,6 +136,8 @@ struct Pipes {
     std::map<const uint8_t*, Shadow> gm;  // per registered GM buffer (by base), offsets from base
 };
 
+enum class IdHolder : uint8_t { None, Kernel, Queue };
+
 struct Core {
     bool active = false;
     int64_t idx = -1;
@@ -148,7 +152,11 @@ struct Core {
     uint32_t next_que = 0;
     uint32_t next_tbuf = 0;
     bool flags[kEventTypes][kEventIds] = {};
-    bool reserved[kEventTypes][kEventIds] = {};
+    // The TPipe's event id pool, one per HardEvent (CANN's eventPool_: AllocEventID takes the
+    // lowest free id; TQue EnQue/FreeTensor take theirs from it too), and where each set flag
+    // was set (see runtime_pipes.cpp "events").
+    IdHolder holder[kEventTypes][kEventIds] = {};
+    Acc flag_at[kEventTypes][kEventIds];
     Counters* counters = nullptr;
     Pipes pipes;
     uint32_t syncs = 0;  // SyncAll calls passed (the core's phase, see "cores")
@@ -203,6 +211,10 @@ const char* pipe_name(int p);
 Clock flag_carries(uint8_t evt);
 // An SetFlag/WaitFlag pair of `evt` (a queue hand-off or an API's internal pair).
 void flag_pair(uint8_t evt, const Clock& carried);
+// A queue's hand-off flag: EnQue/FreeTensor take the lowest free id of `evt` from the pool and
+// set it; DeQue/AllocTensor wait for it and give it back (CANN 8.1 kernel_tquebind_impl.h).
+int8_t queue_flag_set(const char* api, uint8_t evt, const kern::Here& here);
+void queue_flag_wait(uint8_t evt, int8_t id);
 // Names the UB buffer that holds byte `off` (the newest one, after a TPipe::Reset).
 std::string ub_region(uint64_t off);
 

@@ -85,9 +85,9 @@ void pipe_reset(const void* pipe);
 void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len, uint8_t enq_evt, uint8_t free_evt);
 void tbuf_init(Handle& buf, uint8_t pos, uint32_t len);
 TensorRef que_alloc(const Handle& que);
-void que_enque(const Handle& que, const TensorRef& t);
+void que_enque(const Handle& que, const TensorRef& t, const Here& here);
 TensorRef que_deque(const Handle& que);
-void que_free(const Handle& que, const TensorRef& t);
+void que_free(const Handle& que, const TensorRef& t, const Here& here);
 int32_t que_count(const Handle& que);
 TensorRef tbuf_get(const Handle& buf, const char* api, uint64_t offset_bytes, uint64_t bytes);
 
@@ -124,8 +124,8 @@ const char* gm_operand(const char* api, const char* role, const GmView& view, co
                        const char* size_rule);
 
 // ---- events ----
-void event_set(uint8_t evt, int32_t id);
-void event_wait(uint8_t evt, int32_t id);
+void event_set(uint8_t evt, int32_t id, const Here& here);
+void event_wait(uint8_t evt, int32_t id, const Here& here);
 int8_t event_fetch(uint8_t evt);
 int8_t event_alloc(uint8_t evt);
 void event_release(uint8_t evt, int32_t id);

@@ -265,6 +265,9 @@ void begin_core(int64_t idx, int64_t num) {
     g_core->syncs = 0;
     g_core->atomic_add = false;
     g_core->atomic_type = DType::Other;
+    g_core->vmask_known = false;  // whatever the previous kernel left
+    g_core->vmask_counter = false;
+    g_core->vmask_at = Acc{};
     Counters& c = g_counters[idx];
     c = Counters{};
     g_core->counters = &c;

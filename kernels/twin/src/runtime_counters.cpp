@@ -76,13 +76,20 @@ namespace kern {
 
 // ---------------------------------------------------------------- counters
 
-void count_vector(const char* api, uint64_t elements) {
+void count_level0(const char* api, uint64_t elements) {
     Counters& c = counters();
     auto it = c.vec_instr.find(api);
     if (it == c.vec_instr.end()) it = c.vec_instr.emplace(api, 0).first;
     ++it->second;
     c.vec_elems[api] += elements;
     trace::vector_elements(elements);
+}
+
+void count_vector(const char* api, uint64_t elements) {
+    count_level0(api, elements);
+    Core& c = *g_core;
+    c.vmask_known = false;
+    c.vmask_at = c.pipes.cur;
 }
 
 namespace {

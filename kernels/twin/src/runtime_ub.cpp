@@ -180,8 +180,9 @@ void pipe_open(const void* pipe) {
     release_all();
     c.pipe = pipe;
     // CANN 8.1 TPipe::TPipe() calls InitSocState(), which starts with set_atomic_none()
-    // (impl/kernel_tpipe_impl.h).
+    // and on AIV sets every vector mask lane in normal mode (impl/kernel_tpipe_impl.h).
     c.atomic_add = false;
+    mask_set("TPipe", ~uint64_t(0), ~uint64_t(0), false);
 }
 
 void pipe_close(const void* pipe) {
@@ -199,6 +200,7 @@ void pipe_reset(const void*) {
     audit_leaks("TPipe::Reset");
     release_all();
     g_core->atomic_add = false;  // TPipe::Reset() calls InitSocState() too
+    mask_set("TPipe::Reset", ~uint64_t(0), ~uint64_t(0), false);
 }
 
 void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len, uint8_t enq_evt,

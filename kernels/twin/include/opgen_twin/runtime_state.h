@@ -157,6 +157,12 @@ struct Core {
     // was set (see runtime_pipes.cpp "events").
     IdHolder holder[kEventTypes][kEventIds] = {};
     Acc flag_at[kEventTypes][kEventIds];
+    // The vector mask register (runtime_mask.cpp): its two words in normal mode, whether the
+    // twin knows them, counter mode, and the call that set or clobbered it last.
+    uint64_t vmask[2] = {0, 0};  // [0] lanes 0..63, [1] lanes 64..127
+    bool vmask_known = false;
+    bool vmask_counter = false;
+    Acc vmask_at;
     Counters* counters = nullptr;
     Pipes pipes;
     uint32_t syncs = 0;  // SyncAll calls passed (the core's phase, see "cores")

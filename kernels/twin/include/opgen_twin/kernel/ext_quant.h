@@ -78,7 +78,8 @@ void Max(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const 
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Max", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
-    k::level0_binary("Max", k::kArith, dstLocal, src0Local, src1Local, mask, k::narrow_repeat("Max", repeatTimes),
+    k::level0_binary("Max", k::kArith, dstLocal, src0Local, src1Local, k::level0_lanes<T, isSetMask>("Max", mask),
+                     k::narrow_repeat("Max", repeatTimes),
                      repeatParams, k::MaxOp{});
 }
 
@@ -90,13 +91,14 @@ void Add(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const 
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Add", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
-    k::level0_binary("Add", k::kArith, dstLocal, src0Local, src1Local, mask, k::narrow_repeat("Add", repeatTimes),
+    k::level0_binary("Add", k::kArith, dstLocal, src0Local, src1Local, k::level0_lanes<T, isSetMask>("Add", mask),
+                     k::narrow_repeat("Add", repeatTimes),
                      repeatParams,
                      [](auto u, auto v) { return u + v; });
 }
 
 template <typename T, bool isSetMask = true>
-void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t mask,
+void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t maskArg,
                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,
                     const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,
                     opgen_twin::kern::Here here = {}) {
@@ -104,11 +106,10 @@ void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
     namespace k = opgen_twin::kern;
     const char* api = "WholeReduceMax";
     k::require_dtype<T>(api, "T", k::kFloats);
-    constexpr int64_t per = int64_t(k::lanes_per_repeat<T>());
-    if (mask < 1 || mask > per) {
-        opgen_twin::fail(api, "mask out of range", "mask " + std::to_string(mask) + " not in [1, " +
-                                                       std::to_string(per) + "] for this dtype");
+    if (maskArg < 0) {
+        opgen_twin::fail(api, "mask out of range", "mask " + std::to_string(maskArg) + " is negative");
     }
+    const int32_t mask = int32_t(k::level0_lanes<T, isSetMask>(api, uint64_t(maskArg)));
     if (repeatTimes < 0 || repeatTimes > MAX_REPEAT_TIMES) {
         opgen_twin::fail(api, "repeatTimes out of range",
                          "repeatTimes " + std::to_string(repeatTimes) + " not in [0, 255]");
@@ -160,7 +161,7 @@ void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
             }
         }
     }
-    k::count_vector(api, rt * uint64_t(mask));
+    k::count_level0(api, rt * uint64_t(mask));
 }
 
 struct BrcbRepeatParams {

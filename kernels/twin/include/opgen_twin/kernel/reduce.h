@@ -184,7 +184,7 @@ void ReduceMin(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, c
 // One sum per repeat over the first `mask` lanes; src strides in 32-byte blocks, dstRepStride in
 // elements; src 32-byte aligned, dst element-aligned. Repeats run in order, so a dst that overlaps src only overwrites consumed lanes.
 template <typename T, bool isSetMask = true>
-void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t mask,
+void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t maskArg,
                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,
                     const int32_t srcRepStride,
                     opgen_twin::kern::Here here = {}) {
@@ -194,10 +194,10 @@ void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
     k::require_dtype<T>(api, "T", k::kFloats);
     constexpr int64_t per = int64_t(k::lanes_per_repeat<T>());
     constexpr int64_t per_block = 32 / int64_t(sizeof(T));
-    if (mask < 1 || mask > per) {
-        opgen_twin::fail(api, "mask out of range", "mask " + std::to_string(mask) + " not in [1, " +
-                                                       std::to_string(per) + "] for this dtype");
+    if (maskArg < 0) {
+        opgen_twin::fail(api, "mask out of range", "mask " + std::to_string(maskArg) + " is negative");
     }
+    const int32_t mask = int32_t(k::level0_lanes<T, isSetMask>(api, uint64_t(maskArg)));
     if (repeatTimes < 0 || repeatTimes > MAX_REPEAT_TIMES) {
         opgen_twin::fail(api, "repeatTimes out of range", "repeatTimes " + std::to_string(repeatTimes) + " not in [0, 255]");
     }
@@ -228,7 +228,7 @@ void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
         }
         k::store<T>(d + uint64_t(r) * uint64_t(dstRepStride) * sizeof(T), k::tree_sum(lanes, uint64_t(mask)));
     }
-    k::count_vector(api, uint64_t(repeatTimes) * uint64_t(mask));
+    k::count_level0(api, uint64_t(repeatTimes) * uint64_t(mask));
 }
 
 }  // namespace AscendC

@@ -73,6 +73,13 @@ void track_gm(const void* addr, uint64_t bytes, bool write);
 // Fills `bytes` of DataCopyPad padding lanes (elements of `elem` bytes) with garbage (runtime.h
 // set_pad_seed).
 void pad_garbage(uint8_t* to, uint64_t bytes, uint32_t elem);
+// The vector mask register (runtime_mask.cpp): set by SetVectorMask, level-0 calls with
+// isSetMask = true, ResetMask and TPipe (all lanes); the count-form APIs leave it undefined for
+// the twin (count_vector); mask_lanes gives the lanes a level-0 call with isSetMask = false runs.
+void mask_set(const char* api, uint64_t high, uint64_t low, bool counter);
+void mask_set_prefix(const char* api, uint64_t lanes);
+void mask_mode(const char* api, bool counter);
+uint64_t mask_lanes(const char* api, uint64_t lanes_per_repeat);
 // The dav_c220 API scratch at TMP_UB_OFFSET (184 KiB): APIs that write it clobber UB there.
 void api_scratch(const char* api, uint64_t bytes);
 
@@ -146,7 +153,11 @@ void atomic_none();
 void copy_out_row(const char* api, uint8_t* to, const uint8_t* from, uint64_t bytes, DType t);
 
 // ---- counters ----
+// A count-form (or other non-level-0) vector API ran: counted, and the mask register becomes
+// undefined for the twin (dav_c220's count forms end with ResetMask, other APIs are not known).
 void count_vector(const char* api, uint64_t elements);
+// A level-0 call ran: counted; the mask register is as the call left it.
+void count_level0(const char* api, uint64_t elements);
 void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst);
 void count_copy_out(const char* gm_name, uint64_t bytes);
 void count_scalar_gm(const char* gm_name, uint64_t bytes, bool write);

@@ -12,6 +12,7 @@
 #define OPGEN_TWIN_KERNEL_VECTOR_COMMON_H
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "opgen_twin/kernel/numeric.h"
@@ -153,6 +154,31 @@ inline void unary(const char* api, uint32_t allowed, const AscendC::LocalTensor<
     no_partial_overlap(api, "src", dst, src, n);
     for (uint64_t i = 0; i < n; ++i) store<T>(d + i * sizeof(T), apply1<T>(load<T>(a + i * sizeof(T)), ff, fd));
     count_vector(api, n);
+}
+
+// A level-0 mask in continuous mode: 1 to one repeat's lanes.
+template <typename T>
+inline void level0_mask(const char* api, uint64_t mask) {
+    const uint64_t lanes = 256 / sizeof(T);
+    if (mask < 1 || mask > lanes) {
+        fail(api, "mask out of range",
+             "mask " + std::to_string(mask) + " not in [1, " + std::to_string(lanes) + "] for " +
+                 std::to_string(sizeof(T)) + "-byte elements (continuous mode counts one repeat)");
+    }
+}
+
+// The lanes of one repeat a level-0 call runs: its `mask` (continuous mode), which isSetMask =
+// true also writes into the vector mask register, or with isSetMask = false the lanes the
+// register holds (the argument is MASK_PLACEHOLDER; runtime_mask.cpp).
+template <typename T, bool isSetMask>
+inline uint64_t level0_lanes(const char* api, uint64_t mask) {
+    if constexpr (isSetMask) {
+        level0_mask<T>(api, mask);
+        mask_set_prefix(api, mask);
+        return mask;
+    } else {
+        return mask_lanes(api, 256 / sizeof(T));
+    }
 }
 
 // A repeat count where CANN declares `const uint8_t repeatTimes` (level-0 Mul/Add/Max, Muls,

@@ -3,7 +3,8 @@
 // every part shares and the common helpers; runtime_gm.cpp the GM registry and its guards,
 // runtime_ub.cpp the UB arena, TPipe/TQue/TBuf and the operand checks, runtime_pipes.cpp the
 // pipes' happens-before model and events, runtime_cores.cpp concurrent cores and SyncAll,
-// runtime_atomic.cpp atomic copy-outs, runtime_counters.cpp the counters.
+// runtime_atomic.cpp atomic copy-outs, runtime_mask.cpp the vector mask register,
+// runtime_counters.cpp the counters.
 //
 // Build with -ffp-contract=off: nothing here may fuse floating-point operations.
 #include "opgen_twin/runtime_state.h"

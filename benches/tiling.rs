@@ -134,7 +134,7 @@ fn main() {
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            name.ends_with(".cpp") && (name.starts_with("host_") || name == "runtime.cpp")
+            name.ends_with(".cpp") && (name.starts_with("host_") || name.starts_with("runtime"))
         })
         .map(|p| (p, inc.clone()))
         .collect();

@@ -1,5 +1,5 @@
 //! The twin runner's report (`--report <path.json>`): what the runner writes
-//! (kernels/twin/src/host_report.cpp `plan_json`, kernels/twin/src/runtime.cpp
+//! (kernels/twin/src/host_report.cpp `plan_json`, kernels/twin/src/runtime_counters.cpp
 //! `write_counters`, both through the one JSON writer, kernels/twin/src/host_json.cpp) and what
 //! Rust reads, as serde structs. Every field is required and no other is accepted
 //! (`deny_unknown_fields`), so a field renamed, added or dropped on one side of the protocol

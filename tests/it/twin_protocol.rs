@@ -1,6 +1,6 @@
 //! The twin ↔ Rust protocol (src/verify/protocol.rs): the runner's report is read into serde
 //! structs that refuse unknown and missing fields, and the keys the C++ writers emit
-//! (kernels/twin/src/runtime.cpp `write_counters`, host_report.cpp `plan_json`) are the
+//! (kernels/twin/src/runtime_counters.cpp `write_counters`, host_report.cpp `plan_json`) are the
 //! structs' fields. A counter renamed on one side fails here, without running the twin.
 
 use ascend_opgen::verify::protocol::{CoreCounters, Counters, OutputPlan, RunnerReport};
@@ -106,11 +106,16 @@ fn differences(cpp: &BTreeSet<String>, rust: &BTreeSet<String>) -> Vec<String> {
 
 #[test]
 fn the_counters_writer_writes_exactly_the_protocol_fields() {
-    let mut cpp = cpp_keys(&read("kernels/twin/src/runtime.cpp"), "void write_counters(JsonWriter& json) {");
+    let mut cpp =
+        cpp_keys(&read("kernels/twin/src/runtime_counters.cpp"), "void write_counters(JsonWriter& json) {");
     // The document's one key around the per-core objects.
     assert!(cpp.remove("cores"), "write_counters writes no `cores`");
     let diff = differences(&cpp, &rust_keys(&core_json()));
-    assert!(diff.is_empty(), "runtime.cpp write_counters vs protocol::CoreCounters:\n{}", diff.join("\n"));
+    assert!(
+        diff.is_empty(),
+        "runtime_counters.cpp write_counters vs protocol::CoreCounters:\n{}",
+        diff.join("\n")
+    );
 }
 
 #[test]
@@ -127,8 +132,8 @@ fn the_plan_writer_writes_exactly_the_protocol_fields() {
 fn the_key_comparison_sees_a_renamed_counter() {
     // The mutant: the C++ side renames `barriers`; the comparison must name both spellings.
     let source = crate::support::patch(
-        "kernels/twin/src/runtime.cpp",
-        &read("kernels/twin/src/runtime.cpp"),
+        "kernels/twin/src/runtime_counters.cpp",
+        &read("kernels/twin/src/runtime_counters.cpp"),
         "key(\"barriers\")",
         "key(\"pipe_barriers\")",
     );

@@ -160,7 +160,8 @@ uint16_t ref_bf16(float v, int mode) {
 
 template <typename I>
 I ref_int(double v, int mode) {
-    if (std::isnan(v)) return 0;
+    // NaN: the twin's documented hostile choice (cast.h nan_to_int), the most negative value.
+    if (std::isnan(v)) return std::numeric_limits<I>::min();
     const double r = mode <= 1 ? std::nearbyint(v) : mode == 2 ? std::floor(v) : mode == 3 ? std::ceil(v)
                    : mode == 4 ? std::round(v) : std::trunc(v);
     if (r <= double(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();

@@ -107,6 +107,15 @@ void write_counters(JsonWriter& json);
 // write_counters as text with a newline (the twin's C++ tests print it).
 void write_counters_json(FILE* out);
 void reset_counters();
+
+// ---- DataCopyPad's padding lanes ----
+// With left/right padding and isPad = false the NPU leaves the padding lanes as it finds them
+// ("random", DataCopyPad 参数解释); the twin fills them with garbage that is a function of this
+// seed and of the fills so far (finite values, infinities and NaN, 0xFF bytes in one element of
+// four), so a kernel that reads them shows, and the same seed gives the same garbage. The runner
+// seeds it from its input bytes (a case's inputs come from its seed); this call also restarts
+// the fill count.
+void set_pad_seed(uint64_t seed);
 // Float elements (float, half, bfloat16_t) a core of the last launch added into GM by atomic
 // copy-outs (SetAtomicAdd): their sums depend on the order the cores reach GM, which the hardware
 // leaves unspecified (the twin uses the baton's order). Not in the JSON counters yet.

@@ -1,12 +1,13 @@
 // Cast with the A2 pair / RoundMode table (research/ascendc-api.md 4.2). Each element is rounded
 // exactly once from its exact value (numeric.h): CAST_NONE behaves as CAST_RINT when the
 // conversion is lossy; conversions to integers saturate to the destination range; a NaN stays
-// NaN in float/half/bf16 and becomes 0 in an integer (assumption). float -> float with a
+// NaN in float/half/bf16 and becomes nan_to_int's sentinel in an integer. float -> float with a
 // rounding mode rounds to an integral value, like rint/floor/ceil/round/trunc.
 #ifndef OPGEN_TWIN_KERNEL_CAST_H
 #define OPGEN_TWIN_KERNEL_CAST_H
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -47,6 +48,17 @@ constexpr uint32_t cast_modes(DType src, DType dst) {
 
 const char* round_mode_name(num::Mode m);
 
+// What a NaN becomes in integer type I. The A2 docs do not say (Cast's API reference promises
+// saturation only), so the default is the hostile choice: the most negative value (x86's
+// "integer indefinite"; the largest for unsigned types), far from the 0 a kernel might count on
+// when it lets a NaN reach an integer cast. The `saturate` profile (the older parts' mode, in
+// which NaN becomes 0) gives 0.
+template <typename I>
+inline I nan_to_int() {
+    if (numeric_profile().saturate) return I(0);
+    return std::is_signed<I>::value ? std::numeric_limits<I>::min() : std::numeric_limits<I>::max();
+}
+
 // Float inputs and results pass through the numeric profile (profile.h; the default changes nothing).
 template <typename D, typename S>
 inline D cast_element(S s, num::Mode mode) {
@@ -64,6 +76,7 @@ inline D cast_element(S s, num::Mode mode) {
     } else if constexpr (std::is_floating_point<D>::value) {
         return profile_result(static_cast<D>(num::round_to_format(v, num::kFloat, mode)));
     } else {
+        if (std::isnan(v)) return nan_to_int<D>();
         return num::round_to_int<D>(v, mode);
     }
 }

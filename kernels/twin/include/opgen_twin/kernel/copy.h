@@ -130,11 +130,14 @@ inline void dma_in(const Dma& d, const GmView& view, const uint8_t* gm, const Te
         std::memcpy(row + d.left_bytes, from, d.row_bytes);
         // isPad = false: the dummy lanes repeat the row's first element, but only without left/
         // right padding; with padding "the padding and dummy values are all random" (DataCopyPad
-        // docs, 参数解释), so the twin fills them with 0xFF bytes (NaN for floats, -1 for ints)
-        // and a kernel that reads them shows.
-        static const uint8_t kRandom[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
-        const bool random = pad == nullptr && (d.left_bytes != 0 || d.right_bytes != 0);
-        const uint8_t* filler = pad != nullptr ? pad : random ? kRandom : from;
+        // docs, 参数解释), so the twin fills them with seeded garbage (runtime.h set_pad_seed:
+        // finite values and NaN) and a kernel that reads them shows.
+        if (pad == nullptr && (d.left_bytes != 0 || d.right_bytes != 0)) {
+            pad_garbage(row, d.left_bytes, d.elem);
+            pad_garbage(row + d.left_bytes + d.row_bytes, slot - d.left_bytes - d.row_bytes, d.elem);
+            continue;
+        }
+        const uint8_t* filler = pad != nullptr ? pad : from;
         for (uint64_t b = 0; b < d.left_bytes; b += d.elem) std::memcpy(row + b, filler, d.elem);
         for (uint64_t b = d.left_bytes + d.row_bytes; b < slot; b += d.elem) std::memcpy(row + b, filler, d.elem);
     }

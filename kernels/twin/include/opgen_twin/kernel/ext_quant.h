@@ -74,27 +74,31 @@ namespace AscendC {
 
 template <typename T, bool isSetMask = true>
 void Max(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& repeatParams,
+         uint64_t mask, const opgen_twin::kern::Repeat8 repeatTimes, const BinaryRepeatParams& repeatParams,
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Max", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
-    k::level0_binary("Max", k::kArith, dstLocal, src0Local, src1Local, mask, repeatTimes, repeatParams, k::MaxOp{});
+    k::level0_binary("Max", k::kArith, dstLocal, src0Local, src1Local, k::level0_lanes<T, isSetMask>("Max", mask),
+                     k::narrow_repeat("Max", repeatTimes),
+                     repeatParams, k::MaxOp{});
 }
 
 // The level-0 Add (mask continuous mode), as Max: row_norm_grad's plain float32 path adds a
 // per-row value (a Brcb'ed block, block stride 0) over its row.
 template <typename T, bool isSetMask = true>
 void Add(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& repeatParams,
+         uint64_t mask, const opgen_twin::kern::Repeat8 repeatTimes, const BinaryRepeatParams& repeatParams,
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Add", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
-    k::level0_binary("Add", k::kArith, dstLocal, src0Local, src1Local, mask, repeatTimes, repeatParams,
+    k::level0_binary("Add", k::kArith, dstLocal, src0Local, src1Local, k::level0_lanes<T, isSetMask>("Add", mask),
+                     k::narrow_repeat("Add", repeatTimes),
+                     repeatParams,
                      [](auto u, auto v) { return u + v; });
 }
 
 template <typename T, bool isSetMask = true>
-void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t mask,
+void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t maskArg,
                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,
                     const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,
                     opgen_twin::kern::Here here = {}) {
@@ -102,11 +106,10 @@ void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
     namespace k = opgen_twin::kern;
     const char* api = "WholeReduceMax";
     k::require_dtype<T>(api, "T", k::kFloats);
-    constexpr int64_t per = int64_t(k::lanes_per_repeat<T>());
-    if (mask < 1 || mask > per) {
-        opgen_twin::fail(api, "mask out of range", "mask " + std::to_string(mask) + " not in [1, " +
-                                                       std::to_string(per) + "] for this dtype");
+    if (maskArg < 0) {
+        opgen_twin::fail(api, "mask out of range", "mask " + std::to_string(maskArg) + " is negative");
     }
+    const int32_t mask = int32_t(k::level0_lanes<T, isSetMask>(api, uint64_t(maskArg)));
     if (repeatTimes < 0 || repeatTimes > MAX_REPEAT_TIMES) {
         opgen_twin::fail(api, "repeatTimes out of range",
                          "repeatTimes " + std::to_string(repeatTimes) + " not in [0, 255]");
@@ -158,7 +161,7 @@ void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
             }
         }
     }
-    k::count_vector(api, rt * uint64_t(mask));
+    k::count_level0(api, rt * uint64_t(mask));
 }
 
 struct BrcbRepeatParams {
@@ -177,7 +180,7 @@ struct BrcbRepeatParams {
 };
 
 template <typename T>
-void Brcb(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const uint8_t repeatTimes,
+void Brcb(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const opgen_twin::kern::Repeat8 repeatTimes,
           const BrcbRepeatParams& repeatParams,
           opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Brcb", opgen_twin::kern::Pipe::V, here);
@@ -194,9 +197,9 @@ void Brcb(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const
         opgen_twin::fail(api, "Brcb dstBlkStride 0",
                          "dstBlkStride 0 (the NPU silently treats it as 1): pass 1 for contiguous blocks");
     }
-    if (repeatTimes == 0) return;
+    const uint64_t rt = k::narrow_repeat(api, repeatTimes);
+    if (rt == 0) return;
     constexpr uint64_t per_block = k::kBlock / sizeof(T);
-    const uint64_t rt = repeatTimes;
     const uint64_t src_bytes = rt * 8 * sizeof(T);
     uint64_t dst_bytes = 0;
     for (uint64_t j = 0; j < 8; ++j) {

@@ -188,25 +188,13 @@ inline void level0_overlap(const char* api, const char* role, const AscendC::Loc
              ") overlap without being the same start and strides (in place)");
 }
 
-// A level-0 mask in continuous mode: 1 to one repeat's lanes.
-template <typename T>
-inline void level0_mask(const char* api, uint64_t mask) {
-    const uint64_t lanes = 256 / sizeof(T);
-    if (mask < 1 || mask > lanes) {
-        fail(api, "mask out of range",
-             "mask " + std::to_string(mask) + " not in [1, " + std::to_string(lanes) + "] for " +
-                 std::to_string(sizeof(T)) + "-byte elements (continuous mode counts one repeat)");
-    }
-}
-
 // The level-0 binary form (mask continuous mode) for an elementwise `f`: the checks, tracking
-// and arithmetic of Mul, Add and Max (ext_quant.h).
+// and arithmetic of Mul, Add and Max (ext_quant.h); `mask` is the lanes level0_lanes gave.
 template <typename T, typename F>
 inline void level0_binary(const char* api, uint32_t allowed, const AscendC::LocalTensor<T>& dstLocal,
                           const AscendC::LocalTensor<T>& src0Local, const AscendC::LocalTensor<T>& src1Local,
                           uint64_t mask, uint8_t repeatTimes, const AscendC::BinaryRepeatParams& p, F f) {
     require_dtype<T>(api, "T", allowed);
-    level0_mask<T>(api, mask);
     if (p.blockNumber != AscendC::DEFAULT_BLK_NUM || p.repeatStrideMode || p.strideSizeMode) {
         fail(api, "BinaryRepeatParams mode not modelled",
              "blockNumber, repeatStrideMode and strideSizeMode must keep their defaults");
@@ -233,7 +221,7 @@ inline void level0_binary(const char* api, uint32_t allowed, const AscendC::Loca
             store<T>(d + level0_offset<T>(r, e, p.dstBlkStride, p.dstRepStride), apply2<T>(x, y, f));
         }
     }
-    count_vector(api, rt * mask);
+    count_level0(api, rt * mask);
 }
 
 }  // namespace kern
@@ -243,11 +231,13 @@ namespace AscendC {
 
 template <typename T, bool isSetMask = true>
 void Mul(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
-         uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& repeatParams,
+         uint64_t mask, const opgen_twin::kern::Repeat8 repeatTimes, const BinaryRepeatParams& repeatParams,
          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Mul", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
-    k::level0_binary("Mul", k::kArith, dstLocal, src0Local, src1Local, mask, repeatTimes, repeatParams,
+    k::level0_binary("Mul", k::kArith, dstLocal, src0Local, src1Local, k::level0_lanes<T, isSetMask>("Mul", mask),
+                     k::narrow_repeat("Mul", repeatTimes),
+                     repeatParams,
                      [](auto u, auto v) { return u * v; });
 }
 
@@ -281,13 +271,14 @@ struct UnaryRepeatParams {
 };
 
 template <typename T, bool isSetMask = true>
-void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const T& scalarValue, uint64_t mask,
-          const uint8_t repeatTimes, const UnaryRepeatParams& repeatParams, opgen_twin::kern::Here here = {}) {
+void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const T& scalarValue, uint64_t maskArg,
+          const opgen_twin::kern::Repeat8 repeatTimes, const UnaryRepeatParams& repeatParams,
+          opgen_twin::kern::Here here = {}) {
     const opgen_twin::kern::Call twin_call("Muls", opgen_twin::kern::Pipe::V, here);
     namespace k = opgen_twin::kern;
     const char* api = "Muls";
     k::require_dtype<T>(api, "T", k::kArith);
-    k::level0_mask<T>(api, mask);
+    const uint64_t mask = k::level0_lanes<T, isSetMask>(api, maskArg);
     const UnaryRepeatParams& p = repeatParams;
     if (p.blockNumber != DEFAULT_BLK_NUM || p.repeatStrideMode || p.strideSizeMode || p.halfBlock ||
         p.dstBlkStride > 255 || p.srcBlkStride > 255) {
@@ -295,8 +286,8 @@ void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const 
                          "blockNumber, repeatStrideMode, strideSizeMode and halfBlock must keep their defaults "
                          "and the block strides stay below 256");
     }
-    if (repeatTimes == 0) return;
-    const uint64_t rt = repeatTimes;
+    const uint64_t rt = k::narrow_repeat(api, repeatTimes);
+    if (rt == 0) return;
     const uint8_t db = static_cast<uint8_t>(p.dstBlkStride), sb = static_cast<uint8_t>(p.srcBlkStride);
     const uint64_t dst_bytes = k::level0_extent<T>(rt, mask, db, p.dstRepStride);
     const uint64_t src_bytes = k::level0_extent<T>(rt, mask, sb, p.srcRepStride);
@@ -312,7 +303,7 @@ void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const 
                         k::apply2<T>(x, scalarValue, [](auto u, auto v) { return u * v; }));
         }
     }
-    k::count_vector(api, rt * mask);
+    k::count_level0(api, rt * mask);
 }
 
 }  // namespace AscendC

@@ -216,11 +216,10 @@ inline long double decode16(uint16_t bits, const Format& f) {
     return sign * (float(mant | 0x400u) * float(pow2(int(field) - kHalf.emax - 10)));
 }
 
-// Rounds to an integer type and saturates to its range. NaN becomes 0: the A2 documentation
-// only promises saturation, and a NaN has no nearer integer (assumption, see the report).
+// Rounds to an integer type and saturates to its range. `v` is not NaN: what a NaN becomes is
+// Cast's choice (cast.h nan_to_int).
 template <typename I>
 inline I round_to_int(long double v, Mode mode) {
-    if (std::isnan(v)) return I(0);
     constexpr long double lo = static_cast<long double>(std::numeric_limits<I>::min());
     constexpr long double hi = static_cast<long double>(std::numeric_limits<I>::max());
     if (v <= lo) return std::numeric_limits<I>::min();

@@ -47,8 +47,8 @@ public:
         return t;
     }
     template <typename T>
-    bool EnQue(const LocalTensor<T>& tensor) {
-        opgen_twin::kern::que_enque(twin_handle_, tensor.ref_);
+    bool EnQue(const LocalTensor<T>& tensor, opgen_twin::kern::Here here = {}) {
+        opgen_twin::kern::que_enque(twin_handle_, tensor.ref_, here);
         return true;
     }
     template <typename T>
@@ -58,8 +58,8 @@ public:
         return t;
     }
     template <typename T>
-    void FreeTensor(LocalTensor<T>& tensor) {
-        opgen_twin::kern::que_free(twin_handle_, tensor.ref_);
+    void FreeTensor(LocalTensor<T>& tensor, opgen_twin::kern::Here here = {}) {
+        opgen_twin::kern::que_free(twin_handle_, tensor.ref_, here);
     }
     bool HasTensorInQue() { return opgen_twin::kern::que_count(twin_handle_) > 0; }
     int32_t GetTensorCountInQue() { return opgen_twin::kern::que_count(twin_handle_); }

@@ -182,9 +182,9 @@ void ReduceMin(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, c
 }
 
 // One sum per repeat over the first `mask` lanes; src strides in 32-byte blocks, dstRepStride in
-// elements. Repeats run in order, so a dst that overlaps src only overwrites consumed lanes.
+// elements; src 32-byte aligned, dst element-aligned. Repeats run in order, so a dst that overlaps src only overwrites consumed lanes.
 template <typename T, bool isSetMask = true>
-void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t mask,
+void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t maskArg,
                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,
                     const int32_t srcRepStride,
                     opgen_twin::kern::Here here = {}) {
@@ -194,10 +194,10 @@ void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
     k::require_dtype<T>(api, "T", k::kFloats);
     constexpr int64_t per = int64_t(k::lanes_per_repeat<T>());
     constexpr int64_t per_block = 32 / int64_t(sizeof(T));
-    if (mask < 1 || mask > per) {
-        opgen_twin::fail(api, "mask out of range", "mask " + std::to_string(mask) + " not in [1, " +
-                                                       std::to_string(per) + "] for this dtype");
+    if (maskArg < 0) {
+        opgen_twin::fail(api, "mask out of range", "mask " + std::to_string(maskArg) + " is negative");
     }
+    const int32_t mask = int32_t(k::level0_lanes<T, isSetMask>(api, uint64_t(maskArg)));
     if (repeatTimes < 0 || repeatTimes > MAX_REPEAT_TIMES) {
         opgen_twin::fail(api, "repeatTimes out of range", "repeatTimes " + std::to_string(repeatTimes) + " not in [0, 255]");
     }
@@ -209,8 +209,16 @@ void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
     const uint64_t src_bytes = uint64_t(repeatTimes - 1) * uint64_t(srcRepStride) * 32 +
                                last / per_block * uint64_t(srcBlkStride) * 32 + (last % per_block + 1) * sizeof(T);
     const uint64_t dst_bytes = (uint64_t(repeatTimes - 1) * uint64_t(dstRepStride) + 1) * sizeof(T);
+    // dst needs element alignment only (2 bytes for half, 4 for float: the WholeReduceSum API
+    // reference, dstLocal), so per-row sums may start anywhere in a row; src needs 32 bytes.
+    if (dstLocal.ref_.off % sizeof(T) != 0) {
+        opgen_twin::fail(api, "dst start not element-aligned for WholeReduceSum",
+                         "dst " + k::tensor_desc(dstLocal.ref_) + " at " + k::call_site() + " starts at UB " +
+                             std::to_string(dstLocal.ref_.off) + "; it must be " + std::to_string(sizeof(T)) +
+                             "-byte aligned");
+    }
     const uint8_t* s = k::ub_operand(api, "src", srcLocal.ref_, src_bytes);
-    uint8_t* d = k::ub_operand(api, "dst", dstLocal.ref_, dst_bytes);
+    uint8_t* d = k::ub_operand(api, "dst", dstLocal.ref_, dst_bytes, false);
     T lanes[per];
     for (int32_t r = 0; r < repeatTimes; ++r) {
         const uint8_t* rep = s + uint64_t(r) * uint64_t(srcRepStride) * 32;
@@ -220,7 +228,7 @@ void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
         }
         k::store<T>(d + uint64_t(r) * uint64_t(dstRepStride) * sizeof(T), k::tree_sum(lanes, uint64_t(mask)));
     }
-    k::count_vector(api, uint64_t(repeatTimes) * uint64_t(mask));
+    k::count_level0(api, uint64_t(repeatTimes) * uint64_t(mask));
 }
 
 }  // namespace AscendC

@@ -59,6 +59,8 @@ public:
 private:
     bool outer_;
 };
+// "<file>:<line>" of the kernel's running API call (for rule messages that name the source line).
+std::string call_site();
 // The running API continues as a new instruction on `pipe` (dav_c220 ReduceSum/ReduceMax finish
 // with a scalar store of the result).
 void call_on(Pipe pipe);
@@ -68,6 +70,16 @@ void hidden_sync(uint8_t evt);
 void track_ub(uint64_t off, uint64_t bytes, bool write);
 // Records an access to GM [addr, addr + bytes) (must lie in a registered buffer).
 void track_gm(const void* addr, uint64_t bytes, bool write);
+// Fills `bytes` of DataCopyPad padding lanes (elements of `elem` bytes) with garbage (runtime.h
+// set_pad_seed).
+void pad_garbage(uint8_t* to, uint64_t bytes, uint32_t elem);
+// The vector mask register (runtime_mask.cpp): set by SetVectorMask, level-0 calls with
+// isSetMask = true, ResetMask and TPipe (all lanes); the count-form APIs leave it undefined for
+// the twin (count_vector); mask_lanes gives the lanes a level-0 call with isSetMask = false runs.
+void mask_set(const char* api, uint64_t high, uint64_t low, bool counter);
+void mask_set_prefix(const char* api, uint64_t lanes);
+void mask_mode(const char* api, bool counter);
+uint64_t mask_lanes(const char* api, uint64_t lanes_per_repeat);
 // The dav_c220 API scratch at TMP_UB_OFFSET (184 KiB): APIs that write it clobber UB there.
 void api_scratch(const char* api, uint64_t bytes);
 
@@ -80,9 +92,9 @@ void pipe_reset(const void* pipe);
 void que_init(Handle& que, uint8_t pos, int32_t depth, uint32_t num, uint32_t len, uint8_t enq_evt, uint8_t free_evt);
 void tbuf_init(Handle& buf, uint8_t pos, uint32_t len);
 TensorRef que_alloc(const Handle& que);
-void que_enque(const Handle& que, const TensorRef& t);
+void que_enque(const Handle& que, const TensorRef& t, const Here& here);
 TensorRef que_deque(const Handle& que);
-void que_free(const Handle& que, const TensorRef& t);
+void que_free(const Handle& que, const TensorRef& t, const Here& here);
 int32_t que_count(const Handle& que);
 TensorRef tbuf_get(const Handle& buf, const char* api, uint64_t offset_bytes, uint64_t bytes);
 
@@ -119,8 +131,8 @@ const char* gm_operand(const char* api, const char* role, const GmView& view, co
                        const char* size_rule);
 
 // ---- events ----
-void event_set(uint8_t evt, int32_t id);
-void event_wait(uint8_t evt, int32_t id);
+void event_set(uint8_t evt, int32_t id, const Here& here);
+void event_wait(uint8_t evt, int32_t id, const Here& here);
 int8_t event_fetch(uint8_t evt);
 int8_t event_alloc(uint8_t evt);
 void event_release(uint8_t evt, int32_t id);
@@ -141,7 +153,11 @@ void atomic_none();
 void copy_out_row(const char* api, uint8_t* to, const uint8_t* from, uint64_t bytes, DType t);
 
 // ---- counters ----
+// A count-form (or other non-level-0) vector API ran: counted, and the mask register becomes
+// undefined for the twin (dav_c220's count forms end with ResetMask, other APIs are not known).
 void count_vector(const char* api, uint64_t elements);
+// A level-0 call ran: counted; the mask register is as the call left it.
+void count_level0(const char* api, uint64_t elements);
 void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst);
 void count_copy_out(const char* gm_name, uint64_t bytes);
 void count_scalar_gm(const char* gm_name, uint64_t bytes, bool write);

@@ -22,13 +22,13 @@ void PipeBarrier() {
 }
 
 template <HardEvent event>
-void SetFlag(int32_t eventID) {
-    opgen_twin::kern::event_set(uint8_t(event), eventID);
+void SetFlag(int32_t eventID, opgen_twin::kern::Here here = {}) {
+    opgen_twin::kern::event_set(uint8_t(event), eventID, here);
 }
 
 template <HardEvent event>
-void WaitFlag(int32_t eventID) {
-    opgen_twin::kern::event_wait(uint8_t(event), eventID);
+void WaitFlag(int32_t eventID, opgen_twin::kern::Here here = {}) {
+    opgen_twin::kern::event_wait(uint8_t(event), eventID, here);
 }
 
 // The hardware all-core barrier (dav_c220 SyncAllImpl); the soft variant taking a GM/UB

@@ -131,6 +131,9 @@ struct IsSameType : std::is_same<T, U> {};
 constexpr uint16_t ONE_BLK_SIZE = 32;
 constexpr int32_t ONE_REPEAT_BYTE_SIZE = 256;
 constexpr int32_t MAX_REPEAT_TIMES = 255;
+// The mask argument of a level-0 call with isSetMask = false (CANN 8.1 impl/kernel_reg.h).
+constexpr uint64_t MASK_PLACEHOLDER = 0;
+enum class MaskMode : uint8_t { NORMAL = 0, COUNTER };
 constexpr uint8_t DEFAULT_REPEAT_STRIDE = 8;
 constexpr int32_t DEFAULT_BLK_NUM = 8;
 constexpr uint8_t DEFAULT_DATA_COPY_NBURST = 1;

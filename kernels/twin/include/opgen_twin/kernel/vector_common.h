@@ -12,6 +12,7 @@
 #define OPGEN_TWIN_KERNEL_VECTOR_COMMON_H
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "opgen_twin/kernel/numeric.h"
@@ -153,6 +154,59 @@ inline void unary(const char* api, uint32_t allowed, const AscendC::LocalTensor<
     no_partial_overlap(api, "src", dst, src, n);
     for (uint64_t i = 0; i < n; ++i) store<T>(d + i * sizeof(T), apply1<T>(load<T>(a + i * sizeof(T)), ff, fd));
     count_vector(api, n);
+}
+
+// A level-0 mask in continuous mode: 1 to one repeat's lanes.
+template <typename T>
+inline void level0_mask(const char* api, uint64_t mask) {
+    const uint64_t lanes = 256 / sizeof(T);
+    if (mask < 1 || mask > lanes) {
+        fail(api, "mask out of range",
+             "mask " + std::to_string(mask) + " not in [1, " + std::to_string(lanes) + "] for " +
+                 std::to_string(sizeof(T)) + "-byte elements (continuous mode counts one repeat)");
+    }
+}
+
+// The lanes of one repeat a level-0 call runs: its `mask` (continuous mode), which isSetMask =
+// true also writes into the vector mask register, or with isSetMask = false the lanes the
+// register holds (the argument is MASK_PLACEHOLDER; runtime_mask.cpp).
+template <typename T, bool isSetMask>
+inline uint64_t level0_lanes(const char* api, uint64_t mask) {
+    if constexpr (isSetMask) {
+        level0_mask<T>(api, mask);
+        mask_set_prefix(api, mask);
+        return mask;
+    } else {
+        return mask_lanes(api, 256 / sizeof(T));
+    }
+}
+
+// A repeat count where CANN declares `const uint8_t repeatTimes` (level-0 Mul/Add/Max, Muls,
+// Brcb): a wider count converts silently on the NPU and wraps (300 repeats run as 44, -1 as
+// 255). The twin's parameter keeps the caller's value, so narrow_repeat can refuse it.
+class Repeat8 {
+public:
+    template <typename I, typename = std::enable_if_t<std::is_integral<I>::value>>
+    Repeat8(I v) : value_(static_cast<uint64_t>(v)) {
+        if constexpr (std::is_signed<I>::value) negative_ = v < 0;
+    }
+    bool negative() const { return negative_; }
+    uint64_t value() const { return value_; }
+
+private:
+    uint64_t value_;
+    bool negative_ = false;
+};
+
+// The repeat count the API runs: `r` unless it lies outside the uint8_t it is narrowed to.
+inline uint8_t narrow_repeat(const char* api, const Repeat8& r) {
+    if (r.negative() || r.value() > 255) {
+        fail(api, "repeatTimes outside [0, 255] narrowed to uint8_t",
+             "repeatTimes " + (r.negative() ? std::to_string(int64_t(r.value())) : std::to_string(r.value())) +
+                 " at " + call_site() + ": the API's repeatTimes is a uint8_t, so the NPU would run " +
+                 std::to_string(unsigned(uint8_t(r.value()))) + " repeats (split the work into calls of at most 255)");
+    }
+    return uint8_t(r.value());
 }
 
 }  // namespace kern

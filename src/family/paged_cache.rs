@@ -15,7 +15,8 @@ use super::layout::{self, kind, Role};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;
@@ -264,7 +265,14 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     }
     // The coverage rule (src/verify/coverage.rs): 2113 = 2 x 1024 + 65 tokens are three slot
     // chunks of the vector scan, so each core's slot buffer is reused twice.
-    let c = CacheShape { tokens: 2113, heads: 1, key_dim: 32, value_dim: 32, block_size: 16, pattern: SlotPattern::Rewrite };
+    let c = CacheShape {
+        tokens: 2113,
+        heads: 1,
+        key_dim: 32,
+        value_dim: 32,
+        block_size: 16,
+        pattern: SlotPattern::Rewrite,
+    };
     out.push(cache_case(spec, &c, Distribution::Uniform5, cache_seed(COVERAGE_INDEX, c.pattern)));
     out
 }

@@ -7,7 +7,8 @@ use super::layout::{self, kind, Role};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;

@@ -41,7 +41,8 @@ use super::eager::{input, Builder};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeCheck, ShapeRule};
 use crate::compare::Tolerance;
@@ -668,7 +669,11 @@ impl FamilyOps for Rotary {
         let uneven = super::uneven(table_rows, f("coresPos"))
             || super::uneven(f("bcastOuter"), f("coresBo"))
             || super::uneven(f("bcastInner"), f("coresBi"));
-        PlanCoverage { mode: rotary_mode(tiling), passes: Some(super::passes(rows, f("tileRows"))), uneven: Some(uneven) }
+        PlanCoverage {
+            mode: rotary_mode(tiling),
+            passes: Some(super::passes(rows, f("tileRows"))),
+            uneven: Some(uneven),
+        }
     }
 
     fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {

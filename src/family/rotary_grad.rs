@@ -39,7 +39,8 @@ use super::rotary::{mode_of, Layout, MODES};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeCheck, ShapeRule};
 use crate::compare::Tolerance;

@@ -4,7 +4,8 @@
 use super::eager::{input, last_dim, Builder, T};
 use super::CannBuiltin;
 use super::{
-    attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs, Templates,
+    attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{Case, Expected, Sweep};
 use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
@@ -461,11 +462,20 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
         }
     }
     // The coverage rule's cases (src/verify/coverage.rs): every mode with three UB passes on a
-    // core and a remainder core. 100x8192: three rows on 4 of 48 cores, one pass each (16-bit:
-    // mode 0; float32: split-D, where rstd's buffer is rewritten by the scalar unit two rows
-    // after its copy-out). LayerNorm has it among its shapes.
-    if !is_layer(spec) {
+    // core and a remainder core (rms_norm's plans): 100x8192, three rows on 4 of 48 cores, one
+    // pass each (16-bit: mode 0; float32: split-D, where rstd's buffer is rewritten by the
+    // scalar unit two rows after its copy-out; LayerNorm has it among its shapes); 385x3584,
+    // mode 1 with 9 rows on a core (4 a pass at 16 bits, 2 at float32); 100x5120, float32 mode
+    // 0 with three rows (add_rms_norm: 16-bit too); 100x10240, 16-bit split-D with three rows;
+    // 400x2048, add_rms_norm's float32 mode 1 (2 rows a pass, 9 on a core).
+    if is_layer(spec) {
+        // LayerNorm's 16-bit mode 0 (one row of 6144 a pass, three rows on a core).
+        out.push(make(&[100, 6144], 1, Distribution::Uniform5, COVERAGE_SEED));
+    } else {
         out.push(make(&[100, 8192], 1, Distribution::Uniform5, COVERAGE_SEED));
+    }
+    for (i, x) in [[385, 3584], [100, 5120], [100, 10240], [400, 2048]].into_iter().enumerate() {
+        out.push(make(&x, 1, Distribution::Uniform5, COVERAGE_SEED + 1 + i as u64));
     }
     // The other rounding (the spec's default is the rest): one case per tiling mode and the
     // split-D paths, so both branches of every pass the kernel has are run. LayerNorm has one.

@@ -68,7 +68,9 @@ impl ColumnCoverage {
                         ));
                     }
                     if s.uneven == Some(false) {
-                        gaps.push(format!("{at}: mode `{mode}`: no case with a remainder core (uneven split)"));
+                        gaps.push(format!(
+                            "{at}: mode `{mode}`: no case with a remainder core (uneven split)"
+                        ));
                     }
                 }
             }

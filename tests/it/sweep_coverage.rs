@@ -66,14 +66,20 @@ fn a_mode_without_a_remainder_core_is_a_gap() {
     for mode in c.modes.clone() {
         c.add(point(mode, 3, mode != "1 several rows"));
     }
-    assert_eq!(c.gaps(), ["rms_norm float16: mode `1 several rows`: no case with a remainder core (uneven split)"]);
+    assert_eq!(
+        c.gaps(),
+        ["rms_norm float16: mode `1 several rows`: no case with a remainder core (uneven split)"]
+    );
 }
 
 #[test]
 fn a_mode_the_family_does_not_list_is_a_gap() {
     let mut c = covered();
     c.add(point("5 unknown", 3, true));
-    assert_eq!(c.gaps(), ["rms_norm float16: a case reaches mode `5 unknown`, which the family does not list"]);
+    assert_eq!(
+        c.gaps(),
+        ["rms_norm float16: a case reaches mode `5 unknown`, which the family does not list"]
+    );
 }
 
 #[test]
@@ -82,5 +88,9 @@ fn a_mode_whose_passes_the_plan_cannot_tell_needs_only_to_be_reached() {
     c.modes.push("data-dependent");
     c.add(PlanCoverage { mode: "data-dependent", passes: None, uneven: None });
     assert_eq!(c.gaps(), Vec::<String>::new());
-    assert!(c.line().contains("data-dependent: 1 case(s), max (data-dependent) pass(es)/core"), "{}", c.line());
+    assert!(
+        c.line().contains("data-dependent: 1 case(s), max (data-dependent) pass(es)/core"),
+        "{}",
+        c.line()
+    );
 }

@@ -23,7 +23,8 @@ fn family_passes_the_quick_sweep_under_sanitizers(family: Family) {
     // known-gaps file fails, and so does a listed gap of these ops that is now covered.
     let gaps = report.coverage_gaps();
     let known = known_coverage_gaps();
-    let ours: Vec<&String> = known.iter().filter(|k| specs.iter().any(|s| k.starts_with(&format!("{} ", s.name)))).collect();
+    let ours: Vec<&String> =
+        known.iter().filter(|k| specs.iter().any(|s| k.starts_with(&format!("{} ", s.name)))).collect();
     let new: Vec<&String> = gaps.iter().filter(|g| !ours.contains(g)).collect();
     assert!(new.is_empty(), "the quick sweep misses the coverage rule (add cases):\n{}", join(&new));
     let closed: Vec<&&String> = ours.iter().filter(|k| !gaps.contains(k)).collect();

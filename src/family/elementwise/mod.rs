@@ -20,7 +20,8 @@ use super::eager::{input, Builder};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeCheck, ShapeRule, FLOATS};
 use crate::compare::Tolerance;

@@ -423,9 +423,11 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     // The coverage rule (src/verify/coverage.rs): three or more UB passes on a core, with a
     // remainder group, in the modes the shapes above leave short. 1633 rows of 640: several rows
     // a pass (mode 1; 17 rows at 16 bits, 9 at float32 for rms_norm_grad), 35 rows in a group;
-    // 100 rows of 6144: split-D with three rows in the first four groups.
+    // 100 rows of 6144: split-D with three rows in the first four groups; 100 rows of 2048:
+    // add_rms_norm_grad's float32 mode 0 (one row a pass), three rows in a group.
     out.push(make(&[48 * 34 + 1, 640], 1, Distribution::Uniform5, 6320));
     out.push(make(&[100, 6144], 1, Distribution::Uniform5, 6321));
+    out.push(make(&[100, 2048], 1, Distribution::Uniform5, 6322));
     if has_arithmetic(spec) {
         out.extend(float32_cases(spec, &make));
     }

@@ -5,9 +5,11 @@ use super::gen::{load_specs, render};
 use super::AppError;
 use crate::codegen::{GeneratedFile, Project};
 use crate::compare::{compare, Comparison, Tolerance};
+use crate::family::PlanCoverage;
 use crate::plan::soc;
 use crate::spec::OpSpec;
 use crate::tensor::{round_to_dtype, HostTensor};
+use crate::verify::coverage::ColumnCoverage;
 use crate::verify::{self, inputs, BuildOptions, Case, CaseInput, Sweep};
 use crate::DType;
 use std::path::{Path, PathBuf};
@@ -96,6 +98,9 @@ pub struct VerifyReport {
     pub failures: Vec<String>,
     pub cases_run: usize,
     pub seconds: f64,
+    /// Per op and dtype combination, the tiling modes and UB passes its cases reached (read
+    /// from each case's plan; `crate::verify::coverage`).
+    pub coverage: Vec<ColumnCoverage>,
 }
 
 impl VerifyReport {
@@ -136,12 +141,24 @@ impl VerifyReport {
         }
         s
     }
+
+    /// Per op and dtype combination, the modes and most UB passes per core its cases reached.
+    pub fn coverage_table(&self) -> String {
+        self.coverage.iter().map(|c| format!("coverage: {}\n", c.line())).collect()
+    }
+
+    /// Where the cases miss the coverage rule (a mode, three UB passes, a remainder core).
+    pub fn coverage_gaps(&self) -> Vec<String> {
+        self.coverage.iter().flat_map(ColumnCoverage::gaps).collect()
+    }
 }
 
 struct CaseOutcome {
     /// (output name, comparison) per output; empty when the run failed.
     comparisons: Vec<(String, Comparison)>,
     failure: Option<String>,
+    /// What the case's plan exercised; `None` when the run failed before a plan.
+    coverage: Option<PlanCoverage>,
 }
 
 /// Runs the sweep and returns the report; the caller decides how to print it.
@@ -252,6 +269,10 @@ pub fn project_from_dir(dir: &Path, specs: &[OpSpec]) -> Result<Project, AppErro
 pub fn verify(opts: &VerifyOptions) -> Result<(), AppError> {
     let report = run_verify(opts)?;
     print!("{}", report.table());
+    print!("{}", report.coverage_table());
+    for gap in report.coverage_gaps() {
+        println!("coverage gap: {gap}");
+    }
     println!("{} cases in {:.1} s", report.cases_run, report.seconds);
     if report.failures.is_empty() {
         return Ok(());
@@ -353,7 +374,7 @@ fn run_one(
         Some(made) => made,
         None => (case_inputs(spec, column, case), case.attrs.clone()),
     };
-    let failed = |why: String| CaseOutcome { comparisons: Vec::new(), failure: Some(why) };
+    let failed = |why: String| CaseOutcome { comparisons: Vec::new(), failure: Some(why), coverage: None };
     let expected = match verify::expected_outputs(spec, &inputs, &attrs) {
         Ok(e) => e,
         Err(e) => return failed(format!("reference: {e}")),
@@ -370,6 +391,8 @@ fn run_one(
         Ok(r) => r,
         Err(e) => return failed(e.to_string()),
     };
+    let tiling = |name: &str| run.parsed.tiling.get(name).and_then(|v| v.as_f64());
+    let coverage = Some(crate::family::plan_coverage(spec, &tiling));
     let mut comparisons = Vec::new();
     let mut problems = Vec::new();
     for exp in &expected {
@@ -422,7 +445,7 @@ fn run_one(
         }
         comparisons.push((exp.name.clone(), c));
     }
-    CaseOutcome { comparisons, failure: (!problems.is_empty()).then(|| problems.join("; ")) }
+    CaseOutcome { comparisons, failure: (!problems.is_empty()).then(|| problems.join("; ")), coverage }
 }
 
 /// An in-place tensor's elements that the reference leaves bit-identical to the input must come
@@ -478,8 +501,12 @@ fn summarise(spec: &OpSpec, column: usize, ran: Vec<(&Case, CaseOutcome)>, repor
             max_bias_ratio: 0.0,
         })
         .collect();
+    let mut coverage = ColumnCoverage::new(spec, column);
     for (case, outcome) in ran {
         report.cases_run += 1;
+        if let Some(point) = outcome.coverage {
+            coverage.add(point);
+        }
         for row in rows.iter_mut() {
             row.cases += 1;
             match outcome.comparisons.iter().find(|(n, _)| *n == row.output) {
@@ -509,6 +536,7 @@ fn summarise(spec: &OpSpec, column: usize, ran: Vec<(&Case, CaseOutcome)>, repor
         }
     }
     report.rows.extend(rows);
+    report.coverage.push(coverage);
 }
 
 /// Per element, the allowed exact value (the reference, or its documented alternate) whose

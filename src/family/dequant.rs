@@ -7,7 +7,8 @@ use super::layout::{self, Role};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;
@@ -98,6 +99,9 @@ fn dequant_shapes(sweep: Sweep) -> Vec<Vec<usize>> {
             }
         }
     }
+    // 97 rows of 8192: one row per UB pass, three passes on 32 cores and one on the last, so
+    // each scale buffer is reused twice (its next copy-in waits for the scalar reads: S_MTE2).
+    out.push(vec![97, 8192]);
     out
 }
 
@@ -276,6 +280,20 @@ impl FamilyOps for Dequant {
     fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
         // No field of this family selects a mode: its numbers are counts and sizes.
         None
+    }
+
+    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let core_rows = f("blockFactor").min(f("rows"));
+        PlanCoverage {
+            mode: "rows",
+            passes: Some(super::passes(core_rows, f("rowsPerPass"))),
+            uneven: Some(f("blockFactor") > 0.0 && f("rows") % f("blockFactor") != 0.0),
+        }
+    }
+
+    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        vec!["rows"]
     }
 
     fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {

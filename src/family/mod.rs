@@ -141,6 +141,13 @@ pub(crate) trait FamilyOps: Sync {
     fn tiling_value_label(&self, spec: &OpSpec, field: &str, value: u64) -> Option<&'static str>;
     /// The report's reading of what the generated TilingFunc chose, from its tiling fields.
     fn read_plan(&self, spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, dtype: DType) -> PlanReading;
+    /// What a case's plan exercises, read from the family's own tiling fields: the mode the
+    /// TilingFunc chose, the UB passes of the busiest core (a lower bound where the kernel's
+    /// loop may run more), whether the cores' shares are uneven (`crate::verify::coverage`).
+    fn plan_coverage(&self, spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage;
+    /// Every mode the TilingFunc can choose for `spec` in dtype combination `column` (the names
+    /// `plan_coverage` gives): the quick sweep must reach each of them.
+    fn plan_modes(&self, spec: &OpSpec, column: usize) -> Vec<&'static str>;
     /// Whether the report holds the op to the fusion target at its model shapes (≥ 4x fewer
     /// GM bytes than eager in 1 launch against ≥ 6).
     fn fusion_target(&self, spec: &OpSpec) -> bool;
@@ -179,6 +186,19 @@ pub struct PlanReading {
     /// Why the main stream's transfers are what they are, where the family can say
     /// (`: the UB plan fits 2 row(s) ...`); `None`: the report's generic reason.
     pub transfer_reason: Option<String>,
+}
+
+/// What one case's plan exercises (see [`FamilyOps::plan_coverage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanCoverage {
+    /// The mode the TilingFunc chose, in the family's words (one of `plan_modes`).
+    pub mode: &'static str,
+    /// UB passes (iterations of the loop that takes a new buffer of each queue) on the busiest
+    /// core; `None` where the plan cannot tell (the paged caches' copies depend on the slots).
+    pub passes: Option<u64>,
+    /// Whether some core gets a smaller share than another (a remainder core); `None` where the
+    /// family does not split its work in shares (every core scans all of it).
+    pub uneven: Option<bool>,
 }
 
 /// Inputs a family makes for the report (values that change the traffic).
@@ -288,6 +308,37 @@ pub fn tiling_value_label(spec: &OpSpec, field: &str, value: u64) -> Option<&'st
 /// The CANN built-in `spec`'s op replaces, by its family's rule.
 pub fn cann_builtin(spec: &OpSpec) -> Option<CannBuiltin> {
     ops(spec.family).cann_builtin(spec)
+}
+
+/// What a case's plan exercises, by the op's family (see [`FamilyOps::plan_coverage`]).
+pub fn plan_coverage(spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+    ops(spec.family).plan_coverage(spec, tiling)
+}
+
+/// The modes the TilingFunc of `spec` can choose in dtype combination `column`.
+pub fn plan_modes(spec: &OpSpec, column: usize) -> Vec<&'static str> {
+    ops(spec.family).plan_modes(spec, column)
+}
+
+/// Passes of `per_pass` items over `items` (0 items: no pass).
+pub(crate) fn passes(items: f64, per_pass: f64) -> u64 {
+    if items <= 0.0 || per_pass <= 0.0 {
+        return 0;
+    }
+    (items / per_pass).ceil() as u64
+}
+
+/// The largest share of `n` items over `parts` (the first `n % parts` take one more).
+pub(crate) fn largest_share(n: f64, parts: f64) -> f64 {
+    if parts <= 0.0 {
+        return n;
+    }
+    (n / parts).ceil()
+}
+
+/// Whether `n` items over `parts` leave some part a smaller share.
+pub(crate) fn uneven(n: f64, parts: f64) -> bool {
+    parts > 0.0 && n % parts != 0.0
 }
 
 pub fn templates(spec: &OpSpec) -> Templates {

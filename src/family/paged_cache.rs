@@ -15,7 +15,8 @@ use super::layout::{self, kind, Role};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;
@@ -262,8 +263,22 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
         let c = shapes[1 + 4 * j];
         out.push(cache_case(spec, &c, dist, cache_seed(base + j, SlotPattern::Padded)));
     }
+    // The coverage rule (src/verify/coverage.rs): 2113 = 2 x 1024 + 65 tokens are three slot
+    // chunks of the vector scan, so each core's slot buffer is reused twice.
+    let c = CacheShape {
+        tokens: 2113,
+        heads: 1,
+        key_dim: 32,
+        value_dim: 32,
+        block_size: 16,
+        pattern: SlotPattern::Rewrite,
+    };
+    out.push(cache_case(spec, &c, Distribution::Uniform5, cache_seed(COVERAGE_INDEX, c.pattern)));
     out
 }
+
+/// The seed index of the coverage rule's case (past every sweep's other cases).
+const COVERAGE_INDEX: usize = 1000;
 
 /// The shapes of the other inputs from key's (`opgen run` / `opgen plan` with one shape): caches
 /// of block size 16 with four spare blocks, one slot per token.
@@ -657,6 +672,24 @@ impl FamilyOps for PagedCache {
     fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
         // No field of this family selects a mode: its numbers are counts and sizes.
         None
+    }
+
+    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        // Every core scans the whole slot mapping (no shares to be uneven); the scan's UB passes
+        // are slot chunks, except in GM-read mode (no scan buffer). The copies each core makes
+        // depend on the slots, which the plan does not see.
+        let (mode, passes) = match f("scanMode") as u32 {
+            0 => ("scan in UB", Some(super::passes(f("tokens"), f("slotChunk")))),
+            1 => ("vector scan", Some(super::passes(f("tokens"), f("slotChunk")))),
+            _ => ("GM reads", None),
+        };
+        PlanCoverage { mode, passes, uneven: None }
+    }
+
+    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        // Every slot dtype takes each scan (the TilingFunc picks by tokens and cache slots).
+        vec!["scan in UB", "vector scan", "GM reads"]
     }
 
     fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {

@@ -7,7 +7,8 @@ use super::layout::{self, kind, Role};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;
@@ -130,6 +131,17 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
         seed: 2100,
         attrs: attrs.clone(),
     });
+    // The coverage rule (src/verify/coverage.rs): 97 tiles, so one core takes three (each UB
+    // buffer reused twice) and the others two, in each layout: q-major (y runs of P = 2 rows
+    // shorter than 16 KiB) and p-major (a y run of P = 1024 rows of 16 is 16 KiB even in int8).
+    for (i, shape) in [[97, 2, 3, 16], [97, 1024, 1, 16]].into_iter().enumerate() {
+        out.push(Case {
+            shapes: vec![(x.clone(), shape.to_vec())],
+            dist: Distribution::Uniform5,
+            seed: 2200 + i as u64,
+            attrs: attrs.clone(),
+        });
+    }
     out
 }
 
@@ -260,6 +272,20 @@ impl FamilyOps for Permute {
             ("layout", 1) => Some("q-major, tileP = P"),
             _ => None,
         }
+    }
+
+    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let extra = f("extraTiles") > 0.0;
+        PlanCoverage {
+            mode: if f("layout") == 0.0 { "p-major" } else { "q-major" },
+            passes: Some(f("tilesPerCore") as u64 + u64::from(extra)),
+            uneven: Some(extra),
+        }
+    }
+
+    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        vec!["p-major", "q-major"]
     }
 
     fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {

@@ -41,7 +41,8 @@ use super::eager::{input, Builder};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeCheck, ShapeRule};
 use crate::compare::Tolerance;
@@ -167,6 +168,19 @@ pub const TILING_FIELDS: &[TilingField] = &[
         "attr rounding: 0 once (one rounding from float32; float32 Dot2), 1 hf (each product and the sum rounded to x's dtype, as HF apply_rotary_pos_emb)",
     ),
 ];
+
+/// The kernel paths the rotary TilingFuncs choose (forward and backward alike): the rotate mode
+/// and, in half mode, how the half rows are swapped.
+pub(crate) const ROTARY_MODES: [&str; 3] = ["half, block copy", "half, Gather", "interleave"];
+
+/// The path of a plan, one of [`ROTARY_MODES`].
+pub(crate) fn rotary_mode(tiling: &dyn Fn(&str) -> Option<f64>) -> &'static str {
+    match (tiling("rotateMode").unwrap_or(0.0) as u32, tiling("rotateByCopy").unwrap_or(0.0) as u32) {
+        (0, 1) => ROTARY_MODES[0],
+        (0, _) => ROTARY_MODES[1],
+        _ => ROTARY_MODES[2],
+    }
+}
 
 pub fn template_extras(spec: &OpSpec) -> serde_json::Map<String, serde_json::Value> {
     let mut m = serde_json::Map::new();
@@ -371,6 +385,17 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     for (i, (shape, dist)) in aimed_cases().into_iter().enumerate() {
         out.push(case(spec, shape, dist, 5000 + i as u64));
     }
+    // The coverage rule (src/verify/coverage.rs): 6289 positions over 48 cores (132 rows on one
+    // core, 131 on the rest), so a core runs three or more tiles (every 16-bit tile of these is
+    // at most 65 rows) in each path: half by block copies, half by Gather (D 72), interleave.
+    let coverage = [
+        s(Layout::Bsnd1s1d, "half", (1, 6289, 1, 128)),
+        s(Layout::Bsnd1s1d, "half", (1, 6289, 1, 72)),
+        s(Layout::Bsnd1s1d, "interleave", (1, 6289, 1, 128)),
+    ];
+    for (i, shape) in coverage.into_iter().enumerate() {
+        out.push(case(spec, shape, Distribution::Uniform5, COVERAGE_SEED + i as u64));
+    }
     // rounding "hf" when the spec declares it (its default is "once"): every layout and mode
     // (the quick shapes), the NaN/Inf and large-mean probes, and the aimed cases (row ends,
     // one-hot rows, the UB-filling tiles of every tiling mode). float32 "hf" is the plain path,
@@ -392,6 +417,9 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     }
     out
 }
+
+/// Seeds of the coverage rule's cases (COVERAGE_SEED + index).
+const COVERAGE_SEED: u64 = 9500;
 
 /// A shape whose float32 "hf" tile (the plain path: no work rows, no hi/lo tables) nearly fills
 /// the UB budget: whole positions, half mode by block copies, 15 positions of 9 heads of 64 per
@@ -627,6 +655,28 @@ impl FamilyOps for Rotary {
             ("rotateMode", 1) => Some("interleave, pair swap"),
             _ => None,
         }
+    }
+
+    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let table_rows = f("groups") * f("positions");
+        // The busiest core's x rows; a tile holds at most tileRows of them (a lower bound on its
+        // tiles: table blocks and group ends cut more).
+        let rows = super::largest_share(table_rows, f("coresPos"))
+            * super::largest_share(f("bcastOuter"), f("coresBo"))
+            * super::largest_share(f("bcastInner"), f("coresBi"));
+        let uneven = super::uneven(table_rows, f("coresPos"))
+            || super::uneven(f("bcastOuter"), f("coresBo"))
+            || super::uneven(f("bcastInner"), f("coresBi"));
+        PlanCoverage {
+            mode: rotary_mode(tiling),
+            passes: Some(super::passes(rows, f("tileRows"))),
+            uneven: Some(uneven),
+        }
+    }
+
+    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        ROTARY_MODES.to_vec()
     }
 
     fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {

@@ -39,7 +39,8 @@ use super::rotary::{mode_of, Layout, MODES};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeCheck, ShapeRule};
 use crate::compare::Tolerance;
@@ -203,6 +204,8 @@ const ALL_LAYOUTS: [Layout; 6] =
 /// Cases whose seed is in [CANCEL_SEED, CANCEL_SEED + 100) get family-made cancellation inputs (`case_inputs`):
 /// dx's two products cancel to the last bits, and so do the table sums over paired rows.
 const CANCEL_SEED: u64 = 9000;
+/// Seeds of the coverage rule's cases (COVERAGE_SEED + index).
+const COVERAGE_SEED: u64 = 9600;
 
 fn shapes(sweep: Sweep) -> Vec<Shape> {
     let s = |layout, mode, dims, table_grads| Shape { layout, mode, dims, table_grads };
@@ -331,6 +334,16 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     ];
     for (j, (shape, dist)) in aimed.into_iter().enumerate() {
         out.push(case(spec, shape, dist, 6000 + j as u64));
+    }
+    // The coverage rule (src/verify/coverage.rs): 6289 positions over 48 cores (132 rows on one
+    // core, 131 on the rest), three or more tiles a core (16-bit tiles of 58 and 33 rows) in the
+    // paths the shapes above leave short: half by Gather (D 72), interleave with a remainder core.
+    let coverage = [
+        s(Layout::Bsnd1s1d, "half", (1, 6289, 1, 72), true),
+        s(Layout::Bsnd1s1d, "interleave", (1, 6289, 1, 128), true),
+    ];
+    for (j, shape) in coverage.into_iter().enumerate() {
+        out.push(case(spec, shape, Distribution::Uniform5, COVERAGE_SEED + j as u64));
     }
     // Cancellation (every dtype; it matters for float32, where rounded products would leave no
     // relative accuracy): see `cancellation_inputs`.
@@ -610,6 +623,23 @@ impl FamilyOps for RotaryGrad {
             ("rotateMode", 1) => Some("interleave, pair swap"),
             _ => None,
         }
+    }
+
+    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let table_rows = f("groups") * f("positions");
+        // The busiest core's dy rows (cores split the table rows only); a tile holds at most
+        // tileRows of them (a lower bound on its tiles).
+        let rows = super::largest_share(table_rows, f("cores")) * f("bcastOuter") * f("bcastInner");
+        PlanCoverage {
+            mode: super::rotary::rotary_mode(tiling),
+            passes: Some(super::passes(rows, f("tileRows"))),
+            uneven: Some(super::uneven(table_rows, f("cores"))),
+        }
+    }
+
+    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        super::rotary::ROTARY_MODES.to_vec()
     }
 
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {

@@ -4,7 +4,8 @@
 use super::eager::{input, last_dim, Builder, T};
 use super::CannBuiltin;
 use super::{
-    attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+    attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{Case, Expected, Sweep};
 use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
@@ -357,6 +358,9 @@ pub fn template_extras(spec: &OpSpec) -> serde_json::Map<String, serde_json::Val
 
 // ---- verification ------------------------------------------------------------------------
 
+/// Seeds of the coverage rule's cases (COVERAGE_SEED + index).
+const COVERAGE_SEED: u64 = 9500;
+
 /// (x shape, gamma rank): rows × hidden, including unaligned, one-element, split-D (16384,
 /// 32768, 65536 in 16-bit) and multi-dim gamma shapes. On the 48 cores of the default SoC,
 /// 100x3584 gives cores more rows than fit one pass, so the float32 work runs in sub-tiles of
@@ -465,6 +469,22 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
         for (i, x) in LARGE_MEAN_SHAPES.iter().enumerate() {
             out.push(make(x, 1, Distribution::Uniform5, LARGE_MEAN_SEED + i as u64));
         }
+    }
+    // The coverage rule's cases (src/verify/coverage.rs): every mode with three UB passes on a
+    // core and a remainder core (rms_norm's plans): 100x8192, three rows on 4 of 48 cores, one
+    // pass each (16-bit: mode 0; float32: split-D, where rstd's buffer is rewritten by the
+    // scalar unit two rows after its copy-out; LayerNorm has it among its shapes); 385x3584,
+    // mode 1 with 9 rows on a core (4 a pass at 16 bits, 2 at float32); 100x5120, float32 mode
+    // 0 with three rows (add_rms_norm: 16-bit too); 100x10240, 16-bit split-D with three rows;
+    // 400x2048, add_rms_norm's float32 mode 1 (2 rows a pass, 9 on a core).
+    if is_layer(spec) {
+        // LayerNorm's 16-bit mode 0 (one row of 6144 a pass, three rows on a core).
+        out.push(make(&[100, 6144], 1, Distribution::Uniform5, COVERAGE_SEED));
+    } else {
+        out.push(make(&[100, 8192], 1, Distribution::Uniform5, COVERAGE_SEED));
+    }
+    for (i, x) in [[385, 3584], [100, 5120], [100, 10240], [400, 2048]].into_iter().enumerate() {
+        out.push(make(&x, 1, Distribution::Uniform5, COVERAGE_SEED + 1 + i as u64));
     }
     // The other rounding (the spec's default is the rest): one case per tiling mode and the
     // split-D paths, so both branches of every pass the kernel has are run. LayerNorm has one.
@@ -990,6 +1010,29 @@ impl FamilyOps for RowNorm {
             ("mode", 3) => Some("batched short rows"),
             _ => None,
         }
+    }
+
+    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let core_rows = f("blockFactor") + if f("blockRemainder") > 0.0 { 1.0 } else { 0.0 };
+        let (mode, passes) = match f("mode") as u32 {
+            0 => ("0 whole row", super::passes(core_rows, f("rowFactor"))),
+            1 => ("1 several rows", super::passes(core_rows, f("rowFactor"))),
+            3 => ("3 batched", super::passes(core_rows, f("rowFactor"))),
+            // Split-D: the chunk loops run inside each row's pass; the row's stats buffers
+            // (rstd, LayerNorm's mean) are taken once per row.
+            _ => ("2 split-D", core_rows as u64),
+        };
+        PlanCoverage { mode, passes: Some(passes), uneven: Some(f("blockRemainder") > 0.0) }
+    }
+
+    fn plan_modes(&self, spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        // The batched mode computes RMSNorm's rstd on the vector unit; LayerNorm has no mode 3.
+        let mut modes = vec!["0 whole row", "1 several rows", "2 split-D"];
+        if !is_layer(spec) {
+            modes.push("3 batched");
+        }
+        modes
     }
 
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, dtype: DType) -> PlanReading {

@@ -17,7 +17,7 @@ use super::inputs::{derive_seed, generate, Distribution};
 use super::row_norm::compute_tolerance;
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
-use super::{CaseData, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates};
+use super::{CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs, Templates};
 use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
 use crate::compare::Tolerance;
 use crate::dtype::DType;
@@ -430,6 +430,14 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     }
     out.push(make(&[48 * 86 + 29, 16], 1, Distribution::Uniform5, 6310));
     out.push(make(&[48 * 9 + 5, 192], 1, Distribution::Uniform5, 6311));
+    // The coverage rule (src/verify/coverage.rs): three or more UB passes on a core, with a
+    // remainder group, in the modes the shapes above leave short. 1633 rows of 640: several rows
+    // a pass (mode 1; 17 rows at 16 bits, 9 at float32 for rms_norm_grad), 35 rows in a group;
+    // 100 rows of 6144: split-D with three rows in the first four groups; 100 rows of 2048:
+    // add_rms_norm_grad's float32 mode 0 (one row a pass), three rows in a group.
+    out.push(make(&[48 * 34 + 1, 640], 1, Distribution::Uniform5, 6320));
+    out.push(make(&[100, 6144], 1, Distribution::Uniform5, 6321));
+    out.push(make(&[100, 2048], 1, Distribution::Uniform5, 6322));
     if has_arithmetic(spec) {
         out.extend(float32_cases(spec, &make));
     }
@@ -751,6 +759,34 @@ impl FamilyOps for RowNormGrad {
             ("mode", 4) => Some("plain float32 arithmetic, several rows per UB pass"),
             _ => None,
         }
+    }
+
+    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let core_groups = f("groupFactor") + if f("groupRemainder") > 0.0 { 1.0 } else { 0.0 };
+        let group_rows = super::largest_share(f("numRow"), f("groups"));
+        let (mode, per_group) = match f("mode") as u32 {
+            0 => ("0 whole row", super::passes(group_rows, f("rowFactor"))),
+            1 => ("1 several rows", super::passes(group_rows, f("rowFactor"))),
+            3 => ("3 batched", super::passes(group_rows, f("rowFactor"))),
+            4 => ("4 plain", super::passes(group_rows, f("rowFactor"))),
+            // Split-D: a row's chunk loops run inside its pass.
+            _ => ("2 split-D", group_rows as u64),
+        };
+        PlanCoverage {
+            mode,
+            passes: Some(core_groups as u64 * per_group),
+            uneven: Some(f("groupRemainder") > 0.0 || super::uneven(f("numRow"), f("groups"))),
+        }
+    }
+
+    fn plan_modes(&self, spec: &OpSpec, column: usize) -> Vec<&'static str> {
+        let mut modes = vec!["0 whole row", "1 several rows", "2 split-D", "3 batched"];
+        // The plain float32 arithmetic is taken for 16-bit inputs only.
+        if spec.column_dtype(column).size_bytes() == 2 && spec.attr(ARITHMETIC_ATTR).is_some() {
+            modes.push("4 plain");
+        }
+        modes
     }
 
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {

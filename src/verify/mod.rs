@@ -2,6 +2,7 @@
 //! shape/dtype/distribution sweep, compare every output with the reference written from the
 //! math, and summarise.
 
+pub mod coverage;
 pub mod protocol;
 pub mod sweep;
 pub(crate) mod twin_build;

@@ -43,6 +43,7 @@ mod row_norm_values;
 mod run_npu;
 mod spec_load;
 mod spec_validation;
+mod sweep_coverage;
 mod torch_schema;
 mod twin_protocol;
 mod twin_suites;

@@ -20,7 +20,8 @@ use super::eager::{input, Builder};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanReading, ReportInputs, Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
 };
 use super::{OutputShape, ShapeCheck, ShapeRule, FLOATS};
 use crate::compare::Tolerance;
@@ -1081,6 +1082,20 @@ impl FamilyOps for Elementwise {
     fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
         // No field of this family selects a mode: its numbers are counts and sizes.
         None
+    }
+
+    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let extra = f("extraTiles") > 0.0;
+        PlanCoverage {
+            mode: "tiles",
+            passes: Some(f("tilesPerCore") as u64 + u64::from(extra)),
+            uneven: Some(extra),
+        }
+    }
+
+    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        vec!["tiles"]
     }
 
     fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {

@@ -134,6 +134,9 @@ private:
             PipeBarrier<PIPE_V>();
             Cast(x, f, RoundMode::CAST_RINT, elems);  // one rounding to the 16-bit dtype
         }
+        // The scale buffer's next copy-in (MTE2, two passes on: queue depth 2) must follow the
+        // scalar reads above; the queue's free event orders MTE2 after V only.
+        Sync<HardEvent::S_MTE2>();
         inQ_.FreeTensor(q);
         inScale_.FreeTensor(s);
         outX_.EnQue(x);

@@ -1219,14 +1219,15 @@ private:
     // One row's rstd (and LayerNorm's mean m0 + c) to GM.
     __aicore__ inline void WriteStats(uint32_t row, const Stats& st)
     {
+        // The scalar writes below reuse the buffers (queue depth 2) whose copies (MTE3) two rows
+        // ago nothing else orders before them: the queues' free events order MTE3 before V, not
+        // before S (the twin found it on split-D 128x8192, three rows per core, LayerNorm and
+        // float32 RMSNorm alike).
+        event_t drained = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE3_S));
+        SetFlag<HardEvent::MTE3_S>(drained);
+        WaitFlag<HardEvent::MTE3_S>(drained);
         LocalTensor<float> mean;
         if constexpr (kLayerNorm) {
-            // The scalar writes below reuse the buffers whose copies (MTE3) two rows ago nothing
-            // else orders before them: LayerNorm's last pass has no V_S wait after its queue
-            // hand-offs (the twin found it on split-D 128x8192, three rows per core).
-            event_t drained = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE3_S));
-            SetFlag<HardEvent::MTE3_S>(drained);
-            WaitFlag<HardEvent::MTE3_S>(drained);
             mean = outMean_.AllocTensor<float>();
             mean.SetValue(0, CorrectedMean(st.m0, st.c));
             outMean_.EnQue(mean);

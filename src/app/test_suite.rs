@@ -13,7 +13,7 @@ use super::AppError;
 use crate::toolchain::command::Cmd;
 use std::time::Instant;
 
-/// What the run does not cover, printed under the summary (README "What CI runs").
+/// What the run does not cover, printed under the summary (docs/testing.md, "What CI runs").
 const NOT_COVERED: &str =
     "not covered here: compiling the project with CANN's toolchain (cargo xtask build-npu), \
 running on an NPU, the long sweeps (cargo xtask verify --sweep full, OPGEN_PROPTEST_CASES=2000)";

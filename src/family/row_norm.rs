@@ -658,7 +658,9 @@ const RSTD_ULP: u32 = 10;
 /// rstd (a sum of squares of centred values, no cancellation) keeps the RMSNorm ULP bar.
 const LAYER_ERROR_UNITS: f64 = 8.0;
 
-fn abs_log2(scale: f64) -> i32 {
+/// log2 of the float32 evaluation's absolute error bound K·2^-24·S (K = `LAYER_ERROR_UNITS`)
+/// for outputs whose largest term is `scale`; shared with row_norm_grad's plain float32 dx.
+pub(crate) fn abs_log2(scale: f64) -> i32 {
     let bound = LAYER_ERROR_UNITS * scale * 2f64.powi(-24);
     if bound.is_finite() && bound > 0.0 {
         bound.log2().ceil() as i32

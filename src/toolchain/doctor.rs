@@ -22,22 +22,43 @@ pub fn parse_cmake_version(output: &str) -> Option<(u32, u32, u32)> {
     Some((major, minor, next().unwrap_or(0)))
 }
 
+/// Why a cmake cannot configure the generated project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CmakeVersionError {
+    /// Older than [`CMAKE_MIN_VERSION`].
+    TooOld((u32, u32, u32)),
+    /// `cmake --version` printed no version (its first line).
+    Unreadable(String),
+}
+
+impl std::fmt::Display for CmakeVersionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (min_major, min_minor) = CMAKE_MIN_VERSION;
+        match self {
+            CmakeVersionError::TooOld((major, minor, patch)) => write!(
+                f,
+                "version {major}.{minor}.{patch} is too old: the project configures with `cmake --preset`, \
+                 which needs {min_major}.{min_minor} or newer (pip install cmake gives a current one)"
+            ),
+            CmakeVersionError::Unreadable(first) => write!(
+                f,
+                "`cmake --version` printed no version ({first:?}); {min_major}.{min_minor} or newer is needed"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CmakeVersionError {}
+
 /// Whether the cmake that printed `output` (for `--version`) can configure the generated
-/// project: Ok with its version, or Err with the reason, for the doctor's line.
-pub fn cmake_version_verdict(output: &str) -> Result<String, String> {
-    let (min_major, min_minor) = CMAKE_MIN_VERSION;
+/// project: Ok with its version, or why not, for the doctor's line and build-npu's refusal.
+pub fn cmake_version_verdict(output: &str) -> Result<String, CmakeVersionError> {
     match parse_cmake_version(output) {
         Some((major, minor, patch)) if (major, minor) >= CMAKE_MIN_VERSION => {
             Ok(format!("{major}.{minor}.{patch}"))
         }
-        Some((major, minor, patch)) => Err(format!(
-            "version {major}.{minor}.{patch} is too old: the project configures with `cmake --preset`, \
-             which needs {min_major}.{min_minor} or newer (pip install cmake gives a current one)"
-        )),
-        None => Err(format!(
-            "`cmake --version` printed no version ({:?}); {min_major}.{min_minor} or newer is needed",
-            output.lines().next().unwrap_or("").trim()
-        )),
+        Some(version) => Err(CmakeVersionError::TooOld(version)),
+        None => Err(CmakeVersionError::Unreadable(output.lines().next().unwrap_or("").trim().to_string())),
     }
 }
 
@@ -211,14 +232,14 @@ mod tests {
         assert_eq!(parse_cmake_version("cmake: command not found"), None);
         assert_eq!(cmake_version_verdict("cmake version 3.19.0"), Ok("3.19.0".to_string()));
         assert_eq!(cmake_version_verdict("cmake version 4.4.5"), Ok("4.4.5".to_string()));
-        let old = cmake_version_verdict("cmake version 3.18.4").unwrap_err();
+        let old = cmake_version_verdict("cmake version 3.18.4").unwrap_err().to_string();
         assert!(
             old.contains("3.18.4 is too old") && old.contains("--preset") && old.contains("3.19"),
             "{old}"
         );
-        let old_major = cmake_version_verdict("cmake version 2.8.12").unwrap_err();
+        let old_major = cmake_version_verdict("cmake version 2.8.12").unwrap_err().to_string();
         assert!(old_major.contains("too old"), "{old_major}");
-        let none = cmake_version_verdict("").unwrap_err();
+        let none = cmake_version_verdict("").unwrap_err().to_string();
         assert!(none.contains("printed no version"), "{none}");
     }
 

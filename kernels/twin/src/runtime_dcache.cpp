@@ -69,11 +69,13 @@ void dcache_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b
         }
         const uint64_t mask = line_mask(line, a, b);
         for (DCopy& c : it->second) {
-            // Bytes another cache (or this one, for a DMA) holds dirty: MTE and the other cores
-            // do not see them, and the line's later write-back would overwrite what they store.
-            if ((c.dirty & mask) != 0 && (!scalar || c.core != me)) {
+            // A line another cache (or this one, for a DMA) holds dirty: MTE and the other cores
+            // do not see its dirty bytes, and its write-back, a whole 64-byte line (SetValue 功能
+            // 说明), would overwrite whatever they store anywhere in the line.
+            const uint64_t hit = write ? c.dirty : c.dirty & mask;
+            if (hit != 0 && (!scalar || c.core != me)) {
                 fail(now.api ? now.api : "?", "GM access to bytes dirty in a scalar DataCache",
-                     bytes_desc(name, line, c.dirty & mask) + ": written by SetValue of " + xacc_desc(c.dirty_at) +
+                     bytes_desc(name, line, hit) + ": written by SetValue of " + xacc_desc(c.dirty_at) +
                          " into its scalar DataCache, then " + how + " by " + (scalar ? "" : "DMA of ") +
                          xacc_desc(now) + ", which does not see that cache (needs DataCacheCleanAndInvalid" +
                          "<T, CacheLine::SINGLE_CACHE_LINE, DcciDst::CACHELINE_OUT> of the line on core " +
@@ -94,6 +96,17 @@ void dcache_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b
                      xacc_desc(mine->stale_at) + ", then read by GetValue of " + xacc_desc(now) +
                      ", which returns the cached bytes (needs DataCacheCleanAndInvalid of the line on core " +
                      str(uint64_t(me)) + " between the write and the read)");
+        }
+        if (write && mine->stale_at.core != -1) {
+            // The copy holds bytes of the line GM has changed since; the whole-line write-back
+            // would put those old bytes back.
+            fail(now.api ? now.api : "?", "scalar GM write into a stale DataCache line",
+                 bytes_desc(name, line, mask) + ": core " + str(uint64_t(me)) +
+                     " cached the line on an earlier scalar access, then GM was written by " +
+                     xacc_desc(mine->stale_at) + ", then SetValue of " + xacc_desc(now) +
+                     " dirtied the stale copy, whose 64-byte write-back would undo that write (needs "
+                     "DataCacheCleanAndInvalid of the line on core " +
+                     str(uint64_t(me)) + " between the two)");
         }
         if (write) {
             mine->dirty |= mask;

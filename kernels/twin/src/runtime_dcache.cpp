@@ -56,19 +56,16 @@ void dcache_reset() { g_dcache.clear(); }
 
 // A GM access of [a, b) of buffer `base`: `scalar` on the running core's S pipe, else a DMA.
 void dcache_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b, bool write, bool scalar) {
-    if (!scalar && g_dcache.empty()) return;  // the fast path: no scalar GM access yet
-    auto& lines = g_dcache[base];
+    // The fast path: a DMA of a buffer no core has cached a line of yet.
+    auto buf = scalar ? g_dcache.try_emplace(base).first : g_dcache.find(base);
+    if (buf == g_dcache.end()) return;
+    auto& lines = buf->second;
     const int64_t me = g_core->idx;
     const XAcc now = now_acc();
     const char* how = write ? "written" : "read";
-    for (uint64_t line = a / kLine; line * kLine < b; ++line) {
-        auto it = lines.find(line);
-        if (it == lines.end()) {
-            if (!scalar) continue;
-            it = lines.emplace(line, DLine{}).first;
-        }
+    const auto visit = [&](uint64_t line, DLine& copies) {
         const uint64_t mask = line_mask(line, a, b);
-        for (DCopy& c : it->second) {
+        for (DCopy& c : copies) {
             // A line another cache (or this one, for a DMA) holds dirty: MTE and the other cores
             // do not see its dirty bytes, and its write-back, a whole 64-byte line (SetValue 功能
             // 说明), would overwrite whatever they store anywhere in the line.
@@ -84,11 +81,11 @@ void dcache_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b
             }
             if (write && !(scalar && c.core == me)) c.stale_at = now;  // GM (or another cache) changes
         }
-        if (!scalar) continue;
-        DCopy* mine = copy_of(it->second, me);
+        if (!scalar) return;
+        DCopy* mine = copy_of(copies, me);
         if (mine == nullptr) {
-            it->second.push_back(DCopy{me, 0, XAcc{}, XAcc{}});  // the line is fetched fresh from GM
-            mine = &it->second.back();
+            copies.push_back(DCopy{me, 0, XAcc{}, XAcc{}});  // the line is fetched fresh from GM
+            mine = &copies.back();
         } else if (!write && mine->stale_at.core != -1) {
             fail(now.api ? now.api : "?", "scalar GM read of a stale DataCache line",
                  bytes_desc(name, line, mask) + ": core " + str(uint64_t(me)) +
@@ -112,43 +109,60 @@ void dcache_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b
             mine->dirty |= mask;
             mine->dirty_at = now;
         }
+    };
+    if (scalar) {  // its 1-2 lines, cached from now on
+        for (uint64_t line = a / kLine; line * kLine < b; ++line) visit(line, lines[line]);
+        return;
+    }
+    // A DMA visits the cached lines in its range only.
+    for (auto it = lines.lower_bound(a / kLine); it != lines.end() && it->first * kLine < b; ++it) {
+        visit(it->first, it->second);
     }
 }
+
+namespace {
+// One core's copy of one line leaves its cache; its dirty bytes (each run of them) are written to
+// GM by this core now, and the other cores' copies of the line no longer match GM.
+void write_back(const uint8_t* base, uint64_t line, DLine& copies, int64_t core) {
+    for (size_t i = 0; i < copies.size(); ++i) {
+        if (copies[i].core != core) continue;
+        const uint64_t dirty = copies[i].dirty;
+        copies.erase(copies.begin() + std::ptrdiff_t(i));
+        const GmBuffer* buf = gm_find(base, 0);
+        for (uint64_t at = 0; at < kLine;) {
+            if ((dirty >> at & 1) == 0) {
+                ++at;
+                continue;
+            }
+            uint64_t end = at;
+            while (end < kLine && (dirty >> end & 1) != 0) ++end;
+            for (DCopy& other : copies) other.stale_at = now_acc();
+            cross_access(base, buf ? buf->name : "?", line * kLine + at, line * kLine + end, true, false);
+            at = end;
+        }
+        return;
+    }
+}
+
+}  // namespace
 
 // DataCacheCleanAndInvalid on the running core: writes back its dirty bytes of the line holding
 // `addr` (every line with `entire`) and drops the lines from its cache. The write-back is a GM
 // write of this core at this point, so the other cores see it only after a later SyncAll.
 void dcache_clean_invalidate(const uint8_t* addr, bool entire) {
     const int64_t me = g_core->idx;
-    const GmBuffer* g = entire ? nullptr : gm_find(addr, 1);
-    if (!entire && g == nullptr) return;  // the API checked the address (gm_operand)
-    for (auto& [base, lines] : g_dcache) {
-        if (g != nullptr && base != g->base) continue;
-        const GmBuffer* buf = gm_find(base, 0);
-        for (auto it = lines.begin(); it != lines.end(); ++it) {
-            if (g != nullptr && it->first != uint64_t(addr - base) / kLine) continue;
-            DLine& l = it->second;
-            for (size_t i = 0; i < l.size(); ++i) {
-                if (l[i].core != me) continue;
-                const uint64_t dirty = l[i].dirty;
-                l.erase(l.begin() + std::ptrdiff_t(i));
-                for (uint64_t at = 0; at < kLine;) {  // each run of dirty bytes
-                    if ((dirty >> at & 1) == 0) {
-                        ++at;
-                        continue;
-                    }
-                    uint64_t end = at;
-                    while (end < kLine && (dirty >> end & 1) != 0) ++end;
-                    const uint64_t lo = it->first * kLine + at;
-                    const uint64_t hi = it->first * kLine + end;
-                    for (DCopy& other : l) other.stale_at = now_acc();
-                    cross_access(base, buf ? buf->name : "?", lo, hi, true, false);
-                    at = end;
-                }
-                break;
-            }
+    if (entire) {
+        for (auto& [base, lines] : g_dcache) {
+            for (auto& [line, copies] : lines) write_back(base, line, copies, me);
         }
+        return;
     }
+    const GmBuffer* g = gm_find(addr, 1);
+    if (g == nullptr) return;  // the API checked the address (gm_operand)
+    auto buf = g_dcache.find(g->base);
+    if (buf == g_dcache.end()) return;
+    const uint64_t line = uint64_t(addr - g->base) / kLine;
+    if (auto it = buf->second.find(line); it != buf->second.end()) write_back(g->base, line, it->second, me);
 }
 
 }  // namespace rt

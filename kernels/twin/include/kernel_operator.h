@@ -14,6 +14,7 @@
 #include "opgen_twin/kernel/reduce.h"
 #include "opgen_twin/kernel/cmpsel.h"
 #include "opgen_twin/kernel/sync.h"
+#include "opgen_twin/kernel/dcache.h"
 #include "opgen_twin/kernel/mask.h"
 #include "opgen_twin/kernel/ext_rotary.h"
 #include "opgen_twin/kernel/ext_quant.h"

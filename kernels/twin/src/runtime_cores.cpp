@@ -211,11 +211,13 @@ void abandon_launch() {
     g_core = &g_sequential_core;
     g_gm.clear();
     g_xgm.clear();
+    dcache_reset();
 }
 
 void run_cores(int64_t block_num, const std::function<void()>& kernel) {
     Baton& b = baton();
     g_xgm.clear();
+    dcache_reset();
     std::vector<std::thread> threads;
     uint64_t gen = 0;
     {

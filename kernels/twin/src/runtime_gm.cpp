@@ -54,6 +54,7 @@ void gm_check_guards() {
 void gm_free_all() {
     g_gm.clear();
     g_xgm.clear();
+    dcache_reset();
 }
 
 const GmBuffer* gm_find(const void* addr, size_t bytes) {

@@ -268,6 +268,18 @@ using XShadow = std::map<uint64_t, XSeg>;
 extern std::map<const uint8_t*, XShadow> g_xgm;  // per registered GM buffer (by base)
 
 void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b, bool write, bool atomic);
+// "core <i> (<api> at <file>:<line>)".
+std::string xacc_desc(const XAcc& a);
+
+// ---------------------------------------------------------------- scalar DataCache (runtime_dcache.cpp)
+
+// Forgets every core's cached lines (a new launch).
+void dcache_reset();
+// A GM access of bytes [a, b) of the buffer at `base`: `scalar` (GetValue/SetValue) goes through
+// the running core's DataCache, else it is a DMA; refuses accesses the caches make wrong.
+void dcache_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b, bool write, bool scalar);
+// DataCacheCleanAndInvalid on the running core: the line holding `addr`, or every line (`entire`).
+void dcache_clean_invalidate(const uint8_t* addr, bool entire);
 
 // ---------------------------------------------------------------- GM (runtime_gm.cpp)
 

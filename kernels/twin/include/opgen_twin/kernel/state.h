@@ -70,6 +70,10 @@ void hidden_sync(uint8_t evt);
 void track_ub(uint64_t off, uint64_t bytes, bool write);
 // Records an access to GM [addr, addr + bytes) (must lie in a registered buffer).
 void track_gm(const void* addr, uint64_t bytes, bool write);
+// DataCacheCleanAndInvalid of the running core's scalar DataCache (runtime_dcache.cpp): the line
+// holding `addr` or, with `entire`, every line; `gm_lines` false (a DcciDst naming another cache)
+// leaves GM's lines as they are.
+void data_cache_clean_invalid(const void* addr, bool entire, bool gm_lines, const Here& here);
 // Fills `bytes` of DataCopyPad padding lanes (elements of `elem` bytes) with garbage (runtime.h
 // set_pad_seed).
 void pad_garbage(uint8_t* to, uint64_t bytes, uint32_t elem);

@@ -18,9 +18,9 @@ use super::context::banner_source;
 use super::project::GeneratedFile;
 use super::RenderError;
 use crate::dtype::DType;
-use crate::family::{shape_rule, ShapeRule};
+use crate::family::{shape_rule, OutputShape, ShapeCheck, ShapeRule};
 use crate::spec::ProjectNames;
-use crate::spec::{Attr, AttrKind, AttrValue, Backward, GradArg, OpSpec, TensorArg};
+use crate::spec::{Attr, AttrKind, AttrValue, Backward, Family, GradArg, OpSpec, TensorArg};
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
 
@@ -224,6 +224,8 @@ struct TorchOp {
     stem: String,
     /// The autograd formula's ingredients, or None: the op refuses inputs that require grad.
     backward: Option<TorchBackward>,
+    /// Its DTensor sharding rule (the package's `register_sharding`).
+    sharding: TorchSharding,
     /// The family's shared host checks (`Templates::checks`) rendered with the op's context: the
     /// very text its op_host carries, or None (the shape rule only).
     host_checks: Option<String>,
@@ -259,6 +261,56 @@ pub struct TorchBackward {
     pub non_differentiable: Vec<String>,
     /// Per schema argument (inputs, then attrs): its gradient, or None.
     pub returns: Vec<Option<TorchGrad>>,
+}
+
+/// How the DTensor sharding rule of an op (ops.py's `register_sharding`) places its tensors,
+/// from its family and shape rule. Every op also accepts all tensors replicated (the fallback).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TorchSharding {
+    /// `rows`: any dim of the first input before its whole trailing dims may be sharded; an
+    /// input of the first input's rank and size there is sharded with it, the others (gamma,
+    /// beta, a broadcast rotary table) replicated. `elementwise`: any dim, every tensor alike.
+    /// `replicate`: all tensors replicated only (permute, paged cache, dequant).
+    pub rule: &'static str,
+    /// For `rows`: the input whose rank is the number of whole trailing dims (gamma: the dims a
+    /// row norm reduces over), or None: the last dim alone (rotary's rotated head dim).
+    pub whole_of: Option<usize>,
+    /// Per output: the input whose placement it takes (its shape rule's `of`).
+    pub outputs: Vec<usize>,
+    /// Whether an output shaped like a replicated input sums over the sharded dim (the
+    /// gradient families' dgamma, dbeta, dr1, dr2): a Partial(sum) output.
+    pub reduces: bool,
+}
+
+/// The sharding rule of `spec` (see [`TorchSharding`]).
+pub fn sharding_of(spec: &OpSpec, rule: &ShapeRule) -> TorchSharding {
+    let input = |name: &str| spec.inputs.iter().position(|t| t.name == name);
+    let outputs: Option<Vec<usize>> = rule
+        .outputs
+        .iter()
+        .map(|o| match o {
+            OutputShape::Like { of } | OutputShape::TrailingOnes { of, .. } => input(of),
+            OutputShape::SwapDims { .. } | OutputShape::Stacked { .. } | OutputShape::Fixed { .. } => None,
+        })
+        .collect();
+    let whole_of = rule.checks.iter().find_map(|c| match c {
+        ShapeCheck::TrailingDims { tensor, .. } => input(tensor),
+        ShapeCheck::SameShape { .. } => None,
+    });
+    let (rule, whole_of, reduces) = match spec.family {
+        Family::RowNorm => ("rows", whole_of, false),
+        Family::RowNormGrad => ("rows", whole_of, true),
+        Family::Rotary => ("rows", None, false),
+        Family::RotaryGrad => ("rows", None, true),
+        Family::Elementwise => ("elementwise", None, false),
+        Family::Permute | Family::PagedCache | Family::Dequant => ("replicate", None, false),
+    };
+    let mutates = spec.inputs.iter().any(|t| t.mutated);
+    match outputs {
+        // An in-place op keeps its tensors whole: its mutated inputs are not outputs to place.
+        Some(outputs) if !mutates => TorchSharding { rule, whole_of, outputs, reduces },
+        _ => TorchSharding { rule: "replicate", whole_of: None, outputs: vec![0; spec.outputs.len()], reduces: false },
+    }
 }
 
 /// A name with its position (an output's among the outputs, an input's among the schema's
@@ -539,6 +591,7 @@ fn torch_op(spec: &OpSpec, specs: &[&OpSpec]) -> Result<TorchOp, RenderError> {
         check_attrs,
         stem: spec.file_stem(),
         backward: backward_of(spec, specs),
+        sharding: sharding_of(spec, &rule),
         dtype_attr,
         plan_args,
         name: spec.name.clone(),

@@ -918,3 +918,97 @@ def register_autograd() -> None:
     torch.library.register_autograd(
         "opgen::swiglu", _swiglu_backward, setup_context=_swiglu_setup_context
     )
+
+
+# Each op's DTensor sharding rule, from its family and shape rule (src/codegen/torch.rs,
+# TorchSharding): op -> (rule, whole_of, outputs, reduces). rule "rows": shard any dim of the
+# first input before its whole trailing dims (the rank of input `whole_of`, gamma; else the last
+# dim alone), inputs of that rank and size there alike, the others (gamma, beta, a broadcast
+# rotary table) replicated; "elementwise": any dim, every tensor alike; "replicate": all
+# tensors replicated only. outputs[i]: the input whose placement output i takes; reduces: an
+# output shaped like a replicated input is its sum over the sharded rows, a Partial(sum).
+SHARDING = {
+    "add_rms_norm": ("rows", 2, (0, 0, 0, ), False),
+    "add_rms_norm_grad": ("rows", 3, (1, 3, ), True),
+    "bnsd_to_bsnd": ("replicate", None, (0, ), False),
+    "bsnd_to_bnsd": ("replicate", None, (0, ), False),
+    "dequant_int8": ("replicate", None, (0, ), False),
+    "fast_gelu": ("elementwise", None, (0, ), False),
+    "fast_gelu_grad": ("elementwise", None, (0, ), False),
+    "gelu_erf": ("elementwise", None, (0, ), False),
+    "gelu_erf_grad": ("elementwise", None, (0, ), False),
+    "gelu_tanh": ("elementwise", None, (0, ), False),
+    "gelu_tanh_grad": ("elementwise", None, (0, ), False),
+    "layer_norm": ("rows", 1, (0, 0, 0, ), False),
+    "layer_norm_grad": ("rows", 4, (1, 4, 4, ), True),
+    "reshape_and_cache": ("replicate", None, (0, ), False),
+    "reshape_and_cache_int8": ("replicate", None, (0, ), False),
+    "rms_norm": ("rows", 1, (0, 0, ), False),
+    "rms_norm_grad": ("rows", 3, (1, 3, ), True),
+    "rotary_mul": ("rows", None, (0, ), False),
+    "rotary_mul_grad": ("rows", None, (1, 2, 3, ), True),
+    "swiglu": ("elementwise", None, (0, ), False),
+    "swiglu_grad": ("elementwise", None, (0, 0, ), False),
+}
+
+
+def sharding_strategies(op, *args, **attrs):
+    """The acceptable (output placements, input placements) of `op` on one mesh dim, for the
+    tensor specs (DTensorSpec: shape and rank) and attrs in `args`: all replicated first (the
+    fallback), then one strategy per dim the op's rule may shard."""
+    from torch.distributed.tensor import Partial, Replicate, Shard
+
+    rule, whole_of, outputs, reduces = SHARDING[op]
+    is_tensor = [hasattr(a, "placements") for a in args]
+    strategies = [
+        ([Replicate()] * len(outputs), [Replicate() if t else None for t in is_tensor]),
+    ]
+    first = args[0]
+    if rule == "elementwise":
+        dims = range(first.ndim)
+    elif rule == "rows":
+        whole = args[whole_of].ndim if whole_of is not None else 1
+        dims = range(first.ndim - whole)
+    else:
+        dims = range(0)
+    for d in dims:
+        placements = []
+        for a, t in zip(args, is_tensor):
+            if not t:
+                placements.append(None)
+            elif rule == "elementwise" or (a.ndim == first.ndim and a.shape[d] == first.shape[d]):
+                placements.append(Shard(d))
+            else:
+                placements.append(Replicate())
+        results = []
+        for o in outputs:
+            if isinstance(placements[o], Shard):
+                results.append(Shard(d))
+            elif reduces:
+                results.append(Partial())
+            else:
+                results = None  # an output whole while its rows are split: no such strategy
+                break
+        if results is not None:
+            strategies.append((results, placements))
+    return strategies
+
+
+def register_sharding() -> bool:
+    """Registers every op's sharding rule with DTensor (torch.distributed.tensor.experimental.
+    register_sharding), so that the ops take DTensor inputs under FSDP2 and tensor/sequence
+    parallelism. False (nothing registered) when this torch has no DTensor. Called once by the
+    package's __init__."""
+    try:
+        import torch.distributed as dist
+
+        if not dist.is_available():
+            return False
+        from torch.distributed.tensor.experimental import register_sharding as register
+    except ImportError:
+        return False
+    import functools
+
+    for name in SHARDING:
+        register(getattr(torch.ops.opgen, name).default)(functools.partial(sharding_strategies, name))
+    return True

@@ -737,6 +737,29 @@ mod tests {
     /// marked non-differentiable, x_sum's incoming gradient (zeros when unused) passed, dx given
     /// to both x1 and x2, no refusing C++ Autograd kernel; an `--ops` subset without the
     /// backward op keeps the refusing kernel.
+    /// Each family's sharding rule, by the specs' tensor order (gamma is rms_norm_grad's input
+    /// 3 and layer_norm_grad's input 4; dgamma/dbeta are summed over the rows, so Partial).
+    #[test]
+    fn every_op_gets_its_family_sharding_rule() {
+        let specs = crate::family::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
+        let rule = |name: &str| {
+            let spec = specs.iter().find(|s| s.name == name).expect(name);
+            sharding_of(spec, &shape_rule(spec).expect("shape rule"))
+        };
+        let sharding = |rule: &'static str, whole_of: Option<usize>, outputs: &[usize], reduces: bool| {
+            TorchSharding { rule, whole_of, outputs: outputs.to_vec(), reduces }
+        };
+        assert_eq!(rule("rms_norm"), sharding("rows", Some(1), &[0, 0], false));
+        assert_eq!(rule("rms_norm_grad"), sharding("rows", Some(3), &[1, 3], true));
+        assert_eq!(rule("layer_norm_grad"), sharding("rows", Some(4), &[1, 4, 4], true));
+        assert_eq!(rule("rotary_mul"), sharding("rows", None, &[0], false));
+        assert_eq!(rule("rotary_mul_grad"), sharding("rows", None, &[1, 2, 3], true));
+        assert_eq!(rule("swiglu"), sharding("elementwise", None, &[0], false));
+        for name in ["reshape_and_cache", "bnsd_to_bsnd", "dequant_int8"] {
+            assert_eq!(rule(name).rule, "replicate", "{name}");
+        }
+    }
+
     #[test]
     fn the_row_norm_tables_render_their_glue() {
         let specs = crate::family::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
@@ -749,7 +772,7 @@ mod tests {
             "ctx.save_for_backward(x, rstd, gamma, )",
             "ctx.mark_non_differentiable(rstd, )",
             "ctx.save_for_backward(x_sum, rstd, gamma, )",
-            "_incoming(grads[2], outputs[2]),  # grad of x_sum",
+            "_incoming(grads[2], outputs[2], grads),  # grad of x_sum",
             "_outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x1",
             "_outgoing(result[0], inputs[1]) if ctx.needs_input_grad[1] else None,  # x2",
             "_outgoing(result[1], inputs[2]) if ctx.needs_input_grad[2] else None,  # gamma",

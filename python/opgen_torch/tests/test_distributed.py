@@ -154,6 +154,73 @@ class Distributed(unittest.TestCase):
                 flush=True,
             )
 
+    def test_row_and_rotary_rules_shard_without_falling_back(self):
+        # Each rule on DTensors against the op on whole tensors (same numbers on every rank),
+        # and the placements it chose: a row-sharded output stays sharded (no fallback to
+        # replicate), a summed table/gamma gradient is Partial.
+        from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+
+        g = torch.Generator().manual_seed(3)
+        rand = lambda *shape: torch.randn(*shape, generator=g)  # noqa: E731
+        x, r1, r2, dy = rand(2, 6, 4, 16), rand(1, 6, 1, 16), rand(1, 6, 1, 16), rand(2, 6, 4, 16)
+        h, h2, gamma, beta, dh = rand(2, 6, 32), rand(2, 6, 32), rand(32) + 1, rand(32), rand(2, 6, 32)
+        mean, rstd = torch.ops.opgen.layer_norm(h, gamma, beta)[1:]
+        rep = [Replicate()]
+        cases = [
+            # (op, tensors, their placements, attrs, the outputs' placements)
+            ("rotary_mul", (x, r1, r2), ([Shard(1)], [Shard(1)], [Shard(1)]), {}, [[Shard(1)]]),
+            ("rotary_mul", (x, r1, r2), ([Shard(2)], rep, rep), {}, [[Shard(2)]]),
+            (
+                "rotary_mul_grad",
+                (dy, x, r1, r2),
+                ([Shard(0)], [Shard(0)], rep, rep),
+                {"table_grads": True},
+                [[Shard(0)], [Partial()], [Partial()]],
+            ),
+            ("add_rms_norm", (h, h2, gamma), ([Shard(1)], [Shard(1)], rep), {}, [[Shard(1)]] * 3),
+            ("layer_norm", (h, gamma, beta), ([Shard(0)], rep, rep), {}, [[Shard(0)]] * 3),
+            (
+                "layer_norm_grad",
+                (dh, h, mean, rstd, gamma),
+                ([Shard(1)], [Shard(1)], [Shard(1)], [Shard(1)], rep),
+                {},
+                [[Shard(1)], [Partial()], [Partial()]],
+            ),
+        ]
+        for name, tensors, placements, attrs, want_placements in cases:
+            with self.subTest(op=name, placements=placements):
+                op = getattr(torch.ops.opgen, name)
+                want = op(*tensors, **attrs)
+                want = want if isinstance(want, tuple) else (want,)
+                args = [distribute_tensor(t, self.mesh, p) for t, p in zip(tensors, placements)]
+                got = op(*args, **attrs)
+                got = got if isinstance(got, tuple) else (got,)
+                self.assertEqual([list(o.placements) for o in got], want_placements)
+                for o, w in zip(got, want):
+                    self.assertIsInstance(o, DTensor)
+                    torch.testing.assert_close(o.full_tensor(), w, rtol=1e-5, atol=1e-5)
+
+    def test_an_unused_output_on_dtensors_trains(self):
+        # add_rms_norm's x_sum unused: its zero gradient must be a DTensor like the others (a
+        # plain zeros tensor made the backward op refuse mixed Tensor and DTensor arguments).
+        from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+        g = torch.Generator().manual_seed(4)
+        whole = [torch.randn(2, 6, 32, generator=g), torch.randn(2, 6, 32, generator=g), torch.rand(32, generator=g) + 1]
+
+        def grads(placements):
+            args = [t.clone().requires_grad_() for t in whole]
+            if placements:
+                args = [distribute_tensor(t, self.mesh, p) for t, p in zip(args, placements)]
+            y = torch.ops.opgen.add_rms_norm(*args)[0]
+            (y * y).sum().backward()
+            return [t.grad.full_tensor() if placements else t.grad for t in args]
+
+        want = grads(None)
+        got = grads(([Shard(1)], [Shard(1)], [Replicate()]))
+        for name, o, w in zip(("x1", "x2", "gamma"), got, want):
+            torch.testing.assert_close(o, w, rtol=1e-5, atol=1e-5, msg=name)
+
     def test_a_replicated_dgamma_is_caught(self):
         # A mutant of the sharding rules: the row-gradient ops' dgamma/dbeta Replicate instead of
         # Partial (each rank's sum over its own rows taken as the whole sum). The TP check must

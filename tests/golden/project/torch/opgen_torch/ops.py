@@ -612,10 +612,15 @@ def _meta(t):
     return (t.shape, t.dtype, t.device)
 
 
-def _incoming(grad, meta):
+def _incoming(grad, meta, grads):
     """The gradient arriving at a forward output, in the output's dtype; zeros when the output
-    was not used (the backward op takes a tensor, never None)."""
+    was not used (the backward op takes a tensor, never None), made from another output's
+    gradient when there is one: a DTensor's zeros are a DTensor (a plain tensor among DTensor
+    arguments is refused)."""
     if grad is None:
+        like = next((g for g in grads if g is not None), None)
+        if like is not None:
+            return like.new_zeros(meta[0], dtype=meta[1])
         return torch.zeros(meta[0], dtype=meta[1], device=meta[2])
     return grad.to(meta[1])
 
@@ -630,6 +635,9 @@ def _outgoing(grad, meta):
 def _add_rms_norm_setup_context(ctx, inputs, output):
     (x1, x2, gamma, epsilon, rounding, ) = inputs
     (y, rstd, x_sum, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x_sum, rstd, gamma, )
     ctx.attrs = {"epsilon": epsilon, "rounding": rounding, }
     ctx.meta = (_meta(y), _meta(rstd), _meta(x_sum), ), (_meta(x1), _meta(x2), _meta(gamma), )
@@ -640,11 +648,11 @@ def _add_rms_norm_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.add_rms_norm_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x_sum
         saved[1],  # rstd
         saved[2],  # gamma
-        _incoming(grads[2], outputs[2]),  # grad of x_sum
+        _incoming(grads[2], outputs[2], grads),  # grad of x_sum
     )
     result = result if isinstance(result, tuple) else (result,)
     return (
@@ -659,6 +667,9 @@ def _add_rms_norm_backward(ctx, *grads):
 def _bnsd_to_bsnd_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward()
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -668,7 +679,7 @@ def _bnsd_to_bsnd_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.bsnd_to_bnsd(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
     )
     result = result if isinstance(result, tuple) else (result,)
     return (
@@ -679,6 +690,9 @@ def _bnsd_to_bsnd_backward(ctx, *grads):
 def _bsnd_to_bnsd_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward()
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -688,7 +702,7 @@ def _bsnd_to_bnsd_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.bnsd_to_bsnd(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
     )
     result = result if isinstance(result, tuple) else (result,)
     return (
@@ -699,6 +713,9 @@ def _bsnd_to_bnsd_backward(ctx, *grads):
 def _fast_gelu_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, )
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -708,7 +725,7 @@ def _fast_gelu_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.fast_gelu_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
     )
     result = result if isinstance(result, tuple) else (result,)
@@ -720,6 +737,9 @@ def _fast_gelu_backward(ctx, *grads):
 def _gelu_erf_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, )
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -729,7 +749,7 @@ def _gelu_erf_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.gelu_erf_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
     )
     result = result if isinstance(result, tuple) else (result,)
@@ -741,6 +761,9 @@ def _gelu_erf_backward(ctx, *grads):
 def _gelu_tanh_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, )
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -750,7 +773,7 @@ def _gelu_tanh_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.gelu_tanh_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
     )
     result = result if isinstance(result, tuple) else (result,)
@@ -762,6 +785,9 @@ def _gelu_tanh_backward(ctx, *grads):
 def _layer_norm_setup_context(ctx, inputs, output):
     (x, gamma, beta, epsilon, ) = inputs
     (y, mean, rstd, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, mean, rstd, gamma, )
     ctx.attrs = {"epsilon": epsilon, }
     ctx.meta = (_meta(y), _meta(mean), _meta(rstd), ), (_meta(x), _meta(gamma), _meta(beta), )
@@ -772,7 +798,7 @@ def _layer_norm_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.layer_norm_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
         saved[1],  # mean
         saved[2],  # rstd
@@ -790,6 +816,9 @@ def _layer_norm_backward(ctx, *grads):
 def _rms_norm_setup_context(ctx, inputs, output):
     (x, gamma, epsilon, rounding, ) = inputs
     (y, rstd, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, rstd, gamma, )
     ctx.attrs = {"epsilon": epsilon, "rounding": rounding, }
     ctx.meta = (_meta(y), _meta(rstd), ), (_meta(x), _meta(gamma), )
@@ -800,7 +829,7 @@ def _rms_norm_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.rms_norm_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
         saved[1],  # rstd
         saved[2],  # gamma
@@ -817,6 +846,9 @@ def _rms_norm_backward(ctx, *grads):
 def _rotary_mul_setup_context(ctx, inputs, output):
     (x, r1, r2, mode, rounding, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, r1, r2, )
     ctx.attrs = {"mode": mode, "rounding": rounding, }
     ctx.meta = (_meta(y), ), (_meta(x), _meta(r1), _meta(r2), )
@@ -826,7 +858,7 @@ def _rotary_mul_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.rotary_mul_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
         saved[1],  # r1
         saved[2],  # r2
@@ -846,6 +878,9 @@ def _rotary_mul_backward(ctx, *grads):
 def _swiglu_setup_context(ctx, inputs, output):
     (gate, up, rounding, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(gate, up, )
     ctx.attrs = {"rounding": rounding, }
     ctx.meta = (_meta(y), ), (_meta(gate), _meta(up), )
@@ -855,7 +890,7 @@ def _swiglu_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.swiglu_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # gate
         saved[1],  # up
         rounding=ctx.attrs["rounding"],

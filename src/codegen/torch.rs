@@ -309,7 +309,12 @@ pub fn sharding_of(spec: &OpSpec, rule: &ShapeRule) -> TorchSharding {
     match outputs {
         // An in-place op keeps its tensors whole: its mutated inputs are not outputs to place.
         Some(outputs) if !mutates => TorchSharding { rule, whole_of, outputs, reduces },
-        _ => TorchSharding { rule: "replicate", whole_of: None, outputs: vec![0; spec.outputs.len()], reduces: false },
+        _ => TorchSharding {
+            rule: "replicate",
+            whole_of: None,
+            outputs: vec![0; spec.outputs.len()],
+            reduces: false,
+        },
     }
 }
 

@@ -109,7 +109,9 @@ def tp_block(mesh, patched):
                 ),
                 "1.gate_proj": ColwiseParallel(use_local_output=False),
                 "1.up_proj": ColwiseParallel(use_local_output=False),
-                "1.down_proj": RowwiseParallel(input_layouts=Shard(-1), output_layouts=Shard(1), use_local_output=False),
+                "1.down_proj": RowwiseParallel(
+                    input_layouts=Shard(-1), output_layouts=Shard(1), use_local_output=False
+                ),
             },
         )
     return block
@@ -206,7 +208,8 @@ class Distributed(unittest.TestCase):
         from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
         g = torch.Generator().manual_seed(4)
-        whole = [torch.randn(2, 6, 32, generator=g), torch.randn(2, 6, 32, generator=g), torch.rand(32, generator=g) + 1]
+        whole = [torch.randn(2, 6, 32, generator=g), torch.randn(2, 6, 32, generator=g)]
+        whole.append(torch.rand(32, generator=g) + 1)
 
         def grads(placements):
             args = [t.clone().requires_grad_() for t in whole]
@@ -294,6 +297,7 @@ def free_port():
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as results:
         mp.spawn(worker, args=(free_port(), results), nprocs=WORLD, join=True)
-        outcome = {r: open(os.path.join(results, str(r))).read() if os.path.exists(os.path.join(results, str(r))) else "crashed" for r in range(WORLD)}
+        files = {r: os.path.join(results, str(r)) for r in range(WORLD)}
+        outcome = {r: open(f).read() if os.path.exists(f) else "crashed" for r, f in files.items()}
     print(f"ranks: {outcome}")
     sys.exit(0 if all(v == "ok" for v in outcome.values()) else 1)

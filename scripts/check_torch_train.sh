@@ -6,6 +6,7 @@
 # (float32, bfloat16) patched with opgen_torch.transformers against the unpatched model; prints
 # the loss delta, the worst gradient cosine (and its parameter) and the time per case; then
 # python/opgen_torch/tests/test_rl_models.py (an RL actor, reference and critic in one process);
+# python/opgen_torch/tests/test_distributed.py (two gloo processes: FSDP2, tensor/sequence parallel);
 # then the training steps again with transformers 4.53.2 (the oldest supported, the field
 # report's, cached under target/), and every HF test with the newest supported transformers
 # (OPGEN_TRANSFORMERS_NEWEST, 5.25.0: an overlay venv of scripts/torch-venv.sh, made once).
@@ -32,6 +33,11 @@ echo "== python/opgen_torch/tests/test_rl_models.py"
 start=$(opgen_now)
 PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_rl_models.py"
 echo "  several-models test: $(opgen_elapsed "$start") s"
+echo "== python/opgen_torch/tests/test_distributed.py"
+start=$(opgen_now)
+# Two processes over gloo: FSDP2 and tensor/sequence parallelism through the sharding rules.
+PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_distributed.py"
+echo "  distributed test: $(opgen_elapsed "$start") s"
 
 # The field report's transformers 4.53.2 too, on the same torch: installed once (--no-deps, with
 # the tokenizers it pins; the venv's other packages serve both versions) into a directory under

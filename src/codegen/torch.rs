@@ -18,9 +18,9 @@ use super::context::banner_source;
 use super::project::GeneratedFile;
 use super::RenderError;
 use crate::dtype::DType;
-use crate::family::{shape_rule, ShapeRule};
+use crate::family::{shape_rule, OutputShape, ShapeCheck, ShapeRule};
 use crate::spec::ProjectNames;
-use crate::spec::{Attr, AttrKind, AttrValue, Backward, GradArg, OpSpec, TensorArg};
+use crate::spec::{Attr, AttrKind, AttrValue, Backward, Family, GradArg, OpSpec, TensorArg};
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
 
@@ -224,6 +224,8 @@ struct TorchOp {
     stem: String,
     /// The autograd formula's ingredients, or None: the op refuses inputs that require grad.
     backward: Option<TorchBackward>,
+    /// Its DTensor sharding rule (the package's `register_sharding`).
+    sharding: TorchSharding,
     /// The family's shared host checks (`Templates::checks`) rendered with the op's context: the
     /// very text its op_host carries, or None (the shape rule only).
     host_checks: Option<String>,
@@ -259,6 +261,61 @@ pub struct TorchBackward {
     pub non_differentiable: Vec<String>,
     /// Per schema argument (inputs, then attrs): its gradient, or None.
     pub returns: Vec<Option<TorchGrad>>,
+}
+
+/// How the DTensor sharding rule of an op (ops.py's `register_sharding`) places its tensors,
+/// from its family and shape rule. Every op also accepts all tensors replicated (the fallback).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TorchSharding {
+    /// `rows`: any dim of the first input before its whole trailing dims may be sharded; an
+    /// input of the first input's rank and size there is sharded with it, the others (gamma,
+    /// beta, a broadcast rotary table) replicated. `elementwise`: any dim, every tensor alike.
+    /// `replicate`: all tensors replicated only (permute, paged cache, dequant).
+    pub rule: &'static str,
+    /// For `rows`: the input whose rank is the number of whole trailing dims (gamma: the dims a
+    /// row norm reduces over), or None: the last dim alone (rotary's rotated head dim).
+    pub whole_of: Option<usize>,
+    /// Per output: the input whose placement it takes (its shape rule's `of`).
+    pub outputs: Vec<usize>,
+    /// Whether an output shaped like a replicated input sums over the sharded dim (the
+    /// gradient families' dgamma, dbeta, dr1, dr2): a Partial(sum) output.
+    pub reduces: bool,
+}
+
+/// The sharding rule of `spec` (see [`TorchSharding`]).
+pub fn sharding_of(spec: &OpSpec, rule: &ShapeRule) -> TorchSharding {
+    let input = |name: &str| spec.inputs.iter().position(|t| t.name == name);
+    let outputs: Option<Vec<usize>> = rule
+        .outputs
+        .iter()
+        .map(|o| match o {
+            OutputShape::Like { of } | OutputShape::TrailingOnes { of, .. } => input(of),
+            OutputShape::SwapDims { .. } | OutputShape::Stacked { .. } | OutputShape::Fixed { .. } => None,
+        })
+        .collect();
+    let whole_of = rule.checks.iter().find_map(|c| match c {
+        ShapeCheck::TrailingDims { tensor, .. } => input(tensor),
+        ShapeCheck::SameShape { .. } => None,
+    });
+    let (rule, whole_of, reduces) = match spec.family {
+        Family::RowNorm => ("rows", whole_of, false),
+        Family::RowNormGrad => ("rows", whole_of, true),
+        Family::Rotary => ("rows", None, false),
+        Family::RotaryGrad => ("rows", None, true),
+        Family::Elementwise => ("elementwise", None, false),
+        Family::Permute | Family::PagedCache | Family::Dequant => ("replicate", None, false),
+    };
+    let mutates = spec.inputs.iter().any(|t| t.mutated);
+    match outputs {
+        // An in-place op keeps its tensors whole: its mutated inputs are not outputs to place.
+        Some(outputs) if !mutates => TorchSharding { rule, whole_of, outputs, reduces },
+        _ => TorchSharding {
+            rule: "replicate",
+            whole_of: None,
+            outputs: vec![0; spec.outputs.len()],
+            reduces: false,
+        },
+    }
 }
 
 /// A name with its position (an output's among the outputs, an input's among the schema's
@@ -539,6 +596,7 @@ fn torch_op(spec: &OpSpec, specs: &[&OpSpec]) -> Result<TorchOp, RenderError> {
         check_attrs,
         stem: spec.file_stem(),
         backward: backward_of(spec, specs),
+        sharding: sharding_of(spec, &rule),
         dtype_attr,
         plan_args,
         name: spec.name.clone(),
@@ -684,6 +742,29 @@ mod tests {
     /// marked non-differentiable, x_sum's incoming gradient (zeros when unused) passed, dx given
     /// to both x1 and x2, no refusing C++ Autograd kernel; an `--ops` subset without the
     /// backward op keeps the refusing kernel.
+    /// Each family's sharding rule, by the specs' tensor order (gamma is rms_norm_grad's input
+    /// 3 and layer_norm_grad's input 4; dgamma/dbeta are summed over the rows, so Partial).
+    #[test]
+    fn every_op_gets_its_family_sharding_rule() {
+        let specs = crate::family::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
+        let rule = |name: &str| {
+            let spec = specs.iter().find(|s| s.name == name).expect(name);
+            sharding_of(spec, &shape_rule(spec).expect("shape rule"))
+        };
+        let sharding = |rule: &'static str, whole_of: Option<usize>, outputs: &[usize], reduces: bool| {
+            TorchSharding { rule, whole_of, outputs: outputs.to_vec(), reduces }
+        };
+        assert_eq!(rule("rms_norm"), sharding("rows", Some(1), &[0, 0], false));
+        assert_eq!(rule("rms_norm_grad"), sharding("rows", Some(3), &[1, 3], true));
+        assert_eq!(rule("layer_norm_grad"), sharding("rows", Some(4), &[1, 4, 4], true));
+        assert_eq!(rule("rotary_mul"), sharding("rows", None, &[0], false));
+        assert_eq!(rule("rotary_mul_grad"), sharding("rows", None, &[1, 2, 3], true));
+        assert_eq!(rule("swiglu"), sharding("elementwise", None, &[0], false));
+        for name in ["reshape_and_cache", "bnsd_to_bsnd", "dequant_int8"] {
+            assert_eq!(rule(name).rule, "replicate", "{name}");
+        }
+    }
+
     #[test]
     fn the_row_norm_tables_render_their_glue() {
         let specs = crate::family::load_catalogue(&crate::repo_root().join("kernels")).expect("catalogue");
@@ -696,7 +777,7 @@ mod tests {
             "ctx.save_for_backward(x, rstd, gamma, )",
             "ctx.mark_non_differentiable(rstd, )",
             "ctx.save_for_backward(x_sum, rstd, gamma, )",
-            "_incoming(grads[2], outputs[2]),  # grad of x_sum",
+            "_incoming(grads[2], outputs[2], grads),  # grad of x_sum",
             "_outgoing(result[0], inputs[0]) if ctx.needs_input_grad[0] else None,  # x1",
             "_outgoing(result[0], inputs[1]) if ctx.needs_input_grad[1] else None,  # x2",
             "_outgoing(result[1], inputs[2]) if ctx.needs_input_grad[2] else None,  # gamma",

@@ -220,6 +220,9 @@ from .ops import *  # noqa: E402,F401,F403  (the typed wrappers)
 from .ops import register_autograd as _register_autograd  # noqa: E402
 
 _register_autograd()
+from .ops import register_sharding as _register_sharding  # noqa: E402
+
+_register_sharding()
 from .ops import __all__ as _wrappers  # noqa: E402
 
 __all__ = [

@@ -612,10 +612,15 @@ def _meta(t):
     return (t.shape, t.dtype, t.device)
 
 
-def _incoming(grad, meta):
+def _incoming(grad, meta, grads):
     """The gradient arriving at a forward output, in the output's dtype; zeros when the output
-    was not used (the backward op takes a tensor, never None)."""
+    was not used (the backward op takes a tensor, never None), made from another output's
+    gradient when there is one: a DTensor's zeros are a DTensor (a plain tensor among DTensor
+    arguments is refused)."""
     if grad is None:
+        like = next((g for g in grads if g is not None), None)
+        if like is not None:
+            return like.new_zeros(meta[0], dtype=meta[1])
         return torch.zeros(meta[0], dtype=meta[1], device=meta[2])
     return grad.to(meta[1])
 
@@ -630,6 +635,9 @@ def _outgoing(grad, meta):
 def _add_rms_norm_setup_context(ctx, inputs, output):
     (x1, x2, gamma, epsilon, rounding, ) = inputs
     (y, rstd, x_sum, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x_sum, rstd, gamma, )
     ctx.attrs = {"epsilon": epsilon, "rounding": rounding, }
     ctx.meta = (_meta(y), _meta(rstd), _meta(x_sum), ), (_meta(x1), _meta(x2), _meta(gamma), )
@@ -640,11 +648,11 @@ def _add_rms_norm_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.add_rms_norm_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x_sum
         saved[1],  # rstd
         saved[2],  # gamma
-        _incoming(grads[2], outputs[2]),  # grad of x_sum
+        _incoming(grads[2], outputs[2], grads),  # grad of x_sum
     )
     result = result if isinstance(result, tuple) else (result,)
     return (
@@ -659,6 +667,9 @@ def _add_rms_norm_backward(ctx, *grads):
 def _bnsd_to_bsnd_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward()
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -668,7 +679,7 @@ def _bnsd_to_bsnd_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.bsnd_to_bnsd(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
     )
     result = result if isinstance(result, tuple) else (result,)
     return (
@@ -679,6 +690,9 @@ def _bnsd_to_bsnd_backward(ctx, *grads):
 def _bsnd_to_bnsd_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward()
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -688,7 +702,7 @@ def _bsnd_to_bnsd_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.bnsd_to_bsnd(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
     )
     result = result if isinstance(result, tuple) else (result,)
     return (
@@ -699,6 +713,9 @@ def _bsnd_to_bnsd_backward(ctx, *grads):
 def _fast_gelu_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, )
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -708,7 +725,7 @@ def _fast_gelu_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.fast_gelu_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
     )
     result = result if isinstance(result, tuple) else (result,)
@@ -720,6 +737,9 @@ def _fast_gelu_backward(ctx, *grads):
 def _gelu_erf_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, )
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -729,7 +749,7 @@ def _gelu_erf_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.gelu_erf_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
     )
     result = result if isinstance(result, tuple) else (result,)
@@ -741,6 +761,9 @@ def _gelu_erf_backward(ctx, *grads):
 def _gelu_tanh_setup_context(ctx, inputs, output):
     (x, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, )
     ctx.attrs = {}
     ctx.meta = (_meta(y), ), (_meta(x), )
@@ -750,7 +773,7 @@ def _gelu_tanh_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.gelu_tanh_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
     )
     result = result if isinstance(result, tuple) else (result,)
@@ -762,6 +785,9 @@ def _gelu_tanh_backward(ctx, *grads):
 def _layer_norm_setup_context(ctx, inputs, output):
     (x, gamma, beta, epsilon, ) = inputs
     (y, mean, rstd, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, mean, rstd, gamma, )
     ctx.attrs = {"epsilon": epsilon, }
     ctx.meta = (_meta(y), _meta(mean), _meta(rstd), ), (_meta(x), _meta(gamma), _meta(beta), )
@@ -772,7 +798,7 @@ def _layer_norm_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.layer_norm_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
         saved[1],  # mean
         saved[2],  # rstd
@@ -790,6 +816,9 @@ def _layer_norm_backward(ctx, *grads):
 def _rms_norm_setup_context(ctx, inputs, output):
     (x, gamma, epsilon, rounding, ) = inputs
     (y, rstd, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, rstd, gamma, )
     ctx.attrs = {"epsilon": epsilon, "rounding": rounding, }
     ctx.meta = (_meta(y), _meta(rstd), ), (_meta(x), _meta(gamma), )
@@ -800,7 +829,7 @@ def _rms_norm_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.rms_norm_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
         saved[1],  # rstd
         saved[2],  # gamma
@@ -817,6 +846,9 @@ def _rms_norm_backward(ctx, *grads):
 def _rotary_mul_setup_context(ctx, inputs, output):
     (x, r1, r2, mode, rounding, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, r1, r2, )
     ctx.attrs = {"mode": mode, "rounding": rounding, }
     ctx.meta = (_meta(y), ), (_meta(x), _meta(r1), _meta(r2), )
@@ -826,7 +858,7 @@ def _rotary_mul_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.rotary_mul_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # x
         saved[1],  # r1
         saved[2],  # r2
@@ -846,6 +878,9 @@ def _rotary_mul_backward(ctx, *grads):
 def _swiglu_setup_context(ctx, inputs, output):
     (gate, up, rounding, ) = inputs
     (y, ) = output if isinstance(output, tuple) else (output,)
+    # Unused outputs' gradients stay None (autograd's materialised zeros are plain tensors even
+    # for DTensor outputs); _incoming makes the zeros like the other gradients.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(gate, up, )
     ctx.attrs = {"rounding": rounding, }
     ctx.meta = (_meta(y), ), (_meta(gate), _meta(up), )
@@ -855,7 +890,7 @@ def _swiglu_backward(ctx, *grads):
     saved = ctx.saved_tensors
     outputs, inputs = ctx.meta
     result = torch.ops.opgen.swiglu_grad(
-        _incoming(grads[0], outputs[0]),  # grad of y
+        _incoming(grads[0], outputs[0], grads),  # grad of y
         saved[0],  # gate
         saved[1],  # up
         rounding=ctx.attrs["rounding"],
@@ -918,3 +953,97 @@ def register_autograd() -> None:
     torch.library.register_autograd(
         "opgen::swiglu", _swiglu_backward, setup_context=_swiglu_setup_context
     )
+
+
+# Each op's DTensor sharding rule, from its family and shape rule (src/codegen/torch.rs,
+# TorchSharding): op -> (rule, whole_of, outputs, reduces). rule "rows": shard any dim of the
+# first input before its whole trailing dims (the rank of input `whole_of`, gamma; else the last
+# dim alone), inputs of that rank and size there alike, the others (gamma, beta, a broadcast
+# rotary table) replicated; "elementwise": any dim, every tensor alike; "replicate": all
+# tensors replicated only. outputs[i]: the input whose placement output i takes; reduces: an
+# output shaped like a replicated input is its sum over the sharded rows, a Partial(sum).
+SHARDING = {
+    "add_rms_norm": ("rows", 2, (0, 0, 0, ), False),
+    "add_rms_norm_grad": ("rows", 3, (1, 3, ), True),
+    "bnsd_to_bsnd": ("replicate", None, (0, ), False),
+    "bsnd_to_bnsd": ("replicate", None, (0, ), False),
+    "dequant_int8": ("replicate", None, (0, ), False),
+    "fast_gelu": ("elementwise", None, (0, ), False),
+    "fast_gelu_grad": ("elementwise", None, (0, ), False),
+    "gelu_erf": ("elementwise", None, (0, ), False),
+    "gelu_erf_grad": ("elementwise", None, (0, ), False),
+    "gelu_tanh": ("elementwise", None, (0, ), False),
+    "gelu_tanh_grad": ("elementwise", None, (0, ), False),
+    "layer_norm": ("rows", 1, (0, 0, 0, ), False),
+    "layer_norm_grad": ("rows", 4, (1, 4, 4, ), True),
+    "reshape_and_cache": ("replicate", None, (0, ), False),
+    "reshape_and_cache_int8": ("replicate", None, (0, ), False),
+    "rms_norm": ("rows", 1, (0, 0, ), False),
+    "rms_norm_grad": ("rows", 3, (1, 3, ), True),
+    "rotary_mul": ("rows", None, (0, ), False),
+    "rotary_mul_grad": ("rows", None, (1, 2, 3, ), True),
+    "swiglu": ("elementwise", None, (0, ), False),
+    "swiglu_grad": ("elementwise", None, (0, 0, ), False),
+}
+
+
+def sharding_strategies(op, *args, **attrs):
+    """The acceptable (output placements, input placements) of `op` on one mesh dim, for the
+    tensor specs (DTensorSpec: shape and rank) and attrs in `args`: all replicated first (the
+    fallback), then one strategy per dim the op's rule may shard."""
+    from torch.distributed.tensor import Partial, Replicate, Shard
+
+    rule, whole_of, outputs, reduces = SHARDING[op]
+    is_tensor = [hasattr(a, "placements") for a in args]
+    strategies = [
+        ([Replicate()] * len(outputs), [Replicate() if t else None for t in is_tensor]),
+    ]
+    first = args[0]
+    if rule == "elementwise":
+        dims = range(first.ndim)
+    elif rule == "rows":
+        whole = args[whole_of].ndim if whole_of is not None else 1
+        dims = range(first.ndim - whole)
+    else:
+        dims = range(0)
+    for d in dims:
+        placements = []
+        for a, t in zip(args, is_tensor):
+            if not t:
+                placements.append(None)
+            elif rule == "elementwise" or (a.ndim == first.ndim and a.shape[d] == first.shape[d]):
+                placements.append(Shard(d))
+            else:
+                placements.append(Replicate())
+        results = []
+        for o in outputs:
+            if isinstance(placements[o], Shard):
+                results.append(Shard(d))
+            elif reduces:
+                results.append(Partial())
+            else:
+                results = None  # an output whole while its rows are split: no such strategy
+                break
+        if results is not None:
+            strategies.append((results, placements))
+    return strategies
+
+
+def register_sharding() -> bool:
+    """Registers every op's sharding rule with DTensor (torch.distributed.tensor.experimental.
+    register_sharding), so that the ops take DTensor inputs under FSDP2 and tensor/sequence
+    parallelism. False (nothing registered) when this torch has no DTensor. Called once by the
+    package's __init__."""
+    try:
+        import torch.distributed as dist
+
+        if not dist.is_available():
+            return False
+        from torch.distributed.tensor.experimental import register_sharding as register
+    except ImportError:
+        return False
+    import functools
+
+    for name in SHARDING:
+        register(getattr(torch.ops.opgen, name).default)(functools.partial(sharding_strategies, name))
+    return True

@@ -135,13 +135,16 @@ class TrainingStep(unittest.TestCase):
         want_loss, want_grads = step(tiny(vision_act))
         model = patch.apply_to_qwen3_vl(tiny(vision_act))
         patched = patch.patched_modules(model)
-        # The vision MLPs' act_fn runs `gelu`, the mergers' nn.GELU gelu_erf, every LayerNorm layer_norm.
+        # The vision MLPs' act_fn runs `gelu`, the mergers' nn.GELU gelu_erf, every LayerNorm
+        # layer_norm, the vision attention's rotary rotary_mul.
         visual = {n: op for n, op in patched.items() if ".visual." in f".{n}"}
         blocks = len(model.model.visual.blocks) if hasattr(model, "model") else len(model.visual.blocks)
         self.assertEqual(sorted(visual.values()).count("layer_norm"), 2 * blocks + 2)  # norm1/norm2, 2 mergers
         self.assertEqual([op for n, op in visual.items() if n.endswith("mlp.act_fn")], [gelu] * blocks)
         self.assertEqual([op for n, op in visual.items() if "merger" in n and n.endswith("act_fn")], ["gelu_erf"] * 2)
-        self.assertEqual(set(patched.values()) - set(visual.values()), {"rms_norm", "swiglu", "add_rms_norm", "rotary_mul"})
+        self.assertEqual([op for n, op in visual.items() if n.endswith("attn")], ["rotary_mul"] * blocks)
+        text = {op for n, op in patched.items() if n not in visual}
+        self.assertEqual(text, {"rms_norm", "swiglu", "add_rms_norm", "rotary_mul"})
         with RecordOps() as rec:
             loss, grads = step(model)
 
@@ -150,6 +153,9 @@ class TrainingStep(unittest.TestCase):
         if rotary_trains:
             expected |= {"rotary_mul", opgen_torch.ops.BACKWARD["rotary_mul"]}
         self.assertEqual(rec.opgen(), expected)
+        # rotary_mul on q and k in every text layer and every vision block: the vision's ran too.
+        layers = model.config.text_config.num_hidden_layers
+        self.assertEqual(rec.ops.count("opgen.rotary_mul.default"), 2 * (layers + blocks))
 
         self.assertEqual(sorted(grads), sorted(want_grads))
         lost = [n for n, g in grads.items() if g is None and want_grads[n] is not None]
@@ -182,12 +188,13 @@ class TrainingStep(unittest.TestCase):
         self.check("gelu", "gelu_erf")
 
     def test_a_lost_layer_norm_bias_is_caught(self):
-        # A mutant of the patch: the LayerNorm's bias left out (zeros instead). The random biases
-        # of tiny() make the loss and the biases' gradients differ: the check must fail.
+        # A mutant of the patch: the LayerNorm's bias left out (times 0: still in the graph, so
+        # the check sees wrong numbers, not a missing gradient). The random biases of tiny() make
+        # the loss and the gradients differ: the check must fail.
         original = patch._layer_norm_forward
 
         def no_bias(self, x):
-            y, _, _ = torch.ops.opgen.layer_norm(x, self.weight, torch.zeros_like(self.bias), float(self.eps))
+            y, _, _ = torch.ops.opgen.layer_norm(x, self.weight, self.bias * 0, float(self.eps))
             return y
 
         patch._layer_norm_forward = no_bias
@@ -196,6 +203,22 @@ class TrainingStep(unittest.TestCase):
                 self.check("gelu_pytorch_tanh", "gelu_tanh")
         finally:
             patch._layer_norm_forward = original
+
+    def test_a_wrong_vision_rotary_is_caught(self):
+        # A mutant of the vision rotary: the pair swap (mode "interleave") instead of rotate_half.
+        # Only the image's positions see it: the check must fail on the loss or a gradient.
+        original = patch._vision_rotary
+
+        def interleaved(self, hf, q, k, cos, sin):
+            cos, sin = cos.float()[None, :, None], sin.float()[None, :, None]
+            return tuple(torch.ops.opgen.rotary_mul(x.float()[None], cos, sin, "interleave")[0].to(x.dtype) for x in (q, k))
+
+        patch._vision_rotary = interleaved
+        try:
+            with self.assertRaisesRegex(AssertionError, "loss|gradient"):
+                self.check("gelu_pytorch_tanh", "gelu_tanh")
+        finally:
+            patch._vision_rotary = original
 
 
 if __name__ == "__main__":

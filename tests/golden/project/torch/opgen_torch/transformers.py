@@ -32,10 +32,11 @@ vision tower with `vision`: every nn.LayerNorm (the blocks' norm1/norm2, the pat
 runs torch.ops.opgen.layer_norm with its weight and bias (backward layer_norm_grad); the
 vision MLP's activation (hidden_act gelu_pytorch_tanh -> gelu_tanh, gelu -> gelu_erf) and the
 mergers' nn.GELU (-> gelu_erf; approximate="tanh" -> gelu_tanh) run the gelu op (backward
-*_grad). Stays eager: the vision attention's rotary (apply_rotary_pos_emb_vision: q/k [S, H, D]
-rotated in float32 and cast back, a layout and cast order the patch does not route), the vision
-blocks' residual adds (no LayerNorm is fused with them: no add_layer_norm op), the patch embedding
-(Conv3d), the position-embedding interpolation and every attention and projection.
+*_grad); with `rotary` the vision attention's apply_rotary_pos_emb_vision call (q/k [S, H, D],
+cos/sin [S, D], rotated in float32 and cast back as HF does) runs rotary_mul on q/k viewed as BSND
+[1, S, H, D]. Stays eager: the vision blocks' residual adds (no LayerNorm is fused with them: no
+add_layer_norm op), the patch embedding (Conv3d), the position-embedding interpolation and every
+attention and projection.
 
 How: norms and mlp replace the module's forward (they need only `weight`, `variance_epsilon`,
 `gate_proj`/`up_proj`/`down_proj`, `config.hidden_act`). fuse_residual and rotary need a change
@@ -73,6 +74,7 @@ _MARK = "_opgen_patched"
 # The instance methods that the rewritten forwards call (self.<name>(...)).
 _ROTARY = "_opgen_rotary"
 _ADD_NORM = "_opgen_add_rms_norm"
+_VISION_ROTARY = "_opgen_vision_rotary"
 
 
 def _rounding(op):
@@ -150,6 +152,22 @@ def _rotary(self, hf, q, k, cos, sin, *args, **kwargs):
     return hf(q, k, cos, sin, *args, **kwargs)
 
 
+def _vision_rotary(self, hf, q, k, cos, sin, *args, **kwargs):
+    """Qwen3-VL's vision attention's apply_rotary_pos_emb_vision(q, k, cos, sin): q/k [S, H, D],
+    cos/sin [S, D]; HF computes in float32 and casts back, so does this: q/k as BSND [1, S, H, D]
+    in float32, cos/sin [1, S, 1, D] (rotary_mul takes 4-D x only)."""
+    mode = getattr(self, _MARK)["rotary"]
+    if not args and not kwargs and q.dim() == 3 and cos.dim() == 2 and _rotary_wanted(mode, q, k, cos, sin):
+        cos, sin = cos.float()[None, :, None], sin.float()[None, :, None]
+        hf_rounding = _rounding(_OPS.rotary_mul)
+
+        def rotated(x):
+            return _OPS.rotary_mul(x.float()[None], cos, sin, "half", **hf_rounding)[0].to(x.dtype)
+
+        return rotated(q), rotated(k)
+    return hf(q, k, cos, sin, *args, **kwargs)
+
+
 # fuse_residual: the statements of HF's decoder-layer forward it replaces, in a row (compared as
 # ast.unparse text, so layout and comments do not matter), and the one that replaces them.
 _RESIDUAL_NORM = (
@@ -173,21 +191,29 @@ def _fuse_residual(function, where):
     function.body[at[0] : at[0] + n] = ast.parse(_FUSED).body
 
 
-def _route_rotary(function, where):
+def _route(function, where, name, method):
     calls = [
         node
         for node in ast.walk(function)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "apply_rotary_pos_emb"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
     ]
     if not calls:
         raise ValueError(
-            f"opgen_torch.transformers: rotary replaces the apply_rotary_pos_emb(...) call of {where}, "
+            f"opgen_torch.transformers: rotary replaces the {name}(...) call of {where}, "
             f"and it has none; pass rotary=False (the other patches do not depend on it)"
         )
     for call in calls:
-        # apply_rotary_pos_emb(q, k, ...) -> self._rotary(apply_rotary_pos_emb, q, k, ...)
-        call.args.insert(0, ast.Name("apply_rotary_pos_emb", ast.Load()))
-        call.func = ast.Attribute(ast.Name("self", ast.Load()), _ROTARY, ast.Load())
+        # name(q, k, ...) -> self.<method>(name, q, k, ...)
+        call.args.insert(0, ast.Name(name, ast.Load()))
+        call.func = ast.Attribute(ast.Name("self", ast.Load()), method, ast.Load())
+
+
+def _route_rotary(function, where):
+    _route(function, where, "apply_rotary_pos_emb", _ROTARY)
+
+
+def _route_vision_rotary(function, where):
+    _route(function, where, "apply_rotary_pos_emb_vision", _VISION_ROTARY)
 
 
 _REWRITTEN = {}  # (class, edit) -> the rewritten forward
@@ -265,12 +291,12 @@ def _rewrite(cls, edit, switch):
 
 
 def _classes(family):
-    """The decoder's RMSNorm, MLP, decoder-layer and attention classes, and the classes whose
-    `act_fn` is a vision GeLU (none outside Qwen3-VL)."""
+    """The decoder's RMSNorm, MLP, decoder-layer and attention classes, the classes whose
+    `act_fn` is a vision GeLU and the vision attention class (none outside Qwen3-VL)."""
     if family == "qwen2":
         from transformers.models.qwen2 import modeling_qwen2 as m
 
-        return m.Qwen2RMSNorm, m.Qwen2MLP, m.Qwen2DecoderLayer, m.Qwen2Attention, ()
+        return m.Qwen2RMSNorm, m.Qwen2MLP, m.Qwen2DecoderLayer, m.Qwen2Attention, (), ()
     if family == "qwen3_vl":
         try:
             from transformers.models.qwen3_vl import modeling_qwen3_vl as m
@@ -281,18 +307,22 @@ def _classes(family):
             ) from e
 
         text = m.Qwen3VLTextRMSNorm, m.Qwen3VLTextMLP, m.Qwen3VLTextDecoderLayer, m.Qwen3VLTextAttention
-        return (*text, (m.Qwen3VLVisionMLP, m.Qwen3VLVisionPatchMerger))
+        return (*text, (m.Qwen3VLVisionMLP, m.Qwen3VLVisionPatchMerger), m.Qwen3VLVisionAttention)
     from transformers.models.qwen3 import modeling_qwen3 as m
 
-    return m.Qwen3RMSNorm, m.Qwen3MLP, m.Qwen3DecoderLayer, m.Qwen3Attention, ()
+    return m.Qwen3RMSNorm, m.Qwen3MLP, m.Qwen3DecoderLayer, m.Qwen3Attention, (), ()
 
 
-def _vision_plan(model, gelu_owners):
-    """(module, forward, {}, mark) for every nn.LayerNorm with a weight and bias over the last dim
-    and every GeLU `act_fn` of a gelu_owners module, not yet patched."""
+def _vision_plan(model, gelu_owners, attention_class, rotary):
+    """(module, forward, helpers, mark) for every nn.LayerNorm with a weight and bias over the last
+    dim, every GeLU `act_fn` of a gelu_owners module and (rotary) every attention_class module,
+    not yet patched."""
     plan = []
     for module in model.modules():
-        if isinstance(module, gelu_owners) and not getattr(module.act_fn, _MARK, None):
+        if rotary is not False and isinstance(module, attention_class) and not getattr(module, _MARK, None):
+            forward = _rewrite(type(module), _route_vision_rotary, "rotary")
+            plan.append((module, forward, {_VISION_ROTARY: _vision_rotary}, {"patch": "rotary_mul", "rotary": rotary}))
+        elif isinstance(module, gelu_owners) and not getattr(module.act_fn, _MARK, None):
             op = _gelu_op(module.act_fn)
             if op:
                 plan.append((module.act_fn, _GELU_FORWARDS[op], {}, {"patch": op}))
@@ -310,7 +340,7 @@ def _vision_plan(model, gelu_owners):
 def _apply(model, family, norms, mlp, fuse_residual, rotary, vision=False):
     if rotary not in (True, False, "auto"):
         raise ValueError(f"opgen_torch.transformers: rotary must be True, False or 'auto', not {rotary!r}")
-    norm_class, mlp_class, layer_class, attention_class, gelu_owners = _classes(family)
+    norm_class, mlp_class, layer_class, attention_class, gelu_owners, vision_attention = _classes(family)
     found = [m for m in model.modules() if isinstance(m, (norm_class, mlp_class, layer_class, attention_class))]
     if not any(isinstance(m, norm_class) for m in found):
         raise ValueError(f"opgen_torch.transformers: the model has no {norm_class.__name__} module to patch")
@@ -331,7 +361,7 @@ def _apply(model, family, norms, mlp, fuse_residual, rotary, vision=False):
             forward = _rewrite(type(module), _route_rotary, "rotary")
             plan.append((module, forward, {_ROTARY: _rotary}, {"patch": "rotary_mul", "rotary": rotary}))
     if vision:
-        plan += _vision_plan(model, gelu_owners)
+        plan += _vision_plan(model, gelu_owners, vision_attention, rotary)
     for module, forward, helpers, mark in plan:
         for name, function in {"forward": forward, **helpers}.items():
             setattr(module, name, types.MethodType(function, module))

@@ -197,6 +197,30 @@ class TrainingStep(unittest.TestCase):
     def test_bfloat16(self):
         self.check("gelu_pytorch_tanh", "gelu_tanh", torch.bfloat16)
 
+    def test_gradient_checkpointing_recomputes_the_patched_layers(self):
+        # GRPO training checkpoints the text decoder layers and the vision blocks (both
+        # GradientCheckpointingLayer): the backward recomputes each, with the patched forwards
+        # (the rewritten decoder-layer and attention forwards keep transformers 5's wrapper).
+        def checkpointed(model):
+            model.config.use_cache = False
+            model.gradient_checkpointing_enable()
+            return model
+
+        want_loss, _, want_grads = step(checkpointed(tiny()))
+        model = patch.apply_to_qwen3_vl(checkpointed(tiny()))
+        with RecordOps() as rec:
+            loss, _, grads = step(model)
+        layers, blocks = model.config.text_config.num_hidden_layers, model.config.vision_config.depth
+        self.assertEqual(rec.ops.count("opgen.add_rms_norm.default"), 2 * layers)
+        self.assertEqual(rec.ops.count("opgen.rotary_mul.default"), 2 * 2 * (layers + blocks))  # q, k; twice
+        self.assertEqual(rec.ops.count("opgen.layer_norm.default"), 2 * 2 * blocks + 2)  # + the 2 mergers, once
+        self.assertLessEqual(abs(float(loss) - float(want_loss)) / float(want_loss), 1e-5, "loss")
+        for name in want_grads:
+            self.assertGreaterEqual(cosine(grads[name], want_grads[name]), BARS[torch.float32], f"gradient of {name}")
+            ratio = abs(float(grads[name].double().norm() / want_grads[name].double().norm()) - 1)
+            self.assertLessEqual(ratio, NORM_BARS[torch.float32], f"gradient norm of {name}")
+        patch.revert(model)
+
     def test_a_lost_layer_norm_bias_is_caught(self):
         # A mutant of the patch: the LayerNorm's bias left out (times 0: still in the graph, so
         # the check sees wrong numbers, not a missing gradient). The random biases of tiny() make

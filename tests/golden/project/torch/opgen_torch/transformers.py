@@ -381,8 +381,8 @@ def apply_to_qwen3(model, *, norms=True, mlp=True, fuse_residual=True, rotary="a
 
 def apply_to_qwen3_vl(model, *, norms=True, mlp=True, fuse_residual=True, rotary="auto", vision=True):
     """Patches `model` (a Qwen3-VL model) in place: the text decoder as apply_to_qwen3 does, and
-    with `vision` the vision tower's LayerNorms and GeLUs (the module docstring says what stays
-    eager); returns `model`."""
+    with `vision` the vision tower's LayerNorms, GeLUs and (with `rotary`) its attention's rotary
+    (the module docstring says what stays eager); returns `model`."""
     return _apply(model, "qwen3_vl", norms, mlp, fuse_residual, rotary, vision)
 
 

@@ -7,6 +7,8 @@
 # the loss delta, the worst gradient cosine (and its parameter) and the time per case; then
 # python/opgen_torch/tests/test_rl_models.py (an RL actor, reference and critic in one process);
 # python/opgen_torch/tests/test_distributed.py (two gloo processes: FSDP2, tensor/sequence parallel);
+# python/opgen_torch/tests/test_train_qwen3_vl.py (a tiny Qwen3-VL's step with an image; not with
+# 4.53.2, which has no Qwen3-VL);
 # then the training steps again with transformers 4.53.2 (the oldest supported, the field
 # report's, cached under target/), and every HF test with the newest supported transformers
 # (OPGEN_TRANSFORMERS_NEWEST, 5.25.0: an overlay venv of scripts/torch-venv.sh, made once).
@@ -38,6 +40,10 @@ start=$(opgen_now)
 # Two processes over gloo: FSDP2 and tensor/sequence parallelism through the sharding rules.
 PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_distributed.py"
 echo "  distributed test: $(opgen_elapsed "$start") s"
+echo "== python/opgen_torch/tests/test_train_qwen3_vl.py"
+start=$(opgen_now)
+PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_train_qwen3_vl.py"
+echo "  Qwen3-VL training-step test: $(opgen_elapsed "$start") s"
 
 # The field report's transformers 4.53.2 too, on the same torch: installed once (--no-deps, with
 # the tokenizers it pins; the venv's other packages serve both versions) into a directory under
@@ -72,7 +78,7 @@ echo "  several-models test (transformers $alt_version): $(opgen_elapsed "$start
 # test_cpu_backend.py's Transformers class.
 newest=${OPGEN_TRANSFORMERS_NEWEST:-5.25.0}
 newest_python=$(OPGEN_TRANSFORMERS_VERSION=$newest "$OPGEN_REPO/scripts/torch-venv.sh" | tail -n 1)
-for test in test_train_qwen.py test_rl_models.py test_hf_rounding.py "test_cpu_backend.py Transformers"; do
+for test in test_train_qwen.py test_train_qwen3_vl.py test_rl_models.py test_hf_rounding.py "test_cpu_backend.py Transformers"; do
     echo "== python/opgen_torch/tests/$test with transformers $newest"
     start=$(opgen_now)
     # shellcheck disable=SC2086 # "file [test class]" splits into the script and its argument

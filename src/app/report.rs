@@ -347,19 +347,7 @@ fn check_steps(steps: &[StepSummary], accepted: &[report::KnownMiss]) -> Vec<Str
         .iter()
         .flat_map(|s| s.checks.iter().map(move |c| (s.check_key(c), c.met, c.detail.clone())))
         .collect();
-    let mut problems = Vec::new();
-    for (key, met, detail) in &checks {
-        let listed = accepted.iter().any(|k| &k.key == key);
-        match (met, listed) {
-            (Some(false), false) => problems.push(format!("missed: {key}: {detail}")),
-            (None, false) => problems.push(format!("cannot be judged: {key}: {detail}")),
-            (Some(true), true) => {
-                problems.push(format!("now met, remove it from the known-misses list: {key}"))
-            }
-            _ => {}
-        }
-    }
-    problems
+    gate_with(&checks, accepted, Unjudged::Fails)
 }
 
 /// Reads `op dtype shape target | reason` lines (`#` comments, blank lines skipped). A line
@@ -428,14 +416,34 @@ fn stale(
         .collect()
 }
 
+/// What a check that cannot be judged (`met: None`) means to the known-misses gate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unjudged {
+    /// A row's check that does not apply: fine unlisted; listed, a stale entry ("now met").
+    NotApplicable,
+    /// A step target whose figures are missing: a problem unless listed with its reason.
+    Fails,
+}
+
 /// [`check_known_misses`] over (key, met, detail) triples.
 fn gate(checks: &[(String, Option<bool>, String)], accepted: &[report::KnownMiss]) -> Vec<String> {
+    gate_with(checks, accepted, Unjudged::NotApplicable)
+}
+
+/// The gate: an unlisted miss fails, a listed target that is met fails (the list only shrinks),
+/// and an unjudged check as `unjudged` says.
+fn gate_with(
+    checks: &[(String, Option<bool>, String)],
+    accepted: &[report::KnownMiss],
+    unjudged: Unjudged,
+) -> Vec<String> {
     let mut problems = Vec::new();
     for (key, met, detail) in checks {
         let listed = accepted.iter().any(|k| &k.key == key);
-        match (met, listed) {
-            (Some(false), false) => problems.push(format!("missed: {key}: {detail}")),
-            (Some(true) | None, true) => {
+        match (met, listed, unjudged) {
+            (Some(false), false, _) => problems.push(format!("missed: {key}: {detail}")),
+            (None, false, Unjudged::Fails) => problems.push(format!("cannot be judged: {key}: {detail}")),
+            (Some(true), true, _) | (None, true, Unjudged::NotApplicable) => {
                 problems.push(format!("now met, remove it from the known-misses list: {key}"))
             }
             _ => {}
@@ -472,6 +480,19 @@ mod known_misses_tests {
             ]
         );
         assert!(gate(&checks[..1], &accepted[..1]).is_empty());
+    }
+
+    #[test]
+    fn an_unjudged_step_target_fails_unless_listed_where_a_row_check_passes() {
+        let checks = vec![("step qwen2-7b bf16 4096 vs eager".to_string(), None, "no eager".to_string())];
+        assert_eq!(
+            gate_with(&checks, &[], Unjudged::Fails),
+            vec!["cannot be judged: step qwen2-7b bf16 4096 vs eager: no eager".to_string()]
+        );
+        let listed = vec![miss("step qwen2-7b bf16 4096 vs eager")];
+        assert!(gate_with(&checks, &listed, Unjudged::Fails).is_empty());
+        assert!(gate(&checks, &[]).is_empty());
+        assert_eq!(gate(&checks, &listed).len(), 1, "a listed row check that does not apply is stale");
     }
 
     #[test]

@@ -555,11 +555,7 @@ pub fn expected(
         dtype: x.dtype,
         shape: x.shape.clone(),
         values: dx,
-        tolerance: if plain {
-            plain_dx_tolerance(&spec.name, inputs, is_layer(spec), offset)
-        } else {
-            dx_tolerance(x.dtype)
-        },
+        tolerance: if plain { plain_dx_tolerance(spec, inputs, offset) } else { dx_tolerance(x.dtype) },
     }];
     for (o, values) in sums.into_iter().enumerate() {
         out.push(Expected {
@@ -603,19 +599,15 @@ fn dx_tolerance(dtype: DType) -> Tolerance {
 /// terms, tens of 16-bit ULPs of itself (bfloat16 rms_norm_grad [100, 3584] Uniform5: 12 ULP
 /// at 7.6e-8, terms ~1). So the bar of [`plain_tolerance`], or within K·2^-24·S
 /// (`row_norm::abs_log2`), S = the largest rstd·(|dy·γ| + |mean(dy·γ)| + |x̂|·|c|) over the rows
-/// (inputs: dy, x, then rstd or mean and rstd, then gamma). A truncating final cast still fails
-/// the bias gate, and a wrong term misses by far more than 2^-21·S.
-fn plain_dx_tolerance(op: &str, inputs: &[(String, HostTensor)], layer: bool, offset: f64) -> Tolerance {
-    let Tolerance::Ulp { max_ulp, .. } = plain_tolerance(op, 0) else {
-        unreachable!("plain_tolerance gives a ULP bar")
-    };
+/// (inputs found by `roles`). A truncating final cast still fails the bias gate, and a wrong
+/// term misses by far more than 2^-21·S.
+fn plain_dx_tolerance(spec: &OpSpec, inputs: &[(String, HostTensor)], offset: f64) -> Tolerance {
+    let layer = is_layer(spec);
+    let (mean_at, rstd_at, gamma_at) = roles(spec);
     let dy = inputs[0].1.to_f64();
     let x = inputs[1].1.to_f64();
-    let (mean, rstd, gamma) = if layer {
-        (Some(inputs[2].1.to_f64()), inputs[3].1.to_f64(), inputs[4].1.to_f64())
-    } else {
-        (None, inputs[2].1.to_f64(), inputs[3].1.to_f64())
-    };
+    let mean = mean_at.map(|m| inputs[m].1.to_f64());
+    let (rstd, gamma) = (inputs[rstd_at].1.to_f64(), inputs[gamma_at].1.to_f64());
     let n = gamma.len().max(1);
     let mut scale = 0.0f64;
     for (row, (dys, xs)) in dy.chunks_exact(n).zip(x.chunks_exact(n)).enumerate() {
@@ -632,7 +624,7 @@ fn plain_dx_tolerance(op: &str, inputs: &[(String, HostTensor)], layer: bool, of
             }
         }
     }
-    Tolerance::UlpOrAbs { max_ulp, abs_log2: super::row_norm::abs_log2(scale) }
+    Tolerance::UlpOrAbs { max_ulp: plain_max_ulp(&spec.name, 0), abs_log2: super::row_norm::abs_log2(scale) }
 }
 
 /// The 16-bit outputs of `arithmetic = "float32"` (mode 4: plain float32, one rounding at the
@@ -641,14 +633,18 @@ fn plain_dx_tolerance(op: &str, inputs: &[(String, HostTensor)], layer: bool, of
 /// max ULP over every 16-bit case (2026-12-05, `--no-sanitize`; the float-float cases are within
 /// 1 ULP, so the plain ones set it) with 2x room. `output`: 0 dx, 1 dgamma, 2 dbeta.
 fn plain_tolerance(op: &str, output: usize) -> Tolerance {
-    let max_ulp = match (op, output) {
+    Tolerance::ulp(plain_max_ulp(op, output))
+}
+
+/// The bars of [`plain_tolerance`] (dx's also serves [`plain_dx_tolerance`]).
+fn plain_max_ulp(op: &str, output: usize) -> u32 {
+    match (op, output) {
         ("rms_norm_grad", _) => 2,      // dx 1, dgamma 1
         ("add_rms_norm_grad", 0) => 12, // dx 6
         ("add_rms_norm_grad", _) => 70, // dgamma 35: float32 sums of rows that cancel
         ("layer_norm_grad", 0) => 8,    // dx 4
         _ => 2,                         // layer_norm_grad dgamma 1, dbeta 0
-    };
-    Tolerance::ulp(max_ulp)
+    }
 }
 
 // ---- the family --------------------------------------------------------------------------

@@ -16,32 +16,17 @@ import time
 import unittest
 
 import torch
-import torch.utils._python_dispatch
 
 import opgen_torch
 import opgen_torch.transformers as patch
 import transformers
+from test_train_qwen import BARS, NORM_BARS, RecordOps, cosine
 
 FIVE = int(transformers.__version__.split(".")[0]) >= 5
 
 IMAGE, VISION_START, VISION_END = 125, 126, 127
 GRID = torch.tensor([[1, 4, 4]])  # one image: 1 frame of 4 x 4 patches -> 2 x 2 merged -> 4 tokens
 TOKENS = torch.tensor([[3, 17, 99, VISION_START, IMAGE, IMAGE, IMAGE, IMAGE, VISION_END, 5, 64, 2, 8, 120]])
-
-
-class RecordOps(torch.utils._python_dispatch.TorchDispatchMode):
-    """Every op dispatched below autograd (forward and backward) while active."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
-
-    def opgen(self):
-        return {op.split(".")[1] for op in self.ops if op.startswith("opgen.")}
 
 
 def tiny(vision_act="gelu_pytorch_tanh"):
@@ -121,14 +106,6 @@ def step(model):
     return out.loss.detach(), out.logits.detach(), {n: p.grad for n, p in model.named_parameters()}
 
 
-def cosine(a, b):
-    a, b = a.double().flatten(), b.double().flatten()
-    return float(torch.dot(a, b) / (a.norm() * b.norm()).clamp_min(1e-300))
-
-
-# test_train_qwen.py's bars: gradient cosine, |norm(patched) / norm(unpatched) - 1|.
-BARS = {torch.float32: 0.9999, torch.bfloat16: 0.98}
-NORM_BARS = {torch.float32: 1e-4, torch.bfloat16: 0.2}
 TEXT_OPS = {"rms_norm", "add_rms_norm", "swiglu", "rms_norm_grad", "add_rms_norm_grad", "swiglu_grad"}
 
 

@@ -49,8 +49,11 @@ pub enum Tolerance {
     /// terms (|x − mean|·rstd·|g|, |β|), not with their sum. No CANN gate: its relative errors
     /// (MARE, and the small-value bar of 2^-30 for float32) measure the cancelled elements
     /// against a bound no float32 evaluation of such a formula meets (torch's own float32
-    /// layer_norm included). The bias gate as `Ulp`'s.
-    UlpOrAbs { max_ulp: u32, abs_log2: i32 },
+    /// layer_norm included). The bias gate as `Ulp`'s. With `mean`, the bulk gate as `Ulp`'s
+    /// over each element's distance on the looser of the two scales, in ULP:
+    /// min(ulp, max_ulp·|a − g|/2^abs_log2), which lies in [0, max_ulp] for every element the
+    /// per-element rule accepts (see [`BulkGate`]).
+    UlpOrAbs { max_ulp: u32, abs_log2: i32, mean: Option<f64> },
     /// Every element's bits equal RNE(expected)'s (layout/copy ops). No CANN gate.
     Bitwise,
     /// Integer outputs: |actual − RNE(expected)| ≤ k (int8 quantisation: 1). No CANN gate.
@@ -68,7 +71,12 @@ impl Tolerance {
     /// of today's kernel over the quick and full sweeps: [`BULK_FACTOR`] times it, and at least
     /// [`BULK_FLOOR`] (float32 outputs: see [`BulkGate`]).
     pub fn ulp_bulk(max_ulp: u32, measured_mean: f64) -> Tolerance {
-        Tolerance::Ulp { max_ulp, mean_ulp: Some((BULK_FACTOR * measured_mean).max(BULK_FLOOR)) }
+        Tolerance::Ulp { max_ulp, mean_ulp: Some(bulk_bar(measured_mean)) }
+    }
+
+    /// `UlpOrAbs` with the bulk bar set from `measured_mean` as [`Tolerance::ulp_bulk`] does.
+    pub fn ulp_or_abs_bulk(max_ulp: u32, abs_log2: i32, measured_mean: f64) -> Tolerance {
+        Tolerance::UlpOrAbs { max_ulp, abs_log2, mean: Some(bulk_bar(measured_mean)) }
     }
 
     /// The gate of an output in the perturbed mode (`verify --perturb K`), where the twin moves
@@ -97,7 +105,10 @@ impl fmt::Display for Tolerance {
             Tolerance::Rne { tie_window } => write!(f, "rne~{tie_window}"),
             Tolerance::Ulp { max_ulp, mean_ulp: None } => write!(f, "ulp<={max_ulp}+CANN"),
             Tolerance::Ulp { max_ulp, mean_ulp: Some(m) } => write!(f, "ulp<={max_ulp},mean<={m}+CANN"),
-            Tolerance::UlpOrAbs { max_ulp, abs_log2 } => write!(f, "ulp<={max_ulp}|2^{abs_log2}"),
+            Tolerance::UlpOrAbs { max_ulp, abs_log2, mean: None } => write!(f, "ulp<={max_ulp}|2^{abs_log2}"),
+            Tolerance::UlpOrAbs { max_ulp, abs_log2, mean: Some(m) } => {
+                write!(f, "ulp<={max_ulp}|2^{abs_log2},mean<={m}")
+            }
             Tolerance::CannOnly => f.write_str("CANN"),
             Tolerance::Bitwise => f.write_str("bitwise"),
             Tolerance::IntWithin(k) => write!(f, "int±{k}"),
@@ -138,6 +149,11 @@ pub const BULK_FACTOR: f64 = 2.0;
 /// mean 0.000), one element in 16 may be a ULP off before the bulk gate fails, which the
 /// kernel's own 1- or 2-ULP max bar already allows element by element.
 pub const BULK_FLOOR: f64 = 1.0 / 16.0;
+
+/// The bulk bar of a measured clean mean: [`BULK_FACTOR`] times it, and at least [`BULK_FLOOR`].
+fn bulk_bar(measured_mean: f64) -> f64 {
+    (BULK_FACTOR * measured_mean).max(BULK_FLOOR)
+}
 
 /// One element, as reported.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,7 +214,8 @@ pub struct Comparison {
     pub max_ulp: u64,
     /// The mean ULP distance over the elements the per-element rule holds to a ULP bar (finite;
     /// for float32 not a subnormal g, as `Tolerance::Ulp`): how far the bulk of the output is,
-    /// where `max_ulp` says how far its worst element is. 0 when there are none.
+    /// where `max_ulp` says how far its worst element is. 0 when there are none. For `UlpOrAbs`,
+    /// each element's distance on the looser of its two scales (see [`Tolerance::UlpOrAbs`]).
     pub mean_ulp: f64,
     /// `Ulp` with a mean bar: the bulk gate (see [`BulkGate`]).
     pub bulk: Option<BulkGate>,
@@ -565,7 +582,13 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
         let rel = (a - g).abs() / (g.abs() + 1e-7);
         out.max_ulp = out.max_ulp.max(ulp);
         let float32_subnormal = dtype == DType::Float32 && g.abs() < f64::from(f32::MIN_POSITIVE);
-        if !float32_subnormal {
+        if let Tolerance::UlpOrAbs { max_ulp, abs_log2, .. } = rule {
+            // The distance on the looser scale (see `Tolerance::UlpOrAbs`): a cancelled
+            // element's ULP distance says nothing of the kernel, its absolute error does.
+            let abs_units = f64::from(max_ulp) * (a - g).abs() / 2f64.powi(abs_log2);
+            ulp_sum += (ulp as f64).min(abs_units);
+            ulp_count += 1;
+        } else if !float32_subnormal {
             ulp_sum += ulp as f64;
             ulp_count += 1;
         }
@@ -613,7 +636,7 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
             // small-value absolute check below, as CANN's standard holds every small value; the
             // max ULP column still reports them.
             Tolerance::Ulp { max_ulp, .. } => ulp > u64::from(max_ulp) && !float32_subnormal,
-            Tolerance::UlpOrAbs { max_ulp, abs_log2 } => {
+            Tolerance::UlpOrAbs { max_ulp, abs_log2, .. } => {
                 ulp > u64::from(max_ulp) && (a - g).abs() > 2f64.powi(abs_log2)
             }
             Tolerance::IntWithin(k) => ulp > u64::from(k),
@@ -652,7 +675,9 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
     if ulp_count > 0 {
         out.mean_ulp = ulp_sum / ulp_count as f64;
     }
-    if let Tolerance::Ulp { max_ulp, mean_ulp: Some(bar) } = rule {
+    if let Tolerance::Ulp { max_ulp, mean_ulp: Some(bar) }
+    | Tolerance::UlpOrAbs { max_ulp, mean: Some(bar), .. } = rule
+    {
         out.bulk = Some(BulkGate {
             mean_ulp: out.mean_ulp,
             bound: bar + BIAS_SIGMAS * f64::from(max_ulp) / (ulp_count.max(1) as f64).sqrt(),
@@ -698,21 +723,42 @@ mod tests {
     }
 
     #[test]
+    fn ulp_or_abs_bulk_gate_counts_cancelled_elements_by_their_absolute_error() {
+        // 4096 elements: half cancelled (g = 1e-6) with an absolute error of 2^-24 against a
+        // bound of 2^-20 (1 ULP-equivalent at max_ulp 16), half normal and 2 ULP off. The mean
+        // on the looser scale is (1 + 2)/2 = 1.5, not the cancelled elements' ~10^4 ULP.
+        let n = 4096;
+        let g: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1e-6 } else { 1.5 }).collect();
+        let a: Vec<f64> =
+            g.iter().map(|&v| if v < 1.0 { v + 2f64.powi(-24) } else { v + 2.0 * 2f64.powi(-23) }).collect();
+        let a = HostTensor::from_f64(DType::Float32, &[n], &a);
+        let loose = Tolerance::ulp_or_abs_bulk(16, -20, 1.0);
+        let c = compare(&a, &g, loose);
+        approx::assert_abs_diff_eq!(c.mean_ulp, 1.5, epsilon = 0.01);
+        assert!(c.passed(), "{c}");
+        // A bar of 2x a clean mean of 0.5 (1.0 + 3.3·16/64 = 1.825) still holds 1.5; 2x 0.25 fails.
+        assert!(compare(&a, &g, Tolerance::ulp_or_abs_bulk(16, -20, 0.5)).passed());
+        let tight = compare(&a, &g, Tolerance::ulp_or_abs_bulk(16, -20, 0.25));
+        assert!(!tight.passed() && tight.violations == 0, "only the bulk gate fails: {tight}");
+        assert_eq!(Tolerance::ulp_or_abs_bulk(16, -20, 0.25).to_string(), "ulp<=16|2^-20,mean<=0.5");
+    }
+
+    #[test]
     fn ulp_or_abs_takes_either_bar_and_has_no_cann_gate() {
         // A cancelled element (g = 1e-6, off by 2^-22 ≈ 2.4e-7: ~4e6 ULP) passes within the
         // absolute bound 2^-20 and fails at 2^-23; a large element 20 ULP off fails a 16-ULP bar
         // however loose the absolute bound is in ULP of small values.
         let g = 1e-6_f64;
         let a = HostTensor::from_f64(DType::Float32, &[1], &[g + 2f64.powi(-22)]);
-        let c = compare(&a, &[g], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -20 });
+        let c = compare(&a, &[g], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -20, mean: None });
         assert!(c.passed(), "{c}");
         assert!(c.cann.is_none());
-        assert!(!compare(&a, &[g], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -23 }).passed());
+        assert!(!compare(&a, &[g], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -23, mean: None }).passed());
         let big = 1.5_f64;
         let a = HostTensor::from_f64(DType::Float32, &[1], &[big + 20.0 * 2f64.powi(-23)]);
-        assert!(!compare(&a, &[big], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -24 }).passed());
-        assert!(compare(&a, &[big], Tolerance::UlpOrAbs { max_ulp: 20, abs_log2: -24 }).passed());
-        assert_eq!(Tolerance::UlpOrAbs { max_ulp: 1, abs_log2: -18 }.to_string(), "ulp<=1|2^-18");
+        assert!(!compare(&a, &[big], Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: -24, mean: None }).passed());
+        assert!(compare(&a, &[big], Tolerance::UlpOrAbs { max_ulp: 20, abs_log2: -24, mean: None }).passed());
+        assert_eq!(Tolerance::UlpOrAbs { max_ulp: 1, abs_log2: -18, mean: None }.to_string(), "ulp<=1|2^-18");
     }
 
     fn f16(values: &[f64]) -> HostTensor {

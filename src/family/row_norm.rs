@@ -658,6 +658,15 @@ const RSTD_ULP: u32 = 10;
 /// rstd (a sum of squares of centred values, no cancellation) keeps the RMSNorm ULP bar.
 const LAYER_ERROR_UNITS: f64 = 8.0;
 
+/// float32 y's largest per-case mean distance on the looser scale of `UlpOrAbs` (the bulk gate,
+/// `Tolerance::ulp_or_abs_bulk`), measured 2026-12-05 with `opgen verify --ops layer_norm
+/// --no-sanitize` (quick sweep: 0.191) and `--sweep full` (104 float32 cases: 0.297).
+const LAYER_Y_F32_MEAN: f64 = 0.297;
+
+/// The mean output's (float32 for every x dtype) largest per-case mean distance, measured as
+/// `LAYER_Y_F32_MEAN`: quick and full sweep 0.238 (bfloat16 x), float16 0.114, float32 0.161.
+const LAYER_MEAN_MEAN: f64 = 0.238;
+
 /// log2 of the float32 evaluation's absolute error bound K·2^-24·S (K = `LAYER_ERROR_UNITS`)
 /// for outputs whose largest term is `scale`; shared with row_norm_grad's plain float32 dx.
 pub(crate) fn abs_log2(scale: f64) -> i32 {
@@ -698,8 +707,11 @@ fn layer_tolerances(
     }
     let y_ulp = if x.dtype == DType::Float32 { 16 } else { 1 };
     (
-        Tolerance::UlpOrAbs { max_ulp: y_ulp, abs_log2: abs_log2(sy) },
-        Tolerance::UlpOrAbs { max_ulp: 16, abs_log2: abs_log2(sm) },
+        match x.dtype {
+            DType::Float32 => Tolerance::ulp_or_abs_bulk(y_ulp, abs_log2(sy), LAYER_Y_F32_MEAN),
+            _ => Tolerance::UlpOrAbs { max_ulp: y_ulp, abs_log2: abs_log2(sy), mean: None },
+        },
+        Tolerance::ulp_or_abs_bulk(16, abs_log2(sm), LAYER_MEAN_MEAN),
     )
 }
 

@@ -624,7 +624,11 @@ fn plain_dx_tolerance(spec: &OpSpec, inputs: &[(String, HostTensor)], offset: f6
             }
         }
     }
-    Tolerance::UlpOrAbs { max_ulp: plain_max_ulp(&spec.name, 0), abs_log2: super::row_norm::abs_log2(scale) }
+    Tolerance::UlpOrAbs {
+        max_ulp: plain_max_ulp(&spec.name, 0),
+        abs_log2: super::row_norm::abs_log2(scale),
+        mean: None,
+    }
 }
 
 /// The 16-bit outputs of `arithmetic = "float32"` (mode 4: plain float32, one rounding at the

@@ -46,7 +46,11 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         return;
     }
     if names(&spec.outputs) != OUTPUTS {
-        r.error(&raw.outputs, "outputs", format!("{label} has outputs (logprob, entropy, lse) in that order"));
+        r.error(
+            &raw.outputs,
+            "outputs",
+            format!("{label} has outputs (logprob, entropy, lse) in that order"),
+        );
         return;
     }
     for (c, x) in spec.inputs[0].dtypes.iter().enumerate() {
@@ -77,7 +81,11 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
     let attrs: Vec<(&str, AttrKind)> = spec.attrs.iter().map(|a| (a.name.as_str(), a.kind)).collect();
     if attrs != ATTRS {
         let at = raw.attrs.first().map_or(&raw.name, |a| &a.name);
-        r.error(at, "attrs", format!("{label} takes attrs temperature (float) and ignore_index (int), in that order"));
+        r.error(
+            at,
+            "attrs",
+            format!("{label} takes attrs temperature (float) and ignore_index (int), in that order"),
+        );
     }
 }
 
@@ -88,7 +96,10 @@ const FIELDS: &[TilingField] = &[
     TilingField::u32("vocab", "V: logits' last dim"),
     TilingField::u32("blockFactor", "rows per core (the last busy core may get fewer)"),
     TilingField::u32("rowsPerGroup", "rows whose results are finished and written together"),
-    TilingField::u32("tileLen", "elements of V per UB pass (a power of two; a row's last tile may be shorter)"),
+    TilingField::u32(
+        "tileLen",
+        "elements of V per UB pass (a power of two; a row's last tile may be shorter)",
+    ),
     TilingField::u32("tilesPerRow", "UB passes per row: ceil(V / tileLen)"),
     TilingField::f32("invTemperature", "1 / temperature, rounded to float32: z = logits * invTemperature"),
     TilingField::u32("ignoreIndex", "the ignore_index attr as an int32 bit pattern"),
@@ -105,7 +116,14 @@ const QUICK: [(usize, usize); 8] =
 const FULL: [(usize, usize); 7] =
     [(7, 151936), (5, 152064), (3, 262144), (300, 4096), (1000, 777), (50, 32000), (4096, 17)];
 
-fn case(spec: &OpSpec, rows: usize, v: usize, dist: Distribution, seed: u64, temperature: Option<f64>) -> Case {
+fn case(
+    spec: &OpSpec,
+    rows: usize,
+    v: usize,
+    dist: Distribution,
+    seed: u64,
+    temperature: Option<f64>,
+) -> Case {
     let mut attrs = super::default_attrs(spec);
     if let Some(t) = temperature {
         attrs.retain(|(n, _)| n != "temperature");
@@ -135,9 +153,10 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     out.push(case(spec, 8, 9000, Distribution::Uniform5, 5103, Some(1e-3)));
     out.push(case(spec, 8, 9000, Distribution::Outlier, 5104, Some(10.0)));
     if sweep == Sweep::Full {
-        for (i, dist) in [Distribution::Outlier, Distribution::NanInf, Distribution::Tiny, Distribution::Zeros]
-            .into_iter()
-            .enumerate()
+        for (i, dist) in
+            [Distribution::Outlier, Distribution::NanInf, Distribution::Tiny, Distribution::Zeros]
+                .into_iter()
+                .enumerate()
         {
             out.push(case(spec, 6, 151936, dist, 5200 + i as u64, None));
             out.push(case(spec, 200, 515, dist, 5300 + i as u64, Some(0.7)));
@@ -422,7 +441,11 @@ impl FamilyOps for VocabReduce {
         let mut b = Builder::default();
         let (x, _) = eager::input(case, 0)?;
         let (t, _) = eager::input(case, 1)?;
-        let f = if x.dtype == DType::Float32 { x } else { b.op("logits.float()", &[x], x.as_dtype(DType::Float32)) };
+        let f = if x.dtype == DType::Float32 {
+            x
+        } else {
+            b.op("logits.float()", &[x], x.as_dtype(DType::Float32))
+        };
         let ls = b.op("log_softmax", &[f], f);
         b.op("gather(target)", &[ls, t], t.as_dtype(DType::Float32));
         let p = b.op("softmax", &[f], f);

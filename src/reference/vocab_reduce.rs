@@ -37,11 +37,18 @@ pub fn logprob_entropy(
     if vocab != 0 && logits.len() % vocab != 0 || rows != target.len() {
         return Err(ReferenceError::new(
             OP,
-            format!("logits holds {} values of rows of {vocab}; target has {} rows", logits.len(), target.len()),
+            format!(
+                "logits holds {} values of rows of {vocab}; target has {} rows",
+                logits.len(),
+                target.len()
+            ),
         ));
     }
     if !(temperature > 0.0 && temperature.is_finite()) {
-        return Err(ReferenceError::new(OP, format!("temperature {temperature} is not a positive finite number")));
+        return Err(ReferenceError::new(
+            OP,
+            format!("temperature {temperature} is not a positive finite number"),
+        ));
     }
     let mut out = LogprobEntropy { logprob: Vec::new(), entropy: Vec::new(), lse: Vec::new() };
     for (r, &t) in target.iter().enumerate() {

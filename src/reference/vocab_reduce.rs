@@ -33,7 +33,7 @@ pub fn logprob_entropy(
     if vocab == 0 && !logits.is_empty() {
         return Err(ReferenceError::new(OP, "logits has a zero last dim but elements"));
     }
-    let rows = if vocab == 0 { target.len() } else { logits.len() / vocab };
+    let rows = logits.len().checked_div(vocab).unwrap_or(target.len());
     if vocab != 0 && logits.len() % vocab != 0 || rows != target.len() {
         return Err(ReferenceError::new(
             OP,

@@ -1,5 +1,5 @@
 //! Family vocab_reduce: reductions over a long last axis (the vocabulary), one op today,
-//! logprob_entropy (issue 28): logits [..., V] and target [...] (int32) to logprob, entropy and
+//! logprob_entropy (issue 28): logits [..., V] and target [...] (int32 or int64) to logprob, entropy and
 //! lse, float32, one value per row, of z = logits / temperature.
 //!
 //! Kernel (templates/kernel/vocab_reduce.cpp.j2): rows over the cores; each row streams through
@@ -36,7 +36,7 @@ const INPUTS: [&str; 2] = ["logits", "target"];
 const OUTPUTS: [&str; 3] = ["logprob", "entropy", "lse"];
 const ATTRS: [(&str, AttrKind); 2] = [("temperature", AttrKind::Float), ("ignore_index", AttrKind::Int)];
 
-/// Inputs logits (a float dtype) and target (int32), outputs logprob, entropy, lse (float32),
+/// Inputs logits (a float dtype) and target (int32 or int64), outputs logprob, entropy, lse (float32),
 /// attrs temperature (float) and ignore_index (int), by name and in this order.
 pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
     let label = "family vocab_reduce (logprob_entropy)";
@@ -61,11 +61,11 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
                 format!("{label} cannot compute {x}; logits is float16, bfloat16 or float32"),
             );
         }
-        if spec.inputs[1].dtypes[c] != DType::Int32 {
+        if !matches!(spec.inputs[1].dtypes[c], DType::Int32 | DType::Int64) {
             r.error(
                 &raw.inputs.get_ref()[1].dtypes.get_ref()[c],
                 &format!("inputs[1].dtypes[{c}]"),
-                format!("{label}: target is int32 (found {})", spec.inputs[1].dtypes[c]),
+                format!("{label}: target is int32 or int64 (found {})", spec.inputs[1].dtypes[c]),
             );
         }
         for (o, t) in spec.outputs.iter().enumerate() {
@@ -198,7 +198,7 @@ fn hostile_row(row: &mut [f64], r: usize, rng: &mut Rng) {
 
 /// Logits from the case's distribution (Outlier: the hostile row patterns instead), targets
 /// uniform in [0, V), with ignore_index on every 5th row and one target out of range in the
-/// hostile cases.
+/// hostile cases (int64: 2^32 + 1, which a kernel reading 32 bits takes for 1).
 pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData, FamilyError> {
     let (l_name, l_shape) = &case.shapes[0];
     let (t_name, t_shape) = &case.shapes[1];
@@ -217,10 +217,13 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData
         logits = HostTensor::from_f64(dtype, l_shape, &values);
     }
     let ignore = attr_i64(&case.attrs, "ignore_index")?;
+    let wide = spec.inputs[1].dtypes[column] == DType::Int64;
     let target: Vec<i64> = (0..rows)
         .map(|r| match r {
             _ if v == 0 => ignore,
             _ if hostile && r % 5 == 4 => ignore,
+            // Out of range: past V, and for int64 past 2^32 (truncated to 32 bits it is 1).
+            _ if hostile && r == 7 && wide => (1i64 << 32) + 1,
             _ if hostile && r == 7 => v as i64,
             // Masked rows aim at their one kept finite entry half the time.
             _ if hostile && r % 6 == 2 && r % 2 == 0 => 0,
@@ -229,7 +232,7 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData
         .collect();
     let inputs = vec![
         (l_name.clone(), logits),
-        (t_name.clone(), HostTensor::from_i64(DType::Int32, t_shape, &target)),
+        (t_name.clone(), HostTensor::from_i64(spec.inputs[1].dtypes[column], t_shape, &target)),
     ];
     Ok((inputs, case.attrs.clone()))
 }

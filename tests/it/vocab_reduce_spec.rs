@@ -33,21 +33,23 @@ fn assert_error(text: &str, field: &str, words: &str) {
 fn the_catalogue_spec_loads() {
     let s = family::parse_str(Path::new(PATH), &good()).unwrap();
     assert_eq!(s.family, Family::VocabReduce);
-    assert_eq!(s.columns(), 3);
+    assert_eq!(s.columns(), 6);
 }
 
 #[test]
-fn a_target_that_is_not_int32_is_refused() {
-    let text = good()
-        .patched("dtypes = [\"int32\", \"int32\", \"int32\"]", "dtypes = [\"int32\", \"int64\", \"int32\"]");
-    assert_error(&text, "inputs[1].dtypes[1]", "target is int32 (found int64)");
+fn a_target_that_is_not_int32_or_int64_is_refused() {
+    let text = good().patched(
+        "dtypes = [\"int32\", \"int32\", \"int32\", \"int64\"",
+        "dtypes = [\"int32\", \"int8\", \"int32\", \"int64\"",
+    );
+    assert_error(&text, "inputs[1].dtypes[1]", "target is int32 or int64 (found int8)");
 }
 
 #[test]
 fn a_16_bit_output_is_refused() {
     let text = good().patched(
-        "[[outputs]]\nname = \"entropy\"\ndtypes = [\"float32\", \"float32\", \"float32\"]",
-        "[[outputs]]\nname = \"entropy\"\ndtypes = [\"float32\", \"bfloat16\", \"float32\"]",
+        "[[outputs]]\nname = \"entropy\"\ndtypes = [\"float32\", \"float32\"",
+        "[[outputs]]\nname = \"entropy\"\ndtypes = [\"float32\", \"bfloat16\"",
     );
     assert_error(&text, "outputs[1].dtypes[1]", "`entropy` is float32 (found bfloat16)");
 }

@@ -202,7 +202,7 @@ uint64_t UbBytes(uint64_t tile, uint64_t elem, uint64_t parts, uint64_t group)
     const uint64_t floats = 2 * tile * 4;                                   // z, then e^y and y·e^y
     const uint64_t work = AlignUp(2 * CeilDiv(tile, 64) + 8, 8) * 4 + 256;  // ReduceMax/Sum work, results
     const uint64_t partials = 6 * AlignUp(parts, 8) * 4;
-    const uint64_t rows = 6 * AlignUp(group, 8) * 4 + AlignUp(group, 8) * 4 + 3 * BUFFER_NUM * AlignUp(group, 8) * 4;
+    const uint64_t rows = 6 * AlignUp(group, 8) * 4 + AlignUp(group, 8) * 8 + 3 * BUFFER_NUM * AlignUp(group, 8) * 4;  // targets: int64 room
     return inputs + floats + work + partials + rows;
 }
 }  // namespace
@@ -318,29 +318,29 @@ public:
     {
         this->Input("logits")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("target")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_INT32, ge::DT_INT32, ge::DT_INT32 })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_INT32, ge::DT_INT32, ge::DT_INT32, ge::DT_INT64, ge::DT_INT64, ge::DT_INT64 })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Output("logprob")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Output("entropy")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Output("lse")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Attr("temperature").AttrType(OPTIONAL).Float(1.0f);
         this->Attr("ignore_index").AttrType(OPTIONAL).Int(-100);
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);

@@ -89,7 +89,8 @@ struct Partial {
     float u;
 };
 
-template <typename T>
+// T: the logits' dtype; I: the target's (int32_t or int64_t).
+template <typename T, typename I>
 class VocabReduceKernel {
 public:
     __aicore__ inline VocabReduceKernel() {}
@@ -104,10 +105,10 @@ public:
         if (rowCount_ == 0) {
             return;
         }
-        ignore_ = static_cast<int32_t>(t_.ignoreIndex);
+        ignore_ = static_cast<int32_t>(t_.ignoreIndex);  // sign-extended
         const uint64_t v = t_.vocab;
         logitsGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(logits) + rowStart_ * v, rowCount_ * v);
-        targetGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(target) + rowStart_, rowCount_);
+        targetGm_.SetGlobalBuffer(reinterpret_cast<__gm__ I*>(target) + rowStart_, rowCount_);
         logprobGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(logprob) + rowStart_, rowCount_);
         entropyGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(entropy) + rowStart_, rowCount_);
         lseGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(lse) + rowStart_, rowCount_);
@@ -122,7 +123,7 @@ public:
         pipe_.InitBuffer(red_, 256);
         pipe_.InitBuffer(parts_, 6 * parts);
         pipe_.InitBuffer(rows_, 6 * group);
-        pipe_.InitBuffer(targets_, group);
+        pipe_.InitBuffer(targets_, AlignUp(t_.rowsPerGroup, 8) * sizeof(I));
         pipe_.InitBuffer(outLogprob_, BUFFER_NUM, group);
         pipe_.InitBuffer(outEntropy_, BUFFER_NUM, group);
         pipe_.InitBuffer(outLse_, BUFFER_NUM, group);
@@ -146,17 +147,17 @@ private:
     // The group's targets, for the scalar unit: its reads of the previous group come first.
     __aicore__ inline void LoadTargets(uint32_t done, uint32_t n)
     {
-        LocalTensor<int32_t> tg = targets_.Get<int32_t>();
+        LocalTensor<I> tg = targets_.Get<I>();
         Sync<HardEvent::S_MTE2>();
-        DataCopyPad(tg, targetGm_[done], Burst(static_cast<uint64_t>(n) * sizeof(int32_t)), NoPad<int32_t>());
+        DataCopyPad(tg, targetGm_[done], Burst(static_cast<uint64_t>(n) * sizeof(I)), NoPad<I>());
         Sync<HardEvent::MTE2_S>();
     }
 
     // Row `row` of this core (slot `slot` of its group): stream its tiles, keep (M, S, U, z_t).
     __aicore__ inline void Row(uint32_t row, uint32_t slot)
     {
-        LocalTensor<int32_t> tg = targets_.Get<int32_t>();
-        const int32_t target = tg.GetValue(slot);
+        LocalTensor<I> tg = targets_.Get<I>();
+        const int64_t target = static_cast<int64_t>(tg.GetValue(slot));
         float zt = FloatFromBits(0x7FC00000u);  // NaN unless the target is in [0, V)
         LocalTensor<float> pm = parts_.Get<float>();
         LocalTensor<float> ps = pm[partStride_];
@@ -167,7 +168,7 @@ private:
             const uint32_t start = k * t_.tileLen;
             const uint32_t len = Min(t_.tileLen, t_.vocab - start);
             CopyIn(base + start, len);
-            p = Tile(len, target - static_cast<int32_t>(start), &zt);
+            p = Tile(len, target - static_cast<int64_t>(start), &zt);
             if (t_.tilesPerRow > 1) {
                 pm.SetValue(k, p.m);
                 ps.SetValue(k, p.s);
@@ -192,7 +193,7 @@ private:
     }
 
     // One tile of `len` elements; `at` is the target's index in it (any value: out of the tile).
-    __aicore__ inline Partial Tile(uint32_t len, int32_t at, float* zt)
+    __aicore__ inline Partial Tile(uint32_t len, int64_t at, float* zt)
     {
         LocalTensor<T> x = inQ_.DeQue<T>();
         LocalTensor<float> z = z_.Get<float>();
@@ -210,7 +211,7 @@ private:
         }
         PipeBarrier<PIPE_V>();
         inQ_.FreeTensor(x);
-        if (at >= 0 && at < n) {
+        if (at >= 0 && at < static_cast<int64_t>(n)) {
             Sync<HardEvent::V_S>();
             *zt = z.GetValue(static_cast<uint32_t>(at));
         }
@@ -319,9 +320,9 @@ private:
         // The scalar unit zeroes the ignored rows after the vector results, and the next group's
         // scalar writes of g follow these reads.
         Sync<HardEvent::V_S>();
-        LocalTensor<int32_t> tg = targets_.Get<int32_t>();
+        LocalTensor<I> tg = targets_.Get<I>();
         for (uint32_t r = 0; r < count; ++r) {
-            if (tg.GetValue(r) == ignore_) {
+            if (static_cast<int64_t>(tg.GetValue(r)) == ignore_) {
                 lp.SetValue(r, 0.0f);
                 ent.SetValue(r, 0.0f);
             }
@@ -348,7 +349,7 @@ private:
     uint32_t rowCount_ = 0;
     uint32_t partStride_ = 0;
     uint32_t groupStride_ = 0;
-    int32_t ignore_ = 0;
+    int64_t ignore_ = 0;
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> inQ_;
     TQue<QuePosition::VECOUT, 1> outLogprob_;
@@ -362,7 +363,7 @@ private:
     TBuf<TPosition::VECCALC> rows_;
     TBuf<TPosition::VECCALC> targets_;
     GlobalTensor<T> logitsGm_;
-    GlobalTensor<int32_t> targetGm_;
+    GlobalTensor<I> targetGm_;
     GlobalTensor<float> logprobGm_;
     GlobalTensor<float> entropyGm_;
     GlobalTensor<float> lseGm_;
@@ -374,7 +375,7 @@ extern "C" __global__ __aicore__ void opgen_logprob_entropy(GM_ADDR logits, GM_A
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     opgen_logprob_entropy_kernel::TilingData tilingData;
     opgen_logprob_entropy_kernel::LoadTiling(tiling, &tilingData);
-    opgen_logprob_entropy_kernel::VocabReduceKernel<DTYPE_LOGITS> op;
+    opgen_logprob_entropy_kernel::VocabReduceKernel<DTYPE_LOGITS, DTYPE_TARGET> op;
     op.Init(logits, target, logprob, entropy, lse, tilingData);
     op.Process();
 }

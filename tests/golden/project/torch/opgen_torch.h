@@ -3358,6 +3358,9 @@ inline OutputPlan<3> logprob_entropy_plan(const at::Tensor& logits, const at::Te
         { { at::kHalf, at::kInt }, { at::kFloat, at::kFloat, at::kFloat } },
         { { at::kBFloat16, at::kInt }, { at::kFloat, at::kFloat, at::kFloat } },
         { { at::kFloat, at::kInt }, { at::kFloat, at::kFloat, at::kFloat } },
+        { { at::kHalf, at::kLong }, { at::kFloat, at::kFloat, at::kFloat } },
+        { { at::kBFloat16, at::kLong }, { at::kFloat, at::kFloat, at::kFloat } },
+        { { at::kFloat, at::kLong }, { at::kFloat, at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 3>(op_name, { NamedTensor{"logits", &logits}, NamedTensor{"target", &target} }, registered);
     OutputPlan<3> plan{};

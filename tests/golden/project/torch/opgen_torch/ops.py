@@ -363,7 +363,7 @@ def logprob_entropy(
 
     Args:
         logits: float16 | bfloat16 | float32 tensor on the NPU.
-        target: int32 tensor on the NPU.
+        target: int32 | int64 tensor on the NPU.
         temperature: float, default 1.0.
         ignore_index: int, default -100.
 
@@ -377,6 +377,9 @@ def logprob_entropy(
         logits=float16, target=int32 -> logprob=float32, entropy=float32, lse=float32
         logits=bfloat16, target=int32 -> logprob=float32, entropy=float32, lse=float32
         logits=float32, target=int32 -> logprob=float32, entropy=float32, lse=float32
+        logits=float16, target=int64 -> logprob=float32, entropy=float32, lse=float32
+        logits=bfloat16, target=int64 -> logprob=float32, entropy=float32, lse=float32
+        logits=float32, target=int64 -> logprob=float32, entropy=float32, lse=float32
 
     Schema: opgen::logprob_entropy(Tensor logits, Tensor target, float temperature=1.0, int ignore_index=-100) -> (Tensor logprob, Tensor entropy, Tensor lse)
     Runs aclnnOpgenLogprobEntropy (CANN op OpgenLogprobEntropy), generated from kernels/logprob_entropy.toml.

@@ -303,7 +303,10 @@ pub fn sharding_of(spec: &OpSpec, rule: &ShapeRule) -> TorchSharding {
         Family::Rotary => ("rows", None, false),
         Family::RotaryGrad => ("rows", None, true),
         Family::Elementwise => ("elementwise", None, false),
-        Family::Permute | Family::PagedCache | Family::Dequant => ("replicate", None, false),
+        // vocab_reduce: rows could shard, but its outputs follow target, not logits (none yet).
+        Family::Permute | Family::PagedCache | Family::Dequant | Family::VocabReduce => {
+            ("replicate", None, false)
+        }
     };
     let mutates = spec.inputs.iter().any(|t| t.mutated);
     match outputs {

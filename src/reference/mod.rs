@@ -14,6 +14,7 @@ pub mod kv_layout;
 pub mod rotary;
 pub mod rotary_grad;
 pub mod row_norm;
+pub mod vocab_reduce;
 
 use std::fmt;
 

@@ -15,10 +15,11 @@ pub enum Family {
     Dequant,
     RowNormGrad,
     RotaryGrad,
+    VocabReduce,
 }
 
 impl Family {
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 9] = [
         Family::RowNorm,
         Family::Rotary,
         Family::Elementwise,
@@ -27,6 +28,7 @@ impl Family {
         Family::Dequant,
         Family::RowNormGrad,
         Family::RotaryGrad,
+        Family::VocabReduce,
     ];
 
     pub fn name(self) -> &'static str {
@@ -39,6 +41,7 @@ impl Family {
             Family::Dequant => "dequant",
             Family::RowNormGrad => "row_norm_grad",
             Family::RotaryGrad => "rotary_grad",
+            Family::VocabReduce => "vocab_reduce",
         }
     }
 
@@ -256,6 +259,8 @@ pub enum FamilyParams {
     Rotary,
     /// The rotary backward: rotary_mul_grad (dy, x, r1, r2; attrs mode, table_grads).
     RotaryGrad,
+    /// The reductions over a long last axis (logprob_entropy): no parameters.
+    VocabReduce,
     Elementwise(ElementwiseParams),
     /// The KV-layout families (permute, paged_cache, dequant): which operation.
     Layout {

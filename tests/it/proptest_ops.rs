@@ -141,6 +141,7 @@ enum AttrDraw {
     Choice(Index),
     Bool(bool),
     Float(f64),
+    Int(i64),
 }
 
 /// A draw of every attr `spec` declares: string attrs from the values the families accept
@@ -161,6 +162,10 @@ fn attr_draws(spec: &OpSpec) -> Vec<BoxedStrategy<AttrDraw>> {
             }
             (AttrKind::Bool, _) => any::<bool>().prop_map(AttrDraw::Bool).boxed(),
             (AttrKind::Float, "epsilon") => (-8.0f64..-2.0).prop_map(|e| AttrDraw::Float(10f64.powf(e))).boxed(),
+            // logprob_entropy: temperature log-uniform over [1e-2, 10]; ignore_index the usual
+            // -100 or a small index some drawn targets hit.
+            (AttrKind::Float, "temperature") => (-2.0f64..1.0).prop_map(|e| AttrDraw::Float(10f64.powf(e))).boxed(),
+            (AttrKind::Int, "ignore_index") => select(vec![-100i64, 0, 3]).prop_map(AttrDraw::Int).boxed(),
             (kind, name) => panic!("{}: attr `{name}` ({}) has no drawing range here", spec.name, kind.name()),
         })
         .collect()
@@ -188,6 +193,7 @@ fn drawn_attrs(
                     }
                     AttrDraw::Bool(b) => AttrValue::Bool(*b),
                     AttrDraw::Float(x) => AttrValue::Float(*x),
+                    AttrDraw::Int(x) => AttrValue::Int(*x),
                 },
             };
             (a.name.clone(), value)
@@ -607,5 +613,24 @@ fn dequant_int8_random_cases_match_the_reference() {
         // mismatch is a host rejection, not a numerics property).
         let attrs = drawn_attrs(spec, column, &draws, &[]);
         (column, Case { shapes: named(spec, vec![q, scale]), dist, seed, attrs })
+    });
+}
+
+// ---- vocab_reduce: logprob_entropy ----------------------------------------------------------------
+
+#[test]
+fn logprob_entropy_random_cases_match_the_reference() {
+    let spec = op("logprob_entropy");
+    let rows = prop_oneof![4 => 1usize..20, 1 => 20usize..200];
+    // One tile or several, powers of two and their neighbours, odd and prime lengths.
+    let v =
+        prop_oneof![2 => select(vec![1usize, 7, 64, 65, 1000, 8191, 8192, 8193, 20011]), 1 => 1usize..3000];
+    let strategy = (rows, v, column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
+    check_op("logprob_entropy", strategy, |spec, (mut rows, v, column, dist, seed, draws)| {
+        while rows > 1 && rows * v > 300_000 {
+            rows = rows.div_ceil(2);
+        }
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        (column, Case { shapes: named(spec, vec![vec![rows, v], vec![rows]]), dist, seed, attrs })
     });
 }

@@ -64,7 +64,7 @@ fn join<T: std::fmt::Display>(lines: &[T]) -> String {
 }
 
 /// The families the tests below cover: every family of the catalogue has its test.
-const SWEPT: [Family; 8] = [
+const SWEPT: [Family; 9] = [
     Family::RowNorm,
     Family::RowNormGrad,
     Family::Rotary,
@@ -73,6 +73,7 @@ const SWEPT: [Family; 8] = [
     Family::Permute,
     Family::PagedCache,
     Family::Dequant,
+    Family::VocabReduce,
 ];
 
 #[test]
@@ -121,6 +122,11 @@ fn the_paged_cache_ops_pass_the_quick_sweep_under_sanitizers() {
 #[test]
 fn the_dequant_ops_pass_the_quick_sweep_under_sanitizers() {
     family_passes_the_quick_sweep_under_sanitizers(Family::Dequant);
+}
+
+#[test]
+fn the_vocab_reduce_ops_pass_the_quick_sweep_under_sanitizers() {
+    family_passes_the_quick_sweep_under_sanitizers(Family::VocabReduce);
 }
 
 #[test]

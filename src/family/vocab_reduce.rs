@@ -1,0 +1,460 @@
+//! Family vocab_reduce: reductions over a long last axis (the vocabulary), one op today,
+//! logprob_entropy (issue 28): logits [..., V] and target [...] (int32 or int64) to logprob, entropy and
+//! lse, float32, one value per row, of z = logits / temperature.
+//!
+//! Kernel (templates/kernel/vocab_reduce.cpp.j2): rows over the cores; each row streams through
+//! UB in tiles of `tileLen` elements of V (one read of the logits), each tile reduced to its max
+//! m, s = Σ e^{z−m} and u = Σ e^{z−m}·(z−m) with pairwise vector sums, the tiles combined per
+//! row as S = Σ_t e^{m_t−M} s_t, U = Σ_t e^{m_t−M}(u_t + (m_t−M) s_t); then
+//! lse = M + ln S, logprob = (z_t − M) − ln S, entropy = ln S − U/S (both terms ≥ 0: U ≤ 0).
+//!
+//! Gates (derived in `gates`): absolute error of logprob and lse against
+//! u·(12·A + 8·log2 V + 32) and entropy's error against u·(8·A + 4·log2 V + 32) relative plus
+//! u·(4·log2 V + 32) absolute, u = 2^-24, A the case's largest finite |z|.
+
+use super::eager::{self, Builder};
+use super::inputs::{derive_seed, generate, Distribution, Rng};
+use super::layout::input;
+use super::CannBuiltin;
+use super::{Case, Expected, Sweep};
+use super::{
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
+    Templates,
+};
+use super::{OutputShape, ShapeRule};
+use crate::compare::Tolerance;
+use crate::dtype::DType;
+use crate::plan::TilingField;
+use crate::reference::vocab_reduce as reference;
+use crate::spec::raw::RawSpec;
+use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
+use crate::tensor::HostTensor;
+
+// ---- spec --------------------------------------------------------------------------------
+
+const INPUTS: [&str; 2] = ["logits", "target"];
+const OUTPUTS: [&str; 3] = ["logprob", "entropy", "lse"];
+const ATTRS: [(&str, AttrKind); 2] = [("temperature", AttrKind::Float), ("ignore_index", AttrKind::Int)];
+
+/// Inputs logits (a float dtype) and target (int32 or int64), outputs logprob, entropy, lse (float32),
+/// attrs temperature (float) and ignore_index (int), by name and in this order.
+pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+    let label = "family vocab_reduce (logprob_entropy)";
+    let names = |ts: &[crate::spec::TensorArg]| ts.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    if names(&spec.inputs) != INPUTS {
+        r.error(&raw.inputs, "inputs", format!("{label} takes inputs (logits, target) in that order"));
+        return;
+    }
+    if names(&spec.outputs) != OUTPUTS {
+        r.error(
+            &raw.outputs,
+            "outputs",
+            format!("{label} has outputs (logprob, entropy, lse) in that order"),
+        );
+        return;
+    }
+    for (c, x) in spec.inputs[0].dtypes.iter().enumerate() {
+        if !super::FLOATS.contains(x) {
+            r.error(
+                &raw.inputs.get_ref()[0].dtypes.get_ref()[c],
+                &format!("inputs[0].dtypes[{c}]"),
+                format!("{label} cannot compute {x}; logits is float16, bfloat16 or float32"),
+            );
+        }
+        if !matches!(spec.inputs[1].dtypes[c], DType::Int32 | DType::Int64) {
+            r.error(
+                &raw.inputs.get_ref()[1].dtypes.get_ref()[c],
+                &format!("inputs[1].dtypes[{c}]"),
+                format!("{label}: target is int32 or int64 (found {})", spec.inputs[1].dtypes[c]),
+            );
+        }
+        for (o, t) in spec.outputs.iter().enumerate() {
+            if t.dtypes[c] != DType::Float32 {
+                r.error(
+                    &raw.outputs.get_ref()[o].dtypes.get_ref()[c],
+                    &format!("outputs[{o}].dtypes[{c}]"),
+                    format!("{label}: `{}` is float32 (found {})", t.name, t.dtypes[c]),
+                );
+            }
+        }
+    }
+    let attrs: Vec<(&str, AttrKind)> = spec.attrs.iter().map(|a| (a.name.as_str(), a.kind)).collect();
+    if attrs != ATTRS {
+        let at = raw.attrs.first().map_or(&raw.name, |a| &a.name);
+        r.error(
+            at,
+            "attrs",
+            format!("{label} takes attrs temperature (float) and ignore_index (int), in that order"),
+        );
+    }
+}
+
+// ---- plan --------------------------------------------------------------------------------
+
+const FIELDS: &[TilingField] = &[
+    TilingField::u32("rows", "rows: the product of logits' leading dims (= elements of target)"),
+    TilingField::u32("vocab", "V: logits' last dim"),
+    TilingField::u32("blockFactor", "rows per core (the last busy core may get fewer)"),
+    TilingField::u32("rowsPerGroup", "rows whose results are finished and written together"),
+    TilingField::u32(
+        "tileLen",
+        "elements of V per UB pass (a power of two; a row's last tile may be shorter)",
+    ),
+    TilingField::u32("tilesPerRow", "UB passes per row: ceil(V / tileLen)"),
+    TilingField::f32("invTemperature", "1 / temperature, rounded to float32: z = logits * invTemperature"),
+    TilingField::u32("ignoreIndex", "the ignore_index attr as an int32 bit pattern"),
+];
+
+// ---- verification ------------------------------------------------------------------------
+
+/// (rows, V) of the quick sweep: every mode with ≥ 3 passes on a core and a remainder core
+/// (48 cores: 145 rows give 4 rows on 36 cores and 1 on the last; 97 rows of 20011 give 3 rows
+/// of 3 tiles), odd and prime V, one and two tiles, the model vocabularies.
+const QUICK: [(usize, usize); 8] =
+    [(1, 1), (3, 7), (5, 64), (145, 1000), (9, 8192), (97, 20011), (2, 151936), (1, 262144)];
+/// Added in the full sweep: model vocabularies at modest N, small V with many rows.
+const FULL: [(usize, usize); 7] =
+    [(7, 151936), (5, 152064), (3, 262144), (300, 4096), (1000, 777), (50, 32000), (4096, 17)];
+
+fn case(
+    spec: &OpSpec,
+    rows: usize,
+    v: usize,
+    dist: Distribution,
+    seed: u64,
+    temperature: Option<f64>,
+) -> Case {
+    let mut attrs = super::default_attrs(spec);
+    if let Some(t) = temperature {
+        attrs.retain(|(n, _)| n != "temperature");
+        attrs.push(("temperature".into(), AttrValue::Float(t)));
+    }
+    Case {
+        shapes: vec![(INPUTS[0].into(), vec![rows, v]), (INPUTS[1].into(), vec![rows])],
+        dist,
+        seed,
+        attrs,
+    }
+}
+
+pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+    let mut out = Vec::new();
+    let mut shapes = QUICK.to_vec();
+    if sweep == Sweep::Full {
+        shapes.extend(FULL);
+    }
+    for (i, &(n, v)) in shapes.iter().enumerate() {
+        out.push(case(spec, n, v, Distribution::Uniform5, 5000 + i as u64, None));
+    }
+    // Hostile rows (see `case_inputs`: Outlier means the row patterns), NaN/Inf, a large mean.
+    out.push(case(spec, 40, 9001, Distribution::Outlier, 5100, None));
+    out.push(case(spec, 16, 3001, Distribution::NanInf, 5101, None));
+    out.push(case(spec, 8, 12289, Distribution::NormalLargeMean, 5102, None));
+    out.push(case(spec, 8, 9000, Distribution::Uniform5, 5103, Some(1e-3)));
+    out.push(case(spec, 8, 9000, Distribution::Outlier, 5104, Some(10.0)));
+    if sweep == Sweep::Full {
+        for (i, dist) in
+            [Distribution::Outlier, Distribution::NanInf, Distribution::Tiny, Distribution::Zeros]
+                .into_iter()
+                .enumerate()
+        {
+            out.push(case(spec, 6, 151936, dist, 5200 + i as u64, None));
+            out.push(case(spec, 200, 515, dist, 5300 + i as u64, Some(0.7)));
+        }
+    }
+    out
+}
+
+/// target covers logits' leading dims.
+pub fn derived_shape(i: usize, first: &[usize]) -> Vec<usize> {
+    if i == 1 {
+        first[..first.len().saturating_sub(1)].to_vec()
+    } else {
+        first.to_vec()
+    }
+}
+
+/// The patterns of the hostile rows (`Distribution::Outlier`), by row index mod 6.
+fn hostile_row(row: &mut [f64], r: usize, rng: &mut Rng) {
+    let v = row.len();
+    match r % 6 {
+        // One huge logit: p ≈ 1 there, entropy ≈ 0.
+        0 => row[rng.below(v as u64) as usize] = 60.0,
+        // All equal: lse = z + ln V, entropy = ln V.
+        1 => row.iter_mut().for_each(|x| *x = 1.5),
+        // Masked vocabulary: the last quarter and every 7th entry −inf (one finite entry kept).
+        2 => {
+            for (i, x) in row.iter_mut().enumerate().skip(1) {
+                if i >= v - v / 4 || i % 7 == 0 {
+                    *x = f64::NEG_INFINITY;
+                }
+            }
+        }
+        // The max in the last element (the last tile's tail).
+        3 => row[v - 1] = 30.0,
+        _ => {}
+    }
+}
+
+/// Logits from the case's distribution (Outlier: the hostile row patterns instead), targets
+/// uniform in [0, V), with ignore_index on every 5th row and one target out of range in the
+/// hostile cases (int64: 2^32 + 1, which a kernel reading 32 bits takes for 1).
+pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData, FamilyError> {
+    let (l_name, l_shape) = &case.shapes[0];
+    let (t_name, t_shape) = &case.shapes[1];
+    let dtype = spec.inputs[0].dtypes[column];
+    let v = *l_shape.last().ok_or("logits has rank 0")?;
+    let rows: usize = t_shape.iter().product();
+    let hostile = case.dist == Distribution::Outlier;
+    let dist = if hostile { Distribution::Uniform5 } else { case.dist };
+    let mut logits = generate(dist, dtype, l_shape, derive_seed(case.seed, l_name));
+    let mut rng = Rng::new(derive_seed(case.seed, t_name));
+    if hostile && v > 0 {
+        let mut values = logits.to_f64();
+        for (r, row) in values.chunks_mut(v).enumerate() {
+            hostile_row(row, r, &mut rng);
+        }
+        logits = HostTensor::from_f64(dtype, l_shape, &values);
+    }
+    let ignore = attr_i64(&case.attrs, "ignore_index")?;
+    let wide = spec.inputs[1].dtypes[column] == DType::Int64;
+    let target: Vec<i64> = (0..rows)
+        .map(|r| match r {
+            _ if v == 0 => ignore,
+            _ if hostile && r % 5 == 4 => ignore,
+            // Out of range: past V, and for int64 past 2^32 (truncated to 32 bits it is 1).
+            _ if hostile && r == 7 && wide => (1i64 << 32) + 1,
+            _ if hostile && r == 7 => v as i64,
+            // Masked rows aim at their one kept finite entry half the time.
+            _ if hostile && r % 6 == 2 && r % 2 == 0 => 0,
+            _ => rng.below(v as u64) as i64,
+        })
+        .collect();
+    let inputs = vec![
+        (l_name.clone(), logits),
+        (t_name.clone(), HostTensor::from_i64(spec.inputs[1].dtypes[column], t_shape, &target)),
+    ];
+    Ok((inputs, case.attrs.clone()))
+}
+
+fn attr_i64(attrs: &[(String, AttrValue)], name: &str) -> Result<i64, FamilyError> {
+    match attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v) {
+        Some(AttrValue::Int(v)) => Ok(*v),
+        other => Err(FamilyError::new(format!("attr `{name}` is {other:?}, not an int"))),
+    }
+}
+
+/// The bars of one case, from its largest finite |z| (`a`) and V. The kernel's float32 errors
+/// (u = 2^-24, each rounding ≤ u relative; Exp and Ln within 2 ulp):
+/// - z = logits·fl(1/T): 2u·|z|; lse moves by at most max |δz| (∂lse/∂z_v = p_v, Σ p = 1): 2u·A;
+/// - y = z − m (tile max m): u·|y| ≤ 2u·A, which Exp turns into a relative error of the terms:
+///   2u·A, plus Exp's 4u; the tiles' shift δ = m_t − M the same: 2u·A + 4u;
+/// - S sums positive terms pairwise within a tile (log2 tileLen levels), by ReduceSum's tree
+///   (6) and over ≤ 64 tiles (6): ≤ (log2 V + 13)·u relative, an absolute error of ln S, plus
+///   Ln's 4u·|ln S| ≤ 4u·log V;
+/// - lse = M + ln S and logprob = (z_t − M) − ln S: two more roundings, u·(|lse| + |z_t − M|).
+///
+/// Summed with |lse| ≤ A + ln V: ≤ u·(12·A + 8·log2 V + 32). Entropy H = ln S + |U|/S, both
+/// terms ≥ 0: U's terms e^y·y carry the relative errors above plus u for the product, so
+/// |ΔH| ≤ u·(8·A + 4·log2 V + 32)·H relative plus S's error in ln S, u·(4·log2 V + 32), absolute
+/// (H ≈ 0 when one logit dominates). Per case: A over all its rows, so a row is held to its
+/// case's worst scale. The abs bars go to the next power of two (`UlpOrAbs` takes 2^k).
+pub fn gates(a: f64, vocab: usize) -> (Tolerance, Tolerance) {
+    let u = 2f64.powi(-24);
+    let lg = (vocab.max(2) as f64).log2();
+    let log2_ceil = |x: f64| x.log2().ceil() as i32;
+    let lp = Tolerance::UlpOrAbs { max_ulp: 0, abs_log2: log2_ceil(u * (12.0 * a + 8.0 * lg + 32.0)) };
+    // A relative error r is below r·2^24 float32 ulps of H (ulp(H) > 2^-24·|H|), plus one for
+    // the distance being measured from RNE(H), not H.
+    let rel_ulps = (u * (8.0 * a + 4.0 * lg + 32.0) * 2f64.powi(24)).ceil() as u32 + 1;
+    let ent = Tolerance::UlpOrAbs { max_ulp: rel_ulps, abs_log2: log2_ceil(u * (4.0 * lg + 32.0)) };
+    (lp, ent)
+}
+
+pub fn expected(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+) -> Result<Vec<Expected>, FamilyError> {
+    let logits = input(inputs, spec, 0)?;
+    let target = input(inputs, spec, 1)?;
+    let v = *logits.shape.last().ok_or("logits has rank 0")?;
+    let temperature = super::attr_f64(attrs, "temperature")?;
+    let ignore = attr_i64(attrs, "ignore_index")?;
+    let x = logits.to_f64();
+    let r = reference::logprob_entropy(&x, v, &target.to_i64(), temperature, ignore)?;
+    let a = x.iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max((x / temperature).abs()));
+    let (lp_bar, ent_bar) = gates(a, v);
+    let out = |name: &str, values: Vec<f64>, tolerance| Expected {
+        name: name.into(),
+        dtype: DType::Float32,
+        shape: target.shape.clone(),
+        values,
+        tolerance,
+    };
+    Ok(vec![
+        out(OUTPUTS[0], r.logprob, lp_bar),
+        out(OUTPUTS[1], r.entropy, ent_bar),
+        out(OUTPUTS[2], r.lse, lp_bar),
+    ])
+}
+
+// ---- the family --------------------------------------------------------------------------
+
+pub struct VocabReduce;
+
+impl FamilyOps for VocabReduce {
+    fn params(&self, _raw: &RawSpec) -> FamilyParams {
+        FamilyParams::VocabReduce
+    }
+
+    fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+        check(r, raw, spec)
+    }
+
+    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
+        Vec::new()
+    }
+
+    fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
+        FIELDS
+    }
+
+    fn templates(&self, _spec: &OpSpec) -> Templates {
+        Templates {
+            kernel: "kernel/vocab_reduce.cpp.j2",
+            host: "host/vocab_reduce.cpp.j2",
+            checks: Some("host/vocab_reduce_checks.j2"),
+        }
+    }
+
+    fn template_extras(
+        &self,
+        _spec: &OpSpec,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
+        Ok(serde_json::Map::new())
+    }
+
+    /// Every output has target's shape (logits' leading dims; the host checks say so).
+    fn shape_rule(&self, _spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+        let like = || OutputShape::Like { of: INPUTS[1].into() };
+        Ok(ShapeRule { checks: Vec::new(), outputs: vec![like(), like(), like()] })
+    }
+
+    fn derived_shape(&self, _spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+        derived_shape(i, first)
+    }
+
+    fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+        cases(spec, sweep)
+    }
+
+    fn case_inputs(&self, spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
+        // A case this family made always has both shapes; a malformed one panics with why.
+        Some(case_inputs(spec, column, case).unwrap_or_else(|e| panic!("{}: {e}", spec.name)))
+    }
+
+    fn expected(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+    ) -> Result<Vec<Expected>, FamilyError> {
+        expected(spec, inputs, attrs)
+    }
+
+    fn alternates(
+        &self,
+        _spec: &OpSpec,
+        _inputs: &[(String, HostTensor)],
+        _attrs: &[(String, AttrValue)],
+        _output: &str,
+    ) -> Result<Vec<f64>, FamilyError> {
+        Ok(Vec::new())
+    }
+
+    fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        // The report rows (issue 28 point 7) are not done: [4096, 151936] on the twin is slow.
+        Vec::new()
+    }
+
+    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
+        Vec::new()
+    }
+
+    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
+        true
+    }
+
+    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
+        // The CANN cross-entropy kernel's design is not modelled yet.
+        None
+    }
+
+    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
+        shapes.get(1).map(|(_, s)| s.iter().product::<usize>() as u64)
+    }
+
+    fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
+        // Counts and sizes only; the mode follows from tilesPerRow.
+        None
+    }
+
+    fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        PlanReading {
+            label: format!("{} tile(s) of {} per row", f("tilesPerRow"), f("tileLen")),
+            two_pass: false,
+            transfer_reason: None,
+        }
+    }
+
+    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let core_rows = f("blockFactor").min(f("rows"));
+        PlanCoverage {
+            mode: if f("tilesPerRow") > 1.0 { "multi-tile" } else { "single-tile" },
+            passes: Some((core_rows * f("tilesPerRow")) as u64),
+            uneven: Some(super::uneven(f("rows"), f("blockFactor").max(1.0)) && f("rows") > f("blockFactor")),
+        }
+    }
+
+    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        vec!["single-tile", "multi-tile"]
+    }
+
+    fn fusion_target(&self, _spec: &OpSpec) -> bool {
+        false
+    }
+
+    fn report_inputs(
+        &self,
+        _spec: &OpSpec,
+        _column: usize,
+        _shapes: &[(String, Vec<usize>)],
+    ) -> Option<ReportInputs> {
+        None
+    }
+
+    /// verl's eager path: log_softmax, gather, softmax, p·log p, sum (float32 upcast first).
+    fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
+        let mut b = Builder::default();
+        let (x, _) = eager::input(case, 0)?;
+        let (t, _) = eager::input(case, 1)?;
+        let f = if x.dtype == DType::Float32 {
+            x
+        } else {
+            b.op("logits.float()", &[x], x.as_dtype(DType::Float32))
+        };
+        let ls = b.op("log_softmax", &[f], f);
+        b.op("gather(target)", &[ls, t], t.as_dtype(DType::Float32));
+        let p = b.op("softmax", &[f], f);
+        let pl = b.op("p * log_softmax", &[p, ls], f);
+        b.op("-sum(-1)", &[pl], t.as_dtype(DType::Float32));
+        Ok(b.finish("verl logprobs_from_logits + entropy_from_logits (eager)"))
+    }
+}

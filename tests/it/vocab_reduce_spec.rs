@@ -1,0 +1,66 @@
+//! The vocab_reduce family's spec rules (logprob_entropy): a bad spec is rejected with
+//! file:line:column, the field and what is wrong; the catalogue spec loads.
+
+use crate::support::Patched;
+use ascend_opgen::family;
+use ascend_opgen::spec::{Family, SpecErrors};
+use std::path::Path;
+
+const PATH: &str = "kernels/logprob_entropy.toml";
+
+fn good() -> String {
+    std::fs::read_to_string(ascend_opgen::repo_root().join(PATH)).unwrap()
+}
+
+fn errors(text: &str) -> SpecErrors {
+    family::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
+}
+
+fn assert_error(text: &str, field: &str, words: &str) {
+    let errs = errors(text);
+    let shown = errs.to_string();
+    let e = errs
+        .0
+        .iter()
+        .find(|e| e.field == field)
+        .unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"));
+    assert!(e.line > 0 && e.column > 0, "position missing in:\n{shown}");
+    assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
+    assert!(shown.contains(PATH), "file missing in:\n{shown}");
+}
+
+#[test]
+fn the_catalogue_spec_loads() {
+    let s = family::parse_str(Path::new(PATH), &good()).unwrap();
+    assert_eq!(s.family, Family::VocabReduce);
+    assert_eq!(s.columns(), 6);
+}
+
+#[test]
+fn a_target_that_is_not_int32_or_int64_is_refused() {
+    let text = good().patched(
+        "dtypes = [\"int32\", \"int32\", \"int32\", \"int64\"",
+        "dtypes = [\"int32\", \"int8\", \"int32\", \"int64\"",
+    );
+    assert_error(&text, "inputs[1].dtypes[1]", "target is int32 or int64 (found int8)");
+}
+
+#[test]
+fn a_16_bit_output_is_refused() {
+    let text = good().patched(
+        "[[outputs]]\nname = \"entropy\"\ndtypes = [\"float32\", \"float32\"",
+        "[[outputs]]\nname = \"entropy\"\ndtypes = [\"float32\", \"bfloat16\"",
+    );
+    assert_error(&text, "outputs[1].dtypes[1]", "`entropy` is float32 (found bfloat16)");
+}
+
+#[test]
+fn inputs_outputs_and_attrs_are_named_and_ordered() {
+    let text = good().patched("name = \"target\"", "name = \"labels\"");
+    assert_error(&text, "inputs", "takes inputs (logits, target) in that order");
+    let text = good().patched("name = \"lse\"", "name = \"logsumexp\"");
+    assert_error(&text, "outputs", "has outputs (logprob, entropy, lse) in that order");
+    let text =
+        good().patched("type = \"int\"", "type = \"float\"").patched("default = -100", "default = -100.0");
+    assert_error(&text, "attrs", "temperature (float) and ignore_index (int)");
+}

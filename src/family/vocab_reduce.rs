@@ -263,11 +263,14 @@ pub fn gates(a: f64, vocab: usize) -> (Tolerance, Tolerance) {
     let u = 2f64.powi(-24);
     let lg = (vocab.max(2) as f64).log2();
     let log2_ceil = |x: f64| x.log2().ceil() as i32;
-    let lp = Tolerance::UlpOrAbs { max_ulp: 0, abs_log2: log2_ceil(u * (12.0 * a + 8.0 * lg + 32.0)) };
+    // Derived bars only: no bulk bar (`Tolerance::ulp_or_abs_bulk`) from measured means yet.
+    let lp =
+        Tolerance::UlpOrAbs { max_ulp: 0, abs_log2: log2_ceil(u * (12.0 * a + 8.0 * lg + 32.0)), mean: None };
     // A relative error r is below r·2^24 float32 ulps of H (ulp(H) > 2^-24·|H|), plus one for
     // the distance being measured from RNE(H), not H.
     let rel_ulps = (u * (8.0 * a + 4.0 * lg + 32.0) * 2f64.powi(24)).ceil() as u32 + 1;
-    let ent = Tolerance::UlpOrAbs { max_ulp: rel_ulps, abs_log2: log2_ceil(u * (4.0 * lg + 32.0)) };
+    let ent =
+        Tolerance::UlpOrAbs { max_ulp: rel_ulps, abs_log2: log2_ceil(u * (4.0 * lg + 32.0)), mean: None };
     (lp, ent)
 }
 

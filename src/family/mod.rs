@@ -336,6 +336,40 @@ pub fn load_catalogue(path: &Path) -> Result<Vec<OpSpec>, SpecErrors> {
     crate::spec::load_catalogue(path, &Registry)
 }
 
+/// The catalogue directory of the repository.
+pub fn catalogue_dir() -> std::path::PathBuf {
+    crate::repo_root().join("kernels")
+}
+
+/// Why [`load_selection`] found no specs to work on.
+#[derive(Debug)]
+pub enum SelectionError {
+    /// A spec of the catalogue is invalid (file, field and rule).
+    Spec(SpecErrors),
+    /// An op asked for is not in the catalogue (the known names).
+    UnknownOp(crate::spec::UnknownOp),
+}
+
+impl std::fmt::Display for SelectionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SelectionError::Spec(e) => write!(f, "{e}"),
+            SelectionError::UnknownOp(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SelectionError {}
+
+/// The specs a command works on: the catalogue at `specs` (default [`catalogue_dir`]), only
+/// `ops` where given.
+pub fn load_selection(specs: Option<&Path>, ops: &[String]) -> Result<Vec<OpSpec>, SelectionError> {
+    let dir = specs.map(Path::to_path_buf).unwrap_or_else(catalogue_dir);
+    let all = load_catalogue(&dir).map_err(SelectionError::Spec)?;
+    let chosen = crate::spec::select(&all, ops).map_err(SelectionError::UnknownOp)?;
+    Ok(chosen.into_iter().cloned().collect())
+}
+
 // Shared entry points: each asks the op's family.
 
 pub fn tiling_fields(spec: &OpSpec) -> &'static [TilingField] {
@@ -456,7 +490,7 @@ pub fn diagnose(
 pub type CaseData = (Vec<(String, HostTensor)>, Vec<(String, AttrValue)>);
 
 /// The inputs and attrs of a case in dtype combination `column` when the family makes its own;
-/// `None`: every input is drawn from the case's distribution (`app::verify::case_inputs`).
+/// `None`: every input is drawn from the case's distribution (`verify::case_inputs`).
 pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
     ops(spec.family).case_inputs(spec, column, case)
 }

@@ -11,6 +11,10 @@
 #include "kernel_operator.h"
 
 namespace opgen_kernel {
+// Unqualified AscendC names, as the kernels spell them: CANN declares some at global scope
+// (GetTPipePtr), the twin in AscendC; a using-directive finds either.
+using namespace AscendC;
+
 constexpr uint32_t BUFFER_NUM = 2;         // double buffering: the copy of pass i+1 overlaps pass i
 constexpr uint32_t BLOCK_BYTES = 32;       // UB alignment and DataCopy granularity
 constexpr uint32_t FLOATS_PER_BLOCK = 8;   // floats per 32-byte block
@@ -33,24 +37,24 @@ __aicore__ inline void Share(uint32_t n, uint32_t cores, uint32_t index, uint32_
 }
 
 template <typename T>
-__aicore__ inline AscendC::DataCopyPadExtParams<T> NoPad()
+__aicore__ inline DataCopyPadExtParams<T> NoPad()
 {
-    return AscendC::DataCopyPadExtParams<T>(false, 0, 0, static_cast<T>(0));
+    return DataCopyPadExtParams<T>(false, 0, 0, static_cast<T>(0));
 }
 
 // One contiguous block of `bytes` bytes (a single burst).
-__aicore__ inline AscendC::DataCopyExtParams Burst(uint64_t bytes)
+__aicore__ inline DataCopyExtParams Burst(uint64_t bytes)
 {
-    return AscendC::DataCopyExtParams(1, static_cast<uint32_t>(bytes), 0, 0, 0);
+    return DataCopyExtParams(1, static_cast<uint32_t>(bytes), 0, 0, 0);
 }
 
 // Orders two pipes with one event: the later pipe waits for the earlier one's work so far.
-template <AscendC::HardEvent EVENT>
+template <HardEvent EVENT>
 __aicore__ inline void Sync()
 {
-    event_t id = static_cast<event_t>(AscendC::GetTPipePtr()->FetchEventID(EVENT));
-    AscendC::SetFlag<EVENT>(id);
-    AscendC::WaitFlag<EVENT>(id);
+    event_t id = static_cast<event_t>(GetTPipePtr()->FetchEventID(EVENT));
+    SetFlag<EVENT>(id);
+    WaitFlag<EVENT>(id);
 }
 }  // namespace opgen_kernel
 

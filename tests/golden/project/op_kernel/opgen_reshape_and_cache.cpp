@@ -20,6 +20,7 @@
 namespace opgen_reshape_and_cache_kernel {
 using namespace AscendC;
 using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
+using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
 
 // Mirrors OpgenReshapeAndCacheTilingData in op_host/opgen_reshape_and_cache_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.

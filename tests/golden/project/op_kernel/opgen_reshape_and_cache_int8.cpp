@@ -37,6 +37,7 @@
 namespace opgen_reshape_and_cache_int8_kernel {
 using namespace AscendC;
 using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
+using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
 
 // Mirrors OpgenReshapeAndCacheInt8TilingData in op_host/opgen_reshape_and_cache_int8_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.

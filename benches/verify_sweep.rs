@@ -4,9 +4,9 @@
 //! are done (and cached) by a first, untimed pass.
 
 use ascend_opgen::app::gen::load_specs;
-use ascend_opgen::app::verify::{run_verify, VerifyOptions};
 use ascend_opgen::tensor::shape_numel;
 use ascend_opgen::verify::{self, Sweep};
+use ascend_opgen::verify::{run_verify, VerifyOptions};
 use std::time::Instant;
 
 fn main() {

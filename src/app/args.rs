@@ -78,8 +78,8 @@ pub struct VerifyArgs {
 }
 
 impl VerifyArgs {
-    pub fn options(self) -> super::verify::VerifyOptions {
-        super::verify::VerifyOptions {
+    pub fn options(self) -> crate::verify::VerifyOptions {
+        crate::verify::VerifyOptions {
             specs: self.specs,
             from: self.from,
             ops: self.ops,

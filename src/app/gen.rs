@@ -3,7 +3,7 @@
 use super::AppError;
 use crate::codegen::{self, Project};
 use crate::family;
-use crate::spec::{self, OpSpec};
+use crate::spec::OpSpec;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Default)]
@@ -18,17 +18,11 @@ pub struct GenOptions {
     pub check: bool,
 }
 
-/// The catalogue directory of the repository.
-pub fn catalogue_dir() -> PathBuf {
-    crate::repo_root().join("kernels")
-}
+pub use crate::family::catalogue_dir;
 
 /// Loads the specs a command works on, as one error message on failure (exit code 2).
 pub fn load_specs(specs: Option<&Path>, ops: &[String]) -> Result<Vec<OpSpec>, AppError> {
-    let dir = specs.map(Path::to_path_buf).unwrap_or_else(catalogue_dir);
-    let all = family::load_catalogue(&dir).map_err(|e| AppError::input(e.to_string()))?;
-    let chosen = spec::select(&all, ops).map_err(AppError::input)?;
-    Ok(chosen.into_iter().cloned().collect())
+    family::load_selection(specs, ops).map_err(AppError::input)
 }
 
 pub fn render(specs: &[OpSpec]) -> Result<Project, AppError> {

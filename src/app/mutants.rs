@@ -10,11 +10,11 @@
 //! not fail the run.
 
 use super::gen::{load_specs, render};
-use super::verify::{run_verify, VerifyOptions};
 use super::AppError;
 use crate::codegen::write_atomically;
 use crate::toolchain::scratch::ScratchDir;
 use crate::verify::Sweep;
+use crate::verify::{run_verify, VerifyError, VerifyOptions};
 use crate::DType;
 use serde::Deserialize;
 use std::fmt;
@@ -300,8 +300,8 @@ pub fn run_mutants(opts: &MutantsOptions) -> Result<MutantsReport, AppError> {
                 (Verdict::BuildFailed, format!("no case ran for {} {}", m.op, m.dtype))
             }
             Ok(r) => (Verdict::Killed, r.failures[0].clone()),
-            Err(e) if e.message.contains("twin build failed") => (Verdict::BuildFailed, e.message),
-            Err(e) => (Verdict::Killed, e.message),
+            Err(VerifyError::Build(m)) => (Verdict::BuildFailed, m),
+            Err(e) => (Verdict::Killed, e.to_string()),
         };
         let _ = std::fs::remove_dir_all(&dir);
         eprintln!("mutants: {}: {:?}", m.id, verdict);

@@ -7,6 +7,8 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
 
 /// Every template, embedded at compile time. Adding a family = one entry per template here.
 pub(crate) const TEMPLATES: &[(&str, &str)] = &[
+    ("host/opgen_host_common.h.j2", include_str!("../../templates/host/opgen_host_common.h.j2")),
+    ("kernel/opgen_kernel_common.h.j2", include_str!("../../templates/kernel/opgen_kernel_common.h.j2")),
     ("kernel/row_norm.cpp.j2", include_str!("../../templates/kernel/row_norm.cpp.j2")),
     ("kernel/row_norm_batched.j2", include_str!("../../templates/kernel/row_norm_batched.j2")),
     ("kernel/row_norm_grad_batched.j2", include_str!("../../templates/kernel/row_norm_grad_batched.j2")),

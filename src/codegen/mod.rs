@@ -11,7 +11,7 @@ mod write;
 pub use context::{banner_source, OpContext};
 pub use project::{
     msopgen_json, render_project, render_project_with, render_twin_launch, template_sources, GeneratedFile,
-    Project,
+    Project, HOST_COMMON_HEADER, KERNEL_COMMON_HEADER,
 };
 pub use write::{check_against, write_atomically, CheckOutcome, WriteError};
 

@@ -92,6 +92,11 @@ fn render_op(env: &Environment<'static>, spec: &OpSpec) -> Result<Vec<GeneratedF
     ])
 }
 
+/// The helper header every op_host file includes (`templates/host/opgen_host_common.h.j2`).
+pub const HOST_COMMON_HEADER: &str = "op_host/opgen_host_common.h";
+/// The helper header every kernel includes (`templates/kernel/opgen_kernel_common.h.j2`).
+pub const KERNEL_COMMON_HEADER: &str = "op_kernel/opgen_kernel_common.h";
+
 fn render_shared(env: &Environment<'static>, specs: &[&OpSpec]) -> Result<Vec<GeneratedFile>, RenderError> {
     let units: BTreeSet<&str> = specs.iter().flat_map(|s| s.targets.iter().map(String::as_str)).collect();
     let sources: Vec<String> = specs.iter().map(|s| banner_source(&s.source)).collect();
@@ -110,12 +115,15 @@ fn render_shared(env: &Environment<'static>, specs: &[&OpSpec]) -> Result<Vec<Ge
         compute_units => units.iter().collect::<Vec<_>>(),
         vendor => names.vendor.as_str(),
         source => sources.join(", "),
+        ub_reserved_bytes => crate::plan::soc::UB_API_SCRATCH_BYTES_A2,
     };
     let mut files = Vec::new();
     for (path, template) in [
         ("CMakeLists.txt", "project/CMakeLists.txt.j2"),
         ("op_host/CMakeLists.txt", "project/op_host.CMakeLists.txt.j2"),
         ("op_kernel/CMakeLists.txt", "project/op_kernel.CMakeLists.txt.j2"),
+        (HOST_COMMON_HEADER, "host/opgen_host_common.h.j2"),
+        (KERNEL_COMMON_HEADER, "kernel/opgen_kernel_common.h.j2"),
         ("build.sh", "project/build.sh.j2"),
     ] {
         let contents = env

@@ -4,12 +4,8 @@
 
 use super::eager::{self, Builder};
 use super::layout::{self, Role};
-use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
-use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
-    Templates,
-};
+use super::{CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, Templates};
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;
 use crate::dtype::DType;
@@ -204,10 +200,6 @@ impl FamilyOps for Dequant {
         check(r, raw, spec)
     }
 
-    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
-        Vec::new()
-    }
-
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         DEQUANT_FIELDS
     }
@@ -248,40 +240,6 @@ impl FamilyOps for Dequant {
         expected(spec, inputs, attrs)
     }
 
-    fn alternates(
-        &self,
-        _spec: &OpSpec,
-        _inputs: &[(String, HostTensor)],
-        _attrs: &[(String, AttrValue)],
-        _output: &str,
-    ) -> Result<Vec<f64>, FamilyError> {
-        Ok(Vec::new())
-    }
-
-    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
-        // No CANN built-in design is modelled for the dequantisation.
-        None
-    }
-    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
-        // The spec's default attrs are the modelled kernel path.
-        Vec::new()
-    }
-    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
-        true
-    }
-    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
-        Vec::new()
-    }
-
-    fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
-        None
-    }
-
-    fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
-        // No field of this family selects a mode: its numbers are counts and sizes.
-        None
-    }
-
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         let core_rows = f("blockFactor").min(f("rows"));
@@ -296,14 +254,6 @@ impl FamilyOps for Dequant {
         vec!["rows"]
     }
 
-    fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
-        PlanReading::default()
-    }
-
-    fn fusion_target(&self, _spec: &OpSpec) -> bool {
-        false
-    }
-
     /// x is shaped like q.
     fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
         let first = spec.inputs.first().ok_or("dequant needs inputs")?.name.clone();
@@ -312,15 +262,6 @@ impl FamilyOps for Dequant {
 
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
         Vec::new()
-    }
-
-    fn report_inputs(
-        &self,
-        _spec: &OpSpec,
-        _column: usize,
-        _shapes: &[(String, Vec<usize>)],
-    ) -> Option<ReportInputs> {
-        None
     }
 
     /// `x.to(float32) * scale`, cast to the output dtype.

@@ -72,17 +72,18 @@ impl CannBuiltin {
     }
 }
 
-/// What a family must provide. No hook has a default, so a new family's `impl` names every
-/// one of them (the compiler lists what is missing); shared code reaches a family only through
-/// [`ops`].
+/// What a family provides. The hooks without a body are what every family must answer (the
+/// compiler lists any a new family's `impl` leaves out: "not all trait items implemented"); the
+/// hooks with a body are optional capabilities, whose default is the honest "absent" answer,
+/// stated once here (each default says why), so a family writes only the capabilities it has.
+/// Shared code reaches a family only through [`ops`].
 pub(crate) trait FamilyOps: Sync {
+    // What every family must answer.
+
     /// The family's parameters from its spec table.
     fn params(&self, raw: &RawSpec) -> FamilyParams;
     /// The family's structure rules (run after the generic rules passed).
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec);
-    /// The ops a validated spec brings into the catalogue with it (an elementwise op: its
-    /// generated `<name>_grad`).
-    fn derived_ops(&self, spec: &OpSpec) -> Vec<OpSpec>;
     /// The tiling-data layout (every field 4 bytes; host and kernel read the same list).
     fn tiling_fields(&self, spec: &OpSpec) -> &'static [TilingField];
     /// The kernel and op_host templates of `spec`.
@@ -98,10 +99,6 @@ pub(crate) trait FamilyOps: Sync {
     fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize>;
     /// The verification cases of a sweep.
     fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case>;
-    /// The inputs and attrs of a case in dtype combination `column` when the family makes its
-    /// own (slot mappings by pattern, pre-filled caches); `None`: every input is drawn from the
-    /// case's distribution.
-    fn case_inputs(&self, spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData>;
     /// Expected outputs of a case, from `crate::reference` (written from the math).
     fn expected(
         &self,
@@ -109,39 +106,6 @@ pub(crate) trait FamilyOps: Sync {
         inputs: &[(String, HostTensor)],
         attrs: &[(String, AttrValue)],
     ) -> Result<Vec<Expected>, FamilyError>;
-    /// Per element of `output`, a second value the semantics allow (NaN where there is none),
-    /// or an empty vector (see [`alternates`]).
-    fn alternates(
-        &self,
-        spec: &OpSpec,
-        inputs: &[(String, HostTensor)],
-        attrs: &[(String, AttrValue)],
-        output: &str,
-    ) -> Result<Vec<f64>, FamilyError>;
-    /// The report's model shapes (first input's shape, labelled), e.g. Qwen2-7B.
-    fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)>;
-    /// Attr settings the report also models at every model shape, each its own row labelled
-    /// `<shape label>, <label>` (rotary_mul's rounding "hf", a different kernel path in
-    /// float32). Empty: the spec's default attrs only.
-    fn report_variants(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)>;
-    /// Whether a variant row (its attrs) takes a kernel path of its own at `dtype`; false drops
-    /// the row there, where it would only model the default's path again (row_norm_grad's
-    /// arithmetic "float32" at float32 inputs runs the float-float kernel).
-    fn report_variant_applies(&self, spec: &OpSpec, dtype: DType, attrs: &[(String, AttrValue)]) -> bool;
-    /// The CANN built-in op this op replaces on an NPU, whose public kernel design the report
-    /// models as its second baseline ("vs CANN"); `None` where no built-in design is modelled.
-    fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin>;
-    /// Inputs the op's result does not depend on at these attrs, so a kernel never reads them
-    /// (rotary_mul_grad's x without table gradients): the report's minimum bytes leave them out.
-    fn inputs_not_read(&self, spec: &OpSpec, attrs: &[(String, AttrValue)]) -> Vec<&'static str>;
-    /// Independent work units a kernel can spread over cores (rows), where the family has them.
-    fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64>;
-    /// Words for `value` of one of the family's own tiling fields, where a number alone does
-    /// not say what the TilingFunc chose (`mode` 2 → "split-D, two passes"); `opgen plan` prints
-    /// them after the number. `None`: the number says it (a count, a size, a 0/1 flag).
-    fn tiling_value_label(&self, spec: &OpSpec, field: &str, value: u64) -> Option<&'static str>;
-    /// The report's reading of what the generated TilingFunc chose, from its tiling fields.
-    fn read_plan(&self, spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, dtype: DType) -> PlanReading;
     /// What a case's plan exercises, read from the family's own tiling fields: the mode the
     /// TilingFunc chose, the UB passes of the busiest core (a lower bound where the kernel's
     /// loop may run more), whether the cores' shares are uneven (`crate::verify::coverage`).
@@ -149,19 +113,97 @@ pub(crate) trait FamilyOps: Sync {
     /// Every mode the TilingFunc can choose for `spec` in dtype combination `column` (the names
     /// `plan_coverage` gives): the quick sweep must reach each of them.
     fn plan_modes(&self, spec: &OpSpec, column: usize) -> Vec<&'static str>;
-    /// Whether the report holds the op to the fusion target at its model shapes (≥ 4x fewer
-    /// GM bytes than eager in 1 launch against ≥ 6).
-    fn fusion_target(&self, spec: &OpSpec) -> bool;
-    /// The report's realistic inputs, where values matter to the traffic (a paged cache's slot
-    /// mapping): input index → tensor, plus how many slots are valid. `None`: uniform inputs.
-    fn report_inputs(
-        &self,
-        spec: &OpSpec,
-        column: usize,
-        shapes: &[(String, Vec<usize>)],
-    ) -> Option<ReportInputs>;
+    /// The report's model shapes (first input's shape, labelled), e.g. Qwen2-7B; empty keeps
+    /// the op out of the report, which a family says in its own body.
+    fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)>;
     /// What eager PyTorch runs for the same work (the report's baseline).
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError>;
+
+    // Optional capabilities: the default is the answer of a family without the capability.
+
+    /// The ops a validated spec brings into the catalogue with it (an elementwise op: its
+    /// generated `<name>_grad`). Default: none, a spec is one op.
+    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
+        Vec::new()
+    }
+    /// The inputs and attrs of a case in dtype combination `column` when the family makes its
+    /// own (slot mappings by pattern, pre-filled caches). Default `None`: every input is drawn
+    /// from the case's distribution, which is what a family without value constraints wants.
+    fn case_inputs(&self, _spec: &OpSpec, _column: usize, _case: &Case) -> Option<CaseData> {
+        None
+    }
+    /// Per element of `output`, a second value the semantics allow (NaN where there is none),
+    /// or an empty vector (see [`alternates`]). Default: empty, the expected value is the only
+    /// one accepted (alternates exist only where an op's definition rounds an intermediate).
+    fn alternates(
+        &self,
+        _spec: &OpSpec,
+        _inputs: &[(String, HostTensor)],
+        _attrs: &[(String, AttrValue)],
+        _output: &str,
+    ) -> Result<Vec<f64>, FamilyError> {
+        Ok(Vec::new())
+    }
+    /// Attr settings the report also models at every model shape, each its own row labelled
+    /// `<shape label>, <label>` (rotary_mul's rounding "hf", a different kernel path in
+    /// float32). Default: empty, the spec's default attrs are the one modelled kernel path.
+    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
+        Vec::new()
+    }
+    /// Whether a variant row (its attrs) takes a kernel path of its own at `dtype`; false drops
+    /// the row there, where it would only model the default's path again (row_norm_grad's
+    /// arithmetic "float32" at float32 inputs runs the float-float kernel). Default: true, every
+    /// variant the family lists is its own path (a family without variants is never asked).
+    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
+        true
+    }
+    /// The CANN built-in op this op replaces on an NPU, whose public kernel design the report
+    /// models as its second baseline ("vs CANN"). Default `None`: no built-in design is
+    /// modelled, so the report shows no "vs CANN" figure rather than a made-up one.
+    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
+        None
+    }
+    /// Inputs the op's result does not depend on at these attrs, so a kernel never reads them
+    /// (rotary_mul_grad's x without table gradients): the report's minimum bytes leave them out.
+    /// Default: none, the result depends on every input (the floor counts all of them).
+    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
+        Vec::new()
+    }
+    /// Independent work units a kernel can spread over cores (rows), where the family has them.
+    /// Default `None`: the family does not claim a count, so the report does not judge the
+    /// core split by one.
+    fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
+        None
+    }
+    /// Words for `value` of one of the family's own tiling fields, where a number alone does
+    /// not say what the TilingFunc chose (`mode` 2 → "split-D, two passes"); `opgen plan` prints
+    /// them after the number. Default `None`: the number says it (a count, a size, a 0/1 flag).
+    fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
+        None
+    }
+    /// The report's reading of what the generated TilingFunc chose, from its tiling fields.
+    /// Default: no label, one pass, the report's generic transfer reason (a single-mode plan
+    /// whose fields `opgen plan` already prints).
+    fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
+        PlanReading::default()
+    }
+    /// Whether the report holds the op to the fusion target at its model shapes (≥ 4x fewer
+    /// GM bytes than eager in 1 launch against ≥ 6). Default false: the target is for ops that
+    /// fuse an eager chain; a family opts in.
+    fn fusion_target(&self, _spec: &OpSpec) -> bool {
+        false
+    }
+    /// The report's realistic inputs, where values matter to the traffic (a paged cache's slot
+    /// mapping): input index → tensor, plus how many slots are valid. Default `None`: uniform
+    /// inputs, right wherever the values do not change which bytes move.
+    fn report_inputs(
+        &self,
+        _spec: &OpSpec,
+        _column: usize,
+        _shapes: &[(String, Vec<usize>)],
+    ) -> Option<ReportInputs> {
+        None
+    }
 }
 
 /// The kernel and op_host templates of an op (paths under `templates/`).
@@ -296,6 +338,40 @@ pub fn load_catalogue(path: &Path) -> Result<Vec<OpSpec>, SpecErrors> {
     crate::spec::load_catalogue(path, &Registry)
 }
 
+/// The catalogue directory of the repository.
+pub fn catalogue_dir() -> std::path::PathBuf {
+    crate::repo_root().join("kernels")
+}
+
+/// Why [`load_selection`] found no specs to work on.
+#[derive(Debug)]
+pub enum SelectionError {
+    /// A spec of the catalogue is invalid (file, field and rule).
+    Spec(SpecErrors),
+    /// An op asked for is not in the catalogue (the known names).
+    UnknownOp(crate::spec::UnknownOp),
+}
+
+impl std::fmt::Display for SelectionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SelectionError::Spec(e) => write!(f, "{e}"),
+            SelectionError::UnknownOp(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SelectionError {}
+
+/// The specs a command works on: the catalogue at `specs` (default [`catalogue_dir`]), only
+/// `ops` where given.
+pub fn load_selection(specs: Option<&Path>, ops: &[String]) -> Result<Vec<OpSpec>, SelectionError> {
+    let dir = specs.map(Path::to_path_buf).unwrap_or_else(catalogue_dir);
+    let all = load_catalogue(&dir).map_err(SelectionError::Spec)?;
+    let chosen = crate::spec::select(&all, ops).map_err(SelectionError::UnknownOp)?;
+    Ok(chosen.into_iter().cloned().collect())
+}
+
 // Shared entry points: each asks the op's family.
 
 pub fn tiling_fields(spec: &OpSpec) -> &'static [TilingField] {
@@ -416,7 +492,7 @@ pub fn diagnose(
 pub type CaseData = (Vec<(String, HostTensor)>, Vec<(String, AttrValue)>);
 
 /// The inputs and attrs of a case in dtype combination `column` when the family makes its own;
-/// `None`: every input is drawn from the case's distribution (`app::verify::case_inputs`).
+/// `None`: every input is drawn from the case's distribution (`verify::case_inputs`).
 pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
     ops(spec.family).case_inputs(spec, column, case)
 }

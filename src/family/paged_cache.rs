@@ -15,8 +15,7 @@ use super::layout::{self, kind, Role};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
-    Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, ReportInputs, Templates,
 };
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;
@@ -588,10 +587,6 @@ impl FamilyOps for PagedCache {
         check(r, raw, spec)
     }
 
-    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
-        Vec::new()
-    }
-
     fn tiling_fields(&self, spec: &OpSpec) -> &'static [TilingField] {
         if kind(spec) == KvKind::ReshapeAndCacheInt8 {
             INT8_FIELDS
@@ -636,16 +631,6 @@ impl FamilyOps for PagedCache {
         expected(spec, inputs, attrs)
     }
 
-    fn alternates(
-        &self,
-        _spec: &OpSpec,
-        _inputs: &[(String, HostTensor)],
-        _attrs: &[(String, AttrValue)],
-        _output: &str,
-    ) -> Result<Vec<f64>, FamilyError> {
-        Ok(Vec::new())
-    }
-
     fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin> {
         // The family's kinds are these two (KINDS); the spec check refuses any other.
         Some(if kind(spec) == KvKind::ReshapeAndCacheInt8 {
@@ -654,26 +639,6 @@ impl FamilyOps for PagedCache {
             CannBuiltin::ReshapeAndCache
         })
     }
-    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
-        // The spec's default attrs are the modelled kernel path.
-        Vec::new()
-    }
-    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
-        true
-    }
-    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
-        Vec::new()
-    }
-
-    fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
-        None
-    }
-
-    fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
-        // No field of this family selects a mode: its numbers are counts and sizes.
-        None
-    }
-
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         // Every core scans the whole slot mapping (no shares to be uneven); the scan's UB passes
@@ -690,14 +655,6 @@ impl FamilyOps for PagedCache {
     fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
         // Every slot dtype takes each scan (the TilingFunc picks by tokens and cache slots).
         vec!["scan in UB", "vector scan", "GM reads"]
-    }
-
-    fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
-        PlanReading::default()
-    }
-
-    fn fusion_target(&self, _spec: &OpSpec) -> bool {
-        false
     }
 
     /// The caches are updated in place and the int32 count [1] returned. The cache geometry

@@ -4,12 +4,8 @@
 
 use super::eager::{self, Builder};
 use super::layout::{self, kind, Role};
-use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
-use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
-    Templates,
-};
+use super::{CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, Templates};
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;
 use crate::dtype::DType;
@@ -193,10 +189,6 @@ impl FamilyOps for Permute {
         check(r, raw, spec)
     }
 
-    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
-        Vec::new()
-    }
-
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         PERMUTE_FIELDS
     }
@@ -237,35 +229,6 @@ impl FamilyOps for Permute {
         expected(spec, inputs, attrs)
     }
 
-    fn alternates(
-        &self,
-        _spec: &OpSpec,
-        _inputs: &[(String, HostTensor)],
-        _attrs: &[(String, AttrValue)],
-        _output: &str,
-    ) -> Result<Vec<f64>, FamilyError> {
-        Ok(Vec::new())
-    }
-
-    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
-        // No CANN built-in design is modelled for the layout permutes.
-        None
-    }
-    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
-        // The spec's default attrs are the modelled kernel path.
-        Vec::new()
-    }
-    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
-        true
-    }
-    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
-        Vec::new()
-    }
-
-    fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
-        None
-    }
-
     fn tiling_value_label(&self, _spec: &OpSpec, field: &str, value: u64) -> Option<&'static str> {
         match (field, value) {
             ("layout", 0) => Some("p-major"),
@@ -288,14 +251,6 @@ impl FamilyOps for Permute {
         vec!["p-major", "q-major"]
     }
 
-    fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
-        PlanReading::default()
-    }
-
-    fn fusion_target(&self, _spec: &OpSpec) -> bool {
-        false
-    }
-
     /// The permutes swap dims 1 and 2 of a 4-D x.
     fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
         let first = spec.inputs.first().ok_or("permute needs an input")?.name.clone();
@@ -311,15 +266,6 @@ impl FamilyOps for Permute {
             KvKind::BsndToBnsd => vec![("Qwen2-7B kv", vec![1, 4096, 4, 128])],
             _ => vec![("Qwen2-7B kv", vec![1, 4, 4096, 128])],
         }
-    }
-
-    fn report_inputs(
-        &self,
-        _spec: &OpSpec,
-        _column: usize,
-        _shapes: &[(String, Vec<usize>)],
-    ) -> Option<ReportInputs> {
-        None
     }
 
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {

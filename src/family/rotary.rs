@@ -40,10 +40,7 @@ use super::default_attrs;
 use super::eager::{input, Builder};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
-use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
-    Templates,
-};
+use super::{EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, Templates};
 use super::{OutputShape, ShapeCheck, ShapeRule};
 use crate::compare::Tolerance;
 use crate::dtype::DType;
@@ -545,10 +542,6 @@ impl FamilyOps for Rotary {
         check(r, raw, spec)
     }
 
-    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
-        Vec::new()
-    }
-
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         TILING_FIELDS
     }
@@ -589,10 +582,6 @@ impl FamilyOps for Rotary {
         cases(spec, sweep)
     }
 
-    fn case_inputs(&self, _spec: &OpSpec, _column: usize, _case: &Case) -> Option<CaseData> {
-        None
-    }
-
     fn expected(
         &self,
         spec: &OpSpec,
@@ -600,16 +589,6 @@ impl FamilyOps for Rotary {
         attrs: &[(String, AttrValue)],
     ) -> Result<Vec<Expected>, FamilyError> {
         expected(spec, inputs, attrs)
-    }
-
-    fn alternates(
-        &self,
-        _spec: &OpSpec,
-        _inputs: &[(String, HostTensor)],
-        _attrs: &[(String, AttrValue)],
-        _output: &str,
-    ) -> Result<Vec<f64>, FamilyError> {
-        Ok(Vec::new())
     }
 
     /// Qwen2-7B's q (28 heads) and k (4 heads) and Qwen3-8B's q (32 heads) of D 128 at 4096
@@ -633,14 +612,6 @@ impl FamilyOps for Rotary {
         } else {
             Vec::new()
         }
-    }
-
-    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
-        true
-    }
-    /// Rows of D.
-    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
-        Vec::new()
     }
 
     fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
@@ -679,21 +650,8 @@ impl FamilyOps for Rotary {
         ROTARY_MODES.to_vec()
     }
 
-    fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
-        PlanReading::default()
-    }
-
     fn fusion_target(&self, _spec: &OpSpec) -> bool {
         true
-    }
-
-    fn report_inputs(
-        &self,
-        _spec: &OpSpec,
-        _column: usize,
-        _shapes: &[(String, Vec<usize>)],
-    ) -> Option<ReportInputs> {
-        None
     }
 
     /// HF `apply_rotary_pos_emb` with `rotate_half`.

@@ -36,11 +36,9 @@ use super::default_attrs;
 use super::eager::{input, Builder};
 use super::inputs::{derive_seed, Distribution, Rng};
 use super::rotary::{mode_of, Layout, MODES};
-use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
-    Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates,
 };
 use super::{OutputShape, ShapeCheck, ShapeRule};
 use crate::compare::Tolerance;
@@ -503,10 +501,6 @@ impl FamilyOps for RotaryGrad {
         check(r, raw, spec)
     }
 
-    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
-        Vec::new()
-    }
-
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         TILING_FIELDS
     }
@@ -573,34 +567,12 @@ impl FamilyOps for RotaryGrad {
         expected(spec, inputs, attrs)
     }
 
-    fn alternates(
-        &self,
-        _spec: &OpSpec,
-        _inputs: &[(String, HostTensor)],
-        _attrs: &[(String, AttrValue)],
-        _output: &str,
-    ) -> Result<Vec<f64>, FamilyError> {
-        Ok(Vec::new())
-    }
-
     /// Qwen2-7B's q (28 heads) and k (4 heads) of D 128 at 4096 tokens, BSND (table_grads off:
     /// autograd's usual call, cos/sin need no gradient).
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
         vec![("Qwen2-7B q", vec![1, 4096, 28, 128]), ("Qwen2-7B k", vec![1, 4096, 4, 128])]
     }
 
-    /// Table rows (positions): a core owns whole ones (see the module doc).
-    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
-        // The backward op has no CANN built-in design modelled.
-        None
-    }
-    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
-        // The spec's default attrs are the modelled kernel path.
-        Vec::new()
-    }
-    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
-        true
-    }
     /// x only feeds the table gradients: with `table_grads = false` the kernel never reads it,
     /// so the floor does not count it.
     fn inputs_not_read(&self, _spec: &OpSpec, attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
@@ -655,15 +627,6 @@ impl FamilyOps for RotaryGrad {
 
     fn fusion_target(&self, _spec: &OpSpec) -> bool {
         true
-    }
-
-    fn report_inputs(
-        &self,
-        _spec: &OpSpec,
-        _column: usize,
-        _shapes: &[(String, Vec<usize>)],
-    ) -> Option<ReportInputs> {
-        None
     }
 
     /// torch autograd of HF `apply_rotary_pos_emb` (q·cos + rotate_half(q)·sin) for q, with cos

@@ -4,8 +4,7 @@
 use super::eager::{input, last_dim, Builder, T};
 use super::CannBuiltin;
 use super::{
-    attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
-    Templates,
+    attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates,
 };
 use super::{Case, Expected, Sweep};
 use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
@@ -887,10 +886,6 @@ impl FamilyOps for RowNorm {
         check(r, raw, spec)
     }
 
-    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
-        Vec::new()
-    }
-
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         TILING_FIELDS
     }
@@ -999,17 +994,6 @@ impl FamilyOps for RowNorm {
             Some(CannBuiltin::RmsNorm)
         }
     }
-    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
-        // The spec's default attrs are the modelled kernel path.
-        Vec::new()
-    }
-    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
-        true
-    }
-    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
-        Vec::new()
-    }
-
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
         let gamma = numel(roles(spec).gamma)?;
@@ -1087,15 +1071,6 @@ impl FamilyOps for RowNorm {
     /// native_layer_norm kernel, so there is nothing to fuse and no fusion target.
     fn fusion_target(&self, spec: &OpSpec) -> bool {
         !is_layer(spec)
-    }
-
-    fn report_inputs(
-        &self,
-        _spec: &OpSpec,
-        _column: usize,
-        _shapes: &[(String, Vec<usize>)],
-    ) -> Option<ReportInputs> {
-        None
     }
 
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {

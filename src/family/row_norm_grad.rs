@@ -17,7 +17,7 @@ use super::inputs::{derive_seed, generate, Distribution};
 use super::row_norm::compute_tolerance;
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
-use super::{CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs, Templates};
+use super::{CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates};
 use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
 use crate::compare::Tolerance;
 use crate::dtype::DType;
@@ -664,10 +664,6 @@ impl FamilyOps for RowNormGrad {
         check(r, raw, spec)
     }
 
-    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
-        Vec::new()
-    }
-
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         TILING_FIELDS
     }
@@ -747,16 +743,6 @@ impl FamilyOps for RowNormGrad {
         expected(spec, inputs, attrs)
     }
 
-    fn alternates(
-        &self,
-        _spec: &OpSpec,
-        _inputs: &[(String, HostTensor)],
-        _attrs: &[(String, AttrValue)],
-        _output: &str,
-    ) -> Result<Vec<f64>, FamilyError> {
-        Ok(Vec::new())
-    }
-
     /// Qwen2-7B's hidden size and Qwen3's q-norm rows (tokens × 32 heads of 128) at 4096 tokens.
     /// LayerNorm: Qwen3-VL's vision tower (hidden 1152) at 4096 patches.
     fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
@@ -783,10 +769,6 @@ impl FamilyOps for RowNormGrad {
     fn report_variant_applies(&self, spec: &OpSpec, dtype: DType, attrs: &[(String, AttrValue)]) -> bool {
         plain_applies(dtype) || arithmetic_of(spec, attrs).is_ok_and(|a| a == default_arithmetic(spec))
     }
-    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
-        Vec::new()
-    }
-
     fn work_units(&self, spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         let numel = |i: usize| shapes.get(i).map(|(_, s)| crate::tensor::shape_numel(s) as u64);
         let gamma = numel(roles(spec).2)?;
@@ -849,15 +831,6 @@ impl FamilyOps for RowNormGrad {
     /// (native_layer_norm_backward), so there is no launch sequence to beat.
     fn fusion_target(&self, spec: &OpSpec) -> bool {
         !is_layer(spec)
-    }
-
-    fn report_inputs(
-        &self,
-        _spec: &OpSpec,
-        _column: usize,
-        _shapes: &[(String, Vec<usize>)],
-    ) -> Option<ReportInputs> {
-        None
     }
 
     /// What torch autograd runs for HF Qwen2RMSNorm's backward (derivatives.yaml formulas of

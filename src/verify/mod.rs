@@ -2,8 +2,11 @@
 //! shape/dtype/distribution sweep, compare every output with the reference written from the
 //! math, and summarise.
 
+pub mod check;
 pub mod coverage;
 pub mod protocol;
+mod run;
+mod summary;
 pub mod sweep;
 pub(crate) mod twin_build;
 mod twin_run;
@@ -12,6 +15,9 @@ pub use crate::compare;
 pub use crate::family::expected as expected_outputs;
 pub use crate::family::inputs;
 pub use crate::family::{Case, Expected, Sweep};
+pub use check::{case_inputs, check_case, CaseFailure};
+pub use run::{project_from_dir, run_verify, VerifyError, VerifyOptions};
+pub use summary::{Row, VerifyReport};
 pub use sweep::cases;
 pub use twin_build::{build_runner, cache_dir, twin_dir, BuildOptions, NumericProfile, Runner, TwinFlags};
 pub use twin_run::{run_case, run_case_traced, CaseInput, CaseRun};

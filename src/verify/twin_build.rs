@@ -5,7 +5,7 @@
 //! changed.
 
 use super::TwinError;
-use crate::codegen::{render_twin_launch, Project};
+use crate::codegen::{render_twin_launch, Project, HOST_COMMON_HEADER, KERNEL_COMMON_HEADER};
 use crate::spec::OpSpec;
 use crate::toolchain::command::Cmd;
 use std::fs;
@@ -224,28 +224,26 @@ pub fn build_runner(
 
     // The generated sources of this op, written where the compiler can see them.
     let stem = spec.file_stem();
-    let src_key = Fnv::new()
-        .bytes(
-            project.file(&format!("op_host/{stem}.cpp")).map(|f| f.contents.as_bytes()).unwrap_or_default(),
-        )
-        .bytes(
-            project
-                .file(&format!("op_host/{stem}_tiling.h"))
-                .map(|f| f.contents.as_bytes())
-                .unwrap_or_default(),
-        )
-        .bytes(
-            project.file(&format!("op_kernel/{stem}.cpp")).map(|f| f.contents.as_bytes()).unwrap_or_default(),
-        )
-        .hex();
+    // The op's sources and the project's common helper headers they include (quoted includes,
+    // found beside them as in the CANN build).
+    let sources = [
+        format!("op_host/{stem}.cpp"),
+        format!("op_host/{stem}_tiling.h"),
+        format!("op_kernel/{stem}.cpp"),
+        HOST_COMMON_HEADER.to_string(),
+        KERNEL_COMMON_HEADER.to_string(),
+    ];
+    let contents = |rel: &str| project.file(rel).map(|f| f.contents.as_bytes()).unwrap_or_default();
+    let src_key = sources.iter().fold(Fnv::new(), |h, rel| h.bytes(contents(rel))).hex();
+    // The op's objects depend on the common headers too (the object key hashes only its source).
+    let common_key =
+        Fnv::new().bytes(contents(HOST_COMMON_HEADER)).bytes(contents(KERNEL_COMMON_HEADER)).hex();
     let src_dir = cache.join("src").join(format!("{stem}-{src_key}"));
-    for rel in
-        [format!("op_host/{stem}.cpp"), format!("op_host/{stem}_tiling.h"), format!("op_kernel/{stem}.cpp")]
-    {
+    for rel in &sources {
         let file = project
-            .file(&rel)
+            .file(rel)
             .ok_or_else(|| TwinError::Build(format!("the generated project has no {rel}")))?;
-        write_if_changed(&src_dir.join(&rel), &file.contents)?;
+        write_if_changed(&src_dir.join(rel), &file.contents)?;
     }
     let launch = render_twin_launch(spec).map_err(|e| TwinError::Build(e.to_string()))?;
     write_if_changed(&src_dir.join("twin_launch.cpp"), &launch)?;
@@ -254,9 +252,11 @@ pub fn build_runner(
     fs::create_dir_all(&obj_dir).map_err(|e| io_error(&obj_dir, e))?;
     let base_args: Vec<String> =
         flags.iter().cloned().chain(["-I".to_string(), include.display().to_string()]).collect();
-    let object = |source: &Path, extra: &[String]| -> Compile {
+    // `deps`: a hash of the headers `source` includes beside it (empty for the twin's runtime).
+    let object = |source: &Path, extra: &[String], deps: &str| -> Compile {
         let key = Fnv::new()
             .bytes(&fs::read(source).unwrap_or_default())
+            .bytes(deps.as_bytes())
             .bytes(headers.hex().as_bytes())
             .bytes(base_args.join(" ").as_bytes())
             .bytes(extra.join(" ").as_bytes())
@@ -278,17 +278,17 @@ pub fn build_runner(
         .collect();
     runtime_sources.sort();
     for s in &runtime_sources {
-        jobs.push(object(s, &[]));
+        jobs.push(object(s, &[], ""));
     }
     let host_extra = vec!["-I".to_string(), src_dir.join("op_host").display().to_string()];
-    jobs.push(object(&src_dir.join(format!("op_host/{stem}.cpp")), &host_extra));
+    jobs.push(object(&src_dir.join(format!("op_host/{stem}.cpp")), &host_extra, &common_key));
     let defines: Vec<String> = spec
         .column(column)
         .into_iter()
         .map(|(name, dtype)| format!("-DDTYPE_{}={}", name.to_ascii_uppercase(), dtype.cpp_type()))
         .collect();
-    jobs.push(object(&src_dir.join(format!("op_kernel/{stem}.cpp")), &defines));
-    jobs.push(object(&src_dir.join("twin_launch.cpp"), &[]));
+    jobs.push(object(&src_dir.join(format!("op_kernel/{stem}.cpp")), &defines, &common_key));
+    jobs.push(object(&src_dir.join("twin_launch.cpp"), &[], ""));
 
     let exe_key = jobs.iter().fold(Fnv::new(), |h, c| h.bytes(c.object.to_string_lossy().as_bytes())).hex();
     let exe = cache.join("bin").join(format!("{stem}-c{column}-{exe_key}"));

@@ -55,7 +55,7 @@ fn editing_a_template_makes_the_check_fail() {
     let specs = catalogue();
     let refs: Vec<&OpSpec> = specs.iter().collect();
     let templates =
-        crate::support::patched_templates("kernel/row_norm.cpp.j2", "double buffering", "double-buffering");
+        crate::support::patched_templates("kernel/row_norm.cpp.j2", "REDUCE_SLOT = 8;", "REDUCE_SLOT = 8; ");
     let edited = render_project_with(&refs, &templates).unwrap();
     let outcome = codegen::check_against(&ascend_opgen::repo_root().join(GOLDEN_DIR), &edited);
     assert!(!outcome.is_fresh());

@@ -7,7 +7,6 @@
 //! `opgen report`'s rows.
 
 use crate::support::patched_templates;
-use ascend_opgen::app::verify::{run_verify, VerifyOptions};
 use ascend_opgen::codegen::render_project;
 use ascend_opgen::family;
 use ascend_opgen::plan::soc;
@@ -18,6 +17,7 @@ use ascend_opgen::tensor::HostTensor;
 use ascend_opgen::verify::compare::{compare_tensor, Tolerance};
 use ascend_opgen::verify::inputs::Rng;
 use ascend_opgen::verify::{build_runner, run_case, BuildOptions, CaseInput, CaseRun, Runner, TwinError};
+use ascend_opgen::verify::{run_verify, VerifyOptions};
 use ascend_opgen::DType;
 use std::collections::HashMap;
 use std::sync::Mutex;

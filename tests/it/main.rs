@@ -14,6 +14,7 @@ mod check_cann;
 mod cli_gen;
 mod cli_run_plan;
 mod command_runner;
+mod copied_helpers;
 mod elementwise_expr;
 mod elementwise_grad;
 mod elementwise_spec;

@@ -11,13 +11,13 @@
 //! pattern, pre-filled caches) are made by the family from the case seed (`case_inputs`), so
 //! the seed strategies below pick the slot pattern explicitly.
 
-use ascend_opgen::app::verify::check_case;
 use ascend_opgen::codegen::{render_project, Project};
 use ascend_opgen::family;
 use ascend_opgen::family::paged_cache::SlotPattern;
 use ascend_opgen::plan::soc;
 use ascend_opgen::spec::AttrKind;
 use ascend_opgen::spec::{AttrValue, OpSpec};
+use ascend_opgen::verify::check_case;
 use ascend_opgen::verify::inputs::Distribution;
 use ascend_opgen::verify::{build_runner, BuildOptions, Case, Runner};
 use proptest::prelude::*;

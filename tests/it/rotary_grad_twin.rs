@@ -5,8 +5,8 @@
 //! the gates must catch. The quick sweep of every dtype runs in tests/it/verify_catalogue.rs.
 
 use crate::support::patched_templates;
-use ascend_opgen::app::gen::{load_specs, render};
-use ascend_opgen::app::verify::{case_inputs, run_verify, VerifyOptions};
+use ascend_opgen::codegen::render_project;
+use ascend_opgen::family::load_selection as load_specs;
 use ascend_opgen::family::rotary::mode_of;
 use ascend_opgen::plan::soc;
 use ascend_opgen::reference::{self, rotary::RotaryMode};
@@ -14,13 +14,14 @@ use ascend_opgen::spec::{AttrValue, OpSpec};
 use ascend_opgen::tensor::HostTensor;
 use ascend_opgen::verify::compare::{compare, Tolerance};
 use ascend_opgen::verify::{build_runner, cases, run_case, BuildOptions, CaseInput, Runner, Sweep};
+use ascend_opgen::verify::{case_inputs, run_verify, VerifyOptions};
 use ascend_opgen::DType;
 
 const OP: &str = "rotary_mul_grad";
 
 fn spec_and_runner(dtype: DType) -> (OpSpec, Runner) {
     let specs = load_specs(None, &[OP.to_string()]).expect("rotary_mul_grad spec");
-    let project = render(&specs).expect("render");
+    let project = render_project(&specs.iter().collect::<Vec<_>>()).expect("render");
     let spec = specs.into_iter().next().unwrap();
     let column = spec.column_for(dtype).expect("dtype column");
     let opts = BuildOptions { sanitize: false };

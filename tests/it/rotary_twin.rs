@@ -4,8 +4,8 @@
 //! and the host tiling's rejections, each with its reason.
 
 use crate::support::patched_templates;
-use ascend_opgen::app::gen::{load_specs, render};
-use ascend_opgen::app::verify::{case_inputs, run_verify, VerifyOptions};
+use ascend_opgen::codegen::render_project;
+use ascend_opgen::family::load_selection as load_specs;
 use ascend_opgen::family::rotary::mode_of;
 use ascend_opgen::plan::soc;
 use ascend_opgen::reference::{self, rotary::RotaryMode};
@@ -15,11 +15,12 @@ use ascend_opgen::verify::compare::{compare, Comparison, Tolerance};
 use ascend_opgen::verify::{
     build_runner, cases, run_case, BuildOptions, CaseInput, Runner, Sweep, TwinError,
 };
+use ascend_opgen::verify::{case_inputs, run_verify, VerifyOptions};
 use ascend_opgen::DType;
 
 fn spec_and_runner(dtype: DType) -> (OpSpec, Runner) {
     let specs = load_specs(None, &["rotary_mul".to_string()]).expect("rotary_mul spec");
-    let project = render(&specs).expect("render");
+    let project = render_project(&specs.iter().collect::<Vec<_>>()).expect("render");
     let spec = specs.into_iter().next().unwrap();
     let column = spec.column_for(dtype).expect("dtype column");
     let runner = build_runner(&project, &spec, column, BuildOptions::default()).expect("twin runner");

@@ -4,7 +4,6 @@
 //! and two core counts, give the same bits).
 
 use crate::support::{patched_templates, patched_templates_all};
-use ascend_opgen::app::verify::{check_case, run_verify, VerifyOptions};
 use ascend_opgen::codegen::{render_project, template_sources};
 use ascend_opgen::family;
 use ascend_opgen::plan::soc;
@@ -13,6 +12,7 @@ use ascend_opgen::spec::OpSpec;
 use ascend_opgen::tensor::HostTensor;
 use ascend_opgen::verify::inputs::Distribution;
 use ascend_opgen::verify::{build_runner, run_case, BuildOptions, Case, CaseInput, CaseRun};
+use ascend_opgen::verify::{check_case, run_verify, VerifyOptions};
 use ascend_opgen::DType;
 
 fn op(name: &str) -> OpSpec {

@@ -229,7 +229,7 @@ fn split_d_with_a_resident_row_reads_each_input_once() {
 /// over the small-value bar of 2^-16. The documented alternate covers it; the gate must too.
 #[test]
 fn an_intermediate_rounding_alternate_passes_the_small_value_bar() {
-    use ascend_opgen::app::verify::check_case;
+    use ascend_opgen::verify::check_case;
     use ascend_opgen::verify::inputs::Distribution;
     use ascend_opgen::verify::Case;
     let spec = op("add_rms_norm");

@@ -3,8 +3,8 @@
 //! test per family). And the converse: a kernel that computes the wrong thing must fail.
 
 use crate::support::patched_templates;
-use ascend_opgen::app::verify::{run_verify, VerifyOptions};
 use ascend_opgen::spec::Family;
+use ascend_opgen::verify::{run_verify, VerifyOptions};
 
 /// The sanitized quick sweep of one family's catalogue ops: every dtype combination, one row
 /// per output. One test per family (below), so the test harness's threads share the catalogue

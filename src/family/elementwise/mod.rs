@@ -19,10 +19,7 @@ pub mod roots;
 use super::eager::{input, Builder};
 use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
-use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
-    Templates,
-};
+use super::{EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, Templates};
 use super::{OutputShape, ShapeCheck, ShapeRule, FLOATS};
 use crate::compare::Tolerance;
 use crate::dtype::DType;
@@ -1012,10 +1009,6 @@ impl FamilyOps for Elementwise {
         cases(spec, sweep)
     }
 
-    fn case_inputs(&self, _spec: &OpSpec, _column: usize, _case: &Case) -> Option<CaseData> {
-        None
-    }
-
     fn expected(
         &self,
         spec: &OpSpec,
@@ -1064,26 +1057,6 @@ impl FamilyOps for Elementwise {
             _ => None,
         }
     }
-    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
-        // The spec's default attrs are the modelled kernel path.
-        Vec::new()
-    }
-    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
-        true
-    }
-    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
-        Vec::new()
-    }
-
-    fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
-        None
-    }
-
-    fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
-        // No field of this family selects a mode: its numbers are counts and sizes.
-        None
-    }
-
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         let extra = f("extraTiles") > 0.0;
@@ -1096,23 +1069,6 @@ impl FamilyOps for Elementwise {
 
     fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
         vec!["tiles"]
-    }
-
-    fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
-        PlanReading::default()
-    }
-
-    fn fusion_target(&self, _spec: &OpSpec) -> bool {
-        false
-    }
-
-    fn report_inputs(
-        &self,
-        _spec: &OpSpec,
-        _column: usize,
-        _shapes: &[(String, Vec<usize>)],
-    ) -> Option<ReportInputs> {
-        None
     }
 
     /// The unfused eager forms of the catalogue activations (research/op-semantics.md §3).

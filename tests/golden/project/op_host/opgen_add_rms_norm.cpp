@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include "opgen_add_rms_norm_tiling.h"
+#include "opgen_host_common.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
@@ -186,13 +187,9 @@ namespace optiling {
 // This op's own namespace: CANN links every op's op_host file into one library, where two
 // ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
 namespace opgen_add_rms_norm_tiling {
-const uint32_t BLOCK_BYTES = 32;
-// The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
-const uint64_t UB_RESERVED_BYTES = 8192;
-const uint32_t BUFFER_NUM = 2;
+using namespace opgen_host;  // BLOCK_BYTES, BUFFER_NUM, AlignUp, CeilDiv...: opgen_host_common.h
 const uint32_t REDUCE_SLOT_BYTES = 32;
 const uint32_t REDUCE_TMP_BYTES = 256;
-const uint32_t MAX_ROWS_PER_COPY = 4095;  // DataCopyPad blockCount limit
 const uint32_t CHUNK_ALIGN = 64;          // split-D chunk, in elements: 32-byte aligned for every dtype
 // Split-D: below this chunk, keep gamma (or the row) streamed rather than resident in UB — a
 // smaller chunk costs more per-chunk overhead (a scalar wait per chunk in pass 1) than it saves.
@@ -212,9 +209,6 @@ const uint64_t STAT_OUTPUTS = 1;
 const bool BATCHED_NORM = true;
 // RMSNorm's modes 0/1 also sum rows and compute rstd on the vector unit (scratch in PlanRows).
 const bool VECTOR_RSTD = BATCHED_NORM;
-
-static uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-static uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 struct Plan {
     uint64_t mode = MODE_SPLIT_D;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include "opgen_bnsd_to_bsnd_tiling.h"
+#include "opgen_host_common.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
@@ -95,63 +96,10 @@ bool HostChecks(const Shape& x, OpgenWhy* why)
 }  // namespace opgen_bnsd_to_bsnd_checks
 
 namespace {
-const uint64_t BLOCK_BYTES = 32;
-// The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
-const uint64_t UB_RESERVED_BYTES = 8192;
-const uint64_t BUFFER_NUM = 2;          // double buffering: the copy-in of pass i+1 overlaps pass i
-const uint64_t MAX_BLOCK_COUNT = 4095;  // DataCopyPad blockCount limit
-const uint64_t MAX_BURST_BYTES = 2097120;  // DataCopyPad blockLen limit (2097151), 32-byte multiple
-const uint64_t U32_MAX = 0xFFFFFFFFull;
-
-uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-uint64_t MaxU64(uint64_t a, uint64_t b) { return a > b ? a : b; }
-unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The platform's vector cores and the UB bytes a plan may use.
-ge::graphStatus Platform(gert::TilingContext* context, uint64_t* cores, uint64_t* budget)
-{
-    platform_ascendc::PlatformAscendC platform(context->GetPlatformInfo());
-    const uint64_t aiv = platform.GetCoreNumAiv();
-    uint64_t ubSize = 0;
-    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
-    if (aiv == 0 || ubSize <= UB_RESERVED_BYTES) {
-        OPGEN_REJECT("the platform reports %llu vector cores and %llu bytes of UB", Ull(aiv), Ull(ubSize));
-    }
-    *cores = aiv;
-    *budget = ubSize - UB_RESERVED_BYTES;
-    return ge::GRAPH_SUCCESS;
-}
-
-// Bytes of one element of input `index` (checked: a fixed-size type).
-ge::graphStatus InputTypeSize(gert::TilingContext* context, uint32_t index, const char* name, uint64_t* size)
-{
-    if (context->GetInputDesc(index) == nullptr) {
-        OPGEN_REJECT("TilingFunc: missing the dtype of %s", name);
-    }
-    const int bytes = ge::GetSizeByDataType(context->GetInputDesc(index)->GetDataType());
-    if (bytes <= 0) {
-        OPGEN_REJECT("%s has dtype %d, which has no fixed element size", name,
-                     static_cast<int>(context->GetInputDesc(index)->GetDataType()));
-    }
-    *size = static_cast<uint64_t>(bytes);
-    return ge::GRAPH_SUCCESS;
-}
-
-// Stores the tiling data and the launch geometry.
-ge::graphStatus Finish(gert::TilingContext* context, optiling::OpgenBnsdToBsndTilingData& tiling, uint64_t blockDim)
-{
-    if (tiling.GetDataSize() > context->GetRawTilingData()->GetCapacity()) {
-        OPGEN_REJECT("tiling data of %zu bytes does not fit the tiling buffer", tiling.GetDataSize());
-    }
-    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
-    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
-    context->SetBlockDim(static_cast<uint32_t>(blockDim));
-    size_t* workspace = context->GetWorkspaceSizes(1);
-    workspace[0] = 0;
-    return ge::GRAPH_SUCCESS;
-}
+// BLOCK_BYTES, AlignUp, Platform, Finish...: opgen_host_common.h; U32_MAX, Ull: the checks'.
+using namespace opgen_host;
+using opgen_bnsd_to_bsnd_checks::U32_MAX;
+using opgen_bnsd_to_bsnd_checks::Ull;
 
 // ---- bnsd_to_bsnd: x [B, P, Q, D] -> y [B, Q, P, D] ------------------------------------------------
 // (P = N, Q = S.) A tile is tileP x tileQ rows of D, moved GM -> UB -> GM through
@@ -249,8 +197,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint64_t cores = 0;
     uint64_t budget = 0;
     if (PermuteDims(xShape->GetStorageShape(), dims) != ge::GRAPH_SUCCESS ||
-        InputTypeSize(context, INPUT_X, "x", &typeSize) != ge::GRAPH_SUCCESS ||
-        Platform(context, &cores, &budget) != ge::GRAPH_SUCCESS) {
+        InputTypeSize(context, "OpgenBnsdToBsnd", INPUT_X, "x", &typeSize) != ge::GRAPH_SUCCESS ||
+        Platform(context, "OpgenBnsdToBsnd", &cores, &budget) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
     const uint64_t batch = dims[0];
@@ -328,7 +276,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_tilesPerCore(static_cast<uint32_t>(perCore));
     tiling.set_extraTiles(static_cast<uint32_t>(extra));
     tiling.set_slotBytes(static_cast<uint32_t>(slotBytes));
-    return Finish(context, tiling, blockDim);
+    return Finish(context, "OpgenBnsdToBsnd", tiling, blockDim);
 }
 }  // namespace opgen_bnsd_to_bsnd_tiling
 }  // namespace optiling

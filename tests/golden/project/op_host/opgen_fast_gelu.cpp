@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdint>
 #include "opgen_fast_gelu_tiling.h"
+#include "opgen_host_common.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
@@ -142,9 +143,7 @@ namespace optiling {
 // This op's own namespace: CANN links every op's op_host file into one library, where two
 // ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
 namespace opgen_fast_gelu_tiling {
-// The top 8 KiB of UB is scratch for some vector APIs (Select, Compare); plans stay below it.
-const uint64_t UB_RESERVED_BYTES = 8192;
-const uint64_t BUFFER_NUM = 2;
+using namespace opgen_host;  // BLOCK_BYTES, BUFFER_NUM, AlignUp, CeilDiv...: opgen_host_common.h
 // Tile lengths are multiples of 256 elements: every buffer, the 1-bit-per-element masks too,
 // is then a whole number of 32-byte blocks, and tile starts in GM stay 32-byte aligned.
 const uint64_t TILE_ALIGN = 256;
@@ -163,8 +162,6 @@ static uint64_t TypeSize(ge::DataType dtype)
     }
     return 0;
 }
-
-static uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include "opgen_layer_norm_grad_tiling.h"
+#include "opgen_host_common.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
@@ -221,11 +222,7 @@ namespace optiling {
 // This op's own namespace: CANN links every op's op_host file into one library, where two
 // ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
 namespace opgen_layer_norm_grad_tiling {
-const uint32_t BLOCK_BYTES = 32;
-// The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
-const uint64_t UB_RESERVED_BYTES = 8192;
-const uint32_t BUFFER_NUM = 2;
-const uint32_t MAX_ROWS_PER_COPY = 4095;  // DataCopyPad blockCount limit
+using namespace opgen_host;  // BLOCK_BYTES, BUFFER_NUM, AlignUp, CeilDiv...: opgen_host_common.h
 const uint32_t CHUNK_ALIGN = 64;          // split-D chunk, in elements: 32-byte aligned for every dtype
 const uint32_t MODE_WHOLE_ROW = 0;
 const uint32_t MODE_MULTI_ROW = 1;
@@ -243,10 +240,6 @@ const uint64_t BATCHED_MAX_ROWS = 255;
 const uint64_t FINAL_MAX_PIECE = 2048;
 // Row-sized T streams through the queues: dy, x in, dx out.
 const uint32_t STREAMS = 3;
-
-static uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-static uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static uint64_t MaxU64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 struct Plan {
     uint64_t mode = MODE_SPLIT_D;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include "opgen_reshape_and_cache_int8_tiling.h"
+#include "opgen_host_common.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
@@ -153,62 +154,9 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
 }  // namespace opgen_reshape_and_cache_int8_checks
 
 namespace {
-const uint64_t BLOCK_BYTES = 32;
-// The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
-const uint64_t UB_RESERVED_BYTES = 8192;
-const uint64_t BUFFER_NUM = 2;          // double buffering: the copy-in of pass i+1 overlaps pass i
-const uint64_t MAX_BLOCK_COUNT = 4095;  // DataCopyPad blockCount limit
-const uint64_t MAX_BURST_BYTES = 2097120;  // DataCopyPad blockLen limit (2097151), 32-byte multiple
-
-uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-uint64_t MaxU64(uint64_t a, uint64_t b) { return a > b ? a : b; }
-unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The platform's vector cores and the UB bytes a plan may use.
-ge::graphStatus Platform(gert::TilingContext* context, uint64_t* cores, uint64_t* budget)
-{
-    platform_ascendc::PlatformAscendC platform(context->GetPlatformInfo());
-    const uint64_t aiv = platform.GetCoreNumAiv();
-    uint64_t ubSize = 0;
-    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
-    if (aiv == 0 || ubSize <= UB_RESERVED_BYTES) {
-        OPGEN_REJECT("the platform reports %llu vector cores and %llu bytes of UB", Ull(aiv), Ull(ubSize));
-    }
-    *cores = aiv;
-    *budget = ubSize - UB_RESERVED_BYTES;
-    return ge::GRAPH_SUCCESS;
-}
-
-// Bytes of one element of input `index` (checked: a fixed-size type).
-ge::graphStatus InputTypeSize(gert::TilingContext* context, uint32_t index, const char* name, uint64_t* size)
-{
-    if (context->GetInputDesc(index) == nullptr) {
-        OPGEN_REJECT("TilingFunc: missing the dtype of %s", name);
-    }
-    const int bytes = ge::GetSizeByDataType(context->GetInputDesc(index)->GetDataType());
-    if (bytes <= 0) {
-        OPGEN_REJECT("%s has dtype %d, which has no fixed element size", name,
-                     static_cast<int>(context->GetInputDesc(index)->GetDataType()));
-    }
-    *size = static_cast<uint64_t>(bytes);
-    return ge::GRAPH_SUCCESS;
-}
-
-// Stores the tiling data and the launch geometry.
-ge::graphStatus Finish(gert::TilingContext* context, optiling::OpgenReshapeAndCacheInt8TilingData& tiling, uint64_t blockDim)
-{
-    if (tiling.GetDataSize() > context->GetRawTilingData()->GetCapacity()) {
-        OPGEN_REJECT("tiling data of %zu bytes does not fit the tiling buffer", tiling.GetDataSize());
-    }
-    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
-    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
-    context->SetBlockDim(static_cast<uint32_t>(blockDim));
-    size_t* workspace = context->GetWorkspaceSizes(1);
-    workspace[0] = 0;
-    return ge::GRAPH_SUCCESS;
-}
+// BLOCK_BYTES, AlignUp, Platform, Finish...: opgen_host_common.h; Ull: the checks'.
+using namespace opgen_host;
+using opgen_reshape_and_cache_int8_checks::Ull;
 
 // ---- reshape_and_cache_int8: key/value [T, N, D] into caches [num_blocks, block_size, N, D] ----------------
 const uint32_t INPUT_KEY = 0;
@@ -306,10 +254,10 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
                                        *shapes[INPUT_SLOTS], &why, &g)) {
         OPGEN_REJECT("%s", why.text);
     }
-    if (InputTypeSize(context, INPUT_KEY, "key", &keySize) != ge::GRAPH_SUCCESS ||
-        InputTypeSize(context, INPUT_VALUE, "value", &valueSize) != ge::GRAPH_SUCCESS ||
-        InputTypeSize(context, INPUT_SLOTS, "slot_mapping", &slotSize) != ge::GRAPH_SUCCESS ||
-        Platform(context, &cores, &budget) != ge::GRAPH_SUCCESS) {
+    if (InputTypeSize(context, "OpgenReshapeAndCacheInt8", INPUT_KEY, "key", &keySize) != ge::GRAPH_SUCCESS ||
+        InputTypeSize(context, "OpgenReshapeAndCacheInt8", INPUT_VALUE, "value", &valueSize) != ge::GRAPH_SUCCESS ||
+        InputTypeSize(context, "OpgenReshapeAndCacheInt8", INPUT_SLOTS, "slot_mapping", &slotSize) != ge::GRAPH_SUCCESS ||
+        Platform(context, "OpgenReshapeAndCacheInt8", &cores, &budget) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
     // Every core reads the whole slot mapping and handles the tokens whose slot it owns: slot s
@@ -384,7 +332,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.set_scanMode(static_cast<uint32_t>(scanMode));
     tiling.set_rowsPerPass(static_cast<uint32_t>(rowsPerPass));
     tiling.set_rowStride(static_cast<uint32_t>(rowStride));
-    return Finish(context, tiling, blockDim);
+    return Finish(context, "OpgenReshapeAndCacheInt8", tiling, blockDim);
 }
 }  // namespace opgen_reshape_and_cache_int8_tiling
 }  // namespace optiling

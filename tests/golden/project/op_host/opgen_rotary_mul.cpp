@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include "opgen_rotary_mul_tiling.h"
+#include "opgen_host_common.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
@@ -254,11 +255,7 @@ namespace optiling {
 // This op's own namespace: CANN links every op's op_host file into one library, where two
 // ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
 namespace opgen_rotary_mul_tiling {
-const uint32_t BLOCK_BYTES = 32;
-// The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
-const uint64_t UB_RESERVED_BYTES = 8192;
-const uint64_t BUFFER_NUM = 2;
-const uint64_t MAX_ROWS_PER_COPY = 4095;  // DataCopyPad blockCount limit
+using namespace opgen_host;  // BLOCK_BYTES, BUFFER_NUM, AlignUp, CeilDiv...: opgen_host_common.h
 const uint64_t REPEAT_BYTES = 256;        // one vector repeat; Compare counts whole repeats
 const uint64_t MAX_CORES = 4096;          // keeps SplitCores' products within 64 bits
 // A core whose share of positions fits in one UB tile still takes two blocks of half the share,
@@ -269,8 +266,6 @@ const uint64_t MAX_CORES = 4096;          // keeps SplitCores' products within 6
 // per-transfer set-up (5.1, 5.1, 5.3). Larger shares already take two or more UB-sized tiles.
 const uint64_t MIN_PASSES = 2;
 
-static uint64_t CeilDiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
-static uint64_t Min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint32_t Min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 // ceil(a / b) for a, b >= 1, in 32 bits (the split's divisions are most of its cost).
 static uint32_t Up32(uint32_t a, uint32_t b) { return (a - 1) / b + 1; }
@@ -475,14 +470,14 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
             // Whole positions per tile: k table rows and all their bcastInner rows (for BNSD,
             // bcastInner is 1 and tile rows are table rows).
             const uint64_t posPerCore = CeilDiv(l.groups * l.positions, split.coresPos);
-            const uint64_t fit = Min(avail / (l.bcastInner * rowBytes + tableRow), MAX_ROWS_PER_COPY / l.bcastInner);
+            const uint64_t fit = MinU64(avail / (l.bcastInner * rowBytes + tableRow), MAX_ROWS_PER_COPY / l.bcastInner);
             tableRows = posPerCore <= fit ? CeilDiv(posPerCore, MIN_PASSES) : fit;
             tileRows = tableRows * l.bcastInner;
         }
         if (tileRows == 0 && avail > tableRow) {
             // One position per block, its rows in chunks that all use the one table row.
             tableRows = 1;
-            tileRows = Min(Min((avail - tableRow) / rowBytes, MAX_ROWS_PER_COPY),
+            tileRows = MinU64(MinU64((avail - tableRow) / rowBytes, MAX_ROWS_PER_COPY),
                            CeilDiv(l.bcastInner, split.coresBi));
         }
         if (tileRows == 0) {

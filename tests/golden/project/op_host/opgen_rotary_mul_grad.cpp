@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include "opgen_rotary_mul_grad_tiling.h"
+#include "opgen_host_common.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
@@ -256,19 +257,12 @@ namespace optiling {
 // This op's own namespace: CANN links every op's op_host file into one library, where two
 // ops' same-named helpers (struct Plan, ...) would break the One Definition Rule.
 namespace opgen_rotary_mul_grad_tiling {
-const uint32_t BLOCK_BYTES = 32;
-// The top 8 KiB of UB is scratch for some vector APIs; plans stay below it.
-const uint64_t UB_RESERVED_BYTES = 8192;
-const uint64_t BUFFER_NUM = 2;
-const uint64_t MAX_ROWS_PER_COPY = 4095;  // DataCopyPad blockCount limit
+using namespace opgen_host;  // BLOCK_BYTES, BUFFER_NUM, AlignUp, CeilDiv...: opgen_host_common.h
 const uint64_t REPEAT_BYTES = 256;        // one vector repeat; Compare counts whole repeats
 const uint64_t MAX_CORES = 4096;
 // As the forward's TilingFunc: a share that fits in one tile still takes two blocks of half of
 // it, so copies overlap compute (research K8); larger shares keep UB-sized tiles.
 const uint64_t MIN_PASSES = 2;
-
-static uint64_t CeilDiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
-static uint64_t Min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
@@ -367,7 +361,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint64_t tileBuffers = BUFFER_NUM;
     if (rows > 0 && l.headDim > 0) {
         // Cores along the table rows only: a core owns whole table rows (see the file comment).
-        blockDim = Min(positions, coreNum);
+        blockDim = MinU64(positions, coreNum);
         if (budget <= slack) {
             OPGEN_REJECT("head dim %llu is too large: the fixed UB scratch alone is %llu B, the budget is %llu B",
                          static_cast<unsigned long long>(l.headDim), static_cast<unsigned long long>(slack),
@@ -388,14 +382,14 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         if (l.bcastInner <= MAX_ROWS_PER_COPY) {
             // Whole positions per tile: k table rows and all their bcastInner rows.
             const uint64_t posPerCore = CeilDiv(positions, blockDim);
-            const uint64_t fit = Min(avail / (l.bcastInner * rowBytes + tableRow), MAX_ROWS_PER_COPY / l.bcastInner);
+            const uint64_t fit = MinU64(avail / (l.bcastInner * rowBytes + tableRow), MAX_ROWS_PER_COPY / l.bcastInner);
             tableRows = posPerCore <= fit ? CeilDiv(posPerCore, MIN_PASSES) : fit;
             tileRows = tableRows * l.bcastInner;
         }
         if (tileRows == 0 && avail > tableRow) {
             // One position per block, its rows in chunks that all use the one table row.
             tableRows = 1;
-            tileRows = Min(Min((avail - tableRow) / rowBytes, MAX_ROWS_PER_COPY), l.bcastInner);
+            tileRows = MinU64(MinU64((avail - tableRow) / rowBytes, MAX_ROWS_PER_COPY), l.bcastInner);
         }
         if (tileRows == 0) {
             OPGEN_REJECT("head dim %llu is too large: one row needs %llu B of UB with its table rows%s, the budget is %llu B",

@@ -42,16 +42,15 @@
 //   MODE_PLAIN     (4)  attr arithmetic "float32": plain float32 vector arithmetic instead
 //       (kernel/row_norm_grad_plain.j2); rows it cannot hold whole take modes 0-3 (float-float).
 #include "kernel_operator.h"
+#include "opgen_kernel_common.h"
 
 namespace opgen_add_rms_norm_grad_kernel {
 using namespace AscendC;
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
 
-constexpr uint32_t BUFFER_NUM = 2;        // double buffering: copy of tile i+1 overlaps compute of tile i
 constexpr uint32_t MODE_SPLIT_D = 2;
-constexpr float SPLITTER = 4097.0f;       // 2^12 + 1: Veltkamp's split of a 24-bit significand into 12 + 12
 constexpr uint32_t FOLD_LANES = 8;        // lanes left after halving (32 bytes: views stay aligned)
 constexpr uint32_t MIN_FOLD = 16;         // shorter sums are done on the scalar unit
-constexpr uint32_t LANES = 64;            // float32 lanes of one 256-byte repeat
 // The spec's [row_norm] parameters, as compile-time flags: one kernel source for every variant.
 constexpr bool LAYER_NORM = false;  // mean subtraction and dbeta
 constexpr float GAMMA_OFFSET = 0.0f;  // the forward scales by gamma + GAMMA_OFFSET
@@ -85,8 +84,6 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
         dst[i] = src[i];
     }
 }
-
-__aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 // ---- float-float on the scalar unit (one operation per statement: nothing to contract) -------
 struct FF {

@@ -15,12 +15,11 @@
 //                       tileQ rows, the tile's y rows are one contiguous write
 // The TilingFunc in op_host/opgen_bsnd_to_bnsd.cpp picks the layout and the tile.
 #include "kernel_operator.h"
+#include "opgen_kernel_common.h"
 
 namespace opgen_bsnd_to_bnsd_kernel {
 using namespace AscendC;
-
-constexpr uint32_t BUFFER_NUM = 2;    // double buffering: the copy of pass i+1 overlaps pass i
-constexpr uint32_t BLOCK_BYTES = 32;  // UB alignment and DataCopy granularity
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
 
 // Mirrors OpgenBsndToBnsdTilingData in op_host/opgen_bsnd_to_bnsd_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -47,30 +46,6 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
     for (uint32_t i = 0; i < sizeof(TilingData) / sizeof(uint32_t); ++i) {
         dst[i] = src[i];
     }
-}
-
-__aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
-__aicore__ inline uint64_t Min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-__aicore__ inline uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
-
-template <typename T>
-__aicore__ inline DataCopyPadExtParams<T> NoPad()
-{
-    return DataCopyPadExtParams<T>(false, 0, 0, static_cast<T>(0));
-}
-
-// One contiguous block of `bytes` bytes (a single burst).
-__aicore__ inline DataCopyExtParams Burst(uint64_t bytes)
-{
-    return DataCopyExtParams(1, static_cast<uint32_t>(bytes), 0, 0, 0);
-}
-
-template <HardEvent EVENT>
-__aicore__ inline void Sync()
-{
-    event_t id = static_cast<event_t>(GetTPipePtr()->FetchEventID(EVENT));
-    SetFlag<EVENT>(id);
-    WaitFlag<EVENT>(id);
 }
 
 constexpr uint32_t LAYOUT_P_MAJOR = 0;

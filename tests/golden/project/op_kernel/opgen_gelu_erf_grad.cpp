@@ -14,12 +14,12 @@
 // op_host/opgen_gelu_erf_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
 #include "kernel_operator.h"
+#include "opgen_kernel_common.h"
 
 namespace opgen_gelu_erf_grad_kernel {
 using namespace AscendC;
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
 
-constexpr uint32_t BUFFER_NUM = 2;      // double buffering: copy of tile i+1 overlaps compute of tile i
-constexpr uint32_t BLOCK_BYTES = 32;    // UB alignment and DataCopy granularity
 constexpr uint32_t COMPUTE_ALIGN = 64;  // vector calls run on whole 256-byte repeats of float (Compare needs them)
 
 // Mirrors OpgenGeluErfGradTilingData in op_host/opgen_gelu_erf_grad_tiling.h field for field (both are
@@ -46,8 +46,6 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
         dst[i] = src[i];
     }
 }
-
-__aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 // GM -> UB: aligned lengths with DataCopy, an unaligned tail with DataCopyPad.
 template <typename T>

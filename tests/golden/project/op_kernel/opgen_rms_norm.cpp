@@ -31,12 +31,12 @@
 // The fused residual add (RMSNorm): s = x1 + x2 is rounded to the input dtype and written as
 // x_sum; the variance comes from the rounded sum.
 #include "kernel_operator.h"
+#include "opgen_kernel_common.h"
 
 namespace opgen_rms_norm_kernel {
 using namespace AscendC;
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
 
-constexpr uint32_t BUFFER_NUM = 2;        // double buffering: copy of tile i+1 overlaps compute of tile i
-constexpr uint32_t BLOCK_BYTES = 32;      // UB alignment and DataCopy granularity
 constexpr uint32_t REDUCE_SLOT = 8;       // floats per row-sum slot, so each slot starts 32-byte aligned
 constexpr uint32_t REDUCE_TMP_FLOATS = 64;
 constexpr uint32_t FOLD = 4096;        // RMSNorm rows: folded onto 4096 elements before the per-repeat sums
@@ -81,8 +81,6 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
         dst[i] = src[i];
     }
 }
-
-__aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 template <typename T>
 class RowNormKernel {

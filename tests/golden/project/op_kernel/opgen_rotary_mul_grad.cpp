@@ -26,18 +26,14 @@
 // element's sum has one order, whatever the core count or tile size, and no sum crosses cores.
 // Without table_grads, x is not read and dr1/dr2 are written as zeros.
 #include "kernel_operator.h"
+#include "opgen_kernel_common.h"
 
 namespace opgen_rotary_mul_grad_kernel {
 using namespace AscendC;
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
 
-constexpr uint32_t BUFFER_NUM = 2;   // double buffering: copy of tile i+1 overlaps compute of tile i
 constexpr uint32_t MODE_HALF = 0;
 constexpr uint32_t SEED = 8;         // offsets written by the scalar unit before vector doubling
-constexpr uint32_t LANES = 64;       // floats per 256-byte repeat
-constexpr uint32_t MAX_REPEAT = 255; // repeatTimes and repeat strides are uint8_t
-constexpr uint32_t FLOATS_PER_BLOCK = 8;
-constexpr uint32_t BLOCK_BYTES = 32;
-constexpr float SPLITTER = 4097.0f;  // 2^12 + 1: Veltkamp's split of a 24-bit significand into 12 + 12
 
 // Mirrors OpgenRotaryMulGradTilingData in op_host/opgen_rotary_mul_grad_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -65,18 +61,6 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
     for (uint32_t i = 0; i < sizeof(TilingData) / sizeof(uint32_t); ++i) {
         dst[i] = src[i];
     }
-}
-
-__aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
-
-// This core's rows [begin, end) of a dim of n rows over `cores` cores: n / cores each, the first
-// n % cores one more (the TilingFunc's split assumes exactly this).
-__aicore__ inline void Share(uint32_t n, uint32_t cores, uint32_t index, uint32_t* begin, uint32_t* end)
-{
-    const uint32_t each = n / cores;
-    const uint32_t extra = n % cores;
-    *begin = index * each + Min(index, extra);
-    *end = *begin + each + (index < extra ? 1 : 0);
 }
 
 template <typename T>

@@ -15,11 +15,9 @@
 use super::eager::{self, Builder};
 use super::inputs::{derive_seed, generate, Distribution, Rng};
 use super::layout::input;
-use super::CannBuiltin;
 use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, ReportInputs,
-    Templates,
+    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates,
 };
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;
@@ -315,10 +313,6 @@ impl FamilyOps for VocabReduce {
         check(r, raw, spec)
     }
 
-    fn derived_ops(&self, _spec: &OpSpec) -> Vec<OpSpec> {
-        Vec::new()
-    }
-
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         FIELDS
     }
@@ -366,45 +360,13 @@ impl FamilyOps for VocabReduce {
         expected(spec, inputs, attrs)
     }
 
-    fn alternates(
-        &self,
-        _spec: &OpSpec,
-        _inputs: &[(String, HostTensor)],
-        _attrs: &[(String, AttrValue)],
-        _output: &str,
-    ) -> Result<Vec<f64>, FamilyError> {
-        Ok(Vec::new())
-    }
-
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
         // The report rows (issue 28 point 7) are not done: [4096, 151936] on the twin is slow.
         Vec::new()
     }
 
-    fn report_variants(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {
-        Vec::new()
-    }
-
-    fn report_variant_applies(&self, _spec: &OpSpec, _dtype: DType, _attrs: &[(String, AttrValue)]) -> bool {
-        true
-    }
-
-    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
-        // The CANN cross-entropy kernel's design is not modelled yet.
-        None
-    }
-
-    fn inputs_not_read(&self, _spec: &OpSpec, _attrs: &[(String, AttrValue)]) -> Vec<&'static str> {
-        Vec::new()
-    }
-
     fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         shapes.get(1).map(|(_, s)| s.iter().product::<usize>() as u64)
-    }
-
-    fn tiling_value_label(&self, _spec: &OpSpec, _field: &str, _value: u64) -> Option<&'static str> {
-        // Counts and sizes only; the mode follows from tilesPerRow.
-        None
     }
 
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
@@ -428,19 +390,6 @@ impl FamilyOps for VocabReduce {
 
     fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
         vec!["single-tile", "multi-tile"]
-    }
-
-    fn fusion_target(&self, _spec: &OpSpec) -> bool {
-        false
-    }
-
-    fn report_inputs(
-        &self,
-        _spec: &OpSpec,
-        _column: usize,
-        _shapes: &[(String, Vec<usize>)],
-    ) -> Option<ReportInputs> {
-        None
     }
 
     /// verl's eager path: log_softmax, gather, softmax, p·log p, sum (float32 upcast first).

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include "opgen_logprob_entropy_tiling.h"
+#include "opgen_host_common.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
@@ -133,39 +134,16 @@ bool HostChecks(const Shape& logits, const Shape& target, float temperature, int
 }  // namespace opgen_logprob_entropy_checks
 
 namespace {
-// The top of UB is scratch for some vector APIs; plans stay below it.
-const uint64_t UB_RESERVED_BYTES = 8192;
-const uint64_t BUFFER_NUM = 2;      // double buffering: the copy-in of tile i+1 overlaps tile i
+// UB_RESERVED_BYTES, BUFFER_NUM, AlignUp, CeilDiv, MinU64, Platform: opgen_host_common.h; Ull: the checks'.
+using namespace opgen_host;
+using opgen_logprob_entropy_checks::Ull;
+
 const uint64_t MIN_TILE = 64;       // one 256-byte float32 repeat: the pairwise sums end there
 const uint64_t MAX_TILE = 16384;    // past this a tile only adds UB, not speed
 const uint64_t MAX_TILES = 64;      // tiles per row: the tile combine is one ReduceSum repeat
 const uint64_t MAX_GROUP = 256;     // rows finished and written together
 const uint32_t INPUT_LOGITS = 0;
 const uint32_t INPUT_TARGET = 1;
-using opgen_logprob_entropy_checks::Ull;
-
-// shared-helper candidate
-uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-// shared-helper candidate
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-// shared-helper candidate
-uint64_t MinU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
-// The platform's vector cores and the UB bytes a plan may use.
-// shared-helper candidate (the same as dequant's and the layout families')
-ge::graphStatus Platform(gert::TilingContext* context, uint64_t* cores, uint64_t* budget)
-{
-    platform_ascendc::PlatformAscendC platform(context->GetPlatformInfo());
-    const uint64_t aiv = platform.GetCoreNumAiv();
-    uint64_t ubSize = 0;
-    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
-    if (aiv == 0 || ubSize <= UB_RESERVED_BYTES) {
-        OPGEN_REJECT("the platform reports %llu vector cores and %llu bytes of UB", Ull(aiv), Ull(ubSize));
-    }
-    *cores = aiv;
-    *budget = ubSize - UB_RESERVED_BYTES;
-    return ge::GRAPH_SUCCESS;
-}
 
 // The shape checks the torch extension's kernels run too, as a status.
 ge::graphStatus RowsAndVocab(const gert::Shape& logits, const gert::Shape& target, uint64_t* rows, uint64_t* v)
@@ -257,7 +235,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     int64_t ignoreIndex = -100;
     if (RowsAndVocab(lShape->GetStorageShape(), tShape->GetStorageShape(), &rows, &v) != ge::GRAPH_SUCCESS ||
         Attrs(context->GetAttrs(), &temperature, &ignoreIndex) != ge::GRAPH_SUCCESS ||
-        Platform(context, &cores, &budget) != ge::GRAPH_SUCCESS) {
+        Platform(context, "OpgenLogprobEntropy", &cores, &budget) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
     const int elemBytes = ge::GetSizeByDataType(context->GetInputDesc(INPUT_LOGITS)->GetDataType());

@@ -15,12 +15,14 @@
 // All exponentials and logarithms run on the vector unit; the scalar unit only moves the
 // per-tile results (ReduceMax/ReduceSum already return them through it).
 #include "kernel_operator.h"
+#include "opgen_kernel_common.h"
 
 namespace opgen_logprob_entropy_kernel {
 using namespace AscendC;
+using namespace opgen_kernel;  // BUFFER_NUM, LANES, Min, AlignUp, Sync, Burst, NoPad: opgen_kernel_common.h
+using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
 
-constexpr uint32_t BUFFER_NUM = 2;   // double buffering: the copy of tile i+1 overlaps tile i
-constexpr uint32_t REPEAT = 64;      // float32 lanes of one 256-byte vector repeat
+constexpr uint32_t REPEAT = LANES;  // float32 lanes of one 256-byte vector repeat
 constexpr float CLAMP = -1.0e30f;    // e^CLAMP = 0 and CLAMP * 0 = 0, unlike -inf
 constexpr float NEG_FLT_MAX = -3.40282347e38f;  // only -inf is below it
 
@@ -46,11 +48,7 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
     }
 }
 
-// shared-helper candidate
-__aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
-// shared-helper candidate
-__aicore__ inline uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
-// shared-helper candidate: a float from its bit pattern (a quiet NaN without <cmath>).
+// A float from its bit pattern (a quiet NaN without <cmath>).
 __aicore__ inline float FloatFromBits(uint32_t bits)
 {
     union {
@@ -59,27 +57,6 @@ __aicore__ inline float FloatFromBits(uint32_t bits)
     } v;
     v.u = bits;
     return v.f;
-}
-
-// shared-helper candidate (dequant's Sync)
-template <HardEvent EVENT>
-__aicore__ inline void Sync()
-{
-    event_t id = static_cast<event_t>(GetTPipePtr()->FetchEventID(EVENT));
-    SetFlag<EVENT>(id);
-    WaitFlag<EVENT>(id);
-}
-
-// shared-helper candidate (dequant's Burst)
-__aicore__ inline DataCopyExtParams Burst(uint64_t bytes)
-{
-    return DataCopyExtParams(1, static_cast<uint32_t>(bytes), 0, 0, 0);
-}
-
-template <typename T>
-__aicore__ inline DataCopyPadExtParams<T> NoPad()
-{
-    return DataCopyPadExtParams<T>(false, 0, 0, static_cast<T>(0));
 }
 
 // One row's (or tile's) reduction: max m, S = sum e^(z-m), U = sum e^(z-m) (z-m).

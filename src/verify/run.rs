@@ -22,7 +22,14 @@ pub struct VerifyOptions {
     /// Only combinations whose first input has one of these dtypes (empty: all).
     pub dtypes: Vec<DType>,
     pub sweep: Sweep,
+    /// Every case on the twin built with AddressSanitizer + UBSan (about 4x the CPU time).
     pub sanitize: bool,
+    /// With `sanitize` off: the coverage rule's witnesses of each combination also run on the
+    /// sanitized twin (`coverage_witnesses`: per tiling mode reached, its first case, its first
+    /// case with the most UB passes on a core and its first remainder-core case), so every mode's
+    /// code path and buffer reuse runs under the sanitizers at a fraction of the cost of
+    /// sanitizing every case. `cargo test`'s catalogue sweep; the main job sanitizes every case.
+    pub sanitize_witnesses: bool,
     pub soc: String,
     /// Parallel runner processes.
     pub jobs: usize,
@@ -51,6 +58,7 @@ impl Default for VerifyOptions {
             dtypes: Vec::new(),
             sweep: Sweep::Quick,
             sanitize: true,
+            sanitize_witnesses: false,
             soc: soc::DEFAULT_SOC.to_string(),
             jobs: 2,
             templates: None,
@@ -139,6 +147,11 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
             let cases = super::cases(spec, opts.sweep);
             let outcomes =
                 run_cases(spec, column, &runner, soc, &cases, opts.jobs, opts.fail_fast.then_some(&stop));
+            let witnesses = if opts.sanitize_witnesses && !opts.sanitize && !stop.load(Ordering::Relaxed) {
+                coverage_witnesses(&outcomes)
+            } else {
+                Vec::new()
+            };
             let ran: Vec<(&Case, CaseOutcome)> =
                 cases.iter().zip(outcomes).filter_map(|(c, o)| o.map(|o| (c, o))).collect();
             let ran_count = ran.len();
@@ -156,6 +169,16 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
             } else {
                 eprintln!("verify: {} {label}: {} cases, {} failed", spec.name, cases.len(), failed);
             }
+            if !witnesses.is_empty() {
+                let chosen: Vec<Case> = witnesses.iter().map(|&i| cases[i].clone()).collect();
+                let failed = run_sanitized(project, spec, column, soc, &chosen, opts, &mut report)?;
+                report.sanitized_cases += chosen.len();
+                eprintln!(
+                    "verify: {} {label}: {} coverage witness case(s) on the sanitized twin, {failed} failed",
+                    spec.name,
+                    chosen.len()
+                );
+            }
             if stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -164,6 +187,72 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
     })?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The indices of the cases that witness the coverage rule (`VerifyOptions::sanitize_witnesses`):
+/// per mode, in case order, its first case, its first case with the most UB passes on a core
+/// and its first case with a remainder core; each index once.
+fn coverage_witnesses(outcomes: &[Option<CaseOutcome>]) -> Vec<usize> {
+    let points: Vec<(usize, &crate::family::PlanCoverage)> = outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.as_ref().and_then(|o| o.coverage.as_ref()).map(|c| (i, c)))
+        .collect();
+    let mut chosen = std::collections::BTreeSet::new();
+    let mut modes: Vec<&str> = points.iter().map(|(_, c)| c.mode).collect();
+    modes.dedup();
+    modes.sort_unstable();
+    modes.dedup();
+    for mode in modes {
+        let of_mode: Vec<&(usize, &crate::family::PlanCoverage)> =
+            points.iter().filter(|(_, c)| c.mode == mode).collect();
+        chosen.insert(of_mode[0].0);
+        let most = of_mode.iter().filter_map(|(_, c)| c.passes).max();
+        if let Some(&&(i, _)) = of_mode.iter().find(|(_, c)| most.is_some() && c.passes == most) {
+            chosen.insert(i);
+        }
+        if let Some(&&(i, _)) = of_mode.iter().find(|(_, c)| c.uneven == Some(true)) {
+            chosen.insert(i);
+        }
+    }
+    chosen.into_iter().collect()
+}
+
+/// Runs `cases` of one combination on the sanitized twin; a case that fails there (a sanitizer
+/// report, a twin rule, a value) is a failure of the sweep like any other, marked as such.
+/// Returns how many failed.
+fn run_sanitized(
+    project: &Project,
+    spec: &OpSpec,
+    column: usize,
+    soc: &soc::Soc,
+    cases: &[Case],
+    opts: &VerifyOptions,
+    report: &mut VerifyReport,
+) -> Result<usize, VerifyError> {
+    let label = spec.column_label(column);
+    let mut runner =
+        super::build_runner(project, spec, column, BuildOptions { sanitize: true }).map_err(|e| {
+            let message = format!("{} {label} (sanitized): {e}", spec.name);
+            match e {
+                super::TwinError::Build(_) => VerifyError::Build(message),
+                _ => VerifyError::Failed(message),
+            }
+        })?;
+    runner.perturb = opts.perturb.map(|k| (k, PERTURB_SEED));
+    runner.profiles = opts.profiles.clone();
+    let mut failed = 0;
+    for (case, outcome) in cases.iter().zip(run_cases(spec, column, &runner, soc, cases, opts.jobs, None)) {
+        let Some(outcome) = outcome else { continue };
+        let why = outcome.failure.clone().or_else(|| {
+            outcome.comparisons.iter().find(|(_, c)| !c.passed()).map(|(name, c)| format!("{name}: {c}"))
+        });
+        if let Some(why) = why {
+            failed += 1;
+            report.failures.push(format!("{} {label} {} (sanitized twin): {why}", spec.name, case.label()));
+        }
+    }
+    Ok(failed)
 }
 
 /// The seed of `verify --perturb` (fixed, so a perturbed run is reproducible).
@@ -223,4 +312,33 @@ fn run_cases(
         }
         Some(outcome)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family::PlanCoverage;
+
+    fn outcome(mode: &'static str, passes: Option<u64>, uneven: Option<bool>) -> Option<CaseOutcome> {
+        Some(CaseOutcome {
+            comparisons: Vec::new(),
+            failure: None,
+            coverage: Some(PlanCoverage { mode, passes, uneven }),
+        })
+    }
+
+    #[test]
+    fn witnesses_are_per_mode_its_first_case_most_passes_and_first_remainder_core() {
+        let outcomes = vec![
+            outcome("b", Some(1), Some(false)), // 0: first of b
+            outcome("a", Some(1), Some(false)), // 1: first of a
+            None,                               // 2: not run
+            outcome("a", Some(5), Some(false)), // 3: most passes of a
+            outcome("a", Some(5), Some(true)), // 4: a's first remainder core (5 passes again: not chosen for that)
+            outcome("b", None, Some(true)),    // 5: b's first remainder core; b's most passes is case 0
+            outcome("a", Some(2), Some(true)), // 6: a later remainder core of a
+        ];
+        assert_eq!(coverage_witnesses(&outcomes), vec![0, 1, 3, 4, 5]);
+        assert!(coverage_witnesses(&[None, None]).is_empty());
+    }
 }

@@ -42,6 +42,8 @@ pub struct VerifyReport {
     /// One line per failed case: op, dtype, case, what failed.
     pub failures: Vec<String>,
     pub cases_run: usize,
+    /// Cases run again on the sanitized twin as coverage witnesses (`sanitize_witnesses`).
+    pub sanitized_cases: usize,
     pub seconds: f64,
     /// Per op and dtype combination, the tiling modes and UB passes its cases reached (read
     /// from each case's plan; `crate::verify::coverage`).

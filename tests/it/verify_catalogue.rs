@@ -1,23 +1,40 @@
 //! The main job's second half as a test: every catalogue op, every dtype combination, the
-//! quick sweep, on the twin built with AddressSanitizer and UBSan, against the references (a
-//! test per family). And the converse: a kernel that computes the wrong thing must fail.
+//! quick sweep on the strict twin against the references (a test per family), with each
+//! combination's coverage witnesses (per tiling mode: its first case, its most UB passes on a
+//! core, its remainder core) again on the twin built with AddressSanitizer and UBSan. The main
+//! job (`cargo xtask verify`) runs every case sanitized; here that would be ~4x the CPU time of
+//! the whole sweep, most of `cargo test`'s. And the converse: a kernel that computes the wrong
+//! thing must fail.
 
 use crate::support::patched_templates;
 use ascend_opgen::spec::Family;
 use ascend_opgen::verify::{run_verify, VerifyOptions};
 
-/// The sanitized quick sweep of one family's catalogue ops: every dtype combination, one row
+/// The quick sweep of one family's catalogue ops, its coverage witnesses sanitized: every dtype combination, one row
 /// per output. One test per family (below), so the test harness's threads share the catalogue
 /// instead of one test running it alone at the end of the run.
-fn family_passes_the_quick_sweep_under_sanitizers(family: Family) {
+fn family_passes_the_quick_sweep(family: Family) {
     let specs = ascend_opgen::family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
     let specs: Vec<_> = specs.into_iter().filter(|s| s.family == family).collect();
     assert!(!specs.is_empty(), "the catalogue has no {} op", family.name());
     let ops = specs.iter().map(|s| s.name.clone()).collect();
-    let report = run_verify(&VerifyOptions { ops, ..VerifyOptions::default() }).expect("verify runs");
+    let report = run_verify(&VerifyOptions {
+        ops,
+        sanitize: false,
+        sanitize_witnesses: true,
+        ..VerifyOptions::default()
+    })
+    .expect("verify runs");
     println!("{}", report.table());
     print!("{}", report.coverage_table());
     assert!(report.failures.is_empty(), "failures:\n{}", report.failures.join("\n"));
+    // Every combination ran its witnesses (at least one per mode reached) on the sanitized twin.
+    let modes: usize = report.coverage.iter().map(|c| c.seen.len()).sum();
+    assert!(
+        report.sanitized_cases >= modes,
+        "{} sanitized witness cases for {modes} modes",
+        report.sanitized_cases
+    );
     // The coverage rule, from every case's plan: each mode the TilingFunc can choose, with three
     // UB passes on a core and a remainder core (src/verify/coverage.rs). A gap not in the
     // known-gaps file fails, and so does a listed gap of these ops that is now covered.
@@ -85,48 +102,48 @@ fn every_catalogue_family_has_its_sanitized_sweep_test() {
 }
 
 #[test]
-fn the_row_norm_ops_pass_the_quick_sweep_under_sanitizers() {
-    family_passes_the_quick_sweep_under_sanitizers(Family::RowNorm);
+fn the_row_norm_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::RowNorm);
 }
 
 #[test]
-fn the_row_norm_grad_ops_pass_the_quick_sweep_under_sanitizers() {
-    family_passes_the_quick_sweep_under_sanitizers(Family::RowNormGrad);
+fn the_row_norm_grad_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::RowNormGrad);
 }
 
 #[test]
-fn the_rotary_ops_pass_the_quick_sweep_under_sanitizers() {
-    family_passes_the_quick_sweep_under_sanitizers(Family::Rotary);
+fn the_rotary_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::Rotary);
 }
 
 #[test]
-fn the_rotary_grad_ops_pass_the_quick_sweep_under_sanitizers() {
-    family_passes_the_quick_sweep_under_sanitizers(Family::RotaryGrad);
+fn the_rotary_grad_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::RotaryGrad);
 }
 
 #[test]
-fn the_elementwise_ops_pass_the_quick_sweep_under_sanitizers() {
-    family_passes_the_quick_sweep_under_sanitizers(Family::Elementwise);
+fn the_elementwise_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::Elementwise);
 }
 
 #[test]
-fn the_permute_ops_pass_the_quick_sweep_under_sanitizers() {
-    family_passes_the_quick_sweep_under_sanitizers(Family::Permute);
+fn the_permute_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::Permute);
 }
 
 #[test]
-fn the_paged_cache_ops_pass_the_quick_sweep_under_sanitizers() {
-    family_passes_the_quick_sweep_under_sanitizers(Family::PagedCache);
+fn the_paged_cache_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::PagedCache);
 }
 
 #[test]
-fn the_dequant_ops_pass_the_quick_sweep_under_sanitizers() {
-    family_passes_the_quick_sweep_under_sanitizers(Family::Dequant);
+fn the_dequant_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::Dequant);
 }
 
 #[test]
-fn the_vocab_reduce_ops_pass_the_quick_sweep_under_sanitizers() {
-    family_passes_the_quick_sweep_under_sanitizers(Family::VocabReduce);
+fn the_vocab_reduce_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::VocabReduce);
 }
 
 #[test]
@@ -148,4 +165,36 @@ fn a_kernel_that_skips_gamma_fails_verification() {
     let report = run_verify(&opts).expect("verify runs");
     let y = report.rows.iter().find(|r| r.output == "y").unwrap();
     assert!(y.failures > 0, "a wrong kernel passed:\n{}", report.table());
+}
+
+/// A defect only the sanitizers see (a read past a stack array: the twin checks UB and GM, not
+/// the kernel's own C++ objects) fails the sweep through the coverage witnesses, while the
+/// unsanitized run of every case passes.
+#[test]
+fn a_kernel_error_only_asan_sees_fails_through_the_sanitized_witnesses() {
+    let templates = patched_templates(
+        "kernel/dequant.cpp.j2",
+        "            Compute(n);\n",
+        "            {\n                volatile uint32_t probe[2] = {0, 0};\n                const uint32_t at = 2 + (n == 0 ? 1 : 0);\n                volatile uint32_t sink = probe[at];\n                (void)sink;\n            }\n            Compute(n);\n",
+    );
+    let opts = VerifyOptions {
+        ops: vec!["dequant_int8".into()],
+        dtypes: vec![ascend_opgen::DType::Float16],
+        sanitize: false,
+        sanitize_witnesses: true,
+        templates: Some(templates),
+        ..VerifyOptions::default()
+    };
+    let report = run_verify(&opts).expect("verify runs");
+    assert!(
+        report.rows.iter().all(|r| r.failures == 0),
+        "the unsanitized run must pass:\n{}",
+        report.table()
+    );
+    assert!(report.sanitized_cases > 0);
+    assert!(
+        !report.failures.is_empty() && report.failures.iter().all(|f| f.contains("(sanitized twin)")),
+        "want the witnesses to fail on the sanitized twin: {:?}",
+        report.failures
+    );
 }

@@ -217,6 +217,7 @@ def samples(dtype=torch.float32, seed=1):
             torch.zeros((2, 8, 2), dtype=torch.float32),
             slots,
         ),
+        "logprob_entropy": (uniform((3, 40), dtype, seed), torch.tensor([5, -100, 39], dtype=torch.int32), 0.7, -100),
         "dequant_int8": (
             torch.randint(-127, 128, (4, 3, 32), generator=gen(seed), dtype=torch.int8),
             uniform((4, 3), torch.float32, seed, 0.001, 0.1),
@@ -383,6 +384,27 @@ class Forward(unittest.TestCase):
                 self.assertEqual(x.dtype, dtype)
                 check_close(self, "x", x, q.double() * scale.double()[..., None])
 
+    def test_logprob_entropy(self):
+        # float64 math from the definition: z = logits / T, lse = logsumexp(z), logprob =
+        # z[target] - lse, entropy = -sum p log p; an ignore_index row gives 0 and 0. The bar,
+        # 1e-4 absolute, is a few times the op's float32 bound at |z| <= 8 / 0.7 and V = 1000
+        # (2^-24 (12 |z| + 8 log2 V + 32) ~ 1.5e-5); a tile combine without its rescale is off by
+        # far more.
+        target = torch.tensor([3, -100, 999, 0, 512], dtype=torch.int64)
+        for dtype in FLOATS:
+            with self.subTest(dtype=dtype):
+                logits = uniform((5, 1000), dtype, 93, -8.0, 8.0)
+                got = OPS.logprob_entropy(logits, target, 0.7, -100)
+                z = logits.double() / 0.7
+                lse = torch.logsumexp(z, -1)
+                logp = z - lse[:, None]
+                keep = target != -100
+                lp = torch.where(keep, logp.gather(1, target.clamp(min=0)[:, None])[:, 0], 0.0)
+                ent = torch.where(keep, -(logp.exp() * logp).sum(-1), 0.0)
+                for name, g, want in zip(("logprob", "entropy", "lse"), got, (lp, ent, lse)):
+                    self.assertEqual(g.dtype, torch.float32, name)
+                    torch.testing.assert_close(g.double(), want, atol=1e-4, rtol=0, msg=name)
+
     def test_non_contiguous_input(self):
         x = uniform((64, 8), torch.float32, 5).t()  # [8, 64], not contiguous
         g = uniform((64,), torch.float32, 6)
@@ -487,9 +509,10 @@ class HostRefusals(unittest.TestCase):
 
 
 # Ops whose spec declares no backward op (rotary: not in the catalogue yet; caches and dequant:
-# not differentiable; the grads: no second derivatives).
+# not differentiable; logprob_entropy: its backward op is not written yet; the grads: no second
+# derivatives).
 NO_BACKWARD = {
-    "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
+    "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8", "logprob_entropy",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
     "rotary_mul_grad", "layer_norm_grad",
 }

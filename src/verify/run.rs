@@ -134,16 +134,8 @@ pub fn run_verify(opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
         for &(spec, column) in columns {
             let label = spec.column_label(column);
             let column_started = Instant::now();
-            let mut runner =
-                built_rx.recv().expect("the builder sends one runner per combination").map_err(|e| {
-                    let message = format!("{} {label}: {e}", spec.name);
-                    match e {
-                        super::TwinError::Build(_) => VerifyError::Build(message),
-                        _ => VerifyError::Failed(message),
-                    }
-                })?;
-            runner.perturb = opts.perturb.map(|k| (k, PERTURB_SEED));
-            runner.profiles = opts.profiles.clone();
+            let built = built_rx.recv().expect("the builder sends one runner per combination");
+            let runner = configured(built, opts, || format!("{} {label}", spec.name))?;
             let cases = super::cases(spec, opts.sweep);
             let outcomes =
                 run_cases(spec, column, &runner, soc, &cases, opts.jobs, opts.fail_fast.then_some(&stop));
@@ -231,16 +223,8 @@ fn run_sanitized(
     report: &mut VerifyReport,
 ) -> Result<usize, VerifyError> {
     let label = spec.column_label(column);
-    let mut runner =
-        super::build_runner(project, spec, column, BuildOptions { sanitize: true }).map_err(|e| {
-            let message = format!("{} {label} (sanitized): {e}", spec.name);
-            match e {
-                super::TwinError::Build(_) => VerifyError::Build(message),
-                _ => VerifyError::Failed(message),
-            }
-        })?;
-    runner.perturb = opts.perturb.map(|k| (k, PERTURB_SEED));
-    runner.profiles = opts.profiles.clone();
+    let built = super::build_runner(project, spec, column, BuildOptions { sanitize: true });
+    let runner = configured(built, opts, || format!("{} {label} (sanitized)", spec.name))?;
     let mut failed = 0;
     for (case, outcome) in cases.iter().zip(run_cases(spec, column, &runner, soc, cases, opts.jobs, None)) {
         let Some(outcome) = outcome else { continue };
@@ -253,6 +237,25 @@ fn run_sanitized(
         }
     }
     Ok(failed)
+}
+
+/// A built runner with the sweep's numerics (perturbation, profiles), or why it could not be
+/// built, naming the op and combination (`what`): a compile error is `VerifyError::Build`.
+fn configured(
+    built: Result<super::Runner, super::TwinError>,
+    opts: &VerifyOptions,
+    what: impl Fn() -> String,
+) -> Result<super::Runner, VerifyError> {
+    let mut runner = built.map_err(|e| {
+        let message = format!("{}: {e}", what());
+        match e {
+            super::TwinError::Build(_) => VerifyError::Build(message),
+            _ => VerifyError::Failed(message),
+        }
+    })?;
+    runner.perturb = opts.perturb.map(|k| (k, PERTURB_SEED));
+    runner.profiles = opts.profiles.clone();
+    Ok(runner)
 }
 
 /// The seed of `verify --perturb` (fixed, so a perturbed run is reproducible).

@@ -192,7 +192,6 @@ fn coverage_witnesses(outcomes: &[Option<CaseOutcome>]) -> Vec<usize> {
         .collect();
     let mut chosen = std::collections::BTreeSet::new();
     let mut modes: Vec<&str> = points.iter().map(|(_, c)| c.mode).collect();
-    modes.dedup();
     modes.sort_unstable();
     modes.dedup();
     for mode in modes {

@@ -35,6 +35,7 @@ struct OpgenWhy {
     } while (0)
 #endif
 namespace opgen_bsnd_to_bnsd_checks {
+const size_t MAX_RANK = 8;
 const uint64_t U32_MAX = 0xFFFFFFFFull;
 
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.

@@ -35,12 +35,13 @@ struct OpgenWhy {
     } while (0)
 #endif
 namespace opgen_dequant_int8_checks {
-const size_t MAX_RANK = 8;
-const uint64_t U32_MAX = 0xFFFFFFFFull;
 // The output dtypes the attr may name.
 const int OUT_FLOAT16 = 0;
 const int OUT_BFLOAT16 = 1;
 const int OUT_FLOAT32 = 2;
+
+const size_t MAX_RANK = 8;
+const uint64_t U32_MAX = 0xFFFFFFFFull;
 
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;

@@ -35,7 +35,6 @@ struct OpgenWhy {
     } while (0)
 #endif
 namespace opgen_reshape_and_cache_checks {
-const uint64_t U32_MAX = 0xFFFFFFFFull;
 const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
 
 inline uint64_t Larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -48,6 +47,9 @@ struct Geometry {
     uint64_t blocks;
     uint64_t blockSize;
 };
+
+const size_t MAX_RANK = 8;
+const uint64_t U32_MAX = 0xFFFFFFFFull;
 
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;

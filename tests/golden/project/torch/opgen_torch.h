@@ -302,6 +302,7 @@ struct OpgenWhy {
     } while (0)
 #endif
 namespace opgen_bnsd_to_bsnd_checks {
+const size_t MAX_RANK = 8;
 const uint64_t U32_MAX = 0xFFFFFFFFull;
 
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
@@ -378,6 +379,7 @@ struct OpgenWhy {
     } while (0)
 #endif
 namespace opgen_bsnd_to_bnsd_checks {
+const size_t MAX_RANK = 8;
 const uint64_t U32_MAX = 0xFFFFFFFFull;
 
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
@@ -454,12 +456,13 @@ struct OpgenWhy {
     } while (0)
 #endif
 namespace opgen_dequant_int8_checks {
-const size_t MAX_RANK = 8;
-const uint64_t U32_MAX = 0xFFFFFFFFull;
 // The output dtypes the attr may name.
 const int OUT_FLOAT16 = 0;
 const int OUT_BFLOAT16 = 1;
 const int OUT_FLOAT32 = 2;
+
+const size_t MAX_RANK = 8;
+const uint64_t U32_MAX = 0xFFFFFFFFull;
 
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
@@ -1358,7 +1361,6 @@ struct OpgenWhy {
     } while (0)
 #endif
 namespace opgen_reshape_and_cache_checks {
-const uint64_t U32_MAX = 0xFFFFFFFFull;
 const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
 
 inline uint64_t Larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -1371,6 +1373,9 @@ struct Geometry {
     uint64_t blocks;
     uint64_t blockSize;
 };
+
+const size_t MAX_RANK = 8;
+const uint64_t U32_MAX = 0xFFFFFFFFull;
 
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
@@ -1476,7 +1481,6 @@ struct OpgenWhy {
     } while (0)
 #endif
 namespace opgen_reshape_and_cache_int8_checks {
-const uint64_t U32_MAX = 0xFFFFFFFFull;
 const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
 
 inline uint64_t Larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -1489,6 +1493,9 @@ struct Geometry {
     uint64_t blocks;
     uint64_t blockSize;
 };
+
+const size_t MAX_RANK = 8;
+const uint64_t U32_MAX = 0xFFFFFFFFull;
 
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;

@@ -6,7 +6,8 @@
 # FakeTensorMode, autograd (the row norms' gradients, refusals) eager and compiled; then
 # test_hf_rounding.py (rounding="hf" against transformers' Qwen2RMSNorm and SiLU, bit for bit)
 # and the tiny-Qwen training-step and several-models tests (scripts/check_torch_train.sh), which
-# also runs the HF tests with the oldest (4.53.2) and the newest (5.25.0) supported transformers.
+# also runs the training steps with the oldest supported transformers (4.53.2); the venv's own is
+# the newest (5.25.0).
 #
 # OPGEN_SKIP_TORCH_CPU=1 skips it on a developer machine (the venv is ~7 GB); it is never
 # skipped in CI (CI=true).

@@ -10,8 +10,10 @@
 # python/opgen_torch/tests/test_train_qwen3_vl.py (a tiny Qwen3-VL's step with an image; not with
 # 4.53.2, which has no Qwen3-VL);
 # then the training steps again with transformers 4.53.2 (the oldest supported, the field
-# report's, cached under target/), and every HF test with the newest supported transformers
-# (OPGEN_TRANSFORMERS_NEWEST, 5.25.0: an overlay venv of scripts/torch-venv.sh, made once).
+# report's, cached under target/). The venv's own transformers is the newest supported (5.25.0,
+# scripts/torch-venv.sh), so every test above runs on the newest and the training steps on the
+# oldest. OPGEN_TRANSFORMERS_EXTRA=<V> also runs every HF test with transformers V (an overlay
+# venv of scripts/torch-venv.sh, made once), e.g. 4.57.1, the last 4.x.
 # Also run by scripts/check_torch_cpu.sh (a step of `cargo xtask test`).
 # Usage: scripts/check_torch_train.sh [OUT_DIR]   (default: target/opgen-torch-cpu)
 set -euo pipefail
@@ -46,13 +48,17 @@ PYTHONPATH="$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_train_qwe
 echo "  Qwen3-VL training-step test: $(opgen_elapsed "$start") s"
 
 # The field report's transformers 4.53.2 too, on the same torch: installed once (--no-deps, with
-# the tokenizers it pins; the venv's other packages serve both versions) into a directory under
+# the tokenizers and huggingface_hub it pins — the venv's 5.x has a hub >= 1.0, which 4.53.2's
+# import-time dependency check refuses; the venv's other packages serve both versions) into a directory under
 # target/ that goes first on PYTHONPATH. The tiny-Qwen training steps (Qwen2 float32 with
 # generate, Qwen2 bfloat16, Qwen3 float32, gradient checkpointing) and the several-models test
 # run with it; the compiled steps do not, to keep the step's cost small.
 alt_version=4.53.2
 alt="$OPGEN_REPO/target/torch-transformers-$alt_version"
-alt_want="transformers==$alt_version tokenizers==0.21.4"
+# requests (and its dependencies) and kernels 0.6 (4.53.2 imports it when installed, and the venv's
+# kernels needs hub 1.x): what huggingface_hub 0.x and 4.53.2 need; the venv's 5.x (hub 1.x,
+# httpx) does not.
+alt_want="transformers==$alt_version tokenizers==0.21.4 huggingface_hub==0.36.2 kernels==0.6.2 requests==2.34.2 urllib3==2.8.0 charset-normalizer==3.5.3 certifi==2026.10.19.post1"
 if [ ! -f "$alt/.opgen-stamp" ] || [ "$(cat "$alt/.opgen-stamp")" != "$alt_want" ]; then
     rm -rf "$alt"
     opgen_run "pip install --target (transformers $alt_version)" "$python" -m pip install --disable-pip-version-check \
@@ -71,18 +77,17 @@ start=$(opgen_now)
 PYTHONPATH="$alt:$out" "$python" "$OPGEN_REPO/python/opgen_torch/tests/test_rl_models.py"
 echo "  several-models test (transformers $alt_version): $(opgen_elapsed "$start") s"
 
-# The newest supported transformers (5.x: other decoder-layer and attention signatures, the
-# rotary function without position_ids, gradient checkpointing by wrapping each layer's forward):
-# the same package (same torch and Python) in its own venv. Every HF test runs there: the training
-# steps, the several-models test, rounding="hf" against HF's own modules (test_hf_rounding.py) and
-# test_cpu_backend.py's Transformers class.
-newest=${OPGEN_TRANSFORMERS_NEWEST:-5.25.0}
-newest_python=$(OPGEN_TRANSFORMERS_VERSION=$newest "$OPGEN_REPO/scripts/torch-venv.sh" | tail -n 1)
-for test in test_train_qwen.py test_train_qwen3_vl.py test_rl_models.py test_hf_rounding.py "test_cpu_backend.py Transformers"; do
-    echo "== python/opgen_torch/tests/$test with transformers $newest"
-    start=$(opgen_now)
-    # shellcheck disable=SC2086 # "file [test class]" splits into the script and its argument
-    PYTHONPATH="$out" OPGEN_EXPECT_TRANSFORMERS="$newest" OPGEN_TWIN_INCLUDE="$OPGEN_REPO/kernels/twin/include" \
-        "$newest_python" "$OPGEN_REPO/python/opgen_torch/tests/"$test
-    echo "  $test (transformers $newest): $(opgen_elapsed "$start") s"
-done
+# A third version on request (not in `cargo xtask test`): every HF test in an overlay venv with
+# the same torch and Python.
+extra=${OPGEN_TRANSFORMERS_EXTRA:-}
+if [ -n "$extra" ]; then
+    extra_python=$(OPGEN_TRANSFORMERS_VERSION=$extra "$OPGEN_REPO/scripts/torch-venv.sh" | tail -n 1)
+    for test in test_train_qwen.py test_train_qwen3_vl.py test_rl_models.py test_hf_rounding.py "test_cpu_backend.py Transformers"; do
+        echo "== python/opgen_torch/tests/$test with transformers $extra"
+        start=$(opgen_now)
+        # shellcheck disable=SC2086 # "file [test class]" splits into the script and its argument
+        PYTHONPATH="$out" OPGEN_EXPECT_TRANSFORMERS="$extra" OPGEN_TWIN_INCLUDE="$OPGEN_REPO/kernels/twin/include" \
+            "$extra_python" "$OPGEN_REPO/python/opgen_torch/tests/"$test
+        echo "  $test (transformers $extra): $(opgen_elapsed "$start") s"
+    done
+fi

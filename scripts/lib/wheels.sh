@@ -2,18 +2,18 @@
 # torch_npu wheels for the extension checks is `cargo xtask fetch-wheels` (src/app/host_checks.rs,
 # whose unit test checks that the versions below are its own). Sourced; needs lib/common.sh.
 
-# torch_npu 2.10.0.post7 is built for torch 2.10.0. On x86_64 its metadata pins the CPU build
-# (torch==2.10.0+cpu, not on PyPI); with --no-deps the PyPI build (cu128) is used instead: its
-# headers and CPU libraries are the same API, and nothing here links its CUDA libraries.
-OPGEN_TORCH_VERSION=${OPGEN_TORCH_VERSION:-2.10.0}
-OPGEN_TORCH_NPU_VERSION=${OPGEN_TORCH_NPU_VERSION:-2.10.0.post7}
+# torch_npu 2.14.0 (the newest on PyPI) is built for torch 2.14.0 (its metadata: torch==2.14.0.*);
+# on x86_64 PyPI's torch is the CUDA build: its headers and CPU libraries are the same API, and
+# nothing here links its CUDA libraries.
+OPGEN_TORCH_VERSION=${OPGEN_TORCH_VERSION:-2.14.0}
+OPGEN_TORCH_NPU_VERSION=${OPGEN_TORCH_NPU_VERSION:-2.14.0}
 OPGEN_WHEEL_PYTHON=${OPGEN_WHEEL_PYTHON:-311}
 
 # opgen_wheel_file DIST VERSION: the cached wheel of DIST==VERSION, if any.
 opgen_wheel_file() {
     local dist=$1 version=$2
     # Wheel names use the distribution name with '_' and may carry a build tag
-    # (torch-2.10.0-3-cp311-…).
+    # (torch-2.14.0-3-cp311-…).
     compgen -G "$OPGEN_CACHE/wheels/${dist}-${version}-*cp${OPGEN_WHEEL_PYTHON}-*manylinux*_$(uname -m).whl" | head -n 1
 }
 

@@ -25,12 +25,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// torch_npu 2.10.0.post7 is built for torch 2.10.0. On x86_64 its metadata pins the CPU build
-/// (torch==2.10.0+cpu, not on PyPI); with --no-deps the PyPI build (cu128) is used instead: its
-/// headers and CPU libraries are the same API, and nothing here links its CUDA libraries.
+/// torch_npu 2.14.0 (the newest on PyPI) is built for torch 2.14.0 (its metadata: `torch==2.14.0.*`);
+/// on x86_64 PyPI's torch is the CUDA build: its headers and CPU libraries are the same API, and
+/// nothing here links its CUDA libraries.
 /// scripts/lib/wheels.sh (torch-venv.sh's wheel lookup) names the same versions; a test checks.
-pub const TORCH_VERSION: &str = "2.10.0";
-pub const TORCH_NPU_VERSION: &str = "2.10.0.post7";
+pub const TORCH_VERSION: &str = "2.14.0";
+pub const TORCH_NPU_VERSION: &str = "2.14.0";
 /// The CPython the wheels are for (cp311).
 pub const WHEEL_PYTHON: &str = "311";
 
@@ -117,7 +117,7 @@ pub struct Wheels {
 }
 
 /// The cached wheel of `dist==version` for this Python and machine, if any. Wheel names use the
-/// distribution name with `_` and may carry a build tag (`torch-2.10.0-3-cp311-…`).
+/// distribution name with `_` and may carry a build tag (`torch-2.14.0-3-cp311-…`).
 fn wheel_file(dir: &Path, dist: &str, version: &str) -> Option<PathBuf> {
     let python = env_or("OPGEN_WHEEL_PYTHON", WHEEL_PYTHON);
     let mut found: Vec<PathBuf> = fs::read_dir(dir)
@@ -278,18 +278,28 @@ pub fn fetch_wheels() -> Result<(), AppError> {
     Ok(())
 }
 
-/// The CUDA runtime pins of torch's METADATA (`nvidia-cuda-runtime-cu12==12.8.90`, ...).
+/// The CUDA runtime pins in a wheel's METADATA: torch's own up to 2.12 (`nvidia-cuda-runtime-cu12==12.8.90`,
+/// ...), or, from torch 2.13's CUDA 13 build, the `cuda-toolkit[...]==13.0.3` meta-package it pins,
+/// whose METADATA (read the same way) pins `nvidia-cuda-runtime==13.0.96.*` under its `cudart`
+/// extra and `nvidia-cuda-cupti==13.0.85.*` under `cupti`.
 const PINS_PY: &str = r#"
 import re
 import sys
 import zipfile
 
+seen = set()
 with zipfile.ZipFile(sys.argv[1]) as z:
     meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
     for line in z.read(meta).decode().splitlines():
-        m = re.match(r"Requires-Dist: (nvidia-cuda-(?:runtime|cupti)-cu\d+)==([\w.]+)", line)
+        m = re.match(r"Requires-Dist: (nvidia-cuda-(?:runtime|cupti)(?:-cu\d+)?)==([\w.*]+)(.*)", line)
         if m:
-            print(f"{m.group(1)}=={m.group(2)}")
+            extra = re.search(r"extra == ['\"](\w+)['\"]", m.group(3))
+            if extra is None or extra.group(1) in ("cudart", "cupti"):
+                seen.add(f"{m.group(1)}=={m.group(2)}")
+        m = re.match(r"Requires-Dist: (cuda-toolkit)\[[^\]]*\]==([\w.]+)", line)
+        if m:
+            seen.add(f"{m.group(1)}=={m.group(2)}")
+print("\n".join(sorted(seen)))
 "#;
 
 const UNPACK_LIBS_PY: &str = r#"
@@ -304,75 +314,86 @@ with zipfile.ZipFile(wheel) as z:
 print(f"{len(libs)} libraries")
 "#;
 
-/// The two CUDA runtime libraries torch's PyPI build needs just to be loaded (libtorch_cpu.so
-/// NEEDs libcudart.so.12 and libcupti.so.12; nothing calls them on a CPU), at the versions
-/// torch's own metadata pins, downloaded once and unpacked. Returns what LD_LIBRARY_PATH needs
-/// to run a program linked to libtorch_cpu.
-fn torch_cpu_runtime(w: &Wheels) -> Result<Vec<PathBuf>, AppError> {
+/// The CUDA runtime pins of `wheel`'s METADATA (PINS_PY).
+fn runtime_pins(wheel: &Path) -> Result<Vec<String>, AppError> {
     let out = Cmd::new("python3")
         .arg("-c")
         .arg(PINS_PY)
-        .arg(&w.torch_wheel)
+        .arg(wheel)
         .stdin_null()
         .run_checked()
-        .map_err(|e| step_failed("read torch's CUDA runtime pins", Path::new("."), &e))?;
-    let pins: Vec<String> = out.stdout_lossy().split_whitespace().map(str::to_string).collect();
+        .map_err(|e| step_failed("read the CUDA runtime pins", wheel, &e))?;
+    Ok(out.stdout_lossy().split_whitespace().map(str::to_string).collect())
+}
+
+/// The cached wheel of the exact or wildcard pin `dist==version` (`13.0.85.*`), downloaded once
+/// into the wheels cache for this Python and machine.
+fn pinned_wheel(pin: &str) -> Result<PathBuf, AppError> {
+    let (dist, version) = pin.split_once("==").ok_or_else(|| fail(format!("bad pin `{pin}`")))?;
+    let python = env_or("OPGEN_WHEEL_PYTHON", WHEEL_PYTHON);
+    let wheels_dir = cache_dir().join("wheels");
+    let prefix = format!("{}-{}", dist.replace('-', "_"), version.trim_end_matches(".*"));
+    let find = || -> Option<PathBuf> {
+        let mut found: Vec<PathBuf> = fs::read_dir(&wheels_dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                    // `-` ends an exact version; `.` continues a wildcard's (13.0.85 of 13.0.85.*).
+                    n.strip_prefix(&prefix).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('.'))
+                        && n.ends_with(".whl")
+                })
+            })
+            .collect();
+        found.sort();
+        found.into_iter().next()
+    };
+    if let Some(wheel) = find() {
+        println!("  {pin}: cached");
+        return Ok(wheel);
+    }
+    // CUDA 13's runtime wheels are tagged manylinux_2_25; pip does not infer it from 2_28.
+    let platforms = ["manylinux_2_28", "manylinux_2_25", "manylinux2014", "manylinux_2_17"]
+        .iter()
+        .map(|p| format!("{p}_{}", arch()))
+        .collect::<Vec<_>>();
+    step(
+        &format!("download {pin}"),
+        pip_download(&python, &platforms, &[format!("cp{python}"), "none".into()], &wheels_dir, pin),
+    )?;
+    find().ok_or_else(|| fail(format!("no wheel of {pin} in {}", wheels_dir.display())))
+}
+
+/// The two CUDA runtime libraries torch's PyPI build needs just to be loaded (libtorch_cpu.so
+/// NEEDs libcudart and libcupti; nothing calls them on a CPU), at the versions torch's own
+/// metadata pins, directly or through the cuda-toolkit meta-package, downloaded once and
+/// unpacked. Returns what LD_LIBRARY_PATH needs to run a program linked to libtorch_cpu.
+fn torch_cpu_runtime(w: &Wheels) -> Result<Vec<PathBuf>, AppError> {
+    let mut pins = runtime_pins(&w.torch_wheel)?;
+    if let Some(at) = pins.iter().position(|p| p.starts_with("cuda-toolkit==")) {
+        let toolkit = pinned_wheel(&pins.remove(at))?;
+        pins.extend(runtime_pins(&toolkit)?);
+    }
     if pins.is_empty() {
         println!("  torch's metadata pins no CUDA runtime: nothing to add");
         return Ok(Vec::new());
     }
-    let python = env_or("OPGEN_WHEEL_PYTHON", WHEEL_PYTHON);
-    let wheels_dir = cache_dir().join("wheels");
     let mut paths = Vec::new();
     for pin in pins {
-        let (dist, version) = pin.split_once("==").ok_or_else(|| fail(format!("bad pin `{pin}`")))?;
-        let dest = cache_dir().join("unpacked").join(format!("{dist}-{version}"));
-        let prefix = format!("{}-{version}-", dist.replace('-', "_"));
-        let find = || -> Option<PathBuf> {
-            let mut found: Vec<PathBuf> = fs::read_dir(&wheels_dir)
-                .ok()?
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".whl"))
-                })
-                .collect();
-            found.sort();
-            found.into_iter().next()
-        };
+        let dest = cache_dir().join("unpacked").join(pin.replace("==", "-").trim_end_matches(".*"));
         if !dest.join(".complete").exists() {
-            if find().is_none() {
-                let platforms = ["manylinux_2_28", "manylinux2014", "manylinux_2_17"]
-                    .iter()
-                    .map(|p| format!("{p}_{}", arch()))
-                    .collect::<Vec<_>>();
-                step(
-                    &format!("download {pin}"),
-                    pip_download(
-                        &python,
-                        &platforms,
-                        &[format!("cp{python}"), "none".into()],
-                        &wheels_dir,
-                        &pin,
-                    ),
-                )?;
-            } else {
-                println!("  {pin}: cached");
-            }
-            let wheel =
-                find().ok_or_else(|| fail(format!("no wheel of {pin} in {}", wheels_dir.display())))?;
+            let wheel = pinned_wheel(&pin)?;
             let _ = fs::remove_dir_all(&dest);
-            let log = step(
+            step(
                 &format!("unpack {pin} lib/"),
                 Cmd::new("python3").arg("-c").arg(UNPACK_LIBS_PY).arg(&wheel).arg(&dest),
             )?;
-            let _ = log;
             fs::write(dest.join(".complete"), "").map_err(|e| io(&dest, e))?;
         } else {
             println!("  {pin}: already unpacked");
         }
+        // nvidia/<component>/lib (cu12 wheels) or nvidia/cu13/lib (CUDA 13's).
         let nvidia = dest.join("nvidia");
         let mut libs: Vec<PathBuf> = fs::read_dir(&nvidia)
             .map_err(|e| io(&nvidia, e))?
@@ -383,6 +404,7 @@ fn torch_cpu_runtime(w: &Wheels) -> Result<Vec<PathBuf>, AppError> {
         libs.sort();
         paths.extend(libs);
     }
+    paths.dedup();
     Ok(paths)
 }
 
@@ -522,7 +544,8 @@ pub fn check_torch_ext(work: Option<PathBuf>) -> Result<(), AppError> {
     fs::create_dir_all(&meta).map_err(|e| io(&meta, e))?;
     let include = w.torch.join("include");
     let flags: Vec<String> = vec![
-        "-std=c++17".into(),
+        // torch 2.14's headers need C++20 (as the extension build: templates/torch/CMakeLists.txt.j2).
+        "-std=c++20".into(),
         "-O0".into(),
         "-D_GLIBCXX_USE_CXX11_ABI=1".into(),
         format!("-I{}", include.display()),

@@ -224,7 +224,10 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
     }
 
     // The extension: schemas, Meta/Autograd kernels, CPU kernels.
+    // C++20 for the files that include torch (after the twin's -std=c++17, so it wins): torch
+    // 2.14's ATen.h stops on anything older ("C++20 or later compatible compiler is required").
     let torch_flags: Vec<String> = strings([
+        "-std=c++20".to_string(),
         "-D_GLIBCXX_USE_CXX11_ABI=1".to_string(),
         "-I".to_string(),
         src.join("torch").display().to_string(),

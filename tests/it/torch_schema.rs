@@ -246,10 +246,10 @@ fn every_op_has_meta_and_npu_kernels_calling_aclnn_in_order() {
             "{name}: aclnn order is inputs, attrs, outputs"
         );
     }
-    // The build recipe: C++17, the torch 2.10 ABI, the op-plugin include dir, no undefined symbols.
+    // The build recipe: C++20 (torch 2.14), the C++11 ABI, the op-plugin include dir, no undefined symbols.
     let cmake = &project.file("torch/CMakeLists.txt").unwrap().contents;
     for needle in [
-        "CMAKE_CXX_STANDARD 17",
+        "CMAKE_CXX_STANDARD 20",
         "_GLIBCXX_USE_CXX11_ABI=${OPGEN_CXX11_ABI}",
         "set(OPGEN_CXX11_ABI 1",
         "include/third_party/op-plugin",

@@ -6,6 +6,10 @@ step; the loss and every parameter's full gradient against the unpatched model r
 (test_train_qwen.py's float32 bars: loss within 1e-5 relative, each gradient's cosine >= 0.9999
 and its norm within 1e-4).
 
+Tensor parallel as transformers does it (`from_pretrained(..., tp_plan="auto")`, the model's own
+plan; needs accelerate): the whole tiny Qwen2 and Qwen3, patched against unpatched, one training
+step each, the same bars.
+
 Tensor + sequence parallel (torchtitan's plan for a decoder layer's second half):
 post_attention_layernorm under SequenceParallel (rows sharded over the sequence), the MLP's
 gate/up ColwiseParallel and down RowwiseParallel, all keeping DTensors between them, so that
@@ -133,6 +137,38 @@ def tp_step(mesh, patched):
     return full(y).detach(), {n: full(p.grad) for n, p in block.named_parameters()}, seen.ops
 
 
+def transformers_tp_step(mesh, family, patched):
+    """One training step of the tiny Qwen2/Qwen3 loaded the way transformers parallelises a
+    model itself (`from_pretrained(..., tp_plan="auto")`: its own plan, q/k/v and gate/up
+    column-wise, o and down row-wise, local tensors between them, so the norms, rotary and
+    SwiGLU run on each rank's heads and columns as plain tensors): loss, {name: full gradient},
+    the opgen ops that ran."""
+    import transformers
+    from torch.distributed.tensor import DTensor
+
+    import opgen_torch.transformers as patch
+
+    # Rank 0 saves the checkpoint (transformers writes it on the main process only), every rank
+    # loads its shards from it.
+    with tempfile.TemporaryDirectory() as mine:
+        saved = [mine]
+        dist.broadcast_object_list(saved, src=0)
+        if dist.get_rank() == 0:
+            tiny(family, torch.float32).save_pretrained(mine)
+        dist.barrier()
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            saved[0], tp_plan="auto", device_mesh=mesh, dtype=torch.float32
+        )
+        dist.barrier()
+    if patched:
+        getattr(patch, f"apply_to_{family}")(model)
+    with RecordOps() as rec:
+        out = model(TOKENS, labels=TOKENS)
+        out.loss.backward()
+    full = lambda t: t.full_tensor() if isinstance(t, DTensor) else t  # noqa: E731
+    return out.loss.detach(), {n: full(p.grad) for n, p in model.named_parameters()}, rec.opgen()
+
+
 class Distributed(unittest.TestCase):
     def setUp(self):
         from torch.distributed.device_mesh import init_device_mesh
@@ -155,6 +191,28 @@ class Distributed(unittest.TestCase):
                 f"float32 bars, opgen ops {sorted(ran)}; {time.perf_counter() - started:.1f} s",
                 flush=True,
             )
+
+    def test_transformers_tensor_parallel_training_step(self):
+        # The whole model under transformers' own tensor-parallel plan, Qwen2 and Qwen3 (its q/k
+        # norm over each rank's heads), patched against unpatched, both parallelised the same way.
+        for family in ("qwen2", "qwen3"):
+            with self.subTest(family=family):
+                started = time.perf_counter()
+                want_loss, want, _ = transformers_tp_step(self.mesh, family, patched=False)
+                loss, got, ran = transformers_tp_step(self.mesh, family, patched=True)
+                self.assertTrue({"rms_norm", "rms_norm_grad", "rotary_mul", "rotary_mul_grad", "swiglu"} <= ran, ran)
+                delta = abs(float(loss) - float(want_loss)) / abs(float(want_loss))
+                self.assertLessEqual(delta, 1e-5, "loss")
+                self.assertEqual(sorted(got), sorted(want))
+                for name in got:
+                    compare(self, got[name], want[name], f"gradient of {name}")
+                if dist.get_rank() == 0:
+                    print(
+                        f"\n  transformers tp_plan=auto x{WORLD}, {family}: loss relative delta {delta:.2e}, "
+                        f"{len(got)} gradients within the float32 bars, opgen ops {sorted(ran)}; "
+                        f"{time.perf_counter() - started:.1f} s",
+                        flush=True,
+                    )
 
     def test_row_and_rotary_rules_shard_without_falling_back(self):
         # Each rule on DTensors against the op on whole tensors (same numbers on every rank),
@@ -231,7 +289,8 @@ class Distributed(unittest.TestCase):
         import functools
 
         import opgen_torch.ops as ops
-        from torch.distributed.tensor import DTensor, Partial, Replicate
+        from torch.distributed.tensor import Partial, Replicate
+        from torch.distributed.tensor.debug import _clear_sharding_prop_cache
         from torch.distributed.tensor.experimental import register_sharding
 
         def mutant(op, *args, **attrs):
@@ -240,15 +299,16 @@ class Distributed(unittest.TestCase):
                 for out, ins in ops.sharding_strategies(op, *args, **attrs)
             ]
 
-        cache = DTensor._op_dispatcher.sharding_propagator.propagate_op_sharding
+        # Both sharding caches, the Python LRU and (torch 2.14) the C++ dispatch fast path's: that
+        # one would otherwise keep serving the mutant's strategy to the tests after this one.
         try:
             register_sharding(torch.ops.opgen.rms_norm_grad.default)(functools.partial(mutant, "rms_norm_grad"))
-            cache.cache_clear()
+            _clear_sharding_prop_cache()
             with self.assertRaisesRegex(AssertionError, "gradient of 0.weight"):
                 self.check_tensor_parallel()
         finally:
             ops.register_sharding()
-            cache.cache_clear()
+            _clear_sharding_prop_cache()
 
     def test_tensor_and_sequence_parallel_block(self):
         self.check_tensor_parallel()
@@ -271,7 +331,10 @@ class Distributed(unittest.TestCase):
 
 
 def worker(rank, port, results):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD))
+    # LOCAL_RANK as torchrun sets it (transformers' tp_plan reads it).
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD)
+    )
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     try:

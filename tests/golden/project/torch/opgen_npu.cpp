@@ -12,10 +12,20 @@
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
+#include <torch/version.h>
 
 #include <string>
 #include <tuple>
 
+// op-plugin's headers pick per torch release by CURRENT_VERSION (one of its V2R<minor> constants,
+// op_plugin/utils/Version.h), which torch_npu's own build defines and an extension must: left
+// undefined it reads as 0 (torch 2.1), and torch_npu 2.14's headers then include
+// ATen/NamedTensorUtils.h, which torch 2.13 removed. The release is the torch these headers are.
+#ifndef CURRENT_VERSION
+#define OPGEN_PASTE(a, b) a##b
+#define OPGEN_RELEASE(minor) OPGEN_PASTE(V2R, minor)
+#define CURRENT_VERSION OPGEN_RELEASE(TORCH_VERSION_MINOR)
+#endif
 #include "op_plugin/include/npu_cpp_extension.h"
 #include "opgen_torch.h"
 

@@ -552,7 +552,7 @@ pub fn string_attr_choices(spec: &OpSpec, name: &str, column: usize) -> Option<V
 }
 
 /// Attrs at their spec defaults.
-pub(crate) fn default_attrs(spec: &OpSpec) -> Vec<(String, AttrValue)> {
+pub fn default_attrs(spec: &OpSpec) -> Vec<(String, AttrValue)> {
     spec.attrs.iter().filter_map(|a| a.default.clone().map(|d| (a.name.clone(), d))).collect()
 }
 

@@ -7,6 +7,7 @@
 mod support;
 
 mod backward_table;
+mod batch_invariance;
 mod build_npu;
 mod cann_discovery;
 mod cann_project;

@@ -261,12 +261,13 @@ static bool PlanRows(uint64_t budget, uint64_t colAlign, uint64_t typeSize, uint
 // Mode 2, for a row that does not fit: chunks of colFactor elements, two passes per row.
 // Preferred: the row stays resident in UB in x's dtype (the rounded sum, written as x_sum once), so
 // pass 2 reads it from UB, when chunks of at least MIN_RESIDENT_CHUNK remain. gamma is then
-// resident too if the core has several rows and it still fits (it is read once per core instead
-// of once per row); with one row per core both read gamma once, and streaming it gives larger
-// chunks and overlaps its copy with the compute. Otherwise the streamed split-D: pass 2 reads
+// resident too if it still fits (read once per core instead of once per row), whatever the rows
+// per core: the chunk must not depend on the batch, because a row's sums are added chunk by
+// chunk, and a row must give the same bits in any batch (tests/it/batch_invariance.rs; with one
+// row per core a streamed gamma gave larger chunks, and a row of 8192 float32 alone differed in
+// 7122 of its y from the same row among 160). Otherwise the streamed split-D: pass 2 reads
 // x1 and x2 from GM again, gamma resident when that leaves MIN_RESIDENT_CHUNK chunks.
-static bool PlanSplitD(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxCoreRows,
-                       Plan* plan)
+static bool PlanSplitD(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, Plan* plan)
 {
     const bool fp32Copy = typeSize == 2;
     const uint64_t chunkFixed = (REDUCE_SLOT_BYTES + BUFFER_NUM * BLOCK_BYTES) * STAT_OUTPUTS + REDUCE_TMP_BYTES;
@@ -280,7 +281,7 @@ static bool PlanSplitD(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64
     const uint64_t paramBytes = rowBytes * PARAM_ROWS;  // resident gamma (and beta)
     if (chunkFixed + rowBytes < budget) {
         const uint64_t avail = budget - chunkFixed - rowBytes;
-        if (maxCoreRows > 1 && avail > paramBytes && (avail - paramBytes) / residentPerElem >= MIN_RESIDENT_CHUNK) {
+        if (avail > paramBytes && (avail - paramBytes) / residentPerElem >= MIN_RESIDENT_CHUNK) {
             plan->rowResident = 1;
             plan->gammaResident = 1;
             plan->colFactor = (avail - paramBytes) / residentPerElem;
@@ -403,7 +404,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     Plan plan;
     if (!(BATCHED_NORM && PlanBatched(budget, cols, colAlign, typeSize, maxCoreRows, roundHf, &plan)) &&
         !PlanRows(budget, colAlign, typeSize, maxCoreRows, &plan) &&
-        !PlanSplitD(budget, cols, colAlign, typeSize, maxCoreRows, &plan)) {
+        !PlanSplitD(budget, cols, colAlign, typeSize, &plan)) {
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold one chunk", static_cast<unsigned long long>(budget));
     }
 

@@ -13,9 +13,9 @@
 //! u·(4·log2 V + 32) absolute, u = 2^-24, A the case's largest finite |z|.
 
 use super::eager::{self, Builder};
-use super::vocab_reduce_grad as grad;
 use super::inputs::{derive_seed, generate, Distribution, Rng};
 use super::layout::input;
+use super::vocab_reduce_grad as grad;
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates,
@@ -345,7 +345,11 @@ impl FamilyOps for VocabReduce {
     /// The backward has its own kernel; the op_host and checks templates serve both (`grad`).
     fn templates(&self, spec: &OpSpec) -> Templates {
         Templates {
-            kernel: if grad::is_grad(spec) { "kernel/vocab_reduce_grad.cpp.j2" } else { "kernel/vocab_reduce.cpp.j2" },
+            kernel: if grad::is_grad(spec) {
+                "kernel/vocab_reduce_grad.cpp.j2"
+            } else {
+                "kernel/vocab_reduce.cpp.j2"
+            },
             host: "host/vocab_reduce.cpp.j2",
             checks: Some("host/vocab_reduce_checks.j2"),
         }
@@ -386,8 +390,11 @@ impl FamilyOps for VocabReduce {
 
     fn case_inputs(&self, spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
         // A case this family made always has its shapes; a malformed one panics with why.
-        let data =
-            if grad::is_grad(spec) { grad::case_inputs(spec, column, case) } else { case_inputs(spec, column, case) };
+        let data = if grad::is_grad(spec) {
+            grad::case_inputs(spec, column, case)
+        } else {
+            case_inputs(spec, column, case)
+        };
         Some(data.unwrap_or_else(|e| panic!("{}: {e}", spec.name)))
     }
 

@@ -36,11 +36,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
     let label = "family vocab_reduce (logprob_entropy_grad)";
     let names = |ts: &[crate::spec::TensorArg]| ts.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
     if names(&spec.inputs) != INPUTS {
-        r.error(
-            &raw.inputs,
-            "inputs",
-            format!("{label} takes inputs ({}) in that order", INPUTS.join(", ")),
-        );
+        r.error(&raw.inputs, "inputs", format!("{label} takes inputs ({}) in that order", INPUTS.join(", ")));
         return;
     }
     if names(&spec.outputs) != OUTPUTS {
@@ -171,7 +167,8 @@ pub fn expected(
     let values = reference::logprob_entropy_grad(&x, v, &target, rows, t, ignore)?;
     let mut e = 0.0f64;
     for r in (0..target.len()).filter(|&r| target[r] != ignore) {
-        let a = x[r * v..(r + 1) * v].iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max((x / t).abs()));
+        let a =
+            x[r * v..(r + 1) * v].iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max((x / t).abs()));
         let s = row_scale(a, entropy[r], dlogprob[r], dentropy[r], t);
         if s.is_finite() {
             e = e.max(s);

@@ -118,7 +118,10 @@ pub fn logprob_entropy_grad(
         ));
     }
     if !(temperature > 0.0 && temperature.is_finite()) {
-        return Err(ReferenceError::new(OP, format!("temperature {temperature} is not a positive finite number")));
+        return Err(ReferenceError::new(
+            OP,
+            format!("temperature {temperature} is not a positive finite number"),
+        ));
     }
     let mut out = vec![0.0; logits.len()];
     for (r, &t) in target.iter().enumerate() {
@@ -201,7 +204,12 @@ mod tests {
         // only the one-hot term), row 2 target out of range (no one-hot: the row sums to 0).
         let logits = [f64::NAN, 1.0, 0.0, ninf, 0.0, 0.0];
         let l2 = 2f64.ln();
-        let rows = GradRows { lse: &[0.0, 0.0, l2], entropy: &[0.0, 0.0, l2], dlogprob: &[5.0, 1.0, 1.0], dentropy: &[1.0, 1.0, 1.0] };
+        let rows = GradRows {
+            lse: &[0.0, 0.0, l2],
+            entropy: &[0.0, 0.0, l2],
+            dlogprob: &[5.0, 1.0, 1.0],
+            dentropy: &[1.0, 1.0, 1.0],
+        };
         let d = logprob_entropy_grad(&logits, 2, &[-100, 1, 7], rows, 1.0, -100).unwrap();
         assert_eq!(&d[..2], &[0.0, 0.0]);
         // Row 1: p = (1, 0), H = 0: entry 0 = −1·1 − 1·1·(0 + 0) = −1; entry 1 = 1·(1 − 0) = 1.

@@ -109,11 +109,13 @@ fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
             dlogprob: vec![dlp; 4],
             dentropy: vec![dent; 4],
         };
-        let r = run(&spec, dtype, logits, &[16384, (v - 1) as i64, 7, 5], &rows, &attrs(t, 7), false).unwrap();
+        let r =
+            run(&spec, dtype, logits, &[16384, (v - 1) as i64, 7, 5], &rows, &attrs(t, 7), false).unwrap();
         let g = dlogits(&r);
         // 16-bit: one rounding of values up to ~0.4 (2^-9 relative), plus float32's ~1e-6.
         let tol = |want: f64| if dtype == DType::Float32 { 1e-6 } else { want.abs() * 2f64.powi(-8) + 1e-6 };
-        let check = |i: usize, want: f64, what: &str| close(g[i], want, tol(want), &format!("{dtype}: {what}"));
+        let check =
+            |i: usize, want: f64, what: &str| close(g[i], want, tol(want), &format!("{dtype}: {what}"));
         // All equal: p = 1/V and ln p + H = 0.
         check(0, d(1.0 / vf, 0.0, vf.ln()), "all equal, first element");
         check(16383, d(1.0 / vf, 0.0, vf.ln()), "all equal, a tile's last element");
@@ -131,7 +133,12 @@ fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
         // Each kept row sums to dlp·(1 − Σp)/T − dent·Σ p(ln p + H)/T = 0.
         for row in [0usize, 1, 3] {
             let sum: f64 = g[row * v..(row + 1) * v].iter().sum();
-            close(sum, 0.0, if dtype == DType::Float32 { 1e-4 } else { 2e-2 }, &format!("{dtype}: row {row} sum"));
+            close(
+                sum,
+                0.0,
+                if dtype == DType::Float32 { 1e-4 } else { 2e-2 },
+                &format!("{dtype}: row {row} sum"),
+            );
         }
     }
 }
@@ -146,7 +153,12 @@ fn a_rows_bits_do_not_depend_on_the_batch() {
     let target: Vec<i64> = (0..n).map(|r| (r * 131 % v) as i64).collect();
     let per_row = |k: usize| (0..n).map(|r| ((r * 37 + k * 11) % 19) as f64 / 7.0 - 1.0).collect::<Vec<_>>();
     // Any finite lse and H do: the batch independence does not need them consistent.
-    let rows = Rows { lse: per_row(0).iter().map(|e| e + 12.0).collect(), entropy: per_row(1), dlogprob: per_row(2), dentropy: per_row(3) };
+    let rows = Rows {
+        lse: per_row(0).iter().map(|e| e + 12.0).collect(),
+        entropy: per_row(1),
+        dlogprob: per_row(2),
+        dentropy: per_row(3),
+    };
     let batch = HostTensor::from_f64(DType::Float16, &[n, v], &x);
     let all = dlogits(&run(&spec, DType::Float16, batch, &target, &rows, &attrs(1.0, -100), false).unwrap());
     for r in [0usize, 50, 96] {
@@ -157,8 +169,10 @@ fn a_rows_bits_do_not_depend_on_the_batch() {
             dlogprob: vec![rows.dlogprob[r]],
             dentropy: vec![rows.dentropy[r]],
         };
-        let alone =
-            dlogits(&run(&spec, DType::Float16, one, &target[r..r + 1], &alone_rows, &attrs(1.0, -100), false).unwrap());
+        let alone = dlogits(
+            &run(&spec, DType::Float16, one, &target[r..r + 1], &alone_rows, &attrs(1.0, -100), false)
+                .unwrap(),
+        );
         let batch_row = &all[r * v..(r + 1) * v];
         assert!(alone.iter().zip(batch_row).all(|(a, b)| a.to_bits() == b.to_bits()), "row {r}");
     }
@@ -172,7 +186,12 @@ fn host_code_rejects_bad_shapes_and_attrs_with_the_reason() {
         Err(TwinError::HostRejected(why)) => why,
         other => panic!("expected a host rejection, got {other:?}"),
     };
-    let rows = |n: usize, lse: usize| Rows { lse: vec![0.0; lse], entropy: vec![0.0; n], dlogprob: vec![0.0; n], dentropy: vec![0.0; n] };
+    let rows = |n: usize, lse: usize| Rows {
+        lse: vec![0.0; lse],
+        entropy: vec![0.0; n],
+        dlogprob: vec![0.0; n],
+        dentropy: vec![0.0; n],
+    };
     let w = why(run(&spec, DType::Float32, z(&[2, 10]), &[0, 1], &rows(2, 3), &attrs(1.0, -100), true));
     assert!(w.contains("lse (rank 1, 3 elements) must have target's shape (rank 1, 2 elements)"), "{w}");
     let w = why(run(&spec, DType::Float32, z(&[3, 10]), &[0, 1], &rows(2, 2), &attrs(1.0, -100), true));
@@ -187,7 +206,20 @@ fn a_vocabulary_past_the_forwards_64_tiles_is_planned() {
     let spec = spec();
     let n = 1usize;
     let v = 600_000usize;
-    let rows = Rows { lse: vec![(v as f64).ln()], entropy: vec![(v as f64).ln()], dlogprob: vec![1.0], dentropy: vec![1.0] };
-    let r = run(&spec, DType::Float32, HostTensor::zeros(DType::Float32, &[n, v]), &[0], &rows, &attrs(1.0, -100), true);
+    let rows = Rows {
+        lse: vec![(v as f64).ln()],
+        entropy: vec![(v as f64).ln()],
+        dlogprob: vec![1.0],
+        dentropy: vec![1.0],
+    };
+    let r = run(
+        &spec,
+        DType::Float32,
+        HostTensor::zeros(DType::Float32, &[n, v]),
+        &[0],
+        &rows,
+        &attrs(1.0, -100),
+        true,
+    );
     assert!(r.is_ok(), "{:?}", r.err());
 }

@@ -56,9 +56,15 @@ fn a_16_bit_output_is_refused() {
 
 #[test]
 fn inputs_outputs_and_attrs_are_named_and_ordered() {
-    let text = good().patched("name = \"target\"", "name = \"labels\"");
+    // The [backward] table names the renamed tensor too (renamed with it: its own check passes).
+    let backward = "inputs = [\"logits\", \"target\", \"lse\", \"entropy\"";
+    let text = good()
+        .patched("name = \"target\"", "name = \"labels\"")
+        .patched(backward, "inputs = [\"logits\", \"labels\", \"lse\", \"entropy\"");
     assert_error(&text, "inputs", "takes inputs (logits, target) in that order");
-    let text = good().patched("name = \"lse\"", "name = \"logsumexp\"");
+    let text = good()
+        .patched("name = \"lse\"", "name = \"logsumexp\"")
+        .patched(backward, "inputs = [\"logits\", \"target\", \"logsumexp\", \"entropy\"");
     assert_error(&text, "outputs", "has outputs (logprob, entropy, lse) in that order");
     let text =
         good().patched("type = \"int\"", "type = \"float\"").patched("default = -100", "default = -100.0");
@@ -85,19 +91,25 @@ fn the_backward_spec_loads() {
 
 #[test]
 fn the_backward_refuses_a_dlogits_dtype_other_than_the_logits_and_16_bit_rows() {
-    let text = grad_good().patched(
-        "name = \"dlogits\"\ndtypes = [\"float16\"",
-        "name = \"dlogits\"\ndtypes = [\"float32\"",
-    );
+    let text = grad_good()
+        .patched("name = \"dlogits\"\ndtypes = [\"float16\"", "name = \"dlogits\"\ndtypes = [\"float32\"");
     let shown = grad_errors(&text);
-    assert!(shown.contains("outputs[0].dtypes[0]") && shown.contains("dlogits has logits' dtype float16 (found float32)"), "{shown}");
-    let text = grad_good().patched(
-        "name = \"lse\"\ndtypes = [\"float32\"",
-        "name = \"lse\"\ndtypes = [\"float16\"",
+    assert!(
+        shown.contains("outputs[0].dtypes[0]")
+            && shown.contains("dlogits has logits' dtype float16 (found float32)"),
+        "{shown}"
     );
+    let text =
+        grad_good().patched("name = \"lse\"\ndtypes = [\"float32\"", "name = \"lse\"\ndtypes = [\"float16\"");
     let shown = grad_errors(&text);
-    assert!(shown.contains("inputs[2].dtypes[0]") && shown.contains("`lse` is float32 (found float16)"), "{shown}");
+    assert!(
+        shown.contains("inputs[2].dtypes[0]") && shown.contains("`lse` is float32 (found float16)"),
+        "{shown}"
+    );
     let text = grad_good().patched("name = \"dentropy\"", "name = \"dent\"");
     let shown = grad_errors(&text);
-    assert!(shown.contains("takes inputs (logits, target, lse, entropy, dlogprob, dentropy) in that order"), "{shown}");
+    assert!(
+        shown.contains("takes inputs (logits, target, lse, entropy, dlogprob, dentropy) in that order"),
+        "{shown}"
+    );
 }

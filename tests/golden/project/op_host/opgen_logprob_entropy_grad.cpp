@@ -175,21 +175,24 @@ const uint64_t MAX_GROUP = 256;     // rows finished and written together
 const uint32_t INPUT_LOGITS = 0;
 const uint32_t INPUT_TARGET = 1;
 
-// The shape checks the torch extension's kernels run too, as a status (the four row
-// inputs: target's shape).
-ge::graphStatus RowsAndVocab(const gert::Shape* const s[6], uint64_t* rows, uint64_t* v)
+// The shape checks the torch extension's kernels run too, as a status.
+// The four row inputs (lse, entropy, dlogprob, dentropy) have target's shape; `s`: the six inputs'.
+ge::graphStatus RowInputs(const gert::Shape* const s[6])
 {
     OpgenWhy why;
-    for (size_t i = 0; i < 6; ++i) {
-        if (s[i] == nullptr) {
-            OPGEN_REJECT("missing the shape of input %zu", i);
-        }
+    const bool present = s[1] != nullptr && s[2] != nullptr && s[3] != nullptr && s[4] != nullptr && s[5] != nullptr;
+    if (!present) {
+        OPGEN_REJECT("missing an input shape");
     }
-    const gert::Shape& logits = *s[0];
-    const gert::Shape& target = *s[1];
-    if (!opgen_logprob_entropy_grad_checks::RowInputs(target, *s[2], *s[3], *s[4], *s[5], &why)) {
+    if (!opgen_logprob_entropy_grad_checks::RowInputs(*s[1], *s[2], *s[3], *s[4], *s[5], &why)) {
         OPGEN_REJECT("%s", why.text);
     }
+    return ge::GRAPH_SUCCESS;
+}
+
+ge::graphStatus RowsAndVocab(const gert::Shape& logits, const gert::Shape& target, uint64_t* rows, uint64_t* v)
+{
+    OpgenWhy why;
     if (!opgen_logprob_entropy_grad_checks::RowsAndVocab(logits, target, rows, v, &why)) {
         OPGEN_REJECT("%s", why.text);
     }
@@ -238,7 +241,7 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
     for (size_t i = 0; i < 6; ++i) {
         shapes[i] = context->GetInputShape(i);
     }
-    if (RowsAndVocab(shapes, &rows, &v) != ge::GRAPH_SUCCESS) {
+    if (RowInputs(shapes) != ge::GRAPH_SUCCESS || RowsAndVocab(*logits, *target, &rows, &v) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
     gert::Shape* dlogits = context->GetOutputShape(0);
@@ -277,7 +280,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         const gert::StorageShape* storage = context->GetInputShape(i);
         shapes[i] = storage == nullptr ? nullptr : &storage->GetStorageShape();
     }
-    if (RowsAndVocab(shapes, &rows, &v) != ge::GRAPH_SUCCESS ||
+    if (RowInputs(shapes) != ge::GRAPH_SUCCESS ||
+        RowsAndVocab(lShape->GetStorageShape(), tShape->GetStorageShape(), &rows, &v) != ge::GRAPH_SUCCESS ||
         Attrs(context->GetAttrs(), &temperature, &ignoreIndex) != ge::GRAPH_SUCCESS ||
         Platform(context, "OpgenLogprobEntropyGrad", &cores, &budget) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;

@@ -612,7 +612,13 @@ fn compare_core(actual: &HostTensor, expected: &[f64], expected_bits: &[u64], ru
         if on_neighbour && ulp == 1 {
             out.max_tie_distance = out.max_tie_distance.max(tie_distance);
         }
-        if bias_range.is_some() {
+        // UlpOrAbs: an element past the ULP bar is accepted on the absolute scale only, where
+        // its error is the float32 evaluation's cancellation, not the final cast's rounding, and
+        // is shared by its row (logprob_entropy_grad's all-equal rows: every element's
+        // log p + H cancels alike, 20 ULP one way). Such elements leave the gate's model (d in
+        // [−k, k], independent), so they are not counted; the ones within the bar still are.
+        let abs_only = matches!(rule, Tolerance::UlpOrAbs { max_ulp, .. } if ulp > u64::from(max_ulp));
+        if bias_range.is_some() && !abs_only {
             let step = (neighbour - e).abs();
             if step.is_finite() && step > 0.0 {
                 let err = (a - e) / step;
@@ -985,6 +991,28 @@ mod tests {
         let b = c.bias.as_ref().unwrap();
         assert!(b.mean.abs() < b.bound && b.mean_toward_away.abs() > b.bound, "{b:?}");
         assert!(!c.passed());
+    }
+
+    #[test]
+    fn the_bias_gate_of_ulp_or_abs_leaves_out_only_the_elements_past_the_ulp_bar() {
+        // 4096 values over [1, 2) RNE, then 1024 cancelled ones in [2^-10, 2^-9) (float16 ULP
+        // 2^-20), all 20 ULP high and within the absolute bar 2^-14: a correct kernel whose
+        // cancellation leans one way.
+        let mut g: Vec<f64> = (0..4096).map(|i| 1.0 + (i as f64 + 0.37) / 4096.0).collect();
+        let tiny: Vec<f64> = (0..1024).map(|i| 2f64.powi(-10) * (1.0 + i as f64 / 1024.0)).collect();
+        let rule = Tolerance::UlpOrAbs { max_ulp: 1, abs_log2: -14, mean: None };
+        let mut a = g.clone();
+        a.extend(tiny.iter().map(|t| t + 20.0 * 2f64.powi(-20)));
+        g.extend(&tiny);
+        let c = compare(&f16(&a), &g, rule);
+        assert!(c.passed(), "{c}");
+        assert_eq!(c.bias.as_ref().unwrap().count, 4096, "the 1024 past the ULP bar are not counted");
+        // A truncating cast of the 4096 within the bar still fails it.
+        let mut t: Vec<f64> = g[..4096].iter().map(|&v| (v * 1024.0).floor() / 1024.0).collect();
+        t.extend(&a[4096..]);
+        let c = compare(&f16(&t), &g, rule);
+        assert_eq!(c.violations, 0, "every element within 1 ULP or 2^-14");
+        assert!(!c.passed(), "a truncating cast passed: {c}");
     }
 
     #[test]

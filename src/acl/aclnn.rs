@@ -281,6 +281,7 @@ typed_calls! {
     "TTDTT" => [T T D T T],
     "TTTDTTT" => [T T T D T T T],
     "TTDITTT" => [T T D I T T T],
+    "TTTTTTDIT" => [T T T T T T D I T],
     "TIT" => [T I T],
     "TBT" => [T B T],
     "TST" => [T S T],

@@ -43,6 +43,7 @@ pub const CALLABLE_PATTERNS: &[&str] = &[
     "TTDTT",
     "TTTDTTT",
     "TTDITTT",
+    "TTTTTTDIT",
     "TIT",
     "TBT",
     "TST",

@@ -31,6 +31,7 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("host/check_dims.j2", include_str!("../../templates/host/check_dims.j2")),
     ("host/dequant_checks.j2", include_str!("../../templates/host/dequant_checks.j2")),
     ("kernel/vocab_reduce.cpp.j2", include_str!("../../templates/kernel/vocab_reduce.cpp.j2")),
+    ("kernel/vocab_reduce_grad.cpp.j2", include_str!("../../templates/kernel/vocab_reduce_grad.cpp.j2")),
     ("host/vocab_reduce.cpp.j2", include_str!("../../templates/host/vocab_reduce.cpp.j2")),
     ("host/vocab_reduce_checks.j2", include_str!("../../templates/host/vocab_reduce_checks.j2")),
     ("host/row_norm_rows.j2", include_str!("../../templates/host/row_norm_rows.j2")),

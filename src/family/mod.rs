@@ -20,6 +20,7 @@ pub mod row_norm;
 pub mod row_norm_grad;
 pub mod shape_rule;
 pub mod vocab_reduce;
+pub mod vocab_reduce_grad;
 
 use crate::dtype::DType;
 use crate::plan::TilingField;

@@ -15,6 +15,7 @@
 use super::eager::{self, Builder};
 use super::inputs::{derive_seed, generate, Distribution, Rng};
 use super::layout::input;
+use super::vocab_reduce_grad as grad;
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates,
@@ -51,6 +52,23 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         );
         return;
     }
+    check_logits_target_attrs(r, raw, spec, label);
+    for c in 0..spec.columns() {
+        for (o, t) in spec.outputs.iter().enumerate() {
+            if t.dtypes[c] != DType::Float32 {
+                r.error(
+                    &raw.outputs.get_ref()[o].dtypes.get_ref()[c],
+                    &format!("outputs[{o}].dtypes[{c}]"),
+                    format!("{label}: `{}` is float32 (found {})", t.name, t.dtypes[c]),
+                );
+            }
+        }
+    }
+}
+
+/// What the forward and the backward share: logits a float dtype, target int32 or int64, the
+/// attrs temperature (float) and ignore_index (int) in that order.
+pub(crate) fn check_logits_target_attrs(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec, label: &str) {
     for (c, x) in spec.inputs[0].dtypes.iter().enumerate() {
         if !super::FLOATS.contains(x) {
             r.error(
@@ -65,15 +83,6 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
                 &format!("inputs[1].dtypes[{c}]"),
                 format!("{label}: target is int32 or int64 (found {})", spec.inputs[1].dtypes[c]),
             );
-        }
-        for (o, t) in spec.outputs.iter().enumerate() {
-            if t.dtypes[c] != DType::Float32 {
-                r.error(
-                    &raw.outputs.get_ref()[o].dtypes.get_ref()[c],
-                    &format!("outputs[{o}].dtypes[{c}]"),
-                    format!("{label}: `{}` is float32 (found {})", t.name, t.dtypes[c]),
-                );
-            }
         }
     }
     let attrs: Vec<(&str, AttrKind)> = spec.attrs.iter().map(|a| (a.name.as_str(), a.kind)).collect();
@@ -163,9 +172,9 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     out
 }
 
-/// target covers logits' leading dims.
+/// target (and the backward's row tensors) cover logits' leading dims.
 pub fn derived_shape(i: usize, first: &[usize]) -> Vec<usize> {
-    if i == 1 {
+    if i >= 1 {
         first[..first.len().saturating_sub(1)].to_vec()
     } else {
         first.to_vec()
@@ -198,6 +207,22 @@ fn hostile_row(row: &mut [f64], r: usize, rng: &mut Rng) {
 /// uniform in [0, V), with ignore_index on every 5th row and one target out of range in the
 /// hostile cases (int64: 2^32 + 1, which a kernel reading 32 bits takes for 1).
 pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData, FamilyError> {
+    let (logits, target) = logits_and_targets(spec, column, case)?;
+    let (l_name, _) = &case.shapes[0];
+    let (t_name, t_shape) = &case.shapes[1];
+    let inputs = vec![
+        (l_name.clone(), logits),
+        (t_name.clone(), HostTensor::from_i64(spec.inputs[1].dtypes[column], t_shape, &target)),
+    ];
+    Ok((inputs, case.attrs.clone()))
+}
+
+/// The logits and targets of a case (see `case_inputs`), the backward's too.
+pub(crate) fn logits_and_targets(
+    spec: &OpSpec,
+    column: usize,
+    case: &Case,
+) -> Result<(HostTensor, Vec<i64>), FamilyError> {
     let (l_name, l_shape) = &case.shapes[0];
     let (t_name, t_shape) = &case.shapes[1];
     let dtype = spec.inputs[0].dtypes[column];
@@ -228,14 +253,10 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData
             _ => rng.below(v as u64) as i64,
         })
         .collect();
-    let inputs = vec![
-        (l_name.clone(), logits),
-        (t_name.clone(), HostTensor::from_i64(spec.inputs[1].dtypes[column], t_shape, &target)),
-    ];
-    Ok((inputs, case.attrs.clone()))
+    Ok((logits, target))
 }
 
-fn attr_i64(attrs: &[(String, AttrValue)], name: &str) -> Result<i64, FamilyError> {
+pub(crate) fn attr_i64(attrs: &[(String, AttrValue)], name: &str) -> Result<i64, FamilyError> {
     match attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v) {
         Some(AttrValue::Int(v)) => Ok(*v),
         other => Err(FamilyError::new(format!("attr `{name}` is {other:?}, not an int"))),
@@ -310,16 +331,25 @@ impl FamilyOps for VocabReduce {
     }
 
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
-        check(r, raw, spec)
+        if grad::is_grad(spec) {
+            grad::check(r, raw, spec)
+        } else {
+            check(r, raw, spec)
+        }
     }
 
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         FIELDS
     }
 
-    fn templates(&self, _spec: &OpSpec) -> Templates {
+    /// The backward has its own kernel; the op_host and checks templates serve both (`grad`).
+    fn templates(&self, spec: &OpSpec) -> Templates {
         Templates {
-            kernel: "kernel/vocab_reduce.cpp.j2",
+            kernel: if grad::is_grad(spec) {
+                "kernel/vocab_reduce_grad.cpp.j2"
+            } else {
+                "kernel/vocab_reduce.cpp.j2"
+            },
             host: "host/vocab_reduce.cpp.j2",
             checks: Some("host/vocab_reduce_checks.j2"),
         }
@@ -327,15 +357,23 @@ impl FamilyOps for VocabReduce {
 
     fn template_extras(
         &self,
-        _spec: &OpSpec,
+        spec: &OpSpec,
     ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
-        Ok(serde_json::Map::new())
+        let mut extras = serde_json::Map::new();
+        extras.insert("grad".into(), grad::is_grad(spec).into());
+        Ok(extras)
     }
 
-    /// Every output has target's shape (logits' leading dims; the host checks say so).
-    fn shape_rule(&self, _spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
-        let like = || OutputShape::Like { of: INPUTS[1].into() };
-        Ok(ShapeRule { checks: Vec::new(), outputs: vec![like(), like(), like()] })
+    /// The forward's outputs have target's shape (logits' leading dims; the host checks say
+    /// so); the backward's dlogits has logits' shape.
+    fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+        let like = |of: &str| OutputShape::Like { of: of.into() };
+        let outputs = if grad::is_grad(spec) {
+            vec![like(INPUTS[0])]
+        } else {
+            vec![like(INPUTS[1]), like(INPUTS[1]), like(INPUTS[1])]
+        };
+        Ok(ShapeRule { checks: Vec::new(), outputs })
     }
 
     fn derived_shape(&self, _spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
@@ -343,12 +381,21 @@ impl FamilyOps for VocabReduce {
     }
 
     fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
-        cases(spec, sweep)
+        if grad::is_grad(spec) {
+            grad::cases(spec, sweep)
+        } else {
+            cases(spec, sweep)
+        }
     }
 
     fn case_inputs(&self, spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
-        // A case this family made always has both shapes; a malformed one panics with why.
-        Some(case_inputs(spec, column, case).unwrap_or_else(|e| panic!("{}: {e}", spec.name)))
+        // A case this family made always has its shapes; a malformed one panics with why.
+        let data = if grad::is_grad(spec) {
+            grad::case_inputs(spec, column, case)
+        } else {
+            case_inputs(spec, column, case)
+        };
+        Some(data.unwrap_or_else(|e| panic!("{}: {e}", spec.name)))
     }
 
     fn expected(
@@ -357,7 +404,11 @@ impl FamilyOps for VocabReduce {
         inputs: &[(String, HostTensor)],
         attrs: &[(String, AttrValue)],
     ) -> Result<Vec<Expected>, FamilyError> {
-        expected(spec, inputs, attrs)
+        if grad::is_grad(spec) {
+            grad::expected(spec, inputs, attrs)
+        } else {
+            expected(spec, inputs, attrs)
+        }
     }
 
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
@@ -392,7 +443,8 @@ impl FamilyOps for VocabReduce {
         vec!["single-tile", "multi-tile"]
     }
 
-    /// verl's eager path: log_softmax, gather, softmax, p·log p, sum (float32 upcast first).
+    /// verl's eager path: log_softmax, gather, softmax, p·log p, sum (float32 upcast first);
+    /// the backward: torch autograd of that path.
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
         let mut b = Builder::default();
         let (x, _) = eager::input(case, 0)?;
@@ -402,6 +454,22 @@ impl FamilyOps for VocabReduce {
         } else {
             b.op("logits.float()", &[x], x.as_dtype(DType::Float32))
         };
+        if grad::is_grad(case.spec) {
+            // Autograd's saved log_softmax and softmax are the forward's; their backward kernels.
+            let rows = t.as_dtype(DType::Float32);
+            let g_gather = b.op("gather backward (zeros, scatter dlogprob)", &[rows], f);
+            let g_p = b.op("mul backward: -dentropy * log_softmax", &[f, rows], f);
+            let g_ls = b.op("mul backward: -dentropy * softmax", &[f, rows], f);
+            let sb = b.op("softmax backward", &[g_p, f], f);
+            let g = b.op("add (gather grad + log_softmax grad)", &[g_gather, g_ls], f);
+            let lb = b.op("log_softmax backward", &[g, f], f);
+            let sum = b.op("add", &[lb, sb], f);
+            let out = b.op("/ temperature", &[sum], f);
+            if x.dtype != DType::Float32 {
+                b.op("grad.to(logits.dtype)", &[out], x);
+            }
+            return Ok(b.finish("torch autograd of verl logprobs_from_logits + entropy_from_logits (eager)"));
+        }
         let ls = b.op("log_softmax", &[f], f);
         b.op("gather(target)", &[ls, t], t.as_dtype(DType::Float32));
         let p = b.op("softmax", &[f], f);

@@ -79,6 +79,72 @@ fn row(z: &[f64], target: i64) -> (f64, f64, f64) {
     (lp, h, lse)
 }
 
+/// The per-row tensors the backward takes besides logits and target, one value per row:
+/// the forward's saved lse and entropy, and the incoming gradients of logprob and entropy.
+#[derive(Debug, Clone, Copy)]
+pub struct GradRows<'a> {
+    pub lse: &'a [f64],
+    pub entropy: &'a [f64],
+    pub dlogprob: &'a [f64],
+    pub dentropy: &'a [f64],
+}
+
+/// dlogits of logprob_entropy (research/rl-workloads.md §3): with z = logits / T and
+/// p_j = e^{z_j − lse} (the saved lse, as the kernel takes it), ∂logp/∂z_j = δ_jt − p_j and
+/// ∂H/∂z_j = −p_j (log p_j + H), log p_j = z_j − lse, so
+/// dlogits_j = (1/T)·[dlogp·(δ_jt − p_j) − dent·p_j·(z_j − lse + H)].
+/// Conventions: an ignore_index row gives 0 everywhere; a target outside [0, V) adds no
+/// one-hot term; a −inf logit (masked vocabulary) has p = 0 and p·log p = 0 (its limit), so
+/// with a finite lse its entry is dlogp·δ_jt/T + 0·H (NaN only when H is); NaN in lse, H, the
+/// gradients or the row's logits propagates.
+pub fn logprob_entropy_grad(
+    logits: &[f64],
+    vocab: usize,
+    target: &[i64],
+    rows: GradRows<'_>,
+    temperature: f64,
+    ignore_index: i64,
+) -> Result<Vec<f64>, ReferenceError> {
+    const OP: &str = "logprob_entropy_grad";
+    let n = target.len();
+    let lens = [rows.lse.len(), rows.entropy.len(), rows.dlogprob.len(), rows.dentropy.len()];
+    if logits.len() != n * vocab || lens.iter().any(|&l| l != n) {
+        return Err(ReferenceError::new(
+            OP,
+            format!(
+                "logits holds {} values (rows of {vocab}); target has {n} rows; lse, entropy, dlogprob, dentropy have {lens:?}",
+                logits.len()
+            ),
+        ));
+    }
+    if !(temperature > 0.0 && temperature.is_finite()) {
+        return Err(ReferenceError::new(
+            OP,
+            format!("temperature {temperature} is not a positive finite number"),
+        ));
+    }
+    let mut out = vec![0.0; logits.len()];
+    for (r, &t) in target.iter().enumerate() {
+        if t == ignore_index {
+            continue;
+        }
+        let (lse, h, dlp, dent) = (rows.lse[r], rows.entropy[r], rows.dlogprob[r], rows.dentropy[r]);
+        for (j, d) in out[r * vocab..(r + 1) * vocab].iter_mut().enumerate() {
+            let z = logits[r * vocab + j] / temperature;
+            let onehot = if i64::try_from(j).is_ok_and(|j| j == t) { 1.0 } else { 0.0 };
+            let (p, p_log_p_h) = if z == f64::NEG_INFINITY && lse.is_finite() {
+                (0.0, 0.0 * h)
+            } else {
+                let y = z - lse;
+                let p = y.exp();
+                (p, p * (y + h))
+            };
+            *d = (dlp * (onehot - p) - dent * p_log_p_h) / temperature;
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +176,45 @@ mod tests {
         assert_eq!((r.logprob[1], r.entropy[1]), (0.0, 0.0));
         assert!(r.logprob[2].is_nan() && r.entropy[2].is_nan() && r.lse[2].is_nan());
         assert!(r.logprob[3].is_nan() && r.entropy[3].is_finite());
+    }
+
+    #[test]
+    fn grad_of_two_logits_by_hand() {
+        // z = (0, ln 3): p = (1/4, 3/4), lse = ln 4, H = −(¼ ln ¼ + ¾ ln ¾), target 1, T = 1.
+        // ∂logp_1/∂z = (−¼, ¼); ∂H/∂z_j = −p_j (ln p_j + H).
+        let h = -(0.25 * 0.25f64.ln() + 0.75 * 0.75f64.ln());
+        let (lse, ent) = ([4f64.ln()], [h]);
+        let rows = GradRows { lse: &lse, entropy: &ent, dlogprob: &[2.0], dentropy: &[3.0] };
+        let d = logprob_entropy_grad(&[0.0, 3f64.ln()], 2, &[1], rows, 1.0, -100).unwrap();
+        let want0 = 2.0 * -0.25 + 3.0 * -0.25 * (0.25f64.ln() + h);
+        let want1 = 2.0 * 0.25 + 3.0 * -0.75 * (0.75f64.ln() + h);
+        assert!((d[0] - want0).abs() < 1e-15 && (d[1] - want1).abs() < 1e-15, "{d:?}");
+        // The entries sum to 0 (Σ p = 1, Σ p (log p + H) = 0), and T scales z and the result.
+        assert!((d[0] + d[1]).abs() < 1e-15);
+        let (lse2, ent2) = ([4f64.ln()], [h]);
+        let rows = GradRows { lse: &lse2, entropy: &ent2, dlogprob: &[2.0], dentropy: &[3.0] };
+        let d2 = logprob_entropy_grad(&[0.0, 2.0 * 3f64.ln()], 2, &[1], rows, 2.0, -100).unwrap();
+        assert!((d2[0] - want0 / 2.0).abs() < 1e-15 && (d2[1] - want1 / 2.0).abs() < 1e-15, "{d2:?}");
+    }
+
+    #[test]
+    fn grad_ignored_masked_and_out_of_range_rows() {
+        let ninf = f64::NEG_INFINITY;
+        // Row 0 ignored (zeros even with NaN logits), row 1 masked entry 1 (target 1: p = 0 there,
+        // only the one-hot term), row 2 target out of range (no one-hot: the row sums to 0).
+        let logits = [f64::NAN, 1.0, 0.0, ninf, 0.0, 0.0];
+        let l2 = 2f64.ln();
+        let rows = GradRows {
+            lse: &[0.0, 0.0, l2],
+            entropy: &[0.0, 0.0, l2],
+            dlogprob: &[5.0, 1.0, 1.0],
+            dentropy: &[1.0, 1.0, 1.0],
+        };
+        let d = logprob_entropy_grad(&logits, 2, &[-100, 1, 7], rows, 1.0, -100).unwrap();
+        assert_eq!(&d[..2], &[0.0, 0.0]);
+        // Row 1: p = (1, 0), H = 0: entry 0 = −1·1 − 1·1·(0 + 0) = −1; entry 1 = 1·(1 − 0) = 1.
+        assert_eq!(&d[2..4], &[-1.0, 1.0]);
+        // Row 2: p = ½ each, log p + H = 0: −½ each.
+        assert!((d[4] + 0.5).abs() < 1e-15 && (d[5] + 0.5).abs() < 1e-15, "{d:?}");
     }
 }

@@ -50,5 +50,6 @@ mod torch_schema;
 mod twin_protocol;
 mod twin_suites;
 mod verify_catalogue;
+mod vocab_reduce_grad_twin;
 mod vocab_reduce_spec;
 mod vocab_reduce_twin;

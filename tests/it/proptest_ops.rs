@@ -634,3 +634,22 @@ fn logprob_entropy_random_cases_match_the_reference() {
         (column, Case { shapes: named(spec, vec![vec![rows, v], vec![rows]]), dist, seed, attrs })
     });
 }
+
+#[test]
+fn logprob_entropy_grad_random_cases_match_the_reference() {
+    // The forward's shapes; the family makes the saved lse and entropy from the drawn logits
+    // (case_inputs), so the four row tensors only need target's shape.
+    let spec = op("logprob_entropy_grad");
+    let rows = prop_oneof![4 => 1usize..20, 1 => 20usize..200];
+    let v = prop_oneof![2 => select(vec![1usize, 7, 64, 65, 1000, 8191, 8192, 8193, 16385, 20011]), 1 => 1usize..3000];
+    let strategy = (rows, v, column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
+    check_op("logprob_entropy_grad", strategy, |spec, (mut rows, v, column, dist, seed, draws)| {
+        while rows > 1 && rows * v > 300_000 {
+            rows = rows.div_ceil(2);
+        }
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        let row = vec![rows];
+        let shapes = vec![vec![rows, v], row.clone(), row.clone(), row.clone(), row.clone(), row];
+        (column, Case { shapes: named(spec, shapes), dist, seed, attrs })
+    });
+}

@@ -56,11 +56,60 @@ fn a_16_bit_output_is_refused() {
 
 #[test]
 fn inputs_outputs_and_attrs_are_named_and_ordered() {
-    let text = good().patched("name = \"target\"", "name = \"labels\"");
+    // The [backward] table names the renamed tensor too (renamed with it: its own check passes).
+    let backward = "inputs = [\"logits\", \"target\", \"lse\", \"entropy\"";
+    let text = good()
+        .patched("name = \"target\"", "name = \"labels\"")
+        .patched(backward, "inputs = [\"logits\", \"labels\", \"lse\", \"entropy\"");
     assert_error(&text, "inputs", "takes inputs (logits, target) in that order");
-    let text = good().patched("name = \"lse\"", "name = \"logsumexp\"");
+    let text = good()
+        .patched("name = \"lse\"", "name = \"logsumexp\"")
+        .patched(backward, "inputs = [\"logits\", \"target\", \"logsumexp\", \"entropy\"");
     assert_error(&text, "outputs", "has outputs (logprob, entropy, lse) in that order");
     let text =
         good().patched("type = \"int\"", "type = \"float\"").patched("default = -100", "default = -100.0");
     assert_error(&text, "attrs", "temperature (float) and ignore_index (int)");
+}
+
+// ---- logprob_entropy_grad ----------------------------------------------------------------------
+
+const GRAD_PATH: &str = "kernels/logprob_entropy_grad.toml";
+
+fn grad_errors(text: &str) -> String {
+    family::parse_str(Path::new(GRAD_PATH), text).expect_err("the spec must be rejected").to_string()
+}
+
+fn grad_good() -> String {
+    std::fs::read_to_string(ascend_opgen::repo_root().join(GRAD_PATH)).unwrap()
+}
+
+#[test]
+fn the_backward_spec_loads() {
+    let s = family::parse_str(Path::new(GRAD_PATH), &grad_good()).unwrap();
+    assert_eq!((s.family, s.columns(), s.outputs.len()), (Family::VocabReduce, 6, 1));
+}
+
+#[test]
+fn the_backward_refuses_a_dlogits_dtype_other_than_the_logits_and_16_bit_rows() {
+    let text = grad_good()
+        .patched("name = \"dlogits\"\ndtypes = [\"float16\"", "name = \"dlogits\"\ndtypes = [\"float32\"");
+    let shown = grad_errors(&text);
+    assert!(
+        shown.contains("outputs[0].dtypes[0]")
+            && shown.contains("dlogits has logits' dtype float16 (found float32)"),
+        "{shown}"
+    );
+    let text =
+        grad_good().patched("name = \"lse\"\ndtypes = [\"float32\"", "name = \"lse\"\ndtypes = [\"float16\"");
+    let shown = grad_errors(&text);
+    assert!(
+        shown.contains("inputs[2].dtypes[0]") && shown.contains("`lse` is float32 (found float16)"),
+        "{shown}"
+    );
+    let text = grad_good().patched("name = \"dentropy\"", "name = \"dent\"");
+    let shown = grad_errors(&text);
+    assert!(
+        shown.contains("takes inputs (logits, target, lse, entropy, dlogprob, dentropy) in that order"),
+        "{shown}"
+    );
 }

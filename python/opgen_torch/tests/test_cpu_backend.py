@@ -218,6 +218,16 @@ def samples(dtype=torch.float32, seed=1):
             slots,
         ),
         "logprob_entropy": (uniform((3, 40), dtype, seed), torch.tensor([5, -100, 39], dtype=torch.int32), 0.7, -100),
+        "logprob_entropy_grad": (
+            uniform((3, 40), dtype, seed),
+            torch.tensor([5, -100, 39], dtype=torch.int32),
+            torch.logsumexp(uniform((3, 40), dtype, seed).float() / 0.7, -1),
+            uniform((3,), torch.float32, seed + 1, 0.0, 3.0),
+            uniform((3,), torch.float32, seed + 2, -1, 1),
+            uniform((3,), torch.float32, seed + 3, -1, 1),
+            0.7,
+            -100,
+        ),
         "dequant_int8": (
             torch.randint(-127, 128, (4, 3, 32), generator=gen(seed), dtype=torch.int8),
             uniform((4, 3), torch.float32, seed, 0.001, 0.1),
@@ -509,12 +519,11 @@ class HostRefusals(unittest.TestCase):
 
 
 # Ops whose spec declares no backward op (rotary: not in the catalogue yet; caches and dequant:
-# not differentiable; logprob_entropy: its backward op is not written yet; the grads: no second
-# derivatives).
+# not differentiable; the grads: no second derivatives).
 NO_BACKWARD = {
-    "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8", "logprob_entropy",
+    "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
-    "rotary_mul_grad", "layer_norm_grad",
+    "rotary_mul_grad", "layer_norm_grad", "logprob_entropy_grad",
 }
 # rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
 if "rotary_mul" in opgen_torch.ops.BACKWARD:
@@ -662,6 +671,44 @@ ROW_NORM_SHAPES = [
     ((2, 8, 4, 16), (16,)),  # Qwen3 q/k-norm: rows of tokens x heads
     ((5, 8, 16), (8, 16)),  # gamma over two dims
 ]
+
+
+def logprob_entropy_math(logits, target, temperature, ignore_index):
+    """logprob and entropy from the definition (verl's log_softmax + gather and entropy), with
+    ignore_index rows 0: differentiable, for the gold gradient."""
+    logp = torch.log_softmax(logits / temperature, -1)
+    keep = target != ignore_index
+    lp = torch.where(keep, logp.gather(-1, target.clamp(min=0).long()[..., None])[..., 0], 0.0)
+    ent = torch.where(keep, -(logp.exp() * logp).sum(-1), 0.0)
+    return lp, ent
+
+
+class LogprobEntropyAutograd(unittest.TestCase):
+    def test_logits_grad_matches_torch_autograd_of_the_formula(self):
+        # loss = sum(w1 · logprob + w2 · entropy): logits.grad from logprob_entropy_grad, against
+        # torch autograd of the float64 formula at T = 0.7 with an ignore_index row (its gradient
+        # exactly 0) and w1 = 0 or w2 = 0 rows. Bars: the op's float32 bound at |z| <= 8 / 0.7,
+        # H <= ln 1000, |w| <= 1 (2^-24 / T · (|w1| (2|z| + 11) + |w2| (2|z| (2 + H) + 11 H + 12))
+        # ~ 3e-5) as atol, and one rounding of the 16-bit result (half an ULP: 2^-11 float16,
+        # 2^-8 bfloat16 relative) with 2x room; a missing 1/T or one-hot term is off by far more.
+        target = torch.tensor([3, -100, 999, 0, 512, 7], dtype=torch.int64)
+        rtol = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 0.0}
+        for dtype in FLOATS:
+            with self.subTest(dtype=dtype):
+                logits = uniform((6, 1000), dtype, 95, -8.0, 8.0).requires_grad_()
+                w1 = uniform((6,), torch.float32, 96, -1, 1)
+                w2 = uniform((6,), torch.float32, 97, -1, 1)
+                w1[4] = 0.0
+                w2[5] = 0.0
+                lp, ent, lse = OPS.logprob_entropy(logits, target, 0.7, -100)
+                self.assertFalse(lse.requires_grad, "lse is not differentiable")
+                (w1 * lp + w2 * ent).sum().backward()
+                self.assertEqual(logits.grad.dtype, dtype)
+                gold = autograd_of(
+                    lambda x: logprob_entropy_math(x, target, 0.7, -100), torch.float64, [w1, w2], logits
+                )[0]
+                self.assertTrue(torch.equal(logits.grad[1], torch.zeros(1000, dtype=dtype)), "ignore_index row")
+                torch.testing.assert_close(logits.grad.double(), gold, atol=1e-4, rtol=rtol[dtype])
 
 
 class RowNormAutograd(unittest.TestCase):

@@ -19,11 +19,10 @@
 
 namespace opgen_logprob_entropy_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, LANES, Min, AlignUp, Sync, Burst, NoPad: opgen_kernel_common.h
+using namespace opgen_kernel;  // BUFFER_NUM, LANES, CLAMP, Min, AlignUp, Sync, Burst, NoPad: opgen_kernel_common.h
 using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
 
 constexpr uint32_t REPEAT = LANES;  // float32 lanes of one 256-byte vector repeat
-constexpr float CLAMP = -1.0e30f;    // e^CLAMP = 0 and CLAMP * 0 = 0, unlike -inf
 constexpr float NEG_FLT_MAX = -3.40282347e38f;  // only -inf is below it
 
 // Mirrors OpgenLogprobEntropyTilingData in op_host/opgen_logprob_entropy_tiling.h field for field (both are

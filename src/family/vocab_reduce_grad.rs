@@ -1,0 +1,184 @@
+//! logprob_entropy_grad, the backward of logprob_entropy, a second op of family vocab_reduce
+//! (its own kernel template, the forward's tiling fields, host template and checks): logits
+//! [..., V], target, and per row the forward's saved lse and entropy and the incoming dlogprob
+//! and dentropy (float32) to dlogits [..., V] in logits' dtype:
+//! dlogits = (1/T)·[dlogp·(onehot(target) − p) − dent·p·(z − lse + H)], p = e^{z − lse}.
+//!
+//! Kernel (templates/kernel/vocab_reduce_grad.cpp.j2): rows over the cores, each row's tiles of
+//! V through UB once (read logits, write dlogits), float32 arithmetic; ignore_index rows write
+//! zeros without reading their logits.
+//!
+//! Gates (derived in `gates`): every element within u·E_case absolute (float32) or 1 ULP of
+//! RNE(exact) or 2·u·E_case (16-bit), E the worst row's error scale, plus the bias gate.
+
+use super::inputs::{derive_seed, Rng};
+use super::layout::input;
+use super::vocab_reduce::{self as forward, attr_i64};
+use super::{Case, CaseData, Expected, FamilyError, Sweep};
+use crate::compare::Tolerance;
+use crate::dtype::DType;
+use crate::reference::vocab_reduce::{self as reference, GradRows};
+use crate::spec::raw::RawSpec;
+use crate::spec::{AttrValue, OpSpec, Reporter};
+use crate::tensor::HostTensor;
+
+pub(crate) const INPUTS: [&str; 6] = ["logits", "target", "lse", "entropy", "dlogprob", "dentropy"];
+pub(crate) const OUTPUTS: [&str; 1] = ["dlogits"];
+
+/// Whether `spec` is the backward op of the family (one output, dlogits) rather than the forward.
+pub(crate) fn is_grad(spec: &OpSpec) -> bool {
+    spec.outputs.len() == OUTPUTS.len()
+}
+
+/// Inputs (logits, target, lse, entropy, dlogprob, dentropy), output dlogits in logits' dtype,
+/// the four row tensors float32; the attrs as the forward's.
+pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+    let label = "family vocab_reduce (logprob_entropy_grad)";
+    let names = |ts: &[crate::spec::TensorArg]| ts.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    if names(&spec.inputs) != INPUTS {
+        r.error(&raw.inputs, "inputs", format!("{label} takes inputs ({}) in that order", INPUTS.join(", ")));
+        return;
+    }
+    if names(&spec.outputs) != OUTPUTS {
+        r.error(&raw.outputs, "outputs", format!("{label} has one output, dlogits"));
+        return;
+    }
+    forward::check_logits_target_attrs(r, raw, spec, label);
+    for c in 0..spec.columns() {
+        for (i, t) in spec.inputs.iter().enumerate().skip(2) {
+            if t.dtypes[c] != DType::Float32 {
+                r.error(
+                    &raw.inputs.get_ref()[i].dtypes.get_ref()[c],
+                    &format!("inputs[{i}].dtypes[{c}]"),
+                    format!("{label}: `{}` is float32 (found {})", t.name, t.dtypes[c]),
+                );
+            }
+        }
+        if spec.outputs[0].dtypes[c] != spec.inputs[0].dtypes[c] {
+            r.error(
+                &raw.outputs.get_ref()[0].dtypes.get_ref()[c],
+                &format!("outputs[0].dtypes[{c}]"),
+                format!(
+                    "{label}: dlogits has logits' dtype {} (found {})",
+                    spec.inputs[0].dtypes[c], spec.outputs[0].dtypes[c]
+                ),
+            );
+        }
+    }
+}
+
+/// The forward's cases (shapes, hostile rows, temperatures), each with the four row tensors.
+pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+    forward::cases(spec, sweep)
+        .into_iter()
+        .map(|mut c| {
+            let rows = c.shapes[1].1.clone();
+            c.shapes.extend(INPUTS[2..].iter().map(|n| (n.to_string(), rows.clone())));
+            c
+        })
+        .collect()
+}
+
+/// A tile of V is a power of two up to this (the TilingFunc's MAX_TILE), so index `TILE_EDGE`
+/// starts a tile and `TILE_EDGE − 1` ends one whatever the plan picks.
+const TILE_EDGE: i64 = 16384;
+
+/// The forward's logits and targets (in rows of V > TILE_EDGE, every 11th row from row 3 aims
+/// at the first element of a tile past the first and every 11th from row 6 at the last of one,
+/// so the one-hot term meets both edges of a tile); lse and entropy as the forward op gives them (its f64
+/// reference rounded to float32: what autograd saves); dlogprob and dentropy uniform in
+/// [−2, 2], with dlogprob = 0 on every 7th row (from row 1) and dentropy = 0 on every 7th (from
+/// row 2), so rows with one of the two terms absent are in every case.
+pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData, FamilyError> {
+    let (logits, mut target) = forward::logits_and_targets(spec, column, case)?;
+    let v = *logits.shape.last().ok_or("logits has rank 0")?;
+    let ignore = attr_i64(&case.attrs, "ignore_index")?;
+    for (r, t) in target.iter_mut().enumerate().filter(|(_, t)| **t != ignore) {
+        if v as i64 > TILE_EDGE && r % 11 == 3 {
+            *t = TILE_EDGE;
+        } else if v as i64 > TILE_EDGE && r % 11 == 6 {
+            *t = TILE_EDGE - 1;
+        }
+    }
+    let rows = target.len();
+    let temperature = super::attr_f64(&case.attrs, "temperature")?;
+    let saved = reference::logprob_entropy(&logits.to_f64(), v, &target, temperature, ignore)?;
+    let mut rng = Rng::new(derive_seed(case.seed, "dlogprob"));
+    let mut grad = |zero_at: usize| -> Vec<f64> {
+        (0..rows).map(|r| if r % 7 == zero_at { 0.0 } else { rng.uniform(-2.0, 2.0) }).collect()
+    };
+    let (dlogprob, dentropy) = (grad(1), grad(2));
+    let row_shape = case.shapes[1].1.clone();
+    let float = |values: &[f64]| HostTensor::from_f64(DType::Float32, &row_shape, values);
+    let inputs = vec![
+        (INPUTS[0].to_string(), logits),
+        (INPUTS[1].to_string(), HostTensor::from_i64(spec.inputs[1].dtypes[column], &row_shape, &target)),
+        (INPUTS[2].to_string(), float(&saved.lse)),
+        (INPUTS[3].to_string(), float(&saved.entropy)),
+        (INPUTS[4].to_string(), float(&dlogprob)),
+        (INPUTS[5].to_string(), float(&dentropy)),
+    ];
+    Ok((inputs, case.attrs.clone()))
+}
+
+/// The error scale of one row: its largest finite |z| (`a`), H, dlogp, dent, at temperature `t`.
+/// The kernel's float32 evaluation (u = 2^-24 per rounding; fl(1/T) one more; Exp within 2 ulp,
+/// 4u; lse and H are inputs, exact for the kernel):
+/// - z = x·fl(1/T): 2u·|z|; y = z − lse: |δy| ≤ u·(2a + |y|);
+/// - p = Exp(y): relative |δy| + 4u; p·|y| = p·|log p| ≤ 1/e < 1 for any p, so tiny p with a
+///   huge |log p| stays bounded (p·y² ≤ 4/e² < 1 likewise);
+/// - dlogp·(δ − p): p's error times |dlogp| plus two roundings: u·|dlogp|·(2a + 7);
+/// - dent·p·(y + H): y + H carries |δy| + u·|y + H|, p·|y + H| ≤ 1 + H, p's relative error
+///   times |y + H|·p ≤ u·(2a·(1 + H) + 1 + 5H + 4), three roundings: u·|dent|·(2a·(2 + H) + 7H + 8);
+/// - the sum and the final ·fl(1/T): 4u of |result| ≤ |dlogp|·1 + |dent|·(1 + H).
+///
+/// Total, absolute: (u/T)·[|dlogp|·(2a + 11) + |dent|·(2a·(2 + H) + 11H + 12)].
+pub fn row_scale(a: f64, h: f64, dlogp: f64, dent: f64, t: f64) -> f64 {
+    (dlogp.abs() * (2.0 * a + 11.0) + dent.abs() * (2.0 * a * (2.0 + h) + 11.0 * h + 12.0)) / t
+}
+
+/// The gate of a case whose worst row scale (`row_scale`) is `e`, for dlogits in `dtype`:
+/// float32 within u·e absolute (no ULP term: the bound is what the evaluation guarantees);
+/// 16-bit within 1 ULP of RNE(exact), or 2·u·e absolute (a float32 result within u·e rounds to
+/// RNE(exact) or its neighbour while u·e is below half a 16-bit ULP, and otherwise lands within
+/// u·e + ULP/2 ≤ 2·u·e), plus the bias gate either way. The bars go to the next power of two.
+pub fn gates(e: f64, dtype: DType) -> Tolerance {
+    let u = 2f64.powi(-24);
+    let (max_ulp, factor) = if dtype == DType::Float32 { (0, 1.0) } else { (1, 2.0) };
+    // A case of only ignored rows or zero gradients has e = 0: the bar is the smallest subnormal.
+    let abs_log2 = (factor * u * e).log2().ceil().max(-149.0) as i32;
+    Tolerance::UlpOrAbs { max_ulp, abs_log2, mean: None }
+}
+
+pub fn expected(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+) -> Result<Vec<Expected>, FamilyError> {
+    let logits = input(inputs, spec, 0)?;
+    let target = input(inputs, spec, 1)?.to_i64();
+    let row = |i: usize| input(inputs, spec, i).map(HostTensor::to_f64);
+    let (lse, entropy, dlogprob, dentropy) = (row(2)?, row(3)?, row(4)?, row(5)?);
+    let v = *logits.shape.last().ok_or("logits has rank 0")?;
+    let t = super::attr_f64(attrs, "temperature")?;
+    let ignore = attr_i64(attrs, "ignore_index")?;
+    let x = logits.to_f64();
+    let rows = GradRows { lse: &lse, entropy: &entropy, dlogprob: &dlogprob, dentropy: &dentropy };
+    let values = reference::logprob_entropy_grad(&x, v, &target, rows, t, ignore)?;
+    let mut e = 0.0f64;
+    for r in (0..target.len()).filter(|&r| target[r] != ignore) {
+        let a =
+            x[r * v..(r + 1) * v].iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max((x / t).abs()));
+        let s = row_scale(a, entropy[r], dlogprob[r], dentropy[r], t);
+        if s.is_finite() {
+            e = e.max(s);
+        }
+    }
+    Ok(vec![Expected {
+        name: OUTPUTS[0].into(),
+        dtype: logits.dtype,
+        shape: logits.shape.clone(),
+        values,
+        tolerance: gates(e, logits.dtype),
+    }])
+}

@@ -58,6 +58,8 @@ fn cases() -> Vec<RowCase> {
         // One UB tile of the vocabulary per row, and many.
         rc("logprob_entropy", BFloat16, 1000, 2100, &["logprob", "entropy", "lse"]),
         rc("logprob_entropy", Float32, 40000, 60, &["logprob", "entropy", "lse"]),
+        rc("logprob_entropy_grad", BFloat16, 1000, 2100, &["dlogits"]),
+        rc("logprob_entropy_grad", Float32, 40000, 60, &["dlogits"]),
     ]
 }
 

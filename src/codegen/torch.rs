@@ -304,7 +304,8 @@ pub fn sharding_of(spec: &OpSpec, rule: &ShapeRule) -> TorchSharding {
         Family::RotaryGrad => ("rows", None, true),
         Family::Elementwise => ("elementwise", None, false),
         // vocab_reduce: rows could shard, but its outputs follow target, not logits (none yet).
-        Family::Permute | Family::PagedCache | Family::Dequant | Family::VocabReduce => {
+        // reverse_scan: rows could shard too (none yet).
+        Family::Permute | Family::PagedCache | Family::Dequant | Family::VocabReduce | Family::ReverseScan => {
             ("replicate", None, false)
         }
     };

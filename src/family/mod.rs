@@ -19,6 +19,7 @@ pub mod rotary_grad;
 pub mod row_norm;
 pub mod row_norm_grad;
 pub mod shape_rule;
+pub mod reverse_scan;
 pub mod vocab_reduce;
 
 use crate::dtype::DType;
@@ -265,6 +266,7 @@ pub(crate) fn ops(family: Family) -> &'static dyn FamilyOps {
         Family::PagedCache => &paged_cache::PagedCache,
         Family::Dequant => &dequant::Dequant,
         Family::VocabReduce => &vocab_reduce::VocabReduce,
+        Family::ReverseScan => &reverse_scan::ReverseScan,
     }
 }
 

@@ -66,6 +66,7 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("torch/package_init.py.j2", include_str!("../../templates/torch/package_init.py.j2")),
     ("torch/package_ops.py.j2", include_str!("../../templates/torch/package_ops.py.j2")),
     ("torch/package_transformers.py.j2", include_str!("../../templates/torch/package_transformers.py.j2")),
+    ("torch/package_rl.py.j2", include_str!("../../templates/torch/package_rl.py.j2")),
     ("torch/pyproject.toml.j2", include_str!("../../templates/torch/pyproject.toml.j2")),
     ("torch/setup.py.j2", include_str!("../../templates/torch/setup.py.j2")),
 ];

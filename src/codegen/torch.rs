@@ -39,6 +39,7 @@ const FILES: &[(&str, &str)] = &[
     ("torch/{package}/__init__.py", "torch/package_init.py.j2"),
     ("torch/{package}/ops.py", "torch/package_ops.py.j2"),
     ("torch/{package}/transformers.py", "torch/package_transformers.py.j2"),
+    ("torch/{package}/rl.py", "torch/package_rl.py.j2"),
     ("torch/pyproject.toml", "torch/pyproject.toml.j2"),
     ("torch/setup.py", "torch/setup.py.j2"),
 ];

@@ -49,5 +49,7 @@ mod torch_schema;
 mod twin_protocol;
 mod twin_suites;
 mod verify_catalogue;
+mod reverse_scan_spec;
+mod reverse_scan_twin;
 mod vocab_reduce_spec;
 mod vocab_reduce_twin;

@@ -218,12 +218,35 @@ def samples(dtype=torch.float32, seed=1):
             slots,
         ),
         "logprob_entropy": (uniform((3, 40), dtype, seed), torch.tensor([5, -100, 39], dtype=torch.int32), 0.7, -100),
+        "gae": gae_sample(seed),
         "dequant_int8": (
             torch.randint(-127, 128, (4, 3, 32), generator=gen(seed), dtype=torch.int8),
             uniform((4, 3), torch.float32, seed, 0.001, 0.1),
             "float32" if dtype == torch.float32 else opgen_torch_name(dtype),
         ),
     }
+
+
+def gae_sample(seed, shape=(3, 40), gamma=0.99, lam=0.95):
+    """gae's arguments (float32 only): rewards, values, a 0/1 mask with holes, gamma, lam."""
+    mask = (torch.rand(shape, generator=gen(seed + 2)) > 0.3).to(torch.float32)
+    return (uniform(shape, torch.float32, seed), uniform(shape, torch.float32, seed + 1), mask, gamma, lam)
+
+
+def verl_gae(token_level_rewards, values, response_mask, gamma, lam):
+    """verl's compute_gae_advantage_return loop (before whitening), written out, in the inputs'
+    dtype: float64 inputs give the gold, float32 ones verl's own float32 result."""
+    nextvalues = torch.zeros_like(values[:, 0])
+    lastgaelam = torch.zeros_like(values[:, 0])
+    advantages_reversed = []
+    for t in reversed(range(values.shape[1])):
+        delta = token_level_rewards[:, t] + gamma * nextvalues - values[:, t]
+        lastgaelam_ = delta + gamma * lam * lastgaelam
+        nextvalues = values[:, t] * response_mask[:, t] + (1 - response_mask[:, t]) * nextvalues
+        lastgaelam = lastgaelam_ * response_mask[:, t] + (1 - response_mask[:, t]) * lastgaelam
+        advantages_reversed.append(lastgaelam)
+    advantages = torch.stack(advantages_reversed[::-1], dim=1)
+    return advantages, advantages + values
 
 
 def opgen_torch_name(dtype):
@@ -405,6 +428,33 @@ class Forward(unittest.TestCase):
                     self.assertEqual(g.dtype, torch.float32, name)
                     torch.testing.assert_close(g.double(), want, atol=1e-4, rtol=0, msg=name)
 
+    def test_gae_matches_verls_loop(self):
+        # Gold: verl's loop in float64 from the float32 inputs. Bar: the dual baseline, 4x the
+        # largest deviation of verl's own float32 loop from the gold (at least 1e-6): the
+        # sequential float32 error grows with T when gamma * lam = 1, the same for both. A mask
+        # that forgets to carry nextv or last is off by O(1).
+        import opgen_torch.rl
+
+        for gamma, lam in ((0.99, 0.95), (1.0, 1.0)):
+            for shape in ((5, 300), (70, 9), (1, 1)):
+                with self.subTest(gamma=gamma, lam=lam, shape=shape):
+                    r, v, m, _, _ = gae_sample(94, shape)
+                    m[0, :] = 0.0  # an all-masked row
+                    got = opgen_torch.rl.gae(r, v, m, gamma, lam)
+                    want = verl_gae(r.double(), v.double(), m.double(), gamma, lam)
+                    f32 = verl_gae(r, v, m, gamma, lam)
+                    for name, g, w, b in zip(("advantages", "returns"), got, want, f32):
+                        self.assertEqual((g.dtype, g.shape), (torch.float32, r.shape), name)
+                        bar = max(4 * (b.double() - w).abs().max().item(), 1e-6)
+                        torch.testing.assert_close(g.double(), w, atol=bar, rtol=0, msg=name)
+
+    def test_rl_gae_refuses_inputs_requiring_grad(self):
+        import opgen_torch.rl
+
+        r, v, m, gamma, lam = gae_sample(95)
+        with self.assertRaisesRegex(RuntimeError, "rl.gae: `values` requires grad; GAE has no gradient"):
+            opgen_torch.rl.gae(r, v.requires_grad_(), m, gamma, lam)
+
     def test_non_contiguous_input(self):
         x = uniform((64, 8), torch.float32, 5).t()  # [8, 64], not contiguous
         g = uniform((64,), torch.float32, 6)
@@ -515,6 +565,7 @@ NO_BACKWARD = {
     "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8", "logprob_entropy",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
     "rotary_mul_grad", "layer_norm_grad",
+    "gae",  # an RL advantage: no gradient (verl computes it under no_grad)
 }
 # rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
 if "rotary_mul" in opgen_torch.ops.BACKWARD:

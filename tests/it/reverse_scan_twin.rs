@@ -145,3 +145,28 @@ fn host_code_rejects_bad_shapes_and_attrs_with_the_reason() {
     let w = why(run_shaped(&spec, [&[3, 10]; 3], [&z, &z, &z], f64::INFINITY, 1.0, true));
     assert!(w.contains("gamma inf and lam 1 must be finite"), "{w}");
 }
+
+#[test]
+fn the_error_at_t_32768_with_unit_discount_stays_within_the_running_bound() {
+    // γ = λ = 1 (verl's defaults), every token unmasked: the float32 error grows with T. The
+    // kernel's worst error against the f64 loop must lie within the reference's running bound;
+    // the figures are printed for the documentation (--nocapture).
+    let spec = spec();
+    let (rows, t) = (2usize, 32768usize);
+    let f = |i: usize, p: usize| ((i * p % 1009) as f64 - 504.0) / 100.0;
+    let r: Vec<f64> = (0..rows * t).map(|i| f(i, 7919) as f32 as f64).collect();
+    let v: Vec<f64> = (0..rows * t).map(|i| f(i, 104_729) as f32 as f64).collect();
+    let m = vec![1.0; rows * t];
+    let (adv, ret) = run(&spec, t, &r, &v, &m, 1.0, 1.0);
+    let exact = ascend_opgen::reference::reverse_scan::gae(&r, &v, &m, t, 1.0, 1.0).unwrap();
+    let worst = |got: &[f64], want: &[f64]| got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
+    let (e_adv, e_ret) = (worst(&adv, &exact.advantages), worst(&ret, &exact.returns));
+    let b_adv = exact.adv_bound.iter().copied().fold(0.0, f64::max);
+    let scale = exact.advantages.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    eprintln!("gae T = {t}, γ = λ = 1: max |A| = {scale:.3}, error {e_adv:.3e} (returns {e_ret:.3e}), bound {b_adv:.3e}");
+    for (i, (g, w)) in adv.iter().zip(&exact.advantages).enumerate() {
+        // 1.001: the bound's first-order terms only (its products of two roundings left out).
+        assert!((g - w).abs() <= exact.adv_bound[i] * 1.001, "element {i}: {g} vs {w}");
+    }
+    assert!(e_ret <= exact.ret_bound.iter().copied().fold(0.0, f64::max) * 1.001);
+}

@@ -152,7 +152,7 @@ ge::graphStatus RowsAndSteps(const gert::Shape& r, const gert::Shape& v, const g
 }
 
 // The attrs (gamma, lam), checked as the torch kernels check them.
-ge::graphStatus Attrs(const gert::RuntimeAttrs* attrs, float* gamma, float* lam)
+ge::graphStatus DiscountAttrs(const gert::RuntimeAttrs* attrs, float* gamma, float* lam)
 {
     const float* g = attrs == nullptr ? nullptr : attrs->GetFloat(0);
     const float* l = attrs == nullptr ? nullptr : attrs->GetFloat(1);
@@ -172,7 +172,7 @@ ge::graphStatus Attrs(const gert::RuntimeAttrs* attrs, float* gamma, float* lam)
 // and chunks of `chunk` steps: per [lanes, chunk] float32 tile, the three inputs and two outputs
 // double-buffered, six time-major tiles (rewards, values, mask, 1 - mask, advantages, returns)
 // and the two Gather offset tables; six lane vectors of state and scratch.
-uint64_t UbBytes(uint64_t lanes, uint64_t chunk)
+uint64_t ScanUbBytes(uint64_t lanes, uint64_t chunk)
 {
     const uint64_t tile = lanes * chunk * 4;
     return tile * (BUFFER_NUM * 3 + BUFFER_NUM * 2 + 6 + 2) + 6 * lanes * 4;
@@ -231,7 +231,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     float lam = 1.0f;
     if (RowsAndSteps(r->GetStorageShape(), v->GetStorageShape(), m->GetStorageShape(), &rows, &steps) !=
             ge::GRAPH_SUCCESS ||
-        Attrs(context->GetAttrs(), &gamma, &lam) != ge::GRAPH_SUCCESS ||
+        DiscountAttrs(context->GetAttrs(), &gamma, &lam) != ge::GRAPH_SUCCESS ||
         Platform(context, "OpgenGae", &cores, &budget) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
@@ -240,13 +240,13 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t blockDim = empty ? 1 : CeilDiv(rows, blockFactor);
     // Lanes: a core's rows up to one repeat, in whole 32-byte blocks (the Gather tables' stride).
     const uint64_t lanes = empty ? 8 : MinU64(MAX_LANES, AlignUp(blockFactor, 8));
-    if (UbBytes(lanes, MIN_CHUNK) > budget) {
+    if (ScanUbBytes(lanes, MIN_CHUNK) > budget) {
         OPGEN_REJECT("%llu lanes need %llu bytes of UB at the smallest chunk (%llu steps); the budget is %llu",
-                     Ull(lanes), Ull(UbBytes(lanes, MIN_CHUNK)), Ull(MIN_CHUNK), Ull(budget));
+                     Ull(lanes), Ull(ScanUbBytes(lanes, MIN_CHUNK)), Ull(MIN_CHUNK), Ull(budget));
     }
     // The chunk: the most steps (a multiple of 8) the UB holds, no more than T needs.
     uint64_t chunk = MinU64(MAX_CHUNK, MaxU64(MIN_CHUNK, AlignUp(steps, 8)));
-    while (chunk > MIN_CHUNK && UbBytes(lanes, chunk) > budget) {
+    while (chunk > MIN_CHUNK && ScanUbBytes(lanes, chunk) > budget) {
         chunk -= 8;
     }
     const uint64_t chunks = empty ? 1 : CeilDiv(steps, chunk);

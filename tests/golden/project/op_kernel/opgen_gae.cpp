@@ -64,7 +64,7 @@ public:
         mGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(mask) + base, n);
         advGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(advantages) + base, n);
         retGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(returns) + base, n);
-        // The same sizes as the TilingFunc's UbBytes.
+        // The same sizes as the TilingFunc's ScanUbBytes.
         const uint32_t tile = t_.lanes * t_.chunk * sizeof(float);
         pipe_.InitBuffer(rIn_, BUFFER_NUM, tile);
         pipe_.InitBuffer(vIn_, BUFFER_NUM, tile);

@@ -305,10 +305,11 @@ pub fn sharding_of(spec: &OpSpec, rule: &ShapeRule) -> TorchSharding {
         Family::RotaryGrad => ("rows", None, true),
         Family::Elementwise => ("elementwise", None, false),
         // vocab_reduce: rows could shard, but its outputs follow target, not logits (none yet).
-        // reverse_scan: rows could shard too (none yet).
-        Family::Permute | Family::PagedCache | Family::Dequant | Family::VocabReduce | Family::ReverseScan => {
+        Family::Permute | Family::PagedCache | Family::Dequant | Family::VocabReduce => {
             ("replicate", None, false)
         }
+        // reverse_scan: rows could shard (T must not), none yet.
+        Family::ReverseScan => ("replicate", None, false),
     };
     let mutates = spec.inputs.iter().any(|t| t.mutated);
     match outputs {

@@ -14,12 +14,12 @@ pub mod inputs;
 mod layout;
 pub mod paged_cache;
 pub mod permute;
+pub mod reverse_scan;
 pub mod rotary;
 pub mod rotary_grad;
 pub mod row_norm;
 pub mod row_norm_grad;
 pub mod shape_rule;
-pub mod reverse_scan;
 pub mod vocab_reduce;
 
 use crate::dtype::DType;

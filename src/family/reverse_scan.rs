@@ -91,7 +91,10 @@ const FIELDS: &[TilingField] = &[
     TilingField::u32("steps", "T: the inputs' last dim"),
     TilingField::u32("blockFactor", "rows per core (the last busy core may get fewer)"),
     TilingField::u32("lanes", "rows per group: the vector lanes of one time step (a multiple of 8, <= 64)"),
-    TilingField::u32("chunk", "time steps per UB pass (a multiple of 8; the first pass of a row may be shorter)"),
+    TilingField::u32(
+        "chunk",
+        "time steps per UB pass (a multiple of 8; the first pass of a row may be shorter)",
+    ),
     TilingField::u32("chunks", "UB passes per group: ceil(T / chunk)"),
     TilingField::f32("gamma", "gamma, rounded to float32"),
     TilingField::f32("gammaLam", "gamma * lam (in double), rounded to float32"),
@@ -114,12 +117,7 @@ fn case(spec: &OpSpec, rows: usize, t: usize, dist: Distribution, seed: u64, gl:
         attrs = vec![("gamma".into(), AttrValue::Float(g)), ("lam".into(), AttrValue::Float(l))];
     }
     let shape = vec![rows, t];
-    Case {
-        shapes: INPUTS.iter().map(|n| (n.to_string(), shape.clone())).collect(),
-        dist,
-        seed,
-        attrs,
-    }
+    Case { shapes: INPUTS.iter().map(|n| (n.to_string(), shape.clone())).collect(), dist, seed, attrs }
 }
 
 pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
@@ -177,7 +175,10 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData
     let dist = if hostile { Distribution::Uniform5 } else { case.dist };
     let mut inputs = Vec::new();
     for (i, (name, s)) in case.shapes.iter().enumerate().take(2) {
-        inputs.push((name.clone(), generate(dist, spec.inputs[i].dtypes[column], s, derive_seed(case.seed, name))));
+        inputs.push((
+            name.clone(),
+            generate(dist, spec.inputs[i].dtypes[column], s, derive_seed(case.seed, name)),
+        ));
     }
     let (m_name, m_shape) = &case.shapes[2];
     let mut rng = Rng::new(derive_seed(case.seed, m_name));

@@ -11,9 +11,9 @@
 
 pub mod activation;
 pub mod kv_layout;
+pub mod reverse_scan;
 pub mod rotary;
 pub mod rotary_grad;
-pub mod reverse_scan;
 pub mod row_norm;
 pub mod vocab_reduce;
 

@@ -38,15 +38,11 @@ fn the_catalogue_spec_loads() {
 
 #[test]
 fn a_16_bit_input_or_output_is_refused() {
-    let text = good().patched(
-        "name = \"values\"\ndtypes = [\"float32\"]",
-        "name = \"values\"\ndtypes = [\"bfloat16\"]",
-    );
+    let text = good()
+        .patched("name = \"values\"\ndtypes = [\"float32\"]", "name = \"values\"\ndtypes = [\"bfloat16\"]");
     assert_error(&text, "inputs[1].dtypes[0]", "`values` is float32 (found bfloat16");
-    let text = good().patched(
-        "name = \"returns\"\ndtypes = [\"float32\"]",
-        "name = \"returns\"\ndtypes = [\"float16\"]",
-    );
+    let text = good()
+        .patched("name = \"returns\"\ndtypes = [\"float32\"]", "name = \"returns\"\ndtypes = [\"float16\"]");
     assert_error(&text, "outputs[1].dtypes[0]", "`returns` is float32 (found float16)");
 }
 

@@ -47,7 +47,15 @@ fn run_shaped(
     )
 }
 
-fn run(spec: &OpSpec, t: usize, r: &[f64], v: &[f64], m: &[f64], gamma: f64, lam: f64) -> (Vec<f64>, Vec<f64>) {
+fn run(
+    spec: &OpSpec,
+    t: usize,
+    r: &[f64],
+    v: &[f64],
+    m: &[f64],
+    gamma: f64,
+    lam: f64,
+) -> (Vec<f64>, Vec<f64>) {
     let shape = [r.len() / t, t];
     let run = run_shaped(spec, [&shape, &shape, &shape], [r, v, m], gamma, lam, false).unwrap();
     let out = |name: &str| run.outputs.iter().find(|(n, _)| n == name).unwrap().1.to_f64();
@@ -140,7 +148,10 @@ fn host_code_rejects_bad_shapes_and_attrs_with_the_reason() {
     };
     let z = vec![0.0; 30];
     let w = why(run_shaped(&spec, [&[3, 10], &[3, 10], &[10, 3]], [&z, &z, &z], 1.0, 1.0, true));
-    assert!(w.contains("token_level_rewards (rank 2, 30 elements), values (rank 2, 30) and response_mask"), "{w}");
+    assert!(
+        w.contains("token_level_rewards (rank 2, 30 elements), values (rank 2, 30) and response_mask"),
+        "{w}"
+    );
     assert!(w.contains("must have one shape [batch..., T]"), "{w}");
     let w = why(run_shaped(&spec, [&[3, 10]; 3], [&z, &z, &z], f64::INFINITY, 1.0, true));
     assert!(w.contains("gamma inf and lam 1 must be finite"), "{w}");
@@ -159,7 +170,8 @@ fn the_error_at_t_32768_with_unit_discount_stays_within_the_running_bound() {
     let m = vec![1.0; rows * t];
     let (adv, ret) = run(&spec, t, &r, &v, &m, 1.0, 1.0);
     let exact = ascend_opgen::reference::reverse_scan::gae(&r, &v, &m, t, 1.0, 1.0).unwrap();
-    let worst = |got: &[f64], want: &[f64]| got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
+    let worst =
+        |got: &[f64], want: &[f64]| got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
     let (e_adv, e_ret) = (worst(&adv, &exact.advantages), worst(&ret, &exact.returns));
     let b_adv = exact.adv_bound.iter().copied().fold(0.0, f64::max);
     let scale = exact.advantages.iter().fold(0.0f64, |a, x| a.max(x.abs()));

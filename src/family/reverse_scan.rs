@@ -1,7 +1,9 @@
-//! Family reverse_scan: affine reverse recurrences over time, one op today, gae (issue 29):
-//! token_level_rewards, values and response_mask [..., T] (float32) to advantages and returns
-//! (float32, the same shape), verl's `compute_gae_advantage_return` before whitening, per row
-//! (one response) walking t = T−1 .. 0 (the loop: `crate::reference::reverse_scan`).
+//! Family reverse_scan: affine reverse recurrences over time (issue 29), per row (one response)
+//! walking t = T−1 .. 0 (the loops: `crate::reference::reverse_scan`), float32, [..., T]:
+//! - gae: token_level_rewards, values, response_mask to advantages and returns, verl's
+//!   `compute_gae_advantage_return` before whitening (attrs gamma, lam);
+//! - discounted_return: token_level_rewards, response_mask to returns, REINFORCE++'s discounted
+//!   sum with a masked token resetting it (attr gamma).
 //!
 //! Kernel (templates/kernel/reverse_scan.cpp.j2): rows over the cores; per core, groups of up to
 //! 64 rows are the vector lanes (one 256-byte repeat per time step); each group walks T backwards
@@ -34,25 +36,68 @@ use crate::tensor::HostTensor;
 
 // ---- spec --------------------------------------------------------------------------------
 
-const INPUTS: [&str; 3] = ["token_level_rewards", "values", "response_mask"];
-const OUTPUTS: [&str; 2] = ["advantages", "returns"];
-const ATTRS: [(&str, AttrKind); 2] = [("gamma", AttrKind::Float), ("lam", AttrKind::Float)];
+/// The ops of the family, by their signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    Gae,
+    DiscountedReturn,
+}
 
-/// Inputs (token_level_rewards, values, response_mask), outputs (advantages, returns), attrs
-/// gamma and lam (float), by name and in this order; every tensor float32.
+/// An op's inputs, outputs and float attrs, by name and in this order (every tensor float32;
+/// the last input is the 0/1 mask).
+struct Signature {
+    scan: Scan,
+    inputs: &'static [&'static str],
+    outputs: &'static [&'static str],
+    attrs: &'static [&'static str],
+}
+
+const SIGNATURES: [Signature; 2] = [
+    Signature {
+        scan: Scan::Gae,
+        inputs: &["token_level_rewards", "values", "response_mask"],
+        outputs: &["advantages", "returns"],
+        attrs: &["gamma", "lam"],
+    },
+    Signature {
+        scan: Scan::DiscountedReturn,
+        inputs: &["token_level_rewards", "response_mask"],
+        outputs: &["returns"],
+        attrs: &["gamma"],
+    },
+];
+
+fn signature(spec: &OpSpec) -> Option<&'static Signature> {
+    SIGNATURES.iter().find(|s| spec.inputs.iter().map(|t| t.name.as_str()).eq(s.inputs.iter().copied()))
+}
+
+/// Which op of the family `spec` is (gae unless its inputs are discounted_return's).
+pub fn scan(spec: &OpSpec) -> Scan {
+    signature(spec).map_or(Scan::Gae, |s| s.scan)
+}
+
+/// The inputs of one of the signatures (gae's or discounted_return's), its outputs and float
+/// attrs by name and in order; every tensor float32.
 pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
-    let label = "family reverse_scan (gae)";
-    let names = |ts: &[crate::spec::TensorArg]| ts.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
-    if names(&spec.inputs) != INPUTS {
+    let label = "family reverse_scan";
+    let Some(sig) = signature(spec) else {
         r.error(
             &raw.inputs,
             "inputs",
-            format!("{label} takes inputs (token_level_rewards, values, response_mask) in that order"),
+            format!(
+                "{label} takes inputs (token_level_rewards, values, response_mask) for gae or \
+                 (token_level_rewards, response_mask) for discounted_return, in that order"
+            ),
         );
         return;
-    }
-    if names(&spec.outputs) != OUTPUTS {
-        r.error(&raw.outputs, "outputs", format!("{label} has outputs (advantages, returns) in that order"));
+    };
+    let names = |ts: &[crate::spec::TensorArg]| ts.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    if names(&spec.outputs) != sig.outputs {
+        r.error(
+            &raw.outputs,
+            "outputs",
+            format!("{label} has outputs ({}) in that order", sig.outputs.join(", ")),
+        );
         return;
     }
     for (i, t) in spec.inputs.iter().enumerate() {
@@ -78,9 +123,14 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         }
     }
     let attrs: Vec<(&str, AttrKind)> = spec.attrs.iter().map(|a| (a.name.as_str(), a.kind)).collect();
-    if attrs != ATTRS {
+    let want: Vec<(&str, AttrKind)> = sig.attrs.iter().map(|a| (*a, AttrKind::Float)).collect();
+    if attrs != want {
         let at = raw.attrs.first().map_or(&raw.name, |a| &a.name);
-        r.error(at, "attrs", format!("{label} takes attrs gamma and lam (float), in that order"));
+        r.error(
+            at,
+            "attrs",
+            format!("{label} takes attrs {} (float), in that order", sig.attrs.join(" and ")),
+        );
     }
 }
 
@@ -110,14 +160,17 @@ const QUICK: [(usize, usize); 6] = [(1, 1), (3, 9), (6241, 7), (97, 1000), (130,
 /// Added in the full sweep: the issue's shapes at what the twin runs in reasonable time.
 const FULL: [(usize, usize); 5] = [(4096, 33), (300, 2049), (64, 4096), (2, 32768), (49, 777)];
 
-/// The γ, λ of a case: verl's PPO defaults (1, 1) or the textbook (0.99, 0.95).
+/// The γ, λ of a case: verl's PPO defaults (1, 1) or the textbook (0.99, 0.95); an op without
+/// lam takes γ only.
 fn case(spec: &OpSpec, rows: usize, t: usize, dist: Distribution, seed: u64, gl: Option<(f64, f64)>) -> Case {
     let mut attrs = super::default_attrs(spec);
     if let Some((g, l)) = gl {
-        attrs = vec![("gamma".into(), AttrValue::Float(g)), ("lam".into(), AttrValue::Float(l))];
+        for (name, value) in attrs.iter_mut() {
+            *value = AttrValue::Float(if name == "lam" { l } else { g });
+        }
     }
     let shape = vec![rows, t];
-    Case { shapes: INPUTS.iter().map(|n| (n.to_string(), shape.clone())).collect(), dist, seed, attrs }
+    Case { shapes: spec.inputs.iter().map(|a| (a.name.clone(), shape.clone())).collect(), dist, seed, attrs }
 }
 
 pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
@@ -166,21 +219,22 @@ fn mask_row(row: &mut [f64], r: usize, hostile: bool, rng: &mut Rng) {
     }
 }
 
-/// Rewards and values from the case's distribution (Outlier: uniform with the hostile masks),
-/// masks of 0 and 1 (`mask_row`).
+/// Rewards (and values) from the case's distribution (Outlier: uniform with the hostile masks),
+/// the last input, the mask, of 0 and 1 (`mask_row`).
 pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData, FamilyError> {
     let shape = &case.shapes[0].1;
     let t = *shape.last().ok_or("token_level_rewards has rank 0")?;
     let hostile = case.dist == Distribution::Outlier;
     let dist = if hostile { Distribution::Uniform5 } else { case.dist };
     let mut inputs = Vec::new();
-    for (i, (name, s)) in case.shapes.iter().enumerate().take(2) {
+    let last = case.shapes.len() - 1;
+    for (i, (name, s)) in case.shapes.iter().enumerate().take(last) {
         inputs.push((
             name.clone(),
             generate(dist, spec.inputs[i].dtypes[column], s, derive_seed(case.seed, name)),
         ));
     }
-    let (m_name, m_shape) = &case.shapes[2];
+    let (m_name, m_shape) = &case.shapes[last];
     let mut rng = Rng::new(derive_seed(case.seed, m_name));
     let mut mask = vec![0.0; m_shape.iter().product()];
     if t > 0 {
@@ -188,7 +242,7 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData
             mask_row(row, r, hostile, &mut rng);
         }
     }
-    inputs.push((m_name.clone(), HostTensor::from_f64(spec.inputs[2].dtypes[column], m_shape, &mask)));
+    inputs.push((m_name.clone(), HostTensor::from_f64(spec.inputs[last].dtypes[column], m_shape, &mask)));
     Ok((inputs, case.attrs.clone()))
 }
 
@@ -207,22 +261,27 @@ pub fn expected(
 ) -> Result<Vec<Expected>, FamilyError> {
     let r = input(inputs, spec, 0)?;
     let t = *r.shape.last().ok_or("token_level_rewards has rank 0")?;
-    let g = reference::gae(
-        &r.to_f64(),
-        &input(inputs, spec, 1)?.to_f64(),
-        &input(inputs, spec, 2)?.to_f64(),
-        t,
-        super::attr_f64(attrs, "gamma")?,
-        super::attr_f64(attrs, "lam")?,
-    )?;
-    let out = |name: &str, values: Vec<f64>, bounds: &[f64]| Expected {
-        name: name.into(),
+    let gamma = super::attr_f64(attrs, "gamma")?;
+    let out = |o: usize, values: Vec<f64>, bounds: &[f64]| Expected {
+        name: spec.outputs[o].name.clone(),
         dtype: DType::Float32,
         shape: r.shape.clone(),
         values,
         tolerance: gates(bounds),
     };
-    Ok(vec![out(OUTPUTS[0], g.advantages, &g.adv_bound), out(OUTPUTS[1], g.returns, &g.ret_bound)])
+    let mask = input(inputs, spec, spec.inputs.len() - 1)?.to_f64();
+    match scan(spec) {
+        Scan::Gae => {
+            let v = input(inputs, spec, 1)?.to_f64();
+            let lam = super::attr_f64(attrs, "lam")?;
+            let g = reference::gae(&r.to_f64(), &v, &mask, t, gamma, lam)?;
+            Ok(vec![out(0, g.advantages, &g.adv_bound), out(1, g.returns, &g.ret_bound)])
+        }
+        Scan::DiscountedReturn => {
+            let (returns, bound) = reference::discounted_return(&r.to_f64(), &mask, t, gamma)?;
+            Ok(vec![out(0, returns, &bound)])
+        }
+    }
 }
 
 // ---- the family --------------------------------------------------------------------------
@@ -250,17 +309,24 @@ impl FamilyOps for ReverseScan {
         }
     }
 
+    /// `scan`: which recurrence the kernel runs ("gae" or "discounted_return").
     fn template_extras(
         &self,
-        _spec: &OpSpec,
+        spec: &OpSpec,
     ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
-        Ok(serde_json::Map::new())
+        let name = match scan(spec) {
+            Scan::Gae => "gae",
+            Scan::DiscountedReturn => "discounted_return",
+        };
+        let mut m = serde_json::Map::new();
+        m.insert("scan".into(), name.into());
+        Ok(m)
     }
 
-    /// Both outputs have the inputs' shape (the host checks require one shape of all three).
-    fn shape_rule(&self, _spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
-        let like = || OutputShape::Like { of: INPUTS[0].into() };
-        Ok(ShapeRule { checks: Vec::new(), outputs: vec![like(), like()] })
+    /// Every output has the inputs' shape (the host checks require one shape of all of them).
+    fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+        let like = || OutputShape::Like { of: spec.inputs[0].name.clone() };
+        Ok(ShapeRule { checks: Vec::new(), outputs: spec.outputs.iter().map(|_| like()).collect() })
     }
 
     fn derived_shape(&self, _spec: &OpSpec, _i: usize, first: &[usize]) -> Vec<usize> {
@@ -318,14 +384,25 @@ impl FamilyOps for ReverseScan {
         vec!["single-chunk", "multi-chunk"]
     }
 
-    /// verl's loop: per time step t = T−1 .. 0, twelve launches over the [B] column t (the
-    /// tensor ops of its five lines, each a kernel launch), then the stack and returns.
+    /// verl's loop: per time step t = T−1 .. 0, one launch per tensor op over the [B] column t
+    /// (gae: twelve, discounted_return: three), then the stack (gae: and returns).
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
         let mut b = Builder::default();
         let (r, shape) = eager::input(case, 0)?;
-        let (v, _) = eager::input(case, 1)?;
         let t = eager::last_dim(shape)?;
         let col = r.with_n(r.n / t);
+        if scan(case.spec) == Scan::DiscountedReturn {
+            for _ in 0..t {
+                let g = b.op("gamma * running_return", &[col], col);
+                let run = b.op("token_level_rewards[:, t] + ...", &[col, g], col);
+                b.op("running_return * response_mask[:, t]", &[run, col], col);
+            }
+            b.op("returns[:, t] = running_return (T column writes, one stack)", &[r], r);
+            return Ok(
+                b.finish("verl compute_reinforce_plus_plus_outcome_advantage, returns (eager loop over T)")
+            );
+        }
+        let (v, _) = eager::input(case, 1)?;
         for _ in 0..t {
             let gn = b.op("gamma * nextvalues", &[col], col);
             let s = b.op("token_level_rewards[:, t] + ...", &[col, gn], col);

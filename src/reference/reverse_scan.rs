@@ -84,6 +84,47 @@ pub fn gae(
     Ok(out)
 }
 
+/// discounted_return (REINFORCE++'s returns, verl's `compute_reinforce_plus_plus_outcome_advantage`
+/// before whitening) in f64 with its running error bound, per row for t = T−1 .. 0 with
+/// running = 0 beyond T: running = r_t + γ·running, returns_t = running, then
+/// running = running·m_t (a masked token ends the sum: an episode boundary). Bound of a float32
+/// evaluation (γ rounded to float32, masks 0/1): E_t ≤ γ·m_{t+1}·E_{t+1} + u·(2|γ·running| + |returns_t|).
+pub fn discounted_return(
+    rewards: &[f64],
+    mask: &[f64],
+    t: usize,
+    gamma: f64,
+) -> Result<(Vec<f64>, Vec<f64>), ReferenceError> {
+    const OP: &str = "discounted_return";
+    let n = rewards.len();
+    if mask.len() != n {
+        return Err(ReferenceError::new(
+            OP,
+            format!(
+                "token_level_rewards and response_mask must have one shape ({n} and {} elements)",
+                mask.len()
+            ),
+        ));
+    }
+    if t == 0 && n != 0 || t != 0 && n % t != 0 {
+        return Err(ReferenceError::new(OP, format!("{n} elements are not rows of T = {t}")));
+    }
+    let (mut returns, mut bound) = (vec![0.0; n], vec![0.0; n]);
+    for row in 0..n.checked_div(t).unwrap_or(0) {
+        let (mut running, mut e) = (0.0f64, 0.0f64);
+        for i in (row * t..(row + 1) * t).rev() {
+            let g = gamma * running;
+            running = rewards[i] + g;
+            e = gamma.abs() * e + U * (2.0 * g.abs() + running.abs());
+            returns[i] = running;
+            bound[i] = e;
+            running *= mask[i];
+            e *= mask[i].abs();
+        }
+    }
+    Ok((returns, bound))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +147,14 @@ mod tests {
         let g = gae(&[1.0; 4], &[0.0; 4], &[1.0; 4], 4, 1.0, 1.0).unwrap();
         assert_eq!(g.advantages, vec![4.0, 3.0, 2.0, 1.0]);
         assert!(g.adv_bound[0] > g.adv_bound[3]);
+    }
+
+    /// γ = 0.5, rewards 1, mask [1, 0, 1, 1]: from the end 1, 1.5, then the masked token at
+    /// t = 1 resets the sum before t = 0: returns = [1, 1.75, 1.5, 1].
+    #[test]
+    fn a_masked_token_resets_the_discounted_sum() {
+        let (r, _) = discounted_return(&[1.0; 4], &[1.0, 0.0, 1.0, 1.0], 4, 0.5).unwrap();
+        assert_eq!(r, vec![1.0, 1.75, 1.5, 1.0]);
     }
 
     #[test]

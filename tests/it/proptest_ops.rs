@@ -656,3 +656,18 @@ fn gae_random_cases_match_the_reference() {
         (column, Case { shapes: named(spec, vec![vec![rows, t]; 3]), dist, seed, attrs })
     });
 }
+
+#[test]
+fn discounted_return_random_cases_match_the_reference() {
+    let spec = op("discounted_return");
+    let rows = prop_oneof![4 => 1usize..20, 1 => 20usize..300];
+    let t = prop_oneof![2 => select(vec![1usize, 7, 8, 9, 511, 512, 513, 2049]), 1 => 1usize..3000];
+    let strategy = (rows, t, column(&spec), finite_distribution(), any::<u64>(), attr_draws(&spec));
+    check_op("discounted_return", strategy, |spec, (mut rows, t, column, dist, seed, draws)| {
+        while rows > 1 && rows * t > 100_000 {
+            rows = rows.div_ceil(2);
+        }
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        (column, Case { shapes: named(spec, vec![vec![rows, t]; 2]), dist, seed, attrs })
+    });
+}

@@ -49,7 +49,7 @@ fn a_16_bit_input_or_output_is_refused() {
 #[test]
 fn inputs_outputs_and_attrs_are_named_and_ordered() {
     let text = good().patched("name = \"response_mask\"", "name = \"mask\"");
-    assert_error(&text, "inputs", "takes inputs (token_level_rewards, values, response_mask) in that order");
+    assert_error(&text, "inputs", "takes inputs (token_level_rewards, values, response_mask) for gae or");
     let text = good().patched("name = \"returns\"", "name = \"rets\"");
     assert_error(&text, "outputs", "has outputs (advantages, returns) in that order");
     let text = good().patched("name = \"lam\"", "name = \"lambda_\"");

@@ -182,3 +182,55 @@ fn the_error_at_t_32768_with_unit_discount_stays_within_the_running_bound() {
     }
     assert!(e_ret <= exact.ret_bound.iter().copied().fold(0.0, f64::max) * 1.001);
 }
+
+fn discounted(spec: &OpSpec, t: usize, r: &[f64], m: &[f64], gamma: f64) -> Vec<f64> {
+    let shape = [r.len() / t, t];
+    let project = render_project(&[spec]).unwrap();
+    let runner = build_runner(&project, spec, 0, BuildOptions::default()).unwrap();
+    let inputs = vec![
+        ("token_level_rewards".to_string(), HostTensor::from_f64(DType::Float32, &shape, r)),
+        ("response_mask".to_string(), HostTensor::from_f64(DType::Float32, &shape, m)),
+    ];
+    let attrs = vec![("gamma".to_string(), AttrValue::Float(gamma))];
+    let run = run_case(
+        &runner,
+        spec,
+        soc::find(soc::DEFAULT_SOC).unwrap(),
+        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+        false,
+    )
+    .unwrap();
+    run.outputs.iter().find(|(n, _)| n == "returns").unwrap().1.to_f64()
+}
+
+#[test]
+fn discounted_returns_reset_at_masked_tokens_across_chunks() {
+    // T = 1001, γ = 1, r = 1: R_t counts the tokens from t to the end of t's episode, which ends
+    // at the first masked token after t (verl resets the sum after writing a masked token's own
+    // return). Row 0: no mask, R_t = T − t. Row 1: masked at t = 0, 300, 600, 900.
+    let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let spec = specs.into_iter().find(|s| s.name == "discounted_return").unwrap();
+    let t = 1001usize;
+    let r = vec![1.0; 2 * t];
+    let mut m = vec![1.0; 2 * t];
+    for i in (0..t).step_by(300) {
+        m[t + i] = 0.0;
+    }
+    let got = discounted(&spec, t, &r, &m, 1.0);
+    for i in 0..t {
+        assert_eq!(got[i], (t - i) as f64, "row 0, t = {i}");
+        // The first masked token after t: the next multiple of 300 (none past 900).
+        let next_masked = (i / 300 + 1) * 300;
+        let want = if next_masked < t { next_masked - i } else { t - i };
+        assert_eq!(got[t + i], want as f64, "row 1, t = {i}");
+    }
+    // γ = 0.5, one reward at the end: R_t = 0.5^(T−1−t) up to the first reset, 0 before it.
+    let (t, mut r, mut m) = (100usize, vec![0.0; 100], vec![1.0; 100]);
+    r[t - 1] = 1.0;
+    m[40] = 0.0;
+    let got = discounted(&spec, t, &r, &m, 0.5);
+    for (i, g) in got.iter().enumerate() {
+        let want = if i >= 40 { 0.5f64.powi((t - 1 - i) as i32) } else { 0.0 };
+        assert_eq!(*g, want, "γ = 0.5, t = {i}");
+    }
+}

@@ -219,6 +219,7 @@ def samples(dtype=torch.float32, seed=1):
         ),
         "logprob_entropy": (uniform((3, 40), dtype, seed), torch.tensor([5, -100, 39], dtype=torch.int32), 0.7, -100),
         "gae": gae_sample(seed),
+        "discounted_return": gae_sample(seed)[0:3:2] + (0.99,),
         "dequant_int8": (
             torch.randint(-127, 128, (4, 3, 32), generator=gen(seed), dtype=torch.int8),
             uniform((4, 3), torch.float32, seed, 0.001, 0.1),
@@ -247,6 +248,17 @@ def verl_gae(token_level_rewards, values, response_mask, gamma, lam):
         advantages_reversed.append(lastgaelam)
     advantages = torch.stack(advantages_reversed[::-1], dim=1)
     return advantages, advantages + values
+
+
+def verl_discounted_return(token_level_rewards, response_mask, gamma):
+    """verl's REINFORCE++ returns loop (before whitening), written out, in the inputs' dtype."""
+    returns = torch.zeros_like(token_level_rewards)
+    running_return = torch.zeros_like(token_level_rewards[:, 0])
+    for t in reversed(range(token_level_rewards.shape[1])):
+        running_return = token_level_rewards[:, t] + gamma * running_return
+        returns[:, t] = running_return
+        running_return = running_return * response_mask[:, t]
+    return returns
 
 
 def opgen_torch_name(dtype):
@@ -448,11 +460,26 @@ class Forward(unittest.TestCase):
                         bar = max(4 * (b.double() - w).abs().max().item(), 1e-6)
                         torch.testing.assert_close(g.double(), w, atol=bar, rtol=0, msg=name)
 
+    def test_discounted_return_matches_verls_loop(self):
+        # The gold and the bar as test_gae_matches_verls_loop's.
+        import opgen_torch.rl
+
+        for gamma in (0.99, 1.0):
+            for shape in ((5, 300), (70, 9), (1, 1)):
+                with self.subTest(gamma=gamma, shape=shape):
+                    r, _, m, _, _ = gae_sample(96, shape)
+                    got = opgen_torch.rl.discounted_return(r, m, gamma)
+                    want = verl_discounted_return(r.double(), m.double(), gamma)
+                    f32 = verl_discounted_return(r, m, gamma)
+                    self.assertEqual((got.dtype, got.shape), (torch.float32, r.shape))
+                    bar = max(4 * (f32.double() - want).abs().max().item(), 1e-6)
+                    torch.testing.assert_close(got.double(), want, atol=bar, rtol=0)
+
     def test_rl_gae_refuses_inputs_requiring_grad(self):
         import opgen_torch.rl
 
         r, v, m, gamma, lam = gae_sample(95)
-        with self.assertRaisesRegex(RuntimeError, "rl.gae: `values` requires grad; GAE has no gradient"):
+        with self.assertRaisesRegex(RuntimeError, "rl.gae: `values` requires grad; it has no gradient"):
             opgen_torch.rl.gae(r, v.requires_grad_(), m, gamma, lam)
 
     def test_non_contiguous_input(self):
@@ -565,7 +592,7 @@ NO_BACKWARD = {
     "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8", "logprob_entropy",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
     "rotary_mul_grad", "layer_norm_grad",
-    "gae",  # an RL advantage: no gradient (verl computes it under no_grad)
+    "gae", "discounted_return",  # RL advantages: no gradient (verl computes them under no_grad)
 }
 # rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
 if "rotary_mul" in opgen_torch.ops.BACKWARD:

@@ -77,19 +77,26 @@ bool RowsAndSteps(const Shape& rewards, const Shape& values, const Shape& mask, 
                   OpgenWhy* why)
 {
     uint64_t rd[MAX_RANK];
-    uint64_t vd[MAX_RANK];
     uint64_t md[MAX_RANK];
     uint64_t n = 0;
-    uint64_t vn = 0;
     uint64_t mn = 0;
     if (!Dims(rewards, "token_level_rewards", 1, MAX_RANK, rd, &n, why) ||
-        !Dims(values, "values", 1, MAX_RANK, vd, &vn, why) || !Dims(mask, "response_mask", 1, MAX_RANK, md, &mn, why)) {
+        !Dims(mask, "response_mask", 1, MAX_RANK, md, &mn, why)) {
         return false;
     }
     const size_t rank = rewards.GetDimNum();
-    bool same = values.GetDimNum() == rank && mask.GetDimNum() == rank;
+    bool same = mask.GetDimNum() == rank;
     for (size_t i = 0; same && i < rank; ++i) {
-        same = vd[i] == rd[i] && md[i] == rd[i];
+        same = md[i] == rd[i];
+    }
+    uint64_t vd[MAX_RANK];
+    uint64_t vn = 0;
+    if (!Dims(values, "values", 1, MAX_RANK, vd, &vn, why)) {
+        return false;
+    }
+    same = same && values.GetDimNum() == rank;
+    for (size_t i = 0; same && i < rank; ++i) {
+        same = vd[i] == rd[i];
     }
     if (!same) {
         OPGEN_CHECK_FAIL(why, "token_level_rewards (rank %zu, %llu elements), values (rank %zu, %llu) and response_mask "
@@ -136,76 +143,77 @@ using opgen_gae_checks::Ull;
 const uint64_t MAX_LANES = 64;   // rows of one group: one 256-byte float32 repeat per time step
 const uint64_t MIN_CHUNK = 8;    // one 32-byte block of float32 per row
 const uint64_t MAX_CHUNK = 512;  // past this a chunk only adds UB and Gather-table set-up
-const uint32_t INPUT_REWARDS = 0;
-const uint32_t INPUT_VALUES = 1;
-const uint32_t INPUT_MASK = 2;
+const uint32_t INPUTS = 3;   // token_level_rewards, values, response_mask (the last)
+const uint32_t OUTPUTS = 2;  // advantages, returns
+const uint64_t TIME_MAJOR_TILES = 6;  // the kernel's time-major tiles
 
-// The shape checks the torch extension's kernels run too, as a status.
-ge::graphStatus RowsAndSteps(const gert::Shape& r, const gert::Shape& v, const gert::Shape& m, uint64_t* rows,
-                             uint64_t* steps)
+// The shape checks the torch extension's kernels run too, as a status; `shapes`: the inputs'.
+ge::graphStatus RowsAndSteps(const gert::Shape* const* shapes, uint64_t* rows, uint64_t* steps)
 {
     OpgenWhy why;
-    if (!opgen_gae_checks::RowsAndSteps(r, v, m, rows, steps, &why)) {
+    if (!opgen_gae_checks::RowsAndSteps(*shapes[0], *shapes[1], *shapes[2], rows, steps, &why)) {
         OPGEN_REJECT("%s", why.text);
     }
     return ge::GRAPH_SUCCESS;
 }
 
-// The attrs (gamma, lam), checked as the torch kernels check them.
+// The attrs (gamma, lam), checked as the torch kernels check them; lam is 1
+// for an op without it.
 ge::graphStatus DiscountAttrs(const gert::RuntimeAttrs* attrs, float* gamma, float* lam)
 {
-    const float* g = attrs == nullptr ? nullptr : attrs->GetFloat(0);
-    const float* l = attrs == nullptr ? nullptr : attrs->GetFloat(1);
-    if (g == nullptr || l == nullptr) {
+    const float* a0 = attrs == nullptr ? nullptr : attrs->GetFloat(0);
+    const float* a1 = attrs == nullptr ? nullptr : attrs->GetFloat(1);
+    if (a0 == nullptr || a1 == nullptr) {
         OPGEN_REJECT("TilingFunc: missing attr gamma or lam");
     }
     OpgenWhy why;
-    if (!opgen_gae_checks::Discount(*g, *l, &why)) {
+    if (!opgen_gae_checks::Discount(*a0, *a1, &why)) {
         OPGEN_REJECT("%s", why.text);
     }
-    *gamma = *g;
-    *lam = *l;
+    *gamma = *a0;
+    *lam = *a1;
     return ge::GRAPH_SUCCESS;
 }
 
 // UB bytes of the kernel's buffers (templates/kernel/reverse_scan.cpp.j2, Init) for `lanes` rows
-// and chunks of `chunk` steps: per [lanes, chunk] float32 tile, the three inputs and two outputs
-// double-buffered, six time-major tiles (rewards, values, mask, 1 - mask, advantages, returns)
-// and the two Gather offset tables; six lane vectors of state and scratch.
+// and chunks of `chunk` steps: per [lanes, chunk] float32 tile, the inputs and outputs
+// double-buffered, the time-major tiles and the two Gather offset tables; six lane vectors of
+// state and scratch.
 uint64_t ScanUbBytes(uint64_t lanes, uint64_t chunk)
 {
     const uint64_t tile = lanes * chunk * 4;
-    return tile * (BUFFER_NUM * 3 + BUFFER_NUM * 2 + 6 + 2) + 6 * lanes * 4;
+    return tile * (BUFFER_NUM * INPUTS + BUFFER_NUM * OUTPUTS + TIME_MAJOR_TILES + 2) + 6 * lanes * 4;
 }
 }  // namespace
 
 namespace ge {
 static ge::graphStatus InferShape(gert::InferShapeContext* context)
 {
-    const gert::Shape* r = context->GetInputShape(INPUT_REWARDS);
-    const gert::Shape* v = context->GetInputShape(INPUT_VALUES);
-    const gert::Shape* m = context->GetInputShape(INPUT_MASK);
-    if (r == nullptr || v == nullptr || m == nullptr) {
-        OPGEN_REJECT("InferShape: missing an input shape");
+    const gert::Shape* shapes[INPUTS];
+    for (uint32_t i = 0; i < INPUTS; ++i) {
+        shapes[i] = context->GetInputShape(i);
+        if (shapes[i] == nullptr) {
+            OPGEN_REJECT("InferShape: missing input shape %u", i);
+        }
     }
     uint64_t rows = 0;
     uint64_t steps = 0;
-    if (RowsAndSteps(*r, *v, *m, &rows, &steps) != ge::GRAPH_SUCCESS) {
+    if (RowsAndSteps(shapes, &rows, &steps) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
-    for (size_t o = 0; o < 2; ++o) {
+    for (size_t o = 0; o < OUTPUTS; ++o) {
         gert::Shape* out = context->GetOutputShape(o);
         if (out == nullptr) {
             OPGEN_REJECT("InferShape: missing output shape %zu", o);
         }
-        *out = *r;
+        *out = *shapes[0];
     }
     return GRAPH_SUCCESS;
 }
 
 static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 {
-    for (size_t o = 0; o < 2; ++o) {
+    for (size_t o = 0; o < OUTPUTS; ++o) {
         context->SetOutputDataType(o, ge::DT_FLOAT);
     }
     return GRAPH_SUCCESS;
@@ -217,11 +225,13 @@ namespace optiling {
 namespace opgen_gae_tiling {
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
-    const gert::StorageShape* r = context->GetInputShape(INPUT_REWARDS);
-    const gert::StorageShape* v = context->GetInputShape(INPUT_VALUES);
-    const gert::StorageShape* m = context->GetInputShape(INPUT_MASK);
-    if (r == nullptr || v == nullptr || m == nullptr) {
-        OPGEN_REJECT("TilingFunc: missing an input shape");
+    const gert::Shape* shapes[INPUTS];
+    for (uint32_t i = 0; i < INPUTS; ++i) {
+        const gert::StorageShape* s = context->GetInputShape(i);
+        if (s == nullptr) {
+            OPGEN_REJECT("TilingFunc: missing input shape %u", i);
+        }
+        shapes[i] = &s->GetStorageShape();
     }
     uint64_t rows = 0;
     uint64_t steps = 0;
@@ -229,8 +239,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint64_t budget = 0;
     float gamma = 1.0f;
     float lam = 1.0f;
-    if (RowsAndSteps(r->GetStorageShape(), v->GetStorageShape(), m->GetStorageShape(), &rows, &steps) !=
-            ge::GRAPH_SUCCESS ||
+    if (RowsAndSteps(shapes, &rows, &steps) != ge::GRAPH_SUCCESS ||
         DiscountAttrs(context->GetAttrs(), &gamma, &lam) != ge::GRAPH_SUCCESS ||
         Platform(context, "OpgenGae", &cores, &budget) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;

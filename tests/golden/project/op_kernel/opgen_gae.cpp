@@ -11,7 +11,8 @@
 //   nextv = V * m + (1 - m) * nextv;  last = a * m + (1 - m) * last;  advantages = last
 // with nextv and last carried from chunk to chunk (last: the chunk's first step's advantages).
 // returns = advantages + V per chunk; a second Gather turns both back row-major for one strided
-// copy-out each. Sequential in t, as the loop: never the closed form (it overflows float32).
+// copy-out each.
+// Sequential in t, as the loop: never the closed form (it overflows float32).
 #include "kernel_operator.h"
 #include "opgen_kernel_common.h"
 
@@ -42,6 +43,8 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
     }
 }
 
+constexpr uint32_t TIME_MAJOR_TILES = 6;  // rewards, mask, returns, values, 1 - mask, advantages
+
 class ReverseScanKernel {
 public:
     __aicore__ inline ReverseScanKernel() {}
@@ -60,18 +63,18 @@ public:
         const uint64_t base = static_cast<uint64_t>(rowStart_) * t_.steps;
         const uint64_t n = static_cast<uint64_t>(rowCount_) * t_.steps;
         rGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rewards) + base, n);
-        vGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(values) + base, n);
         mGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(mask) + base, n);
-        advGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(advantages) + base, n);
         retGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(returns) + base, n);
+        vGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(values) + base, n);
+        advGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(advantages) + base, n);
         // The same sizes as the TilingFunc's ScanUbBytes.
         const uint32_t tile = t_.lanes * t_.chunk * sizeof(float);
         pipe_.InitBuffer(rIn_, BUFFER_NUM, tile);
-        pipe_.InitBuffer(vIn_, BUFFER_NUM, tile);
         pipe_.InitBuffer(mIn_, BUFFER_NUM, tile);
-        pipe_.InitBuffer(advOut_, BUFFER_NUM, tile);
         pipe_.InitBuffer(retOut_, BUFFER_NUM, tile);
-        pipe_.InitBuffer(timeMajor_, 6 * tile);
+        pipe_.InitBuffer(vIn_, BUFFER_NUM, tile);
+        pipe_.InitBuffer(advOut_, BUFFER_NUM, tile);
+        pipe_.InitBuffer(timeMajor_, TIME_MAJOR_TILES * tile);
         pipe_.InitBuffer(tables_, 2 * tile);
         pipe_.InitBuffer(state_, 6 * t_.lanes * sizeof(float));
         BuildTables();
@@ -83,7 +86,7 @@ public:
             const uint32_t g = Min(t_.lanes, rowCount_ - done);
             LocalTensor<float> s = state_.Get<float>();
             PipeBarrier<PIPE_V>();  // the previous group's last reads of the state
-            Duplicate(s, 0.0f, static_cast<int32_t>(2 * t_.lanes));  // nextv = last = 0 beyond T
+            Duplicate(s, 0.0f, static_cast<int32_t>(2 * t_.lanes));  // the carried state: 0 beyond T
             for (uint32_t k = 0; k < t_.chunks; ++k) {
                 const uint32_t end = t_.steps - k * t_.chunk;
                 const uint32_t c = Min(t_.chunk, end);
@@ -122,15 +125,33 @@ private:
 
     __aicore__ inline void CopyIn(uint64_t at, uint32_t g, uint32_t c)
     {
-        LocalTensor<float> r = rIn_.AllocTensor<float>();
-        LocalTensor<float> v = vIn_.AllocTensor<float>();
-        LocalTensor<float> m = mIn_.AllocTensor<float>();
-        DataCopyPad(r, rGm_[at], Block(g, c, true), NoPad<float>());
-        DataCopyPad(v, vGm_[at], Block(g, c, true), NoPad<float>());
-        DataCopyPad(m, mGm_[at], Block(g, c, true), NoPad<float>());
-        rIn_.EnQue(r);
-        vIn_.EnQue(v);
-        mIn_.EnQue(m);
+        CopyIn(rIn_, rGm_, at, g, c);
+        CopyIn(vIn_, vGm_, at, g, c);
+        CopyIn(mIn_, mGm_, at, g, c);
+    }
+
+    __aicore__ inline void CopyIn(TQue<QuePosition::VECIN, 1>& q, GlobalTensor<float>& gm, uint64_t at, uint32_t g,
+                                  uint32_t c)
+    {
+        LocalTensor<float> x = q.AllocTensor<float>();
+        DataCopyPad(x, gm[at], Block(g, c, true), NoPad<float>());
+        q.EnQue(x);
+    }
+
+    // The input of queue q, time-major into xT (the queue's buffer freed after).
+    __aicore__ inline void ToTime(TQue<QuePosition::VECIN, 1>& q, const LocalTensor<float>& xT, uint32_t cells)
+    {
+        LocalTensor<float> x = q.DeQue<float>();
+        Gather(xT, x, tables_.Get<uint32_t>(), 0, cells);
+        q.FreeTensor(x);
+    }
+
+    // The time-major output xT row-major into a tensor of queue q (enqueued for the copy-out).
+    __aicore__ inline void ToRows(TQue<QuePosition::VECOUT, 1>& q, const LocalTensor<float>& xT, uint32_t g)
+    {
+        LocalTensor<float> x = q.AllocTensor<float>();
+        Gather(x, xT, tables_.Get<uint32_t>()[t_.lanes * t_.chunk], 0, g * t_.chunk);
+        q.EnQue(x);
     }
 
     // One chunk of c steps for g lanes: transpose in, the recurrence from step c - 1 down to 0,
@@ -140,33 +161,24 @@ private:
         const uint32_t lanes = t_.lanes;
         const uint32_t tile = lanes * t_.chunk;
         LocalTensor<float> rT = timeMajor_.Get<float>();
-        LocalTensor<float> vT = rT[tile];
-        LocalTensor<float> mT = rT[2 * tile];
-        LocalTensor<float> omT = rT[3 * tile];
-        LocalTensor<float> advT = rT[4 * tile];
-        LocalTensor<float> retT = rT[5 * tile];
-        LocalTensor<uint32_t> toTime = tables_.Get<uint32_t>();
-        LocalTensor<uint32_t> toRows = toTime[tile];
+        LocalTensor<float> mT = rT[tile];
+        LocalTensor<float> retT = rT[2 * tile];
         LocalTensor<float> s = state_.Get<float>();
+        LocalTensor<float> t1 = s[2 * lanes];
+        const int32_t n = static_cast<int32_t>(g);
+        const uint32_t cells = c * lanes;
+        PipeBarrier<PIPE_V>();  // the previous chunk's reads of the time-major tiles
+        ToTime(rIn_, rT, cells);
+        ToTime(mIn_, mT, cells);
+        LocalTensor<float> vT = rT[3 * tile];
+        LocalTensor<float> omT = rT[4 * tile];
+        LocalTensor<float> advT = rT[5 * tile];
         LocalTensor<float> nextv = s;
         LocalTensor<float> carry = s[lanes];
-        LocalTensor<float> t1 = s[2 * lanes];
         LocalTensor<float> t2 = s[3 * lanes];
         LocalTensor<float> t3 = s[4 * lanes];
         LocalTensor<float> t4 = s[5 * lanes];
-        const int32_t n = static_cast<int32_t>(g);
-        const uint32_t cells = c * lanes;
-
-        LocalTensor<float> r = rIn_.DeQue<float>();
-        LocalTensor<float> v = vIn_.DeQue<float>();
-        LocalTensor<float> m = mIn_.DeQue<float>();
-        PipeBarrier<PIPE_V>();  // the previous chunk's reads of the time-major tiles
-        Gather(rT, r, toTime, 0, cells);
-        Gather(vT, v, toTime, 0, cells);
-        Gather(mT, m, toTime, 0, cells);
-        rIn_.FreeTensor(r);
-        vIn_.FreeTensor(v);
-        mIn_.FreeTensor(m);
+        ToTime(vIn_, vT, cells);
         PipeBarrier<PIPE_V>();
         Muls(omT, mT, -1.0f, static_cast<int32_t>(cells));
         PipeBarrier<PIPE_V>();
@@ -196,22 +208,22 @@ private:
         DataCopy(carry, advT, lanes);  // the next chunk's (earlier steps') last
         Add(retT, advT, vT, static_cast<int32_t>(cells));
         PipeBarrier<PIPE_V>();
-        LocalTensor<float> adv = advOut_.AllocTensor<float>();
-        LocalTensor<float> ret = retOut_.AllocTensor<float>();
-        Gather(adv, advT, toRows, 0, g * t_.chunk);
-        Gather(ret, retT, toRows, 0, g * t_.chunk);
-        advOut_.EnQue(adv);
-        retOut_.EnQue(ret);
+        ToRows(advOut_, advT, g);
+        ToRows(retOut_, retT, g);
     }
 
     __aicore__ inline void CopyOut(uint64_t at, uint32_t g, uint32_t c)
     {
-        LocalTensor<float> adv = advOut_.DeQue<float>();
-        LocalTensor<float> ret = retOut_.DeQue<float>();
-        DataCopyPad(advGm_[at], adv, Block(g, c, false));
-        DataCopyPad(retGm_[at], ret, Block(g, c, false));
-        advOut_.FreeTensor(adv);
-        retOut_.FreeTensor(ret);
+        CopyOut(advOut_, advGm_, at, g, c);
+        CopyOut(retOut_, retGm_, at, g, c);
+    }
+
+    __aicore__ inline void CopyOut(TQue<QuePosition::VECOUT, 1>& q, GlobalTensor<float>& gm, uint64_t at, uint32_t g,
+                                   uint32_t c)
+    {
+        LocalTensor<float> x = q.DeQue<float>();
+        DataCopyPad(gm[at], x, Block(g, c, false));
+        q.FreeTensor(x);
     }
 
     TilingData t_;
@@ -219,18 +231,18 @@ private:
     uint32_t rowCount_ = 0;
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> rIn_;
-    TQue<QuePosition::VECIN, 1> vIn_;
     TQue<QuePosition::VECIN, 1> mIn_;
-    TQue<QuePosition::VECOUT, 1> advOut_;
     TQue<QuePosition::VECOUT, 1> retOut_;
+    TQue<QuePosition::VECIN, 1> vIn_;
+    TQue<QuePosition::VECOUT, 1> advOut_;
     TBuf<TPosition::VECCALC> timeMajor_;
     TBuf<TPosition::VECCALC> tables_;
     TBuf<TPosition::VECCALC> state_;
     GlobalTensor<float> rGm_;
-    GlobalTensor<float> vGm_;
     GlobalTensor<float> mGm_;
-    GlobalTensor<float> advGm_;
     GlobalTensor<float> retGm_;
+    GlobalTensor<float> vGm_;
+    GlobalTensor<float> advGm_;
 };
 }  // namespace opgen_gae_kernel
 

@@ -143,9 +143,9 @@ using opgen_gae_checks::Ull;
 const uint64_t MAX_LANES = 64;   // rows of one group: one 256-byte float32 repeat per time step
 const uint64_t MIN_CHUNK = 8;    // one 32-byte block of float32 per row
 const uint64_t MAX_CHUNK = 512;  // past this a chunk only adds UB and Gather-table set-up
-const uint32_t INPUTS = 3;   // token_level_rewards, values, response_mask (the last)
-const uint32_t OUTPUTS = 2;  // advantages, returns
-const uint64_t TIME_MAJOR_TILES = 6;  // the kernel's time-major tiles
+const uint32_t SCAN_INPUTS = 3;   // token_level_rewards, values, response_mask (the last)
+const uint32_t SCAN_OUTPUTS = 2;  // advantages, returns
+const uint64_t KERNEL_TIME_MAJOR_TILES = 6;  // the kernel's time-major tiles
 
 // The shape checks the torch extension's kernels run too, as a status; `shapes`: the inputs'.
 ge::graphStatus RowsAndSteps(const gert::Shape* const* shapes, uint64_t* rows, uint64_t* steps)
@@ -182,15 +182,15 @@ ge::graphStatus DiscountAttrs(const gert::RuntimeAttrs* attrs, float* gamma, flo
 uint64_t ScanUbBytes(uint64_t lanes, uint64_t chunk)
 {
     const uint64_t tile = lanes * chunk * 4;
-    return tile * (BUFFER_NUM * INPUTS + BUFFER_NUM * OUTPUTS + TIME_MAJOR_TILES + 2) + 6 * lanes * 4;
+    return tile * (BUFFER_NUM * SCAN_INPUTS + BUFFER_NUM * SCAN_OUTPUTS + KERNEL_TIME_MAJOR_TILES + 2) + 6 * lanes * 4;
 }
 }  // namespace
 
 namespace ge {
 static ge::graphStatus InferShape(gert::InferShapeContext* context)
 {
-    const gert::Shape* shapes[INPUTS];
-    for (uint32_t i = 0; i < INPUTS; ++i) {
+    const gert::Shape* shapes[SCAN_INPUTS];
+    for (uint32_t i = 0; i < SCAN_INPUTS; ++i) {
         shapes[i] = context->GetInputShape(i);
         if (shapes[i] == nullptr) {
             OPGEN_REJECT("InferShape: missing input shape %u", i);
@@ -201,7 +201,7 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
     if (RowsAndSteps(shapes, &rows, &steps) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
-    for (size_t o = 0; o < OUTPUTS; ++o) {
+    for (size_t o = 0; o < SCAN_OUTPUTS; ++o) {
         gert::Shape* out = context->GetOutputShape(o);
         if (out == nullptr) {
             OPGEN_REJECT("InferShape: missing output shape %zu", o);
@@ -213,7 +213,7 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
 
 static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 {
-    for (size_t o = 0; o < OUTPUTS; ++o) {
+    for (size_t o = 0; o < SCAN_OUTPUTS; ++o) {
         context->SetOutputDataType(o, ge::DT_FLOAT);
     }
     return GRAPH_SUCCESS;
@@ -225,8 +225,8 @@ namespace optiling {
 namespace opgen_gae_tiling {
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
-    const gert::Shape* shapes[INPUTS];
-    for (uint32_t i = 0; i < INPUTS; ++i) {
+    const gert::Shape* shapes[SCAN_INPUTS];
+    for (uint32_t i = 0; i < SCAN_INPUTS; ++i) {
         const gert::StorageShape* s = context->GetInputShape(i);
         if (s == nullptr) {
             OPGEN_REJECT("TilingFunc: missing input shape %u", i);

@@ -280,6 +280,7 @@ typed_calls! {
     "TTDT" => [T T D T],
     "TTDTT" => [T T D T T],
     "TTTDTTT" => [T T T D T T T],
+    "TTTDDTT" => [T T T D D T T],
     "TTDITTT" => [T T D I T T T],
     "TTTTTTDIT" => [T T T T T T D I T],
     "TIT" => [T I T],

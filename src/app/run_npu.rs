@@ -42,6 +42,7 @@ pub const CALLABLE_PATTERNS: &[&str] = &[
     "TTDT",
     "TTDTT",
     "TTTDTTT",
+    "TTTDDTT",
     "TTDITTT",
     "TTTTTTDIT",
     "TIT",

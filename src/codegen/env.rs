@@ -34,6 +34,9 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("kernel/vocab_reduce_grad.cpp.j2", include_str!("../../templates/kernel/vocab_reduce_grad.cpp.j2")),
     ("host/vocab_reduce.cpp.j2", include_str!("../../templates/host/vocab_reduce.cpp.j2")),
     ("host/vocab_reduce_checks.j2", include_str!("../../templates/host/vocab_reduce_checks.j2")),
+    ("kernel/reverse_scan.cpp.j2", include_str!("../../templates/kernel/reverse_scan.cpp.j2")),
+    ("host/reverse_scan.cpp.j2", include_str!("../../templates/host/reverse_scan.cpp.j2")),
+    ("host/reverse_scan_checks.j2", include_str!("../../templates/host/reverse_scan_checks.j2")),
     ("host/row_norm_rows.j2", include_str!("../../templates/host/row_norm_rows.j2")),
     ("host/row_norm_checks.j2", include_str!("../../templates/host/row_norm_checks.j2")),
     ("host/row_norm_grad_checks.j2", include_str!("../../templates/host/row_norm_grad_checks.j2")),
@@ -64,6 +67,7 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("torch/package_init.py.j2", include_str!("../../templates/torch/package_init.py.j2")),
     ("torch/package_ops.py.j2", include_str!("../../templates/torch/package_ops.py.j2")),
     ("torch/package_transformers.py.j2", include_str!("../../templates/torch/package_transformers.py.j2")),
+    ("torch/package_rl.py.j2", include_str!("../../templates/torch/package_rl.py.j2")),
     ("torch/pyproject.toml.j2", include_str!("../../templates/torch/pyproject.toml.j2")),
     ("torch/setup.py.j2", include_str!("../../templates/torch/setup.py.j2")),
 ];

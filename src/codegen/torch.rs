@@ -39,6 +39,7 @@ const FILES: &[(&str, &str)] = &[
     ("torch/{package}/__init__.py", "torch/package_init.py.j2"),
     ("torch/{package}/ops.py", "torch/package_ops.py.j2"),
     ("torch/{package}/transformers.py", "torch/package_transformers.py.j2"),
+    ("torch/{package}/rl.py", "torch/package_rl.py.j2"),
     ("torch/pyproject.toml", "torch/pyproject.toml.j2"),
     ("torch/setup.py", "torch/setup.py.j2"),
 ];
@@ -307,6 +308,8 @@ pub fn sharding_of(spec: &OpSpec, rule: &ShapeRule) -> TorchSharding {
         Family::Permute | Family::PagedCache | Family::Dequant | Family::VocabReduce => {
             ("replicate", None, false)
         }
+        // reverse_scan: rows could shard (T must not), none yet.
+        Family::ReverseScan => ("replicate", None, false),
     };
     let mutates = spec.inputs.iter().any(|t| t.mutated);
     match outputs {

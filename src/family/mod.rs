@@ -14,6 +14,7 @@ pub mod inputs;
 mod layout;
 pub mod paged_cache;
 pub mod permute;
+pub mod reverse_scan;
 pub mod rotary;
 pub mod rotary_grad;
 pub mod row_norm;
@@ -266,6 +267,7 @@ pub(crate) fn ops(family: Family) -> &'static dyn FamilyOps {
         Family::PagedCache => &paged_cache::PagedCache,
         Family::Dequant => &dequant::Dequant,
         Family::VocabReduce => &vocab_reduce::VocabReduce,
+        Family::ReverseScan => &reverse_scan::ReverseScan,
     }
 }
 

@@ -11,6 +11,7 @@
 
 pub mod activation;
 pub mod kv_layout;
+pub mod reverse_scan;
 pub mod rotary;
 pub mod rotary_grad;
 pub mod row_norm;

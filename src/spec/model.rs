@@ -16,10 +16,11 @@ pub enum Family {
     RowNormGrad,
     RotaryGrad,
     VocabReduce,
+    ReverseScan,
 }
 
 impl Family {
-    pub const ALL: [Family; 9] = [
+    pub const ALL: [Family; 10] = [
         Family::RowNorm,
         Family::Rotary,
         Family::Elementwise,
@@ -29,6 +30,7 @@ impl Family {
         Family::RowNormGrad,
         Family::RotaryGrad,
         Family::VocabReduce,
+        Family::ReverseScan,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,6 +44,7 @@ impl Family {
             Family::RowNormGrad => "row_norm_grad",
             Family::RotaryGrad => "rotary_grad",
             Family::VocabReduce => "vocab_reduce",
+            Family::ReverseScan => "reverse_scan",
         }
     }
 
@@ -261,6 +264,8 @@ pub enum FamilyParams {
     RotaryGrad,
     /// The reductions over a long last axis (logprob_entropy): no parameters.
     VocabReduce,
+    /// The affine reverse recurrences over time (gae): no parameters.
+    ReverseScan,
     Elementwise(ElementwiseParams),
     /// The KV-layout families (permute, paged_cache, dequant): which operation.
     Layout {

@@ -34,6 +34,8 @@ mod perturbed;
 mod project_names;
 mod proptest_ops;
 mod report_twin;
+mod reverse_scan_spec;
+mod reverse_scan_twin;
 mod rotary_grad_spec;
 mod rotary_grad_twin;
 mod rotary_spec;

@@ -166,6 +166,10 @@ fn attr_draws(spec: &OpSpec) -> Vec<BoxedStrategy<AttrDraw>> {
             // -100 or a small index some drawn targets hit.
             (AttrKind::Float, "temperature") => (-2.0f64..1.0).prop_map(|e| AttrDraw::Float(10f64.powf(e))).boxed(),
             (AttrKind::Int, "ignore_index") => select(vec![-100i64, 0, 3]).prop_map(AttrDraw::Int).boxed(),
+            // gae: verl's defaults (1), the textbook values and anything in [0.5, 1].
+            (AttrKind::Float, "gamma" | "lam") => {
+                prop_oneof![select(vec![1.0f64, 0.99, 0.95]), 0.5f64..1.0].prop_map(AttrDraw::Float).boxed()
+            }
             (kind, name) => panic!("{}: attr `{name}` ({}) has no drawing range here", spec.name, kind.name()),
         })
         .collect()
@@ -651,5 +655,38 @@ fn logprob_entropy_grad_random_cases_match_the_reference() {
         let row = vec![rows];
         let shapes = vec![vec![rows, v], row.clone(), row.clone(), row.clone(), row.clone(), row];
         (column, Case { shapes: named(spec, shapes), dist, seed, attrs })
+    });
+}
+
+// ---- reverse_scan: gae ---------------------------------------------------------------------------
+
+#[test]
+fn gae_random_cases_match_the_reference() {
+    let spec = op("gae");
+    let rows = prop_oneof![4 => 1usize..20, 1 => 20usize..300];
+    // One chunk or several, chunk-sized and odd lengths.
+    let t = prop_oneof![2 => select(vec![1usize, 7, 8, 9, 511, 512, 513, 2049]), 1 => 1usize..3000];
+    let strategy = (rows, t, column(&spec), finite_distribution(), any::<u64>(), attr_draws(&spec));
+    check_op("gae", strategy, |spec, (mut rows, t, column, dist, seed, draws)| {
+        while rows > 1 && rows * t > 100_000 {
+            rows = rows.div_ceil(2);
+        }
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        (column, Case { shapes: named(spec, vec![vec![rows, t]; 3]), dist, seed, attrs })
+    });
+}
+
+#[test]
+fn discounted_return_random_cases_match_the_reference() {
+    let spec = op("discounted_return");
+    let rows = prop_oneof![4 => 1usize..20, 1 => 20usize..300];
+    let t = prop_oneof![2 => select(vec![1usize, 7, 8, 9, 511, 512, 513, 2049]), 1 => 1usize..3000];
+    let strategy = (rows, t, column(&spec), finite_distribution(), any::<u64>(), attr_draws(&spec));
+    check_op("discounted_return", strategy, |spec, (mut rows, t, column, dist, seed, draws)| {
+        while rows > 1 && rows * t > 100_000 {
+            rows = rows.div_ceil(2);
+        }
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        (column, Case { shapes: named(spec, vec![vec![rows, t]; 2]), dist, seed, attrs })
     });
 }

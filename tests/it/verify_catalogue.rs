@@ -81,7 +81,7 @@ fn join<T: std::fmt::Display>(lines: &[T]) -> String {
 }
 
 /// The families the tests below cover: every family of the catalogue has its test.
-const SWEPT: [Family; 9] = [
+const SWEPT: [Family; 10] = [
     Family::RowNorm,
     Family::RowNormGrad,
     Family::Rotary,
@@ -91,6 +91,7 @@ const SWEPT: [Family; 9] = [
     Family::PagedCache,
     Family::Dequant,
     Family::VocabReduce,
+    Family::ReverseScan,
 ];
 
 #[test]
@@ -144,6 +145,11 @@ fn the_dequant_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
 #[test]
 fn the_vocab_reduce_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
     family_passes_the_quick_sweep(Family::VocabReduce);
+}
+
+#[test]
+fn the_reverse_scan_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::ReverseScan);
 }
 
 #[test]

@@ -228,12 +228,47 @@ def samples(dtype=torch.float32, seed=1):
             0.7,
             -100,
         ),
+        "gae": gae_sample(seed),
+        "discounted_return": gae_sample(seed)[0:3:2] + (0.99,),
         "dequant_int8": (
             torch.randint(-127, 128, (4, 3, 32), generator=gen(seed), dtype=torch.int8),
             uniform((4, 3), torch.float32, seed, 0.001, 0.1),
             "float32" if dtype == torch.float32 else opgen_torch_name(dtype),
         ),
     }
+
+
+def gae_sample(seed, shape=(3, 40), gamma=0.99, lam=0.95):
+    """gae's arguments (float32 only): rewards, values, a 0/1 mask with holes, gamma, lam."""
+    mask = (torch.rand(shape, generator=gen(seed + 2)) > 0.3).to(torch.float32)
+    return (uniform(shape, torch.float32, seed), uniform(shape, torch.float32, seed + 1), mask, gamma, lam)
+
+
+def verl_gae(token_level_rewards, values, response_mask, gamma, lam):
+    """verl's compute_gae_advantage_return loop (before whitening), written out, in the inputs'
+    dtype: float64 inputs give the gold, float32 ones verl's own float32 result."""
+    nextvalues = torch.zeros_like(values[:, 0])
+    lastgaelam = torch.zeros_like(values[:, 0])
+    advantages_reversed = []
+    for t in reversed(range(values.shape[1])):
+        delta = token_level_rewards[:, t] + gamma * nextvalues - values[:, t]
+        lastgaelam_ = delta + gamma * lam * lastgaelam
+        nextvalues = values[:, t] * response_mask[:, t] + (1 - response_mask[:, t]) * nextvalues
+        lastgaelam = lastgaelam_ * response_mask[:, t] + (1 - response_mask[:, t]) * lastgaelam
+        advantages_reversed.append(lastgaelam)
+    advantages = torch.stack(advantages_reversed[::-1], dim=1)
+    return advantages, advantages + values
+
+
+def verl_discounted_return(token_level_rewards, response_mask, gamma):
+    """verl's REINFORCE++ returns loop (before whitening), written out, in the inputs' dtype."""
+    returns = torch.zeros_like(token_level_rewards)
+    running_return = torch.zeros_like(token_level_rewards[:, 0])
+    for t in reversed(range(token_level_rewards.shape[1])):
+        running_return = token_level_rewards[:, t] + gamma * running_return
+        returns[:, t] = running_return
+        running_return = running_return * response_mask[:, t]
+    return returns
 
 
 def opgen_torch_name(dtype):
@@ -415,6 +450,48 @@ class Forward(unittest.TestCase):
                     self.assertEqual(g.dtype, torch.float32, name)
                     torch.testing.assert_close(g.double(), want, atol=1e-4, rtol=0, msg=name)
 
+    def test_gae_matches_verls_loop(self):
+        # Gold: verl's loop in float64 from the float32 inputs. Bar: the dual baseline, 4x the
+        # largest deviation of verl's own float32 loop from the gold (at least 1e-6): the
+        # sequential float32 error grows with T when gamma * lam = 1, the same for both. A mask
+        # that forgets to carry nextv or last is off by O(1).
+        import opgen_torch.rl
+
+        for gamma, lam in ((0.99, 0.95), (1.0, 1.0)):
+            for shape in ((5, 300), (70, 9), (1, 1)):
+                with self.subTest(gamma=gamma, lam=lam, shape=shape):
+                    r, v, m, _, _ = gae_sample(94, shape)
+                    m[0, :] = 0.0  # an all-masked row
+                    got = opgen_torch.rl.gae(r, v, m, gamma, lam)
+                    want = verl_gae(r.double(), v.double(), m.double(), gamma, lam)
+                    f32 = verl_gae(r, v, m, gamma, lam)
+                    for name, g, w, b in zip(("advantages", "returns"), got, want, f32):
+                        self.assertEqual((g.dtype, g.shape), (torch.float32, r.shape), name)
+                        bar = max(4 * (b.double() - w).abs().max().item(), 1e-6)
+                        torch.testing.assert_close(g.double(), w, atol=bar, rtol=0, msg=name)
+
+    def test_discounted_return_matches_verls_loop(self):
+        # The gold and the bar as test_gae_matches_verls_loop's.
+        import opgen_torch.rl
+
+        for gamma in (0.99, 1.0):
+            for shape in ((5, 300), (70, 9), (1, 1)):
+                with self.subTest(gamma=gamma, shape=shape):
+                    r, _, m, _, _ = gae_sample(96, shape)
+                    got = opgen_torch.rl.discounted_return(r, m, gamma)
+                    want = verl_discounted_return(r.double(), m.double(), gamma)
+                    f32 = verl_discounted_return(r, m, gamma)
+                    self.assertEqual((got.dtype, got.shape), (torch.float32, r.shape))
+                    bar = max(4 * (f32.double() - want).abs().max().item(), 1e-6)
+                    torch.testing.assert_close(got.double(), want, atol=bar, rtol=0)
+
+    def test_rl_gae_refuses_inputs_requiring_grad(self):
+        import opgen_torch.rl
+
+        r, v, m, gamma, lam = gae_sample(95)
+        with self.assertRaisesRegex(RuntimeError, "rl.gae: `values` requires grad; it has no gradient"):
+            opgen_torch.rl.gae(r, v.requires_grad_(), m, gamma, lam)
+
     def test_non_contiguous_input(self):
         x = uniform((64, 8), torch.float32, 5).t()  # [8, 64], not contiguous
         g = uniform((64,), torch.float32, 6)
@@ -524,6 +601,7 @@ NO_BACKWARD = {
     "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
     "rotary_mul_grad", "layer_norm_grad", "logprob_entropy_grad",
+    "gae", "discounted_return",  # RL advantages: no gradient (verl computes them under no_grad)
 }
 # rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
 if "rotary_mul" in opgen_torch.ops.BACKWARD:

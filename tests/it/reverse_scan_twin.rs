@@ -1,0 +1,236 @@
+//! gae on the twin with hand-made rows whose answers follow by hand from verl's loop (not from
+//! src/reference), exact in float32 (integers and powers of two): the unit-discount suffix count
+//! across chunks, the next value carried over masked tokens across a chunk boundary, a lone
+//! unmasked token, all-masked rows, a geometric discount; a row's bits independent of its batch;
+//! and the host's refusals with their reasons.
+
+use ascend_opgen::codegen::render_project;
+use ascend_opgen::family;
+use ascend_opgen::plan::soc;
+use ascend_opgen::spec::{AttrValue, OpSpec};
+use ascend_opgen::tensor::HostTensor;
+use ascend_opgen::verify::{build_runner, run_case, BuildOptions, CaseInput, CaseRun, TwinError};
+use ascend_opgen::DType;
+
+fn spec() -> OpSpec {
+    let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    specs.into_iter().find(|s| s.name == "gae").unwrap()
+}
+
+fn attrs(gamma: f64, lam: f64) -> Vec<(String, AttrValue)> {
+    vec![("gamma".into(), AttrValue::Float(gamma)), ("lam".into(), AttrValue::Float(lam))]
+}
+
+/// Runs gae on rows of `t` steps: (rewards, values, mask), each rows × t, row-major.
+fn run_shaped(
+    spec: &OpSpec,
+    shapes: [&[usize]; 3],
+    data: [&[f64]; 3],
+    gamma: f64,
+    lam: f64,
+    plan_only: bool,
+) -> Result<CaseRun, TwinError> {
+    let project = render_project(&[spec]).unwrap();
+    let runner = build_runner(&project, spec, 0, BuildOptions::default()).unwrap();
+    let inputs: Vec<(String, HostTensor)> = spec
+        .inputs
+        .iter()
+        .zip(shapes.iter().zip(data))
+        .map(|(arg, (shape, x))| (arg.name.clone(), HostTensor::from_f64(DType::Float32, shape, x)))
+        .collect();
+    run_case(
+        &runner,
+        spec,
+        soc::find(soc::DEFAULT_SOC).unwrap(),
+        &CaseInput { inputs: &inputs, attrs: &attrs(gamma, lam), inplace: &[] },
+        plan_only,
+    )
+}
+
+fn run(
+    spec: &OpSpec,
+    t: usize,
+    r: &[f64],
+    v: &[f64],
+    m: &[f64],
+    gamma: f64,
+    lam: f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let shape = [r.len() / t, t];
+    let run = run_shaped(spec, [&shape, &shape, &shape], [r, v, m], gamma, lam, false).unwrap();
+    let out = |name: &str| run.outputs.iter().find(|(n, _)| n == name).unwrap().1.to_f64();
+    (out("advantages"), out("returns"))
+}
+
+#[test]
+fn hand_computed_rows_across_chunks() {
+    let spec = spec();
+    // T = 1001: more than one chunk (at most 512 steps), the first chunk walked 489 long.
+    let t = 1001usize;
+    let rows = 5usize;
+    let (mut r, mut v, mut m) = (vec![0.0; rows * t], vec![0.0; rows * t], vec![0.0; rows * t]);
+    // Row 0: r = 1, V = 0, all tokens: with γ = λ = 1, A_t = T − t.
+    r[..t].fill(1.0);
+    m[..t].fill(1.0);
+    // Row 1: r = 0, V_t = t, mask 1 on even t only; γ = 1 and λ = 1: delta_t = V_next − V_t
+    // where V_next is the next unmasked value (0 past the last), so at even t < 1000:
+    // delta = 2, at t = 1000: delta = −1000; A_t = Σ of deltas from t on = (1000 − t) − 1000 = −t
+    // at even t, and a masked (odd) t carries A_{t+1} = −(t + 1). Returns = A + V.
+    for i in 0..t {
+        v[t + i] = i as f64;
+        m[t + i] = f64::from(u8::from(i % 2 == 0));
+    }
+    // Row 2: all masked: A = 0, returns = V (V_t = 3).
+    v[2 * t..3 * t].fill(3.0);
+    // Row 3: one token unmasked, at t = 600 (r = 5, V = 2 there, V = 7 elsewhere):
+    // A = delta = 5 − 2 = 3 for t ≤ 600, 0 after.
+    v[3 * t..4 * t].fill(7.0);
+    r[3 * t + 600] = 5.0;
+    v[3 * t + 600] = 2.0;
+    m[3 * t + 600] = 1.0;
+    // Row 4: r = 2 at every token, V = 2: delta = 2 + V_{t+1} − 2 = 2 except delta_{T−1} = 0.
+    r[4 * t..5 * t].fill(2.0);
+    v[4 * t..5 * t].fill(2.0);
+    m[4 * t..5 * t].fill(1.0);
+    let (adv, ret) = run(&spec, t, &r, &v, &m, 1.0, 1.0);
+    for i in 0..t {
+        let at = |row: usize| row * t + i;
+        assert_eq!(adv[at(0)], (t - i) as f64, "row 0, t = {i}");
+        let want1 = if i % 2 == 0 { -(i as f64) } else { -((i + 1) as f64) };
+        assert_eq!(adv[at(1)], want1, "row 1 (masked holes), t = {i}");
+        assert_eq!(ret[at(1)], want1 + i as f64, "row 1 returns, t = {i}");
+        assert_eq!((adv[at(2)], ret[at(2)]), (0.0, 3.0), "row 2 (all masked), t = {i}");
+        assert_eq!(adv[at(3)], if i <= 600 { 3.0 } else { 0.0 }, "row 3 (one token), t = {i}");
+        assert_eq!(adv[at(4)], 2.0 * (t - 1 - i) as f64, "row 4, t = {i}");
+        assert_eq!(ret[at(4)], 2.0 * (t - 1 - i) as f64 + 2.0, "row 4 returns, t = {i}");
+    }
+}
+
+#[test]
+fn a_geometric_discount_halves_per_step() {
+    // γ = 0.5, λ = 1, V = 0, r = 1 at the last token: A_t = 0.5^(T−1−t), exact in float32.
+    let spec = spec();
+    let t = 120usize;
+    let mut r = vec![0.0; t];
+    r[t - 1] = 1.0;
+    let (adv, _) = run(&spec, t, &r, &vec![0.0; t], &vec![1.0; t], 0.5, 1.0);
+    for (i, a) in adv.iter().enumerate() {
+        assert_eq!(*a, 0.5f64.powi((t - 1 - i) as i32), "t = {i}");
+    }
+}
+
+#[test]
+fn a_rows_bits_do_not_depend_on_the_batch() {
+    // Row k of a 200-row batch (5 rows a core, lanes of 8) against the same row alone.
+    let spec = spec();
+    let t = 77usize;
+    let rows = 200usize;
+    let f = |i: usize, p: usize| ((i * p % 1013) as f64 - 506.0) / 97.0;
+    let r: Vec<f64> = (0..rows * t).map(|i| f(i, 7919)).collect();
+    let v: Vec<f64> = (0..rows * t).map(|i| f(i, 104_729)).collect();
+    let m: Vec<f64> = (0..rows * t).map(|i| f64::from(u8::from(i % 5 != 0))).collect();
+    let (adv, ret) = run(&spec, t, &r, &v, &m, 0.99, 0.95);
+    for k in [0usize, 101, 199] {
+        let s = k * t..(k + 1) * t;
+        let (a1, r1) = run(&spec, t, &r[s.clone()], &v[s.clone()], &m[s.clone()], 0.99, 0.95);
+        let bits = |x: &[f64]| x.iter().map(|e| e.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a1), bits(&adv[s.clone()]), "row {k}: advantages");
+        assert_eq!(bits(&r1), bits(&ret[s]), "row {k}: returns");
+    }
+}
+
+#[test]
+fn host_code_rejects_bad_shapes_and_attrs_with_the_reason() {
+    let spec = spec();
+    let why = |r: Result<CaseRun, TwinError>| match r {
+        Err(TwinError::HostRejected(why)) => why,
+        other => panic!("expected a host rejection, got {other:?}"),
+    };
+    let z = vec![0.0; 30];
+    let w = why(run_shaped(&spec, [&[3, 10], &[3, 10], &[10, 3]], [&z, &z, &z], 1.0, 1.0, true));
+    assert!(
+        w.contains("token_level_rewards (rank 2, 30 elements), values (rank 2, 30) and response_mask"),
+        "{w}"
+    );
+    assert!(w.contains("must have one shape [batch..., T]"), "{w}");
+    let w = why(run_shaped(&spec, [&[3, 10]; 3], [&z, &z, &z], f64::INFINITY, 1.0, true));
+    assert!(w.contains("gamma inf and lam 1 must be finite"), "{w}");
+}
+
+#[test]
+fn the_error_at_t_32768_with_unit_discount_stays_within_the_running_bound() {
+    // γ = λ = 1 (verl's defaults), every token unmasked: the float32 error grows with T. The
+    // kernel's worst error against the f64 loop must lie within the reference's running bound;
+    // the figures are printed for the documentation (--nocapture).
+    let spec = spec();
+    let (rows, t) = (2usize, 32768usize);
+    let f = |i: usize, p: usize| ((i * p % 1009) as f64 - 504.0) / 100.0;
+    let r: Vec<f64> = (0..rows * t).map(|i| f(i, 7919) as f32 as f64).collect();
+    let v: Vec<f64> = (0..rows * t).map(|i| f(i, 104_729) as f32 as f64).collect();
+    let m = vec![1.0; rows * t];
+    let (adv, ret) = run(&spec, t, &r, &v, &m, 1.0, 1.0);
+    let exact = ascend_opgen::reference::reverse_scan::gae(&r, &v, &m, t, 1.0, 1.0).unwrap();
+    let worst =
+        |got: &[f64], want: &[f64]| got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
+    let (e_adv, e_ret) = (worst(&adv, &exact.advantages), worst(&ret, &exact.returns));
+    let b_adv = exact.adv_bound.iter().copied().fold(0.0, f64::max);
+    let scale = exact.advantages.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    eprintln!("gae T = {t}, γ = λ = 1: max |A| = {scale:.3}, error {e_adv:.3e} (returns {e_ret:.3e}), bound {b_adv:.3e}");
+    for (i, (g, w)) in adv.iter().zip(&exact.advantages).enumerate() {
+        // 1.001: the bound's first-order terms only (its products of two roundings left out).
+        assert!((g - w).abs() <= exact.adv_bound[i] * 1.001, "element {i}: {g} vs {w}");
+    }
+    assert!(e_ret <= exact.ret_bound.iter().copied().fold(0.0, f64::max) * 1.001);
+}
+
+fn discounted(spec: &OpSpec, t: usize, r: &[f64], m: &[f64], gamma: f64) -> Vec<f64> {
+    let shape = [r.len() / t, t];
+    let project = render_project(&[spec]).unwrap();
+    let runner = build_runner(&project, spec, 0, BuildOptions::default()).unwrap();
+    let inputs = vec![
+        ("token_level_rewards".to_string(), HostTensor::from_f64(DType::Float32, &shape, r)),
+        ("response_mask".to_string(), HostTensor::from_f64(DType::Float32, &shape, m)),
+    ];
+    let attrs = vec![("gamma".to_string(), AttrValue::Float(gamma))];
+    let run = run_case(
+        &runner,
+        spec,
+        soc::find(soc::DEFAULT_SOC).unwrap(),
+        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+        false,
+    )
+    .unwrap();
+    run.outputs.iter().find(|(n, _)| n == "returns").unwrap().1.to_f64()
+}
+
+#[test]
+fn discounted_returns_reset_at_masked_tokens_across_chunks() {
+    // T = 1001, γ = 1, r = 1: R_t counts the tokens from t to the end of t's episode, which ends
+    // at the first masked token after t (verl resets the sum after writing a masked token's own
+    // return). Row 0: no mask, R_t = T − t. Row 1: masked at t = 0, 300, 600, 900.
+    let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let spec = specs.into_iter().find(|s| s.name == "discounted_return").unwrap();
+    let t = 1001usize;
+    let r = vec![1.0; 2 * t];
+    let mut m = vec![1.0; 2 * t];
+    for i in (0..t).step_by(300) {
+        m[t + i] = 0.0;
+    }
+    let got = discounted(&spec, t, &r, &m, 1.0);
+    for i in 0..t {
+        assert_eq!(got[i], (t - i) as f64, "row 0, t = {i}");
+        // The first masked token after t: the next multiple of 300 (none past 900).
+        let next_masked = (i / 300 + 1) * 300;
+        let want = if next_masked < t { next_masked - i } else { t - i };
+        assert_eq!(got[t + i], want as f64, "row 1, t = {i}");
+    }
+    // γ = 0.5, one reward at the end: R_t = 0.5^(T−1−t) up to the first reset, 0 before it.
+    let (t, mut r, mut m) = (100usize, vec![0.0; 100], vec![1.0; 100]);
+    r[t - 1] = 1.0;
+    m[40] = 0.0;
+    let got = discounted(&spec, t, &r, &m, 0.5);
+    for (i, g) in got.iter().enumerate() {
+        let want = if i >= 40 { 0.5f64.powi((t - 1 - i) as i32) } else { 0.0 };
+        assert_eq!(*g, want, "γ = 0.5, t = {i}");
+    }
+}

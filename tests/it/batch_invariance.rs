@@ -60,6 +60,9 @@ fn cases() -> Vec<RowCase> {
         rc("logprob_entropy", Float32, 40000, 60, &["logprob", "entropy", "lse"]),
         rc("logprob_entropy_grad", BFloat16, 1000, 2100, &["dlogits"]),
         rc("logprob_entropy_grad", Float32, 40000, 60, &["dlogits"]),
+        // Responses as rows (64 per vector group) over time chunks.
+        rc("gae", Float32, 1000, 2100, &["advantages", "returns"]),
+        rc("discounted_return", Float32, 3000, 400, &["returns"]),
     ]
 }
 

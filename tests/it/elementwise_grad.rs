@@ -512,3 +512,46 @@ fn products_with_an_underflowing_exponential_are_rescued() {
     assert!(program.iter().any(|c| c.call.contains("44.36142f")), "the shifted exponent");
     assert!(program.iter().any(|c| c.call.starts_with("Select(") && c.note.contains("underflow")));
 }
+
+#[test]
+fn the_underflow_rescue_runs_behind_a_guard_that_sees_every_rescued_output() {
+    // The rescue is about a third of swiglu_grad's calls and changes a value only where its
+    // plain value is below 2^-100: the program computes both outputs' plain values, then the
+    // guard (the least square of both), and only then the rescue, which a tile without such a
+    // value skips for copies of the plain values.
+    let b = analyse_backward("gate * sigmoid(gate) * up", "dy", &names(&["gate", "up"]), &[]).unwrap();
+    let p = &b.program;
+    let guard = p.guard.as_ref().expect("a guarded rescue");
+    let (plain, rescue) = p.calls.split_at(guard.at);
+    let exps = |calls: &[lower::Call]| calls.iter().filter(|c| c.call.starts_with("Exp(")).count();
+    assert_eq!((exps(plain), exps(rescue)), (1, 2), "the shifted exponentials only behind the guard");
+    assert!(plain.iter().all(|c| !c.call.contains("44.36142f")), "{plain:#?}");
+    // The guard's source: both outputs' squares, their Min the last call before the rescue.
+    let squares: Vec<&lower::Call> =
+        plain.iter().filter(|c| c.note.contains("rescue guard: value^2")).collect();
+    assert_eq!(squares.len(), 2, "{plain:#?}");
+    let last = plain.last().expect("calls before the guard");
+    assert!(last.call.starts_with(&format!("Min({}, ", guard.src)), "{last:?} / {}", guard.src);
+    for sq in &squares {
+        let reg = sq.call.split(['(', ',']).nth(1).unwrap().trim();
+        assert!(last.call.contains(reg), "{last:?} reads {reg}");
+    }
+    // Every output is written behind the guard, and, when the guard skips, by its copy of the
+    // very plain value its Select would keep.
+    for k in 0..2 {
+        let res = format!("res{k}");
+        let select =
+            rescue.iter().find(|c| c.call.starts_with(&format!("Select({res}, "))).expect("a Select");
+        let kept = select.call.split(", ").nth(3).unwrap();
+        assert!(
+            guard.skip.contains(&format!("Muls({res}, {kept}, 1.0f, n);")),
+            "{:?} vs {select:?}",
+            guard.skip
+        );
+        assert!(plain.iter().all(|c| !c.call.starts_with(&format!("Select({res}, "))));
+    }
+    assert_eq!(guard.below, "7.888609e-31f");
+    // A forward body has nothing to rescue: no guard.
+    let fwd = analyse_body("gate * sigmoid(gate) * up", &names(&["gate", "up"]), &[]).unwrap();
+    assert!(fwd.program.guard.is_none());
+}

@@ -1009,6 +1009,10 @@ impl Builder {
             });
         }
         let first = self.n_inputs + self.defs.len();
+        // The rescue recomputes what it needs from the inputs (e^-|u|, 1 + e^-|u|, ...) rather
+        // than share the plain values' registers: sharing would keep them live through every
+        // tile's plain path for a rescue that rarely runs, and shrink the tile.
+        self.memo.clear();
         for (k, p, scaled) in rescued {
             if let Operand::Vector(q) = self.lower(scaled, attrs)? {
                 let m = self.tiny(*p);
@@ -1082,12 +1086,16 @@ fn allocate(
                 guard_src = reg[src].name();
             }
         }
-        // A skipped rescue leaves each output its plain value, which is still in its register.
-        if let Some((_, _, plains)) = &guard {
-            if let Some((out, plain)) = plains.iter().find(|(out, _)| out == v) {
-                let k = roots.iter().position(|r| r == out).expect("an output");
-                skip.push(format!("Muls(res{k}, {}, 1.0f, n);", reg[plain].name()));
-            }
+        // A skipped rescue leaves each output its plain value, which is still in its register;
+        // the rescue's Select writes over it, so for a 16-bit output that register is `res<k>`
+        // and only a float32 output (the output tile) takes a copy.
+        let rescued_plain = guard.as_ref().and_then(|(_, _, plains)| plains.iter().find(|(out, _)| out == v));
+        if let Some((out, plain)) = rescued_plain {
+            let k = roots.iter().position(|r| r == out).expect("an output");
+            skip.push(format!(
+                "if constexpr (sizeof(TOut{k}) != 2) {{ Muls(res{k}, {}, 1.0f, n); }}",
+                reg[plain].name()
+            ));
         }
         let operands = d.inst.operands();
         let mut dying: Vec<Reg> = Vec::new();
@@ -1121,6 +1129,10 @@ fn allocate(
                 Reg::Mask(masks - 1)
             });
             free_mask.remove(&r);
+            r
+        } else if let Some(r) = rescued_plain.map(|(_, plain)| reg[plain]) {
+            // Its plain value dies here (the Select is its last use).
+            free_float.remove(&r);
             r
         } else {
             let r = dying

@@ -985,7 +985,7 @@ fn lower_with(
     let guard = guard.map(|(first, src)| {
         let at = defs.iter().position(|(v, _)| v.0 >= first).unwrap_or(defs.len());
         let plains: Vec<(V, V)> = rescued.iter().map(|(k, p, _)| (roots[*k], *p)).collect();
-        (at, src, plains)
+        GuardPlan { at, src, plains }
     });
     allocate(&defs, n_inputs, &roots, attrs, guard)
 }
@@ -1039,14 +1039,20 @@ fn live_defs<'d>(defs: &'d [Def], n_inputs: usize, roots: &[V]) -> Vec<(V, &'d D
     defs.iter().enumerate().filter(|(k, _)| needed[n_inputs + k]).map(|(k, d)| (V(n_inputs + k), d)).collect()
 }
 
-/// `guard`: (the index of the first guarded def, the guard's source, (output, plain value) per
-/// rescued output).
+/// A guard as `allocate` sees it: the index of the first guarded def, the guard's source, and
+/// (output, plain value) per rescued output.
+struct GuardPlan {
+    at: usize,
+    src: V,
+    plains: Vec<(V, V)>,
+}
+
 fn allocate(
     defs: &[(V, &Def)],
     n_inputs: usize,
     roots: &[V],
     attrs: &[String],
-    guard: Option<(usize, V, Vec<(V, V)>)>,
+    guard: Option<GuardPlan>,
 ) -> Result<Program, LowerError> {
     let mut last_use: HashMap<V, usize> = HashMap::new();
     for (idx, (_, d)) in defs.iter().enumerate() {
@@ -1055,8 +1061,8 @@ fn allocate(
         }
     }
     // The guard's ReduceMin reads its source just before the first guarded call.
-    if let Some((at, src, _)) = &guard {
-        last_use.insert(*src, *at);
+    if let Some(g) = &guard {
+        last_use.insert(g.src, g.at);
     }
     let mut guard_src = String::new();
     let mut skip = Vec::new();
@@ -1081,15 +1087,13 @@ fn allocate(
     // output tensor itself).
     let out_name = |v: &V| roots.iter().position(|r| r == v).map(|k| format!("res{k}"));
     for (idx, (v, d)) in defs.iter().enumerate() {
-        if let Some((at, src, _)) = &guard {
-            if idx == *at {
-                guard_src = reg[src].name();
-            }
+        if let Some(g) = guard.as_ref().filter(|g| g.at == idx) {
+            guard_src = reg[&g.src].name();
         }
         // A skipped rescue leaves each output its plain value, which is still in its register;
         // the rescue's Select writes over it, so for a 16-bit output that register is `res<k>`
         // and only a float32 output (the output tile) takes a copy.
-        let rescued_plain = guard.as_ref().and_then(|(_, _, plains)| plains.iter().find(|(out, _)| out == v));
+        let rescued_plain = guard.as_ref().and_then(|g| g.plains.iter().find(|(out, _)| out == v));
         if let Some((out, plain)) = rescued_plain {
             let k = roots.iter().position(|r| r == out).expect("an output");
             skip.push(format!(
@@ -1228,7 +1232,7 @@ fn allocate(
         scalars: slots.into_iter().enumerate().map(|(slot, expr)| ScalarSlot { slot, expr }).collect(),
         attrs_used,
         guard: match guard {
-            Some((at, _, _)) => Some(Guard { at, src: guard_src, skip, below: float_literal(UNDERFLOW)? }),
+            Some(g) => Some(Guard { at: g.at, src: guard_src, skip, below: float_literal(UNDERFLOW)? }),
             None => None,
         },
     })

@@ -152,7 +152,9 @@ pub fn cases(spec: &OpSpec, set: ShapeSet) -> Vec<ReportCase> {
     out
 }
 
-/// The inputs of a case: uniform [-5, 5] (the counters do not depend on values), except those
+/// The inputs of a case: uniform [-5, 5] (the counters do not depend on values, except that a
+/// backward elementwise op's underflow rescue runs only in tiles with a value below 2^-100,
+/// which these inputs do not have: the report times the plain path), except those
 /// whose values change the traffic, which the family makes (a paged cache's slot mapping).
 /// Returns the valid slot count with them.
 pub fn case_inputs(

@@ -187,8 +187,11 @@ fn shared_subexpressions_are_computed_once_across_outputs() {
     let exps = |calls: &[lower::Call]| calls.iter().filter(|c| c.call.starts_with("Exp(")).count();
     // e^-|g| once for both outputs (the sigmoid is Select(g < 0, t, 1) / (1 + t) with t = e^-|g|),
     // and the underflow rescue's two exponentials shifted by 2^64, e^(min(g, 0) + 64 ln 2) and
-    // e^(-|g| + 64 ln 2), also shared by both outputs.
-    assert_eq!(exps(&both.program.calls), 3, "{:#?}", both.program.calls);
+    // e^(-|g| + 64 ln 2), also shared by both outputs. The rescue (behind its guard, rarely run)
+    // recomputes e^-|g| rather than keep it live through the plain path.
+    let at = both.program.guard.as_ref().expect("a guarded rescue").at;
+    let (plain, rescue) = both.program.calls.split_at(at);
+    assert_eq!((exps(plain), exps(rescue)), (1, 3), "{:#?}", both.program.calls);
     // gelu_tanh's backward: the sigmoid's e^-|z| is the slope's too.
     let g = analyse_backward(
         "x * sigmoid(2 * sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))",
@@ -197,9 +200,10 @@ fn shared_subexpressions_are_computed_once_across_outputs() {
         &[],
     )
     .unwrap();
-    let main: Vec<&lower::Call> = g.program.calls.iter().collect();
-    // e^-|z| once (the sigmoid's and the slope's) and the two shifted ones of the underflow rescue.
-    assert_eq!(main.iter().filter(|c| c.call.starts_with("Exp(")).count(), 3);
+    // e^-|z| once (the sigmoid's and the slope's); behind the guard it again and the two shifted
+    // ones of the underflow rescue.
+    let (plain, rescue) = g.program.calls.split_at(g.program.guard.as_ref().expect("a guarded rescue").at);
+    assert_eq!((exps(plain), exps(rescue)), (1, 3), "{:#?}", g.program.calls);
     assert_eq!(g.program.results.len(), 1);
 }
 
@@ -511,4 +515,48 @@ fn products_with_an_underflowing_exponential_are_rescued() {
     let program = &b.program.calls;
     assert!(program.iter().any(|c| c.call.contains("44.36142f")), "the shifted exponent");
     assert!(program.iter().any(|c| c.call.starts_with("Select(") && c.note.contains("underflow")));
+}
+
+#[test]
+fn the_underflow_rescue_runs_behind_a_guard_that_sees_every_rescued_output() {
+    // The rescue is about a third of swiglu_grad's calls and changes a value only where its
+    // plain value is below 2^-100: the program computes both outputs' plain values, then the
+    // guard (the least square of both), and only then the rescue, which a tile without such a
+    // value skips for copies of the plain values.
+    let b = analyse_backward("gate * sigmoid(gate) * up", "dy", &names(&["gate", "up"]), &[]).unwrap();
+    let p = &b.program;
+    let guard = p.guard.as_ref().expect("a guarded rescue");
+    let (plain, rescue) = p.calls.split_at(guard.at);
+    let exps = |calls: &[lower::Call]| calls.iter().filter(|c| c.call.starts_with("Exp(")).count();
+    // The plain path's e^-|g|; behind the guard the two shifted exponentials and e^-|g| again
+    // (recomputed there, not kept live through every tile).
+    assert_eq!((exps(plain), exps(rescue)), (1, 3), "the shifted exponentials only behind the guard");
+    assert!(plain.iter().all(|c| !c.call.contains("44.36142f")), "{plain:#?}");
+    // The guard's source: both outputs' squares, their Min the last call before the rescue.
+    let squares: Vec<&lower::Call> =
+        plain.iter().filter(|c| c.note.contains("rescue guard: value^2")).collect();
+    assert_eq!(squares.len(), 2, "{plain:#?}");
+    let last = plain.last().expect("calls before the guard");
+    assert!(last.call.starts_with(&format!("Min({}, ", guard.src)), "{last:?} / {}", guard.src);
+    for sq in &squares {
+        let reg = sq.call.split(['(', ',']).nth(1).unwrap().trim();
+        assert!(last.call.contains(reg), "{last:?} reads {reg}");
+    }
+    // Every output is written behind the guard, over the register of the plain value its Select
+    // keeps (a 16-bit output's res<k>), and, when the guard skips, a float32 output by a copy of
+    // that very value.
+    for k in 0..2 {
+        let res = format!("res{k}");
+        let select =
+            rescue.iter().find(|c| c.call.starts_with(&format!("Select({res}, "))).expect("a Select");
+        let kept = select.call.split(", ").nth(3).unwrap();
+        assert_eq!(p.results[k], kept, "{select:?}");
+        let copy = format!("if constexpr (sizeof(TOut{k}) != 2) {{ Muls({res}, {kept}, 1.0f, n); }}");
+        assert!(guard.skip.contains(&copy), "{:?} vs {select:?}", guard.skip);
+        assert!(plain.iter().all(|c| !c.call.starts_with(&format!("Select({res}, "))));
+    }
+    assert_eq!(guard.below, "7.888609e-31f");
+    // A forward body has nothing to rescue: no guard.
+    let fwd = analyse_body("gate * sigmoid(gate) * up", &names(&["gate", "up"]), &[]).unwrap();
+    assert!(fwd.program.guard.is_none());
 }

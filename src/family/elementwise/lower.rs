@@ -104,6 +104,24 @@ pub struct Program {
     pub scalars: Vec<ScalarSlot>,
     /// Indexes of the attrs the scalars read.
     pub attrs_used: Vec<usize>,
+    /// A backward op's underflow rescue, run only in tiles that need it (see [`Guard`]).
+    pub guard: Option<Guard>,
+}
+
+/// `calls[at..]`, the underflow rescues of a backward op's outputs (dy · x · e^-|u| formed
+/// again from exponentials shifted by 2^64, where the plain value is below 2^-100), are about
+/// a third of its calls and change a value only where its plain value is below 2^-100, so the
+/// kernel runs them only in a tile that may have one: when the `ReduceMin` of `src`, the least
+/// square of the plain values (0 for |value| < 2^-100), is not at least `below` (2^-100; NaN
+/// runs them too). Otherwise every rescued output is its plain value: `skip`, the copies the
+/// rescue's final Selects would have made.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Guard {
+    pub at: usize,
+    pub src: String,
+    pub skip: Vec<String>,
+    /// 2^-100 as a float literal.
+    pub below: String,
 }
 
 // ---- scalars -----------------------------------------------------------------------------------
@@ -572,6 +590,23 @@ impl Builder {
         self.select(m, small, large, "expm1(u)")
     }
 
+    /// The underflow rescue's mask: |p| < 2^-100.
+    fn tiny(&mut self, p: V) -> V {
+        let a = self.unary("Abs", p, "underflow rescue: |value|");
+        self.cmp(a, "LT", lit(UNDERFLOW), "|value| < 2^-100: an exponential underflowed")
+    }
+
+    /// p, or where m is set the shifted value q scaled back.
+    fn rescue(&mut self, m: V, p: V, q: V) -> V {
+        let r = self.with_scalar(
+            "Muls",
+            q,
+            lit(super::diff::unshift()),
+            "the value from exponentials shifted by 2^64, scaled back",
+        );
+        self.select(m, r, p, "the value, rescued from float32 underflow")
+    }
+
     /// A sum near its roots: Select(|t| < r, t·G(t/r), sum) per window (`roots.rs`).
     fn patched(&mut self, base: V, x: V, windows: &[super::roots::Window]) -> V {
         let mut out = base;
@@ -586,9 +621,12 @@ impl Builder {
             let t = self.with_scalar("Adds", t, lit(-w.lo), "t = (x - x0_hi) - x0_lo");
             let a = self.unary("Abs", t, "|t|");
             let m = self.cmp(a, "LT", lit(super::roots::RADIUS), format!("|t| < {}", super::roots::RADIUS));
-            let u = self.with_scalar("Muls", t, lit(1.0 / super::roots::RADIUS), "u = t / r (exact)");
-            let g = self.horner(u, &w.coeffs, "G(u), the sum / t near the root");
-            let p = self.binary("Mul", g, t, "t * G(u)");
+            // G(u) at u = t / r evaluated in t: r is a power of two, so the coefficients
+            // c_k / r^k and every Horner step are those of u scaled exactly (one Muls fewer).
+            let in_t: Vec<f64> =
+                w.coeffs.iter().enumerate().map(|(k, c)| c / super::roots::RADIUS.powi(k as i32)).collect();
+            let g = self.horner(t, &in_t, "G(t / r), the sum / t near the root");
+            let p = self.binary("Mul", g, t, "t * G(t / r)");
             out = self.select(
                 m,
                 p,
@@ -721,15 +759,8 @@ impl Builder {
             Node::Bin(op, a, b) => self.binop(*op, a, b, note, attrs)?,
             Node::Rescued(plain, scaled) => match (self.lower(plain, attrs)?, self.lower(scaled, attrs)?) {
                 (Operand::Vector(p), Operand::Vector(q)) => {
-                    let a = self.unary("Abs", p, "underflow rescue: |value|");
-                    let m = self.cmp(a, "LT", lit(UNDERFLOW), "|value| < 2^-100: an exponential underflowed");
-                    let r = self.with_scalar(
-                        "Muls",
-                        q,
-                        lit(super::diff::unshift()),
-                        "the value from exponentials shifted by 2^64, scaled back",
-                    );
-                    Operand::Vector(self.select(m, r, p, "the value, rescued from float32 underflow"))
+                    let m = self.tiny(p);
+                    Operand::Vector(self.rescue(m, p, q))
                 }
                 (p, _) => p,
             },
@@ -918,7 +949,17 @@ fn lower_with(
         memo: HashMap::new(),
     };
     let mut roots: Vec<V> = Vec::new();
-    for node in nodes {
+    // Outputs with an underflow rescue: (output, plain value, shifted form). Their plain values
+    // come first, the rescues last, behind the guard.
+    let mut rescued: Vec<(usize, V, &Node)> = Vec::new();
+    for (k, node) in nodes.iter().enumerate() {
+        if let Node::Rescued(plain, scaled) = node {
+            if let Operand::Vector(p) = b.lower(plain, attrs)? {
+                rescued.push((k, p, scaled));
+                roots.push(p);
+                continue;
+            }
+        }
         let v = match b.lower(node, attrs)? {
             Operand::Vector(v) => v,
             Operand::Scalar(_) => return Err(LowerError("the body reads no input".into())),
@@ -927,16 +968,59 @@ fn lower_with(
     }
     // Each output is a value of its own, defined by a call: an input, or a value an earlier
     // output already is, is copied. With one output the root is then the last call.
+    let is_rescued = |k: usize| rescued.iter().any(|r| r.0 == k);
     for k in 0..roots.len() {
         let v = roots[k];
-        if v.0 < n_inputs || roots[..k].contains(&v) {
+        let earlier = (0..k).any(|j| !is_rescued(j) && roots[j] == v);
+        if !is_rescued(k) && (v.0 < n_inputs || earlier) {
             let def = Def { inst: Inst::WithScalar("Muls", v, lit(1.0)), note: "copy to the output".into() };
             b.defs.push(def);
             roots[k] = V(n_inputs + b.defs.len() - 1);
         }
     }
-    let defs = live_defs(&b.defs, n_inputs, &roots);
-    allocate(&defs, n_inputs, &roots, attrs)
+    let guard = if rescued.is_empty() { None } else { Some(b.guarded_rescues(&rescued, &mut roots, attrs)?) };
+    // The guard's source is read by its ReduceMin, not by a call.
+    let needed: Vec<V> = roots.iter().copied().chain(guard.map(|(_, src)| src)).collect();
+    let defs = live_defs(&b.defs, n_inputs, &needed);
+    let guard = guard.map(|(first, src)| {
+        let at = defs.iter().position(|(v, _)| v.0 >= first).unwrap_or(defs.len());
+        let plains: Vec<(V, V)> = rescued.iter().map(|(k, p, _)| (roots[*k], *p)).collect();
+        GuardPlan { at, src, plains }
+    });
+    allocate(&defs, n_inputs, &roots, attrs, guard)
+}
+
+impl Builder {
+    /// The rescues of `rescued` behind one guard: the guard's source min_k p_k² (the squares
+    /// die there, so the guard keeps no value alive), then, from the returned value id on, each
+    /// output's mask, shifted form and Select, which become the outputs.
+    fn guarded_rescues(
+        &mut self,
+        rescued: &[(usize, V, &Node)],
+        roots: &mut [V],
+        attrs: &[String],
+    ) -> Result<(usize, V), LowerError> {
+        let mut src: Option<V> = None;
+        for (_, p, _) in rescued {
+            let sq = self.binary("Mul", *p, *p, "rescue guard: value^2 (0 where |value| < 2^-100)");
+            src = Some(match src {
+                None => sq,
+                Some(s) => self.binary("Min", s, sq, "rescue guard: the outputs' least square"),
+            });
+        }
+        let first = self.n_inputs + self.defs.len();
+        // The rescue recomputes what it needs from the inputs (e^-|u|, 1 + e^-|u|, ...) rather
+        // than share the plain values' registers: sharing would keep them live through every
+        // tile's plain path for a rescue that rarely runs, and shrink the tile.
+        self.memo.clear();
+        for (k, p, scaled) in rescued {
+            if let Operand::Vector(q) = self.lower(scaled, attrs)? {
+                let m = self.tiny(*p);
+                roots[*k] = self.rescue(m, *p, q);
+            }
+        }
+        Ok((first, src.expect("one rescue at least")))
+    }
 }
 
 /// The defs the roots need, in program order (value ids unchanged).
@@ -955,11 +1039,20 @@ fn live_defs<'d>(defs: &'d [Def], n_inputs: usize, roots: &[V]) -> Vec<(V, &'d D
     defs.iter().enumerate().filter(|(k, _)| needed[n_inputs + k]).map(|(k, d)| (V(n_inputs + k), d)).collect()
 }
 
+/// A guard as `allocate` sees it: the index of the first guarded def, the guard's source, and
+/// (output, plain value) per rescued output.
+struct GuardPlan {
+    at: usize,
+    src: V,
+    plains: Vec<(V, V)>,
+}
+
 fn allocate(
     defs: &[(V, &Def)],
     n_inputs: usize,
     roots: &[V],
     attrs: &[String],
+    guard: Option<GuardPlan>,
 ) -> Result<Program, LowerError> {
     let mut last_use: HashMap<V, usize> = HashMap::new();
     for (idx, (_, d)) in defs.iter().enumerate() {
@@ -967,6 +1060,12 @@ fn allocate(
             last_use.insert(o, idx);
         }
     }
+    // The guard's ReduceMin reads its source just before the first guarded call.
+    if let Some(g) = &guard {
+        last_use.insert(g.src, g.at);
+    }
+    let mut guard_src = String::new();
+    let mut skip = Vec::new();
     // An output lives to the end: its register is what a 16-bit output is rounded from.
     for r in roots {
         last_use.insert(*r, usize::MAX);
@@ -988,6 +1087,20 @@ fn allocate(
     // output tensor itself).
     let out_name = |v: &V| roots.iter().position(|r| r == v).map(|k| format!("res{k}"));
     for (idx, (v, d)) in defs.iter().enumerate() {
+        if let Some(g) = guard.as_ref().filter(|g| g.at == idx) {
+            guard_src = reg[&g.src].name();
+        }
+        // A skipped rescue leaves each output its plain value, which is still in its register;
+        // the rescue's Select writes over it, so for a 16-bit output that register is `res<k>`
+        // and only a float32 output (the output tile) takes a copy.
+        let rescued_plain = guard.as_ref().and_then(|g| g.plains.iter().find(|(out, _)| out == v));
+        if let Some((out, plain)) = rescued_plain {
+            let k = roots.iter().position(|r| r == out).expect("an output");
+            skip.push(format!(
+                "if constexpr (sizeof(TOut{k}) != 2) {{ Muls(res{k}, {}, 1.0f, n); }}",
+                reg[plain].name()
+            ));
+        }
         let operands = d.inst.operands();
         let mut dying: Vec<Reg> = Vec::new();
         for o in &operands {
@@ -1020,6 +1133,10 @@ fn allocate(
                 Reg::Mask(masks - 1)
             });
             free_mask.remove(&r);
+            r
+        } else if let Some(r) = rescued_plain.map(|(_, plain)| reg[plain]) {
+            // Its plain value dies here (the Select is its last use).
+            free_float.remove(&r);
             r
         } else {
             let r = dying
@@ -1114,6 +1231,10 @@ fn allocate(
         results,
         scalars: slots.into_iter().enumerate().map(|(slot, expr)| ScalarSlot { slot, expr }).collect(),
         attrs_used,
+        guard: match guard {
+            Some(g) => Some(Guard { at: g.at, src: guard_src, skip, below: float_literal(UNDERFLOW)? }),
+            None => None,
+        },
     })
 }
 

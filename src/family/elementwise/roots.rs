@@ -8,8 +8,10 @@
 //! A sum `S` over one input x (no attrs) whose f64 values change sign at x0 — with terms that do
 //! not vanish there, i.e. a cancellation — is therefore evaluated, for |x − x0| < r, as
 //! S(x) = t·G(t/r) with t = (x − x0_hi) − x0_lo (x0 split into two float32 values; x − x0_hi is
-//! exact near x0 by Sterbenz) and G the degree-11 polynomial interpolating S(x0 + t)/t at
-//! Chebyshev nodes, fitted in f64 from the evaluator. t carries the root's exact position, G
+//! exact near x0 by Sterbenz) and G the polynomial of least degree (at most 11) interpolating
+//! S(x0 + t)/t at Chebyshev nodes within 1e-9 of it, fitted in f64 from the evaluator: every
+//! degree is two vector calls per element of every tile, and silu's and GeLU's quotients are
+//! that smooth by degree 6-8. t carries the root's exact position, G
 //! has no cancellation (it is ≈ S'(x0) ≠ 0 in the window), so the product keeps float32
 //! relative accuracy through the root. Outside the windows, and for NaN/Inf, the sum itself
 //! is used. The f64 reference is never patched: it evaluates the sum as written.
@@ -19,11 +21,12 @@ use super::expr::{BinOp, Node};
 
 /// Half-width of a window around a root (a power of two, so t/r is exact).
 pub const RADIUS: f64 = 0.125;
-/// Interpolation nodes (polynomial degree + 1).
-const NODES: usize = 12;
+/// Interpolation nodes (polynomial degree + 1): the fewest of these that fit.
+const MIN_NODES: usize = 2;
+const MAX_NODES: usize = 12;
 /// Roots are searched on [-SEARCH, SEARCH] in steps of 1/64.
 const SEARCH: f64 = 32.0;
-/// At most this many windows per sum (each is ~30 vector calls).
+/// At most this many windows per sum (each is 6 + 2·degree vector calls).
 const MAX_WINDOWS: usize = 4;
 
 /// One window: S(x) = t·Σ coeffs[k]·(t/r)^k for |t| < r, t = (x − hi) − lo.
@@ -104,7 +107,7 @@ fn find_windows(sum: &Node, _op: BinOp, a: &Node, b: &Node, input: usize, n: usi
             let cancels = ta > 1e-6 && f(x0).abs() <= 1e-9 * (ta + tb);
             let apart = windows.iter().all(|w| (w.hi + w.lo - x0).abs() > 2.0 * RADIUS);
             if cancels && apart && windows.len() < MAX_WINDOWS {
-                if let Some(w) = fit(&f, x0) {
+                if let Some(w) = (MIN_NODES..=MAX_NODES).find_map(|nodes| fit(&f, x0, nodes)) {
                     windows.push(w);
                 }
             }
@@ -131,26 +134,28 @@ fn bisect(f: &impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
     0.5 * (lo + hi)
 }
 
-/// G(u) = S(x0 + r·u)/(r·u) interpolated at Chebyshev nodes on [-1, 1], as monomial
-/// coefficients in u. `None` when the quotient changes sign in the window (a second root).
-fn fit(f: &impl Fn(f64) -> f64, x0: f64) -> Option<Window> {
+/// G(u) = S(x0 + r·u)/(r·u) interpolated at `nodes` Chebyshev nodes on [-1, 1], as monomial
+/// coefficients in u. `None` when the quotient changes sign in the window (a second root) or
+/// the interpolant is not within 1e-9 of it.
+fn fit(f: &impl Fn(f64) -> f64, x0: f64, nodes: usize) -> Option<Window> {
     let hi = f64::from(x0 as f32);
     let lo = f64::from((x0 - hi) as f32);
+    let n = nodes;
     let nodes: Vec<f64> =
-        (0..NODES).map(|j| (std::f64::consts::PI * (j as f64 + 0.5) / NODES as f64).cos()).collect();
+        (0..n).map(|j| (std::f64::consts::PI * (j as f64 + 0.5) / n as f64).cos()).collect();
     let values: Vec<f64> = nodes.iter().map(|u| f(x0 + RADIUS * u) / (RADIUS * u)).collect();
     if values.iter().any(|v| !v.is_finite()) || values.iter().any(|v| (*v < 0.0) != (values[0] < 0.0)) {
         return None;
     }
     // Vandermonde solve (Gaussian elimination with partial pivoting); well conditioned enough
-    // in f64 for 12 Chebyshev nodes on [-1, 1].
+    // in f64 for up to 12 Chebyshev nodes on [-1, 1].
     let mut m: Vec<Vec<f64>> = nodes
         .iter()
         .zip(&values)
-        .map(|(u, v)| (0..NODES).map(|k| u.powi(k as i32)).chain([*v]).collect())
+        .map(|(u, v)| (0..n).map(|k| u.powi(k as i32)).chain([*v]).collect())
         .collect();
-    for col in 0..NODES {
-        let pivot = (col..NODES).max_by(|&i, &j| m[i][col].abs().total_cmp(&m[j][col].abs()))?;
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&i, &j| m[i][col].abs().total_cmp(&m[j][col].abs()))?;
         m.swap(col, pivot);
         let p = m[col][col];
         if p == 0.0 {
@@ -166,7 +171,7 @@ fn fit(f: &impl Fn(f64) -> f64, x0: f64) -> Option<Window> {
             }
         }
     }
-    let coeffs: Vec<f64> = (0..NODES).map(|k| m[k][NODES] / m[k][k]).collect();
+    let coeffs: Vec<f64> = (0..n).map(|k| m[k][n] / m[k][k]).collect();
     // Root x0 ≈ hi + lo as the lowering sees it, and the fit within 1e-9 of the sum between
     // the nodes (relative to the quotient), or no window.
     let g = |u: f64| coeffs.iter().rev().fold(0.0, |acc, c| acc * u + c);

@@ -149,8 +149,12 @@ using namespace opgen_host;  // BLOCK_BYTES, BUFFER_NUM, AlignUp, CeilDiv...: op
 const uint64_t TILE_ALIGN = 256;
 // Small tensors are spread over the cores, but not into transfers below 16 KiB.
 const uint64_t MIN_TRANSFER_BYTES = 16384;
-const uint64_t FLOAT_TEMPS = 9;  // float32 temporaries of the lowered body
+const uint64_t FLOAT_TEMPS = 6;  // float32 temporaries of the lowered body
 const uint64_t MASKS = 1;        // compare masks, 1 bit per element
+// The underflow rescue's guard: ReduceMin's rounds (2 floats per 64 elements, 1 bit per element
+// as a mask) and its one-block result.
+const uint64_t GUARD_BITS = 1;
+const uint64_t GUARD_BYTES = BLOCK_BYTES;
 
 static uint64_t TypeSize(ge::DataType dtype)
 {
@@ -168,7 +172,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     // UB bytes per element, times 8 (a mask takes an eighth of a byte): the temporaries, the
     // masks, each input's double-buffered queue (+ its float32 copy when 16-bit) and each
     // output's double-buffered queue.
-    uint64_t perElemX8 = 8 * 4 * FLOAT_TEMPS + MASKS;
+    uint64_t perElemX8 = 8 * 4 * FLOAT_TEMPS + MASKS + GUARD_BITS;
     uint64_t minSize = 4;
     const gert::Shape* shapes[NUM_INPUTS];
     for (size_t i = 0; i < NUM_INPUTS; ++i) {
@@ -210,11 +214,11 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t cores = platform.GetCoreNumAiv();
     uint64_t ubSize = 0;
     platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
-    if (cores == 0 || ubSize <= UB_RESERVED_BYTES) {
+    if (cores == 0 || ubSize <= UB_RESERVED_BYTES + GUARD_BYTES) {
         OPGEN_REJECT("the platform reports %llu vector cores and %llu bytes of UB",
                      static_cast<unsigned long long>(cores), static_cast<unsigned long long>(ubSize));
     }
-    const uint64_t budget = ubSize - UB_RESERVED_BYTES;
+    const uint64_t budget = ubSize - UB_RESERVED_BYTES - GUARD_BYTES;
     const uint64_t maxTile = budget * 8 / perElemX8 / TILE_ALIGN * TILE_ALIGN;
     if (maxTile == 0) {
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold one tile of %llu elements",

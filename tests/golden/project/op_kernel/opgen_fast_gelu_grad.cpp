@@ -8,8 +8,8 @@
 //
 //   dx = dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))); series near x = -0.75115424] [rescued from underflow]
 //
-// 58 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 8, compare masks m<k>: 1.
+// 56 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// float copies in<i> (free after their last use), temporaries t<k>: 5, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_fast_gelu_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -115,13 +115,18 @@ public:
         pipe_.InitBuffer(tmp2_, tile * sizeof(float));
         pipe_.InitBuffer(tmp3_, tile * sizeof(float));
         pipe_.InitBuffer(tmp4_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp5_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp6_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp7_, tile * sizeof(float));
         pipe_.InitBuffer(mask0_, tile / 8);
+        pipe_.InitBuffer(rescueMin_, BLOCK_BYTES);
+        pipe_.InitBuffer(rescueWork_, tile / 8);  // ReduceMin's rounds: 2 floats per 64-lane repeat
+        // Prefetch order: the next tile's CopyIn is issued before this tile's compute, whose
+        // rescue guard holds the scalar unit (ReduceMin's V_S) until V is past its plain values;
+        // the input queues are double-buffered, so tile i+1 takes the buffer tile i-1 freed.
+        LoadTile(0, Min(tile, length_));
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
-            LoadTile(done, len);
+            if (done + tile < length_) {
+                LoadTile(done + tile, Min(tile, length_ - done - tile));
+            }
             ComputeTile(len);
             StoreTile(done, len);
         }
@@ -166,14 +171,13 @@ private:
         LocalTensor<float> t2 = tmp2_.Get<float>();
         LocalTensor<float> t3 = tmp3_.Get<float>();
         LocalTensor<float> t4 = tmp4_.Get<float>();
-        LocalTensor<float> t5 = tmp5_.Get<float>();
-        LocalTensor<float> t6 = tmp6_.Get<float>();
-        LocalTensor<float> t7 = tmp7_.Get<float>();
         LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
+        LocalTensor<float> rescueMin = rescueMin_.Get<float>();
+        LocalTensor<float> rescueWork = rescueWork_.Get<float>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dx: a float32 output is computed in place
         if constexpr (sizeof(TOut0) == 2) {
-            res0 = in0;
+            res0 = t2;
         } else {
             res0 = y0.template ReinterpretCast<float>();
         }
@@ -184,116 +188,122 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(t1, t1, -1.0f, n);  // -|z|
         PipeBarrier<PIPE_V>();
-        Exp(t2, t1, n);  // e^-|z|
+        Exp(t1, t1, n);  // e^-|z|
         PipeBarrier<PIPE_V>();
-        Adds(t3, t2, 1.0f, n);  // 1 + e^-|z|
+        Adds(t2, t1, 1.0f, n);  // 1 + e^-|z|
         PipeBarrier<PIPE_V>();
         CompareScalar(m0, t0, 0.0f, CMPMODE::LT, n);  // z < 0
         PipeBarrier<PIPE_V>();
-        Select(t4, m0, t2, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
+        Select(t0, m0, t1, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
         PipeBarrier<PIPE_V>();
-        Div(t4, t4, t3, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(t0, t0, t2, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
         PipeBarrier<PIPE_V>();
-        Mul(t5, t3, t3, n);
+        Mul(t2, t2, t2, n);
         PipeBarrier<PIPE_V>();
-        Div(t2, t2, t5, n);  // exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)
+        Div(t1, t1, t2, n);  // exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)
         PipeBarrier<PIPE_V>();
-        Muls(t2, t2, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))
+        Muls(t1, t1, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))
         PipeBarrier<PIPE_V>();
-        Mul(t2, in1, t2, n);  // x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)))
+        Mul(t1, in1, t1, n);  // x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)))
         PipeBarrier<PIPE_V>();
-        Add(t4, t4, t2, n);  // sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp...
+        Add(t0, t0, t1, n);  // sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp...
         PipeBarrier<PIPE_V>();
-        Adds(t2, in1, 0.75115424f, n);  // series near the root -0.75115424: x - x0_hi (exact)
+        Adds(t1, in1, 0.75115424f, n);  // series near the root -0.75115424: x - x0_hi (exact)
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 1.1495214e-8f, n);  // t = (x - x0_hi) - x0_lo
+        Adds(t1, t1, 1.1495214e-8f, n);  // t = (x - x0_hi) - x0_lo
         PipeBarrier<PIPE_V>();
-        Abs(t6, t2, n);  // |t|
+        Abs(t2, t1, n);  // |t|
         PipeBarrier<PIPE_V>();
-        CompareScalar(m0, t6, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
+        CompareScalar(m0, t2, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
         PipeBarrier<PIPE_V>();
-        Muls(t6, t2, 8.0f, n);  // u = t / r (exact)
+        Muls(t2, t1, 0.012888315f, n);  // G(t / r), the sum / t near the root: Horner, degree 7
         PipeBarrier<PIPE_V>();
-        Muls(t7, t6, 6.8944346e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
+        Adds(t2, t2, 0.032883365f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -9.3651e-13f, n);
+        Mul(t2, t2, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t2, t2, 0.0030799552f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -4.6803415e-11f, n);
+        Mul(t2, t2, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t2, t2, -0.0943557f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -2.9219283e-10f, n);
+        Mul(t2, t2, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t2, t2, -0.12774052f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 6.237417e-9f, n);
+        Mul(t2, t2, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t2, t2, 0.09305963f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 1.26027e-7f, n);
+        Mul(t2, t2, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t2, t2, 0.42481282f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 9.393567e-8f, n);
+        Mul(t2, t2, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t2, t2, 0.37071553f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -2.3036428e-5f, n);
+        Mul(t2, t2, t1, n);  // t * G(t / r)
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Select(t2, m0, t2, t0, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75115424
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -0.00024949317f, n);
+        Mul(t2, in0, t2, n);  // dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1...
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Mul(t0, t2, t2, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 0.0014540568f, n);
+        // The underflow rescue runs only in a tile whose least squared value is below 2^-100 (or
+        // NaN): one with a value below 2^-100, where an exponential may have underflowed. Elsewhere
+        // it would select the plain values it leaves.
+        ReduceMin(rescueMin, t0, rescueWork, n);  // written by the scalar unit: no V_S of ours
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 0.053101603f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 0.37071553f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t2, n);  // t * G(u)
-        PipeBarrier<PIPE_V>();
-        Select(t7, m0, t7, t4, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75115424
-        PipeBarrier<PIPE_V>();
-        Mul(t7, in0, t7, n);  // dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1...
-        PipeBarrier<PIPE_V>();
-        Mins(t0, t0, 0.0f, n);  // min(1.702 * x, 0)
-        PipeBarrier<PIPE_V>();
-        Adds(t0, t0, 44.36142f, n);  // min(1.702 * x, 0) + 44.36142
-        PipeBarrier<PIPE_V>();
-        Exp(t0, t0, n);  // exp(min(1.702 * x, 0) + 44.36142)
-        PipeBarrier<PIPE_V>();
-        Div(t0, t0, t3, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x)))
-        PipeBarrier<PIPE_V>();
-        Adds(t1, t1, 44.36142f, n);  // -abs(1.702 * x) + 44.36142
-        PipeBarrier<PIPE_V>();
-        Exp(t1, t1, n);  // exp(-abs(1.702 * x) + 44.36142)
-        PipeBarrier<PIPE_V>();
-        Div(t1, t1, t5, n);  // exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x)), 2)
-        PipeBarrier<PIPE_V>();
-        Muls(t1, t1, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x...
-        PipeBarrier<PIPE_V>();
-        Mul(in1, in1, t1, n);  // x * (1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.70...
-        PipeBarrier<PIPE_V>();
-        Add(t0, t0, in1, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) + x * ...
-        PipeBarrier<PIPE_V>();
-        Mul(in0, in0, t0, n);  // dy * (exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) ...
-        PipeBarrier<PIPE_V>();
-        Abs(in1, t7, n);  // underflow rescue: |value|
-        PipeBarrier<PIPE_V>();
-        CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
-        PipeBarrier<PIPE_V>();
-        Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
-        PipeBarrier<PIPE_V>();
-        Select(res0, m0, in0, t7, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
-        PipeBarrier<PIPE_V>();
+        if (!(rescueMin.GetValue(0) >= 7.888609e-31f)) {
+            Muls(t1, in1, 1.702f, n);  // 1.702 * x
+            PipeBarrier<PIPE_V>();
+            Mins(t3, t1, 0.0f, n);  // min(1.702 * x, 0)
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, 44.36142f, n);  // min(1.702 * x, 0) + 44.36142
+            PipeBarrier<PIPE_V>();
+            Exp(t3, t3, n);  // exp(min(1.702 * x, 0) + 44.36142)
+            PipeBarrier<PIPE_V>();
+            Abs(t1, t1, n);  // abs(1.702 * x)
+            PipeBarrier<PIPE_V>();
+            Muls(t1, t1, -1.0f, n);  // -abs(1.702 * x)
+            PipeBarrier<PIPE_V>();
+            Exp(t4, t1, n);  // exp(-abs(1.702 * x))
+            PipeBarrier<PIPE_V>();
+            Adds(t4, t4, 1.0f, n);  // 1 + exp(-abs(1.702 * x))
+            PipeBarrier<PIPE_V>();
+            Div(t3, t3, t4, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x)))
+            PipeBarrier<PIPE_V>();
+            Mul(t4, t4, t4, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t1, t1, 44.36142f, n);  // -abs(1.702 * x) + 44.36142
+            PipeBarrier<PIPE_V>();
+            Exp(t1, t1, n);  // exp(-abs(1.702 * x) + 44.36142)
+            PipeBarrier<PIPE_V>();
+            Div(t1, t1, t4, n);  // exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x)), 2)
+            PipeBarrier<PIPE_V>();
+            Muls(t1, t1, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x...
+            PipeBarrier<PIPE_V>();
+            Mul(in1, in1, t1, n);  // x * (1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.70...
+            PipeBarrier<PIPE_V>();
+            Add(t3, t3, in1, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) + x * ...
+            PipeBarrier<PIPE_V>();
+            Mul(in0, in0, t3, n);  // dy * (exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) ...
+            PipeBarrier<PIPE_V>();
+            Abs(in1, t2, n);  // underflow rescue: |value|
+            PipeBarrier<PIPE_V>();
+            CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+            PipeBarrier<PIPE_V>();
+            Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+            PipeBarrier<PIPE_V>();
+            Select(res0, m0, in0, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+            PipeBarrier<PIPE_V>();
+        } else {
+            if constexpr (sizeof(TOut0) != 2) { Muls(res0, t2, 1.0f, n); }  // the plain value
+            PipeBarrier<PIPE_V>();
+        }
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
         }
@@ -312,10 +322,10 @@ private:
     TilingData t_;
     uint32_t length_ = 0;
     TPipe pipe_;
-    TQue<QuePosition::VECIN, 1> inQue0_;
+    TQue<QuePosition::VECIN, 2> inQue0_;  // depth 2: the prefetched tile and the one computed
     TBuf<TPosition::VECCALC> home0_;
     GlobalTensor<T0> gm0_;
-    TQue<QuePosition::VECIN, 1> inQue1_;
+    TQue<QuePosition::VECIN, 2> inQue1_;  // depth 2: the prefetched tile and the one computed
     TBuf<TPosition::VECCALC> home1_;
     GlobalTensor<T1> gm1_;
     TQue<QuePosition::VECOUT, 1> outQue0_;
@@ -325,10 +335,9 @@ private:
     TBuf<TPosition::VECCALC> tmp2_;
     TBuf<TPosition::VECCALC> tmp3_;
     TBuf<TPosition::VECCALC> tmp4_;
-    TBuf<TPosition::VECCALC> tmp5_;
-    TBuf<TPosition::VECCALC> tmp6_;
-    TBuf<TPosition::VECCALC> tmp7_;
     TBuf<TPosition::VECCALC> mask0_;
+    TBuf<TPosition::VECCALC> rescueMin_;
+    TBuf<TPosition::VECCALC> rescueWork_;
 };
 }  // namespace opgen_fast_gelu_grad_kernel
 

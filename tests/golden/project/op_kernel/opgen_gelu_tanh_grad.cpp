@@ -8,8 +8,8 @@
 //
 //   dx = dy * [sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))), 2) * (1.5957692 * (1 + 0.134145 * pow(x, 2)))); series near x = -0.75246143] [rescued from underflow]
 //
-// 65 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 9, compare masks m<k>: 1.
+// 70 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// float copies in<i> (free after their last use), temporaries t<k>: 6, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_gelu_tanh_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -116,13 +116,18 @@ public:
         pipe_.InitBuffer(tmp3_, tile * sizeof(float));
         pipe_.InitBuffer(tmp4_, tile * sizeof(float));
         pipe_.InitBuffer(tmp5_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp6_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp7_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp8_, tile * sizeof(float));
         pipe_.InitBuffer(mask0_, tile / 8);
+        pipe_.InitBuffer(rescueMin_, BLOCK_BYTES);
+        pipe_.InitBuffer(rescueWork_, tile / 8);  // ReduceMin's rounds: 2 floats per 64-lane repeat
+        // Prefetch order: the next tile's CopyIn is issued before this tile's compute, whose
+        // rescue guard holds the scalar unit (ReduceMin's V_S) until V is past its plain values;
+        // the input queues are double-buffered, so tile i+1 takes the buffer tile i-1 freed.
+        LoadTile(0, Min(tile, length_));
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
-            LoadTile(done, len);
+            if (done + tile < length_) {
+                LoadTile(done + tile, Min(tile, length_ - done - tile));
+            }
             ComputeTile(len);
             StoreTile(done, len);
         }
@@ -168,14 +173,13 @@ private:
         LocalTensor<float> t3 = tmp3_.Get<float>();
         LocalTensor<float> t4 = tmp4_.Get<float>();
         LocalTensor<float> t5 = tmp5_.Get<float>();
-        LocalTensor<float> t6 = tmp6_.Get<float>();
-        LocalTensor<float> t7 = tmp7_.Get<float>();
-        LocalTensor<float> t8 = tmp8_.Get<float>();
         LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
+        LocalTensor<float> rescueMin = rescueMin_.Get<float>();
+        LocalTensor<float> rescueWork = rescueWork_.Get<float>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dx: a float32 output is computed in place
         if constexpr (sizeof(TOut0) == 2) {
-            res0 = in0;
+            res0 = t1;
         } else {
             res0 = y0.template ReinterpretCast<float>();
         }
@@ -194,13 +198,13 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(t2, t2, -1.0f, n);  // -abs(1.5957692 * (x + 0.044715 * pow(x, 3)))
         PipeBarrier<PIPE_V>();
-        Exp(t3, t2, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
+        Exp(t2, t2, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
         PipeBarrier<PIPE_V>();
-        Adds(t4, t3, 1.0f, n);  // 1 + exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
+        Adds(t3, t2, 1.0f, n);  // 1 + exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
         PipeBarrier<PIPE_V>();
-        Mul(t5, t4, t4, n);
+        Mul(t4, t3, t3, n);
         PipeBarrier<PIPE_V>();
-        Div(t6, t3, t5, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
+        Div(t4, t2, t4, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
         PipeBarrier<PIPE_V>();
         Muls(t0, t0, 0.134145f, n);  // 0.134145 * pow(x, 2)
         PipeBarrier<PIPE_V>();
@@ -208,108 +212,128 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(t0, t0, 1.5957692f, n);  // 1.5957692 * (1 + 0.134145 * pow(x, 2))
         PipeBarrier<PIPE_V>();
-        Mul(t6, t6, t0, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
+        Mul(t4, t4, t0, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(-abs(...
         PipeBarrier<PIPE_V>();
-        Mul(t6, in1, t6, n);  // x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(...
+        Mul(t4, in1, t4, n);  // x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3)))) / pow(1 + exp(...
         PipeBarrier<PIPE_V>();
         CompareScalar(m0, t1, 0.0f, CMPMODE::LT, n);  // z < 0
         PipeBarrier<PIPE_V>();
-        Select(t3, m0, t3, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
+        Select(t2, m0, t2, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
         PipeBarrier<PIPE_V>();
-        Div(t3, t3, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(t2, t2, t3, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
         PipeBarrier<PIPE_V>();
-        Add(t3, t3, t6, n);  // sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.595...
+        Add(t2, t2, t4, n);  // sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs(1.595...
         PipeBarrier<PIPE_V>();
-        Adds(t6, in1, 0.75246143f, n);  // series near the root -0.75246143: x - x0_hi (exact)
+        Adds(t0, in1, 0.75246143f, n);  // series near the root -0.75246143: x - x0_hi (exact)
         PipeBarrier<PIPE_V>();
-        Adds(t6, t6, -1.1339628e-8f, n);  // t = (x - x0_hi) - x0_lo
+        Adds(t0, t0, -1.1339628e-8f, n);  // t = (x - x0_hi) - x0_lo
         PipeBarrier<PIPE_V>();
-        Abs(t7, t6, n);  // |t|
+        Abs(t1, t0, n);  // |t|
         PipeBarrier<PIPE_V>();
-        CompareScalar(m0, t7, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
+        CompareScalar(m0, t1, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
         PipeBarrier<PIPE_V>();
-        Muls(t7, t6, 8.0f, n);  // u = t / r (exact)
+        Muls(t1, t0, -0.0024145185f, n);  // G(t / r), the sum / t near the root: Horner, degree 7
         PipeBarrier<PIPE_V>();
-        Muls(t8, t7, -1.4321048e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
+        Adds(t1, t1, 0.0052321646f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 5.0235745e-14f, n);
+        Mul(t1, t1, t0, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Adds(t1, t1, 0.01968223f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 2.305356e-12f, n);
+        Mul(t1, t1, t0, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Adds(t1, t1, -0.016619047f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -5.5094887e-11f, n);
+        Mul(t1, t1, t0, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Adds(t1, t1, -0.113944486f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -1.1555397e-9f, n);
+        Mul(t1, t1, t0, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Adds(t1, t1, -0.015782854f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 2.0069148e-8f, n);
+        Mul(t1, t1, t0, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Adds(t1, t1, 0.38751844f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 6.006565e-7f, n);
+        Mul(t1, t1, t0, n);
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Adds(t1, t1, 0.4304001f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -4.057453e-6f, n);
+        Mul(t1, t1, t0, n);  // t * G(t / r)
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Select(t1, m0, t1, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75246143
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -0.00022254782f, n);
+        Mul(t1, in0, t1, n);  // dy * [sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs...
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
+        Mul(t0, t1, t1, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
         PipeBarrier<PIPE_V>();
-        Adds(t8, t8, -0.0002466071f, n);
+        // The underflow rescue runs only in a tile whose least squared value is below 2^-100 (or
+        // NaN): one with a value below 2^-100, where an exponential may have underflowed. Elsewhere
+        // it would select the plain values it leaves.
+        ReduceMin(rescueMin, t0, rescueWork, n);  // written by the scalar unit: no V_S of ours
         PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 0.048439804f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t7, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t8, t8, 0.4304001f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t8, t8, t6, n);  // t * G(u)
-        PipeBarrier<PIPE_V>();
-        Select(t8, m0, t8, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75246143
-        PipeBarrier<PIPE_V>();
-        Mul(t8, in0, t8, n);  // dy * [sigmoid(1.5957692 * (x + 0.044715 * pow(x, 3))) + x * (exp(-abs...
-        PipeBarrier<PIPE_V>();
-        Mins(t1, t1, 0.0f, n);  // min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0)
-        PipeBarrier<PIPE_V>();
-        Adds(t1, t1, 44.36142f, n);  // min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142
-        PipeBarrier<PIPE_V>();
-        Exp(t1, t1, n);  // exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142)
-        PipeBarrier<PIPE_V>();
-        Div(t1, t1, t4, n);  // exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142) / (1 +...
-        PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 44.36142f, n);  // -abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142
-        PipeBarrier<PIPE_V>();
-        Exp(t2, t2, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142)
-        PipeBarrier<PIPE_V>();
-        Div(t2, t2, t5, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142) / pow(1 ...
-        PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142) / pow(1 ...
-        PipeBarrier<PIPE_V>();
-        Mul(in1, in1, t2, n);  // x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142) / p...
-        PipeBarrier<PIPE_V>();
-        Add(t1, t1, in1, n);  // exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142) / (1 +...
-        PipeBarrier<PIPE_V>();
-        Mul(in0, in0, t1, n);  // dy * (exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142) ...
-        PipeBarrier<PIPE_V>();
-        Abs(in1, t8, n);  // underflow rescue: |value|
-        PipeBarrier<PIPE_V>();
-        CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
-        PipeBarrier<PIPE_V>();
-        Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
-        PipeBarrier<PIPE_V>();
-        Select(res0, m0, in0, t8, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
-        PipeBarrier<PIPE_V>();
+        if (!(rescueMin.GetValue(0) >= 7.888609e-31f)) {
+            Mul(t2, in1, in1, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, in1, t2, n);
+            PipeBarrier<PIPE_V>();
+            Muls(t3, t3, 0.044715f, n);  // 0.044715 * pow(x, 3)
+            PipeBarrier<PIPE_V>();
+            Add(t3, in1, t3, n);  // x + 0.044715 * pow(x, 3)
+            PipeBarrier<PIPE_V>();
+            Muls(t3, t3, 1.5957692f, n);  // 1.5957692 * (x + 0.044715 * pow(x, 3))
+            PipeBarrier<PIPE_V>();
+            Mins(t4, t3, 0.0f, n);  // min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0)
+            PipeBarrier<PIPE_V>();
+            Adds(t4, t4, 44.36142f, n);  // min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142
+            PipeBarrier<PIPE_V>();
+            Exp(t4, t4, n);  // exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142)
+            PipeBarrier<PIPE_V>();
+            Abs(t3, t3, n);  // abs(1.5957692 * (x + 0.044715 * pow(x, 3)))
+            PipeBarrier<PIPE_V>();
+            Muls(t3, t3, -1.0f, n);  // -abs(1.5957692 * (x + 0.044715 * pow(x, 3)))
+            PipeBarrier<PIPE_V>();
+            Exp(t5, t3, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, 1.0f, n);  // 1 + exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))))
+            PipeBarrier<PIPE_V>();
+            Div(t4, t4, t5, n);  // exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142) / (1 +...
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, 44.36142f, n);  // -abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142
+            PipeBarrier<PIPE_V>();
+            Exp(t3, t3, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142)
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t5, n);
+            PipeBarrier<PIPE_V>();
+            Div(t3, t3, t5, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142) / pow(1 ...
+            PipeBarrier<PIPE_V>();
+            Muls(t2, t2, 0.134145f, n);  // 0.134145 * pow(x, 2)
+            PipeBarrier<PIPE_V>();
+            Adds(t2, t2, 1.0f, n);  // 1 + 0.134145 * pow(x, 2)
+            PipeBarrier<PIPE_V>();
+            Muls(t2, t2, 1.5957692f, n);  // 1.5957692 * (1 + 0.134145 * pow(x, 2))
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t2, n);  // exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142) / pow(1 ...
+            PipeBarrier<PIPE_V>();
+            Mul(in1, in1, t3, n);  // x * (exp(-abs(1.5957692 * (x + 0.044715 * pow(x, 3))) + 44.36142) / p...
+            PipeBarrier<PIPE_V>();
+            Add(t4, t4, in1, n);  // exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142) / (1 +...
+            PipeBarrier<PIPE_V>();
+            Mul(in0, in0, t4, n);  // dy * (exp(min(1.5957692 * (x + 0.044715 * pow(x, 3)), 0) + 44.36142) ...
+            PipeBarrier<PIPE_V>();
+            Abs(in1, t1, n);  // underflow rescue: |value|
+            PipeBarrier<PIPE_V>();
+            CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+            PipeBarrier<PIPE_V>();
+            Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+            PipeBarrier<PIPE_V>();
+            Select(res0, m0, in0, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+            PipeBarrier<PIPE_V>();
+        } else {
+            if constexpr (sizeof(TOut0) != 2) { Muls(res0, t1, 1.0f, n); }  // the plain value
+            PipeBarrier<PIPE_V>();
+        }
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
         }
@@ -328,10 +352,10 @@ private:
     TilingData t_;
     uint32_t length_ = 0;
     TPipe pipe_;
-    TQue<QuePosition::VECIN, 1> inQue0_;
+    TQue<QuePosition::VECIN, 2> inQue0_;  // depth 2: the prefetched tile and the one computed
     TBuf<TPosition::VECCALC> home0_;
     GlobalTensor<T0> gm0_;
-    TQue<QuePosition::VECIN, 1> inQue1_;
+    TQue<QuePosition::VECIN, 2> inQue1_;  // depth 2: the prefetched tile and the one computed
     TBuf<TPosition::VECCALC> home1_;
     GlobalTensor<T1> gm1_;
     TQue<QuePosition::VECOUT, 1> outQue0_;
@@ -342,10 +366,9 @@ private:
     TBuf<TPosition::VECCALC> tmp3_;
     TBuf<TPosition::VECCALC> tmp4_;
     TBuf<TPosition::VECCALC> tmp5_;
-    TBuf<TPosition::VECCALC> tmp6_;
-    TBuf<TPosition::VECCALC> tmp7_;
-    TBuf<TPosition::VECCALC> tmp8_;
     TBuf<TPosition::VECCALC> mask0_;
+    TBuf<TPosition::VECCALC> rescueMin_;
+    TBuf<TPosition::VECCALC> rescueWork_;
 };
 }  // namespace opgen_gelu_tanh_grad_kernel
 

@@ -10,8 +10,8 @@
 //   dgate = dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)); series near gate = -1.2784646] * up) [rescued from underflow]
 //   dup = dy * (gate * sigmoid(gate)) [rescued from underflow]
 //
-// 65 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 8, compare masks m<k>: 1.
+// 60 vector calls per tile on float32 registers, planned by liveness: the inputs'
+// float copies in<i> (free after their last use), temporaries t<k>: 6, compare masks m<k>: 1.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_swiglu_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -126,12 +126,18 @@ public:
         pipe_.InitBuffer(tmp3_, tile * sizeof(float));
         pipe_.InitBuffer(tmp4_, tile * sizeof(float));
         pipe_.InitBuffer(tmp5_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp6_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp7_, tile * sizeof(float));
         pipe_.InitBuffer(mask0_, tile / 8);
+        pipe_.InitBuffer(rescueMin_, BLOCK_BYTES);
+        pipe_.InitBuffer(rescueWork_, tile / 8);  // ReduceMin's rounds: 2 floats per 64-lane repeat
+        // Prefetch order: the next tile's CopyIn is issued before this tile's compute, whose
+        // rescue guard holds the scalar unit (ReduceMin's V_S) until V is past its plain values;
+        // the input queues are double-buffered, so tile i+1 takes the buffer tile i-1 freed.
+        LoadTile(0, Min(tile, length_));
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
-            LoadTile(done, len);
+            if (done + tile < length_) {
+                LoadTile(done + tile, Min(tile, length_ - done - tile));
+            }
             ComputeTile(len);
             StoreTile(done, len);
         }
@@ -188,20 +194,20 @@ private:
         LocalTensor<float> t3 = tmp3_.Get<float>();
         LocalTensor<float> t4 = tmp4_.Get<float>();
         LocalTensor<float> t5 = tmp5_.Get<float>();
-        LocalTensor<float> t6 = tmp6_.Get<float>();
-        LocalTensor<float> t7 = tmp7_.Get<float>();
         LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
+        LocalTensor<float> rescueMin = rescueMin_.Get<float>();
+        LocalTensor<float> rescueWork = rescueWork_.Get<float>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dgate: a float32 output is computed in place
         if constexpr (sizeof(TOut0) == 2) {
-            res0 = t0;
+            res0 = t3;
         } else {
             res0 = y0.template ReinterpretCast<float>();
         }
         LocalTensor<TOut1> y1 = outQue1_.AllocTensor<TOut1>();
         LocalTensor<float> res1;  // dup: a float32 output is computed in place
         if constexpr (sizeof(TOut1) == 2) {
-            res1 = in0;
+            res1 = t2;
         } else {
             res1 = y1.template ReinterpretCast<float>();
         }
@@ -210,132 +216,133 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(t0, t0, -1.0f, n);  // -|z|
         PipeBarrier<PIPE_V>();
-        Exp(t1, t0, n);  // e^-|z|
+        Exp(t0, t0, n);  // e^-|z|
         PipeBarrier<PIPE_V>();
-        Adds(t2, t1, 1.0f, n);  // 1 + e^-|z|
+        Adds(t1, t0, 1.0f, n);  // 1 + e^-|z|
         PipeBarrier<PIPE_V>();
         CompareScalar(m0, in1, 0.0f, CMPMODE::LT, n);  // z < 0
         PipeBarrier<PIPE_V>();
-        Select(t3, m0, t1, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
+        Select(t2, m0, t0, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
         PipeBarrier<PIPE_V>();
-        Div(t3, t3, t2, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+        Div(t2, t2, t1, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
         PipeBarrier<PIPE_V>();
-        Mul(t4, t2, t2, n);
+        Mul(t1, t1, t1, n);
         PipeBarrier<PIPE_V>();
-        Div(t1, t1, t4, n);  // exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)
+        Div(t0, t0, t1, n);  // exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)
         PipeBarrier<PIPE_V>();
-        Mul(t1, in1, t1, n);  // gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
+        Mul(t0, in1, t0, n);  // gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
         PipeBarrier<PIPE_V>();
-        Add(t1, t3, t1, n);  // sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
+        Add(t0, t2, t0, n);  // sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
         PipeBarrier<PIPE_V>();
-        Adds(t5, in1, 1.2784646f, n);  // series near the root -1.2784646: x - x0_hi (exact)
+        Adds(t1, in1, 1.2784646f, n);  // series near the root -1.2784646: x - x0_hi (exact)
         PipeBarrier<PIPE_V>();
-        Adds(t5, t5, -1.29792825e-8f, n);  // t = (x - x0_hi) - x0_lo
+        Adds(t1, t1, -1.29792825e-8f, n);  // t = (x - x0_hi) - x0_lo
         PipeBarrier<PIPE_V>();
-        Abs(t6, t5, n);  // |t|
+        Abs(t3, t1, n);  // |t|
         PipeBarrier<PIPE_V>();
-        CompareScalar(m0, t6, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
+        CompareScalar(m0, t3, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
         PipeBarrier<PIPE_V>();
-        Muls(t6, t5, 8.0f, n);  // u = t / r (exact)
+        Muls(t3, t1, 0.00013096743f, n);  // G(t / r), the sum / t near the root: Horner, degree 5
         PipeBarrier<PIPE_V>();
-        Muls(t7, t6, 4.137818e-13f, n);  // G(u), the sum / t near the root: Horner, degree 11
+        Adds(t3, t3, -0.0065878904f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -1.7033604e-14f, n);
+        Mul(t3, t3, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t3, t3, -0.015222681f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -1.4862376e-12f, n);
+        Mul(t3, t3, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t3, t3, 0.018874705f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -2.3928633e-12f, n);
+        Mul(t3, t3, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t3, t3, 0.1466488f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 9.0003435e-11f, n);
+        Mul(t3, t3, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Adds(t3, t3, 0.2178117f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 3.046082e-9f, n);
+        Mul(t3, t3, t1, n);  // t * G(t / r)
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Select(t3, m0, t3, t0, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -1.2784646
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 3.863595e-9f, n);
+        Mul(t3, t3, in2, n);  // [sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2...
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Mul(t3, in0, t3, n);  // dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gat...
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -1.6129368e-6f, n);
+        Mul(t2, in1, t2, n);  // gate * sigmoid(gate)
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Mul(t2, in0, t2, n);  // dy * (gate * sigmoid(gate))
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, -2.9731747e-5f, n);
+        Mul(t0, t3, t3, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        Mul(t1, t2, t2, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 0.00029491898f, n);
+        Min(t0, t0, t1, n);  // rescue guard: the outputs' least square
         PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
+        // The underflow rescue runs only in a tile whose least squared value is below 2^-100 (or
+        // NaN): one with a value below 2^-100, where an exponential may have underflowed. Elsewhere
+        // it would select the plain values it leaves.
+        ReduceMin(rescueMin, t0, rescueWork, n);  // written by the scalar unit: no V_S of ours
         PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 0.0183311f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t6, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t7, t7, 0.2178117f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t7, t7, t5, n);  // t * G(u)
-        PipeBarrier<PIPE_V>();
-        Select(t7, m0, t7, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -1.2784646
-        PipeBarrier<PIPE_V>();
-        Mul(t7, t7, in2, n);  // [sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2...
-        PipeBarrier<PIPE_V>();
-        Mul(t7, in0, t7, n);  // dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gat...
-        PipeBarrier<PIPE_V>();
-        Mins(t1, in1, 0.0f, n);  // min(gate, 0)
-        PipeBarrier<PIPE_V>();
-        Adds(t1, t1, 44.36142f, n);  // min(gate, 0) + 44.36142
-        PipeBarrier<PIPE_V>();
-        Exp(t1, t1, n);  // exp(min(gate, 0) + 44.36142)
-        PipeBarrier<PIPE_V>();
-        Div(t1, t1, t2, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))
-        PipeBarrier<PIPE_V>();
-        Adds(t0, t0, 44.36142f, n);  // -abs(gate) + 44.36142
-        PipeBarrier<PIPE_V>();
-        Exp(t0, t0, n);  // exp(-abs(gate) + 44.36142)
-        PipeBarrier<PIPE_V>();
-        Div(t0, t0, t4, n);  // exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2)
-        PipeBarrier<PIPE_V>();
-        Mul(t0, in1, t0, n);  // gate * (exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2))
-        PipeBarrier<PIPE_V>();
-        Add(t0, t1, t0, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-a...
-        PipeBarrier<PIPE_V>();
-        Mul(t0, t0, in2, n);  // (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-...
-        PipeBarrier<PIPE_V>();
-        Mul(t0, in0, t0, n);  // dy * ((exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * ...
-        PipeBarrier<PIPE_V>();
-        Abs(in2, t7, n);  // underflow rescue: |value|
-        PipeBarrier<PIPE_V>();
-        CompareScalar(m0, in2, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
-        PipeBarrier<PIPE_V>();
-        Muls(t0, t0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
-        PipeBarrier<PIPE_V>();
-        Select(res0, m0, t0, t7, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
-        PipeBarrier<PIPE_V>();
-        Mul(t3, in1, t3, n);  // gate * sigmoid(gate)
-        PipeBarrier<PIPE_V>();
-        Mul(t3, in0, t3, n);  // dy * (gate * sigmoid(gate))
-        PipeBarrier<PIPE_V>();
-        Mul(in1, in1, t1, n);  // gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))))
-        PipeBarrier<PIPE_V>();
-        Mul(in0, in0, in1, n);  // dy * (gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))))
-        PipeBarrier<PIPE_V>();
-        Abs(in1, t3, n);  // underflow rescue: |value|
-        PipeBarrier<PIPE_V>();
-        CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
-        PipeBarrier<PIPE_V>();
-        Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
-        PipeBarrier<PIPE_V>();
-        Select(res1, m0, in0, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
-        PipeBarrier<PIPE_V>();
+        if (!(rescueMin.GetValue(0) >= 7.888609e-31f)) {
+            Mins(t1, in1, 0.0f, n);  // min(gate, 0)
+            PipeBarrier<PIPE_V>();
+            Adds(t1, t1, 44.36142f, n);  // min(gate, 0) + 44.36142
+            PipeBarrier<PIPE_V>();
+            Exp(t1, t1, n);  // exp(min(gate, 0) + 44.36142)
+            PipeBarrier<PIPE_V>();
+            Abs(t4, in1, n);  // abs(gate)
+            PipeBarrier<PIPE_V>();
+            Muls(t4, t4, -1.0f, n);  // -abs(gate)
+            PipeBarrier<PIPE_V>();
+            Exp(t5, t4, n);  // exp(-abs(gate))
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, 1.0f, n);  // 1 + exp(-abs(gate))
+            PipeBarrier<PIPE_V>();
+            Div(t1, t1, t5, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t5, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t4, t4, 44.36142f, n);  // -abs(gate) + 44.36142
+            PipeBarrier<PIPE_V>();
+            Exp(t4, t4, n);  // exp(-abs(gate) + 44.36142)
+            PipeBarrier<PIPE_V>();
+            Div(t4, t4, t5, n);  // exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2)
+            PipeBarrier<PIPE_V>();
+            Mul(t4, in1, t4, n);  // gate * (exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2))
+            PipeBarrier<PIPE_V>();
+            Add(t4, t1, t4, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-a...
+            PipeBarrier<PIPE_V>();
+            Mul(t4, t4, in2, n);  // (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-...
+            PipeBarrier<PIPE_V>();
+            Mul(t4, in0, t4, n);  // dy * ((exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * ...
+            PipeBarrier<PIPE_V>();
+            Abs(in2, t3, n);  // underflow rescue: |value|
+            PipeBarrier<PIPE_V>();
+            CompareScalar(m0, in2, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+            PipeBarrier<PIPE_V>();
+            Muls(t4, t4, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+            PipeBarrier<PIPE_V>();
+            Select(res0, m0, t4, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+            PipeBarrier<PIPE_V>();
+            Mul(in1, in1, t1, n);  // gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))))
+            PipeBarrier<PIPE_V>();
+            Mul(in0, in0, in1, n);  // dy * (gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))))
+            PipeBarrier<PIPE_V>();
+            Abs(in1, t2, n);  // underflow rescue: |value|
+            PipeBarrier<PIPE_V>();
+            CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+            PipeBarrier<PIPE_V>();
+            Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+            PipeBarrier<PIPE_V>();
+            Select(res1, m0, in0, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+            PipeBarrier<PIPE_V>();
+        } else {
+            if constexpr (sizeof(TOut0) != 2) { Muls(res0, t3, 1.0f, n); }  // the plain value
+            if constexpr (sizeof(TOut1) != 2) { Muls(res1, t2, 1.0f, n); }  // the plain value
+            PipeBarrier<PIPE_V>();
+        }
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
         }
@@ -362,13 +369,13 @@ private:
     TilingData t_;
     uint32_t length_ = 0;
     TPipe pipe_;
-    TQue<QuePosition::VECIN, 1> inQue0_;
+    TQue<QuePosition::VECIN, 2> inQue0_;  // depth 2: the prefetched tile and the one computed
     TBuf<TPosition::VECCALC> home0_;
     GlobalTensor<T0> gm0_;
-    TQue<QuePosition::VECIN, 1> inQue1_;
+    TQue<QuePosition::VECIN, 2> inQue1_;  // depth 2: the prefetched tile and the one computed
     TBuf<TPosition::VECCALC> home1_;
     GlobalTensor<T1> gm1_;
-    TQue<QuePosition::VECIN, 1> inQue2_;
+    TQue<QuePosition::VECIN, 2> inQue2_;  // depth 2: the prefetched tile and the one computed
     TBuf<TPosition::VECCALC> home2_;
     GlobalTensor<T2> gm2_;
     TQue<QuePosition::VECOUT, 1> outQue0_;
@@ -381,9 +388,9 @@ private:
     TBuf<TPosition::VECCALC> tmp3_;
     TBuf<TPosition::VECCALC> tmp4_;
     TBuf<TPosition::VECCALC> tmp5_;
-    TBuf<TPosition::VECCALC> tmp6_;
-    TBuf<TPosition::VECCALC> tmp7_;
     TBuf<TPosition::VECCALC> mask0_;
+    TBuf<TPosition::VECCALC> rescueMin_;
+    TBuf<TPosition::VECCALC> rescueWork_;
 };
 }  // namespace opgen_swiglu_grad_kernel
 

@@ -3,7 +3,7 @@
 
 use crate::support::Patched;
 use ascend_opgen::family;
-use ascend_opgen::spec::{Family, SpecErrors};
+use ascend_opgen::spec::Family;
 use std::path::Path;
 
 const PATH: &str = "kernels/gae.toml";
@@ -12,21 +12,8 @@ fn good() -> String {
     std::fs::read_to_string(ascend_opgen::repo_root().join(PATH)).unwrap()
 }
 
-fn errors(text: &str) -> SpecErrors {
-    family::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
-}
-
 fn assert_error(text: &str, field: &str, words: &str) {
-    let errs = errors(text);
-    let shown = errs.to_string();
-    let e = errs
-        .0
-        .iter()
-        .find(|e| e.field == field)
-        .unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"));
-    assert!(e.line > 0 && e.column > 0, "position missing in:\n{shown}");
-    assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
-    assert!(shown.contains(PATH), "file missing in:\n{shown}");
+    crate::support::assert_spec_error(PATH, text, None, field, words);
 }
 
 #[test]

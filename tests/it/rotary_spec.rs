@@ -4,7 +4,7 @@
 use crate::support::Patched;
 use ascend_opgen::family;
 use ascend_opgen::family::rotary::{MODES, TILING_FIELDS};
-use ascend_opgen::spec::{AttrValue, SpecErrors};
+use ascend_opgen::spec::AttrValue;
 use ascend_opgen::DType;
 use std::path::Path;
 
@@ -37,23 +37,9 @@ default = "half"
 
 const PATH: &str = "kernels/my_rope.toml";
 
-fn errors(text: &str) -> SpecErrors {
-    family::parse_str(Path::new(PATH), text).expect_err("the spec must be rejected")
-}
-
 /// The error for `field` must sit on `line` and its message must contain `words`.
 fn assert_error(text: &str, line: usize, field: &str, words: &str) {
-    let errs = errors(text);
-    let shown = errs.to_string();
-    let e = errs
-        .0
-        .iter()
-        .find(|e| e.field == field)
-        .unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"));
-    assert_eq!(e.line, line, "line of `{field}` in:\n{shown}");
-    assert!(e.column > 0, "column missing in:\n{shown}");
-    assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
-    assert!(shown.contains(PATH), "file missing in:\n{shown}");
+    crate::support::assert_spec_error(PATH, text, Some(line), field, words);
 }
 
 #[test]

@@ -84,21 +84,11 @@ default = 1e-6
 }
 
 fn errors(text: &str) -> SpecErrors {
-    family::parse_str(Path::new("kernels/my_norm.toml"), text).expect_err("the spec must be rejected")
+    crate::support::spec_errors("kernels/my_norm.toml", text)
 }
 
 fn assert_error(text: &str, line: usize, field: &str, words: &str) {
-    let errs = errors(text);
-    let shown = errs.to_string();
-    let e = errs
-        .0
-        .iter()
-        .find(|e| e.field == field)
-        .unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"));
-    assert_eq!(e.line, line, "line of `{field}` in:\n{shown}");
-    assert!(e.column > 0, "column missing in:\n{shown}");
-    assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
-    assert!(shown.contains("kernels/my_norm.toml:"), "file missing in:\n{shown}");
+    crate::support::assert_spec_error("kernels/my_norm.toml", text, Some(line), field, words);
 }
 
 #[test]

@@ -789,6 +789,80 @@ class LogprobEntropyAutograd(unittest.TestCase):
                 torch.testing.assert_close(logits.grad.double(), gold, atol=1e-4, rtol=rtol[dtype])
 
 
+class LargestTensor(torch.utils._python_dispatch.TorchDispatchMode):
+    """The largest tensor (elements) any op dispatched below autograd produced while active."""
+
+    def __init__(self):
+        super().__init__()
+        self.numel = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for o in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(o, torch.Tensor):
+                self.numel = max(self.numel, o.numel())
+        return out
+
+
+class RlLossHelpers(unittest.TestCase):
+    """opgen_torch.rl's verl-named loss helpers against the float64 formula and its autograd."""
+
+    def test_logprobs_and_entropy_from_logits_with_leading_dims(self):
+        import opgen_torch.rl as rl
+
+        # [batch 2, tokens 3, V 777]: values and logits.grad of sum(w1 · logprob + w2 · entropy);
+        # bars as LogprobEntropyAutograd's (the op's float32 bound, one 16-bit rounding).
+        labels = torch.tensor([[0, 776, 5], [100, 3, 512]])
+        rtol = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 0.0}
+        for dtype in FLOATS:
+            with self.subTest(dtype=dtype):
+                logits = uniform((2, 3, 777), dtype, 41, -8.0, 8.0).requires_grad_()
+                w1, w2 = uniform((2, 3), torch.float32, 42, -1, 1), uniform((2, 3), torch.float32, 43, -1, 1)
+                lp = rl.logprobs_from_logits(logits, labels)
+                ent = rl.entropy_from_logits(logits)
+                self.assertEqual((lp.shape, lp.dtype, ent.shape, ent.dtype), ((2, 3), torch.float32, (2, 3), torch.float32))
+                want_lp, want_ent = logprob_entropy_math(logits.detach().double(), labels, 1.0, -100)
+                torch.testing.assert_close(lp.double(), want_lp, atol=2e-5, rtol=0)
+                torch.testing.assert_close(ent.double(), want_ent, atol=2e-5, rtol=1e-6)
+                (w1 * lp + w2 * ent).sum().backward()
+                gold = autograd_of(lambda x: logprob_entropy_math(x, labels, 1.0, -100), torch.float64, [w1, w2], logits)[0]
+                torch.testing.assert_close(logits.grad.double(), gold, atol=1e-4, rtol=rtol[dtype])
+        with self.assertRaisesRegex(ValueError, "labels of shape \\(2, 2\\) must have logits' shape"):
+            rl.logprobs_from_logits(torch.zeros(2, 3, 9), torch.zeros(2, 2, dtype=torch.int64))
+
+    def test_linear_logprob_entropy_chunks_match_autograd_of_the_plain_formula(self):
+        import opgen_torch.rl as rl
+
+        # 40 tokens, hidden 16, V 300, chunks of 16 rows (the last one 8): logprob, entropy and
+        # the gradients of hidden and lm_head_weight against torch autograd of the float64
+        # formula on hidden @ weight.T; and no tensor as large as the [40, 300] logits is ever
+        # made (forward or backward), while the same call with one chunk of 40 rows makes one.
+        n, h, v, chunk = 40, 16, 300, 16
+        hidden = uniform((2, 20, h), torch.float32, 51, -1, 1).requires_grad_()
+        weight = uniform((v, h), torch.float32, 52, -1, 1).requires_grad_()
+        target = torch.randint(0, v, (2, 20), generator=torch.Generator().manual_seed(53))
+        target[1, 7] = -100
+        w1, w2 = uniform((2, 20), torch.float32, 54, -1, 1), uniform((2, 20), torch.float32, 55, -1, 1)
+        with LargestTensor() as seen:
+            lp, ent = rl.linear_logprob_entropy(hidden, weight, target, chunk=chunk, temperature=0.7)
+            (w1 * lp + w2 * ent).sum().backward()
+        self.assertLessEqual(seen.numel, chunk * v, "a tensor larger than one chunk's logits")
+        with LargestTensor() as whole:
+            rl.linear_logprob_entropy(hidden.detach(), weight.detach(), target, chunk=n)
+        self.assertGreaterEqual(whole.numel, n * v, "the check sees an unchunked call's logits")
+
+        def math(x, w):
+            return logprob_entropy_math(x @ w.t(), target, 0.7, -100)
+
+        want_lp, want_ent = math(hidden.detach().double(), weight.detach().double())
+        torch.testing.assert_close(lp.double(), want_lp, atol=1e-5, rtol=0)
+        torch.testing.assert_close(ent.double(), want_ent, atol=1e-5, rtol=1e-6)
+        gold_h, gold_w = autograd_of(math, torch.float64, [w1, w2], hidden, weight)
+        torch.testing.assert_close(hidden.grad.double(), gold_h, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(weight.grad.double(), gold_w, atol=1e-5, rtol=1e-5)
+        self.assertEqual((lp[1, 7].item(), ent[1, 7].item()), (0.0, 0.0), "ignore_index row")
+
+
 class RowNormAutograd(unittest.TestCase):
     def test_rms_norm_gradients(self):
         for dtype in FLOATS:

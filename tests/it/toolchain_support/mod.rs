@@ -233,3 +233,29 @@ impl Patched for str {
         self.replacen(needle, with, 1)
     }
 }
+
+/// The errors `text`, read as the spec file `path`, is rejected with.
+pub fn spec_errors(path: &str, text: &str) -> ascend_opgen::spec::SpecErrors {
+    ascend_opgen::family::parse_str(Path::new(path), text).expect_err("the spec must be rejected")
+}
+
+/// `text` (the spec file `path`) is rejected with an error on `field` whose message contains
+/// `words`, located in the file (at `line` when given, else some line) at a column; returns the
+/// errors as shown to the user.
+pub fn assert_spec_error(path: &str, text: &str, line: Option<usize>, field: &str, words: &str) -> String {
+    let errs = spec_errors(path, text);
+    let shown = errs.to_string();
+    let e = errs
+        .0
+        .iter()
+        .find(|e| e.field == field)
+        .unwrap_or_else(|| panic!("no error for `{field}` in:\n{shown}"));
+    match line {
+        Some(line) => assert_eq!(e.line, line, "line of `{field}` in:\n{shown}"),
+        None => assert!(e.line > 0, "line missing in:\n{shown}"),
+    }
+    assert!(e.column > 0, "column missing in:\n{shown}");
+    assert!(e.message.contains(words), "`{words}` not in:\n{shown}");
+    assert!(shown.contains(path), "file missing in:\n{shown}");
+    shown
+}

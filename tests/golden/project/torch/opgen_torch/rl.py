@@ -167,7 +167,7 @@ class _LinearLogprobEntropy(torch.autograd.Function):
             if dhidden is not None:
                 dhidden[rows] = dlogits @ weight
             if dweight is not None:
-                dweight += (dlogits.t() @ h).float()
+                dweight.addmm_(dlogits.t().float(), h.float())
             del dlogits
         return dhidden, None if dweight is None else dweight.to(weight.dtype), None, None, None, None
 

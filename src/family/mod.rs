@@ -25,8 +25,8 @@ pub mod vocab_reduce_grad;
 
 use crate::dtype::DType;
 use crate::plan::TilingField;
-use crate::spec::raw::RawSpec;
-use crate::spec::{AttrValue, Family, FamilyParams, OpSpec, Reporter, SpecErrors};
+use crate::spec::raw::{RawSpec, RawTensor};
+use crate::spec::{AttrValue, Family, FamilyParams, OpSpec, Reporter, SpecErrors, TensorArg};
 use crate::tensor::HostTensor;
 pub use case::{Case, Expected, Sweep};
 pub use eager::{EagerCase, EagerSequence, EagerStep};
@@ -536,6 +536,31 @@ pub(crate) fn check_inputs_share_a_float(
         valid.push((c, *x));
     }
     valid
+}
+
+/// Every dtype of `tensors` (the spec's `field`, "inputs" or "outputs", and `raw` the same list
+/// as written) from index `from` on is float32: an error at each other one,
+/// "{label}: `<name>` is float32 (found <dtype><note>)".
+pub(crate) fn check_float32(
+    r: &mut Reporter,
+    raw: &[RawTensor],
+    tensors: &[TensorArg],
+    field: &str,
+    from: usize,
+    label: &str,
+    note: &str,
+) {
+    for (i, t) in tensors.iter().enumerate().skip(from) {
+        for (c, x) in t.dtypes.iter().enumerate() {
+            if *x != DType::Float32 {
+                r.error(
+                    &raw[i].dtypes.get_ref()[c],
+                    &format!("{field}[{i}].dtypes[{c}]"),
+                    format!("{label}: `{}` is float32 (found {x}{note})", t.name),
+                );
+            }
+        }
+    }
 }
 
 /// The values string attr `name` of `spec` may take in dtype combination `column`, as the

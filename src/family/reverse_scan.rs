@@ -100,28 +100,9 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         );
         return;
     }
-    for (i, t) in spec.inputs.iter().enumerate() {
-        for (c, x) in t.dtypes.iter().enumerate() {
-            if *x != DType::Float32 {
-                r.error(
-                    &raw.inputs.get_ref()[i].dtypes.get_ref()[c],
-                    &format!("inputs[{i}].dtypes[{c}]"),
-                    format!("{label}: `{}` is float32 (found {x}; 16-bit inputs are not done yet)", t.name),
-                );
-            }
-        }
-    }
-    for (o, t) in spec.outputs.iter().enumerate() {
-        for (c, x) in t.dtypes.iter().enumerate() {
-            if *x != DType::Float32 {
-                r.error(
-                    &raw.outputs.get_ref()[o].dtypes.get_ref()[c],
-                    &format!("outputs[{o}].dtypes[{c}]"),
-                    format!("{label}: `{}` is float32 (found {x})", t.name),
-                );
-            }
-        }
-    }
+    let inputs_note = "; 16-bit inputs are not done yet";
+    super::check_float32(r, raw.inputs.get_ref(), &spec.inputs, "inputs", 0, label, inputs_note);
+    super::check_float32(r, raw.outputs.get_ref(), &spec.outputs, "outputs", 0, label, "");
     let attrs: Vec<(&str, AttrKind)> = spec.attrs.iter().map(|a| (a.name.as_str(), a.kind)).collect();
     let want: Vec<(&str, AttrKind)> = sig.attrs.iter().map(|a| (*a, AttrKind::Float)).collect();
     if attrs != want {

@@ -53,17 +53,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         return;
     }
     check_logits_target_attrs(r, raw, spec, label);
-    for c in 0..spec.columns() {
-        for (o, t) in spec.outputs.iter().enumerate() {
-            if t.dtypes[c] != DType::Float32 {
-                r.error(
-                    &raw.outputs.get_ref()[o].dtypes.get_ref()[c],
-                    &format!("outputs[{o}].dtypes[{c}]"),
-                    format!("{label}: `{}` is float32 (found {})", t.name, t.dtypes[c]),
-                );
-            }
-        }
-    }
+    super::check_float32(r, raw.outputs.get_ref(), &spec.outputs, "outputs", 0, label, "");
 }
 
 /// What the forward and the backward share: logits a float dtype, target int32 or int64, the

@@ -44,16 +44,9 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         return;
     }
     forward::check_logits_target_attrs(r, raw, spec, label);
+    // The four row tensors after logits and target.
+    super::check_float32(r, raw.inputs.get_ref(), &spec.inputs, "inputs", 2, label, "");
     for c in 0..spec.columns() {
-        for (i, t) in spec.inputs.iter().enumerate().skip(2) {
-            if t.dtypes[c] != DType::Float32 {
-                r.error(
-                    &raw.inputs.get_ref()[i].dtypes.get_ref()[c],
-                    &format!("inputs[{i}].dtypes[{c}]"),
-                    format!("{label}: `{}` is float32 (found {})", t.name, t.dtypes[c]),
-                );
-            }
-        }
         if spec.outputs[0].dtypes[c] != spec.inputs[0].dtypes[c] {
             r.error(
                 &raw.outputs.get_ref()[0].dtypes.get_ref()[c],

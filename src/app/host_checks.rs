@@ -120,17 +120,21 @@ pub struct Wheels {
 /// distribution name with `_` and may carry a build tag (`torch-2.14.0-3-cp311-…`).
 fn wheel_file(dir: &Path, dist: &str, version: &str) -> Option<PathBuf> {
     let python = env_or("OPGEN_WHEEL_PYTHON", WHEEL_PYTHON);
+    first_wheel(dir, |name| {
+        name.starts_with(&format!("{dist}-{version}-"))
+            && name.contains(&format!("cp{python}-"))
+            && name.contains("manylinux")
+            && name.ends_with(&format!("_{}.whl", arch()))
+    })
+}
+
+/// The first (by name) file in `dir` whose name `matches`.
+fn first_wheel(dir: &Path, matches: impl Fn(&str) -> bool) -> Option<PathBuf> {
     let mut found: Vec<PathBuf> = fs::read_dir(dir)
         .ok()?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.starts_with(&format!("{dist}-{version}-"))
-                && name.contains(&format!("cp{python}-"))
-                && name.contains("manylinux")
-                && name.ends_with(&format!("_{}.whl", arch()))
-        })
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(&matches))
         .collect();
     found.sort();
     found.into_iter().next()
@@ -158,32 +162,31 @@ fn pip_download(python: &str, platforms: &[String], abis: &[String], dest: &Path
     cmd.arg("-d").arg(dest).arg(requirement)
 }
 
+/// The wheel of `pin` that `find` sees in the wheels cache `dir`; when it sees none, `download`
+/// (a `pip download` into `dir`) first.
+fn cached_wheel(
+    pin: &str,
+    dir: &Path,
+    find: impl Fn() -> Option<PathBuf>,
+    download: Cmd,
+) -> Result<PathBuf, AppError> {
+    if let Some(wheel) = find() {
+        println!("  {pin}: cached ({})", wheel.file_name().unwrap_or_default().to_string_lossy());
+        return Ok(wheel);
+    }
+    fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    step(&format!("download {pin}"), download)?;
+    find().ok_or_else(|| fail(format!("pip downloaded {pin} but no matching wheel is in {}", dir.display())))
+}
+
 /// Downloads the wheel unless it is cached; returns its path.
 fn fetch_wheel(dist: &str, version: &str) -> Result<PathBuf, AppError> {
     let dir = cache_dir().join("wheels");
-    let pip_name = dist.replace('_', "-");
-    if let Some(wheel) = wheel_file(&dir, dist, version) {
-        println!(
-            "  {pip_name}=={version}: cached ({})",
-            wheel.file_name().unwrap_or_default().to_string_lossy()
-        );
-        return Ok(wheel);
-    }
-    fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+    let pin = format!("{}=={version}", dist.replace('_', "-"));
     let python = env_or("OPGEN_WHEEL_PYTHON", WHEEL_PYTHON);
-    step(
-        &format!("download {pip_name}=={version}"),
-        pip_download(
-            &python,
-            &[format!("manylinux_2_28_{}", arch())],
-            &[format!("cp{python}")],
-            &dir,
-            &format!("{pip_name}=={version}"),
-        ),
-    )?;
-    wheel_file(&dir, dist, version).ok_or_else(|| {
-        fail(format!("pip downloaded {pip_name}=={version} but no matching wheel is in {}", dir.display()))
-    })
+    let download =
+        pip_download(&python, &[format!("manylinux_2_28_{}", arch())], &[format!("cp{python}")], &dir, &pin);
+    cached_wheel(&pin, &dir, || wheel_file(&dir, dist, version), download)
 }
 
 /// Extracts PACKAGE/include/ and PACKAGE/lib/ (less the CUDA libraries of torch's PyPI build,
@@ -333,36 +336,21 @@ fn pinned_wheel(pin: &str) -> Result<PathBuf, AppError> {
     let python = env_or("OPGEN_WHEEL_PYTHON", WHEEL_PYTHON);
     let wheels_dir = cache_dir().join("wheels");
     let prefix = format!("{}-{}", dist.replace('-', "_"), version.trim_end_matches(".*"));
-    let find = || -> Option<PathBuf> {
-        let mut found: Vec<PathBuf> = fs::read_dir(&wheels_dir)
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                    // `-` ends an exact version; `.` continues a wildcard's (13.0.85 of 13.0.85.*).
-                    n.strip_prefix(&prefix).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('.'))
-                        && n.ends_with(".whl")
-                })
-            })
-            .collect();
-        found.sort();
-        found.into_iter().next()
+    let find = || {
+        first_wheel(&wheels_dir, |n| {
+            // `-` ends an exact version; `.` continues a wildcard's (13.0.85 of 13.0.85.*).
+            n.strip_prefix(&prefix).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('.'))
+                && n.ends_with(".whl")
+        })
     };
-    if let Some(wheel) = find() {
-        println!("  {pin}: cached");
-        return Ok(wheel);
-    }
     // CUDA 13's runtime wheels are tagged manylinux_2_25; pip does not infer it from 2_28.
     let platforms = ["manylinux_2_28", "manylinux_2_25", "manylinux2014", "manylinux_2_17"]
         .iter()
         .map(|p| format!("{p}_{}", arch()))
         .collect::<Vec<_>>();
-    step(
-        &format!("download {pin}"),
-        pip_download(&python, &platforms, &[format!("cp{python}"), "none".into()], &wheels_dir, pin),
-    )?;
-    find().ok_or_else(|| fail(format!("no wheel of {pin} in {}", wheels_dir.display())))
+    let download =
+        pip_download(&python, &platforms, &[format!("cp{python}"), "none".into()], &wheels_dir, pin);
+    cached_wheel(pin, &wheels_dir, find, download)
 }
 
 /// The two CUDA runtime libraries torch's PyPI build needs just to be loaded (libtorch_cpu.so

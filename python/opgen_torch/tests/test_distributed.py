@@ -64,6 +64,27 @@ def compare(case, got, want, what):
     case.assertLessEqual(ratio, NORM_BARS[torch.float32], f"{what}: norm ratio")
 
 
+def compare_steps(case, want, got, ops):
+    """A patched training step (loss, {name: gradient}, opgen ops that ran) against the
+    unpatched one: `ops` ran, loss within 1e-5 relative, the same parameters, every gradient
+    within the float32 bars. Returns the loss's relative delta."""
+    (want_loss, want_grads, _), (loss, grads, ran) = want, got
+    case.assertTrue(ops <= ran, ran)
+    delta = abs(float(loss) - float(want_loss)) / abs(float(want_loss))
+    case.assertLessEqual(delta, 1e-5, "loss")
+    case.assertEqual(sorted(grads), sorted(want_grads))
+    for name in grads:
+        compare(case, grads[name], want_grads[name], f"gradient of {name}")
+    return delta
+
+
+def full_tensor(t):
+    """The whole tensor of a DTensor, a plain tensor as it is."""
+    from torch.distributed.tensor import DTensor
+
+    return t.full_tensor() if isinstance(t, DTensor) else t
+
+
 def fsdp_step(patched):
     """One FSDP2 training step of the tiny Qwen2: loss, {name: full gradient}, the opgen ops
     that ran."""
@@ -133,8 +154,7 @@ def tp_step(mesh, patched):
     with DTensorOps() as seen:
         y = block(x)
         (y * y).sum().backward()
-    full = lambda t: t.full_tensor() if isinstance(t, DTensor) else t  # noqa: E731
-    return full(y).detach(), {n: full(p.grad) for n, p in block.named_parameters()}, seen.ops
+    return full_tensor(y).detach(), {n: full_tensor(p.grad) for n, p in block.named_parameters()}, seen.ops
 
 
 def transformers_tp_step(mesh, family, patched):
@@ -144,7 +164,6 @@ def transformers_tp_step(mesh, family, patched):
     SwiGLU run on each rank's heads and columns as plain tensors): loss, {name: full gradient},
     the opgen ops that ran."""
     import transformers
-    from torch.distributed.tensor import DTensor
 
     import opgen_torch.transformers as patch
 
@@ -165,8 +184,7 @@ def transformers_tp_step(mesh, family, patched):
     with RecordOps() as rec:
         out = model(TOKENS, labels=TOKENS)
         out.loss.backward()
-    full = lambda t: t.full_tensor() if isinstance(t, DTensor) else t  # noqa: E731
-    return out.loss.detach(), {n: full(p.grad) for n, p in model.named_parameters()}, rec.opgen()
+    return out.loss.detach(), {n: full_tensor(p.grad) for n, p in model.named_parameters()}, rec.opgen()
 
 
 class Distributed(unittest.TestCase):
@@ -177,18 +195,14 @@ class Distributed(unittest.TestCase):
 
     def test_fsdp2_training_step(self):
         started = time.perf_counter()
-        want_loss, want, _ = fsdp_step(patched=False)
-        loss, got, ran = fsdp_step(patched=True)
-        self.assertTrue({"rms_norm", "rms_norm_grad", "add_rms_norm", "swiglu", "swiglu_grad"} <= ran, ran)
-        delta = abs(float(loss) - float(want_loss)) / abs(float(want_loss))
-        self.assertLessEqual(delta, 1e-5, "loss")
-        self.assertEqual(sorted(got), sorted(want))
-        for name in got:
-            compare(self, got[name], want[name], f"gradient of {name}")
+        want = fsdp_step(patched=False)
+        got = fsdp_step(patched=True)
+        ops = {"rms_norm", "rms_norm_grad", "add_rms_norm", "swiglu", "swiglu_grad"}
+        delta = compare_steps(self, want, got, ops)
         if dist.get_rank() == 0:
             print(
-                f"\n  FSDP2 x{WORLD}: loss relative delta {delta:.2e}, {len(got)} gradients within the "
-                f"float32 bars, opgen ops {sorted(ran)}; {time.perf_counter() - started:.1f} s",
+                f"\n  FSDP2 x{WORLD}: loss relative delta {delta:.2e}, {len(got[1])} gradients within the "
+                f"float32 bars, opgen ops {sorted(got[2])}; {time.perf_counter() - started:.1f} s",
                 flush=True,
             )
 
@@ -198,18 +212,14 @@ class Distributed(unittest.TestCase):
         for family in ("qwen2", "qwen3"):
             with self.subTest(family=family):
                 started = time.perf_counter()
-                want_loss, want, _ = transformers_tp_step(self.mesh, family, patched=False)
-                loss, got, ran = transformers_tp_step(self.mesh, family, patched=True)
-                self.assertTrue({"rms_norm", "rms_norm_grad", "rotary_mul", "rotary_mul_grad", "swiglu"} <= ran, ran)
-                delta = abs(float(loss) - float(want_loss)) / abs(float(want_loss))
-                self.assertLessEqual(delta, 1e-5, "loss")
-                self.assertEqual(sorted(got), sorted(want))
-                for name in got:
-                    compare(self, got[name], want[name], f"gradient of {name}")
+                want = transformers_tp_step(self.mesh, family, patched=False)
+                got = transformers_tp_step(self.mesh, family, patched=True)
+                ops = {"rms_norm", "rms_norm_grad", "rotary_mul", "rotary_mul_grad", "swiglu"}
+                delta = compare_steps(self, want, got, ops)
                 if dist.get_rank() == 0:
                     print(
                         f"\n  transformers tp_plan=auto x{WORLD}, {family}: loss relative delta {delta:.2e}, "
-                        f"{len(got)} gradients within the float32 bars, opgen ops {sorted(ran)}; "
+                        f"{len(got[1])} gradients within the float32 bars, opgen ops {sorted(got[2])}; "
                         f"{time.perf_counter() - started:.1f} s",
                         flush=True,
                     )

@@ -83,13 +83,19 @@ def discounted_return(token_level_rewards: torch.Tensor, response_mask: torch.Te
     return torch.ops.opgen.discounted_return(token_level_rewards, response_mask.to(torch.float32), float(gamma))
 
 
-def _vocab_rows(op, logits, labels):
-    """logits as [N, V] rows and labels as [N], checked against each other."""
-    if labels is not None and tuple(labels.shape) != tuple(logits.shape[:-1]):
+def _check_leading(op, name, t, whose, of):
+    """`t` (one value per row) has `of`'s shape without its last dim (`whose`: of's name, possessive)."""
+    if tuple(t.shape) != tuple(of.shape[:-1]):
         raise ValueError(
-            f"opgen.rl.{op}: labels of shape {tuple(labels.shape)} must have logits' shape "
-            f"{tuple(logits.shape)} without its last (vocabulary) dim"
+            f"opgen.rl.{op}: {name} of shape {tuple(t.shape)} must have {whose} shape "
+            f"{tuple(of.shape)} without its last dim"
         )
+
+
+def _vocab_rows(op, logits, labels):
+    """logits as [N, V] rows, labels (if any) checked against them."""
+    if labels is not None:
+        _check_leading(op, "labels", labels, "logits'", logits)
     return logits.reshape(-1, logits.shape[-1])
 
 
@@ -197,11 +203,7 @@ def linear_logprob_entropy(
     """
     if chunk < 1:
         raise ValueError(f"opgen.rl.linear_logprob_entropy: chunk must be at least 1, got {chunk}")
-    if tuple(target.shape) != tuple(hidden.shape[:-1]):
-        raise ValueError(
-            f"opgen.rl.linear_logprob_entropy: target of shape {tuple(target.shape)} must have "
-            f"hidden's shape {tuple(hidden.shape)} without its last dim"
-        )
+    _check_leading("linear_logprob_entropy", "target", target, "hidden's", hidden)
     lp, ent, _ = _LinearLogprobEntropy.apply(
         hidden.reshape(-1, hidden.shape[-1]), lm_head_weight, target.reshape(-1), int(chunk), float(temperature),
         int(ignore_index),

@@ -18,9 +18,9 @@ use super::context::banner_source;
 use super::project::GeneratedFile;
 use super::RenderError;
 use crate::dtype::DType;
-use crate::family::{shape_rule, OutputShape, ShapeCheck, ShapeRule};
+use crate::family::{shape_rule, OutputShape, ShapeCheck, ShapeRule, Sharding};
 use crate::spec::ProjectNames;
-use crate::spec::{Attr, AttrKind, AttrValue, Backward, Family, GradArg, OpSpec, TensorArg};
+use crate::spec::{Attr, AttrKind, AttrValue, Backward, GradArg, OpSpec, TensorArg};
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
 
@@ -298,18 +298,12 @@ pub fn sharding_of(spec: &OpSpec, rule: &ShapeRule) -> TorchSharding {
         ShapeCheck::TrailingDims { tensor, .. } => input(tensor),
         ShapeCheck::SameShape { .. } => None,
     });
-    let (rule, whole_of, reduces) = match spec.family {
-        Family::RowNorm => ("rows", whole_of, false),
-        Family::RowNormGrad => ("rows", whole_of, true),
-        Family::Rotary => ("rows", None, false),
-        Family::RotaryGrad => ("rows", None, true),
-        Family::Elementwise => ("elementwise", None, false),
-        // vocab_reduce: rows could shard, but its outputs follow target, not logits (none yet).
-        Family::Permute | Family::PagedCache | Family::Dequant | Family::VocabReduce => {
-            ("replicate", None, false)
+    let (rule, whole_of, reduces) = match crate::family::sharding(spec) {
+        Sharding::Rows { whole_from_rule, reduces } => {
+            ("rows", whole_of.filter(|_| whole_from_rule), reduces)
         }
-        // reverse_scan: rows could shard (T must not), none yet.
-        Family::ReverseScan => ("replicate", None, false),
+        Sharding::Elementwise => ("elementwise", None, false),
+        Sharding::Replicate => ("replicate", None, false),
     };
     let mutates = spec.inputs.iter().any(|t| t.mutated);
     match outputs {

@@ -13,6 +13,7 @@ use crate::family::inputs::{derive_seed, generate, Distribution, Rng};
 use crate::plan::TilingField;
 use crate::reference::kv_layout as reference;
 use crate::spec::raw::RawSpec;
+use crate::spec::BackwardRule;
 use crate::spec::{AttrKind, AttrValue, FamilyParams, KvKind, OpSpec, Reporter};
 use crate::tensor::HostTensor;
 
@@ -192,6 +193,10 @@ pub fn expected(
 pub struct Dequant;
 
 impl FamilyOps for Dequant {
+    fn backward_rule(&self) -> BackwardRule {
+        BackwardRule::Declared
+    }
+
     fn params(&self, raw: &RawSpec) -> FamilyParams {
         params(raw)
     }

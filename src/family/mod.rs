@@ -26,7 +26,9 @@ pub mod vocab_reduce_grad;
 use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::spec::raw::{RawSpec, RawTensor};
-use crate::spec::{AttrValue, Family, FamilyParams, OpSpec, Reporter, SpecErrors, TensorArg};
+use crate::spec::{
+    AttrValue, BackwardRule, Family, FamilyParams, OpSpec, Reporter, SpecErrors, SpecTables, TensorArg,
+};
 use crate::tensor::HostTensor;
 pub use case::{Case, Expected, Sweep};
 pub use eager::{EagerCase, EagerSequence, EagerStep};
@@ -122,6 +124,21 @@ pub(crate) trait FamilyOps: Sync {
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError>;
 
     // Optional capabilities: the default is the answer of a family without the capability.
+
+    /// How the family's ops get their backward op. Default: a spec may name one; without it
+    /// none is generated.
+    fn backward_rule(&self) -> BackwardRule {
+        BackwardRule::Optional
+    }
+    /// The family tables its specs may carry. Default: none (inputs, outputs and attrs say all).
+    fn spec_tables(&self) -> SpecTables {
+        SpecTables::NONE
+    }
+    /// How the torch extension places the op's tensors on DTensors. Default: replicated (the
+    /// op runs whole on every rank's full tensors).
+    fn sharding(&self, _spec: &OpSpec) -> Sharding {
+        Sharding::Replicate
+    }
 
     /// The ops a validated spec brings into the catalogue with it (an elementwise op: its
     /// generated `<name>_grad`). Default: none, a spec is one op.
@@ -255,6 +272,25 @@ pub struct ReportInputs {
     pub valid_slots: Option<u64>,
 }
 
+/// How an op's tensors may be sharded under DTensor (rendered by `codegen::torch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharding {
+    /// Any dim of the first input before its whole trailing dims: those of the shape rule's
+    /// `trailing_dims` input (gamma: what a row norm reduces over) when `whole_from_rule`, else
+    /// the last dim alone (rotary's head dim). `reduces`: an output shaped like a replicated
+    /// input sums over the sharded dim (a gradient family's dgamma, dr1).
+    Rows { whole_from_rule: bool, reduces: bool },
+    /// Any dim, every tensor alike.
+    Elementwise,
+    /// Every tensor replicated.
+    Replicate,
+}
+
+/// The DTensor sharding of `spec`'s family (see [`Sharding`]).
+pub fn sharding(spec: &OpSpec) -> Sharding {
+    ops(spec.family).sharding(spec)
+}
+
 /// The family of `spec` — the one registry: a new family is one arm here.
 pub(crate) fn ops(family: Family) -> &'static dyn FamilyOps {
     match family {
@@ -323,6 +359,14 @@ impl crate::spec::FamilyRules for Registry {
 
     fn derived_ops(&self, spec: &OpSpec) -> Vec<OpSpec> {
         ops(spec.family).derived_ops(spec)
+    }
+
+    fn backward_rule(&self, family: Family) -> BackwardRule {
+        ops(family).backward_rule()
+    }
+
+    fn spec_tables(&self, family: Family) -> SpecTables {
+        ops(family).spec_tables()
     }
 }
 

@@ -25,6 +25,7 @@ use crate::plan::TilingField;
 use crate::reference::kv_layout::{self as reference, Int8KvCache};
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrValue, FamilyParams, KvKind, OpSpec, Reporter};
+use crate::spec::{BackwardRule, SpecTables};
 use crate::tensor::HostTensor;
 
 // ---- spec --------------------------------------------------------------------------------
@@ -579,6 +580,14 @@ pub fn expected(
 pub struct PagedCache;
 
 impl FamilyOps for PagedCache {
+    fn backward_rule(&self) -> BackwardRule {
+        BackwardRule::Declared
+    }
+
+    fn spec_tables(&self) -> SpecTables {
+        SpecTables { accepts: &["paged_cache"], requires: None }
+    }
+
     fn params(&self, raw: &RawSpec) -> FamilyParams {
         params(raw)
     }

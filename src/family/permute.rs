@@ -14,6 +14,7 @@ use crate::plan::TilingField;
 use crate::reference::kv_layout as reference;
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrValue, FamilyParams, KvKind, OpSpec, Reporter};
+use crate::spec::{BackwardRule, SpecTables};
 use crate::tensor::HostTensor;
 
 // ---- spec --------------------------------------------------------------------------------
@@ -181,6 +182,14 @@ pub fn expected(
 pub struct Permute;
 
 impl FamilyOps for Permute {
+    fn backward_rule(&self) -> BackwardRule {
+        BackwardRule::Declared
+    }
+
+    fn spec_tables(&self) -> SpecTables {
+        SpecTables { accepts: &["permute"], requires: None }
+    }
+
     fn params(&self, raw: &RawSpec) -> FamilyParams {
         params(raw)
     }

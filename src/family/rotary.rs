@@ -39,6 +39,7 @@
 use super::default_attrs;
 use super::eager::{input, Builder};
 use super::CannBuiltin;
+use super::Sharding;
 use super::{Case, Expected, Sweep};
 use super::{EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, Templates};
 use super::{OutputShape, ShapeCheck, ShapeRule};
@@ -534,6 +535,10 @@ pub fn expected(
 pub struct Rotary;
 
 impl FamilyOps for Rotary {
+    fn sharding(&self, _spec: &OpSpec) -> Sharding {
+        Sharding::Rows { whole_from_rule: false, reduces: false }
+    }
+
     fn params(&self, _raw: &RawSpec) -> FamilyParams {
         FamilyParams::Rotary
     }

@@ -36,6 +36,7 @@ use super::default_attrs;
 use super::eager::{input, Builder};
 use super::inputs::{derive_seed, Distribution, Rng};
 use super::rotary::{mode_of, Layout, MODES};
+use super::Sharding;
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates,
@@ -493,6 +494,10 @@ pub fn expected(
 pub struct RotaryGrad;
 
 impl FamilyOps for RotaryGrad {
+    fn sharding(&self, _spec: &OpSpec) -> Sharding {
+        Sharding::Rows { whole_from_rule: false, reduces: true }
+    }
+
     fn params(&self, _raw: &RawSpec) -> FamilyParams {
         FamilyParams::RotaryGrad
     }

@@ -3,6 +3,7 @@
 
 use super::eager::{input, last_dim, Builder, T};
 use super::CannBuiltin;
+use super::Sharding;
 use super::{
     attr_f64, default_attrs, CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates,
 };
@@ -14,6 +15,7 @@ use crate::family::inputs::Distribution;
 use crate::plan::TilingField;
 use crate::reference;
 use crate::spec::raw::RawSpec;
+use crate::spec::SpecTables;
 use crate::spec::{AttrValue, FamilyParams, NormKind, OpSpec, Reporter, RowNormParams, TensorArg};
 use crate::tensor::{round_to_dtype, HostTensor};
 
@@ -878,6 +880,14 @@ fn neighbour(dtype: DType, v: f64, direction: f64) -> f64 {
 pub struct RowNorm;
 
 impl FamilyOps for RowNorm {
+    fn spec_tables(&self) -> SpecTables {
+        SpecTables { accepts: &["row_norm"], requires: None }
+    }
+
+    fn sharding(&self, _spec: &OpSpec) -> Sharding {
+        Sharding::Rows { whole_from_rule: true, reduces: false }
+    }
+
     fn params(&self, raw: &RawSpec) -> FamilyParams {
         params(raw)
     }

@@ -16,6 +16,7 @@ use super::eager::{input, Builder, T};
 use super::inputs::{derive_seed, generate, Distribution};
 use super::row_norm::compute_tolerance;
 use super::CannBuiltin;
+use super::Sharding;
 use super::{Case, Expected, Sweep};
 use super::{CaseData, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates};
 use super::{EagerCase, EagerSequence, OutputShape, ShapeCheck, ShapeRule};
@@ -25,6 +26,7 @@ use crate::plan::TilingField;
 use crate::reference;
 use crate::reference::row_norm::PARTIAL_GROUPS;
 use crate::spec::raw::RawSpec;
+use crate::spec::SpecTables;
 use crate::spec::{AttrValue, FamilyParams, NormKind, OpSpec, Reporter, RowNormGradParams};
 use crate::tensor::HostTensor;
 
@@ -656,6 +658,15 @@ fn plain_max_ulp(op: &str, output: usize) -> u32 {
 pub struct RowNormGrad;
 
 impl FamilyOps for RowNormGrad {
+    /// The backward takes the forward's parameters, spelt the same: its `[row_norm]` table.
+    fn spec_tables(&self) -> SpecTables {
+        SpecTables { accepts: &["row_norm"], requires: None }
+    }
+
+    fn sharding(&self, _spec: &OpSpec) -> Sharding {
+        Sharding::Rows { whole_from_rule: true, reduces: true }
+    }
+
     fn params(&self, raw: &RawSpec) -> FamilyParams {
         params(raw)
     }

@@ -24,7 +24,7 @@ pub use project::{load_project, parse_project, project_file_for, ProjectNames, P
 use std::path::{Path, PathBuf};
 
 /// What validation needs from the families, which sit above the spec layer: their
-/// parameters and structure rules. `crate::family` implements it and offers the loading
+/// parameters, structure rules, backward rule and tables (the spec layer names no family). `crate::family` implements it and offers the loading
 /// functions users call (`family::load_catalogue`, `family::load_file`, `family::parse_str`).
 pub(crate) trait FamilyRules {
     /// The family's parameters from its spec table.
@@ -33,6 +33,35 @@ pub(crate) trait FamilyRules {
     fn check(&self, r: &mut Reporter, raw: &raw::RawSpec, spec: &OpSpec);
     /// The ops a validated spec brings with it (an elementwise op's generated backward op).
     fn derived_ops(&self, spec: &OpSpec) -> Vec<OpSpec>;
+    /// How the family's ops get their backward op.
+    fn backward_rule(&self, family: Family) -> BackwardRule;
+    /// The family tables a spec of the family may carry, and the one it must.
+    fn spec_tables(&self, family: Family) -> SpecTables;
+}
+
+/// How a family's ops get their backward op (the rules on `backward` and `differentiable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BackwardRule {
+    /// Generated from the op itself (an elementwise body's derivative): a declared `backward`
+    /// is refused, `differentiable = false` opts out.
+    Derived,
+    /// A layout op's: the spec names the op that computes the gradient, or says it has none.
+    Declared,
+    /// The spec may name a backward op; without one none is generated.
+    Optional,
+}
+
+/// The family tables (`[row_norm]`, `[elementwise]`, ...) a family's specs may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SpecTables {
+    pub accepts: &'static [&'static str],
+    /// The table a spec of the family must have, and what it must hold (for the message).
+    pub requires: Option<(&'static str, &'static str)>,
+}
+
+impl SpecTables {
+    /// No family table (most families: everything is in the inputs, outputs and attrs).
+    pub(crate) const NONE: SpecTables = SpecTables { accepts: &[], requires: None };
 }
 
 /// Parses and validates one spec file.

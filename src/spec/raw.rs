@@ -39,6 +39,18 @@ pub(crate) struct RawSpec {
     pub paged_cache: Option<Spanned<RawKvKind>>,
 }
 
+impl RawSpec {
+    /// Every family table the file may carry (its `[name]`), with where it starts if present.
+    pub fn family_tables(&self) -> [(&'static str, Option<usize>); 4] {
+        [
+            ("row_norm", self.row_norm.as_ref().map(|t| t.span().start)),
+            ("elementwise", self.elementwise.as_ref().map(|t| t.span().start)),
+            ("permute", self.permute.as_ref().map(|t| t.span().start)),
+            ("paged_cache", self.paged_cache.as_ref().map(|t| t.span().start)),
+        ]
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTensor {

@@ -48,12 +48,13 @@ pub(super) fn validate(
     check_unique_names(&mut cx, &raw);
 
     let params = family.map(|f| rules.params(f, &raw)).unwrap_or(FamilyParams::None);
-    let backward = check_backward(&mut cx, &raw, family);
+    let backward = check_backward(&mut cx, &raw, family, rules);
 
     let spec = OpSpec {
         name,
         op_type,
-        family: family.unwrap_or(Family::RowNorm),
+        // An unknown family is an error above: the spec is never returned, any family serves.
+        family: family.unwrap_or(Family::ALL[0]),
         summary: raw.summary.get_ref().trim().to_string(),
         inputs,
         outputs,
@@ -64,12 +65,11 @@ pub(super) fn validate(
         source: path.to_path_buf(),
         project: names.clone(),
     };
-    check_family_tables(&mut cx, &raw, family);
-    if cx.errors.is_empty() {
-        if let Some(family) = family {
-            let _ = family;
-            rules.check(&mut cx, &raw, &spec);
-        }
+    if let Some(family) = family {
+        check_family_tables(&mut cx, &raw, family, rules.spec_tables(family));
+    }
+    if cx.errors.is_empty() && family.is_some() {
+        rules.check(&mut cx, &raw, &spec);
     }
     cx.errors.into_result(spec)
 }
@@ -307,14 +307,19 @@ fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
     }
 }
 
-/// `differentiable` and `backward`: elementwise ops derive their backward op from the body
-/// (`differentiable = false` opts out); layout ops name theirs or say they have none; row_norm
-/// and rotary are differentiable, but their backward kernels are not generated yet. Whether a
+/// `differentiable` and `backward`, by the family's [`BackwardRule`](super::BackwardRule):
+/// elementwise ops derive their backward op from the body (`differentiable = false` opts
+/// out); layout ops name theirs or say they have none; the others may name one. Whether a
 /// named backward op exists and fits is checked with the whole catalogue
 /// (`spec::check_backward_ops`).
-// Which families derive, declare or lack a backward op is family knowledge in the spec layer
-// (the one place besides the `Family` enum): it belongs behind `FamilyRules` (issue 10).
-fn check_backward(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) -> Backward {
+fn check_backward(
+    cx: &mut Ctx,
+    raw: &RawSpec,
+    family: Option<Family>,
+    rules: &dyn super::FamilyRules,
+) -> Backward {
+    use super::BackwardRule;
+    let rule = family.map(|f| rules.backward_rule(f));
     let differentiable = raw.differentiable.as_ref().map(|d| *d.get_ref());
     if let Some(b) = &raw.backward {
         let (field, shown) = match b.get_ref() {
@@ -324,11 +329,11 @@ fn check_backward(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) -> Backwa
         if differentiable == Some(false) {
             cx.error(b, field, format!("`{shown}` contradicts `differentiable = false`"));
         }
-        if family == Some(Family::Elementwise) {
+        if let (Some(BackwardRule::Derived), Some(f)) = (rule, family) {
             cx.error(
                 b,
                 field,
-                format!("elementwise ops get their backward op (`{}_grad`) by differentiating the body; remove `backward`, or set `differentiable = false` to have none", raw.name.get_ref()),
+                format!("{} ops get their backward op (`{}_grad`) by differentiating the body; remove `backward`, or set `differentiable = false` to have none", f.name(), raw.name.get_ref()),
             );
         }
         return match b.get_ref() {
@@ -340,15 +345,20 @@ fn check_backward(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) -> Backwa
             RawBackward::Table(t) => Backward::Table(backward_table(cx, raw, t)),
         };
     }
-    match (differentiable, family) {
+    match (differentiable, rule) {
         (Some(false), _) => Backward::NotDifferentiable,
-        (_, Some(Family::Elementwise)) => Backward::Derived,
-        (_, Some(Family::Permute | Family::PagedCache | Family::Dequant)) => {
+        (_, Some(BackwardRule::Derived)) => Backward::Derived,
+        (_, Some(BackwardRule::Declared)) => {
+            let declaring: Vec<&str> = Family::ALL
+                .iter()
+                .filter(|f| rules.backward_rule(**f) == BackwardRule::Declared)
+                .map(|f| f.name())
+                .collect();
             let at = raw.differentiable.as_ref().map_or(raw.family.span().start, |d| d.span().start);
             cx.error_at(
                 at,
                 "backward",
-                "a layout op (permute, paged_cache, dequant) declares its gradient: `backward = \"<op>\"` (the op that computes it, e.g. the inverse permutation) or `differentiable = false`".into(),
+                format!("a layout op ({}) declares its gradient: `backward = \"<op>\"` (the op that computes it, e.g. the inverse permutation) or `differentiable = false`", declaring.join(", ")),
             );
             Backward::NotDifferentiable
         }
@@ -482,34 +492,30 @@ fn backward_table(cx: &mut Ctx, raw: &RawSpec, t: &RawBackwardTable) -> Backward
     }
 }
 
-/// A family's own table (`[row_norm]`, `[elementwise]`, `[permute]`, `[paged_cache]`) only with
-/// that family.
-fn check_family_tables(cx: &mut Ctx, raw: &RawSpec, family: Option<Family>) {
-    let tables: [(&str, Option<usize>, Family); 4] = [
-        ("row_norm", raw.row_norm.as_ref().map(|t| t.span().start), Family::RowNorm),
-        ("elementwise", raw.elementwise.as_ref().map(|t| t.span().start), Family::Elementwise),
-        ("permute", raw.permute.as_ref().map(|t| t.span().start), Family::Permute),
-        ("paged_cache", raw.paged_cache.as_ref().map(|t| t.span().start), Family::PagedCache),
-    ];
-    for (name, at, owner) in tables {
-        if let (Some(at), Some(f)) = (at, family) {
-            // The row norms' backward takes the forward's parameters, spelt the same.
-            let shared = owner == Family::RowNorm && f == Family::RowNormGrad;
-            if f != owner && !shared {
+/// A family table (`[row_norm]`, `[elementwise]`, `[permute]`, `[paged_cache]`) only with a
+/// family that reads it, and the one a family needs.
+fn check_family_tables(cx: &mut Ctx, raw: &RawSpec, family: Family, tables: super::SpecTables) {
+    for (name, at) in raw.family_tables() {
+        if let Some(at) = at {
+            if !tables.accepts.contains(&name) {
                 cx.error_at(
                     at,
                     name,
-                    format!("table [{name}] belongs to family {name}, but this spec is family {}", f.name()),
+                    format!(
+                        "table [{name}] belongs to family {name}, but this spec is family {}",
+                        family.name()
+                    ),
                 );
             }
         }
     }
-    if let Some(Family::Elementwise) = family {
-        if raw.elementwise.is_none() {
+    if let Some((name, holds)) = tables.requires {
+        let present = raw.family_tables().iter().any(|(n, at)| *n == name && at.is_some());
+        if !present {
             cx.error(
                 &raw.family,
-                "elementwise",
-                "family elementwise needs an [elementwise] table with `body` and `compute`".into(),
+                name,
+                format!("family {} needs an [{name}] table with {holds}", family.name()),
             );
         }
     }

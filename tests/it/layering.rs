@@ -307,3 +307,55 @@ fn a_temp_dir_is_removed_when_its_test_panics() {
         assert!(!path.as_os_str().is_empty() && !path.exists(), "{}", path.display());
     }
 }
+
+/// `Family::<Variant>` on the code lines of `text` (before its unit tests), as `line: text`.
+fn family_variants_named(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        // A variant is CamelCase (`RowNorm`); `Family::ALL` and `Family::parse` are the enum's.
+        let named = code.match_indices("Family::").any(|(at, m)| {
+            let ident: String =
+                code[at + m.len()..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            ident.starts_with(|c: char| c.is_ascii_uppercase())
+                && ident.chars().any(|c| c.is_ascii_lowercase())
+        });
+        if named {
+            found.push(format!("{}: {}", i + 1, line.trim()));
+        }
+    }
+    found
+}
+
+/// Family knowledge lives in `src/family/` (issue 25 point 5): the shared layers reach a
+/// family through `FamilyOps`, so outside it only the `Family` enum itself (its list and
+/// names, src/spec/model.rs) names a variant. A `match spec.family` in codegen or a
+/// `Family::Elementwise` rule in validation fails here with the file and line.
+#[test]
+fn only_the_family_layer_names_a_family() {
+    let src = ascend_opgen::repo_root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap();
+        if rel.starts_with("family") || rel == Path::new("spec/model.rs") {
+            continue;
+        }
+        for hit in family_variants_named(&std::fs::read_to_string(&file).unwrap()) {
+            found.push(format!("src/{}:{hit}", rel.display()));
+        }
+    }
+    assert!(found.is_empty(), "family variants named outside src/family/:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_family_variant_outside_the_family_layer_is_found() {
+    let code = "let x = match spec.family {\n    Family::RowNorm => 1,\n    _ => Family::ALL.len(),\n};\n";
+    assert_eq!(family_variants_named(code), vec!["2: Family::RowNorm => 1,".to_string()]);
+    assert!(family_variants_named("// Family::RowNorm in a comment\n").is_empty());
+}

@@ -18,6 +18,7 @@ pub mod roots;
 
 use super::eager::{input, Builder};
 use super::CannBuiltin;
+use super::Sharding;
 use super::{Case, Expected, Sweep};
 use super::{EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, Templates};
 use super::{OutputShape, ShapeCheck, ShapeRule, FLOATS};
@@ -28,6 +29,7 @@ use crate::plan::TilingField;
 use crate::reference::activation;
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrKind, AttrValue, OpSpec, Reporter};
+use crate::spec::{BackwardRule, SpecTables};
 use crate::tensor::HostTensor;
 use expr::{ExprError, Node, Scope};
 use lower::{LowerError, Program};
@@ -952,6 +954,18 @@ pub fn diagnose(
 pub struct Elementwise;
 
 impl FamilyOps for Elementwise {
+    fn backward_rule(&self) -> BackwardRule {
+        BackwardRule::Derived
+    }
+
+    fn spec_tables(&self) -> SpecTables {
+        SpecTables { accepts: &["elementwise"], requires: Some(("elementwise", "`body` and `compute`")) }
+    }
+
+    fn sharding(&self, _spec: &OpSpec) -> Sharding {
+        Sharding::Elementwise
+    }
+
     fn params(&self, raw: &RawSpec) -> crate::spec::FamilyParams {
         params(raw)
     }

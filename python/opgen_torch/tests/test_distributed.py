@@ -157,9 +157,19 @@ def tp_step(mesh, patched):
     return full_tensor(y).detach(), {n: full_tensor(p.grad) for n, p in block.named_parameters()}, seen.ops
 
 
+def own_tp_plan():
+    """from_pretrained's keywords for the model's own tensor-parallel plan: DistributedConfig where
+    transformers has it (5.x, where the bare `tp_plan=` keyword is deprecated), else `tp_plan=`."""
+    try:
+        from transformers.distributed import DistributedConfig
+    except ImportError:
+        return {"tp_plan": "auto"}
+    return {"distributed_config": DistributedConfig(tp_plan="auto")}
+
+
 def transformers_tp_step(mesh, family, patched):
     """One training step of the tiny Qwen2/Qwen3 loaded the way transformers parallelises a
-    model itself (`from_pretrained(..., tp_plan="auto")`: its own plan, q/k/v and gate/up
+    model itself (`from_pretrained` with its own plan, `tp_plan="auto"`: q/k/v and gate/up
     column-wise, o and down row-wise, local tensors between them, so the norms, rotary and
     SwiGLU run on each rank's heads and columns as plain tensors): loss, {name: full gradient},
     the opgen ops that ran."""
@@ -176,7 +186,7 @@ def transformers_tp_step(mesh, family, patched):
             tiny(family, torch.float32).save_pretrained(mine)
         dist.barrier()
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            saved[0], tp_plan="auto", device_mesh=mesh, dtype=torch.float32
+            saved[0], **own_tp_plan(), device_mesh=mesh, dtype=torch.float32
         )
         dist.barrier()
     if patched:

@@ -906,6 +906,22 @@ class RlLossHelpers(unittest.TestCase):
             finally:
                 dist.destroy_process_group()
 
+    def test_linear_logprob_entropy_without_a_group_keeps_the_op_bits(self):
+        import opgen_torch.rl as rl
+
+        # One chunk of all rows: the logits are hidden @ weight.T as one matmul, so the results
+        # must be the op's own bits on them (the shard combine over one rank adds no rounding).
+        hidden = uniform((2, 20, 16), torch.float32, 56, -1, 1)
+        weight = uniform((300, 16), torch.float32, 57, -1, 1)
+        target = torch.randint(0, 300, (2, 20), generator=torch.Generator().manual_seed(58))
+        target[0, 3] = -100
+        lp, ent = rl.linear_logprob_entropy(hidden, weight, target, chunk=40, temperature=0.7)
+        want = OPS.logprob_entropy(hidden.reshape(40, 16) @ weight.t(), target.reshape(-1), 0.7, -100)
+        self.assertTrue(torch.equal(lp, want[0].view(2, 20)), "logprob")
+        self.assertTrue(torch.equal(ent, want[1].view(2, 20)), "entropy")
+        with self.assertRaisesRegex(ValueError, "linear_logprob_entropy: vocab_start_index 5 must be >= 0"):
+            rl.linear_logprob_entropy(hidden, weight, target, vocab_start_index=5)
+
     def test_vocab_parallel_refusals(self):
         import torch.distributed as dist
 

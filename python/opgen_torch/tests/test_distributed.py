@@ -364,6 +364,11 @@ VOCAB_ATOL, SPLIT_ATOL = 2e-5, 1e-5
 # Gradients (LogprobEntropyAutograd's bars): 1e-4 absolute (the grad op's float32 bound at
 # |z| <= 8 / 0.7, |w| <= 1 is ~3e-5) and one 16-bit rounding of dlogits, 2x: 2^-7 for bfloat16.
 VOCAB_GRAD_RTOL = {torch.bfloat16: 2.0**-7, torch.float32: 0.0}
+# linear_logprob_entropy's gradients: float32 as RlLossHelpers' chunked test (1e-5: the grad op's
+# bound at |z| <= 4 / 0.7 times |w| <= 1 over H = 16 and 1003 rows); bfloat16: dlogits, the
+# matmuls and dhidden's sum over the ranks each round to bfloat16 (2^-9 relative each).
+LINEAR_GRAD_ATOL = {torch.bfloat16: 1e-3, torch.float32: 1e-5}
+LINEAR_GRAD_RTOL = {torch.bfloat16: 2.0**-6, torch.float32: 1e-5}
 
 
 def vocab_parallel_step(dtype, temperature, group=None):
@@ -471,6 +476,82 @@ class VocabParallel(unittest.TestCase):
         want = logprob_entropy_math(logits.double(), torch.zeros(2, dtype=torch.int64), 1.0, -100)[1]
         torch.testing.assert_close(ent.double(), want, atol=VOCAB_ATOL, rtol=0)
 
+    def linear_step(self, dtype, temperature):
+        """rl.linear_logprob_entropy with lm_head_weight [1003, 16] split by rows 502 | 501 over
+        the ranks (chunks of 5 of the 12 tokens: the last one 2), then backward of
+        sum(w1 · logprob + w2 · entropy): every rank's results and gradients, gathered, and the
+        unsplit call's results on this rank."""
+        import opgen_torch.rl as rl
+
+        rank = dist.get_rank()
+        hidden, weight = uniform((3, 4, 16), dtype, 65, -1, 1), uniform((VOCAB, 16), dtype, 66, -1, 1)
+        w1, w2 = uniform((3, 4), torch.float32, 62, -1, 1), uniform((3, 4), torch.float32, 63, -1, 1)
+        h = hidden.clone().requires_grad_()
+        shard = weight[SHARDS[rank] : SHARDS[rank + 1]].clone().requires_grad_()
+        lp, ent = rl.linear_logprob_entropy(
+            h, shard, VOCAB_TARGETS, chunk=5, temperature=temperature, group=dist.group.WORLD,
+            vocab_start_index=SHARDS[rank],
+        )
+        (w1 * lp + w2 * ent).sum().backward()
+        ranks = [None] * WORLD
+        dist.all_gather_object(ranks, (lp.detach(), ent.detach(), h.grad, shard.grad))
+        unsplit = rl.linear_logprob_entropy(hidden, weight, VOCAB_TARGETS, chunk=5, temperature=temperature)
+        return hidden, weight, w1, w2, ranks, unsplit
+
+    def check_linear(self, dtype, temperature):
+        hidden, weight, w1, w2, ranks, unsplit = self.linear_step(dtype, temperature)
+        lp, ent, dhidden, _ = ranks[dist.get_rank()]
+        for r, (lp_r, ent_r, dh_r, _) in enumerate(ranks):
+            self.assertTrue(all(map(torch.equal, (lp_r, ent_r, dh_r), (lp, ent, dhidden))), f"rank {r} differs")
+
+        def math(x, w):
+            # The logits rounded to the dtype as the lm_head's matmul gives them (exact in float32
+            # accumulation, one rounding), then the float64 formula.
+            return logprob_entropy_math((x @ w.t()).to(dtype).double(), VOCAB_TARGETS, temperature, -100)
+
+        gold = math(hidden.double(), weight.double())
+        errors = {}
+        for what, got, op, want in zip(("logprob", "entropy"), (lp, ent), unsplit, gold):
+            torch.testing.assert_close(
+                got, op, atol=SPLIT_ATOL, rtol=0, msg=lambda m, w=what: f"{w} against the unsplit call: {m}"
+            )
+            torch.testing.assert_close(
+                got.double(), want, atol=VOCAB_ATOL, rtol=0, msg=lambda m, w=what: f"{w} against float64: {m}"
+            )
+            errors[what] = float((got.double() - want).abs().max())
+        gold_h, gold_w = autograd_of(math, torch.float64, [w1, w2], hidden, weight)
+        dweight = torch.cat([dw for *_, dw in ranks])
+        for what, got, want in (("dhidden", dhidden, gold_h), ("dweight", dweight, gold_w)):
+            self.assertEqual((got.dtype, got.shape), (dtype, want.shape), what)
+            torch.testing.assert_close(
+                got.double(), want, atol=LINEAR_GRAD_ATOL[dtype], rtol=LINEAR_GRAD_RTOL[dtype],
+                msg=lambda m, w=what: f"{w}: {m}",
+            )
+            errors[what] = float((got.double() - want).abs().max())
+        return errors
+
+    def test_linear_logprob_entropy_with_a_split_lm_head(self):
+        for dtype, temperature in ((torch.float32, 1.0), (torch.bfloat16, 1.0), (torch.float32, 0.7)):
+            with self.subTest(dtype=dtype, temperature=temperature):
+                errors = self.check_linear(dtype, temperature)
+                if dist.get_rank() == 0:
+                    worst = ", ".join(f"{k} {v:.1e}" for k, v in errors.items())
+                    print(
+                        f"\n  linear vocab parallel x{WORLD} {dtype} T={temperature}: max |error| against float64: "
+                        f"{worst}",
+                        flush=True,
+                    )
+
+    def test_linear_without_the_dhidden_all_reduce_fails(self):
+        # A mutant: each rank keeps its own columns' share of dhidden (no all_reduce); the ranks'
+        # dhidden then differ, the first check to fail.
+        real = dist.all_reduce
+        try:
+            dist.all_reduce = lambda *args, **kwargs: None
+            with self.assertRaisesRegex(AssertionError, "rank \\d differs"):
+                self.check_linear(torch.float32, 1.0)
+        finally:
+            dist.all_reduce = real
 
 def worker(rank, port, results, names):
     # LOCAL_RANK as torchrun sets it (transformers' tp_plan reads it).

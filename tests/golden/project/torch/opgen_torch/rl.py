@@ -141,22 +141,24 @@ def _row_grads(dlp, dent, like):
 
 
 class _LinearLogprobEntropy(torch.autograd.Function):
-    """logprob and entropy of hidden @ weight.T, a chunk of rows at a time in both directions."""
+    """logprob and entropy of hidden @ weight.T, a chunk of rows at a time in both directions;
+    weight may be this rank's rows of a vocabulary split over `group` (world > 1)."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, target, chunk, temperature, ignore_index):
-        lp, ent, lse = [], [], []
+    def forward(ctx, hidden, weight, target, chunk, temperature, ignore_index, vocab_start, group, world):
+        local, parts, keep = [], [], []
         for start in range(0, hidden.shape[0], chunk):
             logits = hidden[start : start + chunk] @ weight.t()
-            outs = torch.ops.opgen.logprob_entropy(
-                logits, target[start : start + chunk], temperature, ignore_index
-            )
-            for acc, o in zip((lp, ent, lse), outs):
+            outs = _vocab_partials(logits, target[start : start + chunk], vocab_start, temperature, ignore_index)
+            for acc, o in zip((local, parts, keep), outs):
                 acc.append(o)
             del logits
-        lp, ent, lse = torch.cat(lp), torch.cat(ent), torch.cat(lse)
-        ctx.save_for_backward(hidden, weight, target, ent, lse)
+        # Every chunk's partials in one combine (one all_gather when split, none with one rank:
+        # then the op's own bits, see _combine_vocab_partials).
+        lp, ent, lse = _combine_vocab_partials(torch.cat(parts), torch.cat(keep), group, world)
+        ctx.save_for_backward(hidden, weight, torch.cat(local), ent, lse)
         ctx.chunk, ctx.temperature, ctx.ignore_index = chunk, temperature, ignore_index
+        ctx.group, ctx.world = group, world
         ctx.mark_non_differentiable(lse)
         return lp, ent, lse
 
@@ -180,7 +182,14 @@ class _LinearLogprobEntropy(torch.autograd.Function):
             if dweight is not None:
                 dweight.addmm_(dlogits.t().float(), h.float())
             del dlogits
-        return dhidden, None if dweight is None else dweight.to(weight.dtype), None, None, None, None
+        if dhidden is not None and ctx.world > 1:
+            import torch.distributed as dist
+
+            # Each rank's columns give their share of dhidden: summed over the group (what
+            # Megatron's copy_to_tensor_model_parallel_region does in its backward).
+            dist.all_reduce(dhidden, group=ctx.group)
+        dweight = None if dweight is None else dweight.to(weight.dtype)
+        return dhidden, dweight, None, None, None, None, None, None, None
 
 
 def linear_logprob_entropy(
@@ -190,28 +199,48 @@ def linear_logprob_entropy(
     chunk: int = 4096,
     temperature: float = 1.0,
     ignore_index: int = -100,
+    group=None,
+    vocab_start_index: int = 0,
 ):
     """(logprob, entropy) of the logits hidden @ lm_head_weight.T without ever holding more than
     `chunk` rows of them: per chunk the matmul (torch) then logprob_entropy; the backward computes
     each chunk's logits again and calls logprob_entropy_grad. For a policy's loss over a 152k
     vocabulary, where [N, V] float32 logits are ~5 GB at N = 8192.
 
+    With a group, lm_head_weight is this rank's [V_r, H] rows of a vocabulary split over the
+    group's ranks (Megatron's vocab-parallel lm_head), starting at vocab_start_index: each chunk's
+    shard partials combine as in vocab_parallel_logprob_entropy (one all_gather for all chunks),
+    so every rank gets the whole vocabulary's results; the backward gives each rank its rows'
+    dweight and all_reduces dhidden over the group (pass hidden as the replicated tensor itself,
+    not through a region whose backward all_reduces it again). The same-loss-on-every-rank
+    assumption of vocab_parallel_logprob_entropy applies.
+
     Args:
-        hidden: float16, bfloat16 or float32 [..., H], the last hidden states.
-        lm_head_weight: [V, H] of hidden's dtype (no bias: Qwen's lm_head has none).
-        target: int32 or int64 [...] (hidden's shape without H); ignore_index rows give 0 and 0.
+        hidden: float16, bfloat16 or float32 [..., H], the last hidden states (with a group: the
+            same on every rank).
+        lm_head_weight: [V, H] of hidden's dtype (no bias: Qwen's lm_head has none); with a group
+            this rank's [V_r, H] rows.
+        target: int32 or int64 [...] (hidden's shape without H), indices into the whole
+            vocabulary; ignore_index rows give 0 and 0.
         chunk: rows per chunk.
         temperature: divides the logits.
+        group: None (the default): the weight is the whole vocabulary, no collective, whatever
+            process group exists (unlike vocab_parallel_logprob_entropy, whose None is the
+            default group: a data-parallel caller's full lm_head must not be combined).
+        vocab_start_index: with a group, the whole vocabulary's index of this rank's first row.
 
     Returns:
         (logprob, entropy): float32 [...], differentiable in hidden and lm_head_weight.
     """
+    op = "linear_logprob_entropy"
     if chunk < 1:
-        raise ValueError(f"opgen.rl.linear_logprob_entropy: chunk must be at least 1, got {chunk}")
-    _check_leading("linear_logprob_entropy", "target", target, "hidden's", hidden)
+        raise ValueError(f"opgen.rl.{op}: chunk must be at least 1, got {chunk}")
+    _check_leading(op, "target", target, "hidden's", hidden)
+    group, world = (None, 1) if group is None else _vocab_group(op, group)
+    start = _vocab_start(op, vocab_start_index, world, "lm_head_weight", lm_head_weight.shape[0])
     lp, ent, _ = _LinearLogprobEntropy.apply(
         hidden.reshape(-1, hidden.shape[-1]), lm_head_weight, target.reshape(-1), int(chunk), float(temperature),
-        int(ignore_index),
+        int(ignore_index), start, group, world,
     )
     return lp.view(target.shape), ent.view(target.shape)
 
@@ -232,6 +261,18 @@ def _vocab_group(op, group):
     if world < 1:
         raise ValueError(f"opgen.rl.{op}: this rank (global rank {dist.get_rank()}) is not in the group")
     return group, world
+
+
+def _vocab_start(op, vocab_start_index, world, name, width):
+    """vocab_start_index as an int, checked: >= 0, and 0 with one rank (`name`'s `width` columns
+    or rows are then the whole vocabulary)."""
+    start = int(vocab_start_index)
+    if start < 0 or (world == 1 and start != 0):
+        raise ValueError(
+            f"opgen.rl.{op}: vocab_start_index {start} must be >= 0 (and 0 with one rank, whose "
+            f"{name} of {width} vocabulary entries is the whole vocabulary)"
+        )
+    return start
 
 
 def _vocab_partials(logits_shard, target, vocab_start, temperature, ignore_index):
@@ -358,12 +399,7 @@ def vocab_parallel_logprob_entropy(
         )
     _check_leading(op, "target", target, "logits_shard's", logits_shard)
     group, world = _vocab_group(op, group)
-    start = int(vocab_start_index)
-    if start < 0 or (world == 1 and start != 0):
-        raise ValueError(
-            f"opgen.rl.{op}: vocab_start_index {start} must be >= 0 (and 0 with one rank, whose shard "
-            f"of width {logits_shard.shape[-1]} is the whole vocabulary)"
-        )
+    start = _vocab_start(op, vocab_start_index, world, "logits_shard", logits_shard.shape[-1])
     lp, ent = _VocabParallelLogprobEntropy.apply(
         logits_shard.reshape(-1, logits_shard.shape[-1]), target.reshape(-1), start, float(temperature),
         int(ignore_index), group, world,

@@ -23,7 +23,9 @@ logits [3, 4, 1003] split 502 | 501 over the ranks, bfloat16 and float32, target
 shards, ignore_index rows, temperature 1 and 0.7: every rank's logprob and entropy the same bits,
 against the unsplit op and the float64 formula; every shard's gradient gathered against float64
 autograd of the formula; two wrong combines (an unweighted entropy sum, the shard's own lse in
-the backward) fail those checks.
+the backward) fail those checks. rl.linear_logprob_entropy with the lm_head's rows split the same
+way (group=, chunks of 5 tokens): results against the unsplit call and float64, dhidden and the
+gathered dweight against float64 autograd; without dhidden's all_reduce it fails.
 
 Usage: PYTHONPATH=<torch-cpu --out DIR> python test_distributed.py [Class or Class.test ...]
 (scripts/check_torch_train.sh runs all)

@@ -373,7 +373,12 @@ LINEAR_GRAD_ATOL = {torch.bfloat16: 1e-3, torch.float32: 1e-5}
 LINEAR_GRAD_RTOL = {torch.bfloat16: 2.0**-6, torch.float32: 1e-5}
 
 
-def vocab_parallel_step(dtype, temperature, group=None):
+def vocab_targets(ignore_index):
+    """VOCAB_TARGETS with its ignored rows marked `ignore_index`."""
+    return VOCAB_TARGETS.masked_fill(VOCAB_TARGETS == -100, ignore_index)
+
+
+def vocab_parallel_step(dtype, temperature, ignore_index=-100):
     """This rank's shard of seeded [3, 4, 1003] logits through rl.vocab_parallel_logprob_entropy,
     then backward of sum(w1 · logprob + w2 · entropy). Every collective runs before any check
     (a failing rank must not leave the other waiting): returns the whole logits, w1, w2 and every
@@ -384,7 +389,9 @@ def vocab_parallel_step(dtype, temperature, group=None):
     logits = uniform((3, 4, VOCAB), dtype, 61, -8.0, 8.0)
     w1, w2 = uniform((3, 4), torch.float32, 62, -1, 1), uniform((3, 4), torch.float32, 63, -1, 1)
     shard = logits[..., SHARDS[rank] : SHARDS[rank + 1]].clone().requires_grad_()
-    lp, ent = rl.vocab_parallel_logprob_entropy(shard, VOCAB_TARGETS, SHARDS[rank], group, temperature)
+    lp, ent = rl.vocab_parallel_logprob_entropy(
+        shard, vocab_targets(ignore_index), SHARDS[rank], temperature=temperature, ignore_index=ignore_index
+    )
     (w1 * lp + w2 * ent).sum().backward()
     ranks = [None] * WORLD
     dist.all_gather_object(ranks, (lp.detach(), ent.detach(), shard.grad))
@@ -392,18 +399,19 @@ def vocab_parallel_step(dtype, temperature, group=None):
 
 
 class VocabParallel(unittest.TestCase):
-    def check(self, dtype, temperature):
+    def check(self, dtype, temperature, ignore_index=-100):
         """vocab_parallel_step's results against the unsplit op and the float64 formula, and the
         gathered shard gradients against float64 autograd of the formula; the worst errors
         (against float64 unless named `vs unsplit`)."""
-        logits, w1, w2, ranks = vocab_parallel_step(dtype, temperature)
+        logits, w1, w2, ranks = vocab_parallel_step(dtype, temperature, ignore_index)
+        target = vocab_targets(ignore_index)
         lp, ent, _ = ranks[dist.get_rank()]
         for r, (lp_r, ent_r, _) in enumerate(ranks):
             self.assertTrue(torch.equal(lp_r, lp) and torch.equal(ent_r, ent), f"rank {r}'s results differ")
         self.assertEqual((lp.shape, lp.dtype, ent.shape, ent.dtype), ((3, 4), torch.float32, (3, 4), torch.float32))
-        rows, targets = logits.reshape(-1, VOCAB), VOCAB_TARGETS.reshape(-1)
-        unsplit = torch.ops.opgen.logprob_entropy(rows, targets, temperature, -100)
-        gold = logprob_entropy_math(logits.double(), VOCAB_TARGETS, temperature, -100)
+        rows = logits.reshape(-1, VOCAB)
+        unsplit = torch.ops.opgen.logprob_entropy(rows, target.reshape(-1), temperature, ignore_index)
+        gold = logprob_entropy_math(logits.double(), target, temperature, ignore_index)
         errors = {}
         for what, got, op, want in zip(("logprob", "entropy"), (lp, ent), unsplit, gold):
             torch.testing.assert_close(
@@ -418,7 +426,7 @@ class VocabParallel(unittest.TestCase):
         grad = torch.cat([g for _, _, g in ranks], dim=-1)
         self.assertEqual((grad.dtype, grad.shape), (dtype, logits.shape))
         want = autograd_of(
-            lambda x: logprob_entropy_math(x, VOCAB_TARGETS, temperature, -100), torch.float64, [w1, w2], logits
+            lambda x: logprob_entropy_math(x, target, temperature, ignore_index), torch.float64, [w1, w2], logits
         )[0]
         torch.testing.assert_close(
             grad.double(), want, atol=1e-4, rtol=VOCAB_GRAD_RTOL[dtype], msg=lambda m: f"gradient: {m}"
@@ -427,13 +435,21 @@ class VocabParallel(unittest.TestCase):
         return errors
 
     def test_split_vocabulary_matches_the_unsplit_op_and_the_formula(self):
-        for dtype, temperature in ((torch.float32, 1.0), (torch.bfloat16, 1.0), (torch.float32, 0.7)):
-            with self.subTest(dtype=dtype, temperature=temperature):
-                errors = self.check(dtype, temperature)
+        # ignore_index -1 once: another shard's target must then be mapped to an index other than -1.
+        cases = (
+            (torch.float32, 1.0, -100),
+            (torch.bfloat16, 1.0, -100),
+            (torch.float32, 0.7, -100),
+            (torch.float32, 1.0, -1),
+        )
+        for dtype, temperature, ignore_index in cases:
+            with self.subTest(dtype=dtype, temperature=temperature, ignore_index=ignore_index):
+                errors = self.check(dtype, temperature, ignore_index)
                 if dist.get_rank() == 0:
                     worst = ", ".join(f"{k} {v:.1e}" for k, v in errors.items())
                     print(
-                        f"\n  vocab parallel x{WORLD} {dtype} T={temperature}: max |error| against float64: {worst}",
+                        f"\n  vocab parallel x{WORLD} {dtype} T={temperature} ignore_index={ignore_index}: "
+                        f"max |error| against float64: {worst}",
                         flush=True,
                     )
 

@@ -366,7 +366,10 @@ def vocab_parallel_logprob_entropy(
     lse and entropy: each rank's dlogits for its own columns, without a collective. That is
     right when every rank's loss is the same function of (logprob, entropy), so the incoming
     gradients are the same on every rank (as Megatron's vocab-parallel cross-entropy assumes):
-    every rank computes the loss from the same replicated results.
+    every rank computes the loss from the same replicated results. verl's Megatron path
+    (verl.utils.megatron.tensor_parallel: vocab_parallel_log_probs_from_logits and
+    vocab_parallel_entropy) does the same with a max all_reduce then sum all_reduces in each of
+    the two functions.
 
     Args:
         logits_shard: float16, bfloat16 or float32 [..., V_r], this rank's vocabulary columns.

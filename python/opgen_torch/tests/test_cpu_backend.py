@@ -862,6 +862,87 @@ class RlLossHelpers(unittest.TestCase):
         torch.testing.assert_close(weight.grad.double(), gold_w, atol=1e-5, rtol=1e-5)
         self.assertEqual((lp[1, 7].item(), ent[1, 7].item()), (0.0, 0.0), "ignore_index row")
 
+    def test_vocab_parallel_with_one_rank_is_the_unsplit_helpers(self):
+        import os
+        import tempfile
+
+        import torch.distributed as dist
+
+        import opgen_torch.rl as rl
+
+        # One rank (no process group, then a 1-rank gloo group): the combine over one shard
+        # (logsumexp of one lse, w = 1, log w = 0) must give logprobs_from_logits's and
+        # entropy_from_logits's bits, and logits.grad the bits of the op's own autograd
+        # (logprob_entropy_grad with the op's lse and entropy), at T = 1 and 0.7 with an
+        # ignore_index row; int32 targets too.
+        labels = torch.tensor([[0, 776, -100], [100, 3, 512]])
+        w1, w2 = uniform((2, 3), torch.float32, 45, -1, 1), uniform((2, 3), torch.float32, 46, -1, 1)
+
+        def same_bits(group):
+            for dtype in FLOATS:
+                for temperature, target in ((1.0, labels), (0.7, labels.int())):
+                    with self.subTest(dtype=dtype, temperature=temperature, group=group is not None):
+                        logits = uniform((2, 3, 777), dtype, 44, -8.0, 8.0)
+                        x = logits.clone().requires_grad_()
+                        lp, ent = rl.vocab_parallel_logprob_entropy(x, target, 0, group, temperature)
+                        (w1 * lp + w2 * ent).sum().backward()
+                        self.assertTrue(torch.equal(lp, rl.logprobs_from_logits(logits, target, temperature)))
+                        # entropy_from_logits has no ignore_index: its value on the other rows.
+                        keep = target != -100
+                        want_ent = rl.entropy_from_logits(logits, temperature)
+                        self.assertTrue(torch.equal(ent[keep], want_ent[keep]))
+                        self.assertEqual(ent[~keep].tolist(), [0.0], "ignore_index row")
+                        y = logits.reshape(-1, 777).clone().requires_grad_()
+                        want_lp, want_ent, _ = OPS.logprob_entropy(y, target.reshape(-1), temperature, -100)
+                        (w1.reshape(-1) * want_lp + w2.reshape(-1) * want_ent).sum().backward()
+                        self.assertTrue(torch.equal(x.grad, y.grad.view(x.shape)), "logits.grad")
+
+        self.assertFalse(dist.is_initialized())
+        same_bits(None)
+        with tempfile.TemporaryDirectory() as tmp:
+            dist.init_process_group("gloo", init_method=f"file://{os.path.join(tmp, 'store')}", rank=0, world_size=1)
+            try:
+                same_bits(dist.group.WORLD)
+            finally:
+                dist.destroy_process_group()
+
+    def test_linear_logprob_entropy_without_a_group_keeps_the_op_bits(self):
+        import opgen_torch.rl as rl
+
+        # One chunk of all rows: the logits are hidden @ weight.T as one matmul, so the results
+        # must be the op's own bits on them (the shard combine over one rank adds no rounding).
+        hidden = uniform((2, 20, 16), torch.float32, 56, -1, 1)
+        weight = uniform((300, 16), torch.float32, 57, -1, 1)
+        target = torch.randint(0, 300, (2, 20), generator=torch.Generator().manual_seed(58))
+        target[0, 3] = -100
+        lp, ent = rl.linear_logprob_entropy(hidden, weight, target, chunk=40, temperature=0.7)
+        want = OPS.logprob_entropy(hidden.reshape(40, 16) @ weight.t(), target.reshape(-1), 0.7, -100)
+        self.assertTrue(torch.equal(lp, want[0].view(2, 20)), "logprob")
+        self.assertTrue(torch.equal(ent, want[1].view(2, 20)), "entropy")
+        with self.assertRaisesRegex(ValueError, "linear_logprob_entropy: vocab_start_index 5 must be >= 0"):
+            rl.linear_logprob_entropy(hidden, weight, target, vocab_start_index=5)
+
+    def test_vocab_parallel_refusals(self):
+        import torch.distributed as dist
+
+        import opgen_torch.rl as rl
+
+        logits, target = torch.zeros(2, 3, 9), torch.zeros(2, 3, dtype=torch.int64)
+        cases = [
+            ((logits, target, 4), "vocab_start_index 4 must be >= 0 \\(and 0 with one rank"),
+            ((logits, target, -1), "vocab_start_index -1 must be >= 0"),
+            ((logits, target[:, :2], 0), "target of shape \\(2, 2\\) must have logits_shard's shape \\(2, 3, 9\\)"),
+            ((logits.double(), target, 0), "logits_shard of shape \\(2, 3, 9\\) must be float16, bfloat16 or float32"),
+            ((logits, target.float(), 0), "target of shape \\(2, 3\\) must be int32 or int64"),
+            ((torch.zeros(2, 0), target[0, :2], 0), "logits_shard of shape \\(2, 0\\) has no vocabulary columns"),
+            ((logits, target, 0, object()), "a group was given but torch.distributed has no process group"),
+        ]
+        self.assertFalse(dist.is_initialized())
+        for args, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(ValueError, "vocab_parallel_logprob_entropy: " + message):
+                    rl.vocab_parallel_logprob_entropy(*args)
+
 
 class RowNormAutograd(unittest.TestCase):
     def test_rms_norm_gradients(self):

@@ -18,7 +18,17 @@ rules (rms_norm_grad's dgamma a Partial sum over the sequence shards); output an
 against the unpatched, unsharded block. A TorchDispatchMode records the opgen ops that ran with
 DTensor arguments.
 
-Usage: PYTHONPATH=<torch-cpu --out DIR> python test_distributed.py   (scripts/check_torch_train.sh)
+Vocab parallel (Megatron's vocab-parallel log-prob and entropy, rl.vocab_parallel_logprob_entropy):
+logits [3, 4, 1003] split 502 | 501 over the ranks, bfloat16 and float32, targets in both
+shards, ignore_index rows, temperature 1 and 0.7: every rank's logprob and entropy the same bits,
+against the unsplit op and the float64 formula; every shard's gradient gathered against float64
+autograd of the formula; two wrong combines (an unweighted entropy sum, the shard's own lse in
+the backward) fail those checks. rl.linear_logprob_entropy with the lm_head's rows split the same
+way (group=, chunks of 5 tokens): results against the unsplit call and float64, dhidden and the
+gathered dweight against float64 autograd; without dhidden's all_reduce it fails.
+
+Usage: PYTHONPATH=<torch-cpu --out DIR> python test_distributed.py [Class or Class.test ...]
+(scripts/check_torch_train.sh runs all)
 """
 
 import os
@@ -35,6 +45,7 @@ import torch.multiprocessing as mp
 import torch.utils._python_dispatch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_cpu_backend import autograd_of, logprob_entropy_math, uniform  # noqa: E402
 from test_train_qwen import BARS, NORM_BARS, TOKENS, RecordOps, cosine, tiny  # noqa: E402
 
 WORLD = 2
@@ -350,7 +361,227 @@ class Distributed(unittest.TestCase):
             )
 
 
-def worker(rank, port, results):
+# Vocab-parallel log-prob and entropy: V odd, so the two shards differ in size (502 and 501).
+VOCAB, SHARDS = 1003, (0, 502, 1003)
+# Targets in both shards, on both sides of the boundary (501 | 502) and at both ends, and
+# ignore_index rows; [3, 4] tokens (leading dims).
+VOCAB_TARGETS = torch.tensor([[0, 501, 502, 1002], [-100, 17, 800, -100], [333, 650, 999, 2]])
+# The unsplit op's bars against the float64 formula (RlLossHelpers'): the float32 op's error at
+# |z| <= 8 / 0.7, V ~ 1000 is a few 2^-24·|lse| (~1e-6), well inside 2e-5, which a wrong combine
+# (an unweighted entropy sum: off by ~1; the local lse: logprob off by log w ~ 0.7) exceeds by
+# far. Split against unsplit: two float32 results each within a few ULPs of |lse| <= 20 of the
+# exact value, and the combine's own roundings (logsumexp over 2 ranks, log w, the weighted
+# sum) add a few more: 1e-5.
+VOCAB_ATOL, SPLIT_ATOL = 2e-5, 1e-5
+# Gradients (LogprobEntropyAutograd's bars): 1e-4 absolute (the grad op's float32 bound at
+# |z| <= 8 / 0.7, |w| <= 1 is ~3e-5) and one 16-bit rounding of dlogits, 2x: 2^-7 for bfloat16.
+VOCAB_GRAD_RTOL = {torch.bfloat16: 2.0**-7, torch.float32: 0.0}
+# linear_logprob_entropy's gradients: float32 as RlLossHelpers' chunked test (1e-5: the grad op's
+# bound at |z| <= 4 / 0.7 times |w| <= 1 over H = 16 and 1003 rows); bfloat16: dlogits, the
+# matmuls and dhidden's sum over the ranks each round to bfloat16 (2^-9 relative each).
+LINEAR_GRAD_ATOL = {torch.bfloat16: 1e-3, torch.float32: 1e-5}
+LINEAR_GRAD_RTOL = {torch.bfloat16: 2.0**-6, torch.float32: 1e-5}
+
+
+def vocab_targets(ignore_index):
+    """VOCAB_TARGETS with its ignored rows marked `ignore_index`."""
+    return VOCAB_TARGETS.masked_fill(VOCAB_TARGETS == -100, ignore_index)
+
+
+def vocab_parallel_step(dtype, temperature, ignore_index=-100):
+    """This rank's shard of seeded [3, 4, 1003] logits through rl.vocab_parallel_logprob_entropy,
+    then backward of sum(w1 · logprob + w2 · entropy). Every collective runs before any check
+    (a failing rank must not leave the other waiting): returns the whole logits, w1, w2 and every
+    rank's (logprob, entropy, shard gradient), gathered."""
+    import opgen_torch.rl as rl
+
+    rank = dist.get_rank()
+    logits = uniform((3, 4, VOCAB), dtype, 61, -8.0, 8.0)
+    w1, w2 = uniform((3, 4), torch.float32, 62, -1, 1), uniform((3, 4), torch.float32, 63, -1, 1)
+    shard = logits[..., SHARDS[rank] : SHARDS[rank + 1]].clone().requires_grad_()
+    lp, ent = rl.vocab_parallel_logprob_entropy(
+        shard, vocab_targets(ignore_index), SHARDS[rank], temperature=temperature, ignore_index=ignore_index
+    )
+    (w1 * lp + w2 * ent).sum().backward()
+    ranks = [None] * WORLD
+    dist.all_gather_object(ranks, (lp.detach(), ent.detach(), shard.grad))
+    return logits, w1, w2, ranks
+
+
+class VocabParallel(unittest.TestCase):
+    def check(self, dtype, temperature, ignore_index=-100):
+        """vocab_parallel_step's results against the unsplit op and the float64 formula, and the
+        gathered shard gradients against float64 autograd of the formula; the worst errors
+        (against float64 unless named `vs unsplit`)."""
+        logits, w1, w2, ranks = vocab_parallel_step(dtype, temperature, ignore_index)
+        target = vocab_targets(ignore_index)
+        lp, ent, _ = ranks[dist.get_rank()]
+        for r, (lp_r, ent_r, _) in enumerate(ranks):
+            self.assertTrue(torch.equal(lp_r, lp) and torch.equal(ent_r, ent), f"rank {r}'s results differ")
+        self.assertEqual((lp.shape, lp.dtype, ent.shape, ent.dtype), ((3, 4), torch.float32, (3, 4), torch.float32))
+        rows = logits.reshape(-1, VOCAB)
+        unsplit = torch.ops.opgen.logprob_entropy(rows, target.reshape(-1), temperature, ignore_index)
+        gold = logprob_entropy_math(logits.double(), target, temperature, ignore_index)
+        errors = {}
+        for what, got, op, want in zip(("logprob", "entropy"), (lp, ent), unsplit, gold):
+            torch.testing.assert_close(
+                got, op.view(3, 4), atol=SPLIT_ATOL, rtol=0, msg=lambda m, w=what: f"{w} against the unsplit op: {m}"
+            )
+            torch.testing.assert_close(
+                got.double(), want, atol=VOCAB_ATOL, rtol=0, msg=lambda m, w=what: f"{w} against float64: {m}"
+            )
+            errors[what] = float((got.double() - want).abs().max())
+            errors[f"{what} vs unsplit"] = float((got - op.view(3, 4)).abs().max())
+        self.assertEqual((lp[1, 0].item(), ent[1, 3].item()), (0.0, 0.0), "ignore_index rows")
+        grad = torch.cat([g for _, _, g in ranks], dim=-1)
+        self.assertEqual((grad.dtype, grad.shape), (dtype, logits.shape))
+        want = autograd_of(
+            lambda x: logprob_entropy_math(x, target, temperature, ignore_index), torch.float64, [w1, w2], logits
+        )[0]
+        torch.testing.assert_close(
+            grad.double(), want, atol=1e-4, rtol=VOCAB_GRAD_RTOL[dtype], msg=lambda m: f"gradient: {m}"
+        )
+        errors["gradient"] = float((grad.double() - want).abs().max())
+        return errors
+
+    def test_split_vocabulary_matches_the_unsplit_op_and_the_formula(self):
+        # ignore_index -1 once: another shard's target must then be mapped to an index other than -1.
+        cases = (
+            (torch.float32, 1.0, -100),
+            (torch.bfloat16, 1.0, -100),
+            (torch.float32, 0.7, -100),
+            (torch.float32, 1.0, -1),
+        )
+        for dtype, temperature, ignore_index in cases:
+            with self.subTest(dtype=dtype, temperature=temperature, ignore_index=ignore_index):
+                errors = self.check(dtype, temperature, ignore_index)
+                if dist.get_rank() == 0:
+                    worst = ", ".join(f"{k} {v:.1e}" for k, v in errors.items())
+                    print(
+                        f"\n  vocab parallel x{WORLD} {dtype} T={temperature} ignore_index={ignore_index}: "
+                        f"max |error| against float64: {worst}",
+                        flush=True,
+                    )
+
+    def test_wrong_combines_fail(self):
+        # Two mutants of the combine, each must fail the check: the shards' entropies summed
+        # without their weights w_s and -log w_s; and the backward given this shard's own lse
+        # instead of the whole vocabulary's (the forward's results right, the gradients not).
+        import opgen_torch.rl as rl
+
+        real = rl._combine_vocab_partials
+
+        def unweighted(part, keep, group, world):
+            lp, _, lse = real(part, keep, group, world)
+            total = part[:, 1].clone()
+            dist.all_reduce(total, group=group)
+            return lp, torch.where(keep, total, 0.0), lse
+
+        def local_lse(part, keep, group, world):
+            lp, ent, _ = real(part, keep, group, world)
+            return lp, ent, part[:, 0]
+
+        for mutant, failure in ((unweighted, "^entropy against the unsplit op"), (local_lse, "^gradient")):
+            with self.subTest(mutant=mutant.__name__):
+                try:
+                    rl._combine_vocab_partials = mutant
+                    with self.assertRaisesRegex(AssertionError, failure):
+                        self.check(torch.float32, 1.0)
+                finally:
+                    rl._combine_vocab_partials = real
+
+    def test_a_target_in_no_shard_gives_nan(self):
+        # As the unsplit op gives for a target outside [0, V): logprob NaN, the entropy right.
+        import opgen_torch.rl as rl
+
+        rank = dist.get_rank()
+        logits = uniform((2, VOCAB), torch.float32, 64, -8.0, 8.0)
+        target = torch.tensor([VOCAB, -5])
+        lp, ent = rl.vocab_parallel_logprob_entropy(
+            logits[:, SHARDS[rank] : SHARDS[rank + 1]], target, SHARDS[rank]
+        )
+        self.assertTrue(lp.isnan().all(), lp)
+        want = logprob_entropy_math(logits.double(), torch.zeros(2, dtype=torch.int64), 1.0, -100)[1]
+        torch.testing.assert_close(ent.double(), want, atol=VOCAB_ATOL, rtol=0)
+
+    def linear_step(self, dtype, temperature):
+        """rl.linear_logprob_entropy with lm_head_weight [1003, 16] split by rows 502 | 501 over
+        the ranks (chunks of 5 of the 12 tokens: the last one 2), then backward of
+        sum(w1 · logprob + w2 · entropy): every rank's results and gradients, gathered, and the
+        unsplit call's results on this rank."""
+        import opgen_torch.rl as rl
+
+        rank = dist.get_rank()
+        hidden, weight = uniform((3, 4, 16), dtype, 65, -1, 1), uniform((VOCAB, 16), dtype, 66, -1, 1)
+        w1, w2 = uniform((3, 4), torch.float32, 62, -1, 1), uniform((3, 4), torch.float32, 63, -1, 1)
+        h = hidden.clone().requires_grad_()
+        shard = weight[SHARDS[rank] : SHARDS[rank + 1]].clone().requires_grad_()
+        lp, ent = rl.linear_logprob_entropy(
+            h, shard, VOCAB_TARGETS, chunk=5, temperature=temperature, group=dist.group.WORLD,
+            vocab_start_index=SHARDS[rank],
+        )
+        (w1 * lp + w2 * ent).sum().backward()
+        ranks = [None] * WORLD
+        dist.all_gather_object(ranks, (lp.detach(), ent.detach(), h.grad, shard.grad))
+        unsplit = rl.linear_logprob_entropy(hidden, weight, VOCAB_TARGETS, chunk=5, temperature=temperature)
+        return hidden, weight, w1, w2, ranks, unsplit
+
+    def check_linear(self, dtype, temperature):
+        hidden, weight, w1, w2, ranks, unsplit = self.linear_step(dtype, temperature)
+        lp, ent, dhidden, _ = ranks[dist.get_rank()]
+        for r, (lp_r, ent_r, dh_r, _) in enumerate(ranks):
+            self.assertTrue(all(map(torch.equal, (lp_r, ent_r, dh_r), (lp, ent, dhidden))), f"rank {r} differs")
+
+        def math(x, w):
+            # The logits rounded to the dtype as the lm_head's matmul gives them (exact in float32
+            # accumulation, one rounding), then the float64 formula.
+            return logprob_entropy_math((x @ w.t()).to(dtype).double(), VOCAB_TARGETS, temperature, -100)
+
+        gold = math(hidden.double(), weight.double())
+        errors = {}
+        for what, got, op, want in zip(("logprob", "entropy"), (lp, ent), unsplit, gold):
+            torch.testing.assert_close(
+                got, op, atol=SPLIT_ATOL, rtol=0, msg=lambda m, w=what: f"{w} against the unsplit call: {m}"
+            )
+            torch.testing.assert_close(
+                got.double(), want, atol=VOCAB_ATOL, rtol=0, msg=lambda m, w=what: f"{w} against float64: {m}"
+            )
+            errors[what] = float((got.double() - want).abs().max())
+        gold_h, gold_w = autograd_of(math, torch.float64, [w1, w2], hidden, weight)
+        dweight = torch.cat([dw for *_, dw in ranks])
+        for what, got, want in (("dhidden", dhidden, gold_h), ("dweight", dweight, gold_w)):
+            self.assertEqual((got.dtype, got.shape), (dtype, want.shape), what)
+            torch.testing.assert_close(
+                got.double(), want, atol=LINEAR_GRAD_ATOL[dtype], rtol=LINEAR_GRAD_RTOL[dtype],
+                msg=lambda m, w=what: f"{w}: {m}",
+            )
+            errors[what] = float((got.double() - want).abs().max())
+        return errors
+
+    def test_linear_logprob_entropy_with_a_split_lm_head(self):
+        for dtype, temperature in ((torch.float32, 1.0), (torch.bfloat16, 1.0), (torch.float32, 0.7)):
+            with self.subTest(dtype=dtype, temperature=temperature):
+                errors = self.check_linear(dtype, temperature)
+                if dist.get_rank() == 0:
+                    worst = ", ".join(f"{k} {v:.1e}" for k, v in errors.items())
+                    print(
+                        f"\n  linear vocab parallel x{WORLD} {dtype} T={temperature}: max |error| against float64: "
+                        f"{worst}",
+                        flush=True,
+                    )
+
+    def test_linear_without_the_dhidden_all_reduce_fails(self):
+        # A mutant: each rank keeps its own columns' share of dhidden (no all_reduce); the ranks'
+        # dhidden then differ, the first check to fail.
+        real = dist.all_reduce
+        try:
+            dist.all_reduce = lambda *args, **kwargs: None
+            with self.assertRaisesRegex(AssertionError, "rank \\d differs"):
+                self.check_linear(torch.float32, 1.0)
+        finally:
+            dist.all_reduce = real
+
+def worker(rank, port, results, names):
     # LOCAL_RANK as torchrun sets it (transformers' tp_plan reads it).
     os.environ.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD)
@@ -360,7 +591,10 @@ def worker(rank, port, results):
     try:
         import opgen_torch  # noqa: F401  (registers the ops and their sharding rules)
 
-        suite = unittest.defaultTestLoader.loadTestsFromTestCase(Distributed)
+        # The test classes or methods named on the command line (`VocabParallel`,
+        # `Distributed.test_fsdp2_training_step`), else all of them.
+        loader = unittest.defaultTestLoader
+        suite = loader.loadTestsFromNames(names or ["Distributed", "VocabParallel"], sys.modules[__name__])
         stream = sys.stderr if rank == 0 else open(os.devnull, "w")
         result = unittest.TextTestRunner(stream=stream, verbosity=2).run(suite)
         with open(os.path.join(results, str(rank)), "w") as f:
@@ -379,7 +613,7 @@ def free_port():
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as results:
-        mp.spawn(worker, args=(free_port(), results), nprocs=WORLD, join=True)
+        mp.spawn(worker, args=(free_port(), results, sys.argv[1:]), nprocs=WORLD, join=True)
         files = {r: os.path.join(results, str(r)) for r in range(WORLD)}
         outcome = {r: open(f).read() if os.path.exists(f) else "crashed" for r, f in files.items()}
     print(f"ranks: {outcome}")

@@ -6,6 +6,7 @@ functions, so a trainer swaps one call (issues 28 and 29).
     logprob = opgen_torch.rl.logprobs_from_logits(logits, labels)       # the loss's token log-probs
     entropy = opgen_torch.rl.entropy_from_logits(logits)
     logprob, entropy = opgen_torch.rl.linear_logprob_entropy(hidden, lm_head_weight, labels, chunk=4096)
+    logprob, entropy = opgen_torch.rl.vocab_parallel_logprob_entropy(logits_shard, labels, vocab_start)
     advantages, returns = opgen_torch.rl.gae(token_level_rewards, values, response_mask, gamma, lam)
     returns = opgen_torch.rl.discounted_return(token_level_rewards, response_mask, gamma)
 
@@ -26,7 +27,7 @@ One launch each instead of a few per token. float32 tensors of one shape [batch,
 
 import torch
 
-__all__ = ["logprobs_from_logits", "entropy_from_logits", "linear_logprob_entropy", "gae", "discounted_return"]
+__all__ = ["logprobs_from_logits", "entropy_from_logits", "linear_logprob_entropy", "vocab_parallel_logprob_entropy", "gae", "discounted_return"]
 
 
 def _refuse_grad(op, named):
@@ -134,31 +135,37 @@ def entropy_from_logits(logits: torch.Tensor, temperature: float = 1.0) -> torch
     return out[1].view(logits.shape[:-1])
 
 
+def _row_grads(dlp, dent, like):
+    """The incoming gradients of logprob and entropy as float32 rows (zeros for an unused one)."""
+    return tuple(torch.zeros_like(like) if g is None else g.float() for g in (dlp, dent))
+
+
 class _LinearLogprobEntropy(torch.autograd.Function):
-    """logprob and entropy of hidden @ weight.T, a chunk of rows at a time in both directions."""
+    """logprob and entropy of hidden @ weight.T, a chunk of rows at a time in both directions;
+    weight may be this rank's rows of a vocabulary split over `group` (world > 1)."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, target, chunk, temperature, ignore_index):
-        lp, ent, lse = [], [], []
+    def forward(ctx, hidden, weight, target, chunk, temperature, ignore_index, vocab_start, group, world):
+        local, parts, keep = [], [], []
         for start in range(0, hidden.shape[0], chunk):
             logits = hidden[start : start + chunk] @ weight.t()
-            outs = torch.ops.opgen.logprob_entropy(
-                logits, target[start : start + chunk], temperature, ignore_index
-            )
-            for acc, o in zip((lp, ent, lse), outs):
+            outs = _vocab_partials(logits, target[start : start + chunk], vocab_start, temperature, ignore_index)
+            for acc, o in zip((local, parts, keep), outs):
                 acc.append(o)
             del logits
-        lp, ent, lse = torch.cat(lp), torch.cat(ent), torch.cat(lse)
-        ctx.save_for_backward(hidden, weight, target, ent, lse)
+        # Every chunk's partials in one combine (one all_gather when split, none with one rank:
+        # then the op's own bits, see _combine_vocab_partials).
+        lp, ent, lse = _combine_vocab_partials(torch.cat(parts), torch.cat(keep), group, world)
+        ctx.save_for_backward(hidden, weight, torch.cat(local), ent, lse)
         ctx.chunk, ctx.temperature, ctx.ignore_index = chunk, temperature, ignore_index
+        ctx.group, ctx.world = group, world
         ctx.mark_non_differentiable(lse)
         return lp, ent, lse
 
     @staticmethod
     def backward(ctx, dlp, dent, _dlse):
         hidden, weight, target, ent, lse = ctx.saved_tensors
-        dlp = torch.zeros_like(ent) if dlp is None else dlp.float()
-        dent = torch.zeros_like(ent) if dent is None else dent.float()
+        dlp, dent = _row_grads(dlp, dent, ent)
         dhidden = torch.empty_like(hidden) if ctx.needs_input_grad[0] else None
         # float32 sum over the chunks, rounded once to weight's dtype.
         dweight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if ctx.needs_input_grad[1] else None
@@ -175,7 +182,14 @@ class _LinearLogprobEntropy(torch.autograd.Function):
             if dweight is not None:
                 dweight.addmm_(dlogits.t().float(), h.float())
             del dlogits
-        return dhidden, None if dweight is None else dweight.to(weight.dtype), None, None, None, None
+        if dhidden is not None and ctx.world > 1:
+            import torch.distributed as dist
+
+            # Each rank's columns give their share of dhidden: summed over the group (what
+            # Megatron's copy_to_tensor_model_parallel_region does in its backward).
+            dist.all_reduce(dhidden, group=ctx.group)
+        dweight = None if dweight is None else dweight.to(weight.dtype)
+        return dhidden, dweight, None, None, None, None, None, None, None
 
 
 def linear_logprob_entropy(
@@ -185,27 +199,212 @@ def linear_logprob_entropy(
     chunk: int = 4096,
     temperature: float = 1.0,
     ignore_index: int = -100,
+    group=None,
+    vocab_start_index: int = 0,
 ):
     """(logprob, entropy) of the logits hidden @ lm_head_weight.T without ever holding more than
     `chunk` rows of them: per chunk the matmul (torch) then logprob_entropy; the backward computes
     each chunk's logits again and calls logprob_entropy_grad. For a policy's loss over a 152k
     vocabulary, where [N, V] float32 logits are ~5 GB at N = 8192.
 
+    With a group, lm_head_weight is this rank's [V_r, H] rows of a vocabulary split over the
+    group's ranks (Megatron's vocab-parallel lm_head), starting at vocab_start_index: each chunk's
+    shard partials combine as in vocab_parallel_logprob_entropy (one all_gather for all chunks),
+    so every rank gets the whole vocabulary's results; the backward gives each rank its rows'
+    dweight and all_reduces dhidden over the group (pass hidden as the replicated tensor itself,
+    not through a region whose backward all_reduces it again). The same-loss-on-every-rank
+    assumption of vocab_parallel_logprob_entropy applies.
+
     Args:
-        hidden: float16, bfloat16 or float32 [..., H], the last hidden states.
-        lm_head_weight: [V, H] of hidden's dtype (no bias: Qwen's lm_head has none).
-        target: int32 or int64 [...] (hidden's shape without H); ignore_index rows give 0 and 0.
+        hidden: float16, bfloat16 or float32 [..., H], the last hidden states (with a group: the
+            same on every rank).
+        lm_head_weight: [V, H] of hidden's dtype (no bias: Qwen's lm_head has none); with a group
+            this rank's [V_r, H] rows.
+        target: int32 or int64 [...] (hidden's shape without H), indices into the whole
+            vocabulary; ignore_index rows give 0 and 0.
         chunk: rows per chunk.
         temperature: divides the logits.
+        group: None (the default): the weight is the whole vocabulary, no collective, whatever
+            process group exists (unlike vocab_parallel_logprob_entropy, whose None is the
+            default group: a data-parallel caller's full lm_head must not be combined).
+        vocab_start_index: with a group, the whole vocabulary's index of this rank's first row.
 
     Returns:
         (logprob, entropy): float32 [...], differentiable in hidden and lm_head_weight.
     """
+    op = "linear_logprob_entropy"
     if chunk < 1:
-        raise ValueError(f"opgen.rl.linear_logprob_entropy: chunk must be at least 1, got {chunk}")
-    _check_leading("linear_logprob_entropy", "target", target, "hidden's", hidden)
+        raise ValueError(f"opgen.rl.{op}: chunk must be at least 1, got {chunk}")
+    _check_leading(op, "target", target, "hidden's", hidden)
+    group, world = (None, 1) if group is None else _vocab_group(op, group)
+    start = _vocab_start(op, vocab_start_index, world, "lm_head_weight", lm_head_weight.shape[0])
     lp, ent, _ = _LinearLogprobEntropy.apply(
         hidden.reshape(-1, hidden.shape[-1]), lm_head_weight, target.reshape(-1), int(chunk), float(temperature),
-        int(ignore_index),
+        int(ignore_index), start, group, world,
+    )
+    return lp.view(target.shape), ent.view(target.shape)
+
+
+def _vocab_group(op, group):
+    """(group, world size): group None is the default process group, or one rank when
+    torch.distributed has none (the shard is then the whole vocabulary)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        if group is not None:
+            raise ValueError(
+                f"opgen.rl.{op}: a group was given but torch.distributed has no process group "
+                f"(call init_process_group first, or pass group=None for one rank)"
+            )
+        return None, 1
+    world = dist.get_world_size(group)
+    if world < 1:
+        raise ValueError(f"opgen.rl.{op}: this rank (global rank {dist.get_rank()}) is not in the group")
+    return group, world
+
+
+def _vocab_start(op, vocab_start_index, world, name, width):
+    """vocab_start_index as an int, checked: >= 0, and 0 with one rank (`name`'s `width` columns
+    or rows are then the whole vocabulary)."""
+    start = int(vocab_start_index)
+    if start < 0 or (world == 1 and start != 0):
+        raise ValueError(
+            f"opgen.rl.{op}: vocab_start_index {start} must be >= 0 (and 0 with one rank, whose "
+            f"{name} of {width} vocabulary entries is the whole vocabulary)"
+        )
+    return start
+
+
+def _vocab_partials(logits_shard, target, vocab_start, temperature, ignore_index):
+    """The shard's partial per row, from the logprob_entropy op on its [N, V_r] columns: the
+    local target, a float32 [N, 4] tensor (lse_s, entropy_s, logprob_s where the shard owns the
+    target else 0, 1 where it owns it else 0) and whether each row counts (not ignore_index)."""
+    width = logits_shard.shape[-1]
+    local = target - vocab_start
+    keep = target != ignore_index
+    owned = keep & (local >= 0) & (local < width)
+    # Another shard's target: any index outside [0, V_r) that is not ignore_index (the kernel
+    # compares with ignore_index's low 32 bits): the op's lse and entropy are still right.
+    elsewhere = -2 if ignore_index % 2**32 == 2**32 - 1 else -1
+    local = torch.where(owned, local, torch.where(keep, elsewhere, ignore_index)).to(target.dtype)
+    lp, ent, lse = torch.ops.opgen.logprob_entropy(logits_shard, local, temperature, ignore_index)
+    part = torch.stack((lse, ent, torch.where(owned, lp, 0.0), owned.float()), dim=-1)
+    return local, part, keep
+
+
+def _combine_vocab_partials(part, keep, group, world):
+    """(logprob, entropy, lse) of the whole vocabulary from every shard's [N, 4] partial: one
+    all_gather ([world, N, 4] float32, not a max all_reduce then a sum all_reduce: one collective,
+    and every rank combines the same numbers in the same order, so the results are the same bits
+    on every rank). lse = logsumexp_s lse_s; with w_s = exp(lse_s - lse) (the shard's share of
+    the probability), entropy = sum_s w_s·(entropy_s - log w_s) (the chain rule of entropy: both
+    terms >= 0, no cancellation) and logprob = logprob_s + log w_s from the shard that owns the
+    target (NaN when no shard or two own it, as the op gives for a target outside [0, V))."""
+    if world == 1:
+        parts = part[None]
+    else:
+        import torch.distributed as dist
+
+        gathered = [torch.empty_like(part) for _ in range(world)]
+        dist.all_gather(gathered, part.contiguous(), group=group)
+        parts = torch.stack(gathered)
+    lse_s, ent_s, lp_s, owned = parts.unbind(-1)
+    lse = torch.logsumexp(lse_s, dim=0)
+    log_w = lse_s - lse
+    w = log_w.exp()
+    # A shard whose logits are all -inf has w = 0 and adds nothing (not 0·inf).
+    ent = torch.where(w > 0, w * (ent_s - log_w), 0.0).sum(0)
+    lp = torch.where(owned > 0, lp_s + log_w, 0.0).sum(0)
+    lp = torch.where(owned.sum(0) == 1, lp, float("nan"))
+    return torch.where(keep, lp, 0.0), torch.where(keep, ent, 0.0), lse
+
+
+class _VocabParallelLogprobEntropy(torch.autograd.Function):
+    """logprob and entropy over a vocabulary split across the group's ranks; each rank's
+    backward gives its own shard's dlogits (no collective)."""
+
+    @staticmethod
+    def forward(ctx, logits_shard, target, vocab_start, temperature, ignore_index, group, world):
+        local, part, keep = _vocab_partials(logits_shard, target, vocab_start, temperature, ignore_index)
+        lp, ent, lse = _combine_vocab_partials(part, keep, group, world)
+        ctx.save_for_backward(logits_shard, local, lse, ent)
+        ctx.temperature, ctx.ignore_index = temperature, ignore_index
+        return lp, ent
+
+    @staticmethod
+    def backward(ctx, dlp, dent):
+        logits_shard, local, lse, ent = ctx.saved_tensors
+        dlp, dent = _row_grads(dlp, dent, ent)
+        # p = exp(z - lse) with the whole vocabulary's lse and entropy: this shard's columns of
+        # the whole softmax's gradient; another shard's target adds no one-hot term here.
+        dlogits = torch.ops.opgen.logprob_entropy_grad(
+            logits_shard, local, lse, ent, dlp, dent, ctx.temperature, ctx.ignore_index
+        )
+        return dlogits, None, None, None, None, None, None
+
+
+def vocab_parallel_logprob_entropy(
+    logits_shard: torch.Tensor,
+    target: torch.Tensor,
+    vocab_start_index: int,
+    group=None,
+    temperature: float = 1.0,
+    ignore_index: int = -100,
+):
+    """(logprob, entropy) over a vocabulary split across tensor-parallel ranks, Megatron's
+    vocab-parallel cross-entropy: each rank holds logits[..., vocab_start_index : vocab_start_index
+    + V_r] (lm_head's output dim sharded; shards may differ in size) and gets the whole
+    vocabulary's results.
+
+    Each shard runs the logprob_entropy op on its columns with the target mapped to its own index
+    (another shard's target becomes an index outside [0, V_r): its lse and entropy are right);
+    its (lse_s, entropy_s, logprob_s if it owns the target) carries what the usual per-row
+    partial (max, sum-exp, target logit or -inf, sum p·z) does: lse_s = max + log sum-exp,
+    z_target = logprob_s + lse_s, sum q·z = lse_s - entropy_s with q the shard's softmax. One
+    all_gather of a float32 [N, 4] per rank combines them (_combine_vocab_partials), identically
+    on every rank. The backward is logprob_entropy_grad on the shard with the whole vocabulary's
+    lse and entropy: each rank's dlogits for its own columns, without a collective. That is
+    right when every rank's loss is the same function of (logprob, entropy), so the incoming
+    gradients are the same on every rank (as Megatron's vocab-parallel cross-entropy assumes):
+    every rank computes the loss from the same replicated results. verl's Megatron path
+    (verl.utils.megatron.tensor_parallel: vocab_parallel_log_probs_from_logits and
+    vocab_parallel_entropy) does the same with a max all_reduce then sum all_reduces in each of
+    the two functions.
+
+    Args:
+        logits_shard: float16, bfloat16 or float32 [..., V_r], this rank's vocabulary columns.
+        target: int32 or int64 [...] (logits_shard's shape without V_r), the same on every rank,
+            an index into the whole vocabulary; ignore_index rows give 0 and 0, a target no shard
+            holds gives logprob NaN.
+        vocab_start_index: the whole vocabulary's index of this shard's first column.
+        group: the tensor-parallel process group (None: the default group, or one rank when
+            torch.distributed has no process group; then vocab_start_index is 0). Every rank of
+            the group calls this with the same number of rows.
+        temperature: divides the logits.
+
+    Returns:
+        (logprob, entropy): float32 [...], the same on every rank, differentiable in logits_shard.
+        With one rank, the same bits as logprobs_from_logits and entropy_from_logits.
+    """
+    op = "vocab_parallel_logprob_entropy"
+    if logits_shard.dim() < 1 or logits_shard.shape[-1] < 1:
+        raise ValueError(
+            f"opgen.rl.{op}: logits_shard of shape {tuple(logits_shard.shape)} has no vocabulary columns"
+        )
+    if logits_shard.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise ValueError(
+            f"opgen.rl.{op}: logits_shard of shape {tuple(logits_shard.shape)} must be float16, bfloat16 "
+            f"or float32, got {logits_shard.dtype}"
+        )
+    if target.dtype not in (torch.int32, torch.int64):
+        raise ValueError(
+            f"opgen.rl.{op}: target of shape {tuple(target.shape)} must be int32 or int64, got {target.dtype}"
+        )
+    _check_leading(op, "target", target, "logits_shard's", logits_shard)
+    group, world = _vocab_group(op, group)
+    start = _vocab_start(op, vocab_start_index, world, "logits_shard", logits_shard.shape[-1])
+    lp, ent = _VocabParallelLogprobEntropy.apply(
+        logits_shard.reshape(-1, logits_shard.shape[-1]), target.reshape(-1), start, float(temperature),
+        int(ignore_index), group, world,
     )
     return lp.view(target.shape), ent.view(target.shape)

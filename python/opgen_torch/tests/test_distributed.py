@@ -408,6 +408,13 @@ def vocab_parallel_step(dtype, temperature, ignore_index=-100):
     return logits, w1, w2, ranks
 
 
+def print_worst(label, errors):
+    """Rank 0 prints a case's largest errors against float64 ({what: max |error|})."""
+    if dist.get_rank() == 0:
+        worst = ", ".join(f"{k} {v:.1e}" for k, v in errors.items())
+        print(f"\n  {label}: max |error| against float64: {worst}", flush=True)
+
+
 class VocabParallel(unittest.TestCase):
     def check(self, dtype, temperature, ignore_index=-100):
         """vocab_parallel_step's results against the unsplit op and the float64 formula, and the
@@ -455,13 +462,7 @@ class VocabParallel(unittest.TestCase):
         for dtype, temperature, ignore_index in cases:
             with self.subTest(dtype=dtype, temperature=temperature, ignore_index=ignore_index):
                 errors = self.check(dtype, temperature, ignore_index)
-                if dist.get_rank() == 0:
-                    worst = ", ".join(f"{k} {v:.1e}" for k, v in errors.items())
-                    print(
-                        f"\n  vocab parallel x{WORLD} {dtype} T={temperature} ignore_index={ignore_index}: "
-                        f"max |error| against float64: {worst}",
-                        flush=True,
-                    )
+                print_worst(f"vocab parallel x{WORLD} {dtype} T={temperature} ignore_index={ignore_index}", errors)
 
     def test_wrong_combines_fail(self):
         # Two mutants of the combine, each must fail the check: the shards' entropies summed
@@ -562,13 +563,7 @@ class VocabParallel(unittest.TestCase):
         for dtype, temperature in ((torch.float32, 1.0), (torch.bfloat16, 1.0), (torch.float32, 0.7)):
             with self.subTest(dtype=dtype, temperature=temperature):
                 errors = self.check_linear(dtype, temperature)
-                if dist.get_rank() == 0:
-                    worst = ", ".join(f"{k} {v:.1e}" for k, v in errors.items())
-                    print(
-                        f"\n  linear vocab parallel x{WORLD} {dtype} T={temperature}: max |error| against float64: "
-                        f"{worst}",
-                        flush=True,
-                    )
+                print_worst(f"linear vocab parallel x{WORLD} {dtype} T={temperature}", errors)
 
     def test_linear_without_the_dhidden_all_reduce_fails(self):
         # A mutant: each rank keeps its own columns' share of dhidden (no all_reduce); the ranks'

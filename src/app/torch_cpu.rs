@@ -236,9 +236,14 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
         "-isystem".to_string(),
         torch.join("include/torch/csrc/api/include").display().to_string(),
     ]);
+    // Both include opgen_torch.h (the shared host checks, the plans): its text is part of their key,
+    // or a change of it alone would link the stale objects.
+    let torch_header = src.join("torch").join("opgen_torch.h");
+    let ext_headers =
+        Fnv::new().bytes(headers.as_bytes()).bytes(&fs::read(&torch_header).unwrap_or_default()).hex();
     let ext_jobs: Vec<Compile> = ["opgen_schema.cpp", "opgen_cpu.cpp"]
         .iter()
-        .map(|f| object(&obj, &src.join("torch").join(f), &headers, base(&torch_flags)))
+        .map(|f| object(&obj, &src.join("torch").join(f), &ext_headers, base(&torch_flags)))
         .collect();
 
     let mut all: Vec<Compile> = Vec::new();

@@ -10,6 +10,9 @@ real PyTorch: the generated kernels and op_host code running on the CPU twin.
 - the shapes the generated op_host code refuses (host_refusals.txt: rotary tables that do not
   broadcast, a key/cache head-dim mismatch...), the CPU kernel (the twin-compiled op_host) and
   the Meta kernel under FakeTensorMode refuse with the file's message, word for word;
+- the same refusals under torch.compile(dynamic=True, fullgraph=True) fail while tracing (the
+  op_host's checks over symbolic sizes) with the eager call's message, and valid calls of five
+  families run at two sizes of a dynamic dim from one compiled frame (no specialisation);
 - a kernel that breaks a twin rule raises a RuntimeError naming the op and the rule, and the
   process goes on (a mutant kernel library replaces one of the build's);
 - an op without a backward op raises a clear error naming the op and the input when an input
@@ -672,6 +675,22 @@ class DynamicShapeHostChecks(unittest.TestCase):
                             self.assertTrue(torch.equal(g, w), f"{op} at n={n}")
                         frames.append(counter.frame_count)
                 self.assertEqual(frames[1], frames[0], "the second size compiled again")
+
+    def test_data_dependent_sizes_are_left_to_the_kernel(self):
+        # The tokens a mask keeps (RL: the response tokens) have an unbacked size under
+        # torch.compile: nothing to guard on, so the checks are the kernel's; the graph still traces.
+        logits = uniform((6, 40), torch.float32, 12)
+        target = torch.randint(0, 40, (6,), generator=gen(13), dtype=torch.int32)
+        keep = torch.tensor([True, False, True, True, False, True])
+
+        def kept(logits, target, keep):
+            return OPS.logprob_entropy(logits[keep], target[keep], 0.7, -100)
+
+        torch._dynamo.reset()
+        with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+            got = torch.compile(kept, backend="aot_eager", dynamic=True, fullgraph=True)(logits, target, keep)
+        for g, w in zip(got, kept(logits, target, keep)):
+            self.assertTrue(torch.equal(g, w))
 
 
 # ---- autograd ---------------------------------------------------------------------------------

@@ -3522,6 +3522,21 @@ private:
     c10::SymInt v_;
 };
 
+// Whether a size of one of `tensors` is data-dependent (unbacked: the count of a nonzero or a
+// boolean mask under torch.compile): it has no value for SymDim's comparisons to guard on, so
+// the shared host checks leave it to the kernel's own call (the op_host, at run time).
+inline bool has_data_dependent_sizes(std::initializer_list<const at::Tensor*> tensors)
+{
+    for (const at::Tensor* t : tensors) {
+        for (const c10::SymInt& d : t->sym_sizes()) {
+            if (!d.has_hint()) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 // A tensor's sizes, concrete or symbolic, in the shape interface the shared host checks read
 // (gert::Shape's GetDimNum and GetDim).
 struct SymDimsView {
@@ -3537,6 +3552,9 @@ struct SymDimsView {
 // for word.
 inline void add_rms_norm_host_checks(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
+    if (has_data_dependent_sizes({ &x1, &x2, &gamma })) {
+        return;
+    }
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
     if (!::opgen_add_rms_norm_checks::HostChecks(SymDimsView(x1), SymDimsView(x2), SymDimsView(gamma), static_cast<float>(epsilon), rounding_text.c_str(), &why)) {
@@ -3549,6 +3567,9 @@ inline void add_rms_norm_host_checks(const at::Tensor& x1, const at::Tensor& x2,
 // for word.
 inline void add_rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum, c10::string_view arithmetic)
 {
+    if (has_data_dependent_sizes({ &dy, &x_sum, &rstd, &gamma, &dx_sum })) {
+        return;
+    }
     const std::string arithmetic_text(arithmetic.data(), arithmetic.size());
     OpgenWhy why;
     if (!::opgen_add_rms_norm_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x_sum), SymDimsView(rstd), SymDimsView(gamma), SymDimsView(dx_sum), arithmetic_text.c_str(), &why)) {
@@ -3561,6 +3582,9 @@ inline void add_rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor
 // for word.
 inline void bnsd_to_bsnd_host_checks(const at::Tensor& x)
 {
+    if (has_data_dependent_sizes({ &x })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_bnsd_to_bsnd_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::bnsd_to_bsnd: the op_host code refuses the call: OpgenBnsdToBsnd: ", why.text);
@@ -3572,6 +3596,9 @@ inline void bnsd_to_bsnd_host_checks(const at::Tensor& x)
 // for word.
 inline void bsnd_to_bnsd_host_checks(const at::Tensor& x)
 {
+    if (has_data_dependent_sizes({ &x })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_bsnd_to_bnsd_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::bsnd_to_bnsd: the op_host code refuses the call: OpgenBsndToBnsd: ", why.text);
@@ -3583,6 +3610,9 @@ inline void bsnd_to_bnsd_host_checks(const at::Tensor& x)
 // for word.
 inline void dequant_int8_host_checks(const at::Tensor& q, const at::Tensor& scale, c10::string_view out_dtype)
 {
+    if (has_data_dependent_sizes({ &q, &scale })) {
+        return;
+    }
     const std::string out_dtype_text(out_dtype.data(), out_dtype.size());
     OpgenWhy why;
     if (!::opgen_dequant_int8_checks::HostChecks(SymDimsView(q), SymDimsView(scale), out_dtype_text.c_str(), &why)) {
@@ -3595,6 +3625,9 @@ inline void dequant_int8_host_checks(const at::Tensor& q, const at::Tensor& scal
 // for word.
 inline void discounted_return_host_checks(const at::Tensor& token_level_rewards, const at::Tensor& response_mask, double gamma)
 {
+    if (has_data_dependent_sizes({ &token_level_rewards, &response_mask })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_discounted_return_checks::HostChecks(SymDimsView(token_level_rewards), SymDimsView(response_mask), static_cast<float>(gamma), &why)) {
         TORCH_CHECK(false, "opgen::discounted_return: the op_host code refuses the call: OpgenDiscountedReturn: ", why.text);
@@ -3606,6 +3639,9 @@ inline void discounted_return_host_checks(const at::Tensor& token_level_rewards,
 // for word.
 inline void fast_gelu_host_checks(const at::Tensor& x)
 {
+    if (has_data_dependent_sizes({ &x })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_fast_gelu_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::fast_gelu: the op_host code refuses the call: OpgenFastGelu: ", why.text);
@@ -3617,6 +3653,9 @@ inline void fast_gelu_host_checks(const at::Tensor& x)
 // for word.
 inline void fast_gelu_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
 {
+    if (has_data_dependent_sizes({ &dy, &x })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_fast_gelu_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::fast_gelu_grad: the op_host code refuses the call: OpgenFastGeluGrad: ", why.text);
@@ -3628,6 +3667,9 @@ inline void fast_gelu_grad_host_checks(const at::Tensor& dy, const at::Tensor& x
 // for word.
 inline void gae_host_checks(const at::Tensor& token_level_rewards, const at::Tensor& values, const at::Tensor& response_mask, double gamma, double lam)
 {
+    if (has_data_dependent_sizes({ &token_level_rewards, &values, &response_mask })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_gae_checks::HostChecks(SymDimsView(token_level_rewards), SymDimsView(values), SymDimsView(response_mask), static_cast<float>(gamma), static_cast<float>(lam), &why)) {
         TORCH_CHECK(false, "opgen::gae: the op_host code refuses the call: OpgenGae: ", why.text);
@@ -3639,6 +3681,9 @@ inline void gae_host_checks(const at::Tensor& token_level_rewards, const at::Ten
 // for word.
 inline void gelu_erf_host_checks(const at::Tensor& x)
 {
+    if (has_data_dependent_sizes({ &x })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_gelu_erf_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::gelu_erf: the op_host code refuses the call: OpgenGeluErf: ", why.text);
@@ -3650,6 +3695,9 @@ inline void gelu_erf_host_checks(const at::Tensor& x)
 // for word.
 inline void gelu_erf_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
 {
+    if (has_data_dependent_sizes({ &dy, &x })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_gelu_erf_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::gelu_erf_grad: the op_host code refuses the call: OpgenGeluErfGrad: ", why.text);
@@ -3661,6 +3709,9 @@ inline void gelu_erf_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
 // for word.
 inline void gelu_tanh_host_checks(const at::Tensor& x)
 {
+    if (has_data_dependent_sizes({ &x })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_gelu_tanh_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::gelu_tanh: the op_host code refuses the call: OpgenGeluTanh: ", why.text);
@@ -3672,6 +3723,9 @@ inline void gelu_tanh_host_checks(const at::Tensor& x)
 // for word.
 inline void gelu_tanh_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
 {
+    if (has_data_dependent_sizes({ &dy, &x })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_gelu_tanh_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::gelu_tanh_grad: the op_host code refuses the call: OpgenGeluTanhGrad: ", why.text);
@@ -3683,6 +3737,9 @@ inline void gelu_tanh_grad_host_checks(const at::Tensor& dy, const at::Tensor& x
 // for word.
 inline void layer_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, double epsilon)
 {
+    if (has_data_dependent_sizes({ &x, &gamma, &beta })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_layer_norm_checks::HostChecks(SymDimsView(x), SymDimsView(gamma), SymDimsView(beta), static_cast<float>(epsilon), &why)) {
         TORCH_CHECK(false, "opgen::layer_norm: the op_host code refuses the call: OpgenLayerNorm: ", why.text);
@@ -3694,6 +3751,9 @@ inline void layer_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma,
 // for word.
 inline void layer_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
+    if (has_data_dependent_sizes({ &dy, &x, &mean, &rstd, &gamma })) {
+        return;
+    }
     const std::string arithmetic_text(arithmetic.data(), arithmetic.size());
     OpgenWhy why;
     if (!::opgen_layer_norm_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), SymDimsView(mean), SymDimsView(rstd), SymDimsView(gamma), arithmetic_text.c_str(), &why)) {
@@ -3706,6 +3766,9 @@ inline void layer_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& 
 // for word.
 inline void logprob_entropy_host_checks(const at::Tensor& logits, const at::Tensor& target, double temperature, int64_t ignore_index)
 {
+    if (has_data_dependent_sizes({ &logits, &target })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_logprob_entropy_checks::HostChecks(SymDimsView(logits), SymDimsView(target), static_cast<float>(temperature), ignore_index, &why)) {
         TORCH_CHECK(false, "opgen::logprob_entropy: the op_host code refuses the call: OpgenLogprobEntropy: ", why.text);
@@ -3717,6 +3780,9 @@ inline void logprob_entropy_host_checks(const at::Tensor& logits, const at::Tens
 // for word.
 inline void logprob_entropy_grad_host_checks(const at::Tensor& logits, const at::Tensor& target, const at::Tensor& lse, const at::Tensor& entropy, const at::Tensor& dlogprob, const at::Tensor& dentropy, double temperature, int64_t ignore_index)
 {
+    if (has_data_dependent_sizes({ &logits, &target, &lse, &entropy, &dlogprob, &dentropy })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_logprob_entropy_grad_checks::HostChecks(SymDimsView(logits), SymDimsView(target), SymDimsView(lse), SymDimsView(entropy), SymDimsView(dlogprob), SymDimsView(dentropy), static_cast<float>(temperature), ignore_index, &why)) {
         TORCH_CHECK(false, "opgen::logprob_entropy_grad: the op_host code refuses the call: OpgenLogprobEntropyGrad: ", why.text);
@@ -3728,6 +3794,9 @@ inline void logprob_entropy_grad_host_checks(const at::Tensor& logits, const at:
 // for word.
 inline void reshape_and_cache_host_checks(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, const at::Tensor& slot_mapping)
 {
+    if (has_data_dependent_sizes({ &key, &value, &key_cache, &value_cache, &slot_mapping })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_reshape_and_cache_checks::HostChecks(SymDimsView(key), SymDimsView(value), SymDimsView(key_cache), SymDimsView(value_cache), SymDimsView(slot_mapping), &why)) {
         TORCH_CHECK(false, "opgen::reshape_and_cache: the op_host code refuses the call: OpgenReshapeAndCache: ", why.text);
@@ -3739,6 +3808,9 @@ inline void reshape_and_cache_host_checks(const at::Tensor& key, const at::Tenso
 // for word.
 inline void reshape_and_cache_int8_host_checks(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, at::Tensor& key_scale, at::Tensor& value_scale, const at::Tensor& slot_mapping)
 {
+    if (has_data_dependent_sizes({ &key, &value, &key_cache, &value_cache, &key_scale, &value_scale, &slot_mapping })) {
+        return;
+    }
     OpgenWhy why;
     if (!::opgen_reshape_and_cache_int8_checks::HostChecks(SymDimsView(key), SymDimsView(value), SymDimsView(key_cache), SymDimsView(value_cache), SymDimsView(key_scale), SymDimsView(value_scale), SymDimsView(slot_mapping), &why)) {
         TORCH_CHECK(false, "opgen::reshape_and_cache_int8: the op_host code refuses the call: OpgenReshapeAndCacheInt8: ", why.text);
@@ -3750,6 +3822,9 @@ inline void reshape_and_cache_int8_host_checks(const at::Tensor& key, const at::
 // for word.
 inline void rms_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
+    if (has_data_dependent_sizes({ &x, &gamma })) {
+        return;
+    }
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
     if (!::opgen_rms_norm_checks::HostChecks(SymDimsView(x), SymDimsView(gamma), static_cast<float>(epsilon), rounding_text.c_str(), &why)) {
@@ -3762,6 +3837,9 @@ inline void rms_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma, d
 // for word.
 inline void rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
+    if (has_data_dependent_sizes({ &dy, &x, &rstd, &gamma })) {
+        return;
+    }
     const std::string arithmetic_text(arithmetic.data(), arithmetic.size());
     OpgenWhy why;
     if (!::opgen_rms_norm_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), SymDimsView(rstd), SymDimsView(gamma), arithmetic_text.c_str(), &why)) {
@@ -3774,6 +3852,9 @@ inline void rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x,
 // for word.
 inline void rotary_mul_host_checks(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, c10::string_view rounding)
 {
+    if (has_data_dependent_sizes({ &x, &r1, &r2 })) {
+        return;
+    }
     const std::string mode_text(mode.data(), mode.size());
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
@@ -3787,6 +3868,9 @@ inline void rotary_mul_host_checks(const at::Tensor& x, const at::Tensor& r1, co
 // for word.
 inline void rotary_mul_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, bool table_grads)
 {
+    if (has_data_dependent_sizes({ &dy, &x, &r1, &r2 })) {
+        return;
+    }
     const std::string mode_text(mode.data(), mode.size());
     OpgenWhy why;
     if (!::opgen_rotary_mul_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), SymDimsView(r1), SymDimsView(r2), mode_text.c_str(), table_grads, &why)) {
@@ -3799,6 +3883,9 @@ inline void rotary_mul_grad_host_checks(const at::Tensor& dy, const at::Tensor& 
 // for word.
 inline void swiglu_host_checks(const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
+    if (has_data_dependent_sizes({ &gate, &up })) {
+        return;
+    }
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
     if (!::opgen_swiglu_checks::HostChecks(SymDimsView(gate), SymDimsView(up), rounding_text.c_str(), &why)) {
@@ -3811,6 +3898,9 @@ inline void swiglu_host_checks(const at::Tensor& gate, const at::Tensor& up, c10
 // for word.
 inline void swiglu_grad_host_checks(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
+    if (has_data_dependent_sizes({ &dy, &gate, &up })) {
+        return;
+    }
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
     if (!::opgen_swiglu_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(gate), SymDimsView(up), rounding_text.c_str(), &why)) {

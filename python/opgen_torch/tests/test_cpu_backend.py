@@ -11,8 +11,9 @@ real PyTorch: the generated kernels and op_host code running on the CPU twin.
   broadcast, a key/cache head-dim mismatch...), the CPU kernel (the twin-compiled op_host) and
   the Meta kernel under FakeTensorMode refuse with the file's message, word for word;
 - the same refusals under torch.compile(dynamic=True, fullgraph=True) fail while tracing (the
-  op_host's checks over symbolic sizes) with the eager call's message, and valid calls of five
-  families run at two sizes of a dynamic dim from one compiled frame (no specialisation);
+  op_host's checks over symbolic sizes) with the eager call's message, valid calls of five
+  families run at two sizes of a dynamic dim from one compiled frame (no specialisation), and
+  that frame's guards keep the op_host's conditions (an odd head dim is traced and refused);
 - a kernel that breaks a twin rule raises a RuntimeError naming the op and the rule, and the
   process goes on (a mutant kernel library replaces one of the build's);
 - an op without a backward op raises a clear error naming the op and the input when an input
@@ -675,6 +676,32 @@ class DynamicShapeHostChecks(unittest.TestCase):
                             self.assertTrue(torch.equal(g, w), f"{op} at n={n}")
                         frames.append(counter.frame_count)
                 self.assertEqual(frames[1], frames[0], "the second size compiled again")
+
+    def test_a_valid_calls_guards_keep_the_op_hosts_conditions(self):
+        # The frame compiled for head dim 8 is kept for even head dims only (the op_host's
+        # check as a guard): head dim 7 is traced again and refused there, before the compiled
+        # graph runs, with the eager words.
+        runs = []
+
+        def counting(gm, example_inputs):
+            def run(*args):
+                runs.append(len(example_inputs))
+                return gm(*args)
+
+            return run
+
+        torch._dynamo.reset()
+        fn = torch.compile(lambda x, r1, r2: OPS.rotary_mul(x, r1, r2, "half"), backend=counting, dynamic=True,
+                           fullgraph=True)
+        fn(uniform((2, 5, 3, 8), torch.float32, 14), uniform((1, 5, 1, 8), torch.float32, 15),
+           uniform((1, 5, 1, 8), torch.float32, 16))
+        odd = (torch.zeros(2, 5, 3, 7), torch.zeros(1, 5, 1, 7), torch.zeros(1, 5, 1, 7))
+        with self.assertRaises(RuntimeError) as eager:
+            OPS.rotary_mul(*odd, "half")
+        with self.assertRaises(RuntimeError) as traced:
+            fn(*odd)
+        self.assertEqual(len(runs), 1, "the compiled graph ran for the odd head dim")
+        self.assertEqual(first_line_of_root(traced.exception), str(eager.exception).split("\n")[0])
 
     def test_data_dependent_sizes_are_left_to_the_kernel(self):
         # The tokens a mask keeps (RL: the response tokens) have an unbacked size under

@@ -20,7 +20,8 @@
 
 // ---- the shape and attr checks of OpgenGeluTanhGrad (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_tanh_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".

@@ -33,7 +33,8 @@
 // in-process, no CANN) runs the host's own checks in its Meta and NPU kernels.
 // ---- the shape and attr checks of OpgenAddRmsNorm (templates/host/row_norm_checks.j2): the same
 // text is in op_host/opgen_add_rms_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -171,7 +172,8 @@ bool HostChecks(const Shape& x, const Shape& x2, const Shape& gamma, float epsil
 
 // ---- the shape checks of OpgenAddRmsNormGrad (templates/host/row_norm_grad_checks.j2): the same text
 // is in op_host/opgen_add_rms_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -329,7 +331,8 @@ const char* arithmetic, OpgenWhy* why)
 
 // ---- the shape checks of OpgenBnsdToBsnd (templates/host/permute_checks.j2): the same text is in
 // op_host/opgen_bnsd_to_bsnd.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -426,7 +429,8 @@ bool HostChecks(const Shape& x, OpgenWhy* why)
 
 // ---- the shape checks of OpgenBsndToBnsd (templates/host/permute_checks.j2): the same text is in
 // op_host/opgen_bsnd_to_bnsd.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -523,7 +527,8 @@ bool HostChecks(const Shape& x, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenDequantInt8 (templates/host/dequant_checks.j2): the same
 // text is in op_host/opgen_dequant_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -659,7 +664,8 @@ bool HostChecks(const Shape& q, const Shape& scale, const char* outDtype, OpgenW
 
 // ---- the shape and attr checks of OpgenDiscountedReturn (templates/host/reverse_scan_checks.j2): the same
 // text is in op_host/opgen_discounted_return.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -784,7 +790,8 @@ bool HostChecks(const Shape& rewards, const Shape& mask, float gamma, OpgenWhy* 
 
 // ---- the shape and attr checks of OpgenFastGelu (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_fast_gelu.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -875,7 +882,8 @@ bool HostChecks(const Shape& in0, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenFastGeluGrad (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_fast_gelu_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -966,7 +974,8 @@ bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenGae (templates/host/reverse_scan_checks.j2): the same
 // text is in op_host/opgen_gae.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1100,7 +1109,8 @@ bool HostChecks(const Shape& rewards, const Shape& values, const Shape& mask, fl
 
 // ---- the shape and attr checks of OpgenGeluErf (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_erf.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1191,7 +1201,8 @@ bool HostChecks(const Shape& in0, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenGeluErfGrad (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_erf_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1282,7 +1293,8 @@ bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenGeluTanh (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_tanh.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1373,7 +1385,8 @@ bool HostChecks(const Shape& in0, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenGeluTanhGrad (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_tanh_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1464,7 +1477,8 @@ bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenLayerNorm (templates/host/row_norm_checks.j2): the same
 // text is in op_host/opgen_layer_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1586,7 +1600,8 @@ bool HostChecks(const Shape& x, const Shape& gamma, const Shape& beta, float eps
 
 // ---- the shape checks of OpgenLayerNormGrad (templates/host/row_norm_grad_checks.j2): the same text
 // is in op_host/opgen_layer_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1751,7 +1766,8 @@ const char* arithmetic, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenLogprobEntropy (templates/host/vocab_reduce_checks.j2): the same
 // text is in op_host/opgen_logprob_entropy.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1885,7 +1901,8 @@ bool HostChecks(const Shape& logits, const Shape& target, float temperature, int
 
 // ---- the shape and attr checks of OpgenLogprobEntropyGrad (templates/host/vocab_reduce_checks.j2): the same
 // text is in op_host/opgen_logprob_entropy_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2050,7 +2067,8 @@ bool HostChecks(const Shape& logits, const Shape& target, const Shape& lse, cons
 
 // ---- the shape checks of OpgenReshapeAndCache (templates/host/paged_cache_checks.j2): the same text is
 // in op_host/opgen_reshape_and_cache.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2197,7 +2215,8 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
 
 // ---- the shape checks of OpgenReshapeAndCacheInt8 (templates/host/paged_cache_checks.j2): the same text is
 // in op_host/opgen_reshape_and_cache_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2360,7 +2379,8 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
 
 // ---- the shape and attr checks of OpgenRmsNorm (templates/host/row_norm_checks.j2): the same
 // text is in op_host/opgen_rms_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2495,7 +2515,8 @@ bool HostChecks(const Shape& x, const Shape& gamma, float epsilon, const char* r
 
 // ---- the shape checks of OpgenRmsNormGrad (templates/host/row_norm_grad_checks.j2): the same text
 // is in op_host/opgen_rms_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2650,7 +2671,8 @@ const char* arithmetic, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenRotaryMul (templates/host/rotary_checks.j2): the same
 // text is in op_host/opgen_rotary_mul.cpp and torch/opgen_torch.h. Shape is any type with
-// GetDimNum() and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDimNum() and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2865,7 +2887,8 @@ bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mo
 
 // ---- the shape and attr checks of OpgenRotaryMulGrad (templates/host/rotary_checks.j2): the same
 // text is in op_host/opgen_rotary_mul_grad.cpp and torch/opgen_torch.h. Shape is any type with
-// GetDimNum() and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDimNum() and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -3072,7 +3095,8 @@ bool HostChecks(const Shape& dy, const Shape& x, const Shape& r1, const Shape& r
 
 // ---- the shape and attr checks of OpgenSwiglu (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_swiglu.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -3177,7 +3201,8 @@ bool HostChecks(const Shape& in0, const Shape& in1, const char* attr0, OpgenWhy*
 
 // ---- the shape and attr checks of OpgenSwigluGrad (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_swiglu_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".

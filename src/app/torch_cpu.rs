@@ -10,7 +10,8 @@
 //! compiled with other DTYPE_* macros each time, so each gets a library of its own, loaded with
 //! RTLD_LOCAL, its symbols hidden but the launch shim's) and `libopgen_torch_cpu.so` (schemas,
 //! Meta and Autograd kernels, the CPU kernels). Objects are cached in DIR/.build keyed by content
-//! hashes: a second run with nothing changed compiles nothing.
+//! hashes (the source's, the twin headers' and the generated headers' beside it): a second run
+//! with nothing changed compiles nothing, and a changed header recompiles what includes it.
 //!
 //! Not sanitized (ASan inside a Python process needs the interpreter preloaded with it): the
 //! sanitized twin is `opgen verify`'s job; the twin's own rule checks do run.
@@ -102,6 +103,22 @@ fn torch_dir(python: &Path) -> Result<PathBuf, AppError> {
         )));
     }
     Ok(dir)
+}
+
+/// `key` with the text of the generated headers in `dir` (its .h files: opgen_torch.h, the
+/// op_host's tiling and common headers, the kernels' common header). The sources include them,
+/// so a change of one alone must change the objects' keys, not link the stale objects.
+fn with_headers_of(key: &str, dir: &Path) -> String {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|entries| {
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "h")).collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+        .iter()
+        .fold(Fnv::new().bytes(key.as_bytes()), |h, f| h.bytes(&fs::read(f).unwrap_or_default()))
+        .hex()
 }
 
 /// An object compiled from `source` with `args`, cached under `obj` by content.
@@ -198,14 +215,16 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
     let mut twin_jobs: Vec<Compile> =
         twin_sources.iter().map(|s| object(&obj, s, &headers, base(&[]))).collect();
     let host_include = strings(["-I".to_string(), src.join("op_host").display().to_string()]);
+    let host_headers = with_headers_of(&headers, &src.join("op_host"));
     for spec in &specs {
         let source = src.join("op_host").join(format!("{}.cpp", spec.file_stem()));
-        twin_jobs.push(object(&obj, &source, &headers, base(&host_include)));
+        twin_jobs.push(object(&obj, &source, &host_headers, base(&host_include)));
     }
 
     // One kernel library per op and dtype combination.
     let hidden = strings(["-fvisibility=hidden", "-fvisibility-inlines-hidden"]);
     let mut kernels: Vec<(PathBuf, Vec<Compile>)> = Vec::new();
+    let kernel_headers = with_headers_of(&headers, &src.join("op_kernel"));
     for spec in &specs {
         let stem = spec.file_stem();
         let shim = object(&obj, &src.join("launch").join(format!("{stem}.cpp")), &headers, base(&[]));
@@ -216,8 +235,12 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
                 .map(|(name, dtype)| format!("-DDTYPE_{}={}", name.to_ascii_uppercase(), dtype.cpp_type()))
                 .chain(hidden.iter().cloned())
                 .collect();
-            let kernel =
-                object(&obj, &src.join("op_kernel").join(format!("{stem}.cpp")), &headers, base(&defines));
+            let kernel = object(
+                &obj,
+                &src.join("op_kernel").join(format!("{stem}.cpp")),
+                &kernel_headers,
+                base(&defines),
+            );
             let lib = package.join("kernels").join(format!("{stem}_c{column}.so"));
             kernels.push((lib, vec![kernel, shim_copy(&shim)]));
         }
@@ -236,9 +259,10 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
         "-isystem".to_string(),
         torch.join("include/torch/csrc/api/include").display().to_string(),
     ]);
+    let ext_headers = with_headers_of(&headers, &src.join("torch"));
     let ext_jobs: Vec<Compile> = ["opgen_schema.cpp", "opgen_cpu.cpp"]
         .iter()
-        .map(|f| object(&obj, &src.join("torch").join(f), &headers, base(&torch_flags)))
+        .map(|f| object(&obj, &src.join("torch").join(f), &ext_headers, base(&torch_flags)))
         .collect();
 
     let mut all: Vec<Compile> = Vec::new();
@@ -339,4 +363,27 @@ fn write_sources(project: &Project, specs: &[OpSpec], src: &Path) -> Result<(), 
         write_if_changed(&src.join("launch").join(format!("{}.cpp", spec.file_stem())), &launch)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toolchain::scratch::ScratchDir;
+
+    #[test]
+    fn a_changed_header_changes_the_key_and_a_changed_source_does_not() {
+        // The sources are keyed by their own text; the key of what includes a header must follow
+        // the header (opgen_torch.h changed alone once linked stale objects).
+        let dir = ScratchDir::new("torch-cpu-key").unwrap();
+        let write = |name: &str, text: &str| fs::write(dir.path().join(name), text).unwrap();
+        write("opgen_torch.h", "inline int checks() { return 1; }\n");
+        write("opgen_schema.cpp", "#include \"opgen_torch.h\"\n");
+        let before = with_headers_of("twin", dir.path());
+        write("opgen_schema.cpp", "#include \"opgen_torch.h\"\nint unrelated;\n");
+        assert_eq!(with_headers_of("twin", dir.path()), before);
+        write("opgen_torch.h", "inline int checks() { return 2; }\n");
+        let after = with_headers_of("twin", dir.path());
+        assert_ne!(after, before);
+        assert_ne!(with_headers_of("other twin headers", dir.path()), after);
+    }
 }

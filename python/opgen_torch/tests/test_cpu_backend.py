@@ -10,6 +10,10 @@ real PyTorch: the generated kernels and op_host code running on the CPU twin.
 - the shapes the generated op_host code refuses (host_refusals.txt: rotary tables that do not
   broadcast, a key/cache head-dim mismatch...), the CPU kernel (the twin-compiled op_host) and
   the Meta kernel under FakeTensorMode refuse with the file's message, word for word;
+- the same refusals under torch.compile(dynamic=True, fullgraph=True) fail while tracing (the
+  op_host's checks over symbolic sizes) with the eager call's message, valid calls of five
+  families run at two sizes of a dynamic dim from one compiled frame (no specialisation), and
+  that frame's guards keep the op_host's conditions (an odd head dim is traced and refused);
 - a kernel that breaks a twin rule raises a RuntimeError naming the op and the rule, and the
   process goes on (a mutant kernel library replaces one of the build's);
 - an op without a backward op raises a clear error naming the op and the input when an input
@@ -590,6 +594,130 @@ class HostRefusals(unittest.TestCase):
             x = torch.empty(1, 4096, 2, 64)
             t = torch.empty(1, 4096, 1, 64)
             self.assertEqual(OPS.rotary_mul(x, t, t, "half").shape, x.shape)
+
+
+def first_line_of_root(exc):
+    """The first line of the error at the bottom of `exc`'s chain (dynamo wraps the Meta kernel's
+    RuntimeError in its own)."""
+    while (exc.__cause__ or exc.__context__) is not None:
+        exc = exc.__cause__ or exc.__context__
+    return str(exc).split("\n")[0]
+
+
+class DynamicShapeHostChecks(unittest.TestCase):
+    """torch.compile(dynamic=True) runs the op_host's own checks over symbolic sizes: a call the
+    op_host refuses is refused while tracing, in the words of the eager refusal, and a valid call
+    is not specialised to its sizes (a second size runs the same compiled frame)."""
+
+    def setUp(self):
+        import logging
+
+        logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
+
+    def compiled(self, op, args):
+        """`op` compiled with dynamic shapes as a function of the tensors in `args` (the attrs are
+        constants of the function), the frame counter, and the tensors."""
+        from torch._dynamo.testing import CompileCounterWithBackend
+
+        torch._dynamo.reset()
+        is_tensor = [isinstance(a, torch.Tensor) for a in args]
+        tensors = [a for a, t in zip(args, is_tensor) if t]
+        attrs = [a for a, t in zip(args, is_tensor) if not t]  # no tensor: dynamo would guard on its sizes
+
+        def call(*ts):
+            ts, at = iter(ts), iter(attrs)
+            return getattr(OPS, op)(*(next(ts) if t else next(at) for t in is_tensor))
+
+        counter = CompileCounterWithBackend("aot_eager")
+        return torch.compile(call, backend=counter, dynamic=True, fullgraph=True), counter, tensors
+
+    def test_refusals_are_traced_with_the_op_hosts_words(self):
+        # Every real-tensor case of host_refusals.txt (all nine families' checks): the compiled
+        # call fails before the backend gets a graph, with the eager call's message.
+        cases = [(title, op, build) for title, op, build, _, fake_only in REFUSALS if not fake_only]
+        self.assertGreaterEqual(len({op for _, op, _ in cases}), 9)
+        for title, op, build in cases:
+            with self.subTest(case=title):
+                args = build(real_tensor)
+                with self.assertRaises(RuntimeError) as eager:
+                    getattr(OPS, op)(*args)
+                fn, counter, tensors = self.compiled(op, args)
+                with self.assertRaises(RuntimeError) as traced:
+                    fn(*tensors)
+                calls = [g for g in counter.graphs if f"torch.ops.opgen.{op}(" in g.code]
+                self.assertEqual(calls, [], "refused only when the compiled graph ran")
+                self.assertEqual(first_line_of_root(traced.exception), str(eager.exception).split("\n")[0])
+
+    # Valid calls of five families as a function of a size n that is dynamic under
+    # torch.compile (a dim no other dim equals, so duck sizing gives it its own symbol).
+    VALID = {
+        "rotary_mul": lambda n: (uniform((2, n, 3, 8), torch.float32, 1), uniform((1, n, 1, 8), torch.float32, 2),
+                                 uniform((1, n, 1, 8), torch.float32, 3), "half"),
+        "rms_norm": lambda n: (uniform((n, 2, 16), torch.float16, 4), uniform((2, 16), torch.float16, 5), 1e-6),
+        "dequant_int8": lambda n: (torch.randint(-128, 128, (n, 3, 32), generator=gen(6), dtype=torch.int8),
+                                   uniform((n, 3), torch.float32, 7), "float16"),
+        "logprob_entropy": lambda n: (uniform((n, 40), torch.float32, 8),
+                                      torch.randint(0, 40, (n,), generator=gen(9), dtype=torch.int32), 0.7, -100),
+        "gae": lambda n: (uniform((3, n), torch.float32, 10), uniform((3, n), torch.float32, 11),
+                          torch.ones(3, n), 0.99, 0.95),
+    }
+
+    def test_valid_calls_are_not_specialised(self):
+        for op, build in self.VALID.items():
+            with self.subTest(op=op):
+                fn, counter, _ = self.compiled(op, build(5))
+                frames = []
+                with torch._dynamo.config.patch(error_on_recompile=True):
+                    for n in (5, 7):
+                        args = build(n)
+                        got = fn(*(a for a in args if isinstance(a, torch.Tensor)))
+                        want = getattr(OPS, op)(*args)
+                        for g, w in zip(*(r if isinstance(r, (tuple, list)) else (r,) for r in (got, want))):
+                            self.assertTrue(torch.equal(g, w), f"{op} at n={n}")
+                        frames.append(counter.frame_count)
+                self.assertEqual(frames[1], frames[0], "the second size compiled again")
+
+    def test_a_valid_calls_guards_keep_the_op_hosts_conditions(self):
+        # The frame compiled for head dim 8 is kept for even head dims only (the op_host's
+        # check as a guard): head dim 7 is traced again and refused there, before the compiled
+        # graph runs, with the eager words.
+        runs = []
+
+        def counting(gm, example_inputs):
+            def run(*args):
+                runs.append(len(example_inputs))
+                return gm(*args)
+
+            return run
+
+        torch._dynamo.reset()
+        fn = torch.compile(lambda x, r1, r2: OPS.rotary_mul(x, r1, r2, "half"), backend=counting, dynamic=True,
+                           fullgraph=True)
+        fn(uniform((2, 5, 3, 8), torch.float32, 14), uniform((1, 5, 1, 8), torch.float32, 15),
+           uniform((1, 5, 1, 8), torch.float32, 16))
+        odd = (torch.zeros(2, 5, 3, 7), torch.zeros(1, 5, 1, 7), torch.zeros(1, 5, 1, 7))
+        with self.assertRaises(RuntimeError) as eager:
+            OPS.rotary_mul(*odd, "half")
+        with self.assertRaises(RuntimeError) as traced:
+            fn(*odd)
+        self.assertEqual(len(runs), 1, "the compiled graph ran for the odd head dim")
+        self.assertEqual(first_line_of_root(traced.exception), str(eager.exception).split("\n")[0])
+
+    def test_data_dependent_sizes_are_left_to_the_kernel(self):
+        # The tokens a mask keeps (RL: the response tokens) have an unbacked size under
+        # torch.compile: nothing to guard on, so the checks are the kernel's; the graph still traces.
+        logits = uniform((6, 40), torch.float32, 12)
+        target = torch.randint(0, 40, (6,), generator=gen(13), dtype=torch.int32)
+        keep = torch.tensor([True, False, True, True, False, True])
+
+        def kept(logits, target, keep):
+            return OPS.logprob_entropy(logits[keep], target[keep], 0.7, -100)
+
+        torch._dynamo.reset()
+        with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+            got = torch.compile(kept, backend="aot_eager", dynamic=True, fullgraph=True)(logits, target, keep)
+        for g, w in zip(got, kept(logits, target, keep)):
+            self.assertTrue(torch.equal(g, w))
 
 
 # ---- autograd ---------------------------------------------------------------------------------

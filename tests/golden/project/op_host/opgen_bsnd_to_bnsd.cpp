@@ -21,7 +21,8 @@
 
 // ---- the shape checks of OpgenBsndToBnsd (templates/host/permute_checks.j2): the same text is in
 // op_host/opgen_bsnd_to_bnsd.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -33,6 +34,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_bsnd_to_bnsd_checks {
 const size_t MAX_RANK = 8;
@@ -41,12 +62,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -55,12 +76,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -72,15 +93,15 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // x is [B, P, Q, D], each dim below 2^32, at most 2^40 elements.
 template <typename Shape>
-bool PermuteDims(const Shape& x, uint64_t* dims, OpgenWhy* why)
+bool PermuteDims(const Shape& x, OpgenUnsigned<Shape>* dims, OpgenWhy* why)
 {
-    uint64_t elements = 0;
+    OpgenUnsigned<Shape> elements = 0;
     if (!Dims(x, "x", 4, 4, dims, &elements, why)) {
         return false;
     }
     for (size_t i = 0; i < 4; ++i) {
         if (dims[i] > U32_MAX) {
-            OPGEN_CHECK_FAIL(why, "x dim %zu is %llu: every dim must fit in 32 bits", i, Ull(dims[i]));
+            OPGEN_CHECK_FAIL(why, "x dim %zu is %llu: every dim must fit in 32 bits", i, OpgenUll(dims[i]));
         }
     }
     return true;
@@ -91,16 +112,15 @@ bool PermuteDims(const Shape& x, uint64_t* dims, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& x, OpgenWhy* why)
 {
-    uint64_t dims[4] = {0, 0, 0, 0};
+    OpgenUnsigned<Shape> dims[4] = {0, 0, 0, 0};
     return PermuteDims(x, dims, why);
 }
 }  // namespace opgen_bsnd_to_bnsd_checks
 
 namespace {
-// BLOCK_BYTES, AlignUp, Platform, Finish...: opgen_host_common.h; U32_MAX, Ull: the checks'.
+// BLOCK_BYTES, AlignUp, Platform, Finish...: opgen_host_common.h; U32_MAX, OpgenUll: the checks'.
 using namespace opgen_host;
 using opgen_bsnd_to_bnsd_checks::U32_MAX;
-using opgen_bsnd_to_bnsd_checks::Ull;
 
 // ---- bsnd_to_bnsd: x [B, P, Q, D] -> y [B, Q, P, D] ------------------------------------------------
 // (P = S, Q = N.) A tile is tileP x tileQ rows of D, moved GM -> UB -> GM through
@@ -210,8 +230,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t slotBytes = MaxU64(AlignUp(rowBytes, BLOCK_BYTES), BLOCK_BYTES);
     const uint64_t perBuffer = budget / BUFFER_NUM / BLOCK_BYTES * BLOCK_BYTES;
     if (slotBytes > perBuffer) {
-        OPGEN_REJECT("a row of %llu bytes (head_dim %llu) does not fit a UB buffer of %llu bytes", Ull(rowBytes),
-                     Ull(d), Ull(perBuffer));
+        OPGEN_REJECT("a row of %llu bytes (head_dim %llu) does not fit a UB buffer of %llu bytes", OpgenUll(rowBytes),
+                     OpgenUll(d), OpgenUll(perBuffer));
     }
     // Rows a tile may hold: one UB buffer, and one DataCopyPad moves at most MAX_BLOCK_COUNT rows.
     const uint64_t rowsMax = MinU64(MAX_BLOCK_COUNT, perBuffer / slotBytes);
@@ -255,7 +275,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         tilesQ = CeilDiv(q, tileQ);
         tiles = batch * tilesP * tilesQ;
         if (tiles > U32_MAX) {
-            OPGEN_REJECT("%llu tiles: element counts past the index type", Ull(tiles));
+            OPGEN_REJECT("%llu tiles: element counts past the index type", OpgenUll(tiles));
         }
     }
     // Consecutive tiles per core, as even as can be: the first `extra` cores take one more.

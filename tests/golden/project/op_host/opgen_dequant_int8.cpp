@@ -21,7 +21,8 @@
 
 // ---- the shape and attr checks of OpgenDequantInt8 (templates/host/dequant_checks.j2): the same
 // text is in op_host/opgen_dequant_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -33,6 +34,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_dequant_int8_checks {
 // The output dtypes the attr may name.
@@ -46,12 +67,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -60,12 +81,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -77,12 +98,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // q [rows..., D]; scale has q's leading dims (optionally with a trailing 1).
 template <typename Shape>
-bool RowsAndDim(const Shape& q, const Shape& scale, uint64_t* rows, uint64_t* d, OpgenWhy* why)
+bool RowsAndDim(const Shape& q, const Shape& scale, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* d, OpgenWhy* why)
 {
-    uint64_t qd[MAX_RANK];
-    uint64_t sd[MAX_RANK];
-    uint64_t qn = 0;
-    uint64_t sn = 0;
+    OpgenUnsigned<Shape> qd[MAX_RANK];
+    OpgenUnsigned<Shape> sd[MAX_RANK];
+    OpgenUnsigned<Shape> qn = 0;
+    OpgenUnsigned<Shape> sn = 0;
     if (!Dims(q, "q", 1, MAX_RANK, qd, &qn, why) || !Dims(scale, "scale", 0, MAX_RANK, sd, &sn, why)) {
         return false;
     }
@@ -95,12 +116,12 @@ bool RowsAndDim(const Shape& q, const Shape& scale, uint64_t* rows, uint64_t* d,
     if (!ok) {
         OPGEN_CHECK_FAIL(why, "scale (rank %zu, %llu elements) must have q's leading dims (rank %zu): one scale per row of "
                          "q's last dim",
-                         sRank, Ull(sn), lead);
+                         sRank, OpgenUll(sn), lead);
     }
     *d = qd[lead];
     *rows = qd[lead] == 0 ? sn : qn / qd[lead];
     if (*rows > U32_MAX || *d > U32_MAX) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: element counts past the index type (32 bits)", Ull(*rows), Ull(*d));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: element counts past the index type (32 bits)", OpgenUll(*rows), OpgenUll(*d));
     }
     return true;
 }
@@ -128,17 +149,16 @@ inline bool OutputType(const char* name, int* out, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& q, const Shape& scale, const char* outDtype, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t d = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> d = 0;
     int out = OUT_FLOAT16;
     return RowsAndDim(q, scale, &rows, &d, why) && OutputType(outDtype, &out, why);
 }
 }  // namespace opgen_dequant_int8_checks
 
 namespace {
-// BLOCK_BYTES, AlignUp, Platform, Finish...: opgen_host_common.h; Ull: the checks'.
+// BLOCK_BYTES, AlignUp, Platform, Finish...: opgen_host_common.h; OpgenUll: the checks' (check_why.j2).
 using namespace opgen_host;
-using opgen_dequant_int8_checks::Ull;
 
 // ---- dequant_int8: x = q * scale, one float32 scale per row of q's last dim ------------------------
 const uint32_t INPUT_Q = 0;
@@ -233,8 +253,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
                             stride * 4;
     const uint64_t extra = BUFFER_NUM * BLOCK_BYTES;
     if (budget <= extra || (budget - extra) / perRow == 0) {
-        OPGEN_REJECT("a row of %llu elements needs %llu bytes of UB; the budget is %llu", Ull(d),
-                     Ull(perRow + extra), Ull(budget));
+        OPGEN_REJECT("a row of %llu elements needs %llu bytes of UB; the budget is %llu", OpgenUll(d),
+                     OpgenUll(perRow + extra), OpgenUll(budget));
     }
     const bool empty = rows == 0 || d == 0;
     const uint64_t blockFactor = empty ? 0 : CeilDiv(rows, cores);

@@ -22,7 +22,8 @@
 
 // ---- the shape and attr checks of OpgenGae (templates/host/reverse_scan_checks.j2): the same
 // text is in op_host/opgen_gae.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -34,6 +35,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_gae_checks {
 const size_t MAX_RANK = 8;
@@ -42,12 +63,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -56,12 +77,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -73,13 +94,13 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // token_level_rewards, values and response_mask: one shape [rows..., T], time the last dim.
 template <typename Shape>
-bool RowsAndSteps(const Shape& rewards, const Shape& values, const Shape& mask, uint64_t* rows, uint64_t* steps,
+bool RowsAndSteps(const Shape& rewards, const Shape& values, const Shape& mask, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* steps,
                   OpgenWhy* why)
 {
-    uint64_t rd[MAX_RANK];
-    uint64_t md[MAX_RANK];
-    uint64_t n = 0;
-    uint64_t mn = 0;
+    OpgenUnsigned<Shape> rd[MAX_RANK];
+    OpgenUnsigned<Shape> md[MAX_RANK];
+    OpgenUnsigned<Shape> n = 0;
+    OpgenUnsigned<Shape> mn = 0;
     if (!Dims(rewards, "token_level_rewards", 1, MAX_RANK, rd, &n, why) ||
         !Dims(mask, "response_mask", 1, MAX_RANK, md, &mn, why)) {
         return false;
@@ -89,8 +110,8 @@ bool RowsAndSteps(const Shape& rewards, const Shape& values, const Shape& mask, 
     for (size_t i = 0; same && i < rank; ++i) {
         same = md[i] == rd[i];
     }
-    uint64_t vd[MAX_RANK];
-    uint64_t vn = 0;
+    OpgenUnsigned<Shape> vd[MAX_RANK];
+    OpgenUnsigned<Shape> vn = 0;
     if (!Dims(values, "values", 1, MAX_RANK, vd, &vn, why)) {
         return false;
     }
@@ -101,14 +122,14 @@ bool RowsAndSteps(const Shape& rewards, const Shape& values, const Shape& mask, 
     if (!same) {
         OPGEN_CHECK_FAIL(why, "token_level_rewards (rank %zu, %llu elements), values (rank %zu, %llu) and response_mask "
                          "(rank %zu, %llu) must have one shape [batch..., T]",
-                         rank, Ull(n), values.GetDimNum(), Ull(vn), mask.GetDimNum(), Ull(mn));
+                         rank, OpgenUll(n), values.GetDimNum(), OpgenUll(vn), mask.GetDimNum(), OpgenUll(mn));
     }
     *steps = rd[rank - 1];
     *rows = *steps == 0 ? 0 : n / *steps;  // T = 0: no element, nothing to scan
     if (*rows > U32_MAX || *steps > U32_MAX / 4) {
         OPGEN_CHECK_FAIL(why, "%llu rows of T = %llu: past the index type (32 bits: rows, and T's float32 bytes, the "
                          "copies' row stride)",
-                         Ull(*rows), Ull(*steps));
+                         OpgenUll(*rows), OpgenUll(*steps));
     }
     return true;
 }
@@ -128,17 +149,16 @@ inline bool Discount(float gamma, float lam, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& rewards, const Shape& values, const Shape& mask, float gamma, float lam, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t steps = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> steps = 0;
     return RowsAndSteps(rewards, values, mask, &rows, &steps, why) && Discount(gamma, lam, why);
 }
 }  // namespace opgen_gae_checks
 
 namespace {
 // UB_RESERVED_BYTES, BUFFER_NUM, AlignUp, CeilDiv, MinU64, Finish, Platform: opgen_host_common.h;
-// Ull: the checks'.
+// OpgenUll: the checks' (check_why.j2).
 using namespace opgen_host;
-using opgen_gae_checks::Ull;
 
 const uint64_t MAX_LANES = 64;   // rows of one group: one 256-byte float32 repeat per time step
 const uint64_t MIN_CHUNK = 8;    // one 32-byte block of float32 per row
@@ -251,7 +271,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t lanes = empty ? 8 : MinU64(MAX_LANES, AlignUp(blockFactor, 8));
     if (ScanUbBytes(lanes, MIN_CHUNK) > budget) {
         OPGEN_REJECT("%llu lanes need %llu bytes of UB at the smallest chunk (%llu steps); the budget is %llu",
-                     Ull(lanes), Ull(ScanUbBytes(lanes, MIN_CHUNK)), Ull(MIN_CHUNK), Ull(budget));
+                     OpgenUll(lanes), OpgenUll(ScanUbBytes(lanes, MIN_CHUNK)), OpgenUll(MIN_CHUNK), OpgenUll(budget));
     }
     // The chunk: the most steps (a multiple of 8) the UB holds, no more than T needs.
     uint64_t chunk = MinU64(MAX_CHUNK, MaxU64(MIN_CHUNK, AlignUp(steps, 8)));

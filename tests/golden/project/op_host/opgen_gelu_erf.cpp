@@ -20,7 +20,8 @@
 
 // ---- the shape and attr checks of OpgenGeluErf (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_erf.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -32,6 +33,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_gelu_erf_checks {
 const size_t NUM_INPUTS = 1;
@@ -57,19 +78,19 @@ bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 
 // The number of elements of a shape, which must fit in 32 bits.
 template <typename Shape>
-bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+bool Numel(const Shape& shape, OpgenUnsigned<Shape>* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
         OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
-        const int64_t d = shape.GetDim(i);
+        const OpgenDim<Shape> d = shape.GetDim(i);
         if (d < 0) {
             OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
-        n *= static_cast<uint64_t>(d);
+        n *= OpgenCount(d);
         if (n > 0xFFFFFFFFull) {
             OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
@@ -84,7 +105,7 @@ template <typename Shape>
 bool HostChecks(const Shape& in0, OpgenWhy* why)
 {
     const Shape* const shapes[NUM_INPUTS] = { &in0 };
-    uint64_t total = 0;
+    OpgenUnsigned<Shape> total = 0;
     return SameShapes(shapes, why) && Numel(in0, &total, why);
 }
 }  // namespace opgen_gelu_erf_checks

@@ -21,7 +21,8 @@
 
 // ---- the shape checks of OpgenLayerNormGrad (templates/host/row_norm_grad_checks.j2): the same text
 // is in op_host/opgen_layer_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -33,6 +34,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_layer_norm_grad_checks {
 const size_t MAX_RANK = 8;
@@ -40,7 +61,7 @@ const size_t MAX_RANK = 8;
 // x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
 // maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
 template <typename Shape>
-bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* cols,
                  OpgenWhy* why)
 {
     const size_t xRank = x.GetDimNum();
@@ -51,29 +72,28 @@ bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64
     if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
         OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
     }
-    uint64_t c = 1;
+    OpgenUnsigned<Shape> c = 1;
     for (size_t i = 0; i < gRank; ++i) {
-        const int64_t g = gamma.GetDim(i);
-        const int64_t d = x.GetDim(xRank - gRank + i);
+        const OpgenDim<Shape> g = gamma.GetDim(i);
+        const OpgenDim<Shape> d = x.GetDim(xRank - gRank + i);
         if (g != d || g < 0) {
             OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
-                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+                             i, OpgenLl(g), xRank - gRank + i, OpgenLl(d));
         }
-        c *= static_cast<uint64_t>(g);
+        c *= OpgenCount(g);
     }
-    uint64_t r = 1;
+    OpgenUnsigned<Shape> r = 1;
     for (size_t i = 0; i + gRank < xRank; ++i) {
         if (x.GetDim(i) < 0) {
             OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
         }
-        r *= static_cast<uint64_t>(x.GetDim(i));
+        r *= OpgenCount(x.GetDim(i));
     }
     if (c == 0) {
         OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
     }
     if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
-                         static_cast<unsigned long long>(c));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", OpgenUll(r), OpgenUll(c));
     }
     *rows = r;
     *cols = c;
@@ -139,10 +159,10 @@ inline bool ArithmeticOf(const char* arithmetic, uint32_t* plain, OpgenWhy* why)
 // row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
 template <typename Shape>
 bool ShapeChecks(const Shape& dy, const Shape& x, const Shape& mean, const Shape& rstd, const Shape& gamma,
-                 OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+                 OpgenWhy* why, OpgenUnsigned<Shape>* rows = nullptr, OpgenUnsigned<Shape>* cols = nullptr)
 {
-    uint64_t r = 0;
-    uint64_t c = 0;
+    OpgenUnsigned<Shape> r = 0;
+    OpgenUnsigned<Shape> c = 0;
     if (!RowsAndCols(x, gamma, MAX_RANK - 1, &r, &c, why) ||
         !CheckShapes(dy, x, rstd, gamma, why) || !CheckMean(mean, rstd, why)) {
         return false;

@@ -21,7 +21,8 @@
 
 // ---- the shape and attr checks of OpgenLogprobEntropy (templates/host/vocab_reduce_checks.j2): the same
 // text is in op_host/opgen_logprob_entropy.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -33,6 +34,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_logprob_entropy_checks {
 const size_t MAX_RANK = 8;
@@ -41,12 +62,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -55,12 +76,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -72,12 +93,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // logits [rows..., V]; target has logits' leading dims: one index per row.
 template <typename Shape>
-bool RowsAndVocab(const Shape& logits, const Shape& target, uint64_t* rows, uint64_t* v, OpgenWhy* why)
+bool RowsAndVocab(const Shape& logits, const Shape& target, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* v, OpgenWhy* why)
 {
-    uint64_t ld[MAX_RANK];
-    uint64_t td[MAX_RANK];
-    uint64_t ln = 0;
-    uint64_t tn = 0;
+    OpgenUnsigned<Shape> ld[MAX_RANK];
+    OpgenUnsigned<Shape> td[MAX_RANK];
+    OpgenUnsigned<Shape> ln = 0;
+    OpgenUnsigned<Shape> tn = 0;
     if (!Dims(logits, "logits", 1, MAX_RANK, ld, &ln, why) || !Dims(target, "target", 0, MAX_RANK - 1, td, &tn, why)) {
         return false;
     }
@@ -89,16 +110,16 @@ bool RowsAndVocab(const Shape& logits, const Shape& target, uint64_t* rows, uint
     if (!ok) {
         OPGEN_CHECK_FAIL(why, "target (rank %zu, %llu elements) must have logits' leading dims (rank %zu): one index per "
                          "row of logits' last dim",
-                         target.GetDimNum(), Ull(tn), lead);
+                         target.GetDimNum(), OpgenUll(tn), lead);
     }
     *v = ld[lead];
     *rows = tn;
     if (*v == 0 && *rows > 0) {
         OPGEN_CHECK_FAIL(why, "logits' last dim (the vocabulary) is 0: no distribution to reduce over %llu rows",
-                         Ull(*rows));
+                         OpgenUll(*rows));
     }
     if (*rows > U32_MAX || *v > U32_MAX) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: counts past the index type (32 bits)", Ull(*rows), Ull(*v));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: counts past the index type (32 bits)", OpgenUll(*rows), OpgenUll(*v));
     }
     return true;
 }
@@ -126,17 +147,16 @@ inline bool IgnoreIndex(int64_t i, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& logits, const Shape& target, float temperature, int64_t ignoreIndex, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t v = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> v = 0;
     return RowsAndVocab(logits, target, &rows, &v, why) && Temperature(temperature, why) &&
            IgnoreIndex(ignoreIndex, why);
 }
 }  // namespace opgen_logprob_entropy_checks
 
 namespace {
-// UB_RESERVED_BYTES, BUFFER_NUM, AlignUp, CeilDiv, MinU64, Platform: opgen_host_common.h; Ull: the checks'.
+// UB_RESERVED_BYTES, BUFFER_NUM, AlignUp, CeilDiv, MinU64, Platform: opgen_host_common.h; OpgenUll: the checks' (check_why.j2).
 using namespace opgen_host;
-using opgen_logprob_entropy_checks::Ull;
 
 const uint64_t MIN_TILE = 64;       // one 256-byte float32 repeat: the pairwise sums end there
 const uint64_t MAX_TILE = 16384;    // past this a tile only adds UB, not speed
@@ -255,16 +275,16 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         tile /= 2;
     }
     if (UbBytes(tile, elem, MAX_TILES, group) > budget) {
-        OPGEN_REJECT("a tile of %llu elements and %llu rows need %llu bytes of UB; the budget is %llu", Ull(tile),
-                     Ull(group), Ull(UbBytes(tile, elem, MAX_TILES, group)), Ull(budget));
+        OPGEN_REJECT("a tile of %llu elements and %llu rows need %llu bytes of UB; the budget is %llu", OpgenUll(tile),
+                     OpgenUll(group), OpgenUll(UbBytes(tile, elem, MAX_TILES, group)), OpgenUll(budget));
     }
     while (tile / 2 >= v && tile > MIN_TILE) {
         tile /= 2;
     }
     const uint64_t tiles = empty ? 1 : CeilDiv(v, tile);
     if (tiles > MAX_TILES) {
-        OPGEN_REJECT("V = %llu needs %llu tiles of %llu; at most %llu (V <= %llu) are supported", Ull(v), Ull(tiles),
-                     Ull(tile), Ull(MAX_TILES), Ull(MAX_TILES * tile));
+        OPGEN_REJECT("V = %llu needs %llu tiles of %llu; at most %llu (V <= %llu) are supported", OpgenUll(v), OpgenUll(tiles),
+                     OpgenUll(tile), OpgenUll(MAX_TILES), OpgenUll(MAX_TILES * tile));
     }
     OpgenLogprobEntropyTilingData tiling;
     tiling.set_rows(static_cast<uint32_t>(rows));

@@ -21,7 +21,8 @@
 
 // ---- the shape checks of OpgenReshapeAndCache (templates/host/paged_cache_checks.j2): the same text is
 // in op_host/opgen_reshape_and_cache.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -33,20 +34,47 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_reshape_and_cache_checks {
 const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
 
-inline uint64_t Larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
+template <typename Count>
+Count Larger(const Count& a, const Count& b)
+{
+    return a > b ? a : b;
+}
 
-struct Geometry {
-    uint64_t tokens;
-    uint64_t heads;
-    uint64_t keyDim;
-    uint64_t valueDim;
-    uint64_t blocks;
-    uint64_t blockSize;
+// The op's sizes: Count is uint64_t in the op_host (Geometry), a symbolic size in torch.
+template <typename Count>
+struct GeometryOf {
+    Count tokens;
+    Count heads;
+    Count keyDim;
+    Count valueDim;
+    Count blocks;
+    Count blockSize;
 };
+using Geometry = GeometryOf<uint64_t>;
 
 const size_t MAX_RANK = 8;
 const uint64_t U32_MAX = 0xFFFFFFFFull;
@@ -54,12 +82,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -68,12 +96,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -88,14 +116,14 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 // the op's inputs in order. `geometry` (the op_host's) receives the sizes.
 template <typename Shape>
 bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& keyCacheShape, const Shape& valueCacheShape,
-                const Shape& slotShape, OpgenWhy* why, Geometry* geometry = nullptr)
+                const Shape& slotShape, OpgenWhy* why, GeometryOf<OpgenUnsigned<Shape>>* geometry = nullptr)
 {
-    uint64_t key[3] = {0, 0, 0};
-    uint64_t value[3] = {0, 0, 0};
-    uint64_t kc[4] = {0, 0, 0, 0};
-    uint64_t vc[4] = {0, 0, 0, 0};
-    uint64_t slots[1] = {0};
-    uint64_t n = 0;
+    OpgenUnsigned<Shape> key[3] = {0, 0, 0};
+    OpgenUnsigned<Shape> value[3] = {0, 0, 0};
+    OpgenUnsigned<Shape> kc[4] = {0, 0, 0, 0};
+    OpgenUnsigned<Shape> vc[4] = {0, 0, 0, 0};
+    OpgenUnsigned<Shape> slots[1] = {0};
+    OpgenUnsigned<Shape> n = 0;
     if (!Dims(keyShape, "key", 3, 3, key, &n, why) || !Dims(valueShape, "value", 3, 3, value, &n, why) ||
         !Dims(keyCacheShape, "key_cache", 4, 4, kc, &n, why) ||
         !Dims(valueCacheShape, "value_cache", 4, 4, vc, &n, why) ||
@@ -103,34 +131,34 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
         return false;
     }
     if (value[0] != key[0] || value[1] != key[1]) {
-        OPGEN_CHECK_FAIL(why, "key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", Ull(key[0]),
-                         Ull(key[1]), Ull(key[2]), Ull(value[0]), Ull(value[1]), Ull(value[2]));
+        OPGEN_CHECK_FAIL(why, "key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", OpgenUll(key[0]),
+                         OpgenUll(key[1]), OpgenUll(key[2]), OpgenUll(value[0]), OpgenUll(value[1]), OpgenUll(value[2]));
     }
     if (slots[0] != key[0]) {
         OPGEN_CHECK_FAIL(why, "slot mapping length %llu != tokens %llu: slot_mapping needs one slot per token of key",
-                         Ull(slots[0]), Ull(key[0]));
+                         OpgenUll(slots[0]), OpgenUll(key[0]));
     }
     if (kc[2] != key[1] || kc[3] != key[2]) {
         OPGEN_CHECK_FAIL(why, "key_cache [%llu, %llu, %llu, %llu] must be [num_blocks, block_size, %llu, %llu] for key",
-                         Ull(kc[0]), Ull(kc[1]), Ull(kc[2]), Ull(kc[3]), Ull(key[1]), Ull(key[2]));
+                         OpgenUll(kc[0]), OpgenUll(kc[1]), OpgenUll(kc[2]), OpgenUll(kc[3]), OpgenUll(key[1]), OpgenUll(key[2]));
     }
     if (vc[0] != kc[0] || vc[1] != kc[1] || vc[2] != value[1] || vc[3] != value[2]) {
         OPGEN_CHECK_FAIL(why, "value_cache [%llu, %llu, %llu, %llu] must be [%llu, %llu, %llu, %llu]: key_cache's blocks "
                          "and value's heads and head_dim",
-                         Ull(vc[0]), Ull(vc[1]), Ull(vc[2]), Ull(vc[3]), Ull(kc[0]), Ull(kc[1]), Ull(value[1]),
-                         Ull(value[2]));
+                         OpgenUll(vc[0]), OpgenUll(vc[1]), OpgenUll(vc[2]), OpgenUll(vc[3]), OpgenUll(kc[0]), OpgenUll(kc[1]), OpgenUll(value[1]),
+                         OpgenUll(value[2]));
     }
     if (key[1] == 0 || key[2] == 0 || value[2] == 0) {
-        OPGEN_CHECK_FAIL(why, "heads (%llu) and head dims (%llu, %llu) must be positive", Ull(key[1]), Ull(key[2]),
-                         Ull(value[2]));
+        OPGEN_CHECK_FAIL(why, "heads (%llu) and head dims (%llu, %llu) must be positive", OpgenUll(key[1]), OpgenUll(key[2]),
+                         OpgenUll(value[2]));
     }
     if (key[0] > INT32_MAX_U) {
         OPGEN_CHECK_FAIL(why, "%llu tokens: element counts past the index type (the out_of_range count is int32)",
-                         Ull(key[0]));
+                         OpgenUll(key[0]));
     }
     if (kc[0] * kc[1] > U32_MAX || key[1] * Larger(key[2], value[2]) > U32_MAX) {
         OPGEN_CHECK_FAIL(why, "%llu cache slots of %llu heads: element counts past the index type (32 bits)",
-                         Ull(kc[0] * kc[1]), Ull(key[1]));
+                         OpgenUll(kc[0] * kc[1]), OpgenUll(key[1]));
     }
     if (geometry != nullptr) {
         *geometry = {key[0], key[1], key[2], value[2], kc[0], kc[1]};
@@ -140,9 +168,8 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
 }  // namespace opgen_reshape_and_cache_checks
 
 namespace {
-// BLOCK_BYTES, AlignUp, Platform, Finish...: opgen_host_common.h; Ull: the checks'.
+// BLOCK_BYTES, AlignUp, Platform, Finish...: opgen_host_common.h; OpgenUll: the checks' (check_why.j2).
 using namespace opgen_host;
-using opgen_reshape_and_cache_checks::Ull;
 
 // ---- reshape_and_cache: key/value [T, N, D] into caches [num_blocks, block_size, N, D] ----------------
 const uint32_t INPUT_KEY = 0;
@@ -274,7 +301,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         vectorScan ? 4 * slotChunk * 4 + 2 * AlignUp(slotChunk / 8, BLOCK_BYTES) + patternBytes : 0;
     const uint64_t fixed = AlignUp(slotChunk * slotSize, BLOCK_BYTES) + BLOCK_BYTES + scanBytes;  // slots, the count, the scan
     if (budget <= fixed) {
-        OPGEN_REJECT("the UB budget of %llu bytes cannot hold the slot buffer", Ull(budget));
+        OPGEN_REJECT("the UB budget of %llu bytes cannot hold the slot buffer", OpgenUll(budget));
     }
     // A run of tokens with consecutive slots is one contiguous copy, moved chunkBytes at a time.
     // No run is longer than all the tokens' rows.
@@ -283,7 +310,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t chunkBytes =
         MinU64(MinU64(MAX_BURST_BYTES, longestRun), (budget - fixed) / BUFFER_NUM / BLOCK_BYTES * BLOCK_BYTES);
     if (chunkBytes < BLOCK_BYTES || chunkBytes < keySize || chunkBytes < valueSize) {
-        OPGEN_REJECT("the UB budget of %llu bytes cannot hold a copy buffer", Ull(budget));
+        OPGEN_REJECT("the UB budget of %llu bytes cannot hold a copy buffer", OpgenUll(budget));
     }
 
     OpgenReshapeAndCacheTilingData tiling;

@@ -28,7 +28,8 @@
 
 // ---- the shape and attr checks of OpgenRotaryMulGrad (templates/host/rotary_checks.j2): the same
 // text is in op_host/opgen_rotary_mul_grad.cpp and torch/opgen_torch.h. Shape is any type with
-// GetDimNum() and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDimNum() and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -40,20 +41,43 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_rotary_mul_grad_checks {
 const size_t RANK = 4;
 const uint32_t MODE_HALF = 0;
 const uint32_t MODE_INTERLEAVE = 1;
 
-// The canonical view of x's rows (see the op_host's file comment).
-struct RowLayout {
-    uint64_t groups;
-    uint64_t bcastOuter;
-    uint64_t positions;
-    uint64_t bcastInner;
-    uint64_t headDim;
+// The canonical view of x's rows (see the op_host's file comment): Count is uint64_t in the
+// op_host (RowLayout), a symbolic size in torch.
+template <typename Count>
+struct RowLayoutOf {
+    Count groups;
+    Count bcastOuter;
+    Count positions;
+    Count bcastInner;
+    Count headDim;
 };
+using RowLayout = RowLayoutOf<uint64_t>;
 
 // "[2, 3, 1, 64]" into buf, for messages.
 template <typename Shape>
@@ -63,7 +87,7 @@ const char* ShapeText(const Shape& s, char* buf, size_t len)
     at += static_cast<size_t>(std::snprintf(buf + at, len - at, "["));
     for (size_t i = 0; i < s.GetDimNum() && at < len; ++i) {
         at += static_cast<size_t>(std::snprintf(buf + at, len - at, "%s%lld", i == 0 ? "" : ", ",
-                                                static_cast<long long>(s.GetDim(i))));
+                                                OpgenLl(s.GetDim(i))));
     }
     if (at < len) {
         std::snprintf(buf + at, len - at, "]");
@@ -73,7 +97,8 @@ const char* ShapeText(const Shape& s, char* buf, size_t len)
 
 // Checks x, r1, r2 and the mode, and derives the row layout.
 template <typename Shape>
-bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode, RowLayout* out, OpgenWhy* why)
+bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode, RowLayoutOf<OpgenUnsigned<Shape>>* out,
+                 OpgenWhy* why)
 {
     char a[96];
     char b[96];
@@ -94,28 +119,27 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
                              ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
         }
     }
-    const int64_t d = x.GetDim(RANK - 1);
+    const OpgenDim<Shape> d = x.GetDim(RANK - 1);
     if (d % 2 != 0) {
         OPGEN_CHECK_FAIL(why, "the head dim (last dim of x) is %lld: rotary_mul rotates pairs and needs an even head dim",
-                         static_cast<long long>(d));
+                         OpgenLl(d));
     }
     if (r1.GetDim(RANK - 1) != d) {
         OPGEN_CHECK_FAIL(why, "r1's last dim is %lld but x's head dim is %lld: the tables are full-width (D values per row)",
-                         static_cast<long long>(r1.GetDim(RANK - 1)), static_cast<long long>(d));
+                         OpgenLl(r1.GetDim(RANK - 1)), OpgenLl(d));
     }
     // Kinds of x's leading dims: 'k' kept (the tables vary along it), 'b' broadcast (tables
     // have 1 there); size-1 dims of x take no part.
     char kinds[RANK];
-    uint64_t sizes[RANK];
+    OpgenUnsigned<Shape> sizes[RANK];
     size_t n = 0;
     size_t tableDims = 0;
     for (size_t i = 0; i + 1 < RANK; ++i) {
-        const int64_t xd = x.GetDim(i);
-        const int64_t rd = r1.GetDim(i);
+        const OpgenDim<Shape> xd = x.GetDim(i);
+        const OpgenDim<Shape> rd = r1.GetDim(i);
         if (rd != 1 && rd != xd) {
             OPGEN_CHECK_FAIL(why, "r1 %s does not broadcast to x %s: dim %zu is %lld, it must be 1 or %lld",
-                             ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, static_cast<long long>(rd),
-                             static_cast<long long>(xd));
+                             ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, OpgenLl(rd), OpgenLl(xd));
         }
         if (rd > 1) {
             ++tableDims;
@@ -125,10 +149,10 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
         }
         const char kind = rd == 1 ? 'b' : 'k';
         if (n > 0 && kinds[n - 1] == kind) {
-            sizes[n - 1] *= static_cast<uint64_t>(xd);
+            sizes[n - 1] *= OpgenCount(xd);
         } else {
             kinds[n] = kind;
-            sizes[n] = static_cast<uint64_t>(xd);
+            sizes[n] = OpgenCount(xd);
             ++n;
         }
     }
@@ -137,7 +161,7 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
                          "as torch_npu.npu_rotary_mul), got r1 %s for x %s",
                          ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
     }
-    RowLayout l = {1, 1, 1, 1, static_cast<uint64_t>(d)};
+    RowLayoutOf<OpgenUnsigned<Shape>> l = {1, 1, 1, 1, OpgenCount(d)};
     // The merged kinds alternate: k, b, kb, bk, kbk or bkb.
     size_t at = 0;
     if (n == 3 && kinds[0] == 'k') {
@@ -152,11 +176,10 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
     if (at < n && kinds[at] == 'b') {
         l.bcastInner = sizes[at++];
     }
-    const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
+    const OpgenUnsigned<Shape> rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
     if (rows > 0xFFFFFFFFull || l.headDim > 0xFFFFFFFFull ||
         rows * l.headDim > 0xFFFFFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: too large", static_cast<unsigned long long>(rows),
-                         static_cast<unsigned long long>(l.headDim));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: too large", OpgenUll(rows), OpgenUll(l.headDim));
     }
     *out = l;
     return true;
@@ -183,7 +206,7 @@ inline bool ModeOf(const char* text, uint32_t* mode, OpgenWhy* why)
 // receives the row layout.
 template <typename Shape>
 bool HostChecks(const Shape& dy, const Shape& x, const Shape& r1, const Shape& r2, const char* mode, bool tableGrads,
-                OpgenWhy* why, RowLayout* layout = nullptr)
+                OpgenWhy* why, RowLayoutOf<OpgenUnsigned<Shape>>* layout = nullptr)
 {
     (void)tableGrads;  // any value is valid
     uint32_t m = MODE_HALF;
@@ -200,7 +223,7 @@ bool HostChecks(const Shape& dy, const Shape& x, const Shape& r1, const Shape& r
         OPGEN_CHECK_FAIL(why, "dy must have x's shape (the forward's output gradient), got dy %s and x %s",
                          ShapeText(dy, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
     }
-    RowLayout l;
+    RowLayoutOf<OpgenUnsigned<Shape>> l;
     if (!CheckLayout(x, r1, r2, m, &l, why)) {
         return false;
     }

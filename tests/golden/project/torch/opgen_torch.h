@@ -4,7 +4,8 @@
 // Argument checks, output shapes and output dtypes of every op, shared by the NPU kernels
 // (opgen_npu.cpp) and the Meta kernels (opgen_schema.cpp): fake tensors and torch.compile see
 // exactly the shapes, dtypes and errors of the device path. Shapes are SymInts so dynamic
-// shapes trace without specialising; checks on them use TORCH_SYM_CHECK for the same reason.
+// shapes trace without specialising; checks on them are guards (TORCH_SYM_CHECK, SymDim's
+// comparisons) for the same reason.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -20,6 +21,8 @@
 #include <initializer_list>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 // ---- the op_host's shape and attr checks, shared
@@ -30,7 +33,8 @@
 // in-process, no CANN) runs the host's own checks in its Meta and NPU kernels.
 // ---- the shape and attr checks of OpgenAddRmsNorm (templates/host/row_norm_checks.j2): the same
 // text is in op_host/opgen_add_rms_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -42,6 +46,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_add_rms_norm_checks {
 const size_t MAX_RANK = 8;
@@ -49,7 +73,7 @@ const size_t MAX_RANK = 8;
 // x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
 // maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
 template <typename Shape>
-bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* cols,
                  OpgenWhy* why)
 {
     const size_t xRank = x.GetDimNum();
@@ -60,29 +84,28 @@ bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64
     if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
         OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
     }
-    uint64_t c = 1;
+    OpgenUnsigned<Shape> c = 1;
     for (size_t i = 0; i < gRank; ++i) {
-        const int64_t g = gamma.GetDim(i);
-        const int64_t d = x.GetDim(xRank - gRank + i);
+        const OpgenDim<Shape> g = gamma.GetDim(i);
+        const OpgenDim<Shape> d = x.GetDim(xRank - gRank + i);
         if (g != d || g < 0) {
             OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
-                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+                             i, OpgenLl(g), xRank - gRank + i, OpgenLl(d));
         }
-        c *= static_cast<uint64_t>(g);
+        c *= OpgenCount(g);
     }
-    uint64_t r = 1;
+    OpgenUnsigned<Shape> r = 1;
     for (size_t i = 0; i + gRank < xRank; ++i) {
         if (x.GetDim(i) < 0) {
             OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
         }
-        r *= static_cast<uint64_t>(x.GetDim(i));
+        r *= OpgenCount(x.GetDim(i));
     }
     if (c == 0) {
         OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
     }
     if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
-                         static_cast<unsigned long long>(c));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", OpgenUll(r), OpgenUll(c));
     }
     *rows = r;
     *cols = c;
@@ -102,8 +125,8 @@ bool SameShape(const Shape& a, const Shape& b)
 
 // InferShape's checks: x2 has x1's shape, then the row view.
 template <typename Shape>
-bool InputShapes(const Shape& x, const Shape& x2, const Shape& gamma, uint64_t* rows,
-                 uint64_t* cols, OpgenWhy* why)
+bool InputShapes(const Shape& x, const Shape& x2, const Shape& gamma, OpgenUnsigned<Shape>* rows,
+                 OpgenUnsigned<Shape>* cols, OpgenWhy* why)
 {
     if (!SameShape(x, x2)) {
         OPGEN_CHECK_FAIL(why, "x1 and x2 must have the same shape");
@@ -139,8 +162,8 @@ inline bool RoundingOf(const char* rounding, uint32_t* roundHf, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& x, const Shape& x2, const Shape& gamma, float epsilon, const char* rounding, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t cols = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> cols = 0;
     uint32_t roundHf = 0;
     return InputShapes(x, x2, gamma, &rows, &cols, why) && EpsilonOk(&epsilon, why) &&
            RoundingOf(rounding, &roundHf, why);
@@ -149,7 +172,8 @@ bool HostChecks(const Shape& x, const Shape& x2, const Shape& gamma, float epsil
 
 // ---- the shape checks of OpgenAddRmsNormGrad (templates/host/row_norm_grad_checks.j2): the same text
 // is in op_host/opgen_add_rms_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -161,6 +185,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_add_rms_norm_grad_checks {
 const size_t MAX_RANK = 8;
@@ -168,7 +212,7 @@ const size_t MAX_RANK = 8;
 // x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
 // maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
 template <typename Shape>
-bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* cols,
                  OpgenWhy* why)
 {
     const size_t xRank = x.GetDimNum();
@@ -179,29 +223,28 @@ bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64
     if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
         OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
     }
-    uint64_t c = 1;
+    OpgenUnsigned<Shape> c = 1;
     for (size_t i = 0; i < gRank; ++i) {
-        const int64_t g = gamma.GetDim(i);
-        const int64_t d = x.GetDim(xRank - gRank + i);
+        const OpgenDim<Shape> g = gamma.GetDim(i);
+        const OpgenDim<Shape> d = x.GetDim(xRank - gRank + i);
         if (g != d || g < 0) {
             OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
-                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+                             i, OpgenLl(g), xRank - gRank + i, OpgenLl(d));
         }
-        c *= static_cast<uint64_t>(g);
+        c *= OpgenCount(g);
     }
-    uint64_t r = 1;
+    OpgenUnsigned<Shape> r = 1;
     for (size_t i = 0; i + gRank < xRank; ++i) {
         if (x.GetDim(i) < 0) {
             OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
         }
-        r *= static_cast<uint64_t>(x.GetDim(i));
+        r *= OpgenCount(x.GetDim(i));
     }
     if (c == 0) {
         OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
     }
     if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
-                         static_cast<unsigned long long>(c));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", OpgenUll(r), OpgenUll(c));
     }
     *rows = r;
     *cols = c;
@@ -260,10 +303,10 @@ inline bool ArithmeticOf(const char* arithmetic, uint32_t* plain, OpgenWhy* why)
 // row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
 template <typename Shape>
 bool ShapeChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma, const Shape& dxSum,
-                 OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+                 OpgenWhy* why, OpgenUnsigned<Shape>* rows = nullptr, OpgenUnsigned<Shape>* cols = nullptr)
 {
-    uint64_t r = 0;
-    uint64_t c = 0;
+    OpgenUnsigned<Shape> r = 0;
+    OpgenUnsigned<Shape> c = 0;
     if (!RowsAndCols(x, gamma, MAX_RANK - 1, &r, &c, why) ||
         !CheckShapes(dy, x, rstd, gamma, dxSum, why)) {
         return false;
@@ -288,7 +331,8 @@ const char* arithmetic, OpgenWhy* why)
 
 // ---- the shape checks of OpgenBnsdToBsnd (templates/host/permute_checks.j2): the same text is in
 // op_host/opgen_bnsd_to_bsnd.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -300,6 +344,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_bnsd_to_bsnd_checks {
 const size_t MAX_RANK = 8;
@@ -308,12 +372,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -322,12 +386,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -339,15 +403,15 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // x is [B, P, Q, D], each dim below 2^32, at most 2^40 elements.
 template <typename Shape>
-bool PermuteDims(const Shape& x, uint64_t* dims, OpgenWhy* why)
+bool PermuteDims(const Shape& x, OpgenUnsigned<Shape>* dims, OpgenWhy* why)
 {
-    uint64_t elements = 0;
+    OpgenUnsigned<Shape> elements = 0;
     if (!Dims(x, "x", 4, 4, dims, &elements, why)) {
         return false;
     }
     for (size_t i = 0; i < 4; ++i) {
         if (dims[i] > U32_MAX) {
-            OPGEN_CHECK_FAIL(why, "x dim %zu is %llu: every dim must fit in 32 bits", i, Ull(dims[i]));
+            OPGEN_CHECK_FAIL(why, "x dim %zu is %llu: every dim must fit in 32 bits", i, OpgenUll(dims[i]));
         }
     }
     return true;
@@ -358,14 +422,15 @@ bool PermuteDims(const Shape& x, uint64_t* dims, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& x, OpgenWhy* why)
 {
-    uint64_t dims[4] = {0, 0, 0, 0};
+    OpgenUnsigned<Shape> dims[4] = {0, 0, 0, 0};
     return PermuteDims(x, dims, why);
 }
 }  // namespace opgen_bnsd_to_bsnd_checks
 
 // ---- the shape checks of OpgenBsndToBnsd (templates/host/permute_checks.j2): the same text is in
 // op_host/opgen_bsnd_to_bnsd.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -377,6 +442,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_bsnd_to_bnsd_checks {
 const size_t MAX_RANK = 8;
@@ -385,12 +470,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -399,12 +484,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -416,15 +501,15 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // x is [B, P, Q, D], each dim below 2^32, at most 2^40 elements.
 template <typename Shape>
-bool PermuteDims(const Shape& x, uint64_t* dims, OpgenWhy* why)
+bool PermuteDims(const Shape& x, OpgenUnsigned<Shape>* dims, OpgenWhy* why)
 {
-    uint64_t elements = 0;
+    OpgenUnsigned<Shape> elements = 0;
     if (!Dims(x, "x", 4, 4, dims, &elements, why)) {
         return false;
     }
     for (size_t i = 0; i < 4; ++i) {
         if (dims[i] > U32_MAX) {
-            OPGEN_CHECK_FAIL(why, "x dim %zu is %llu: every dim must fit in 32 bits", i, Ull(dims[i]));
+            OPGEN_CHECK_FAIL(why, "x dim %zu is %llu: every dim must fit in 32 bits", i, OpgenUll(dims[i]));
         }
     }
     return true;
@@ -435,14 +520,15 @@ bool PermuteDims(const Shape& x, uint64_t* dims, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& x, OpgenWhy* why)
 {
-    uint64_t dims[4] = {0, 0, 0, 0};
+    OpgenUnsigned<Shape> dims[4] = {0, 0, 0, 0};
     return PermuteDims(x, dims, why);
 }
 }  // namespace opgen_bsnd_to_bnsd_checks
 
 // ---- the shape and attr checks of OpgenDequantInt8 (templates/host/dequant_checks.j2): the same
 // text is in op_host/opgen_dequant_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -454,6 +540,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_dequant_int8_checks {
 // The output dtypes the attr may name.
@@ -467,12 +573,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -481,12 +587,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -498,12 +604,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // q [rows..., D]; scale has q's leading dims (optionally with a trailing 1).
 template <typename Shape>
-bool RowsAndDim(const Shape& q, const Shape& scale, uint64_t* rows, uint64_t* d, OpgenWhy* why)
+bool RowsAndDim(const Shape& q, const Shape& scale, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* d, OpgenWhy* why)
 {
-    uint64_t qd[MAX_RANK];
-    uint64_t sd[MAX_RANK];
-    uint64_t qn = 0;
-    uint64_t sn = 0;
+    OpgenUnsigned<Shape> qd[MAX_RANK];
+    OpgenUnsigned<Shape> sd[MAX_RANK];
+    OpgenUnsigned<Shape> qn = 0;
+    OpgenUnsigned<Shape> sn = 0;
     if (!Dims(q, "q", 1, MAX_RANK, qd, &qn, why) || !Dims(scale, "scale", 0, MAX_RANK, sd, &sn, why)) {
         return false;
     }
@@ -516,12 +622,12 @@ bool RowsAndDim(const Shape& q, const Shape& scale, uint64_t* rows, uint64_t* d,
     if (!ok) {
         OPGEN_CHECK_FAIL(why, "scale (rank %zu, %llu elements) must have q's leading dims (rank %zu): one scale per row of "
                          "q's last dim",
-                         sRank, Ull(sn), lead);
+                         sRank, OpgenUll(sn), lead);
     }
     *d = qd[lead];
     *rows = qd[lead] == 0 ? sn : qn / qd[lead];
     if (*rows > U32_MAX || *d > U32_MAX) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: element counts past the index type (32 bits)", Ull(*rows), Ull(*d));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: element counts past the index type (32 bits)", OpgenUll(*rows), OpgenUll(*d));
     }
     return true;
 }
@@ -549,8 +655,8 @@ inline bool OutputType(const char* name, int* out, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& q, const Shape& scale, const char* outDtype, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t d = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> d = 0;
     int out = OUT_FLOAT16;
     return RowsAndDim(q, scale, &rows, &d, why) && OutputType(outDtype, &out, why);
 }
@@ -558,7 +664,8 @@ bool HostChecks(const Shape& q, const Shape& scale, const char* outDtype, OpgenW
 
 // ---- the shape and attr checks of OpgenDiscountedReturn (templates/host/reverse_scan_checks.j2): the same
 // text is in op_host/opgen_discounted_return.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -570,6 +677,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_discounted_return_checks {
 const size_t MAX_RANK = 8;
@@ -578,12 +705,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -592,12 +719,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -609,13 +736,13 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // token_level_rewards and response_mask: one shape [rows..., T], time the last dim.
 template <typename Shape>
-bool RowsAndSteps(const Shape& rewards, const Shape& mask, uint64_t* rows, uint64_t* steps,
+bool RowsAndSteps(const Shape& rewards, const Shape& mask, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* steps,
                   OpgenWhy* why)
 {
-    uint64_t rd[MAX_RANK];
-    uint64_t md[MAX_RANK];
-    uint64_t n = 0;
-    uint64_t mn = 0;
+    OpgenUnsigned<Shape> rd[MAX_RANK];
+    OpgenUnsigned<Shape> md[MAX_RANK];
+    OpgenUnsigned<Shape> n = 0;
+    OpgenUnsigned<Shape> mn = 0;
     if (!Dims(rewards, "token_level_rewards", 1, MAX_RANK, rd, &n, why) ||
         !Dims(mask, "response_mask", 1, MAX_RANK, md, &mn, why)) {
         return false;
@@ -628,14 +755,14 @@ bool RowsAndSteps(const Shape& rewards, const Shape& mask, uint64_t* rows, uint6
     if (!same) {
         OPGEN_CHECK_FAIL(why, "token_level_rewards (rank %zu, %llu elements) and response_mask (rank %zu, %llu) must "
                          "have one shape [batch..., T]",
-                         rank, Ull(n), mask.GetDimNum(), Ull(mn));
+                         rank, OpgenUll(n), mask.GetDimNum(), OpgenUll(mn));
     }
     *steps = rd[rank - 1];
     *rows = *steps == 0 ? 0 : n / *steps;  // T = 0: no element, nothing to scan
     if (*rows > U32_MAX || *steps > U32_MAX / 4) {
         OPGEN_CHECK_FAIL(why, "%llu rows of T = %llu: past the index type (32 bits: rows, and T's float32 bytes, the "
                          "copies' row stride)",
-                         Ull(*rows), Ull(*steps));
+                         OpgenUll(*rows), OpgenUll(*steps));
     }
     return true;
 }
@@ -655,15 +782,16 @@ inline bool Discount(float gamma, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& rewards, const Shape& mask, float gamma, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t steps = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> steps = 0;
     return RowsAndSteps(rewards, mask, &rows, &steps, why) && Discount(gamma, why);
 }
 }  // namespace opgen_discounted_return_checks
 
 // ---- the shape and attr checks of OpgenFastGelu (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_fast_gelu.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -675,6 +803,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_fast_gelu_checks {
 const size_t NUM_INPUTS = 1;
@@ -700,19 +848,19 @@ bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 
 // The number of elements of a shape, which must fit in 32 bits.
 template <typename Shape>
-bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+bool Numel(const Shape& shape, OpgenUnsigned<Shape>* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
         OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
-        const int64_t d = shape.GetDim(i);
+        const OpgenDim<Shape> d = shape.GetDim(i);
         if (d < 0) {
             OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
-        n *= static_cast<uint64_t>(d);
+        n *= OpgenCount(d);
         if (n > 0xFFFFFFFFull) {
             OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
@@ -727,14 +875,15 @@ template <typename Shape>
 bool HostChecks(const Shape& in0, OpgenWhy* why)
 {
     const Shape* const shapes[NUM_INPUTS] = { &in0 };
-    uint64_t total = 0;
+    OpgenUnsigned<Shape> total = 0;
     return SameShapes(shapes, why) && Numel(in0, &total, why);
 }
 }  // namespace opgen_fast_gelu_checks
 
 // ---- the shape and attr checks of OpgenFastGeluGrad (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_fast_gelu_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -746,6 +895,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_fast_gelu_grad_checks {
 const size_t NUM_INPUTS = 2;
@@ -771,19 +940,19 @@ bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 
 // The number of elements of a shape, which must fit in 32 bits.
 template <typename Shape>
-bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+bool Numel(const Shape& shape, OpgenUnsigned<Shape>* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
         OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
-        const int64_t d = shape.GetDim(i);
+        const OpgenDim<Shape> d = shape.GetDim(i);
         if (d < 0) {
             OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
-        n *= static_cast<uint64_t>(d);
+        n *= OpgenCount(d);
         if (n > 0xFFFFFFFFull) {
             OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
@@ -798,14 +967,15 @@ template <typename Shape>
 bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
 {
     const Shape* const shapes[NUM_INPUTS] = { &in0, &in1 };
-    uint64_t total = 0;
+    OpgenUnsigned<Shape> total = 0;
     return SameShapes(shapes, why) && Numel(in0, &total, why);
 }
 }  // namespace opgen_fast_gelu_grad_checks
 
 // ---- the shape and attr checks of OpgenGae (templates/host/reverse_scan_checks.j2): the same
 // text is in op_host/opgen_gae.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -817,6 +987,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_gae_checks {
 const size_t MAX_RANK = 8;
@@ -825,12 +1015,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -839,12 +1029,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -856,13 +1046,13 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // token_level_rewards, values and response_mask: one shape [rows..., T], time the last dim.
 template <typename Shape>
-bool RowsAndSteps(const Shape& rewards, const Shape& values, const Shape& mask, uint64_t* rows, uint64_t* steps,
+bool RowsAndSteps(const Shape& rewards, const Shape& values, const Shape& mask, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* steps,
                   OpgenWhy* why)
 {
-    uint64_t rd[MAX_RANK];
-    uint64_t md[MAX_RANK];
-    uint64_t n = 0;
-    uint64_t mn = 0;
+    OpgenUnsigned<Shape> rd[MAX_RANK];
+    OpgenUnsigned<Shape> md[MAX_RANK];
+    OpgenUnsigned<Shape> n = 0;
+    OpgenUnsigned<Shape> mn = 0;
     if (!Dims(rewards, "token_level_rewards", 1, MAX_RANK, rd, &n, why) ||
         !Dims(mask, "response_mask", 1, MAX_RANK, md, &mn, why)) {
         return false;
@@ -872,8 +1062,8 @@ bool RowsAndSteps(const Shape& rewards, const Shape& values, const Shape& mask, 
     for (size_t i = 0; same && i < rank; ++i) {
         same = md[i] == rd[i];
     }
-    uint64_t vd[MAX_RANK];
-    uint64_t vn = 0;
+    OpgenUnsigned<Shape> vd[MAX_RANK];
+    OpgenUnsigned<Shape> vn = 0;
     if (!Dims(values, "values", 1, MAX_RANK, vd, &vn, why)) {
         return false;
     }
@@ -884,14 +1074,14 @@ bool RowsAndSteps(const Shape& rewards, const Shape& values, const Shape& mask, 
     if (!same) {
         OPGEN_CHECK_FAIL(why, "token_level_rewards (rank %zu, %llu elements), values (rank %zu, %llu) and response_mask "
                          "(rank %zu, %llu) must have one shape [batch..., T]",
-                         rank, Ull(n), values.GetDimNum(), Ull(vn), mask.GetDimNum(), Ull(mn));
+                         rank, OpgenUll(n), values.GetDimNum(), OpgenUll(vn), mask.GetDimNum(), OpgenUll(mn));
     }
     *steps = rd[rank - 1];
     *rows = *steps == 0 ? 0 : n / *steps;  // T = 0: no element, nothing to scan
     if (*rows > U32_MAX || *steps > U32_MAX / 4) {
         OPGEN_CHECK_FAIL(why, "%llu rows of T = %llu: past the index type (32 bits: rows, and T's float32 bytes, the "
                          "copies' row stride)",
-                         Ull(*rows), Ull(*steps));
+                         OpgenUll(*rows), OpgenUll(*steps));
     }
     return true;
 }
@@ -911,15 +1101,16 @@ inline bool Discount(float gamma, float lam, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& rewards, const Shape& values, const Shape& mask, float gamma, float lam, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t steps = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> steps = 0;
     return RowsAndSteps(rewards, values, mask, &rows, &steps, why) && Discount(gamma, lam, why);
 }
 }  // namespace opgen_gae_checks
 
 // ---- the shape and attr checks of OpgenGeluErf (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_erf.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -931,6 +1122,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_gelu_erf_checks {
 const size_t NUM_INPUTS = 1;
@@ -956,19 +1167,19 @@ bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 
 // The number of elements of a shape, which must fit in 32 bits.
 template <typename Shape>
-bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+bool Numel(const Shape& shape, OpgenUnsigned<Shape>* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
         OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
-        const int64_t d = shape.GetDim(i);
+        const OpgenDim<Shape> d = shape.GetDim(i);
         if (d < 0) {
             OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
-        n *= static_cast<uint64_t>(d);
+        n *= OpgenCount(d);
         if (n > 0xFFFFFFFFull) {
             OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
@@ -983,14 +1194,15 @@ template <typename Shape>
 bool HostChecks(const Shape& in0, OpgenWhy* why)
 {
     const Shape* const shapes[NUM_INPUTS] = { &in0 };
-    uint64_t total = 0;
+    OpgenUnsigned<Shape> total = 0;
     return SameShapes(shapes, why) && Numel(in0, &total, why);
 }
 }  // namespace opgen_gelu_erf_checks
 
 // ---- the shape and attr checks of OpgenGeluErfGrad (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_erf_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1002,6 +1214,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_gelu_erf_grad_checks {
 const size_t NUM_INPUTS = 2;
@@ -1027,19 +1259,19 @@ bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 
 // The number of elements of a shape, which must fit in 32 bits.
 template <typename Shape>
-bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+bool Numel(const Shape& shape, OpgenUnsigned<Shape>* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
         OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
-        const int64_t d = shape.GetDim(i);
+        const OpgenDim<Shape> d = shape.GetDim(i);
         if (d < 0) {
             OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
-        n *= static_cast<uint64_t>(d);
+        n *= OpgenCount(d);
         if (n > 0xFFFFFFFFull) {
             OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
@@ -1054,14 +1286,15 @@ template <typename Shape>
 bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
 {
     const Shape* const shapes[NUM_INPUTS] = { &in0, &in1 };
-    uint64_t total = 0;
+    OpgenUnsigned<Shape> total = 0;
     return SameShapes(shapes, why) && Numel(in0, &total, why);
 }
 }  // namespace opgen_gelu_erf_grad_checks
 
 // ---- the shape and attr checks of OpgenGeluTanh (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_tanh.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1073,6 +1306,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_gelu_tanh_checks {
 const size_t NUM_INPUTS = 1;
@@ -1098,19 +1351,19 @@ bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 
 // The number of elements of a shape, which must fit in 32 bits.
 template <typename Shape>
-bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+bool Numel(const Shape& shape, OpgenUnsigned<Shape>* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
         OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
-        const int64_t d = shape.GetDim(i);
+        const OpgenDim<Shape> d = shape.GetDim(i);
         if (d < 0) {
             OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
-        n *= static_cast<uint64_t>(d);
+        n *= OpgenCount(d);
         if (n > 0xFFFFFFFFull) {
             OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
@@ -1125,14 +1378,15 @@ template <typename Shape>
 bool HostChecks(const Shape& in0, OpgenWhy* why)
 {
     const Shape* const shapes[NUM_INPUTS] = { &in0 };
-    uint64_t total = 0;
+    OpgenUnsigned<Shape> total = 0;
     return SameShapes(shapes, why) && Numel(in0, &total, why);
 }
 }  // namespace opgen_gelu_tanh_checks
 
 // ---- the shape and attr checks of OpgenGeluTanhGrad (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_gelu_tanh_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1144,6 +1398,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_gelu_tanh_grad_checks {
 const size_t NUM_INPUTS = 2;
@@ -1169,19 +1443,19 @@ bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 
 // The number of elements of a shape, which must fit in 32 bits.
 template <typename Shape>
-bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+bool Numel(const Shape& shape, OpgenUnsigned<Shape>* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
         OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
-        const int64_t d = shape.GetDim(i);
+        const OpgenDim<Shape> d = shape.GetDim(i);
         if (d < 0) {
             OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
-        n *= static_cast<uint64_t>(d);
+        n *= OpgenCount(d);
         if (n > 0xFFFFFFFFull) {
             OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
@@ -1196,14 +1470,15 @@ template <typename Shape>
 bool HostChecks(const Shape& in0, const Shape& in1, OpgenWhy* why)
 {
     const Shape* const shapes[NUM_INPUTS] = { &in0, &in1 };
-    uint64_t total = 0;
+    OpgenUnsigned<Shape> total = 0;
     return SameShapes(shapes, why) && Numel(in0, &total, why);
 }
 }  // namespace opgen_gelu_tanh_grad_checks
 
 // ---- the shape and attr checks of OpgenLayerNorm (templates/host/row_norm_checks.j2): the same
 // text is in op_host/opgen_layer_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1215,6 +1490,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_layer_norm_checks {
 const size_t MAX_RANK = 8;
@@ -1222,7 +1517,7 @@ const size_t MAX_RANK = 8;
 // x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
 // maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
 template <typename Shape>
-bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* cols,
                  OpgenWhy* why)
 {
     const size_t xRank = x.GetDimNum();
@@ -1233,29 +1528,28 @@ bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64
     if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
         OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
     }
-    uint64_t c = 1;
+    OpgenUnsigned<Shape> c = 1;
     for (size_t i = 0; i < gRank; ++i) {
-        const int64_t g = gamma.GetDim(i);
-        const int64_t d = x.GetDim(xRank - gRank + i);
+        const OpgenDim<Shape> g = gamma.GetDim(i);
+        const OpgenDim<Shape> d = x.GetDim(xRank - gRank + i);
         if (g != d || g < 0) {
             OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
-                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+                             i, OpgenLl(g), xRank - gRank + i, OpgenLl(d));
         }
-        c *= static_cast<uint64_t>(g);
+        c *= OpgenCount(g);
     }
-    uint64_t r = 1;
+    OpgenUnsigned<Shape> r = 1;
     for (size_t i = 0; i + gRank < xRank; ++i) {
         if (x.GetDim(i) < 0) {
             OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
         }
-        r *= static_cast<uint64_t>(x.GetDim(i));
+        r *= OpgenCount(x.GetDim(i));
     }
     if (c == 0) {
         OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
     }
     if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
-                         static_cast<unsigned long long>(c));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", OpgenUll(r), OpgenUll(c));
     }
     *rows = r;
     *cols = c;
@@ -1275,8 +1569,8 @@ bool SameShape(const Shape& a, const Shape& b)
 
 // InferShape's checks: beta has gamma's shape, then the row view.
 template <typename Shape>
-bool InputShapes(const Shape& x, const Shape& gamma, const Shape& beta, uint64_t* rows,
-                 uint64_t* cols, OpgenWhy* why)
+bool InputShapes(const Shape& x, const Shape& gamma, const Shape& beta, OpgenUnsigned<Shape>* rows,
+                 OpgenUnsigned<Shape>* cols, OpgenWhy* why)
 {
     if (!SameShape(beta, gamma)) {
         OPGEN_CHECK_FAIL(why, "beta must have gamma's shape");
@@ -1298,15 +1592,16 @@ inline bool EpsilonOk(const float* epsilon, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& x, const Shape& gamma, const Shape& beta, float epsilon, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t cols = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> cols = 0;
     return InputShapes(x, gamma, beta, &rows, &cols, why) && EpsilonOk(&epsilon, why);
 }
 }  // namespace opgen_layer_norm_checks
 
 // ---- the shape checks of OpgenLayerNormGrad (templates/host/row_norm_grad_checks.j2): the same text
 // is in op_host/opgen_layer_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1318,6 +1613,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_layer_norm_grad_checks {
 const size_t MAX_RANK = 8;
@@ -1325,7 +1640,7 @@ const size_t MAX_RANK = 8;
 // x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
 // maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
 template <typename Shape>
-bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* cols,
                  OpgenWhy* why)
 {
     const size_t xRank = x.GetDimNum();
@@ -1336,29 +1651,28 @@ bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64
     if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
         OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
     }
-    uint64_t c = 1;
+    OpgenUnsigned<Shape> c = 1;
     for (size_t i = 0; i < gRank; ++i) {
-        const int64_t g = gamma.GetDim(i);
-        const int64_t d = x.GetDim(xRank - gRank + i);
+        const OpgenDim<Shape> g = gamma.GetDim(i);
+        const OpgenDim<Shape> d = x.GetDim(xRank - gRank + i);
         if (g != d || g < 0) {
             OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
-                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+                             i, OpgenLl(g), xRank - gRank + i, OpgenLl(d));
         }
-        c *= static_cast<uint64_t>(g);
+        c *= OpgenCount(g);
     }
-    uint64_t r = 1;
+    OpgenUnsigned<Shape> r = 1;
     for (size_t i = 0; i + gRank < xRank; ++i) {
         if (x.GetDim(i) < 0) {
             OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
         }
-        r *= static_cast<uint64_t>(x.GetDim(i));
+        r *= OpgenCount(x.GetDim(i));
     }
     if (c == 0) {
         OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
     }
     if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
-                         static_cast<unsigned long long>(c));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", OpgenUll(r), OpgenUll(c));
     }
     *rows = r;
     *cols = c;
@@ -1424,10 +1738,10 @@ inline bool ArithmeticOf(const char* arithmetic, uint32_t* plain, OpgenWhy* why)
 // row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
 template <typename Shape>
 bool ShapeChecks(const Shape& dy, const Shape& x, const Shape& mean, const Shape& rstd, const Shape& gamma,
-                 OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+                 OpgenWhy* why, OpgenUnsigned<Shape>* rows = nullptr, OpgenUnsigned<Shape>* cols = nullptr)
 {
-    uint64_t r = 0;
-    uint64_t c = 0;
+    OpgenUnsigned<Shape> r = 0;
+    OpgenUnsigned<Shape> c = 0;
     if (!RowsAndCols(x, gamma, MAX_RANK - 1, &r, &c, why) ||
         !CheckShapes(dy, x, rstd, gamma, why) || !CheckMean(mean, rstd, why)) {
         return false;
@@ -1452,7 +1766,8 @@ const char* arithmetic, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenLogprobEntropy (templates/host/vocab_reduce_checks.j2): the same
 // text is in op_host/opgen_logprob_entropy.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1464,6 +1779,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_logprob_entropy_checks {
 const size_t MAX_RANK = 8;
@@ -1472,12 +1807,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -1486,12 +1821,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -1503,12 +1838,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // logits [rows..., V]; target has logits' leading dims: one index per row.
 template <typename Shape>
-bool RowsAndVocab(const Shape& logits, const Shape& target, uint64_t* rows, uint64_t* v, OpgenWhy* why)
+bool RowsAndVocab(const Shape& logits, const Shape& target, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* v, OpgenWhy* why)
 {
-    uint64_t ld[MAX_RANK];
-    uint64_t td[MAX_RANK];
-    uint64_t ln = 0;
-    uint64_t tn = 0;
+    OpgenUnsigned<Shape> ld[MAX_RANK];
+    OpgenUnsigned<Shape> td[MAX_RANK];
+    OpgenUnsigned<Shape> ln = 0;
+    OpgenUnsigned<Shape> tn = 0;
     if (!Dims(logits, "logits", 1, MAX_RANK, ld, &ln, why) || !Dims(target, "target", 0, MAX_RANK - 1, td, &tn, why)) {
         return false;
     }
@@ -1520,16 +1855,16 @@ bool RowsAndVocab(const Shape& logits, const Shape& target, uint64_t* rows, uint
     if (!ok) {
         OPGEN_CHECK_FAIL(why, "target (rank %zu, %llu elements) must have logits' leading dims (rank %zu): one index per "
                          "row of logits' last dim",
-                         target.GetDimNum(), Ull(tn), lead);
+                         target.GetDimNum(), OpgenUll(tn), lead);
     }
     *v = ld[lead];
     *rows = tn;
     if (*v == 0 && *rows > 0) {
         OPGEN_CHECK_FAIL(why, "logits' last dim (the vocabulary) is 0: no distribution to reduce over %llu rows",
-                         Ull(*rows));
+                         OpgenUll(*rows));
     }
     if (*rows > U32_MAX || *v > U32_MAX) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: counts past the index type (32 bits)", Ull(*rows), Ull(*v));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: counts past the index type (32 bits)", OpgenUll(*rows), OpgenUll(*v));
     }
     return true;
 }
@@ -1557,8 +1892,8 @@ inline bool IgnoreIndex(int64_t i, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& logits, const Shape& target, float temperature, int64_t ignoreIndex, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t v = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> v = 0;
     return RowsAndVocab(logits, target, &rows, &v, why) && Temperature(temperature, why) &&
            IgnoreIndex(ignoreIndex, why);
 }
@@ -1566,7 +1901,8 @@ bool HostChecks(const Shape& logits, const Shape& target, float temperature, int
 
 // ---- the shape and attr checks of OpgenLogprobEntropyGrad (templates/host/vocab_reduce_checks.j2): the same
 // text is in op_host/opgen_logprob_entropy_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1578,6 +1914,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_logprob_entropy_grad_checks {
 const size_t MAX_RANK = 8;
@@ -1586,12 +1942,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -1600,12 +1956,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -1617,12 +1973,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 
 // logits [rows..., V]; target has logits' leading dims: one index per row.
 template <typename Shape>
-bool RowsAndVocab(const Shape& logits, const Shape& target, uint64_t* rows, uint64_t* v, OpgenWhy* why)
+bool RowsAndVocab(const Shape& logits, const Shape& target, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* v, OpgenWhy* why)
 {
-    uint64_t ld[MAX_RANK];
-    uint64_t td[MAX_RANK];
-    uint64_t ln = 0;
-    uint64_t tn = 0;
+    OpgenUnsigned<Shape> ld[MAX_RANK];
+    OpgenUnsigned<Shape> td[MAX_RANK];
+    OpgenUnsigned<Shape> ln = 0;
+    OpgenUnsigned<Shape> tn = 0;
     if (!Dims(logits, "logits", 1, MAX_RANK, ld, &ln, why) || !Dims(target, "target", 0, MAX_RANK - 1, td, &tn, why)) {
         return false;
     }
@@ -1634,16 +1990,16 @@ bool RowsAndVocab(const Shape& logits, const Shape& target, uint64_t* rows, uint
     if (!ok) {
         OPGEN_CHECK_FAIL(why, "target (rank %zu, %llu elements) must have logits' leading dims (rank %zu): one index per "
                          "row of logits' last dim",
-                         target.GetDimNum(), Ull(tn), lead);
+                         target.GetDimNum(), OpgenUll(tn), lead);
     }
     *v = ld[lead];
     *rows = tn;
     if (*v == 0 && *rows > 0) {
         OPGEN_CHECK_FAIL(why, "logits' last dim (the vocabulary) is 0: no distribution to reduce over %llu rows",
-                         Ull(*rows));
+                         OpgenUll(*rows));
     }
     if (*rows > U32_MAX || *v > U32_MAX) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: counts past the index type (32 bits)", Ull(*rows), Ull(*v));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu: counts past the index type (32 bits)", OpgenUll(*rows), OpgenUll(*v));
     }
     return true;
 }
@@ -1679,18 +2035,18 @@ bool RowInputs(const Shape& target, const Shape& lse, const Shape& entropy, cons
             same = rows[k]->GetDim(i) == target.GetDim(i);
         }
         if (!same) {
-            uint64_t n = 1;
-            uint64_t tn = 1;
+            OpgenUnsigned<Shape> n = 1;
+            OpgenUnsigned<Shape> tn = 1;
             for (size_t i = 0; i < rows[k]->GetDimNum(); ++i) {
-                n *= static_cast<uint64_t>(rows[k]->GetDim(i));
+                n *= OpgenCount(rows[k]->GetDim(i));
             }
             for (size_t i = 0; i < target.GetDimNum(); ++i) {
-                tn *= static_cast<uint64_t>(target.GetDim(i));
+                tn *= OpgenCount(target.GetDim(i));
             }
             OPGEN_CHECK_FAIL(why,
                              "%s (rank %zu, %llu elements) must have target's shape (rank %zu, %llu elements): one "
                              "value per row of logits",
-                             names[k], rows[k]->GetDimNum(), Ull(n), target.GetDimNum(), Ull(tn));
+                             names[k], rows[k]->GetDimNum(), OpgenUll(n), target.GetDimNum(), OpgenUll(tn));
         }
     }
     return true;
@@ -1702,8 +2058,8 @@ template <typename Shape>
 bool HostChecks(const Shape& logits, const Shape& target, const Shape& lse, const Shape& entropy,
                 const Shape& dlogprob, const Shape& dentropy, float temperature, int64_t ignoreIndex, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t v = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> v = 0;
     return RowInputs(target, lse, entropy, dlogprob, dentropy, why) && RowsAndVocab(logits, target, &rows, &v, why) &&
            Temperature(temperature, why) && IgnoreIndex(ignoreIndex, why);
 }
@@ -1711,7 +2067,8 @@ bool HostChecks(const Shape& logits, const Shape& target, const Shape& lse, cons
 
 // ---- the shape checks of OpgenReshapeAndCache (templates/host/paged_cache_checks.j2): the same text is
 // in op_host/opgen_reshape_and_cache.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1723,20 +2080,47 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_reshape_and_cache_checks {
 const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
 
-inline uint64_t Larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
+template <typename Count>
+Count Larger(const Count& a, const Count& b)
+{
+    return a > b ? a : b;
+}
 
-struct Geometry {
-    uint64_t tokens;
-    uint64_t heads;
-    uint64_t keyDim;
-    uint64_t valueDim;
-    uint64_t blocks;
-    uint64_t blockSize;
+// The op's sizes: Count is uint64_t in the op_host (Geometry), a symbolic size in torch.
+template <typename Count>
+struct GeometryOf {
+    Count tokens;
+    Count heads;
+    Count keyDim;
+    Count valueDim;
+    Count blocks;
+    Count blockSize;
 };
+using Geometry = GeometryOf<uint64_t>;
 
 const size_t MAX_RANK = 8;
 const uint64_t U32_MAX = 0xFFFFFFFFull;
@@ -1744,12 +2128,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -1758,12 +2142,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -1778,14 +2162,14 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 // the op's inputs in order. `geometry` (the op_host's) receives the sizes.
 template <typename Shape>
 bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& keyCacheShape, const Shape& valueCacheShape,
-                const Shape& slotShape, OpgenWhy* why, Geometry* geometry = nullptr)
+                const Shape& slotShape, OpgenWhy* why, GeometryOf<OpgenUnsigned<Shape>>* geometry = nullptr)
 {
-    uint64_t key[3] = {0, 0, 0};
-    uint64_t value[3] = {0, 0, 0};
-    uint64_t kc[4] = {0, 0, 0, 0};
-    uint64_t vc[4] = {0, 0, 0, 0};
-    uint64_t slots[1] = {0};
-    uint64_t n = 0;
+    OpgenUnsigned<Shape> key[3] = {0, 0, 0};
+    OpgenUnsigned<Shape> value[3] = {0, 0, 0};
+    OpgenUnsigned<Shape> kc[4] = {0, 0, 0, 0};
+    OpgenUnsigned<Shape> vc[4] = {0, 0, 0, 0};
+    OpgenUnsigned<Shape> slots[1] = {0};
+    OpgenUnsigned<Shape> n = 0;
     if (!Dims(keyShape, "key", 3, 3, key, &n, why) || !Dims(valueShape, "value", 3, 3, value, &n, why) ||
         !Dims(keyCacheShape, "key_cache", 4, 4, kc, &n, why) ||
         !Dims(valueCacheShape, "value_cache", 4, 4, vc, &n, why) ||
@@ -1793,34 +2177,34 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
         return false;
     }
     if (value[0] != key[0] || value[1] != key[1]) {
-        OPGEN_CHECK_FAIL(why, "key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", Ull(key[0]),
-                         Ull(key[1]), Ull(key[2]), Ull(value[0]), Ull(value[1]), Ull(value[2]));
+        OPGEN_CHECK_FAIL(why, "key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", OpgenUll(key[0]),
+                         OpgenUll(key[1]), OpgenUll(key[2]), OpgenUll(value[0]), OpgenUll(value[1]), OpgenUll(value[2]));
     }
     if (slots[0] != key[0]) {
         OPGEN_CHECK_FAIL(why, "slot mapping length %llu != tokens %llu: slot_mapping needs one slot per token of key",
-                         Ull(slots[0]), Ull(key[0]));
+                         OpgenUll(slots[0]), OpgenUll(key[0]));
     }
     if (kc[2] != key[1] || kc[3] != key[2]) {
         OPGEN_CHECK_FAIL(why, "key_cache [%llu, %llu, %llu, %llu] must be [num_blocks, block_size, %llu, %llu] for key",
-                         Ull(kc[0]), Ull(kc[1]), Ull(kc[2]), Ull(kc[3]), Ull(key[1]), Ull(key[2]));
+                         OpgenUll(kc[0]), OpgenUll(kc[1]), OpgenUll(kc[2]), OpgenUll(kc[3]), OpgenUll(key[1]), OpgenUll(key[2]));
     }
     if (vc[0] != kc[0] || vc[1] != kc[1] || vc[2] != value[1] || vc[3] != value[2]) {
         OPGEN_CHECK_FAIL(why, "value_cache [%llu, %llu, %llu, %llu] must be [%llu, %llu, %llu, %llu]: key_cache's blocks "
                          "and value's heads and head_dim",
-                         Ull(vc[0]), Ull(vc[1]), Ull(vc[2]), Ull(vc[3]), Ull(kc[0]), Ull(kc[1]), Ull(value[1]),
-                         Ull(value[2]));
+                         OpgenUll(vc[0]), OpgenUll(vc[1]), OpgenUll(vc[2]), OpgenUll(vc[3]), OpgenUll(kc[0]), OpgenUll(kc[1]), OpgenUll(value[1]),
+                         OpgenUll(value[2]));
     }
     if (key[1] == 0 || key[2] == 0 || value[2] == 0) {
-        OPGEN_CHECK_FAIL(why, "heads (%llu) and head dims (%llu, %llu) must be positive", Ull(key[1]), Ull(key[2]),
-                         Ull(value[2]));
+        OPGEN_CHECK_FAIL(why, "heads (%llu) and head dims (%llu, %llu) must be positive", OpgenUll(key[1]), OpgenUll(key[2]),
+                         OpgenUll(value[2]));
     }
     if (key[0] > INT32_MAX_U) {
         OPGEN_CHECK_FAIL(why, "%llu tokens: element counts past the index type (the out_of_range count is int32)",
-                         Ull(key[0]));
+                         OpgenUll(key[0]));
     }
     if (kc[0] * kc[1] > U32_MAX || key[1] * Larger(key[2], value[2]) > U32_MAX) {
         OPGEN_CHECK_FAIL(why, "%llu cache slots of %llu heads: element counts past the index type (32 bits)",
-                         Ull(kc[0] * kc[1]), Ull(key[1]));
+                         OpgenUll(kc[0] * kc[1]), OpgenUll(key[1]));
     }
     if (geometry != nullptr) {
         *geometry = {key[0], key[1], key[2], value[2], kc[0], kc[1]};
@@ -1831,7 +2215,8 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
 
 // ---- the shape checks of OpgenReshapeAndCacheInt8 (templates/host/paged_cache_checks.j2): the same text is
 // in op_host/opgen_reshape_and_cache_int8.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1843,20 +2228,47 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_reshape_and_cache_int8_checks {
 const uint64_t INT32_MAX_U = 0x7FFFFFFFull;
 
-inline uint64_t Larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
+template <typename Count>
+Count Larger(const Count& a, const Count& b)
+{
+    return a > b ? a : b;
+}
 
-struct Geometry {
-    uint64_t tokens;
-    uint64_t heads;
-    uint64_t keyDim;
-    uint64_t valueDim;
-    uint64_t blocks;
-    uint64_t blockSize;
+// The op's sizes: Count is uint64_t in the op_host (Geometry), a symbolic size in torch.
+template <typename Count>
+struct GeometryOf {
+    Count tokens;
+    Count heads;
+    Count keyDim;
+    Count valueDim;
+    Count blocks;
+    Count blockSize;
 };
+using Geometry = GeometryOf<uint64_t>;
 
 const size_t MAX_RANK = 8;
 const uint64_t U32_MAX = 0xFFFFFFFFull;
@@ -1864,12 +2276,12 @@ const uint64_t U32_MAX = 0xFFFFFFFFull;
 // Tensors up to 2^40 elements: no offset computed by the kernel (64-bit) can overflow.
 const uint64_t MAX_ELEMENTS = 1ull << 40;
 
-inline unsigned long long Ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
-// The dims of `s` (rank checked, every dim non-negative) and their product.
+// The dims of `s` (rank checked, every dim non-negative) and their product. The bound is
+// checked before each multiplication, so the op_host's uint64_t cannot overflow; on symbolic
+// sizes it is a guard on the symbolic sizes that every call below 2^40 elements passes.
 template <typename Shape>
-bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint64_t* dims, uint64_t* elements,
-          OpgenWhy* why)
+bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, OpgenUnsigned<Shape>* dims,
+          OpgenUnsigned<Shape>* elements, OpgenWhy* why)
 {
     const size_t rank = s.GetDimNum();
     if (rank < minRank || rank > maxRank) {
@@ -1878,12 +2290,12 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
         }
         OPGEN_CHECK_FAIL(why, "%s has rank %zu; rank %zu to %zu is supported", name, rank, minRank, maxRank);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
         if (s.GetDim(i) < 0) {
-            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, static_cast<long long>(s.GetDim(i)));
+            OPGEN_CHECK_FAIL(why, "%s dim %zu is %lld (negative)", name, i, OpgenLl(s.GetDim(i)));
         }
-        dims[i] = static_cast<uint64_t>(s.GetDim(i));
+        dims[i] = OpgenCount(s.GetDim(i));
         if (dims[i] != 0 && n > MAX_ELEMENTS / dims[i]) {
             OPGEN_CHECK_FAIL(why, "%s has more than 2^40 elements: element counts past the index type", name);
         }
@@ -1900,14 +2312,14 @@ bool Dims(const Shape& s, const char* name, size_t minRank, size_t maxRank, uint
 template <typename Shape>
 bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& keyCacheShape, const Shape& valueCacheShape,
                 const Shape& keyScaleShape, const Shape& valueScaleShape,
-                const Shape& slotShape, OpgenWhy* why, Geometry* geometry = nullptr)
+                const Shape& slotShape, OpgenWhy* why, GeometryOf<OpgenUnsigned<Shape>>* geometry = nullptr)
 {
-    uint64_t key[3] = {0, 0, 0};
-    uint64_t value[3] = {0, 0, 0};
-    uint64_t kc[4] = {0, 0, 0, 0};
-    uint64_t vc[4] = {0, 0, 0, 0};
-    uint64_t slots[1] = {0};
-    uint64_t n = 0;
+    OpgenUnsigned<Shape> key[3] = {0, 0, 0};
+    OpgenUnsigned<Shape> value[3] = {0, 0, 0};
+    OpgenUnsigned<Shape> kc[4] = {0, 0, 0, 0};
+    OpgenUnsigned<Shape> vc[4] = {0, 0, 0, 0};
+    OpgenUnsigned<Shape> slots[1] = {0};
+    OpgenUnsigned<Shape> n = 0;
     if (!Dims(keyShape, "key", 3, 3, key, &n, why) || !Dims(valueShape, "value", 3, 3, value, &n, why) ||
         !Dims(keyCacheShape, "key_cache", 4, 4, kc, &n, why) ||
         !Dims(valueCacheShape, "value_cache", 4, 4, vc, &n, why) ||
@@ -1915,27 +2327,27 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
         return false;
     }
     if (value[0] != key[0] || value[1] != key[1]) {
-        OPGEN_CHECK_FAIL(why, "key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", Ull(key[0]),
-                         Ull(key[1]), Ull(key[2]), Ull(value[0]), Ull(value[1]), Ull(value[2]));
+        OPGEN_CHECK_FAIL(why, "key [%llu, %llu, %llu] and value [%llu, %llu, %llu] disagree on tokens or heads", OpgenUll(key[0]),
+                         OpgenUll(key[1]), OpgenUll(key[2]), OpgenUll(value[0]), OpgenUll(value[1]), OpgenUll(value[2]));
     }
     if (slots[0] != key[0]) {
         OPGEN_CHECK_FAIL(why, "slot mapping length %llu != tokens %llu: slot_mapping needs one slot per token of key",
-                         Ull(slots[0]), Ull(key[0]));
+                         OpgenUll(slots[0]), OpgenUll(key[0]));
     }
     if (kc[2] != key[1] || kc[3] != key[2]) {
         OPGEN_CHECK_FAIL(why, "key_cache [%llu, %llu, %llu, %llu] must be [num_blocks, block_size, %llu, %llu] for key",
-                         Ull(kc[0]), Ull(kc[1]), Ull(kc[2]), Ull(kc[3]), Ull(key[1]), Ull(key[2]));
+                         OpgenUll(kc[0]), OpgenUll(kc[1]), OpgenUll(kc[2]), OpgenUll(kc[3]), OpgenUll(key[1]), OpgenUll(key[2]));
     }
     if (vc[0] != kc[0] || vc[1] != kc[1] || vc[2] != value[1] || vc[3] != value[2]) {
         OPGEN_CHECK_FAIL(why, "value_cache [%llu, %llu, %llu, %llu] must be [%llu, %llu, %llu, %llu]: key_cache's blocks "
                          "and value's heads and head_dim",
-                         Ull(vc[0]), Ull(vc[1]), Ull(vc[2]), Ull(vc[3]), Ull(kc[0]), Ull(kc[1]), Ull(value[1]),
-                         Ull(value[2]));
+                         OpgenUll(vc[0]), OpgenUll(vc[1]), OpgenUll(vc[2]), OpgenUll(vc[3]), OpgenUll(kc[0]), OpgenUll(kc[1]), OpgenUll(value[1]),
+                         OpgenUll(value[2]));
     }
     const Shape* scaleShapes[2] = {&keyScaleShape, &valueScaleShape};
     const char* scaleNames[2] = {"key_scale", "value_scale"};
     for (int i = 0; i < 2; ++i) {
-        uint64_t sd[4] = {0, 0, 0, 0};
+        OpgenUnsigned<Shape> sd[4] = {0, 0, 0, 0};
         if (!Dims(*scaleShapes[i], scaleNames[i], 3, 4, sd, &n, why)) {
             return false;
         }
@@ -1943,20 +2355,20 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
         if (sd[0] != kc[0] || sd[1] != kc[1] || sd[2] != key[1] || !trailingOk) {
             OPGEN_CHECK_FAIL(why, "%s must be [%llu, %llu, %llu] (or with a trailing 1): one float32 scale per cache slot "
                              "and head",
-                             scaleNames[i], Ull(kc[0]), Ull(kc[1]), Ull(key[1]));
+                             scaleNames[i], OpgenUll(kc[0]), OpgenUll(kc[1]), OpgenUll(key[1]));
         }
     }
     if (key[1] == 0 || key[2] == 0 || value[2] == 0) {
-        OPGEN_CHECK_FAIL(why, "heads (%llu) and head dims (%llu, %llu) must be positive", Ull(key[1]), Ull(key[2]),
-                         Ull(value[2]));
+        OPGEN_CHECK_FAIL(why, "heads (%llu) and head dims (%llu, %llu) must be positive", OpgenUll(key[1]), OpgenUll(key[2]),
+                         OpgenUll(value[2]));
     }
     if (key[0] > INT32_MAX_U) {
         OPGEN_CHECK_FAIL(why, "%llu tokens: element counts past the index type (the out_of_range count is int32)",
-                         Ull(key[0]));
+                         OpgenUll(key[0]));
     }
     if (kc[0] * kc[1] > U32_MAX || key[1] * Larger(key[2], value[2]) > U32_MAX) {
         OPGEN_CHECK_FAIL(why, "%llu cache slots of %llu heads: element counts past the index type (32 bits)",
-                         Ull(kc[0] * kc[1]), Ull(key[1]));
+                         OpgenUll(kc[0] * kc[1]), OpgenUll(key[1]));
     }
     if (geometry != nullptr) {
         *geometry = {key[0], key[1], key[2], value[2], kc[0], kc[1]};
@@ -1967,7 +2379,8 @@ bool HostChecks(const Shape& keyShape, const Shape& valueShape, const Shape& key
 
 // ---- the shape and attr checks of OpgenRmsNorm (templates/host/row_norm_checks.j2): the same
 // text is in op_host/opgen_rms_norm.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -1979,6 +2392,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_rms_norm_checks {
 const size_t MAX_RANK = 8;
@@ -1986,7 +2419,7 @@ const size_t MAX_RANK = 8;
 // x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
 // maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
 template <typename Shape>
-bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* cols,
                  OpgenWhy* why)
 {
     const size_t xRank = x.GetDimNum();
@@ -1997,29 +2430,28 @@ bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64
     if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
         OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
     }
-    uint64_t c = 1;
+    OpgenUnsigned<Shape> c = 1;
     for (size_t i = 0; i < gRank; ++i) {
-        const int64_t g = gamma.GetDim(i);
-        const int64_t d = x.GetDim(xRank - gRank + i);
+        const OpgenDim<Shape> g = gamma.GetDim(i);
+        const OpgenDim<Shape> d = x.GetDim(xRank - gRank + i);
         if (g != d || g < 0) {
             OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
-                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+                             i, OpgenLl(g), xRank - gRank + i, OpgenLl(d));
         }
-        c *= static_cast<uint64_t>(g);
+        c *= OpgenCount(g);
     }
-    uint64_t r = 1;
+    OpgenUnsigned<Shape> r = 1;
     for (size_t i = 0; i + gRank < xRank; ++i) {
         if (x.GetDim(i) < 0) {
             OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
         }
-        r *= static_cast<uint64_t>(x.GetDim(i));
+        r *= OpgenCount(x.GetDim(i));
     }
     if (c == 0) {
         OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
     }
     if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
-                         static_cast<unsigned long long>(c));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", OpgenUll(r), OpgenUll(c));
     }
     *rows = r;
     *cols = c;
@@ -2039,8 +2471,8 @@ bool SameShape(const Shape& a, const Shape& b)
 
 // InferShape's checks: then the row view.
 template <typename Shape>
-bool InputShapes(const Shape& x, const Shape& gamma, uint64_t* rows,
-                 uint64_t* cols, OpgenWhy* why)
+bool InputShapes(const Shape& x, const Shape& gamma, OpgenUnsigned<Shape>* rows,
+                 OpgenUnsigned<Shape>* cols, OpgenWhy* why)
 {
     return RowsAndCols(x, gamma, MAX_RANK, rows, cols, why);
 }
@@ -2073,8 +2505,8 @@ inline bool RoundingOf(const char* rounding, uint32_t* roundHf, OpgenWhy* why)
 template <typename Shape>
 bool HostChecks(const Shape& x, const Shape& gamma, float epsilon, const char* rounding, OpgenWhy* why)
 {
-    uint64_t rows = 0;
-    uint64_t cols = 0;
+    OpgenUnsigned<Shape> rows = 0;
+    OpgenUnsigned<Shape> cols = 0;
     uint32_t roundHf = 0;
     return InputShapes(x, gamma, &rows, &cols, why) && EpsilonOk(&epsilon, why) &&
            RoundingOf(rounding, &roundHf, why);
@@ -2083,7 +2515,8 @@ bool HostChecks(const Shape& x, const Shape& gamma, float epsilon, const char* r
 
 // ---- the shape checks of OpgenRmsNormGrad (templates/host/row_norm_grad_checks.j2): the same text
 // is in op_host/opgen_rms_norm_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2095,6 +2528,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_rms_norm_grad_checks {
 const size_t MAX_RANK = 8;
@@ -2102,7 +2555,7 @@ const size_t MAX_RANK = 8;
 // x is [rows..., cols...] where gamma's shape equals the trailing dims of x; gamma has at most
 // maxGammaRank dims (the backward keeps a partial-sum dim beside gamma's).
 template <typename Shape>
-bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64_t* rows, uint64_t* cols,
+bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, OpgenUnsigned<Shape>* rows, OpgenUnsigned<Shape>* cols,
                  OpgenWhy* why)
 {
     const size_t xRank = x.GetDimNum();
@@ -2113,29 +2566,28 @@ bool RowsAndCols(const Shape& x, const Shape& gamma, size_t maxGammaRank, uint64
     if (gRank < 1 || gRank > maxGammaRank || gRank > xRank) {
         OPGEN_CHECK_FAIL(why, "gamma has rank %zu; it must cover 1 to %zu trailing dims of x", gRank, xRank);
     }
-    uint64_t c = 1;
+    OpgenUnsigned<Shape> c = 1;
     for (size_t i = 0; i < gRank; ++i) {
-        const int64_t g = gamma.GetDim(i);
-        const int64_t d = x.GetDim(xRank - gRank + i);
+        const OpgenDim<Shape> g = gamma.GetDim(i);
+        const OpgenDim<Shape> d = x.GetDim(xRank - gRank + i);
         if (g != d || g < 0) {
             OPGEN_CHECK_FAIL(why, "gamma dim %zu is %lld but x dim %zu is %lld: gamma must equal the trailing dims of x",
-                             i, static_cast<long long>(g), xRank - gRank + i, static_cast<long long>(d));
+                             i, OpgenLl(g), xRank - gRank + i, OpgenLl(d));
         }
-        c *= static_cast<uint64_t>(g);
+        c *= OpgenCount(g);
     }
-    uint64_t r = 1;
+    OpgenUnsigned<Shape> r = 1;
     for (size_t i = 0; i + gRank < xRank; ++i) {
         if (x.GetDim(i) < 0) {
             OPGEN_CHECK_FAIL(why, "x dim %zu is negative", i);
         }
-        r *= static_cast<uint64_t>(x.GetDim(i));
+        r *= OpgenCount(x.GetDim(i));
     }
     if (c == 0) {
         OPGEN_CHECK_FAIL(why, "gamma has no elements: the mean of an empty row is undefined");
     }
     if (r > 0xFFFFFFFFull || c > 0xFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", static_cast<unsigned long long>(r),
-                         static_cast<unsigned long long>(c));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: both must fit in 32 bits", OpgenUll(r), OpgenUll(c));
     }
     *rows = r;
     *cols = c;
@@ -2191,10 +2643,10 @@ inline bool ArithmeticOf(const char* arithmetic, uint32_t* plain, OpgenWhy* why)
 // row view: gamma covers at most MAX_RANK - 1 dims, dgamma's partial sums add one.
 template <typename Shape>
 bool ShapeChecks(const Shape& dy, const Shape& x, const Shape& rstd, const Shape& gamma,
-                 OpgenWhy* why, uint64_t* rows = nullptr, uint64_t* cols = nullptr)
+                 OpgenWhy* why, OpgenUnsigned<Shape>* rows = nullptr, OpgenUnsigned<Shape>* cols = nullptr)
 {
-    uint64_t r = 0;
-    uint64_t c = 0;
+    OpgenUnsigned<Shape> r = 0;
+    OpgenUnsigned<Shape> c = 0;
     if (!RowsAndCols(x, gamma, MAX_RANK - 1, &r, &c, why) ||
         !CheckShapes(dy, x, rstd, gamma, why)) {
         return false;
@@ -2219,7 +2671,8 @@ const char* arithmetic, OpgenWhy* why)
 
 // ---- the shape and attr checks of OpgenRotaryMul (templates/host/rotary_checks.j2): the same
 // text is in op_host/opgen_rotary_mul.cpp and torch/opgen_torch.h. Shape is any type with
-// GetDimNum() and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDimNum() and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2231,20 +2684,43 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_rotary_mul_checks {
 const size_t RANK = 4;
 const uint32_t MODE_HALF = 0;
 const uint32_t MODE_INTERLEAVE = 1;
 
-// The canonical view of x's rows (see the op_host's file comment).
-struct RowLayout {
-    uint64_t groups;
-    uint64_t bcastOuter;
-    uint64_t positions;
-    uint64_t bcastInner;
-    uint64_t headDim;
+// The canonical view of x's rows (see the op_host's file comment): Count is uint64_t in the
+// op_host (RowLayout), a symbolic size in torch.
+template <typename Count>
+struct RowLayoutOf {
+    Count groups;
+    Count bcastOuter;
+    Count positions;
+    Count bcastInner;
+    Count headDim;
 };
+using RowLayout = RowLayoutOf<uint64_t>;
 
 // "[2, 3, 1, 64]" into buf, for messages.
 template <typename Shape>
@@ -2254,7 +2730,7 @@ const char* ShapeText(const Shape& s, char* buf, size_t len)
     at += static_cast<size_t>(std::snprintf(buf + at, len - at, "["));
     for (size_t i = 0; i < s.GetDimNum() && at < len; ++i) {
         at += static_cast<size_t>(std::snprintf(buf + at, len - at, "%s%lld", i == 0 ? "" : ", ",
-                                                static_cast<long long>(s.GetDim(i))));
+                                                OpgenLl(s.GetDim(i))));
     }
     if (at < len) {
         std::snprintf(buf + at, len - at, "]");
@@ -2264,7 +2740,8 @@ const char* ShapeText(const Shape& s, char* buf, size_t len)
 
 // Checks x, r1, r2 and the mode, and derives the row layout.
 template <typename Shape>
-bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode, RowLayout* out, OpgenWhy* why)
+bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode, RowLayoutOf<OpgenUnsigned<Shape>>* out,
+                 OpgenWhy* why)
 {
     char a[96];
     char b[96];
@@ -2285,28 +2762,27 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
                              ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
         }
     }
-    const int64_t d = x.GetDim(RANK - 1);
+    const OpgenDim<Shape> d = x.GetDim(RANK - 1);
     if (d % 2 != 0) {
         OPGEN_CHECK_FAIL(why, "the head dim (last dim of x) is %lld: rotary_mul rotates pairs and needs an even head dim",
-                         static_cast<long long>(d));
+                         OpgenLl(d));
     }
     if (r1.GetDim(RANK - 1) != d) {
         OPGEN_CHECK_FAIL(why, "r1's last dim is %lld but x's head dim is %lld: the tables are full-width (D values per row)",
-                         static_cast<long long>(r1.GetDim(RANK - 1)), static_cast<long long>(d));
+                         OpgenLl(r1.GetDim(RANK - 1)), OpgenLl(d));
     }
     // Kinds of x's leading dims: 'k' kept (the tables vary along it), 'b' broadcast (tables
     // have 1 there); size-1 dims of x take no part.
     char kinds[RANK];
-    uint64_t sizes[RANK];
+    OpgenUnsigned<Shape> sizes[RANK];
     size_t n = 0;
     size_t tableDims = 0;
     for (size_t i = 0; i + 1 < RANK; ++i) {
-        const int64_t xd = x.GetDim(i);
-        const int64_t rd = r1.GetDim(i);
+        const OpgenDim<Shape> xd = x.GetDim(i);
+        const OpgenDim<Shape> rd = r1.GetDim(i);
         if (rd != 1 && rd != xd) {
             OPGEN_CHECK_FAIL(why, "r1 %s does not broadcast to x %s: dim %zu is %lld, it must be 1 or %lld",
-                             ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, static_cast<long long>(rd),
-                             static_cast<long long>(xd));
+                             ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, OpgenLl(rd), OpgenLl(xd));
         }
         if (rd > 1) {
             ++tableDims;
@@ -2316,10 +2792,10 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
         }
         const char kind = rd == 1 ? 'b' : 'k';
         if (n > 0 && kinds[n - 1] == kind) {
-            sizes[n - 1] *= static_cast<uint64_t>(xd);
+            sizes[n - 1] *= OpgenCount(xd);
         } else {
             kinds[n] = kind;
-            sizes[n] = static_cast<uint64_t>(xd);
+            sizes[n] = OpgenCount(xd);
             ++n;
         }
     }
@@ -2328,7 +2804,7 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
                          "as torch_npu.npu_rotary_mul), got r1 %s for x %s",
                          ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
     }
-    RowLayout l = {1, 1, 1, 1, static_cast<uint64_t>(d)};
+    RowLayoutOf<OpgenUnsigned<Shape>> l = {1, 1, 1, 1, OpgenCount(d)};
     // The merged kinds alternate: k, b, kb, bk, kbk or bkb.
     size_t at = 0;
     if (n == 3 && kinds[0] == 'k') {
@@ -2343,11 +2819,10 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
     if (at < n && kinds[at] == 'b') {
         l.bcastInner = sizes[at++];
     }
-    const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
+    const OpgenUnsigned<Shape> rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
     if (rows > 0xFFFFFFFFull || l.headDim > 0xFFFFFFFFull ||
         rows * l.headDim > 0xFFFFFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: too large", static_cast<unsigned long long>(rows),
-                         static_cast<unsigned long long>(l.headDim));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: too large", OpgenUll(rows), OpgenUll(l.headDim));
     }
     *out = l;
     return true;
@@ -2389,7 +2864,7 @@ inline bool RoundingOf(const char* text, uint32_t* roundHf, OpgenWhy* why)
 // row layout.
 template <typename Shape>
 bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mode, const char* rounding, OpgenWhy* why,
-                RowLayout* layout = nullptr)
+                RowLayoutOf<OpgenUnsigned<Shape>>* layout = nullptr)
 {
     uint32_t m = MODE_HALF;
     if (!ModeOf(mode, &m, why)) {
@@ -2399,7 +2874,7 @@ bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mo
     if (!RoundingOf(rounding, &roundHf, why)) {
         return false;
     }
-    RowLayout l;
+    RowLayoutOf<OpgenUnsigned<Shape>> l;
     if (!CheckLayout(x, r1, r2, m, &l, why)) {
         return false;
     }
@@ -2412,7 +2887,8 @@ bool HostChecks(const Shape& x, const Shape& r1, const Shape& r2, const char* mo
 
 // ---- the shape and attr checks of OpgenRotaryMulGrad (templates/host/rotary_checks.j2): the same
 // text is in op_host/opgen_rotary_mul_grad.cpp and torch/opgen_torch.h. Shape is any type with
-// GetDimNum() and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// GetDimNum() and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2424,20 +2900,43 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_rotary_mul_grad_checks {
 const size_t RANK = 4;
 const uint32_t MODE_HALF = 0;
 const uint32_t MODE_INTERLEAVE = 1;
 
-// The canonical view of x's rows (see the op_host's file comment).
-struct RowLayout {
-    uint64_t groups;
-    uint64_t bcastOuter;
-    uint64_t positions;
-    uint64_t bcastInner;
-    uint64_t headDim;
+// The canonical view of x's rows (see the op_host's file comment): Count is uint64_t in the
+// op_host (RowLayout), a symbolic size in torch.
+template <typename Count>
+struct RowLayoutOf {
+    Count groups;
+    Count bcastOuter;
+    Count positions;
+    Count bcastInner;
+    Count headDim;
 };
+using RowLayout = RowLayoutOf<uint64_t>;
 
 // "[2, 3, 1, 64]" into buf, for messages.
 template <typename Shape>
@@ -2447,7 +2946,7 @@ const char* ShapeText(const Shape& s, char* buf, size_t len)
     at += static_cast<size_t>(std::snprintf(buf + at, len - at, "["));
     for (size_t i = 0; i < s.GetDimNum() && at < len; ++i) {
         at += static_cast<size_t>(std::snprintf(buf + at, len - at, "%s%lld", i == 0 ? "" : ", ",
-                                                static_cast<long long>(s.GetDim(i))));
+                                                OpgenLl(s.GetDim(i))));
     }
     if (at < len) {
         std::snprintf(buf + at, len - at, "]");
@@ -2457,7 +2956,8 @@ const char* ShapeText(const Shape& s, char* buf, size_t len)
 
 // Checks x, r1, r2 and the mode, and derives the row layout.
 template <typename Shape>
-bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode, RowLayout* out, OpgenWhy* why)
+bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode, RowLayoutOf<OpgenUnsigned<Shape>>* out,
+                 OpgenWhy* why)
 {
     char a[96];
     char b[96];
@@ -2478,28 +2978,27 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
                              ShapeText(r1, a, sizeof(a)), ShapeText(r2, b, sizeof(b)));
         }
     }
-    const int64_t d = x.GetDim(RANK - 1);
+    const OpgenDim<Shape> d = x.GetDim(RANK - 1);
     if (d % 2 != 0) {
         OPGEN_CHECK_FAIL(why, "the head dim (last dim of x) is %lld: rotary_mul rotates pairs and needs an even head dim",
-                         static_cast<long long>(d));
+                         OpgenLl(d));
     }
     if (r1.GetDim(RANK - 1) != d) {
         OPGEN_CHECK_FAIL(why, "r1's last dim is %lld but x's head dim is %lld: the tables are full-width (D values per row)",
-                         static_cast<long long>(r1.GetDim(RANK - 1)), static_cast<long long>(d));
+                         OpgenLl(r1.GetDim(RANK - 1)), OpgenLl(d));
     }
     // Kinds of x's leading dims: 'k' kept (the tables vary along it), 'b' broadcast (tables
     // have 1 there); size-1 dims of x take no part.
     char kinds[RANK];
-    uint64_t sizes[RANK];
+    OpgenUnsigned<Shape> sizes[RANK];
     size_t n = 0;
     size_t tableDims = 0;
     for (size_t i = 0; i + 1 < RANK; ++i) {
-        const int64_t xd = x.GetDim(i);
-        const int64_t rd = r1.GetDim(i);
+        const OpgenDim<Shape> xd = x.GetDim(i);
+        const OpgenDim<Shape> rd = r1.GetDim(i);
         if (rd != 1 && rd != xd) {
             OPGEN_CHECK_FAIL(why, "r1 %s does not broadcast to x %s: dim %zu is %lld, it must be 1 or %lld",
-                             ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, static_cast<long long>(rd),
-                             static_cast<long long>(xd));
+                             ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)), i, OpgenLl(rd), OpgenLl(xd));
         }
         if (rd > 1) {
             ++tableDims;
@@ -2509,10 +3008,10 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
         }
         const char kind = rd == 1 ? 'b' : 'k';
         if (n > 0 && kinds[n - 1] == kind) {
-            sizes[n - 1] *= static_cast<uint64_t>(xd);
+            sizes[n - 1] *= OpgenCount(xd);
         } else {
             kinds[n] = kind;
-            sizes[n] = static_cast<uint64_t>(xd);
+            sizes[n] = OpgenCount(xd);
             ++n;
         }
     }
@@ -2521,7 +3020,7 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
                          "as torch_npu.npu_rotary_mul), got r1 %s for x %s",
                          ShapeText(r1, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
     }
-    RowLayout l = {1, 1, 1, 1, static_cast<uint64_t>(d)};
+    RowLayoutOf<OpgenUnsigned<Shape>> l = {1, 1, 1, 1, OpgenCount(d)};
     // The merged kinds alternate: k, b, kb, bk, kbk or bkb.
     size_t at = 0;
     if (n == 3 && kinds[0] == 'k') {
@@ -2536,11 +3035,10 @@ bool CheckLayout(const Shape& x, const Shape& r1, const Shape& r2, uint32_t mode
     if (at < n && kinds[at] == 'b') {
         l.bcastInner = sizes[at++];
     }
-    const uint64_t rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
+    const OpgenUnsigned<Shape> rows = l.groups * l.bcastOuter * l.positions * l.bcastInner;
     if (rows > 0xFFFFFFFFull || l.headDim > 0xFFFFFFFFull ||
         rows * l.headDim > 0xFFFFFFFFFFFFull) {
-        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: too large", static_cast<unsigned long long>(rows),
-                         static_cast<unsigned long long>(l.headDim));
+        OPGEN_CHECK_FAIL(why, "%llu rows of %llu elements: too large", OpgenUll(rows), OpgenUll(l.headDim));
     }
     *out = l;
     return true;
@@ -2567,7 +3065,7 @@ inline bool ModeOf(const char* text, uint32_t* mode, OpgenWhy* why)
 // receives the row layout.
 template <typename Shape>
 bool HostChecks(const Shape& dy, const Shape& x, const Shape& r1, const Shape& r2, const char* mode, bool tableGrads,
-                OpgenWhy* why, RowLayout* layout = nullptr)
+                OpgenWhy* why, RowLayoutOf<OpgenUnsigned<Shape>>* layout = nullptr)
 {
     (void)tableGrads;  // any value is valid
     uint32_t m = MODE_HALF;
@@ -2584,7 +3082,7 @@ bool HostChecks(const Shape& dy, const Shape& x, const Shape& r1, const Shape& r
         OPGEN_CHECK_FAIL(why, "dy must have x's shape (the forward's output gradient), got dy %s and x %s",
                          ShapeText(dy, a, sizeof(a)), ShapeText(x, b, sizeof(b)));
     }
-    RowLayout l;
+    RowLayoutOf<OpgenUnsigned<Shape>> l;
     if (!CheckLayout(x, r1, r2, m, &l, why)) {
         return false;
     }
@@ -2597,7 +3095,8 @@ bool HostChecks(const Shape& dy, const Shape& x, const Shape& r1, const Shape& r
 
 // ---- the shape and attr checks of OpgenSwiglu (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_swiglu.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2609,6 +3108,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_swiglu_checks {
 const size_t NUM_INPUTS = 2;
@@ -2634,19 +3153,19 @@ bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 
 // The number of elements of a shape, which must fit in 32 bits.
 template <typename Shape>
-bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+bool Numel(const Shape& shape, OpgenUnsigned<Shape>* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
         OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
-        const int64_t d = shape.GetDim(i);
+        const OpgenDim<Shape> d = shape.GetDim(i);
         if (d < 0) {
             OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
-        n *= static_cast<uint64_t>(d);
+        n *= OpgenCount(d);
         if (n > 0xFFFFFFFFull) {
             OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
@@ -2674,7 +3193,7 @@ template <typename Shape>
 bool HostChecks(const Shape& in0, const Shape& in1, const char* attr0, OpgenWhy* why)
 {
     const Shape* const shapes[NUM_INPUTS] = { &in0, &in1 };
-    uint64_t total = 0;
+    OpgenUnsigned<Shape> total = 0;
     uint32_t roundHf = 0;
     return SameShapes(shapes, why) && Numel(in0, &total, why) && RoundingOf(attr0, &roundHf, why);
 }
@@ -2682,7 +3201,8 @@ bool HostChecks(const Shape& in0, const Shape& in1, const char* attr0, OpgenWhy*
 
 // ---- the shape and attr checks of OpgenSwigluGrad (templates/host/elementwise_checks.j2): the same
 // text is in op_host/opgen_swiglu_grad.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum()
-// and GetDim(i) (gert::Shape in the op_host, a view of a tensor's sizes in torch).
+// and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes, concrete or
+// symbolic: check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".
@@ -2694,6 +3214,26 @@ struct OpgenWhy {
         std::snprintf((why)->text, sizeof((why)->text), __VA_ARGS__); \
         return false;                                               \
     } while (0)
+
+#include <type_traits>
+#include <utility>
+
+// The checks are generic in the type of a dim: a Shape's GetDim(i) gives int64_t in the op_host
+// (gert::Shape) and a symbolic size in torch's dynamic-shape view (opgen_torch.h), whose
+// comparisons are guards on the symbolic expression. Counts derived from dims (rows, elements)
+// are OpgenUnsigned: uint64_t for integer dims, as the op_host has always computed them, the
+// symbolic type itself otherwise.
+template <typename Shape>
+using OpgenDim = typename std::decay<decltype(std::declval<const Shape&>().GetDim(0))>::type;
+template <typename Shape>
+using OpgenUnsigned = typename std::conditional<std::is_integral<OpgenDim<Shape>>::value, uint64_t, OpgenDim<Shape>>::type;
+
+// A dim as a count (after the check that it is not negative), and dims and counts as printf's
+// %lld and %llu arguments. A symbolic dim's type overloads these (found by argument-dependent
+// lookup); only a refusal prints, so only a refused call reads a symbolic size's value.
+inline uint64_t OpgenCount(int64_t d) { return static_cast<uint64_t>(d); }
+inline long long OpgenLl(int64_t d) { return static_cast<long long>(d); }
+inline unsigned long long OpgenUll(uint64_t n) { return static_cast<unsigned long long>(n); }
 #endif
 namespace opgen_swiglu_grad_checks {
 const size_t NUM_INPUTS = 3;
@@ -2719,19 +3259,19 @@ bool SameShapes(const Shape* const shapes[NUM_INPUTS], OpgenWhy* why)
 
 // The number of elements of a shape, which must fit in 32 bits.
 template <typename Shape>
-bool Numel(const Shape& shape, uint64_t* total, OpgenWhy* why)
+bool Numel(const Shape& shape, OpgenUnsigned<Shape>* total, OpgenWhy* why)
 {
     const size_t rank = shape.GetDimNum();
     if (rank > MAX_RANK) {
         OPGEN_CHECK_FAIL(why, "input %s has rank %zu; at most %zu is supported", INPUT_NAMES[0], rank, MAX_RANK);
     }
-    uint64_t n = 1;
+    OpgenUnsigned<Shape> n = 1;
     for (size_t i = 0; i < rank; ++i) {
-        const int64_t d = shape.GetDim(i);
+        const OpgenDim<Shape> d = shape.GetDim(i);
         if (d < 0) {
             OPGEN_CHECK_FAIL(why, "input %s dim %zu is negative", INPUT_NAMES[0], i);
         }
-        n *= static_cast<uint64_t>(d);
+        n *= OpgenCount(d);
         if (n > 0xFFFFFFFFull) {
             OPGEN_CHECK_FAIL(why, "input %s has more than 2^32 - 1 elements", INPUT_NAMES[0]);
         }
@@ -2759,7 +3299,7 @@ template <typename Shape>
 bool HostChecks(const Shape& in0, const Shape& in1, const Shape& in2, const char* attr0, OpgenWhy* why)
 {
     const Shape* const shapes[NUM_INPUTS] = { &in0, &in1, &in2 };
-    uint64_t total = 0;
+    OpgenUnsigned<Shape> total = 0;
     uint32_t roundHf = 0;
     return SameShapes(shapes, why) && Numel(in0, &total, why) && RoundingOf(attr0, &roundHf, why);
 }
@@ -2902,12 +3442,13 @@ inline void check_trailing_dims(const char* op, const NamedTensor& tensor, const
 // ---- the op_host's own checks (InferShape, InferDataType, TilingFunc)
 //
 // The rules above are only what a shape rule can say; the op_host refuses more (a rotary
-// table that does not broadcast, a cache whose head dim differs from the key's). A build that
-// carries the generated op_host code (the CPU backend, compiled against the twin's op_host
-// API) installs a HostCheck: the Meta kernels and the CPU kernels then both call the op_host
-// and fail with its message, so torch.compile refuses at trace time what the device refuses
-// at run time. Without one (the NPU build), the Meta kernels run the shared host checks above
-// (<op>_host_checks) and the shape rule, not the platform-dependent plan (UB budget, cores).
+// table that does not broadcast, a cache whose head dim differs from the key's). Every build's
+// Meta and device kernels run the shared host checks above (<op>_host_checks) on concrete and
+// symbolic sizes alike, so torch.compile, with dynamic shapes too, refuses at trace time what
+// the device refuses at run time, in the op_host's words. A build that carries the generated
+// op_host code (the CPU backend, compiled against the twin's op_host API) also installs a
+// HostCheck: for concrete shapes its Meta kernels then call the whole op_host, platform-dependent
+// plan (UB budget, cores) included.
 
 // One attr as the op_host receives it: its name, type ("float", "int", "bool", "string") and
 // value as text (floats with 17 significant digits: the same double).
@@ -2939,7 +3480,7 @@ inline HostCheck& host_check()
 }
 
 // Runs the installed HostCheck when every input shape is concrete. A symbolic shape (dynamic
-// shapes under torch.compile) is not specialised for it: the kernel's own call checks it.
+// shapes under torch.compile) is not specialised for it: <op>_host_checks checks it.
 inline void check_with_host(const char* op, const char* op_type, std::initializer_list<NamedTensor> inputs,
                             const std::vector<AttrText>& attrs)
 {
@@ -2956,13 +3497,64 @@ inline void check_with_host(const char* op, const char* op_type, std::initialize
     host_check()(op, op_type, inputs, attrs);
 }
 
-// Whether a size of one of `tensors` is symbolic (dynamic shapes under torch.compile), where
-// the op_host's checks, which read concrete sizes, cannot run.
-inline bool has_symbolic_dims(std::initializer_list<const at::Tensor*> tensors)
+// A size as the shared host checks read it (their Shape's GetDim): a c10::SymInt with the
+// operators they use, so the one text checks symbolic sizes (dynamic shapes under
+// torch.compile) the way torch's own meta functions do. Arithmetic builds the symbolic
+// expression and each comparison is a guard on it (guard_bool): the compiled graph is kept for
+// every size that compares the same way, so a valid call is not specialised to its sizes, and
+// a call the op_host refuses is refused while tracing. A value is read (guard_int, which
+// specialises) only to print a refusal. A concrete size is a SymInt without a symbol: plain
+// integer arithmetic, the op_host's results for every tensor torch can hold (their sizes'
+// products fit in int64_t, so the op_host's uint64_t arithmetic gives the same numbers).
+class SymDim {
+public:
+    SymDim() = default;
+    SymDim(c10::SymInt v) : v_(std::move(v)) {}
+    // The checks' constants (int, uint64_t, unsigned long long literals) are all below 2^63.
+    template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
+    SymDim(I v) : v_(static_cast<int64_t>(v))
+    {
+    }
+
+    friend SymDim operator+(const SymDim& a, const SymDim& b) { return a.v_ + b.v_; }
+    friend SymDim operator-(const SymDim& a, const SymDim& b) { return a.v_ - b.v_; }
+    friend SymDim operator*(const SymDim& a, const SymDim& b) { return a.v_ * b.v_; }
+    friend SymDim operator/(const SymDim& a, const SymDim& b) { return a.v_ / b.v_; }
+    friend SymDim operator%(const SymDim& a, const SymDim& b) { return a.v_ % b.v_; }
+    SymDim& operator*=(const SymDim& b)
+    {
+        v_ = v_ * b.v_;
+        return *this;
+    }
+
+    friend bool operator==(const SymDim& a, const SymDim& b) { return a.v_.sym_eq(b.v_).guard_bool(__FILE__, __LINE__); }
+    friend bool operator!=(const SymDim& a, const SymDim& b) { return a.v_.sym_ne(b.v_).guard_bool(__FILE__, __LINE__); }
+    friend bool operator<(const SymDim& a, const SymDim& b) { return a.v_.sym_lt(b.v_).guard_bool(__FILE__, __LINE__); }
+    friend bool operator<=(const SymDim& a, const SymDim& b) { return a.v_.sym_le(b.v_).guard_bool(__FILE__, __LINE__); }
+    friend bool operator>(const SymDim& a, const SymDim& b) { return a.v_.sym_gt(b.v_).guard_bool(__FILE__, __LINE__); }
+    friend bool operator>=(const SymDim& a, const SymDim& b) { return a.v_.sym_ge(b.v_).guard_bool(__FILE__, __LINE__); }
+
+    // check_why.j2's conversions, found by argument-dependent lookup: a size is already a count
+    // (the checks refuse a negative one first); printing a refusal reads the value.
+    friend SymDim OpgenCount(const SymDim& d) { return d; }
+    friend long long OpgenLl(const SymDim& d) { return d.v_.guard_int(__FILE__, __LINE__); }
+    friend unsigned long long OpgenUll(const SymDim& d)
+    {
+        return static_cast<unsigned long long>(d.v_.guard_int(__FILE__, __LINE__));
+    }
+
+private:
+    c10::SymInt v_;
+};
+
+// Whether a size of one of `tensors` is data-dependent (unbacked: the count of a nonzero or a
+// boolean mask under torch.compile): it has no value for SymDim's comparisons to guard on, so
+// the shared host checks leave it to the kernel's own call (the op_host, at run time).
+inline bool has_data_dependent_sizes(std::initializer_list<const at::Tensor*> tensors)
 {
     for (const at::Tensor* t : tensors) {
         for (const c10::SymInt& d : t->sym_sizes()) {
-            if (!d.maybe_as_int().has_value()) {
+            if (!d.has_hint()) {
                 return true;
             }
         }
@@ -2970,433 +3562,373 @@ inline bool has_symbolic_dims(std::initializer_list<const at::Tensor*> tensors)
     return false;
 }
 
-// A tensor's concrete sizes in the shape interface the shared host checks read (gert::Shape's
-// GetDimNum and GetDim).
-struct DimsView {
-    std::vector<int64_t> dims;
+// A tensor's sizes, concrete or symbolic, in the shape interface the shared host checks read
+// (gert::Shape's GetDimNum and GetDim).
+struct SymDimsView {
+    explicit SymDimsView(const at::Tensor& t) : dims(t.sym_sizes().begin(), t.sym_sizes().end()) {}
     std::size_t GetDimNum() const { return dims.size(); }
-    int64_t GetDim(std::size_t i) const { return dims[i]; }
+    const SymDim& GetDim(std::size_t i) const { return dims[i]; }
+
+    std::vector<SymDim> dims;
 };
 
-// The sizes of `t`, or false when one is symbolic (dynamic shapes under torch.compile: not
-// specialised for a check; the kernel's own call checks it).
-inline bool concrete_dims(const at::Tensor& t, DimsView* out)
-{
-    out->dims.clear();
-    for (const c10::SymInt& d : t.sym_sizes()) {
-        const auto v = d.maybe_as_int();
-        if (!v.has_value()) {
-            return false;
-        }
-        out->dims.push_back(*v);
-    }
-    return true;
-}
-
-// add_rms_norm: the op_host's own shape and attr checks (opgen_add_rms_norm_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// add_rms_norm: the op_host's own shape and attr checks (opgen_add_rms_norm_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void add_rms_norm_host_checks(const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
-    DimsView x1_dims;
-    DimsView x2_dims;
-    DimsView gamma_dims;
-    if (!(concrete_dims(x1, &x1_dims) && concrete_dims(x2, &x2_dims) && concrete_dims(gamma, &gamma_dims))) {
+    if (has_data_dependent_sizes({ &x1, &x2, &gamma })) {
         return;
     }
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
-    if (!::opgen_add_rms_norm_checks::HostChecks(x1_dims, x2_dims, gamma_dims, static_cast<float>(epsilon), rounding_text.c_str(), &why)) {
+    if (!::opgen_add_rms_norm_checks::HostChecks(SymDimsView(x1), SymDimsView(x2), SymDimsView(gamma), static_cast<float>(epsilon), rounding_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::add_rms_norm: the op_host code refuses the call: OpgenAddRmsNorm: ", why.text);
     }
 }
 
-// add_rms_norm_grad: the op_host's own shape and attr checks (opgen_add_rms_norm_grad_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// add_rms_norm_grad: the op_host's own shape and attr checks (opgen_add_rms_norm_grad_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void add_rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x_sum, const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& dx_sum, c10::string_view arithmetic)
 {
-    DimsView dy_dims;
-    DimsView x_sum_dims;
-    DimsView rstd_dims;
-    DimsView gamma_dims;
-    DimsView dx_sum_dims;
-    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x_sum, &x_sum_dims) && concrete_dims(rstd, &rstd_dims) && concrete_dims(gamma, &gamma_dims) && concrete_dims(dx_sum, &dx_sum_dims))) {
+    if (has_data_dependent_sizes({ &dy, &x_sum, &rstd, &gamma, &dx_sum })) {
         return;
     }
     const std::string arithmetic_text(arithmetic.data(), arithmetic.size());
     OpgenWhy why;
-    if (!::opgen_add_rms_norm_grad_checks::HostChecks(dy_dims, x_sum_dims, rstd_dims, gamma_dims, dx_sum_dims, arithmetic_text.c_str(), &why)) {
+    if (!::opgen_add_rms_norm_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x_sum), SymDimsView(rstd), SymDimsView(gamma), SymDimsView(dx_sum), arithmetic_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::add_rms_norm_grad: the op_host code refuses the call: OpgenAddRmsNormGrad: ", why.text);
     }
 }
 
-// bnsd_to_bsnd: the op_host's own shape and attr checks (opgen_bnsd_to_bsnd_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// bnsd_to_bsnd: the op_host's own shape and attr checks (opgen_bnsd_to_bsnd_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void bnsd_to_bsnd_host_checks(const at::Tensor& x)
 {
-    DimsView x_dims;
-    if (!(concrete_dims(x, &x_dims))) {
+    if (has_data_dependent_sizes({ &x })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_bnsd_to_bsnd_checks::HostChecks(x_dims, &why)) {
+    if (!::opgen_bnsd_to_bsnd_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::bnsd_to_bsnd: the op_host code refuses the call: OpgenBnsdToBsnd: ", why.text);
     }
 }
 
-// bsnd_to_bnsd: the op_host's own shape and attr checks (opgen_bsnd_to_bnsd_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// bsnd_to_bnsd: the op_host's own shape and attr checks (opgen_bsnd_to_bnsd_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void bsnd_to_bnsd_host_checks(const at::Tensor& x)
 {
-    DimsView x_dims;
-    if (!(concrete_dims(x, &x_dims))) {
+    if (has_data_dependent_sizes({ &x })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_bsnd_to_bnsd_checks::HostChecks(x_dims, &why)) {
+    if (!::opgen_bsnd_to_bnsd_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::bsnd_to_bnsd: the op_host code refuses the call: OpgenBsndToBnsd: ", why.text);
     }
 }
 
-// dequant_int8: the op_host's own shape and attr checks (opgen_dequant_int8_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// dequant_int8: the op_host's own shape and attr checks (opgen_dequant_int8_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void dequant_int8_host_checks(const at::Tensor& q, const at::Tensor& scale, c10::string_view out_dtype)
 {
-    DimsView q_dims;
-    DimsView scale_dims;
-    if (!(concrete_dims(q, &q_dims) && concrete_dims(scale, &scale_dims))) {
+    if (has_data_dependent_sizes({ &q, &scale })) {
         return;
     }
     const std::string out_dtype_text(out_dtype.data(), out_dtype.size());
     OpgenWhy why;
-    if (!::opgen_dequant_int8_checks::HostChecks(q_dims, scale_dims, out_dtype_text.c_str(), &why)) {
+    if (!::opgen_dequant_int8_checks::HostChecks(SymDimsView(q), SymDimsView(scale), out_dtype_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::dequant_int8: the op_host code refuses the call: OpgenDequantInt8: ", why.text);
     }
 }
 
-// discounted_return: the op_host's own shape and attr checks (opgen_discounted_return_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// discounted_return: the op_host's own shape and attr checks (opgen_discounted_return_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void discounted_return_host_checks(const at::Tensor& token_level_rewards, const at::Tensor& response_mask, double gamma)
 {
-    DimsView token_level_rewards_dims;
-    DimsView response_mask_dims;
-    if (!(concrete_dims(token_level_rewards, &token_level_rewards_dims) && concrete_dims(response_mask, &response_mask_dims))) {
+    if (has_data_dependent_sizes({ &token_level_rewards, &response_mask })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_discounted_return_checks::HostChecks(token_level_rewards_dims, response_mask_dims, static_cast<float>(gamma), &why)) {
+    if (!::opgen_discounted_return_checks::HostChecks(SymDimsView(token_level_rewards), SymDimsView(response_mask), static_cast<float>(gamma), &why)) {
         TORCH_CHECK(false, "opgen::discounted_return: the op_host code refuses the call: OpgenDiscountedReturn: ", why.text);
     }
 }
 
-// fast_gelu: the op_host's own shape and attr checks (opgen_fast_gelu_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// fast_gelu: the op_host's own shape and attr checks (opgen_fast_gelu_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void fast_gelu_host_checks(const at::Tensor& x)
 {
-    DimsView x_dims;
-    if (!(concrete_dims(x, &x_dims))) {
+    if (has_data_dependent_sizes({ &x })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_fast_gelu_checks::HostChecks(x_dims, &why)) {
+    if (!::opgen_fast_gelu_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::fast_gelu: the op_host code refuses the call: OpgenFastGelu: ", why.text);
     }
 }
 
-// fast_gelu_grad: the op_host's own shape and attr checks (opgen_fast_gelu_grad_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// fast_gelu_grad: the op_host's own shape and attr checks (opgen_fast_gelu_grad_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void fast_gelu_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
 {
-    DimsView dy_dims;
-    DimsView x_dims;
-    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims))) {
+    if (has_data_dependent_sizes({ &dy, &x })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_fast_gelu_grad_checks::HostChecks(dy_dims, x_dims, &why)) {
+    if (!::opgen_fast_gelu_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::fast_gelu_grad: the op_host code refuses the call: OpgenFastGeluGrad: ", why.text);
     }
 }
 
-// gae: the op_host's own shape and attr checks (opgen_gae_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// gae: the op_host's own shape and attr checks (opgen_gae_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void gae_host_checks(const at::Tensor& token_level_rewards, const at::Tensor& values, const at::Tensor& response_mask, double gamma, double lam)
 {
-    DimsView token_level_rewards_dims;
-    DimsView values_dims;
-    DimsView response_mask_dims;
-    if (!(concrete_dims(token_level_rewards, &token_level_rewards_dims) && concrete_dims(values, &values_dims) && concrete_dims(response_mask, &response_mask_dims))) {
+    if (has_data_dependent_sizes({ &token_level_rewards, &values, &response_mask })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_gae_checks::HostChecks(token_level_rewards_dims, values_dims, response_mask_dims, static_cast<float>(gamma), static_cast<float>(lam), &why)) {
+    if (!::opgen_gae_checks::HostChecks(SymDimsView(token_level_rewards), SymDimsView(values), SymDimsView(response_mask), static_cast<float>(gamma), static_cast<float>(lam), &why)) {
         TORCH_CHECK(false, "opgen::gae: the op_host code refuses the call: OpgenGae: ", why.text);
     }
 }
 
-// gelu_erf: the op_host's own shape and attr checks (opgen_gelu_erf_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// gelu_erf: the op_host's own shape and attr checks (opgen_gelu_erf_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void gelu_erf_host_checks(const at::Tensor& x)
 {
-    DimsView x_dims;
-    if (!(concrete_dims(x, &x_dims))) {
+    if (has_data_dependent_sizes({ &x })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_gelu_erf_checks::HostChecks(x_dims, &why)) {
+    if (!::opgen_gelu_erf_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::gelu_erf: the op_host code refuses the call: OpgenGeluErf: ", why.text);
     }
 }
 
-// gelu_erf_grad: the op_host's own shape and attr checks (opgen_gelu_erf_grad_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// gelu_erf_grad: the op_host's own shape and attr checks (opgen_gelu_erf_grad_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void gelu_erf_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
 {
-    DimsView dy_dims;
-    DimsView x_dims;
-    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims))) {
+    if (has_data_dependent_sizes({ &dy, &x })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_gelu_erf_grad_checks::HostChecks(dy_dims, x_dims, &why)) {
+    if (!::opgen_gelu_erf_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::gelu_erf_grad: the op_host code refuses the call: OpgenGeluErfGrad: ", why.text);
     }
 }
 
-// gelu_tanh: the op_host's own shape and attr checks (opgen_gelu_tanh_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// gelu_tanh: the op_host's own shape and attr checks (opgen_gelu_tanh_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void gelu_tanh_host_checks(const at::Tensor& x)
 {
-    DimsView x_dims;
-    if (!(concrete_dims(x, &x_dims))) {
+    if (has_data_dependent_sizes({ &x })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_gelu_tanh_checks::HostChecks(x_dims, &why)) {
+    if (!::opgen_gelu_tanh_checks::HostChecks(SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::gelu_tanh: the op_host code refuses the call: OpgenGeluTanh: ", why.text);
     }
 }
 
-// gelu_tanh_grad: the op_host's own shape and attr checks (opgen_gelu_tanh_grad_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// gelu_tanh_grad: the op_host's own shape and attr checks (opgen_gelu_tanh_grad_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void gelu_tanh_grad_host_checks(const at::Tensor& dy, const at::Tensor& x)
 {
-    DimsView dy_dims;
-    DimsView x_dims;
-    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims))) {
+    if (has_data_dependent_sizes({ &dy, &x })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_gelu_tanh_grad_checks::HostChecks(dy_dims, x_dims, &why)) {
+    if (!::opgen_gelu_tanh_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), &why)) {
         TORCH_CHECK(false, "opgen::gelu_tanh_grad: the op_host code refuses the call: OpgenGeluTanhGrad: ", why.text);
     }
 }
 
-// layer_norm: the op_host's own shape and attr checks (opgen_layer_norm_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// layer_norm: the op_host's own shape and attr checks (opgen_layer_norm_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void layer_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, double epsilon)
 {
-    DimsView x_dims;
-    DimsView gamma_dims;
-    DimsView beta_dims;
-    if (!(concrete_dims(x, &x_dims) && concrete_dims(gamma, &gamma_dims) && concrete_dims(beta, &beta_dims))) {
+    if (has_data_dependent_sizes({ &x, &gamma, &beta })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_layer_norm_checks::HostChecks(x_dims, gamma_dims, beta_dims, static_cast<float>(epsilon), &why)) {
+    if (!::opgen_layer_norm_checks::HostChecks(SymDimsView(x), SymDimsView(gamma), SymDimsView(beta), static_cast<float>(epsilon), &why)) {
         TORCH_CHECK(false, "opgen::layer_norm: the op_host code refuses the call: OpgenLayerNorm: ", why.text);
     }
 }
 
-// layer_norm_grad: the op_host's own shape and attr checks (opgen_layer_norm_grad_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// layer_norm_grad: the op_host's own shape and attr checks (opgen_layer_norm_grad_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void layer_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
-    DimsView dy_dims;
-    DimsView x_dims;
-    DimsView mean_dims;
-    DimsView rstd_dims;
-    DimsView gamma_dims;
-    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims) && concrete_dims(mean, &mean_dims) && concrete_dims(rstd, &rstd_dims) && concrete_dims(gamma, &gamma_dims))) {
+    if (has_data_dependent_sizes({ &dy, &x, &mean, &rstd, &gamma })) {
         return;
     }
     const std::string arithmetic_text(arithmetic.data(), arithmetic.size());
     OpgenWhy why;
-    if (!::opgen_layer_norm_grad_checks::HostChecks(dy_dims, x_dims, mean_dims, rstd_dims, gamma_dims, arithmetic_text.c_str(), &why)) {
+    if (!::opgen_layer_norm_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), SymDimsView(mean), SymDimsView(rstd), SymDimsView(gamma), arithmetic_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::layer_norm_grad: the op_host code refuses the call: OpgenLayerNormGrad: ", why.text);
     }
 }
 
-// logprob_entropy: the op_host's own shape and attr checks (opgen_logprob_entropy_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// logprob_entropy: the op_host's own shape and attr checks (opgen_logprob_entropy_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void logprob_entropy_host_checks(const at::Tensor& logits, const at::Tensor& target, double temperature, int64_t ignore_index)
 {
-    DimsView logits_dims;
-    DimsView target_dims;
-    if (!(concrete_dims(logits, &logits_dims) && concrete_dims(target, &target_dims))) {
+    if (has_data_dependent_sizes({ &logits, &target })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_logprob_entropy_checks::HostChecks(logits_dims, target_dims, static_cast<float>(temperature), ignore_index, &why)) {
+    if (!::opgen_logprob_entropy_checks::HostChecks(SymDimsView(logits), SymDimsView(target), static_cast<float>(temperature), ignore_index, &why)) {
         TORCH_CHECK(false, "opgen::logprob_entropy: the op_host code refuses the call: OpgenLogprobEntropy: ", why.text);
     }
 }
 
-// logprob_entropy_grad: the op_host's own shape and attr checks (opgen_logprob_entropy_grad_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// logprob_entropy_grad: the op_host's own shape and attr checks (opgen_logprob_entropy_grad_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void logprob_entropy_grad_host_checks(const at::Tensor& logits, const at::Tensor& target, const at::Tensor& lse, const at::Tensor& entropy, const at::Tensor& dlogprob, const at::Tensor& dentropy, double temperature, int64_t ignore_index)
 {
-    DimsView logits_dims;
-    DimsView target_dims;
-    DimsView lse_dims;
-    DimsView entropy_dims;
-    DimsView dlogprob_dims;
-    DimsView dentropy_dims;
-    if (!(concrete_dims(logits, &logits_dims) && concrete_dims(target, &target_dims) && concrete_dims(lse, &lse_dims) && concrete_dims(entropy, &entropy_dims) && concrete_dims(dlogprob, &dlogprob_dims) && concrete_dims(dentropy, &dentropy_dims))) {
+    if (has_data_dependent_sizes({ &logits, &target, &lse, &entropy, &dlogprob, &dentropy })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_logprob_entropy_grad_checks::HostChecks(logits_dims, target_dims, lse_dims, entropy_dims, dlogprob_dims, dentropy_dims, static_cast<float>(temperature), ignore_index, &why)) {
+    if (!::opgen_logprob_entropy_grad_checks::HostChecks(SymDimsView(logits), SymDimsView(target), SymDimsView(lse), SymDimsView(entropy), SymDimsView(dlogprob), SymDimsView(dentropy), static_cast<float>(temperature), ignore_index, &why)) {
         TORCH_CHECK(false, "opgen::logprob_entropy_grad: the op_host code refuses the call: OpgenLogprobEntropyGrad: ", why.text);
     }
 }
 
-// reshape_and_cache: the op_host's own shape and attr checks (opgen_reshape_and_cache_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// reshape_and_cache: the op_host's own shape and attr checks (opgen_reshape_and_cache_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void reshape_and_cache_host_checks(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, const at::Tensor& slot_mapping)
 {
-    DimsView key_dims;
-    DimsView value_dims;
-    DimsView key_cache_dims;
-    DimsView value_cache_dims;
-    DimsView slot_mapping_dims;
-    if (!(concrete_dims(key, &key_dims) && concrete_dims(value, &value_dims) && concrete_dims(key_cache, &key_cache_dims) && concrete_dims(value_cache, &value_cache_dims) && concrete_dims(slot_mapping, &slot_mapping_dims))) {
+    if (has_data_dependent_sizes({ &key, &value, &key_cache, &value_cache, &slot_mapping })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_reshape_and_cache_checks::HostChecks(key_dims, value_dims, key_cache_dims, value_cache_dims, slot_mapping_dims, &why)) {
+    if (!::opgen_reshape_and_cache_checks::HostChecks(SymDimsView(key), SymDimsView(value), SymDimsView(key_cache), SymDimsView(value_cache), SymDimsView(slot_mapping), &why)) {
         TORCH_CHECK(false, "opgen::reshape_and_cache: the op_host code refuses the call: OpgenReshapeAndCache: ", why.text);
     }
 }
 
-// reshape_and_cache_int8: the op_host's own shape and attr checks (opgen_reshape_and_cache_int8_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// reshape_and_cache_int8: the op_host's own shape and attr checks (opgen_reshape_and_cache_int8_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void reshape_and_cache_int8_host_checks(const at::Tensor& key, const at::Tensor& value, at::Tensor& key_cache, at::Tensor& value_cache, at::Tensor& key_scale, at::Tensor& value_scale, const at::Tensor& slot_mapping)
 {
-    DimsView key_dims;
-    DimsView value_dims;
-    DimsView key_cache_dims;
-    DimsView value_cache_dims;
-    DimsView key_scale_dims;
-    DimsView value_scale_dims;
-    DimsView slot_mapping_dims;
-    if (!(concrete_dims(key, &key_dims) && concrete_dims(value, &value_dims) && concrete_dims(key_cache, &key_cache_dims) && concrete_dims(value_cache, &value_cache_dims) && concrete_dims(key_scale, &key_scale_dims) && concrete_dims(value_scale, &value_scale_dims) && concrete_dims(slot_mapping, &slot_mapping_dims))) {
+    if (has_data_dependent_sizes({ &key, &value, &key_cache, &value_cache, &key_scale, &value_scale, &slot_mapping })) {
         return;
     }
     OpgenWhy why;
-    if (!::opgen_reshape_and_cache_int8_checks::HostChecks(key_dims, value_dims, key_cache_dims, value_cache_dims, key_scale_dims, value_scale_dims, slot_mapping_dims, &why)) {
+    if (!::opgen_reshape_and_cache_int8_checks::HostChecks(SymDimsView(key), SymDimsView(value), SymDimsView(key_cache), SymDimsView(value_cache), SymDimsView(key_scale), SymDimsView(value_scale), SymDimsView(slot_mapping), &why)) {
         TORCH_CHECK(false, "opgen::reshape_and_cache_int8: the op_host code refuses the call: OpgenReshapeAndCacheInt8: ", why.text);
     }
 }
 
-// rms_norm: the op_host's own shape and attr checks (opgen_rms_norm_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// rms_norm: the op_host's own shape and attr checks (opgen_rms_norm_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void rms_norm_host_checks(const at::Tensor& x, const at::Tensor& gamma, double epsilon, c10::string_view rounding)
 {
-    DimsView x_dims;
-    DimsView gamma_dims;
-    if (!(concrete_dims(x, &x_dims) && concrete_dims(gamma, &gamma_dims))) {
+    if (has_data_dependent_sizes({ &x, &gamma })) {
         return;
     }
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
-    if (!::opgen_rms_norm_checks::HostChecks(x_dims, gamma_dims, static_cast<float>(epsilon), rounding_text.c_str(), &why)) {
+    if (!::opgen_rms_norm_checks::HostChecks(SymDimsView(x), SymDimsView(gamma), static_cast<float>(epsilon), rounding_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::rms_norm: the op_host code refuses the call: OpgenRmsNorm: ", why.text);
     }
 }
 
-// rms_norm_grad: the op_host's own shape and attr checks (opgen_rms_norm_grad_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// rms_norm_grad: the op_host's own shape and attr checks (opgen_rms_norm_grad_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void rms_norm_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma, c10::string_view arithmetic)
 {
-    DimsView dy_dims;
-    DimsView x_dims;
-    DimsView rstd_dims;
-    DimsView gamma_dims;
-    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims) && concrete_dims(rstd, &rstd_dims) && concrete_dims(gamma, &gamma_dims))) {
+    if (has_data_dependent_sizes({ &dy, &x, &rstd, &gamma })) {
         return;
     }
     const std::string arithmetic_text(arithmetic.data(), arithmetic.size());
     OpgenWhy why;
-    if (!::opgen_rms_norm_grad_checks::HostChecks(dy_dims, x_dims, rstd_dims, gamma_dims, arithmetic_text.c_str(), &why)) {
+    if (!::opgen_rms_norm_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), SymDimsView(rstd), SymDimsView(gamma), arithmetic_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::rms_norm_grad: the op_host code refuses the call: OpgenRmsNormGrad: ", why.text);
     }
 }
 
-// rotary_mul: the op_host's own shape and attr checks (opgen_rotary_mul_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// rotary_mul: the op_host's own shape and attr checks (opgen_rotary_mul_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void rotary_mul_host_checks(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, c10::string_view rounding)
 {
-    DimsView x_dims;
-    DimsView r1_dims;
-    DimsView r2_dims;
-    if (!(concrete_dims(x, &x_dims) && concrete_dims(r1, &r1_dims) && concrete_dims(r2, &r2_dims))) {
+    if (has_data_dependent_sizes({ &x, &r1, &r2 })) {
         return;
     }
     const std::string mode_text(mode.data(), mode.size());
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
-    if (!::opgen_rotary_mul_checks::HostChecks(x_dims, r1_dims, r2_dims, mode_text.c_str(), rounding_text.c_str(), &why)) {
+    if (!::opgen_rotary_mul_checks::HostChecks(SymDimsView(x), SymDimsView(r1), SymDimsView(r2), mode_text.c_str(), rounding_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::rotary_mul: the op_host code refuses the call: OpgenRotaryMul: ", why.text);
     }
 }
 
-// rotary_mul_grad: the op_host's own shape and attr checks (opgen_rotary_mul_grad_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// rotary_mul_grad: the op_host's own shape and attr checks (opgen_rotary_mul_grad_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void rotary_mul_grad_host_checks(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode, bool table_grads)
 {
-    DimsView dy_dims;
-    DimsView x_dims;
-    DimsView r1_dims;
-    DimsView r2_dims;
-    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(x, &x_dims) && concrete_dims(r1, &r1_dims) && concrete_dims(r2, &r2_dims))) {
+    if (has_data_dependent_sizes({ &dy, &x, &r1, &r2 })) {
         return;
     }
     const std::string mode_text(mode.data(), mode.size());
     OpgenWhy why;
-    if (!::opgen_rotary_mul_grad_checks::HostChecks(dy_dims, x_dims, r1_dims, r2_dims, mode_text.c_str(), table_grads, &why)) {
+    if (!::opgen_rotary_mul_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(x), SymDimsView(r1), SymDimsView(r2), mode_text.c_str(), table_grads, &why)) {
         TORCH_CHECK(false, "opgen::rotary_mul_grad: the op_host code refuses the call: OpgenRotaryMulGrad: ", why.text);
     }
 }
 
-// swiglu: the op_host's own shape and attr checks (opgen_swiglu_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// swiglu: the op_host's own shape and attr checks (opgen_swiglu_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void swiglu_host_checks(const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
-    DimsView gate_dims;
-    DimsView up_dims;
-    if (!(concrete_dims(gate, &gate_dims) && concrete_dims(up, &up_dims))) {
+    if (has_data_dependent_sizes({ &gate, &up })) {
         return;
     }
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
-    if (!::opgen_swiglu_checks::HostChecks(gate_dims, up_dims, rounding_text.c_str(), &why)) {
+    if (!::opgen_swiglu_checks::HostChecks(SymDimsView(gate), SymDimsView(up), rounding_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::swiglu: the op_host code refuses the call: OpgenSwiglu: ", why.text);
     }
 }
 
-// swiglu_grad: the op_host's own shape and attr checks (opgen_swiglu_grad_checks::HostChecks above); a
-// refusal reads as the CPU build's op_host refusal does, word for word.
+// swiglu_grad: the op_host's own shape and attr checks (opgen_swiglu_grad_checks::HostChecks above), on
+// concrete and symbolic sizes alike; a refusal reads as the CPU build's op_host refusal does, word
+// for word.
 inline void swiglu_grad_host_checks(const at::Tensor& dy, const at::Tensor& gate, const at::Tensor& up, c10::string_view rounding)
 {
-    DimsView dy_dims;
-    DimsView gate_dims;
-    DimsView up_dims;
-    if (!(concrete_dims(dy, &dy_dims) && concrete_dims(gate, &gate_dims) && concrete_dims(up, &up_dims))) {
+    if (has_data_dependent_sizes({ &dy, &gate, &up })) {
         return;
     }
     const std::string rounding_text(rounding.data(), rounding.size());
     OpgenWhy why;
-    if (!::opgen_swiglu_grad_checks::HostChecks(dy_dims, gate_dims, up_dims, rounding_text.c_str(), &why)) {
+    if (!::opgen_swiglu_grad_checks::HostChecks(SymDimsView(dy), SymDimsView(gate), SymDimsView(up), rounding_text.c_str(), &why)) {
         TORCH_CHECK(false, "opgen::swiglu_grad: the op_host code refuses the call: OpgenSwigluGrad: ", why.text);
     }
 }
@@ -3452,13 +3984,9 @@ inline OutputPlan<3> add_rms_norm_plan(const at::Tensor& x1, const at::Tensor& x
         { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 3>(op_name, { NamedTensor{"x1", &x1}, NamedTensor{"x2", &x2}, NamedTensor{"gamma", &gamma} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &x1, &x2, &gamma })) {
-        check_same_shape(op_name, {"x2", &x2}, {"x1", &x1});
-        check_trailing_dims(op_name, {"gamma", &gamma}, {"x1", &x1});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<3> plan{};
     plan.shapes[0] = shape_of(x1);  // y
     plan.shapes[1] = with_trailing_ones(x1, gamma.dim());  // rstd
@@ -3481,14 +4009,9 @@ inline OutputPlan<2> add_rms_norm_grad_plan(const at::Tensor& dy, const at::Tens
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<5, 2>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x_sum", &x_sum}, NamedTensor{"rstd", &rstd}, NamedTensor{"gamma", &gamma}, NamedTensor{"dx_sum", &dx_sum} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &dy, &x_sum, &rstd, &gamma, &dx_sum })) {
-        check_same_shape(op_name, {"dy", &dy}, {"x_sum", &x_sum});
-        check_trailing_dims(op_name, {"gamma", &gamma}, {"x_sum", &x_sum});
-        check_same_shape(op_name, {"dx_sum", &dx_sum}, {"x_sum", &x_sum});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(x_sum);  // dx
     plan.shapes[1] = shape_of(gamma);  // dgamma
@@ -3512,9 +4035,8 @@ inline OutputPlan<1> bnsd_to_bsnd_plan(const at::Tensor& x)
     };
     const auto& matched = match_dtypes<1, 1>(op_name, { NamedTensor{"x", &x} }, registered);
     OutputPlan<1> plan{};
-    // A rank the op_host refuses (concrete shapes: <op>_host_checks, or the op_host itself in the
-    // CPU kernel, says so in its words) keeps x's shape here.
-    TORCH_CHECK(x.dim() == 4 || !has_symbolic_dims({ &x }), op_name, ": `x` must have 4 dims, got ", x.sym_sizes());
+    // A rank the op_host refuses (<op>_host_checks, or the op_host itself in the CPU kernel, says
+    // so in its words) keeps x's shape here.
     plan.shapes[0] = shape_of(x);  // y: dims 1 and 2 swapped
     if (x.dim() == 4) {
         std::swap(plan.shapes[0][1], plan.shapes[0][2]);
@@ -3539,9 +4061,8 @@ inline OutputPlan<1> bsnd_to_bnsd_plan(const at::Tensor& x)
     };
     const auto& matched = match_dtypes<1, 1>(op_name, { NamedTensor{"x", &x} }, registered);
     OutputPlan<1> plan{};
-    // A rank the op_host refuses (concrete shapes: <op>_host_checks, or the op_host itself in the
-    // CPU kernel, says so in its words) keeps x's shape here.
-    TORCH_CHECK(x.dim() == 4 || !has_symbolic_dims({ &x }), op_name, ": `x` must have 4 dims, got ", x.sym_sizes());
+    // A rank the op_host refuses (<op>_host_checks, or the op_host itself in the CPU kernel, says
+    // so in its words) keeps x's shape here.
     plan.shapes[0] = shape_of(x);  // y: dims 1 and 2 swapped
     if (x.dim() == 4) {
         std::swap(plan.shapes[0][1], plan.shapes[0][2]);
@@ -3622,12 +4143,9 @@ inline OutputPlan<1> fast_gelu_grad_plan(const at::Tensor& dy, const at::Tensor&
         { { at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &dy, &x })) {
-        check_same_shape(op_name, {"x", &x}, {"dy", &dy});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(dy);  // dx
     plan.dtypes = matched.outputs;
@@ -3687,12 +4205,9 @@ inline OutputPlan<1> gelu_erf_grad_plan(const at::Tensor& dy, const at::Tensor& 
         { { at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &dy, &x })) {
-        check_same_shape(op_name, {"x", &x}, {"dy", &dy});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(dy);  // dx
     plan.dtypes = matched.outputs;
@@ -3733,12 +4248,9 @@ inline OutputPlan<1> gelu_tanh_grad_plan(const at::Tensor& dy, const at::Tensor&
         { { at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &dy, &x })) {
-        check_same_shape(op_name, {"x", &x}, {"dy", &dy});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(dy);  // dx
     plan.dtypes = matched.outputs;
@@ -3759,13 +4271,9 @@ inline OutputPlan<3> layer_norm_plan(const at::Tensor& x, const at::Tensor& gamm
         { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 3>(op_name, { NamedTensor{"x", &x}, NamedTensor{"gamma", &gamma}, NamedTensor{"beta", &beta} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &x, &gamma, &beta })) {
-        check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
-        check_same_shape(op_name, {"beta", &beta}, {"gamma", &gamma});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<3> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.shapes[1] = with_trailing_ones(x, gamma.dim());  // mean
@@ -3788,14 +4296,9 @@ inline OutputPlan<3> layer_norm_grad_plan(const at::Tensor& dy, const at::Tensor
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<5, 3>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x}, NamedTensor{"mean", &mean}, NamedTensor{"rstd", &rstd}, NamedTensor{"gamma", &gamma} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &dy, &x, &mean, &rstd, &gamma })) {
-        check_same_shape(op_name, {"dy", &dy}, {"x", &x});
-        check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
-        check_same_shape(op_name, {"mean", &mean}, {"rstd", &rstd});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<3> plan{};
     plan.shapes[0] = shape_of(x);  // dx
     plan.shapes[1] = shape_of(gamma);  // dgamma
@@ -3914,12 +4417,9 @@ inline OutputPlan<2> rms_norm_plan(const at::Tensor& x, const at::Tensor& gamma)
         { { at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 2>(op_name, { NamedTensor{"x", &x}, NamedTensor{"gamma", &gamma} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &x, &gamma })) {
-        check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.shapes[1] = with_trailing_ones(x, gamma.dim());  // rstd
@@ -3941,13 +4441,9 @@ inline OutputPlan<2> rms_norm_grad_plan(const at::Tensor& dy, const at::Tensor& 
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<4, 2>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x}, NamedTensor{"rstd", &rstd}, NamedTensor{"gamma", &gamma} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &dy, &x, &rstd, &gamma })) {
-        check_same_shape(op_name, {"dy", &dy}, {"x", &x});
-        check_trailing_dims(op_name, {"gamma", &gamma}, {"x", &x});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(x);  // dx
     plan.shapes[1] = shape_of(gamma);  // dgamma
@@ -3969,12 +4465,9 @@ inline OutputPlan<1> rotary_mul_plan(const at::Tensor& x, const at::Tensor& r1, 
         { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 1>(op_name, { NamedTensor{"x", &x}, NamedTensor{"r1", &r1}, NamedTensor{"r2", &r2} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &x, &r1, &r2 })) {
-        check_same_shape(op_name, {"r2", &r2}, {"r1", &r1});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(x);  // y
     plan.dtypes = matched.outputs;
@@ -3995,13 +4488,9 @@ inline OutputPlan<3> rotary_mul_grad_plan(const at::Tensor& dy, const at::Tensor
         { { at::kFloat, at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<4, 3>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"x", &x}, NamedTensor{"r1", &r1}, NamedTensor{"r2", &r2} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &dy, &x, &r1, &r2 })) {
-        check_same_shape(op_name, {"dy", &dy}, {"x", &x});
-        check_same_shape(op_name, {"r2", &r2}, {"r1", &r1});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<3> plan{};
     plan.shapes[0] = shape_of(x);  // dx
     plan.shapes[1] = shape_of(r1);  // dr1
@@ -4024,12 +4513,9 @@ inline OutputPlan<1> swiglu_plan(const at::Tensor& gate, const at::Tensor& up)
         { { at::kFloat, at::kFloat }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"gate", &gate}, NamedTensor{"up", &up} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &gate, &up })) {
-        check_same_shape(op_name, {"up", &up}, {"gate", &gate});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<1> plan{};
     plan.shapes[0] = shape_of(gate);  // y
     plan.dtypes = matched.outputs;
@@ -4050,13 +4536,9 @@ inline OutputPlan<2> swiglu_grad_plan(const at::Tensor& dy, const at::Tensor& ga
         { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 2>(op_name, { NamedTensor{"dy", &dy}, NamedTensor{"gate", &gate}, NamedTensor{"up", &up} }, registered);
-    // Concrete shapes are the op_host's checks' to refuse, with its words (<op>_host_checks in
-    // the Meta and NPU kernels, the op_host itself in the CPU kernel); the shape rule checks only
-    // what those cannot read, a symbolic shape.
-    if (has_symbolic_dims({ &dy, &gate, &up })) {
-        check_same_shape(op_name, {"gate", &gate}, {"dy", &dy});
-        check_same_shape(op_name, {"up", &up}, {"dy", &dy});
-    }
+    // Shapes, concrete or symbolic, are the op_host's checks' to refuse, with its words
+    // (<op>_host_checks in the Meta and NPU kernels, the op_host itself in the CPU kernel); they
+    // refuse all the shape rule would.
     OutputPlan<2> plan{};
     plan.shapes[0] = shape_of(dy);  // dgate
     plan.shapes[1] = shape_of(dy);  // dup

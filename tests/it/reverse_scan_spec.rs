@@ -36,22 +36,40 @@ fn the_catalogue_spec_loads() {
     );
 }
 
-const REWARDS: &str = "name = \"token_level_rewards\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\", \"float16\",";
+const REWARDS: &str =
+    "name = \"token_level_rewards\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\", \"float16\",";
 const VALUES: &str = "name = \"values\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\", \"float16\",";
 const MASK: &str = "name = \"response_mask\"\ndtypes = [\"float32\", \"float32\", \"float32\", \"int8\",";
 const RETURNS: &str = "name = \"returns\"\ndtypes = [\"float32\",";
 
 #[test]
 fn values_of_another_dtype_than_the_rewards_are_refused() {
-    let text = good().patched(VALUES, "name = \"values\"\ndtypes = [\"bfloat16\", \"bfloat16\", \"float32\", \"float16\",");
-    assert_error(&text, "inputs[1].dtypes[0]", "`values` is token_level_rewards' dtype in each combination (float16) (found bfloat16)");
+    let text = good().patched(
+        VALUES,
+        "name = \"values\"\ndtypes = [\"bfloat16\", \"bfloat16\", \"float32\", \"float16\",",
+    );
+    assert_error(
+        &text,
+        "inputs[1].dtypes[0]",
+        "`values` is token_level_rewards' dtype in each combination (float16) (found bfloat16)",
+    );
 }
 
 #[test]
 fn rewards_mask_and_output_dtypes_outside_the_lists_are_refused() {
-    let text = good().patched(REWARDS, "name = \"token_level_rewards\"\ndtypes = [\"int8\", \"bfloat16\", \"float32\", \"float16\",");
-    assert_error(&text, "inputs[0].dtypes[0]", "`token_level_rewards` is float16, bfloat16 or float32 (found int8)");
-    let text = good().patched(MASK, "name = \"response_mask\"\ndtypes = [\"bfloat16\", \"float32\", \"float32\", \"int8\",");
+    let text = good().patched(
+        REWARDS,
+        "name = \"token_level_rewards\"\ndtypes = [\"int8\", \"bfloat16\", \"float32\", \"float16\",",
+    );
+    assert_error(
+        &text,
+        "inputs[0].dtypes[0]",
+        "`token_level_rewards` is float16, bfloat16 or float32 (found int8)",
+    );
+    let text = good().patched(
+        MASK,
+        "name = \"response_mask\"\ndtypes = [\"bfloat16\", \"float32\", \"float32\", \"int8\",",
+    );
     assert_error(&text, "inputs[2].dtypes[0]", "`response_mask` is float32 or int8 (found bfloat16)");
     let text = good().patched(RETURNS, "name = \"returns\"\ndtypes = [\"float16\",");
     assert_error(&text, "outputs[1].dtypes[0]", "`returns` is float32 (found float16)");

@@ -1,5 +1,6 @@
 //! Family reverse_scan: affine reverse recurrences over time (issue 29), per row (one response)
-//! walking t = T−1 .. 0 (the loops: `crate::reference::reverse_scan`), float32, [..., T]:
+//! walking t = T−1 .. 0 (the loops: `crate::reference::reverse_scan`), [..., T]: rewards and
+//! values float16, bfloat16 or float32, the 0/1 mask float32 or int8, outputs and state float32:
 //! - gae: token_level_rewards, values, response_mask to advantages and returns, verl's
 //!   `compute_gae_advantage_return` before whitening (attrs gamma, lam);
 //! - discounted_return: token_level_rewards, response_mask to returns, REINFORCE++'s discounted
@@ -8,7 +9,8 @@
 //! Kernel (templates/kernel/reverse_scan.cpp.j2): rows over the cores; per core, groups of up to
 //! 64 rows are the vector lanes (one 256-byte repeat per time step); each group walks T backwards
 //! in UB chunks of `chunk` steps: the [rows, chunk] blocks of the three inputs come in by one
-//! strided DataCopyPad each, a Gather turns them time-major, the recurrence runs one vector
+//! strided DataCopyPad each in their own dtype, are Cast to float32 in UB (int8 through half),
+//! a Gather turns them time-major, the recurrence runs one vector
 //! instruction per operation per step on float32 state (nextv, last) carried across chunks, and
 //! a second Gather turns advantages and returns back row-major for one strided copy-out each.
 //! Never the closed form k^-t·Σ k^j·δ_j (it overflows float32 once T ≳ 2000 at k = 0.95).
@@ -43,8 +45,8 @@ pub enum Scan {
     DiscountedReturn,
 }
 
-/// An op's inputs, outputs and float attrs, by name and in this order (every tensor float32;
-/// the last input is the 0/1 mask).
+/// An op's inputs, outputs and float attrs, by name and in this order (the last input is the
+/// 0/1 mask).
 struct Signature {
     scan: Scan,
     inputs: &'static [&'static str],
@@ -76,8 +78,41 @@ pub fn scan(spec: &OpSpec) -> Scan {
     signature(spec).map_or(Scan::Gae, |s| s.scan)
 }
 
+/// Rewards (and values) of these dtypes, one of them per combination; the mask of these (0/1).
+pub const REWARD_DTYPES: [DType; 3] = [DType::Float16, DType::BFloat16, DType::Float32];
+pub const MASK_DTYPES: [DType; 2] = [DType::Float32, DType::Int8];
+
+/// Per combination: token_level_rewards in [`REWARD_DTYPES`], values (gae) of the rewards'
+/// dtype, response_mask in [`MASK_DTYPES`].
+fn check_input_dtypes(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec, label: &str) {
+    let raw_inputs = raw.inputs.get_ref();
+    let last = spec.inputs.len() - 1;
+    for (i, t) in spec.inputs.iter().enumerate() {
+        for (c, x) in t.dtypes.iter().enumerate() {
+            let rewards = spec.inputs[0].dtypes[c];
+            let why = if i == last && !MASK_DTYPES.contains(x) {
+                Some("float32 or int8".to_string())
+            } else if i == 0 && !REWARD_DTYPES.contains(x) {
+                Some("float16, bfloat16 or float32".to_string())
+            } else if i != 0 && i != last && *x != rewards {
+                Some(format!("token_level_rewards' dtype in each combination ({rewards})"))
+            } else {
+                None
+            };
+            if let Some(want) = why {
+                r.error(
+                    &raw_inputs[i].dtypes.get_ref()[c],
+                    &format!("inputs[{i}].dtypes[{c}]"),
+                    format!("{label}: `{}` is {want} (found {x})", t.name),
+                );
+            }
+        }
+    }
+}
+
 /// The inputs of one of the signatures (gae's or discounted_return's), its outputs and float
-/// attrs by name and in order; every tensor float32.
+/// attrs by name and in order; the inputs' dtypes as [`check_input_dtypes`] says, every output
+/// float32.
 pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
     let label = "family reverse_scan";
     let Some(sig) = signature(spec) else {
@@ -100,8 +135,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         );
         return;
     }
-    let inputs_note = "; 16-bit inputs are not done yet";
-    super::check_float32(r, raw.inputs.get_ref(), &spec.inputs, "inputs", 0, label, inputs_note);
+    check_input_dtypes(r, raw, spec, label);
     super::check_float32(r, raw.outputs.get_ref(), &spec.outputs, "outputs", 0, label, "");
     let attrs: Vec<(&str, AttrKind)> = spec.attrs.iter().map(|a| (a.name.as_str(), a.kind)).collect();
     let want: Vec<(&str, AttrKind)> = sig.attrs.iter().map(|a| (*a, AttrKind::Float)).collect();
@@ -124,7 +158,7 @@ const FIELDS: &[TilingField] = &[
     TilingField::u32("lanes", "rows per group: the vector lanes of one time step (a multiple of 8, <= 64)"),
     TilingField::u32(
         "chunk",
-        "time steps per UB pass (a multiple of 8; the first pass of a row may be shorter)",
+        "time steps per UB pass (a multiple of 32 bytes of the narrowest input: 8, 16 or 32; the first pass of a row may be shorter)",
     ),
     TilingField::u32("chunks", "UB passes per group: ceil(T / chunk)"),
     TilingField::f32("gamma", "gamma, rounded to float32"),

@@ -21,7 +21,15 @@ fn attrs(gamma: f64, lam: f64) -> Vec<(String, AttrValue)> {
     vec![("gamma".into(), AttrValue::Float(gamma)), ("lam".into(), AttrValue::Float(lam))]
 }
 
-/// Runs gae on rows of `t` steps: (rewards, values, mask), each rows × t, row-major.
+/// The dtype combination of `spec` with these rewards and mask dtypes.
+fn column(spec: &OpSpec, rewards: DType, mask: DType) -> usize {
+    let last = spec.inputs.len() - 1;
+    (0..spec.columns())
+        .find(|&c| spec.inputs[0].dtypes[c] == rewards && spec.inputs[last].dtypes[c] == mask)
+        .unwrap_or_else(|| panic!("{}: no combination {rewards}/{mask}", spec.name))
+}
+
+/// Runs gae on rows of `t` steps: (rewards, values, mask), each rows × t, row-major, all float32.
 fn run_shaped(
     spec: &OpSpec,
     shapes: [&[usize]; 3],
@@ -30,19 +38,33 @@ fn run_shaped(
     lam: f64,
     plan_only: bool,
 ) -> Result<CaseRun, TwinError> {
+    let f32 = column(spec, DType::Float32, DType::Float32);
+    run_in(spec, f32, &shapes, &data, &attrs(gamma, lam), plan_only)
+}
+
+/// Runs dtype combination `column` of `spec` on inputs of these shapes and values (each exact in
+/// its combination's dtype).
+fn run_in(
+    spec: &OpSpec,
+    column: usize,
+    shapes: &[&[usize]],
+    data: &[&[f64]],
+    attrs: &[(String, AttrValue)],
+    plan_only: bool,
+) -> Result<CaseRun, TwinError> {
     let project = render_project(&[spec]).unwrap();
-    let runner = build_runner(&project, spec, 0, BuildOptions::default()).unwrap();
+    let runner = build_runner(&project, spec, column, BuildOptions::default()).unwrap();
     let inputs: Vec<(String, HostTensor)> = spec
         .inputs
         .iter()
         .zip(shapes.iter().zip(data))
-        .map(|(arg, (shape, x))| (arg.name.clone(), HostTensor::from_f64(DType::Float32, shape, x)))
+        .map(|(arg, (shape, x))| (arg.name.clone(), HostTensor::from_f64(arg.dtypes[column], shape, x)))
         .collect();
     run_case(
         &runner,
         spec,
         soc::find(soc::DEFAULT_SOC).unwrap(),
-        &CaseInput { inputs: &inputs, attrs: &attrs(gamma, lam), inplace: &[] },
+        &CaseInput { inputs: &inputs, attrs, inplace: &[] },
         plan_only,
     )
 }
@@ -185,21 +207,9 @@ fn the_error_at_t_32768_with_unit_discount_stays_within_the_running_bound() {
 
 fn discounted(spec: &OpSpec, t: usize, r: &[f64], m: &[f64], gamma: f64) -> Vec<f64> {
     let shape = [r.len() / t, t];
-    let project = render_project(&[spec]).unwrap();
-    let runner = build_runner(&project, spec, 0, BuildOptions::default()).unwrap();
-    let inputs = vec![
-        ("token_level_rewards".to_string(), HostTensor::from_f64(DType::Float32, &shape, r)),
-        ("response_mask".to_string(), HostTensor::from_f64(DType::Float32, &shape, m)),
-    ];
     let attrs = vec![("gamma".to_string(), AttrValue::Float(gamma))];
-    let run = run_case(
-        &runner,
-        spec,
-        soc::find(soc::DEFAULT_SOC).unwrap(),
-        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
-        false,
-    )
-    .unwrap();
+    let f32 = column(spec, DType::Float32, DType::Float32);
+    let run = run_in(spec, f32, &[&shape, &shape], &[r, m], &attrs, false).unwrap();
     run.outputs.iter().find(|(n, _)| n == "returns").unwrap().1.to_f64()
 }
 
@@ -232,5 +242,51 @@ fn discounted_returns_reset_at_masked_tokens_across_chunks() {
     for (i, g) in got.iter().enumerate() {
         let want = if i >= 40 { 0.5f64.powi((t - 1 - i) as i32) } else { 0.0 };
         assert_eq!(*g, want, "γ = 0.5, t = {i}");
+    }
+}
+
+#[test]
+fn every_input_dtype_gives_the_float32_bits_of_the_same_values() {
+    // Rewards and values k/8, |k| <= 64 (exact in bfloat16 and float16), a mask with holes and
+    // all-masked rows: every combination reads the same numbers, Casts them exactly to float32
+    // and runs the same float32 loop, so its outputs are the float32/float32 combination's bits.
+    // A Cast from the wrong dtype (bfloat16 bits read as half, int8 as half bits) or a skipped
+    // one changes them. 70 rows of T = 1001: several chunks for every chunk unit (8, 16, 32).
+    let (rows, t) = (70usize, 1001usize);
+    let shape = [rows, t];
+    let k = |i: usize, p: usize| ((i * p % 129) as f64 - 64.0) / 8.0;
+    let r: Vec<f64> = (0..rows * t).map(|i| k(i, 7919)).collect();
+    let v: Vec<f64> = (0..rows * t).map(|i| k(i, 104_729)).collect();
+    let m: Vec<f64> = (0..rows * t).map(|i| f64::from(u8::from(i % 7 != 0 && (i / t) % 9 != 4))).collect();
+    let catalogue = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    for op in ["gae", "discounted_return"] {
+        let spec = catalogue.iter().find(|s| s.name == op).unwrap();
+        let gae = op == "gae";
+        let data: Vec<&[f64]> = if gae { vec![&r, &v, &m] } else { vec![&r, &m] };
+        let shapes: Vec<&[usize]> = data.iter().map(|_| &shape[..]).collect();
+        let attrs: Vec<(String, AttrValue)> = spec
+            .attrs
+            .iter()
+            .map(|a| (a.name.clone(), AttrValue::Float(if a.name == "lam" { 0.95 } else { 0.99 })))
+            .collect();
+        let outputs = |c: usize| {
+            let run = run_in(spec, c, &shapes, &data, &attrs, false).unwrap();
+            run.outputs.iter().map(|(n, x)| (n.clone(), x.to_f64())).collect::<Vec<_>>()
+        };
+        let want = outputs(column(spec, DType::Float32, DType::Float32));
+        assert!(want.iter().all(|(_, x)| x.iter().any(|e| *e != 0.0)), "{op}: a zero output");
+        for rewards in [DType::Float16, DType::BFloat16, DType::Float32] {
+            for mask in [DType::Float32, DType::Int8] {
+                let c = column(spec, rewards, mask);
+                for ((name, got), (_, want)) in outputs(c).iter().zip(&want) {
+                    let bits = |x: &[f64]| x.iter().map(|e| e.to_bits()).collect::<Vec<_>>();
+                    let first = got.iter().zip(want).position(|(a, b)| a.to_bits() != b.to_bits());
+                    assert!(
+                        bits(got) == bits(want),
+                        "{op} {rewards}/{mask}: {name} differs from float32/float32 first at element {first:?}"
+                    );
+                }
+            }
+        }
     }
 }

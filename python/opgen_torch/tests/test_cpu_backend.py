@@ -243,7 +243,7 @@ def samples(dtype=torch.float32, seed=1):
 
 
 def gae_sample(seed, shape=(3, 40), gamma=0.99, lam=0.95):
-    """gae's arguments (float32 only): rewards, values, a 0/1 mask with holes, gamma, lam."""
+    """gae's float32 arguments: rewards, values, a 0/1 mask with holes, gamma, lam."""
     mask = (torch.rand(shape, generator=gen(seed + 2)) > 0.3).to(torch.float32)
     return (uniform(shape, torch.float32, seed), uniform(shape, torch.float32, seed + 1), mask, gamma, lam)
 
@@ -488,6 +488,68 @@ class Forward(unittest.TestCase):
                     self.assertEqual((got.dtype, got.shape), (torch.float32, r.shape))
                     bar = max(4 * (f32.double() - want).abs().max().item(), 1e-6)
                     torch.testing.assert_close(got.double(), want, atol=bar, rtol=0)
+
+    def test_gae_and_discounted_return_take_16_bit_inputs_and_bool_or_int8_masks(self):
+        # As trainers pass them: bfloat16/float16 rewards and values, a bool or int8 mask. Gold:
+        # verl's loop in float64 from the inputs' exact values; bar: the dual baseline, 4x the
+        # largest deviation of verl's float32 loop on the same values from the gold (at least
+        # 1e-6). A mask whose bytes were misread (bool as float, int8 as half) is off by O(1).
+        import opgen_torch.rl
+
+        for dtype in (torch.bfloat16, torch.float16):
+            for mask_dtype in (torch.bool, torch.int8):
+                for shape in ((5, 300), (70, 9)):
+                    with self.subTest(dtype=dtype, mask=mask_dtype, shape=shape):
+                        r = uniform(shape, dtype, 97)
+                        v = uniform(shape, dtype, 98)
+                        m = torch.rand(shape, generator=gen(99)) > 0.3
+                        m[0, :] = False  # an all-masked row
+                        m = m.to(mask_dtype)
+                        m64 = m.double()
+                        got = opgen_torch.rl.gae(r, v, m, 0.99, 0.95)
+                        want = verl_gae(r.double(), v.double(), m64, 0.99, 0.95)
+                        f32 = verl_gae(r.float(), v.float(), m64.float(), 0.99, 0.95)
+                        for name, g, w, b in zip(("advantages", "returns"), got, want, f32):
+                            self.assertEqual((g.dtype, g.shape), (torch.float32, r.shape), name)
+                            bar = max(4 * (b.double() - w).abs().max().item(), 1e-6)
+                            torch.testing.assert_close(g.double(), w, atol=bar, rtol=0, msg=name)
+                        got = opgen_torch.rl.discounted_return(r, m, 1.0)
+                        want = verl_discounted_return(r.double(), m64, 1.0)
+                        f32 = verl_discounted_return(r.float(), m64.float(), 1.0)
+                        self.assertEqual((got.dtype, got.shape), (torch.float32, r.shape))
+                        bar = max(4 * (f32.double() - want).abs().max().item(), 1e-6)
+                        torch.testing.assert_close(got.double(), want, atol=bar, rtol=0)
+
+    def test_rl_scans_pass_bool_and_int8_masks_without_a_copy(self):
+        # A bool mask reaches the op as its own bytes viewed as int8, an int8 one as it is, and
+        # 16-bit rewards/values as they are: besides the ops, only aliases are dispatched (the
+        # dtype view and the detach the dispatcher adds after it; no _to_copy, no float32 mask)
+        # and the op reads the mask's own storage. A float16 mask is still converted to float32.
+        import opgen_torch.rl
+
+        aliases = ("aten.view.dtype", "aten.detach.default")
+        r = uniform((4, 50), torch.bfloat16, 100)
+        v = uniform((4, 50), torch.bfloat16, 101)
+        for mask_dtype in (torch.bool, torch.int8):
+            with self.subTest(mask=mask_dtype):
+                m = (torch.rand((4, 50), generator=gen(102)) > 0.3).to(mask_dtype)
+                with RecordOps() as rec:
+                    opgen_torch.rl.gae(r, v, m, 0.99, 0.95)
+                    opgen_torch.rl.discounted_return(r, m, 0.99)
+                ran = [o for o in rec.ops if o not in aliases]
+                self.assertEqual(ran, ["opgen.gae.default", "opgen.discounted_return.default"], rec.ops)
+                self.assertEqual("aten.view.dtype" in rec.ops, mask_dtype == torch.bool, rec.ops)
+                for op, args in rec.calls:
+                    if op.startswith("opgen."):
+                        mask = args["response_mask"]
+                        self.assertEqual(mask.dtype, torch.int8, op)
+                        self.assertEqual(mask.data_ptr(), m.data_ptr(), op)  # the same bytes
+                        self.assertEqual(args["token_level_rewards"].dtype, torch.bfloat16, op)
+        m = (torch.rand((4, 50), generator=gen(103)) > 0.3).to(torch.float16)
+        with RecordOps() as rec:
+            opgen_torch.rl.discounted_return(r, m, 0.99)
+        self.assertEqual(rec.ops, ["aten._to_copy.default", "opgen.discounted_return.default"])
+        self.assertEqual(rec.calls[-1][1]["response_mask"].dtype, torch.float32)
 
     def test_rl_gae_refuses_inputs_requiring_grad(self):
         import opgen_torch.rl

@@ -152,7 +152,7 @@ namespace {
 using namespace opgen_host;
 
 const uint64_t MAX_LANES = 64;   // rows of one group: one 256-byte float32 repeat per time step
-const uint64_t MIN_CHUNK = 8;    // one 32-byte block of float32 per row
+const uint64_t BLOCK = 32;       // bytes: a chunk of every input's dtype is whole blocks per row
 const uint64_t MAX_CHUNK = 512;  // past this a chunk only adds UB and Gather-table set-up
 const uint32_t SCAN_INPUTS = 2;   // token_level_rewards, response_mask (the last)
 const uint32_t SCAN_OUTPUTS = 1;  // returns
@@ -186,13 +186,15 @@ ge::graphStatus DiscountAttrs(const gert::RuntimeAttrs* attrs, float* gamma, flo
 }
 
 // UB bytes of the kernel's buffers (templates/kernel/reverse_scan.cpp.j2, Init) for `lanes` rows
-// and chunks of `chunk` steps: per [lanes, chunk] float32 tile, the inputs and outputs
-// double-buffered, the time-major tiles and the two Gather offset tables; six lane vectors of
-// state and scratch.
-uint64_t ScanUbBytes(uint64_t lanes, uint64_t chunk)
+// and chunks of `chunk` steps, the rewards of `rBytes` and the mask of `mBytes` per
+// element: per [lanes, chunk] tile, the inputs (in their own dtype) and the float32 outputs
+// double-buffered, the float32 time-major tiles (one is the Casts' staging) and the two Gather
+// offset tables; six lane vectors of state and scratch.
+uint64_t ScanUbBytes(uint64_t lanes, uint64_t chunk, uint64_t rBytes, uint64_t mBytes)
 {
-    const uint64_t tile = lanes * chunk * 4;
-    return tile * (BUFFER_NUM * SCAN_INPUTS + BUFFER_NUM * SCAN_OUTPUTS + KERNEL_TIME_MAJOR_TILES + 2) + 6 * lanes * 4;
+    const uint64_t cells = lanes * chunk;
+    const uint64_t inputs = BUFFER_NUM * cells * ((SCAN_INPUTS - 1) * rBytes + mBytes);
+    return inputs + cells * 4 * (BUFFER_NUM * SCAN_OUTPUTS + KERNEL_TIME_MAJOR_TILES + 2) + 6 * lanes * 4;
 }
 }  // namespace
 
@@ -247,26 +249,33 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint64_t steps = 0;
     uint64_t cores = 0;
     uint64_t budget = 0;
+    uint64_t rBytes = 0;
+    uint64_t mBytes = 0;
     float gamma = 1.0f;
     float lam = 1.0f;
     if (RowsAndSteps(shapes, &rows, &steps) != ge::GRAPH_SUCCESS ||
         DiscountAttrs(context->GetAttrs(), &gamma, &lam) != ge::GRAPH_SUCCESS ||
+        InputTypeSize(context, "OpgenDiscountedReturn", 0, "token_level_rewards", &rBytes) != ge::GRAPH_SUCCESS ||
+        InputTypeSize(context, "OpgenDiscountedReturn", SCAN_INPUTS - 1, "response_mask", &mBytes) != ge::GRAPH_SUCCESS ||
         Platform(context, "OpgenDiscountedReturn", &cores, &budget) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
+    // The chunk's unit: one 32-byte block of the narrowest input per row (8 steps for float32,
+    // 16 for 16-bit rewards, 32 for an int8 mask), so every row of every tile starts on a block.
+    const uint64_t minChunk = BLOCK / MinU64(rBytes, mBytes);
     const bool empty = rows == 0;
     const uint64_t blockFactor = empty ? 0 : CeilDiv(rows, cores);
     const uint64_t blockDim = empty ? 1 : CeilDiv(rows, blockFactor);
     // Lanes: a core's rows up to one repeat, in whole 32-byte blocks (the Gather tables' stride).
     const uint64_t lanes = empty ? 8 : MinU64(MAX_LANES, AlignUp(blockFactor, 8));
-    if (ScanUbBytes(lanes, MIN_CHUNK) > budget) {
+    if (ScanUbBytes(lanes, minChunk, rBytes, mBytes) > budget) {
         OPGEN_REJECT("%llu lanes need %llu bytes of UB at the smallest chunk (%llu steps); the budget is %llu",
-                     OpgenUll(lanes), OpgenUll(ScanUbBytes(lanes, MIN_CHUNK)), OpgenUll(MIN_CHUNK), OpgenUll(budget));
+                     OpgenUll(lanes), OpgenUll(ScanUbBytes(lanes, minChunk, rBytes, mBytes)), OpgenUll(minChunk), OpgenUll(budget));
     }
-    // The chunk: the most steps (a multiple of 8) the UB holds, no more than T needs.
-    uint64_t chunk = MinU64(MAX_CHUNK, MaxU64(MIN_CHUNK, AlignUp(steps, 8)));
-    while (chunk > MIN_CHUNK && ScanUbBytes(lanes, chunk) > budget) {
-        chunk -= 8;
+    // The chunk: the most steps (a multiple of minChunk) the UB holds, no more than T needs.
+    uint64_t chunk = MinU64(MAX_CHUNK, MaxU64(minChunk, AlignUp(steps, minChunk)));
+    while (chunk > minChunk && ScanUbBytes(lanes, chunk, rBytes, mBytes) > budget) {
+        chunk -= minChunk;
     }
     const uint64_t chunks = empty ? 1 : CeilDiv(steps, chunk);
     OpgenDiscountedReturnTilingData tiling;
@@ -291,19 +300,19 @@ public:
     {
         this->Input("token_level_rewards")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Input("response_mask")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_INT8, ge::DT_INT8, ge::DT_INT8 })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Output("returns")
             .ParamType(REQUIRED)
-            .DataType({ ge::DT_FLOAT })
-            .Format({ ge::FORMAT_ND })
-            .UnknownShapeFormat({ ge::FORMAT_ND });
+            .DataType({ ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT })
+            .Format({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND })
+            .UnknownShapeFormat({ ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND });
         this->Attr("gamma").AttrType(OPTIONAL).Float(1.0f);
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
         this->AICore().SetTiling(optiling::opgen_discounted_return_tiling::TilingFunc);

@@ -12,7 +12,7 @@ TILING_DATA_FIELD_DEF(uint32_t, rows);  // rows: the product of the inputs' lead
 TILING_DATA_FIELD_DEF(uint32_t, steps);  // T: the inputs' last dim
 TILING_DATA_FIELD_DEF(uint32_t, blockFactor);  // rows per core (the last busy core may get fewer)
 TILING_DATA_FIELD_DEF(uint32_t, lanes);  // rows per group: the vector lanes of one time step (a multiple of 8, <= 64)
-TILING_DATA_FIELD_DEF(uint32_t, chunk);  // time steps per UB pass (a multiple of 8; the first pass of a row may be shorter)
+TILING_DATA_FIELD_DEF(uint32_t, chunk);  // time steps per UB pass (a multiple of 32 bytes of the narrowest input: 8, 16 or 32; the first pass of a row may be shorter)
 TILING_DATA_FIELD_DEF(uint32_t, chunks);  // UB passes per group: ceil(T / chunk)
 TILING_DATA_FIELD_DEF(float, gamma);  // gamma, rounded to float32
 TILING_DATA_FIELD_DEF(float, gammaLam);  // gamma * lam (in double), rounded to float32

@@ -69,7 +69,7 @@ at::Tensor dequant_int8_meta(const at::Tensor& q, const at::Tensor& scale, c10::
     return x;
 }
 
-// discounted_return (kernels/discounted_return.toml): returns of the discounted sum over t = T-1..0 per row: running = r + gamma*running, returns = running, then running *= mask (a masked token resets the sum before it; float32)
+// discounted_return (kernels/discounted_return.toml): returns of the discounted sum over t = T-1..0 per row: running = r + gamma*running, returns = running, then running *= mask (a masked token resets the sum before it; rewards float16, bfloat16 or float32, the mask float32 or int8 0/1; returns float32)
 at::Tensor discounted_return_meta(const at::Tensor& token_level_rewards, const at::Tensor& response_mask, double gamma)
 {
     const auto plan = opgen_torch::discounted_return_plan(token_level_rewards, response_mask);
@@ -99,7 +99,7 @@ at::Tensor fast_gelu_grad_meta(const at::Tensor& dy, const at::Tensor& x)
     return dx;
 }
 
-// gae (kernels/gae.toml): advantages and returns of GAE over t = T-1..0 per row: delta = r + gamma*nextv - V, last = delta + gamma*lam*last where mask = 1 (masked tokens carry nextv and last), returns = advantages + values (float32)
+// gae (kernels/gae.toml): advantages and returns of GAE over t = T-1..0 per row: delta = r + gamma*nextv - V, last = delta + gamma*lam*last where mask = 1 (masked tokens carry nextv and last), returns = advantages + values (rewards and values float16, bfloat16 or float32, the mask float32 or int8 0/1; outputs float32)
 std::tuple<at::Tensor, at::Tensor> gae_meta(const at::Tensor& token_level_rewards, const at::Tensor& values, const at::Tensor& response_mask, double gamma, double lam)
 {
     const auto plan = opgen_torch::gae_plan(token_level_rewards, values, response_mask);

@@ -4100,7 +4100,12 @@ inline OutputPlan<1> discounted_return_plan(const at::Tensor& token_level_reward
     check_defined(op_name, { {"token_level_rewards", &token_level_rewards}, {"response_mask", &response_mask} });
     // The combinations the op registered, as (token_level_rewards, response_mask) -> (returns).
     static const std::vector<DtypeColumn<2, 1>> registered = {
+        { { at::kHalf, at::kFloat }, { at::kFloat } },
+        { { at::kBFloat16, at::kFloat }, { at::kFloat } },
         { { at::kFloat, at::kFloat }, { at::kFloat } },
+        { { at::kHalf, at::kChar }, { at::kFloat } },
+        { { at::kBFloat16, at::kChar }, { at::kFloat } },
+        { { at::kFloat, at::kChar }, { at::kFloat } },
     };
     const auto& matched = match_dtypes<2, 1>(op_name, { NamedTensor{"token_level_rewards", &token_level_rewards}, NamedTensor{"response_mask", &response_mask} }, registered);
     OutputPlan<1> plan{};
@@ -4161,7 +4166,12 @@ inline OutputPlan<2> gae_plan(const at::Tensor& token_level_rewards, const at::T
     check_defined(op_name, { {"token_level_rewards", &token_level_rewards}, {"values", &values}, {"response_mask", &response_mask} });
     // The combinations the op registered, as (token_level_rewards, values, response_mask) -> (advantages, returns).
     static const std::vector<DtypeColumn<3, 2>> registered = {
+        { { at::kHalf, at::kHalf, at::kFloat }, { at::kFloat, at::kFloat } },
+        { { at::kBFloat16, at::kBFloat16, at::kFloat }, { at::kFloat, at::kFloat } },
         { { at::kFloat, at::kFloat, at::kFloat }, { at::kFloat, at::kFloat } },
+        { { at::kHalf, at::kHalf, at::kChar }, { at::kFloat, at::kFloat } },
+        { { at::kBFloat16, at::kBFloat16, at::kChar }, { at::kFloat, at::kFloat } },
+        { { at::kFloat, at::kFloat, at::kChar }, { at::kFloat, at::kFloat } },
     };
     const auto& matched = match_dtypes<3, 2>(op_name, { NamedTensor{"token_level_rewards", &token_level_rewards}, NamedTensor{"values", &values}, NamedTensor{"response_mask", &response_mask} }, registered);
     OutputPlan<2> plan{};

@@ -154,18 +154,23 @@ def discounted_return(
     response_mask: torch.Tensor,
     gamma: float = 1.0,
 ) -> torch.Tensor:
-    """returns of the discounted sum over t = T-1..0 per row: running = r + gamma*running, returns = running, then running *= mask (a masked token resets the sum before it; float32)
+    """returns of the discounted sum over t = T-1..0 per row: running = r + gamma*running, returns = running, then running *= mask (a masked token resets the sum before it; rewards float16, bfloat16 or float32, the mask float32 or int8 0/1; returns float32)
 
     Args:
-        token_level_rewards: float32 tensor on the NPU.
-        response_mask: float32 tensor on the NPU.
+        token_level_rewards: float16 | bfloat16 | float32 tensor on the NPU.
+        response_mask: float32 | int8 tensor on the NPU.
         gamma: float, default 1.0.
 
     Returns:
         returns: float32.
 
     Dtype combinations:
+        token_level_rewards=float16, response_mask=float32 -> returns=float32
+        token_level_rewards=bfloat16, response_mask=float32 -> returns=float32
         token_level_rewards=float32, response_mask=float32 -> returns=float32
+        token_level_rewards=float16, response_mask=int8 -> returns=float32
+        token_level_rewards=bfloat16, response_mask=int8 -> returns=float32
+        token_level_rewards=float32, response_mask=int8 -> returns=float32
 
     Schema: opgen::discounted_return(Tensor token_level_rewards, Tensor response_mask, float gamma=1.0) -> Tensor
     Runs aclnnOpgenDiscountedReturn (CANN op OpgenDiscountedReturn), generated from kernels/discounted_return.toml.
@@ -226,12 +231,12 @@ def gae(
     gamma: float = 1.0,
     lam: float = 1.0,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """advantages and returns of GAE over t = T-1..0 per row: delta = r + gamma*nextv - V, last = delta + gamma*lam*last where mask = 1 (masked tokens carry nextv and last), returns = advantages + values (float32)
+    """advantages and returns of GAE over t = T-1..0 per row: delta = r + gamma*nextv - V, last = delta + gamma*lam*last where mask = 1 (masked tokens carry nextv and last), returns = advantages + values (rewards and values float16, bfloat16 or float32, the mask float32 or int8 0/1; outputs float32)
 
     Args:
-        token_level_rewards: float32 tensor on the NPU.
-        values: float32 tensor on the NPU.
-        response_mask: float32 tensor on the NPU.
+        token_level_rewards: float16 | bfloat16 | float32 tensor on the NPU.
+        values: float16 | bfloat16 | float32 tensor on the NPU.
+        response_mask: float32 | int8 tensor on the NPU.
         gamma: float, default 1.0.
         lam: float, default 1.0.
 
@@ -241,7 +246,12 @@ def gae(
         returns: float32.
 
     Dtype combinations:
+        token_level_rewards=float16, values=float16, response_mask=float32 -> advantages=float32, returns=float32
+        token_level_rewards=bfloat16, values=bfloat16, response_mask=float32 -> advantages=float32, returns=float32
         token_level_rewards=float32, values=float32, response_mask=float32 -> advantages=float32, returns=float32
+        token_level_rewards=float16, values=float16, response_mask=int8 -> advantages=float32, returns=float32
+        token_level_rewards=bfloat16, values=bfloat16, response_mask=int8 -> advantages=float32, returns=float32
+        token_level_rewards=float32, values=float32, response_mask=int8 -> advantages=float32, returns=float32
 
     Schema: opgen::gae(Tensor token_level_rewards, Tensor values, Tensor response_mask, float gamma=1.0, float lam=1.0) -> (Tensor advantages, Tensor returns)
     Runs aclnnOpgenGae (CANN op OpgenGae), generated from kernels/gae.toml.

@@ -21,8 +21,10 @@ response_mask is 1, a masked token carrying both nextv and last; returns = advan
 `discounted_return` is REINFORCE++'s returns (verl's
 `compute_reinforce_plus_plus_outcome_advantage` before whitening): running = r_t + gamma * running,
 returns_t = running, then running *= response_mask_t (a masked token ends the sum before it).
-One launch each instead of a few per token. float32 tensors of one shape [batch, T]; no gradient
-(verl computes them under torch.no_grad): inputs that require grad are refused.
+One launch each instead of a few per token. Tensors of one shape [batch, T], as trainers pass them:
+rewards and values float16, bfloat16 or float32 and a bool, int8 or float32 mask go to the op as
+they are (a bool mask as its own bytes, viewed as int8), each read once in its own width; float32
+results; no gradient (verl computes them under torch.no_grad): inputs that require grad are refused.
 """
 
 import torch
@@ -39,6 +41,27 @@ def _refuse_grad(op, named):
             )
 
 
+_SCAN_FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _scan_floats(*ts):
+    """Rewards (and values) as the reverse-scan ops take them: as they are when float16, bfloat16
+    or float32 and of one dtype; otherwise (float64, integers, or two dtypes) converted to float32."""
+    if ts[0].dtype in _SCAN_FLOATS and all(t.dtype == ts[0].dtype for t in ts):
+        return ts
+    return tuple(t.to(torch.float32) for t in ts)
+
+
+def _scan_mask(mask):
+    """The 0/1 mask as the reverse-scan ops take it: int8 and float32 as they are, bool as its own
+    bytes viewed as int8 (no copy), any other dtype converted to float32."""
+    if mask.dtype == torch.bool:
+        return mask.view(torch.int8)
+    if mask.dtype in (torch.int8, torch.float32):
+        return mask
+    return mask.to(torch.float32)
+
+
 def gae(
     token_level_rewards: torch.Tensor,
     values: torch.Tensor,
@@ -49,9 +72,11 @@ def gae(
     """(advantages, returns) of GAE, verl's compute_gae_advantage_return before whitening.
 
     Args:
-        token_level_rewards: float32 [batch, T].
-        values: float32 [batch, T], the critic's values.
-        response_mask: float32 [batch, T] of 0 and 1 (other dtypes are converted to float32).
+        token_level_rewards: float16, bfloat16 or float32 [batch, T].
+        values: [batch, T], the critic's values, of token_level_rewards' dtype (otherwise, or for
+            another dtype such as float64, both are converted to float32).
+        response_mask: [batch, T] of 0 and 1: bool (passed as its bytes viewed as int8), int8 or
+            float32 (other dtypes are converted to float32).
         gamma: the discount.
         lam: GAE's lambda.
 
@@ -61,11 +86,8 @@ def gae(
     _refuse_grad(
         "gae", (("token_level_rewards", token_level_rewards), ("values", values), ("response_mask", response_mask))
     )
-    return tuple(
-        torch.ops.opgen.gae(
-            token_level_rewards, values, response_mask.to(torch.float32), float(gamma), float(lam)
-        )
-    )
+    r, v = _scan_floats(token_level_rewards, values)
+    return tuple(torch.ops.opgen.gae(r, v, _scan_mask(response_mask), float(gamma), float(lam)))
 
 
 def discounted_return(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, gamma: float):
@@ -73,15 +95,18 @@ def discounted_return(token_level_rewards: torch.Tensor, response_mask: torch.Te
     before whitening.
 
     Args:
-        token_level_rewards: float32 [batch, T].
-        response_mask: float32 [batch, T] of 0 and 1 (other dtypes are converted to float32).
+        token_level_rewards: float16, bfloat16 or float32 [batch, T] (other dtypes are converted to
+            float32).
+        response_mask: [batch, T] of 0 and 1: bool (passed as its bytes viewed as int8), int8 or
+            float32 (other dtypes are converted to float32).
         gamma: the discount.
 
     Returns:
         returns: float32 [batch, T].
     """
     _refuse_grad("discounted_return", (("token_level_rewards", token_level_rewards), ("response_mask", response_mask)))
-    return torch.ops.opgen.discounted_return(token_level_rewards, response_mask.to(torch.float32), float(gamma))
+    (r,) = _scan_floats(token_level_rewards)
+    return torch.ops.opgen.discounted_return(r, _scan_mask(response_mask), float(gamma))
 
 
 def _check_leading(op, name, t, whose, of):

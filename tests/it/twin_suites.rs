@@ -104,7 +104,23 @@ fn kernel_tests_compile_against_the_cann_headers() {
     );
     let text = run_script("kernels/twin/tests/run_negative.sh", true);
     let tests = rules::kernel_tests(ascend_opgen::repo_root()).len();
-    let want = format!("twin tests: {} passed, 0 failed", 2 * tests);
+    // Tests of the twin's own machinery say so (`// cann: twin only: <why>`); every other test
+    // must compile (or be rejected where marked) against the real headers too.
+    let dir = ascend_opgen::repo_root().join("kernels/twin/tests");
+    let twin_only = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cpp"))
+        .filter(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            text.lines().any(|l| l.starts_with("// cann: twin only"))
+        })
+        .count();
+    assert!(twin_only <= 3, "{twin_only} tests skip the CANN headers: each needs a reason reviewed here");
+    let want = format!(
+        "twin tests: {} passed, 0 failed, {twin_only} skipped against the CANN headers",
+        2 * tests - twin_only
+    );
     assert!(text.contains(&want), "want `{want}`:\n{text}");
 }
 

@@ -1,4 +1,5 @@
 // expect: ok
+// cann: twin only: it tests the twin's set_fail_handler/abandon_launch, which the NPU has no counterpart of
 // Positive test of set_fail_handler / abandon_launch, what an in-process host (the torch CPU
 // backend) relies on: a broken rule inside a kernel reaches the handler with the line fail()
 // would print, the handler's exception unwinds out of the kernel, abandon_launch() leaves the

@@ -1,4 +1,5 @@
 // expect: ok
+// cann: twin only: it checks the twin's own rounding fast paths (opgen_twin::num) against its oracle
 // The numeric oracle's fast paths (numeric.h: round_to_format's RNE path on doubles, encode16,
 // decode16) give the generic code's results bit for bit: on every 16-bit pattern of half and
 // bfloat16, on every midpoint between neighbouring 16-bit values and the doubles and floats next

@@ -1,4 +1,5 @@
 // expect: ok
+// cann: twin only: it tests the twin's numeric profiles (opgen_twin/kernel/profile.h)
 // Positive test of the numeric profiles (opgen_twin/kernel/profile.h): the default keeps float32
 // subnormals and overflows to Inf; "ftz" flushes subnormal float32 operands and results of vector
 // arithmetic and Cast to zero (sign kept); "saturate" turns overflow into the largest finite value

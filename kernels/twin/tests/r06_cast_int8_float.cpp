@@ -1,6 +1,7 @@
 // expect: Cast pair not supported on A2
 // Rule 6: A2's Cast table has no int8_t -> float pair (research/ascendc-api.md 4.2): go through
 // half, as the reverse_scan kernels do for an int8 mask.
+// cann: compile error (CANN 8.1's dav_c220 vconv has no int8_t -> float CastIntrinsicsImpl either)
 #include "kernel_operator.h"
 #include "twin_test.h"
 using namespace AscendC;

@@ -97,22 +97,21 @@ fn all_kernel_tests_pass_under_the_sanitizers() {
 #[ignore = "needs a CANN 8.1 toolkit: CANN_TOOLKIT=<.../ascend-toolkit/8.1.RC1> cargo test --test it twin_suites:: -- --ignored"]
 fn kernel_tests_compile_against_the_cann_headers() {
     let cann = std::env::var("CANN_TOOLKIT").expect("CANN_TOOLKIT must name a CANN 8.1 toolkit root");
-    let root = std::path::Path::new(&cann);
+    let toolkit = std::path::Path::new(&cann);
     assert!(
-        root.join("aarch64-linux").is_dir() || root.join("x86_64-linux").is_dir(),
+        toolkit.join("aarch64-linux").is_dir() || toolkit.join("x86_64-linux").is_dir(),
         "{cann} holds no <arch>-linux directory"
     );
     let text = run_script("kernels/twin/tests/run_negative.sh", true);
-    let tests = rules::kernel_tests(ascend_opgen::repo_root()).len();
+    let root = ascend_opgen::repo_root();
+    let kernel_tests = rules::kernel_tests(root);
+    let tests = kernel_tests.len();
     // Tests of the twin's own machinery say so (`// cann: twin only: <why>`); every other test
     // must compile (or be rejected where marked) against the real headers too.
-    let dir = ascend_opgen::repo_root().join("kernels/twin/tests");
-    let twin_only = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "cpp"))
-        .filter(|e| {
-            let text = std::fs::read_to_string(e.path()).unwrap();
+    let twin_only = kernel_tests
+        .iter()
+        .filter(|(path, _)| {
+            let text = std::fs::read_to_string(root.join(path)).unwrap();
             text.lines().any(|l| l.starts_with("// cann: twin only"))
         })
         .count();

@@ -1,6 +1,11 @@
-//! Build script: when ACL headers are at hand, Rust bindings for the ACL runtime calls that
-//! src/acl uses, and `cfg(opgen_acl)` on. Never required: without headers the crate builds
-//! without the NPU path, and `opgen run --device npu` says how to get it.
+//! Build script, two jobs:
+//!
+//! - The table of templates (`$OUT_DIR/templates.rs`, included by `src/codegen/env.rs`): every
+//!   file under `templates/`, sorted by path, embedded with `include_str!`, so a new family's
+//!   templates need no list kept by hand.
+//! - When ACL headers are at hand, Rust bindings for the ACL runtime calls that src/acl uses,
+//!   and `cfg(opgen_acl)` on. Never required: without headers the crate builds without the NPU
+//!   path, and `opgen run --device npu` says how to get it.
 //!
 //! Headers come from OPGEN_ACL_INCLUDE (a directory holding acl/acl.h: a toolkit's
 //! `<arch>-linux/include`, or the torch_npu wheel's `torch_npu/include`), else from a CANN
@@ -32,6 +37,7 @@ const FUNCTIONS: &[&str] = &[
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(opgen_acl)");
     println!("cargo::rerun-if-changed=build.rs");
+    write_template_table();
     for var in ["OPGEN_ACL_INCLUDE", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -60,6 +66,45 @@ fn main() {
              path (install libclang-dev, or set OPGEN_ACL_INCLUDE to make this an error)",
             include.display()
         ),
+    }
+}
+
+/// Writes `$OUT_DIR/templates.rs`: a `&[(name, text)]` expression with one entry per file under
+/// `templates/` (name = its path below that directory, `/`-separated), sorted, so the binary and
+/// everything rendered from it are the same whatever order the file system lists them in.
+/// Cargo re-runs this when any file below `templates/` is added, removed or changed.
+fn write_template_table() {
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let dir = root.join("templates");
+    println!("cargo::rerun-if-changed={}", dir.display());
+    let mut files = Vec::new();
+    collect_files(&dir, &mut files);
+    files.sort();
+    let mut table = String::from("&[\n");
+    for path in &files {
+        let name = path.strip_prefix(&dir).expect("below templates/");
+        let name: Vec<String> =
+            name.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        table.push_str(&format!(
+            "    ({:?}, include_str!({:?})),\n",
+            name.join("/"),
+            path.display().to_string()
+        ));
+    }
+    table.push(']');
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("templates.rs");
+    std::fs::write(&out, table).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.unwrap_or_else(|e| panic!("{}: {e}", dir.display())).path();
+        if path.is_dir() {
+            collect_files(&path, out);
+        } else {
+            out.push(path);
+        }
     }
 }
 

@@ -366,9 +366,15 @@ impl FamilyOps for ReverseScan {
         expected(spec, inputs, attrs)
     }
 
+    /// Rewards' [B, T] as RL trainers batch them (issue 29): a PPO batch of 512 responses of
+    /// 4096 tokens, 64 long-reasoning responses of 32768, and 8 rollouts of 16384 (the
+    /// small-batch case, where rows alone cannot fill the cores).
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-        // The report rows (512×4096, 64×32768, 8×16384) are not done.
-        Vec::new()
+        vec![
+            ("PPO batch", vec![512, 4096]),
+            ("long responses", vec![64, 32768]),
+            ("few rollouts", vec![8, 16384]),
+        ]
     }
 
     fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {

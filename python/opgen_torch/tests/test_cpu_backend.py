@@ -275,6 +275,74 @@ def verl_discounted_return(token_level_rewards, response_mask, gamma):
     return returns
 
 
+def whiten_over(values, mask):
+    """verl's masked_whiten written from its formula: (x - mean) / sqrt(var + 1e-8), mean and the
+    Bessel-corrected variance over the mask's ones, every element shifted and scaled."""
+    count = mask.sum()
+    mean = (values * mask).sum() / (count + 1e-8)
+    var = ((values - mean) ** 2 * mask).sum() / (count + 1e-8) * (count / (count - 1))
+    return (values - mean) / torch.sqrt(var + 1e-8)
+
+
+def ragen_bi_level_gae(rewards, values, loss_mask, gamma, lam, high_level_gamma):
+    """RAGEN's two-level GAE loop (compute_bi_level_gae_advantage_return), written out per row in
+    the inputs' dtype: a turn-level GAE over the nonzero-reward (eos) tokens, whose returns
+    replace those rewards, then a token-level GAE over the loss_mask tokens that restarts at each
+    eos; the advantages whitened over loss_mask."""
+    batch, t = rewards.shape
+    adv = torch.zeros_like(rewards)
+    ret = torch.zeros_like(rewards)
+    upd = rewards.clone()
+    for b in range(batch):
+        eos = [p for p in range(t) if rewards[b, p] != 0]
+        last = 0.0
+        for i in reversed(range(len(eos))):
+            p = eos[i]
+            nextv = values[b, eos[i + 1]] if i + 1 < len(eos) else 0.0
+            last = upd[b, p] + high_level_gamma * nextv - values[b, p] + high_level_gamma * lam * last
+            adv[b, p] = last
+        for p in eos:
+            ret[b, p] = adv[b, p] + values[b, p]
+            upd[b, p] = ret[b, p]
+        valid = [p for p in range(t) if loss_mask[b, p] != 0]
+        last = 0.0
+        for i in reversed(range(len(valid))):
+            p = valid[i]
+            if p in eos:
+                nextv, last = 0.0, 0.0
+            else:
+                nextv = values[b, valid[i + 1]]
+            last = upd[b, p] + gamma * nextv - values[b, p] + gamma * lam * last
+            adv[b, p] = last
+            ret[b, p] = last + values[b, p]
+    return whiten_over(adv, loss_mask), ret
+
+
+def multi_turn_sample(seed, rows=5, t=160):
+    """Multi-turn rows as agent trainers build them: environment tokens (loss_mask 0, reward 0),
+    then a response (loss_mask 1) whose last token carries the turn's nonzero reward, repeated,
+    then padding; row 1 also has a nonzero reward on an environment token (an eos the token
+    level never visits). Rewards, values (float32) and loss_mask (float32)."""
+    g = gen(seed)
+    rewards = torch.zeros((rows, t))
+    mask = torch.zeros((rows, t))
+    for b in range(rows):
+        p = 0
+        while True:
+            env, resp = (int(x) for x in torch.randint(0, 9, (2,), generator=g))
+            resp += 1
+            if p + env + resp > t - 3:
+                break
+            p += env
+            mask[b, p : p + resp] = 1.0
+            rewards[b, p + resp - 1] = float(torch.rand((), generator=g)) * 4.0 - 2.0 or 0.5
+            p += resp
+    rewards[1, 0] = 0.75
+    mask[1, 0] = 0.0
+    values = uniform((rows, t), torch.float32, seed + 1, -1.0, 1.0)
+    return rewards, values, mask
+
+
 def opgen_torch_name(dtype):
     return {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}[dtype]
 
@@ -473,6 +541,46 @@ class Forward(unittest.TestCase):
                         self.assertEqual((g.dtype, g.shape), (torch.float32, r.shape), name)
                         bar = max(4 * (b.double() - w).abs().max().item(), 1e-6)
                         torch.testing.assert_close(g.double(), w, atol=bar, rtol=0, msg=name)
+
+    def test_bi_level_gae_matches_ragens_loop(self):
+        # Gold: RAGEN's two-level loop in float64 from the float32 inputs; bar: the dual baseline
+        # (4x the float32 loop's largest deviation from the gold, at least 1e-5 for the whitened
+        # advantages' extra rounding). A token level that does not restart at each eos, or a turn
+        # level that misses the returns written back as rewards, is off by O(1).
+        import opgen_torch.rl
+
+        for gamma, lam, hg in ((0.99, 0.95, 0.9), (1.0, 1.0, 1.0)):
+            with self.subTest(gamma=gamma, lam=lam, high_level_gamma=hg):
+                r, v, m = multi_turn_sample(104)
+                got = opgen_torch.rl.bi_level_gae(r, v, m.bool(), gamma, lam, hg)
+                want = ragen_bi_level_gae(r.double(), v.double(), m.double(), gamma, lam, hg)
+                f32 = ragen_bi_level_gae(r, v, m, gamma, lam, hg)
+                for name, g, w, b in zip(("advantages", "returns"), got, want, f32):
+                    self.assertEqual((g.dtype, g.shape), (torch.float32, r.shape), name)
+                    bar = max(4 * (b.double() - w).abs().max().item(), 1e-5)
+                    torch.testing.assert_close(g.double(), w, atol=bar, rtol=0, msg=name)
+
+    def test_bi_level_gae_is_two_gae_launches(self):
+        import opgen_torch.rl
+
+        r, v, m = multi_turn_sample(105, rows=3, t=40)
+        with RecordOps() as rec:
+            opgen_torch.rl.bi_level_gae(r.bfloat16(), v.bfloat16(), m.to(torch.int8), 0.99, 0.95, 0.9)
+        self.assertEqual([o for o in rec.ops if o.startswith("opgen.")], ["opgen.gae.default"] * 2, rec.ops)
+
+    def test_masked_whiten_is_verls(self):
+        import opgen_torch.rl
+
+        x = uniform((4, 33), torch.float32, 106)
+        m = (torch.rand((4, 33), generator=gen(107)) > 0.4).to(torch.float32)
+        want = whiten_over(x.double(), m.double())
+        torch.testing.assert_close(opgen_torch.rl.masked_whiten(x, m).double(), want, atol=1e-5, rtol=0)
+        mean = (x.double() * m.double()).sum() / m.double().sum()
+        torch.testing.assert_close(
+            opgen_torch.rl.masked_whiten(x, m.bool(), shift_mean=False).double(), want + mean, atol=1e-5, rtol=0
+        )
+        with self.assertRaisesRegex(ValueError, "selects 1 element"):
+            opgen_torch.rl.masked_whiten(x, torch.eye(1, 33).expand(4, 33) * (torch.arange(4) == 0).unsqueeze(1))
 
     def test_discounted_return_matches_verls_loop(self):
         # The gold and the bar as test_gae_matches_verls_loop's.

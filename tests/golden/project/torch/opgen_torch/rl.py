@@ -9,6 +9,8 @@ functions, so a trainer swaps one call (issues 28 and 29).
     logprob, entropy = opgen_torch.rl.vocab_parallel_logprob_entropy(logits_shard, labels, vocab_start)
     advantages, returns = opgen_torch.rl.gae(token_level_rewards, values, response_mask, gamma, lam)
     returns = opgen_torch.rl.discounted_return(token_level_rewards, response_mask, gamma)
+    advantages, returns = opgen_torch.rl.bi_level_gae(token_level_rewards, values, loss_mask, gamma, lam, high_level_gamma)
+    whitened = opgen_torch.rl.masked_whiten(advantages, response_mask)
 
 `logprobs_from_logits` and `entropy_from_logits` are verl's (any leading dims, float32 results,
 differentiable): the fused logprob_entropy op, one read of the logits, the same bits as the op.
@@ -29,7 +31,7 @@ results; no gradient (verl computes them under torch.no_grad): inputs that requi
 
 import torch
 
-__all__ = ["logprobs_from_logits", "entropy_from_logits", "linear_logprob_entropy", "vocab_parallel_logprob_entropy", "gae", "discounted_return"]
+__all__ = ["logprobs_from_logits", "entropy_from_logits", "linear_logprob_entropy", "vocab_parallel_logprob_entropy", "gae", "bi_level_gae", "masked_whiten", "discounted_return"]
 
 
 def _refuse_grad(op, named):
@@ -88,6 +90,102 @@ def gae(
     )
     r, v = _scan_floats(token_level_rewards, values)
     return tuple(torch.ops.opgen.gae(r, v, _scan_mask(response_mask), float(gamma), float(lam)))
+
+
+def masked_whiten(values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) -> torch.Tensor:
+    """verl's `masked_whiten`: (values - mean) / sqrt(var + 1e-8) over the tokens where mask is 1,
+    with mean = sum(values * mask) / (sum(mask) + 1e-8) and var the masked mean of the squared
+    deviations times Bessel's sum(mask) / (sum(mask) - 1); every element is shifted and scaled,
+    masked ones too; with shift_mean=False the mean is added back. In the values' dtype.
+
+    Torch's own reductions, not a generated kernel: a masked Welford pass with a cross-core
+    combine is issue 29's second phase, not built yet.
+    """
+    m = mask.to(values.dtype)
+    count = m.sum()
+    if count.item() < 2:
+        raise ValueError(
+            f"opgen.rl.masked_whiten: the mask of shape {tuple(mask.shape)} selects "
+            f"{int(count.item())} element(s); the unbiased variance needs at least 2"
+        )
+    mean = (values * m).sum() / (count + 1e-8)
+    var = ((values - mean) ** 2 * m).sum() / (count + 1e-8) * (count / (count - 1))
+    whitened = (values - mean) * torch.rsqrt(var + 1e-8)
+    return whitened if shift_mean else whitened + mean
+
+
+def _turn_rows(cut):
+    """Where each token of [batch, T] goes when every turn (a run of tokens ending at a `cut`
+    token, or the row's tail after its last cut) becomes a row of its own: (row, col, rows,
+    width), row and col [batch, T] int64. A turn's tokens keep their order from col 0, and the
+    row's end past the turn is padding."""
+    batch, t = cut.shape
+    cut64 = cut.to(torch.int64)
+    turn = torch.cumsum(cut64, dim=1) - cut64  # turns ended before each token
+    pos = torch.arange(t, device=cut.device).expand(batch, t)
+    last_cut = torch.where(cut, pos, torch.full_like(pos, -1)).cummax(dim=1).values
+    prev_cut = torch.cat([torch.full_like(pos[:, :1], -1), last_cut[:, :-1]], dim=1)
+    col = pos - prev_cut - 1
+    turns = cut64.sum(dim=1) + 1  # the tail after the last cut is a turn (maybe empty)
+    first = torch.cumsum(turns, dim=0) - turns
+    row = first.unsqueeze(1) + turn
+    return row, col, int(turns.sum().item()), int(col.max().item()) + 1 if t else 0
+
+
+def bi_level_gae(
+    token_level_rewards: torch.Tensor,
+    values: torch.Tensor,
+    loss_mask: torch.Tensor,
+    gamma: float,
+    lam: float,
+    high_level_gamma: float,
+):
+    """(advantages, returns) of the two-level GAE of multi-turn agents, RAGEN's
+    `compute_bi_level_gae_advantage_return` (ragen/trainer/core_algos.py), whitened as it is.
+
+    A turn ends at each token with a nonzero reward (its eos). The turn level is GAE over the
+    eos tokens alone with `high_level_gamma` and `lam` (the other tokens carry the next eos's
+    value and the running advantage: `gae` with the eos flags as the mask); each eos's reward
+    becomes its turn-level return. The token level is GAE with `gamma` and `lam` over the tokens
+    where loss_mask is 1, restarting at each eos (the next value and the running advantage start
+    from 0 there): each turn is laid out as a row of its own, so it is one more `gae` launch.
+    advantages and returns are the token level's where loss_mask is 1, the turn level's at an
+    eos whose loss_mask is 0, 0 elsewhere; then the advantages are whitened over loss_mask
+    (`masked_whiten`). Tokens after a row's last eos are scanned as a turn of their own (RAGEN
+    requires the last valid token to be an eos).
+
+    Args:
+        token_level_rewards, values: [batch, T] float16, bfloat16 or float32.
+        loss_mask: [batch, T] of 0 and 1 (bool, int8 or float32; other dtypes converted).
+        gamma, lam: the token level's discount and lambda; high_level_gamma: the turn level's.
+
+    Returns:
+        (advantages, returns): float32 [batch, T].
+    """
+    named = (("token_level_rewards", token_level_rewards), ("values", values), ("loss_mask", loss_mask))
+    _refuse_grad("bi_level_gae", named)
+    if token_level_rewards.dim() != 2 or values.shape != token_level_rewards.shape or loss_mask.shape != values.shape:
+        raise ValueError(
+            f"opgen.rl.bi_level_gae: token_level_rewards {tuple(token_level_rewards.shape)}, "
+            f"values {tuple(values.shape)} and loss_mask {tuple(loss_mask.shape)} must be one [batch, T] shape"
+        )
+    r, v = _scan_floats(token_level_rewards, values)
+    eos = token_level_rewards != 0
+    valid = loss_mask != 0
+    adv_turn, ret_turn = gae(r, v, eos, high_level_gamma, lam)
+    rewards = torch.where(eos, ret_turn, r.to(torch.float32))
+    row, col, rows, width = _turn_rows(eos & valid)
+    # The turn-level returns are float32 rewards, so the values go to float32 beside them.
+    laid = []
+    for src in (rewards, v.to(torch.float32), valid.to(torch.int8)):
+        out = torch.zeros((rows, width), dtype=src.dtype, device=src.device)
+        out[row, col] = src
+        laid.append(out)
+    adv_tok, ret_tok = torch.ops.opgen.gae(*laid, float(gamma), float(lam))
+    zero = torch.zeros_like(adv_turn)
+    advantages = torch.where(valid, adv_tok[row, col], torch.where(eos, adv_turn, zero))
+    returns = torch.where(valid, ret_tok[row, col], torch.where(eos, ret_turn, zero))
+    return masked_whiten(advantages, valid), returns
 
 
 def discounted_return(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, gamma: float):

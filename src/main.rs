@@ -166,6 +166,13 @@ enum Command {
         /// The step's tokens (the vision block's patches).
         #[arg(long, default_value_t = 4096, requires = "step")]
         tokens: usize,
+        /// With --step: write the step's Markdown table into this file, between its marker
+        /// lines (`<!-- step table: qwen2-7b bf16 4096 -->` and `<!-- end of step table -->`).
+        #[arg(long, requires = "step")]
+        table: Option<PathBuf>,
+        /// With --table: compare instead of writing; exit 1 when the file's table is stale.
+        #[arg(long, requires = "table")]
+        table_check: bool,
     },
     /// Find the CANN toolkit and say what is missing.
     Doctor {
@@ -225,6 +232,8 @@ fn main() {
             shape,
             step,
             tokens,
+            table,
+            table_check,
         } => app::report::report(&app::report::ReportOptions {
             specs,
             ops,
@@ -239,6 +248,7 @@ fn main() {
             max_elements,
             shape,
             step: step.map(|model| Step { model, tokens }),
+            table: table.map(|path| app::report::StepTable { path, check: table_check }),
         }),
         Command::Doctor { cann } => {
             let report = ascend_opgen::toolchain::doctor_report(cann.as_deref());

@@ -38,6 +38,16 @@ pub struct ReportOptions {
     /// One layer's training step (`--step MODEL --tokens N`) instead of the shape sets: the
     /// step's ops at its shapes, then the step's table ([`report::step`]).
     pub step: Option<Step>,
+    /// `--table FILE [--table-check]`: the step's Markdown table kept in a file (the README).
+    pub table: Option<StepTable>,
+}
+
+/// Where the step's Markdown table lives, and whether to write it or check it.
+#[derive(Debug, Clone)]
+pub struct StepTable {
+    pub path: PathBuf,
+    /// Compare instead of writing: a stale table is an error naming the file.
+    pub check: bool,
 }
 
 impl Default for ReportOptions {
@@ -56,6 +66,7 @@ impl Default for ReportOptions {
             max_elements: None,
             shape: Vec::new(),
             step: None,
+            table: None,
         }
     }
 }
@@ -316,6 +327,9 @@ pub fn report(opts: &ReportOptions) -> Result<(), AppError> {
             report.failures.len()
         )));
     }
+    if let Some(table) = &opts.table {
+        step_table(table, &report.steps)?;
+    }
     if !opts.check {
         return Ok(());
     }
@@ -336,6 +350,34 @@ pub fn report(opts: &ReportOptions) -> Result<(), AppError> {
     if listed > 0 {
         println!("report: {listed} missed target(s) accepted in the known-misses list, each with its reason");
     }
+    Ok(())
+}
+
+/// Writes (or, with `check`, compares) each step's Markdown table between its markers in the
+/// file: the README's step table is the report's output, never typed by hand.
+fn step_table(table: &StepTable, steps: &[StepSummary]) -> Result<(), AppError> {
+    let path = &table.path;
+    let old =
+        std::fs::read_to_string(path).map_err(|e| AppError::input(format!("{}: {e}", path.display())))?;
+    let mut new = old.clone();
+    for s in steps {
+        new =
+            step::replace_table(&new, s).map_err(|e| AppError::input(format!("{}: {e}", path.display())))?;
+    }
+    if new == old {
+        println!("report: the step table in {} is up to date", path.display());
+        return Ok(());
+    }
+    if table.check {
+        return Err(AppError::failed(format!(
+            "report: the step table in {} is stale (the model or a kernel changed): run the same \
+             `opgen report --step ... --table {}` without --table-check and commit the result",
+            path.display(),
+            path.display()
+        )));
+    }
+    write(path, &new)?;
+    println!("report: the step table in {} updated", path.display());
     Ok(())
 }
 

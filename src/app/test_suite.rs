@@ -87,6 +87,27 @@ fn steps() -> Vec<Step> {
             .cwd(root),
         kind: Kind::Single,
     });
+    // The README's step table is the report's output: stale when a kernel or the model changed.
+    steps.push(Step {
+        name: "opgen report --step qwen2-7b --table README.md --table-check",
+        cmd: Cmd::new(&cargo)
+            .args([
+                "run",
+                "--quiet",
+                "--release",
+                "--bin",
+                "opgen",
+                "--",
+                "report",
+                "--step",
+                "qwen2-7b",
+                "--table",
+                "README.md",
+                "--table-check",
+            ])
+            .cwd(root),
+        kind: Kind::Single,
+    });
     // The torch extension link check (`cargo xtask check-torch-ext`): downloads (once, cached)
     // the torch and torch_npu wheels and links the generated extension against them.
     steps.push(Step {

@@ -387,6 +387,66 @@ fn opt_us(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_string(), |v| format!("{v:.1}"))
 }
 
+/// The marker line before a step's Markdown table in a file (`--table`).
+pub fn table_marker(s: &StepSummary) -> String {
+    format!("<!-- step table: {} {} {} -->", s.step.model.cli_name(), s.dtype.short_name(), s.step.tokens)
+}
+
+/// The marker line after it.
+pub const TABLE_END: &str = "<!-- end of step table -->";
+
+/// `text` with the step's table between its markers replaced by [`markdown`]'s.
+pub fn replace_table(text: &str, s: &StepSummary) -> Result<String, String> {
+    let begin = table_marker(s);
+    let missing = || format!("no `{begin}` ... `{TABLE_END}` lines to hold the step's table");
+    let start = text.find(&begin).ok_or_else(missing)? + begin.len();
+    let end = start + text[start..].find(TABLE_END).ok_or_else(missing)?;
+    Ok(format!("{}\n{}{}", &text[..start], markdown(s), &text[end..]))
+}
+
+/// The step as a Markdown table (µs rounded to whole µs, ratios to 2 decimals): a row per
+/// launch, then the forward, backward and step totals.
+pub fn markdown(s: &StepSummary) -> String {
+    let us = |v: f64| format!("{v:.0}");
+    let span = |t: &Span| format!("{} ({}–{})", us(t.mid), us(t.low), us(t.high));
+    let ratio =
+        |num: Option<f64>, den: f64| num.map_or_else(|| "–".to_string(), |n| format!("{:.2}x", n / den));
+    let mut out = String::from(
+        "| pass | module | op | shape | µs mid (low–high) | floor µs | × floor | eager µs | vs eager | CANN µs |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in &s.rows {
+        let l = &r.launch;
+        let module = if l.part == "decoder" { l.role.to_string() } else { format!("{}: {}", l.part, l.role) };
+        let eager = r.eager.map(|e| e.2);
+        out.push_str(&format!(
+            "| {} | {module} | {} | {} | {} | {} | {:.2} | {} | {} | {} |\n",
+            l.pass.name(),
+            l.op,
+            r.shape,
+            span(&r.time_us),
+            us(r.floor_us),
+            r.time_us.mid / r.floor_us,
+            eager.map_or_else(|| "–".to_string(), us),
+            ratio(eager, r.time_us.mid),
+            r.cann.map_or_else(|| "–".to_string(), |c| us(c.1)),
+        ));
+    }
+    for (name, t) in [("forward", &s.forward), ("backward", &s.backward), ("step", &s.total)] {
+        out.push_str(&format!(
+            "| **{name}** | | {} launches | | {} | {} | {:.2} | {} | {} | {} |\n",
+            t.launches,
+            span(&t.time_us),
+            us(t.floor_us),
+            t.time_us.mid / t.floor_us,
+            t.eager_us.map_or_else(|| "–".to_string(), us),
+            ratio(t.eager_us, t.time_us.mid),
+            t.cann_us.map_or_else(|| "–".to_string(), us),
+        ));
+    }
+    out
+}
+
 /// The step as a table: a line per launch, then the totals and the targets.
 pub fn text(s: &StepSummary) -> String {
     let mut out = format!(
@@ -567,5 +627,38 @@ mod tests {
         assert_eq!((checks[0].met, checks[1].met), (Some(true), Some(true)));
         let checks = step_checks(&fwd, &["x (y)".to_string()]);
         assert_eq!((checks[0].met, checks[1].met), (None, None));
+    }
+
+    #[test]
+    fn the_markdown_table_goes_between_its_markers_and_nowhere_else() {
+        let rows = vec![
+            row("a", Pass::Forward, 10.4, 8.0, Some(40.0)),
+            row("a_grad", Pass::Backward, 30.0, 10.0, None),
+        ];
+        let summary = StepSummary {
+            step: Step { model: StepModel::Qwen2_7b, tokens: 16 },
+            dtype: DType::BFloat16,
+            forward: StepTotal::of(rows[..1].iter()),
+            backward: StepTotal::of(rows[1..].iter()),
+            total: StepTotal::of(rows.iter()),
+            rows,
+            checks: Vec::new(),
+            missing: Vec::new(),
+        };
+        let table = markdown(&summary);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 2 + 2 + 3, "{table}");
+        // 10.4 µs over a floor of 8: 1.30x; eager 40 / 10.4 = 3.85x; no eager for the grad.
+        assert_eq!(lines[2], "| fwd | r | a | 1 | 10 (9–11) | 8 | 1.30 | 40 | 3.85x | – |");
+        assert_eq!(lines[3], "| bwd | r | a_grad | 1 | 30 (29–31) | 10 | 3.00 | – | – | – |");
+        assert_eq!(lines[6], "| **step** | | 2 launches | | 40 (38–42) | 18 | 2.24 | – | – | – |");
+        let marker = "<!-- step table: qwen2-7b bf16 16 -->";
+        assert_eq!(table_marker(&summary), marker);
+        let doc = format!("intro\n{marker}\nold\n{TABLE_END}\nafter {TABLE_END}\n");
+        let new = replace_table(&doc, &summary).unwrap();
+        assert_eq!(new, format!("intro\n{marker}\n{table}{TABLE_END}\nafter {TABLE_END}\n"));
+        assert_eq!(replace_table(&new, &summary).unwrap(), new);
+        let err = replace_table("no markers\n", &summary).unwrap_err();
+        assert!(err.contains(marker) && err.contains(TABLE_END), "{err}");
     }
 }

@@ -10,7 +10,7 @@
 mod cross_entropy;
 mod grad;
 
-pub use cross_entropy::cross_entropy_loss;
+pub use cross_entropy::{cross_entropy_loss, cross_entropy_loss_grad};
 pub use grad::{rms_norm_grad, swiglu_grad};
 
 use super::cycles::VecClass;
@@ -696,9 +696,7 @@ pub fn design(
             _ => Err(NoDesign(format!("ReshapeAndCache modelled for key [T, N, D] only (key {x:?})"))),
         },
         CannBuiltin::CrossEntropyLoss => cross_entropy_loss(soc, rows, last, sz),
-        CannBuiltin::CrossEntropyLossGrad => Err(NoDesign(
-            "CANN CrossEntropyLossGrad's 910B kernel is not modelled (its design was not read)".into(),
-        )),
+        CannBuiltin::CrossEntropyLossGrad => cross_entropy_loss_grad(soc, rows, last, sz),
     }
 }
 
@@ -781,6 +779,11 @@ mod tests {
             ),
             (CannBuiltin::ReshapeAndCacheInt8, shapes(&[("key", &[4096, 8, 128])]), false),
             (CannBuiltin::CrossEntropyLoss, shapes(&[("logits", &[96, 151936]), ("target", &[96])]), false),
+            (
+                CannBuiltin::CrossEntropyLossGrad,
+                shapes(&[("logits", &[96, 151936]), ("target", &[96])]),
+                false,
+            ),
         ];
         for (op, s, f16) in cases {
             let d = design(soc, op, &s, 2, f16).unwrap_or_else(|e| panic!("{op:?}: {e}"));

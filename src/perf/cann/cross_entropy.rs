@@ -1,4 +1,7 @@
-//! The CANN design of CrossEntropyLoss (aclnnCrossEntropyLoss, what torch_npu's
+//! The CANN designs of CrossEntropyLoss and CrossEntropyLossGrad (the backward is at the end of
+//! this file).
+//!
+//! CrossEntropyLoss (aclnnCrossEntropyLoss, what torch_npu's
 //! `npu_cross_entropy_loss` calls), the 910B kernel of hicann/ops-nn `loss/cross_entropy_loss`
 //! (op_host/cross_entropy_loss_tiling.cpp, op_kernel/cross_entropy_loss_base.h,
 //! cross_entropy_loss.h, cross_entropy_loss_fp32.h; not the arch35 "regbase" kernels), at
@@ -28,7 +31,7 @@
 //! the sum before `Log` is followed by an S_V wait. The kernel computes no entropy: verl's
 //! entropy costs further passes this design leaves out, so it is a lower bound on CANN's path.
 
-use super::{ceil_div, Design, NoDesign, Prog};
+use super::{ceil_div, Design, NoDesign, Prog, Que};
 use crate::perf::cycles::VecClass;
 use crate::perf::sim::{Dir, Op, Pipe};
 use crate::plan::soc::Soc;
@@ -199,6 +202,109 @@ pub fn cross_entropy_loss(soc: &Soc, rows: u64, v: u64, sz: u64) -> Result<Desig
     })
 }
 
+/// CrossEntropyLossGrad (aclnnCrossEntropyLossGrad, reduction "none", no weight, no label
+/// smoothing): hicann/ops-nn `loss/cross_entropy_loss_grad/op_host/cross_entropy_loss_grad_tiling.cpp`
+/// and the 910B `op_kernel/cross_entropy_loss_grad_base.h`, `cross_entropy_loss_grad_weight_none.h`
+/// (not arch35). dlogits = (e^log_prob − onehot)·dloss from the forward's log_prob [N, V]:
+/// - rows split as the forward's (`frontCoreNum = N % cores`, `ceil`/`floor` rows);
+/// - chunks of `alignColLoopNum` = (UB − the per-row buffers) / 12 (float32) or / 8 (16-bit)
+///   elements, aligned down to 512 bytes, at most the row; `BUFFER_NUM = 1`: the log_prob in-queue
+///   and the dlogits out-queue are single-buffered;
+/// - per core first: the targets in (int64), Cast, Duplicate, Compare, Duplicate, Select (the
+///   ignore mask), dloss in, (Cast,) Muls, Mul;
+/// - per chunk: CopyIn (queue hand-off), the target read from GM by the scalar unit, (Cast,) Exp,
+///   Muls by the row's dloss (a scalar UB read), the one-hot term by scalar GetValue/SetValue
+///   when the target is in the chunk, Cast (16-bit) or Copy (float32), CopyOut; the row's last,
+///   shorter chunk between two PIPE_ALL barriers.
+/// Assumed: the scalar UB reads after vector writes wait V_S (the source shows no flag).
+pub fn cross_entropy_loss_grad(soc: &Soc, rows: u64, v: u64, sz: u64) -> Result<Design, NoDesign> {
+    if rows == 0 || v == 0 {
+        return Err(NoDesign(format!("CrossEntropyLossGrad at {rows}x{v}: nothing to compute")));
+    }
+    let shares = front_tail_split(rows, u64::from(soc.vector_cores));
+    let front = shares[0];
+    let a32 = |b: u64| ceil_div(b, 32) * 32;
+    let row_bufs = a32(8 * front) + a32(4 * front) + a32(sz * front) + a32(4 * front) + a32(front);
+    let (split, grad32) = if sz == 4 { (12, 0) } else { (8, a32(4 * front)) };
+    let per_512 = 512 / sz;
+    let fit = soc.ub_bytes.saturating_sub(row_bufs + grad32) / split;
+    let chunk = if fit < v { fit / per_512 * per_512 } else { v / per_512 * per_512 };
+    if chunk == 0 {
+        return Err(NoDesign(format!(
+            "CrossEntropyLossGrad at V = {v}: a row shorter than 512 bytes is not modelled"
+        )));
+    }
+    let mut chunks = vec![chunk; (v / chunk) as usize];
+    if v % chunk != 0 {
+        chunks.push(v % chunk);
+    }
+    let mut launch = Vec::new();
+    let mut start = 0u64;
+    for share in shares {
+        let mut p = Prog::default();
+        let mut q_in = Que::new(0, Pipe::Mte2, Pipe::V, 1);
+        let mut q_out = Que::new(1, Pipe::V, Pipe::Mte3, 1);
+        let mut q_rows = Que::new(2, Pipe::Mte2, Pipe::V, 1);
+        // The ignore mask from the targets, then dloss per row.
+        for bytes in [8, sz] {
+            let k = q_rows.alloc(&mut p);
+            p.dma(Dir::In, share * bytes, 1, share * bytes, start * bytes, 0.0);
+            q_rows.handoff(&mut p, k);
+            let ops = if bytes == 8 {
+                5
+            } else if sz == 4 {
+                2
+            } else {
+                3
+            };
+            for _ in 0..ops {
+                p.simple(share);
+            }
+            q_rows.free(&mut p, k);
+        }
+        for r in start..start + share {
+            let mut off = r * v * sz;
+            for (c, &len) in chunks.iter().enumerate() {
+                let tail = c + 1 == chunks.len() && v % chunk != 0;
+                let k = q_in.alloc(&mut p);
+                p.dma(Dir::In, len * sz, 1, len * sz, off, 0.0);
+                q_in.handoff(&mut p, k);
+                if tail {
+                    p.ops.push(Op::Barrier(None));
+                }
+                let ko = q_out.alloc(&mut p);
+                p.ops.push(Op::Scalar { gm: 1, ub: 0 }); // the row's target from GM
+                if sz != 4 {
+                    p.simple(len); // Cast
+                }
+                q_in.free(&mut p, k);
+                p.vec(VecClass::Transcendental, len); // Exp
+                p.sync(Pipe::V, Pipe::S);
+                p.ops.push(Op::Scalar { gm: 0, ub: 1 }); // the row's dloss
+                p.simple(len); // Muls
+                p.sync(Pipe::V, Pipe::S);
+                p.ops.push(Op::Scalar { gm: 0, ub: 2 }); // the one-hot term (in one chunk of the row)
+                p.sync(Pipe::S, Pipe::V);
+                p.simple(len); // Cast (16-bit) or Copy
+                q_out.handoff(&mut p, ko);
+                p.dma(Dir::Out, len * sz, 1, len * sz, off, 0.0);
+                q_out.free(&mut p, ko);
+                if tail {
+                    p.ops.push(Op::Barrier(None));
+                }
+                off += len * sz;
+            }
+        }
+        launch.push(p.ops);
+        start += share;
+    }
+    Ok(Design {
+        source: "hicann/ops-nn loss/cross_entropy_loss_grad (910B kernel)".into(),
+        mode: format!("{} chunk(s) of {chunk} per row, single-buffered, from log_prob [N, V]", chunks.len()),
+        launches: vec![launch],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +350,27 @@ mod tests {
         assert_eq!(read, 3 * 96 * row);
         assert_eq!(hbm_read as u64, 96 * row);
         assert_eq!(written, 96 * row + 96 * 2);
+    }
+
+    #[test]
+    fn the_grad_reads_log_prob_once_and_writes_dlogits_once_in_tiling_chunks() {
+        let soc = find("Ascend910B2").unwrap();
+        let d = cross_entropy_loss_grad(soc, 96, 151936, 2).unwrap();
+        // 2 rows per core: buffers 32 + 32 + 32 + 32 + 32 + 32 (float32 dloss) = 192 B;
+        // (196608 − 192) / 8 = 24552 → 24320 (a multiple of 256 elements): 6 chunks + 6016.
+        assert!(d.mode.starts_with("7 chunk(s) of 24320 "), "{}", d.mode);
+        let (mut read, mut written) = (0u64, 0u64);
+        for op in d.launches.iter().flatten().flatten() {
+            if let Op::Dma { dir, bytes, .. } = op {
+                match dir {
+                    Dir::In => read += bytes,
+                    Dir::Out => written += bytes,
+                }
+            }
+        }
+        let row = 151936 * 2;
+        // log_prob once, the targets (int64) and dloss once per row.
+        assert_eq!(read, 96 * row + 96 * (8 + 2));
+        assert_eq!(written, 96 * row);
     }
 }

@@ -216,6 +216,7 @@ pub fn cross_entropy_loss(soc: &Soc, rows: u64, v: u64, sz: u64) -> Result<Desig
 ///   Muls by the row's dloss (a scalar UB read), the one-hot term by scalar GetValue/SetValue
 ///   when the target is in the chunk, Cast (16-bit) or Copy (float32), CopyOut; the row's last,
 ///   shorter chunk between two PIPE_ALL barriers.
+///
 /// Assumed: the scalar UB reads after vector writes wait V_S (the source shows no flag).
 pub fn cross_entropy_loss_grad(soc: &Soc, rows: u64, v: u64, sz: u64) -> Result<Design, NoDesign> {
     if rows == 0 || v == 0 {

@@ -19,7 +19,8 @@
 //! - eager and the CANN design are modelled at the real shape directly (no twin run).
 //!
 //! The UB check is not judged on a scaled row (a core's row-result buffers grow with the
-//! group), and per-core counters are not given.
+//! group), per-core counters are not given, and the row's tiling fields are its last proxy's
+//! (`rows`, `blockFactor` and `rowsPerGroup` of k + 4 rows per core).
 
 use super::{Check, ReportCase, Row};
 use crate::perf::sim::LaunchTime;

@@ -6,7 +6,7 @@ use super::gen::{load_specs, render};
 use super::AppError;
 use crate::plan::soc;
 use crate::report::step::{self, Step, StepSummary};
-use crate::report::{self, ReportCase, ReportError, Row, ShapeSet, TargetSummary};
+use crate::report::{self, scaled, ReportCase, ReportError, Row, ShapeSet, TargetSummary};
 use crate::spec::OpSpec;
 use crate::verify::{self, BuildOptions, CaseInput};
 use crate::DType;
@@ -94,6 +94,12 @@ struct ReportJson<'a> {
     seconds: f64,
 }
 
+/// A result of the report: one job's row, or a model case scaled from its proxy jobs.
+enum Slot<'a> {
+    Row(usize),
+    Scaled { spec: &'a OpSpec, column: usize, case: ReportCase, plan: scaled::Plan, proxies: Vec<usize> },
+}
+
 struct Job<'a> {
     spec: &'a OpSpec,
     column: usize,
@@ -152,18 +158,22 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
                 (None, None) => report::cases(spec, opts.shapes),
             };
             let family = crate::family::ops(spec.family);
+            // A scaled case (report::scaled) costs the twin its largest proxy.
+            let twin_elements = |c: &ReportCase| {
+                scaled::Plan::of(soc, spec, c).map_or(c.largest_input(), |p| p.twin_elements())
+            };
             let (cases, skipped): (Vec<ReportCase>, Vec<ReportCase>) = all
                 .into_iter()
                 .filter(|c| c.origin == "sweep" || family.report_variant_applies(spec, dtype, &c.attrs))
                 .map(|c| ReportCase { attrs: spec.attrs_for_column(column, &c.attrs), ..c })
-                .partition(|c| opts.max_elements.is_none_or(|max| c.largest_input() <= max));
+                .partition(|c| opts.max_elements.is_none_or(|max| twin_elements(c) <= max));
             for c in &skipped {
                 eprintln!(
-                    "report: {} {}: {} skipped: its largest input has {} elements (--max-elements {})",
+                    "report: {} {}: {} skipped: the twin would run {} elements of its largest input (--max-elements {})",
                     spec.name,
                     dtype,
                     c.shape_label(),
-                    c.largest_input(),
+                    twin_elements(c),
                     opts.max_elements.unwrap_or(0)
                 );
             }
@@ -182,11 +192,32 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
         );
         verify::build_runner(&project, spec, *column, BuildOptions { sanitize: false })
     });
+    // What each result slot becomes: a row of its own job, or a scaled row from proxy jobs.
+    let mut slots: Vec<Slot> = Vec::new();
     for ((spec, column, cases), runner) in pending.into_iter().zip(built) {
         match runner {
             Ok(runner) => {
                 for case in cases {
-                    jobs.push(Job { spec, column, runner: runner.clone(), case });
+                    let Some(plan) = scaled::Plan::of(soc, spec, &case) else {
+                        slots.push(Slot::Row(jobs.len()));
+                        jobs.push(Job { spec, column, runner: runner.clone(), case });
+                        continue;
+                    };
+                    // The proxies of a dtype's model shapes are often the same runs: once each.
+                    let mut proxies = Vec::new();
+                    for proxy in plan.proxies(spec, &case) {
+                        let same = |j: &Job| {
+                            j.spec.name == spec.name
+                                && j.column == column
+                                && j.case.shapes == proxy.shapes
+                                && j.case.attrs == proxy.attrs
+                        };
+                        proxies.push(jobs.iter().position(same).unwrap_or_else(|| {
+                            jobs.push(Job { spec, column, runner: runner.clone(), case: proxy });
+                            jobs.len() - 1
+                        }));
+                    }
+                    slots.push(Slot::Scaled { spec, column, case, plan, proxies });
                 }
             }
             // One op that does not build does not hide the others' evidence.
@@ -202,16 +233,36 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
     }
     let results = crate::toolchain::pool::map_in_order(&jobs, opts.jobs, |job| run_one(soc, job));
     let mut out = Report { failures: build_failures, ..Report::default() };
-    for (job, result) in jobs.iter().zip(results) {
-        match result {
-            Ok(row) => out.rows.push(row),
-            Err(why) => out.failures.push(format!(
-                "{} {} {} ({}): {why}",
-                job.spec.name,
-                job.spec.column_dtype(job.column).short_name(),
-                job.case.shape_label(),
-                job.case.origin
-            )),
+    let failure = |spec: &OpSpec, column: usize, case: &ReportCase, why: &dyn std::fmt::Display| {
+        format!(
+            "{} {} {} ({}): {why}",
+            spec.name,
+            spec.column_dtype(column).short_name(),
+            case.shape_label(),
+            case.origin
+        )
+    };
+    for slot in &slots {
+        match slot {
+            Slot::Row(i) => match &results[*i] {
+                Ok(row) => out.rows.push(row.clone()),
+                Err(why) => out.failures.push(failure(jobs[*i].spec, jobs[*i].column, &jobs[*i].case, why)),
+            },
+            Slot::Scaled { spec, column, case, plan, proxies } => {
+                let rows: Result<Vec<Row>, String> = proxies
+                    .iter()
+                    .map(|&i| {
+                        results[i]
+                            .as_ref()
+                            .map(Row::clone)
+                            .map_err(|e| format!("proxy {}: {e}", jobs[i].case.shape_label()))
+                    })
+                    .collect();
+                match rows.and_then(|rows| scaled::combine(soc, spec, *column, case, plan, &rows)) {
+                    Ok(row) => out.rows.push(row),
+                    Err(why) => out.failures.push(failure(spec, *column, case, &why)),
+                }
+            }
         }
     }
     out.targets = report::summarise(&out.rows);

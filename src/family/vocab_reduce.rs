@@ -16,10 +16,11 @@ use super::eager::{self, Builder};
 use super::inputs::{derive_seed, generate, Distribution, Rng};
 use super::layout::input;
 use super::vocab_reduce_grad as grad;
-use super::{Case, Expected, Sweep};
 use super::{
-    CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates,
+    CannBuiltin, CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading,
+    Templates,
 };
+use super::{Case, Expected, Sweep};
 use super::{OutputShape, ShapeRule};
 use crate::compare::Tolerance;
 use crate::dtype::DType;
@@ -313,6 +314,11 @@ pub fn expected(
 
 // ---- the family --------------------------------------------------------------------------
 
+/// The vocabulary of Qwen2, Qwen2.5 and Qwen3 (their configs' `vocab_size`).
+const QWEN_VOCAB: usize = 151936;
+/// The models whose logits the report's model shapes are.
+const MODEL_LABEL: &str = "Qwen2.5-0.5B/Qwen2-7B/Qwen3-8B";
+
 pub struct VocabReduce;
 
 impl FamilyOps for VocabReduce {
@@ -401,9 +407,26 @@ impl FamilyOps for VocabReduce {
         }
     }
 
+    /// Issue 28 point 7: the RL micro-batch's tokens over the vocabulary that Qwen2.5-0.5B,
+    /// Qwen2-7B and Qwen3-8B share (V = 151936; the logits' shape does not depend on the
+    /// hidden size). The twin runs them scaled (`rows_scale`).
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-        // The report rows (issue 28 point 7) are not done: [4096, 151936] on the twin is slow.
-        Vec::new()
+        [4096, 8192, 16384].into_iter().map(|n| (MODEL_LABEL, vec![n, QWEN_VOCAB])).collect()
+    }
+
+    /// Rows over the cores in blocks of ceil(rows / cores), each row the same tiles of V.
+    fn rows_scale(&self, _spec: &OpSpec) -> bool {
+        true
+    }
+
+    /// The forward replaces torch_npu's CrossEntropyLoss (what verl calls, log_prob [N, V]
+    /// and no entropy), the backward its CrossEntropyLossGrad.
+    fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin> {
+        Some(if grad::is_grad(spec) {
+            CannBuiltin::CrossEntropyLossGrad
+        } else {
+            CannBuiltin::CrossEntropyLoss
+        })
     }
 
     fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {

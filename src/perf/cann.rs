@@ -7,8 +7,10 @@
 //! assumes. Shapes a design does not cover (split-D norms, interleaved rotary, non-BSND layouts)
 //! get no baseline rather than a guess.
 
+mod cross_entropy;
 mod grad;
 
+pub use cross_entropy::{cross_entropy_loss, cross_entropy_loss_grad};
 pub use grad::{rms_norm_grad, swiglu_grad};
 
 use super::cycles::VecClass;
@@ -107,7 +109,7 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 
 /// `blockFactor = ceil(rows / cores)`, the last core takes the rest: the shares of the cores
 /// that get any.
-fn block_split(units: u64, cores: u64) -> Vec<u64> {
+pub(crate) fn block_split(units: u64, cores: u64) -> Vec<u64> {
     let factor = ceil_div(units, cores).max(1);
     let used = ceil_div(units, factor);
     (0..used).map(|i| if i + 1 < used { factor } else { units - factor * (used - 1) }).collect()
@@ -693,6 +695,8 @@ pub fn design(
             [t, n, d] => reshape_and_cache_int8(soc, *t, *n, *d, sz),
             _ => Err(NoDesign(format!("ReshapeAndCache modelled for key [T, N, D] only (key {x:?})"))),
         },
+        CannBuiltin::CrossEntropyLoss => cross_entropy_loss(soc, rows, last, sz),
+        CannBuiltin::CrossEntropyLossGrad => cross_entropy_loss_grad(soc, rows, last, sz),
     }
 }
 
@@ -774,6 +778,12 @@ mod tests {
                 false,
             ),
             (CannBuiltin::ReshapeAndCacheInt8, shapes(&[("key", &[4096, 8, 128])]), false),
+            (CannBuiltin::CrossEntropyLoss, shapes(&[("logits", &[48, 60000]), ("target", &[48])]), false),
+            (
+                CannBuiltin::CrossEntropyLossGrad,
+                shapes(&[("logits", &[48, 60000]), ("target", &[48])]),
+                false,
+            ),
         ];
         for (op, s, f16) in cases {
             let d = design(soc, op, &s, 2, f16).unwrap_or_else(|e| panic!("{op:?}: {e}"));

@@ -166,6 +166,39 @@ fn the_fusion_target_ops_have_model_shapes() {
     }
 }
 
+/// Issue 28 point 7: the token log-prob's model rows are the RL micro-batches over Qwen's
+/// vocabulary, too large for the twin whole, so each is scaled from three runs of k, k+2, k+4
+/// rows per core at the real V (k: the busiest core's parity); sweep shapes run whole.
+#[test]
+fn the_vocab_model_rows_are_scaled_from_runs_at_the_real_row_length() {
+    use ascend_opgen::report::scaled::Plan;
+    let soc = ascend_opgen::plan::soc::find("Ascend910B2").unwrap();
+    for op in ["logprob_entropy", "logprob_entropy_grad"] {
+        let specs = load_specs(None, &[op.to_string()]).expect("catalogue");
+        let model = report::cases(&specs[0], report::ShapeSet::Model);
+        let firsts: Vec<&[usize]> = model.iter().map(|c| c.shapes[0].1.as_slice()).collect();
+        assert_eq!(firsts, [&[4096, 151936][..], &[8192, 151936], &[16384, 151936]], "{op}");
+        // 48 cores: 86, 171 and 342 rows on the busiest.
+        let plans: Vec<(u64, [u64; 3])> = model
+            .iter()
+            .map(|c| Plan::of(soc, &specs[0], c).map(|p| (p.busiest, p.per_core)).expect("scaled"))
+            .collect();
+        assert_eq!(plans, [(86, [2, 4, 6]), (171, [1, 3, 5]), (342, [2, 4, 6])], "{op}");
+        let plan = Plan::of(soc, &specs[0], &model[0]).unwrap();
+        let proxies: Vec<Vec<usize>> =
+            plan.proxies(&specs[0], &model[0]).iter().map(|c| c.shapes[0].1.clone()).collect();
+        assert_eq!(proxies, [vec![96, 151936], vec![192, 151936], vec![288, 151936]], "{op}");
+        let sweep = report::cases(&specs[0], report::ShapeSet::Sweep);
+        assert!(sweep.iter().all(|c| Plan::of(soc, &specs[0], c).is_none()), "{op}: sweep cases run whole");
+    }
+    // A family that does not scale by rows runs its model shapes whole.
+    let rms = load_specs(None, &["rms_norm".to_string()]).expect("catalogue");
+    let mut big = report::ReportCase::new(&rms[0], "test", &[65536, 4096]);
+    assert!(Plan::of(soc, &rms[0], &big).is_none());
+    big.origin = "sweep".into();
+    assert!(Plan::of(soc, &rms[0], &big).is_none());
+}
+
 #[test]
 fn the_event_trace_agrees_with_the_counters_and_times_the_launch() {
     // Two independent paths of the twin: the trace (trace.cpp) and the counters (runtime.cpp)
@@ -249,7 +282,8 @@ fn report_shape_takes_plans_syntax_for_one_op() {
 /// Issue 14's targets name the ops they apply to: the CANN built-in baseline for the norms,
 /// rotary, swiglu and the cache scatters, and (issue 26) the backward ops with a modelled CANN
 /// grad kernel, RmsNormGrad and SwiGluGrad; the 1.2x-of-floor target for the forward norms,
-/// rotary and swiglu only. The catalogue's ops reach those through their families, not by name.
+/// rotary and swiglu; (issue 28) the token log-prob + entropy against CrossEntropyLoss and its
+/// grad, 1.2x forward and 1.3x backward. The catalogue's ops reach those through their families, not by name.
 #[test]
 fn the_cann_baselines_and_floor_targets_are_the_ones_issue_14_names() {
     use ascend_opgen::family::{self, CannBuiltin};
@@ -267,6 +301,8 @@ fn the_cann_baselines_and_floor_targets_are_the_ones_issue_14_names() {
         with(&|_| true),
         [
             "add_rms_norm",
+            "logprob_entropy",
+            "logprob_entropy_grad",
             "reshape_and_cache",
             "reshape_and_cache_int8",
             "rms_norm",
@@ -276,7 +312,10 @@ fn the_cann_baselines_and_floor_targets_are_the_ones_issue_14_names() {
             "swiglu_grad"
         ]
     );
-    assert_eq!(with(&CannBuiltin::has_floor_target), ["add_rms_norm", "rms_norm", "rotary_mul", "swiglu"]);
+    // Issue 28: the token log-prob's targets are 1.2x forward and 1.3x backward.
+    let target = |f: f64| move |b: CannBuiltin| b.floor_target() == Some(f);
+    assert_eq!(with(&target(1.2)), ["add_rms_norm", "logprob_entropy", "rms_norm", "rotary_mul", "swiglu"]);
+    assert_eq!(with(&target(1.3)), ["logprob_entropy_grad"]);
     let rms = specs.iter().find(|s| s.name == "rms_norm").expect("rms_norm");
     assert_eq!(family::cann_builtin(rms), Some(CannBuiltin::RmsNorm));
     let add = specs.iter().find(|s| s.name == "add_rms_norm").expect("add_rms_norm");

@@ -1015,8 +1015,10 @@ fn lower_with(
 /// `defs` in [`super::schedule::interleave`]'s order (operands defined outside them are ready).
 fn interleaved(defs: Vec<(V, &Def)>) -> Vec<(V, &Def)> {
     let at: HashMap<V, usize> = defs.iter().enumerate().map(|(k, (v, _))| (*v, k)).collect();
-    let preds: Vec<Vec<usize>> =
-        defs.iter().map(|(_, d)| d.inst.operands().iter().filter_map(|o| at.get(o).copied()).collect()).collect();
+    let preds: Vec<Vec<usize>> = defs
+        .iter()
+        .map(|(_, d)| d.inst.operands().iter().filter_map(|o| at.get(o).copied()).collect())
+        .collect();
     let mut defs: Vec<Option<(V, &Def)>> = defs.into_iter().map(Some).collect();
     super::schedule::interleave(&preds).into_iter().map(|k| defs[k].take().expect("each def once")).collect()
 }
@@ -1426,6 +1428,25 @@ mod tests {
         assert!(c.last().unwrap().starts_with("Select(res0, "));
         assert_eq!(p.masks, 2);
         assert!(p.temps <= 4, "{p:?}");
+    }
+
+    #[test]
+    fn two_selects_never_share_a_level() {
+        // Select writes its mask address or scalar to the same 32 B at TMP_UB_OFFSET (twin
+        // cmpsel.h), so the scheduler must keep a barrier between any two of them, even when
+        // their registers differ (erf's two Selects: the sign and the series window).
+        let p = super::super::schedule::schedule(program("erf(x) + sign(x)", &["x"], &[]));
+        let mut selects_in_level = 0;
+        for c in &p.calls {
+            if c.call.starts_with("Select(") {
+                assert!(c.writes.iter().any(|w| w == SELECT_SCRATCH), "{c:?}");
+                selects_in_level += 1;
+                assert!(selects_in_level <= 1, "two Selects between the same barriers: {:?}", p.calls);
+            }
+            if c.barrier {
+                selects_in_level = 0;
+            }
+        }
     }
 
     #[test]

@@ -177,20 +177,14 @@ mod tests {
         let out = levels(calls);
         assert_eq!(
             shape(&out),
-            [
-                ("a1", false),
-                ("b1", true),
-                ("a2", false),
-                ("b2", true),
-                ("w", true),
-                ("z", true)
-            ]
+            [("a1", false), ("b1", true), ("a2", false), ("b2", true), ("w", true), ("z", true)]
         );
     }
 
     #[test]
     fn a_chain_keeps_a_barrier_after_every_call() {
-        let calls = vec![call("x", &["in0"], &["t0"]), call("y", &["t0"], &["t1"]), call("z", &["t1"], &["t0"])];
+        let calls =
+            vec![call("x", &["in0"], &["t0"]), call("y", &["t0"], &["t1"]), call("z", &["t1"], &["t0"])];
         assert_eq!(shape(&levels(calls)), [("x", true), ("y", true), ("z", true)]);
     }
 
@@ -241,5 +235,24 @@ mod tests {
     fn a_write_after_write_is_ordered() {
         let calls = vec![call("x", &["in0"], &["t0"]), call("y", &["in1"], &["t0"])];
         assert_eq!(shape(&levels(calls)), [("x", true), ("y", true)]);
+    }
+
+    #[test]
+    fn a_write_after_read_is_ordered() {
+        // y overwrites the register x reads: x must have read it first.
+        let calls = vec![call("x", &["t0"], &["t1"]), call("y", &["in1"], &["t0"])];
+        assert_eq!(shape(&levels(calls)), [("x", true), ("y", true)]);
+    }
+
+    #[test]
+    fn interleave_pairs_the_longest_chains_and_keeps_dependencies() {
+        // Two chains 0 -> 1 -> 2 and 3 -> 4, and 5 reading 2 and 4.
+        let preds = vec![vec![], vec![0], vec![1], vec![], vec![3], vec![2, 4]];
+        let order = interleave(&preds);
+        assert_eq!(order, [0, 3, 1, 4, 2, 5]);
+        let at = |v: usize| order.iter().position(|&x| x == v).unwrap();
+        for (i, ps) in preds.iter().enumerate() {
+            assert!(ps.iter().all(|&p| at(p) < at(i)), "{order:?}");
+        }
     }
 }

@@ -54,7 +54,7 @@
 //! - **rsqrt** → Rsqrt, **log** → Ln, the rest map one to one.
 
 use super::expr::{BinOp, Func, Node};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
 
 /// At most this many distinct attr-dependent scalars (tiling fields scalar0..).
@@ -63,6 +63,9 @@ pub const SCALAR_SLOTS: usize = 4;
 /// At most this many temporaries and masks: each is a TBuf, and a TPipe manages 64 buffers
 /// (the queues of up to 4 inputs and the output, and the inputs' float copies, take up to 14).
 pub const MAX_REGISTERS: usize = 48;
+
+/// The buffer name of Select's hidden scratch (dav_c220 TMP_UB_OFFSET) in [`Call::writes`].
+const SELECT_SCRATCH: &str = "TMP_UB";
 
 /// Why a body cannot be lowered.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +83,16 @@ pub struct Call {
     pub call: String,
     /// What the call computes, for the comment beside it.
     pub note: String,
+    /// The UB buffers the call reads and writes (register names; `res<k>` counts as both its
+    /// register and the output tile `y<k>`, which it is for a float32 output): what
+    /// [`super::schedule`] orders calls by.
+    #[serde(skip)]
+    pub reads: Vec<String>,
+    #[serde(skip)]
+    pub writes: Vec<String>,
+    /// A PipeBarrier<PIPE_V> follows the call: a later call depends on it or on a call beside
+    /// it. Every call has one until [`super::schedule`] groups independent calls.
+    pub barrier: bool,
 }
 
 /// An attr-dependent scalar the TilingFunc computes in double and stores as float.
@@ -987,7 +1000,27 @@ fn lower_with(
         let plains: Vec<(V, V)> = rescued.iter().map(|(k, p, _)| (roots[*k], *p)).collect();
         GuardPlan { at, src, plains }
     });
-    allocate(&defs, n_inputs, &roots, attrs, guard)
+    // Independent chains side by side (the rescue stays behind the guard) need fewer barriers
+    // but keep more values alive, so a smaller tile: the program order is the one of the two
+    // that the cost model prices lower.
+    let at = guard.as_ref().map_or(defs.len(), |g| g.at);
+    let mut paired = defs.clone();
+    let rescue = paired.split_off(at);
+    let paired: Vec<(V, &Def)> = interleaved(paired).into_iter().chain(interleaved(rescue)).collect();
+    let plain = allocate(&defs, n_inputs, &roots, attrs, guard.clone(), 1)?;
+    let paired = allocate(&paired, n_inputs, &roots, attrs, guard, super::schedule::WIDTH)?;
+    Ok(super::schedule::cheaper(plain, paired, n_inputs))
+}
+
+/// `defs` in [`super::schedule::interleave`]'s order (operands defined outside them are ready).
+fn interleaved(defs: Vec<(V, &Def)>) -> Vec<(V, &Def)> {
+    let at: HashMap<V, usize> = defs.iter().enumerate().map(|(k, (v, _))| (*v, k)).collect();
+    let preds: Vec<Vec<usize>> = defs
+        .iter()
+        .map(|(_, d)| d.inst.operands().iter().filter_map(|o| at.get(o).copied()).collect())
+        .collect();
+    let mut defs: Vec<Option<(V, &Def)>> = defs.into_iter().map(Some).collect();
+    super::schedule::interleave(&preds).into_iter().map(|k| defs[k].take().expect("each def once")).collect()
 }
 
 impl Builder {
@@ -1041,6 +1074,7 @@ fn live_defs<'d>(defs: &'d [Def], n_inputs: usize, roots: &[V]) -> Vec<(V, &'d D
 
 /// A guard as `allocate` sees it: the index of the first guarded def, the guard's source, and
 /// (output, plain value) per rescued output.
+#[derive(Clone)]
 struct GuardPlan {
     at: usize,
     src: V,
@@ -1053,6 +1087,7 @@ fn allocate(
     roots: &[V],
     attrs: &[String],
     guard: Option<GuardPlan>,
+    width: usize,
 ) -> Result<Program, LowerError> {
     let mut last_use: HashMap<V, usize> = HashMap::new();
     for (idx, (_, d)) in defs.iter().enumerate() {
@@ -1073,6 +1108,8 @@ fn allocate(
     let mut reg: HashMap<V, Reg> = (0..n_inputs).map(|i| (V(i), Reg::Home(i))).collect();
     let mut free_float: BTreeSet<Reg> = BTreeSet::new();
     let mut free_mask: BTreeSet<Reg> = BTreeSet::new();
+    // Registers the last calls stopped reading, one entry per call, oldest first.
+    let mut cooling: VecDeque<Vec<Reg>> = VecDeque::new();
     let (mut temps, mut masks) = (0usize, 0usize);
     // An input nothing reads frees its home at once.
     for i in 0..n_inputs {
@@ -1111,12 +1148,18 @@ fn allocate(
                 }
             }
         }
-        for r in &dying {
-            match r {
-                Reg::Mask(_) => free_mask.insert(*r),
-                _ => free_float.insert(*r),
-            };
+        // A register the previous `width` - 1 calls stopped reading is not written yet: the
+        // write would have to wait for that read (WAR), and the calls of an interleaved level
+        // could not share it (super::schedule).
+        if cooling.len() >= width {
+            for r in cooling.pop_front().expect("a cooling step") {
+                match r {
+                    Reg::Mask(_) => free_mask.insert(r),
+                    _ => free_float.insert(r),
+                };
+            }
         }
+        cooling.push_back(dying.clone());
         // RoundScaledOut reads its source after writing dst: they must differ.
         let avoid = match &d.inst {
             Inst::RoundScaled(q, _) => Some(reg[q]),
@@ -1151,6 +1194,10 @@ fn allocate(
             free_float.remove(&r);
             r
         };
+        // The call may write over an operand of its own that dies there (dst == src is allowed).
+        if let Some(last) = cooling.back_mut() {
+            last.retain(|r| *r != dst);
+        }
         reg.insert(*v, dst);
         let dst_name = match out_name(v) {
             Some(res) => {
@@ -1215,7 +1262,26 @@ fn allocate(
                 scalar(s)?
             ),
         };
-        calls.push(Call { call, note: d.note.clone() });
+        // The buffers behind the names: res<k> is its register (16-bit output) or the output
+        // tile y<k> (float32); RoundOut and RoundScaledOut also write y0 (their 16-bit scratch),
+        // and RoundScaledOut clears its mask.
+        let buffers = |x: &V| -> Vec<String> {
+            match roots.iter().position(|r| r == x) {
+                Some(k) => vec![reg[x].name(), format!("y{k}")],
+                None => vec![reg[x].name()],
+            }
+        };
+        let reads: Vec<String> = operands.iter().flat_map(buffers).collect();
+        let mut writes = buffers(v);
+        // Select also writes 32 B at TMP_UB_OFFSET (dav_c220 stores its mask address or
+        // scalar there; twin cmpsel.h): two Selects are never independent.
+        match &d.inst {
+            Inst::Unary("RoundOut", _) => writes.push("y0".into()),
+            Inst::RoundScaled(_, m) => writes.extend([reg[m].name(), "y0".into(), SELECT_SCRATCH.into()]),
+            Inst::Select(..) | Inst::SelectScalar(..) => writes.push(SELECT_SCRATCH.into()),
+            _ => {}
+        }
+        calls.push(Call { call, note: d.note.clone(), reads, writes, barrier: true });
     }
     if temps + masks > MAX_REGISTERS {
         return Err(LowerError(format!(
@@ -1362,6 +1428,25 @@ mod tests {
         assert!(c.last().unwrap().starts_with("Select(res0, "));
         assert_eq!(p.masks, 2);
         assert!(p.temps <= 4, "{p:?}");
+    }
+
+    #[test]
+    fn two_selects_never_share_a_level() {
+        // Select writes its mask address or scalar to the same 32 B at TMP_UB_OFFSET (twin
+        // cmpsel.h), so the scheduler must keep a barrier between any two of them, even when
+        // their registers differ (erf's two Selects: the sign and the series window).
+        let p = super::super::schedule::schedule(program("erf(x) + sign(x)", &["x"], &[]));
+        let mut selects_in_level = 0;
+        for c in &p.calls {
+            if c.call.starts_with("Select(") {
+                assert!(c.writes.iter().any(|w| w == SELECT_SCRATCH), "{c:?}");
+                selects_in_level += 1;
+                assert!(selects_in_level <= 1, "two Selects between the same barriers: {:?}", p.calls);
+            }
+            if c.barrier {
+                selects_in_level = 0;
+            }
+        }
     }
 
     #[test]

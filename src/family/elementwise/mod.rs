@@ -15,6 +15,7 @@ pub mod eval;
 pub mod expr;
 pub mod lower;
 pub mod roots;
+pub mod schedule;
 
 use super::eager::{input, Builder};
 use super::CannBuiltin;
@@ -106,7 +107,7 @@ pub fn analyse_body(body: &str, inputs: &[String], attrs: &[String]) -> Result<B
     let syntax = expr::parse(body).map_err(|e| BodyError::Expr(vec![e]))?;
     let node = expr::resolve(&syntax, Scope { inputs, attrs }).map_err(BodyError::Expr)?;
     let node = expr::canonical(node);
-    let program = lower::lower(&node, inputs, attrs).map_err(BodyError::Lower)?;
+    let program = schedule::schedule(lower::lower(&node, inputs, attrs).map_err(BodyError::Lower)?);
     Ok(Body { outputs: vec![node.clone()], node, program, inputs: inputs.to_vec(), attrs: attrs.to_vec() })
 }
 
@@ -125,7 +126,7 @@ pub fn analyse_backward(
     let node = expr::canonical(expr::bind_rounding(&node, None));
     let outputs = diff::gradients(&node, inputs.len());
     let names: Vec<String> = std::iter::once(incoming.to_string()).chain(inputs.iter().cloned()).collect();
-    let program = lower::lower_many(&outputs, &names, attrs).map_err(BodyError::Lower)?;
+    let program = schedule::schedule(lower::lower_many(&outputs, &names, attrs).map_err(BodyError::Lower)?);
     Ok(Body { node, outputs, program, inputs: names, attrs: attrs.to_vec() })
 }
 

@@ -170,8 +170,8 @@ using namespace opgen_host;  // BLOCK_BYTES, BUFFER_NUM, AlignUp, CeilDiv...: op
 const uint64_t TILE_ALIGN = 256;
 // Small tensors are spread over the cores, but not into transfers below 16 KiB.
 const uint64_t MIN_TRANSFER_BYTES = 16384;
-const uint64_t FLOAT_TEMPS = 4;  // float32 temporaries of the lowered body
-const uint64_t MASKS = 1;        // compare masks, 1 bit per element
+const uint64_t FLOAT_TEMPS = 7;  // float32 temporaries of the lowered body
+const uint64_t MASKS = 2;        // compare masks, 1 bit per element
 
 static uint64_t TypeSize(ge::DataType dtype)
 {

@@ -170,7 +170,7 @@ using namespace opgen_host;  // BLOCK_BYTES, BUFFER_NUM, AlignUp, CeilDiv...: op
 const uint64_t TILE_ALIGN = 256;
 // Small tensors are spread over the cores, but not into transfers below 16 KiB.
 const uint64_t MIN_TRANSFER_BYTES = 16384;
-const uint64_t FLOAT_TEMPS = 6;  // float32 temporaries of the lowered body
+const uint64_t FLOAT_TEMPS = 7;  // float32 temporaries of the lowered body
 const uint64_t MASKS = 1;        // compare masks, 1 bit per element
 // The underflow rescue's guard: ReduceMin's rounds (2 floats per 64 elements, 1 bit per element
 // as a mask) and its one-block result.

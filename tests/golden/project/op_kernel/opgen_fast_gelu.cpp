@@ -10,6 +10,8 @@
 //
 // 10 vector calls per tile on float32 registers, planned by liveness: the inputs'
 // float copies in<i> (free after their last use), temporaries t<k>: 2, compare masks m<k>: 1.
+// Calls that touch no buffer in common run between the same two PipeBarrier<PIPE_V> (the vector
+// pipe orders only what a barrier separates): 9 barriers, the longest chain of dependent calls.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_fast_gelu.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -151,7 +153,6 @@ private:
         }
         PipeBarrier<PIPE_V>();
         Muls(t0, in0, 1.702f, n);  // 1.702 * x
-        PipeBarrier<PIPE_V>();
         Muls(t1, in0, -1.702f, n);  // sigmoid product: w = -z
         PipeBarrier<PIPE_V>();
         CompareScalar(m0, t0, -80.0f, CMPMODE::LT, n);  // z < -80: e^-z would overflow

@@ -10,6 +10,8 @@
 //
 // 33 vector calls per tile on float32 registers, planned by liveness: the inputs'
 // float copies in<i> (free after their last use), temporaries t<k>: 3, compare masks m<k>: 1.
+// Calls that touch no buffer in common run between the same two PipeBarrier<PIPE_V> (the vector
+// pipe orders only what a barrier separates): 30 barriers, the longest chain of dependent calls.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_gelu_erf.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -154,69 +156,66 @@ private:
         PipeBarrier<PIPE_V>();
         Muls(t0, in0, -0.70710677f, n);  // x / (-1.4142135)
         PipeBarrier<PIPE_V>();
+        Muls(in0, in0, 0.5f, n);  // 0.5 * x
+        Abs(t1, t0, n);  // |z|
         CompareScalar(m0, t0, 0.0f, CMPMODE::GE, n);  // z >= 0
         PipeBarrier<PIPE_V>();
-        Abs(t0, t0, n);  // |z|
+        Muls(t2, t1, 0.5f, n);  // erfc: |z| / 2
         PipeBarrier<PIPE_V>();
-        Muls(t1, t0, 0.5f, n);  // erfc: |z| / 2
+        Mul(t1, t1, t1, n);  // z^2
+        Adds(t2, t2, 1.0f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t1, t1, 1.0f, n);
+        Reciprocal(t2, t2, n);  // t = 1 / (1 + |z| / 2)
         PipeBarrier<PIPE_V>();
-        Reciprocal(t1, t1, n);  // t = 1 / (1 + |z| / 2)
+        Muls(t0, t2, 0.17087276f, n);  // erfcc polynomial in t: Horner, degree 8
         PipeBarrier<PIPE_V>();
-        Muls(t2, t1, 0.17087276f, n);  // erfcc polynomial in t: Horner, degree 8
+        Adds(t0, t0, -0.82215226f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -0.82215226f, n);
+        Mul(t0, t0, t2, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t1, n);
+        Adds(t0, t0, 1.4885159f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 1.4885159f, n);
+        Mul(t0, t0, t2, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t1, n);
+        Adds(t0, t0, -1.135204f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -1.135204f, n);
+        Mul(t0, t0, t2, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t1, n);
+        Adds(t0, t0, 0.27886808f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.27886808f, n);
+        Mul(t0, t0, t2, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t1, n);
+        Adds(t0, t0, -0.18628806f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -0.18628806f, n);
+        Mul(t0, t0, t2, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t1, n);
+        Adds(t0, t0, 0.09678418f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.09678418f, n);
+        Mul(t0, t0, t2, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t1, n);
+        Adds(t0, t0, 0.37409195f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.37409195f, n);
+        Mul(t0, t0, t2, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t1, n);
+        Adds(t0, t0, 1.0000237f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 1.0000237f, n);
+        Mul(t0, t0, t2, n);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t1, n);
+        Adds(t0, t0, -1.2655122f, n);
         PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -1.2655122f, n);
+        Sub(t0, t0, t1, n);
         PipeBarrier<PIPE_V>();
-        Mul(t0, t0, t0, n);  // z^2
+        Exp(t0, t0, n);
         PipeBarrier<PIPE_V>();
-        Sub(t2, t2, t0, n);
+        Mul(t2, t2, t0, n);  // erfc(|z|) = t * e^(-z^2 - 1.26551223 + t * P(t))
         PipeBarrier<PIPE_V>();
-        Exp(t2, t2, n);
+        Muls(t1, t2, -1.0f, n);
         PipeBarrier<PIPE_V>();
-        Mul(t1, t1, t2, n);  // erfc(|z|) = t * e^(-z^2 - 1.26551223 + t * P(t))
+        Adds(t1, t1, 2.0f, n);  // erfc(z) = 2 - erfc(|z|) for z < 0
         PipeBarrier<PIPE_V>();
-        Muls(t0, t1, -1.0f, n);
+        Select(t2, m0, t2, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // erfc(z)
         PipeBarrier<PIPE_V>();
-        Adds(t0, t0, 2.0f, n);  // erfc(z) = 2 - erfc(|z|) for z < 0
-        PipeBarrier<PIPE_V>();
-        Select(t1, m0, t1, t0, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // erfc(z)
-        PipeBarrier<PIPE_V>();
-        Muls(in0, in0, 0.5f, n);  // 0.5 * x
-        PipeBarrier<PIPE_V>();
-        Mul(res0, in0, t1, n);  // 0.5 * x * erfc(x / (-1.4142135))
+        Mul(res0, in0, t2, n);  // 0.5 * x * erfc(x / (-1.4142135))
         PipeBarrier<PIPE_V>();
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);

@@ -10,6 +10,8 @@
 //
 // 14 vector calls per tile on float32 registers, planned by liveness: the inputs'
 // float copies in<i> (free after their last use), temporaries t<k>: 2, compare masks m<k>: 1.
+// Calls that touch no buffer in common run between the same two PipeBarrier<PIPE_V> (the vector
+// pipe orders only what a barrier separates): 13 barriers, the longest chain of dependent calls.
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_gelu_tanh.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -161,7 +163,6 @@ private:
         Muls(t1, t0, 1.5957692f, n);  // 1.5957692 * (x + 0.044715 * pow(x, 3))
         PipeBarrier<PIPE_V>();
         Muls(t0, t0, -1.5957692f, n);  // sigmoid product: w = -z
-        PipeBarrier<PIPE_V>();
         CompareScalar(m0, t1, -80.0f, CMPMODE::LT, n);  // z < -80: e^-z would overflow
         PipeBarrier<PIPE_V>();
         Adds(t1, t0, -61.0f, n);  // w - 61 (exact for |w| >= 64)

@@ -13,6 +13,7 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     ("kernel/row_norm_batched.j2", include_str!("../../templates/kernel/row_norm_batched.j2")),
     ("kernel/row_norm_grad_batched.j2", include_str!("../../templates/kernel/row_norm_grad_batched.j2")),
     ("kernel/row_norm_grad_plain.j2", include_str!("../../templates/kernel/row_norm_grad_plain.j2")),
+    ("kernel/row_norm_grad_exact.j2", include_str!("../../templates/kernel/row_norm_grad_exact.j2")),
     ("host/row_norm.cpp.j2", include_str!("../../templates/host/row_norm.cpp.j2")),
     ("host/row_norm_batched.j2", include_str!("../../templates/host/row_norm_batched.j2")),
     ("kernel/row_norm_grad.cpp.j2", include_str!("../../templates/kernel/row_norm_grad.cpp.j2")),

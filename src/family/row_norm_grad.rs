@@ -292,7 +292,7 @@ pub const TILING_FIELDS: &[TilingField] = &[
     TilingField::u32("groupFactor", "groups per core: groups / block dim"),
     TilingField::u32("groupRemainder", "groups % block dim: cores below this index take one group more"),
     TilingField::u32("rowFactor", "rows per UB pass in modes 0, 1, 3, 4 and 5"),
-    TilingField::u32("colFactor", "elements per chunk in mode 2"),
+    TilingField::u32("colFactor", "elements per chunk in mode 2; mode 5: 1 when dx's queue is single (rows of 4096)"),
     TilingField::u32(
         "workFactor",
         "elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8; modes 4 and 5: a pass's float32 work row)",

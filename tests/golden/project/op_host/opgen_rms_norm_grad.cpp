@@ -378,12 +378,13 @@ static bool PlanPlain(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
 // Mode 5, the default for 16-bit RMS rows (kernel/row_norm_grad_exact.j2): no dx_sum (its
 // add must round once with dx), no gamma offset (g = dy * gamma must be exact), rows 32-byte
 // aligned as they are (the row sums fold whole rows). The largest pass of whole rows (at most
-// 255) whose double-buffered streams and rstd values, float work rows (x, g, two hi rows, a lo
-// row and, when level-0 calls run over the rows, a second lo row), the TwoSum temporaries (three,
+// 255) whose double-buffered streams (dx's single if need be) and rstd values, float
+// work rows (x, g, a hi row, a lo row and, when level-0 calls run over the rows, a second lo
+// row; the row sums' second hi row is x's, cast again after them), the TwoSum temporaries (three,
 // half a row each), the resident float gamma and accumulator hi/lo rows, the per-row vectors
 // (5 slots) and blocks (6) fit.
-static bool PlanExact(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
-                      Plan* plan)
+static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
+                          bool singleDx, Plan* plan)
 {
     if (typeSize != 2 || LAYER_NORM || HAS_OFFSET || WITH_DX_SUM || cols != colAlign) {
         return false;
@@ -399,8 +400,9 @@ static bool PlanExact(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
         const uint64_t slot = AlignUp(lanes, 64);
         const uint64_t work = AlignUp(rows * colAlign, 64);
         const bool level0 = colAlign / 8 <= 255 && rows > 1;
-        const uint64_t floatRows = level0 ? 6 : 5;
-        const uint64_t bytes = resident + rows * colAlign * typeSize * BUFFER_NUM * STREAMS + BUFFER_NUM * slot * 4 +
+        const uint64_t floatRows = level0 ? 5 : 4;
+        const uint64_t streams = rows * colAlign * typeSize * (BUFFER_NUM * STREAMS - (singleDx ? 1 : 0));
+        const uint64_t bytes = resident + streams + BUFFER_NUM * slot * 4 +
                                floatRows * work * 4 + 3 * AlignUp(rows * tempStride, 64) * 4 +
                                5 * slot * 4 + 6 * lanes * 32;
         if (bytes > budget) {
@@ -413,8 +415,17 @@ static bool PlanExact(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
     }
     plan->rowFactor = best;
     plan->workFactor = AlignUp(best * colAlign, 64);
+    plan->colFactor = singleDx ? 1 : 0;
     plan->mode = MODE_EXACT;
     return true;
+}
+
+// Mode 5 with dx double-buffered, else (rows of 4096) with dx's queue single: colFactor 1.
+static bool PlanExact(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
+                      Plan* plan)
+{
+    return PlanExactRows(budget, cols, colAlign, typeSize, maxGroupRows, false, plan) ||
+           PlanExactRows(budget, cols, colAlign, typeSize, maxGroupRows, true, plan);
 }
 
 // Mode 2, for a row that does not fit: chunks of colFactor elements. Per row, pass 1 sums

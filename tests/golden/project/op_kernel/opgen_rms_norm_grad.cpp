@@ -2303,7 +2303,8 @@ const LocalTensor<float>& stat,
         const uint32_t work = t_.workFactor;
         pipe_.InitBuffer(inDy_, BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(inX_, BUFFER_NUM, rows * width * sizeof(T));
-        pipe_.InitBuffer(outDx_, BUFFER_NUM, rows * width * sizeof(T));
+        // colFactor 1: dx's queue single (rows of 4096: a second dx row does not fit).
+        pipe_.InitBuffer(outDx_, t_.colFactor == 1 ? 1 : BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(inStat_, BUFFER_NUM, PlainSlot() * sizeof(float));
         const uint32_t accLen = (width + LANES - 1) / LANES * LANES;
         pipe_.InitBuffer(gammaF32_, accLen * sizeof(float));
@@ -2312,7 +2313,6 @@ const LocalTensor<float>& stat,
         pipe_.InitBuffer(bX_, work * sizeof(float));
         pipe_.InitBuffer(bG_, work * sizeof(float));
         pipe_.InitBuffer(bP_, work * sizeof(float));
-        pipe_.InitBuffer(bT1_, work * sizeof(float));
         pipe_.InitBuffer(bQ_, work * sizeof(float));
         if (ExactLevel0(rows)) {
             pipe_.InitBuffer(bT3_, work * sizeof(float));
@@ -2382,29 +2382,29 @@ const LocalTensor<float>& stat,
         LocalTensor<float> xf = bX_.Get<float>();
         LocalTensor<float> g = bG_.Get<float>();
         LocalTensor<float> hiA = bP_.Get<float>();
-        LocalTensor<float> hiB = bT1_.Get<float>();
+        LocalTensor<float> hiB = bX_.Get<float>();  // x's float row until g x is formed
         LocalTensor<float> loA = bQ_.Get<float>();
         LocalTensor<float> loB = level0 ? bT3_.Get<float>() : loA;
         // The previous pass's vector calls still read the work buffers (same-pipe WAR).
         PipeBarrier<PIPE_V>();
         Cast(xf, x, RoundMode::CAST_NONE, len);
-        Cast(hiB, dy, RoundMode::CAST_NONE, len);
+        Cast(hiA, dy, RoundMode::CAST_NONE, len);
         Brcb(PB(EB_RSTD), stat, blocks, BrcbRepeatParams(1, 8));
         PipeBarrier<PIPE_V>();
-        ColMulPlain(g, hiB, gammaF32_.Get<float>(), n);  // exact
+        ColMulPlain(g, hiA, gammaF32_.Get<float>(), n);  // exact
         PipeBarrier<PIPE_V>();
         bool hasLo = false;
         if constexpr (IsSameType<T, half>::value) {
             // g x has up to 33 bits: g = gh + gl (gh 13 bits, gl 9), gh x and gl x exact.
             Muls(hiA, g, K_SPLITTER, len);
             PipeBarrier<PIPE_V>();
-            Sub(hiB, hiA, g, len);
+            Sub(loA, hiA, g, len);
             PipeBarrier<PIPE_V>();
-            Sub(hiA, hiA, hiB, len);
+            Sub(hiA, hiA, loA, len);
             PipeBarrier<PIPE_V>();
-            Sub(hiB, g, hiA, len);
+            Sub(loA, g, hiA, len);
             PipeBarrier<PIPE_V>();
-            Mul(loA, hiB, xf, len);
+            Mul(loA, loA, xf, len);
             Mul(hiA, hiA, xf, len);
             hasLo = true;
         } else {
@@ -2471,62 +2471,64 @@ const LocalTensor<float>& stat,
         Brcb(PB(EB_KL), PV(E_KL), blocks, BrcbRepeatParams(1, 8));
         Brcb(PB(EB_RH), PV(E_RH), blocks, BrcbRepeatParams(1, 8));
         Brcb(PB(EB_RL), PV(E_RL), blocks, BrcbRepeatParams(1, 8));
+        Cast(xf, x, RoundMode::CAST_NONE, len);  // its row held the row sums
         PipeBarrier<PIPE_V>();
         // dx = r (((g - x kh) - x km) - x kl)
         LocalTensor<float> t1 = bP_.Get<float>();
-        LocalTensor<float> t2 = bT1_.Get<float>();
         LocalTensor<float> t3 = bQ_.Get<float>();
         RowOpPlain(t1, xf, PB(EB_KH), n, true);
-        RowOpPlain(t2, xf, PB(EB_KM), n, true);
-        RowOpPlain(t3, xf, PB(EB_KL), n, true);
+        RowOpPlain(t3, xf, PB(EB_KM), n, true);
         PipeBarrier<PIPE_V>();
         Sub(t1, g, t1, len);
         PipeBarrier<PIPE_V>();
-        Sub(t1, t1, t2, len);
+        Sub(t1, t1, t3, len);
+        PipeBarrier<PIPE_V>();
+        RowOpPlain(t3, xf, PB(EB_KL), n, true);
         PipeBarrier<PIPE_V>();
         Sub(t1, t1, t3, len);
         PipeBarrier<PIPE_V>();
         RowOpPlain(t1, t1, PB(EB_RSTD), n, true);
         PipeBarrier<PIPE_V>();
         Cast(dx, t1, TO_T, len);
-        // dgamma: q = dy x (exact) times r = rh + rl as hi (bP_) + lo (bQ_), the pass's rows
-        // into the group's accumulator.
-        Cast(t2, dy, RoundMode::CAST_NONE, len);
+        // dgamma: q = dy x (exact, in g's row) times r = rh + rl as hi (bP_) + lo (bQ_), the
+        // pass's rows into the group's accumulator.
+        LocalTensor<float> q = g;
+        Cast(q, dy, RoundMode::CAST_NONE, len);
         PipeBarrier<PIPE_V>();
-        Mul(t2, t2, xf, len);
+        Mul(q, q, xf, len);
         PipeBarrier<PIPE_V>();
         if constexpr (IsSameType<T, half>::value) {
-            Muls(t1, t2, SPLITTER, len);
+            Muls(t1, q, SPLITTER, len);
             PipeBarrier<PIPE_V>();
-            Sub(t3, t1, t2, len);
+            Sub(t3, t1, q, len);
             PipeBarrier<PIPE_V>();
             Sub(t1, t1, t3, len);  // qh
             PipeBarrier<PIPE_V>();
-            Sub(t3, t2, t1, len);  // ql
+            Sub(t3, q, t1, len);  // ql
             PipeBarrier<PIPE_V>();
-            RowOpPlain(g, t1, PB(EB_RL), n, true);
-            RowOpPlain(t2, t3, PB(EB_RH), n, true);
+            RowOpPlain(xf, t1, PB(EB_RL), n, true);
+            RowOpPlain(q, t3, PB(EB_RH), n, true);
             PipeBarrier<PIPE_V>();
             RowOpPlain(t3, t3, PB(EB_RL), n, true);
             RowOpPlain(t1, t1, PB(EB_RH), n, true);
-            Add(g, g, t2, len);
+            Add(xf, xf, q, len);
             PipeBarrier<PIPE_V>();
-            Add(t3, t3, g, len);
+            Add(t3, t3, xf, len);
         } else {
-            RowOpPlain(t1, t2, PB(EB_RH), n, true);
-            RowOpPlain(t3, t2, PB(EB_RL), n, true);
+            RowOpPlain(t1, q, PB(EB_RH), n, true);
+            RowOpPlain(t3, q, PB(EB_RL), n, true);
         }
         PipeBarrier<PIPE_V>();
         DgammaExact(n);
     }
 
     // The pass's n rows of dy x r (hi in bP_, lo in bQ_) summed by TwoSum halving over whole
-    // rows, then TwoSum-added to (accH_, accL_). bP_ and bT1_ take turns as hi.
+    // rows, then TwoSum-added to (accH_, accL_). bP_ and bG_ (g, done with) take turns as hi.
     __aicore__ inline void DgammaExact(uint32_t n)
     {
         const uint32_t width = t_.numColAlign;
         LocalTensor<float> hiA = bP_.Get<float>();
-        LocalTensor<float> hiB = bT1_.Get<float>();
+        LocalTensor<float> hiB = bG_.Get<float>();
         LocalTensor<float> lo = bQ_.Get<float>();
         bool hasLo = true;
         uint32_t h = 1;

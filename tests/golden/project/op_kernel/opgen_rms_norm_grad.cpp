@@ -2395,7 +2395,10 @@ const LocalTensor<float>& stat,
         PipeBarrier<PIPE_V>();
         bool hasLo = false;
         if constexpr (IsSameType<T, half>::value) {
-            // g x has up to 33 bits: g = gh + gl (gh 13 bits, gl 9), gh x and gl x exact.
+            // g x has up to 33 bits: hi = p = fl(g x) (in x's float row) and lo its error
+            // (gh x - p) + gl x, exact: g = gh + gl (Veltkamp, gh 13 bits), gh x and gl x exact
+            // and gh x - p exact (Sterbenz). An Inf g gives hi Inf and lo NaN, so the plain sum
+            // of hi (k's fallback) keeps the Inf.
             Muls(hiA, g, K_SPLITTER, len);
             PipeBarrier<PIPE_V>();
             Sub(loA, hiA, g, len);
@@ -2406,6 +2409,15 @@ const LocalTensor<float>& stat,
             PipeBarrier<PIPE_V>();
             Mul(loA, loA, xf, len);
             Mul(hiA, hiA, xf, len);
+            PipeBarrier<PIPE_V>();
+            Mul(xf, g, xf, len);
+            PipeBarrier<PIPE_V>();
+            Sub(hiA, hiA, xf, len);
+            PipeBarrier<PIPE_V>();
+            Add(loA, loA, hiA, len);
+            LocalTensor<float> t = hiA;
+            hiA = hiB;
+            hiB = t;
             hasLo = true;
         } else {
             Mul(hiA, g, xf, len);  // exact: 16 + 8 bits
@@ -2490,14 +2502,17 @@ const LocalTensor<float>& stat,
         RowOpPlain(t1, t1, PB(EB_RSTD), n, true);
         PipeBarrier<PIPE_V>();
         Cast(dx, t1, TO_T, len);
-        // dgamma: q = dy x (exact, in g's row) times r = rh + rl as hi (bP_) + lo (bQ_), the
-        // pass's rows into the group's accumulator.
+        // dgamma: q = dy x (exact, in g's row) times r as hi + lo, the pass's rows into the
+        // group's accumulator.
         LocalTensor<float> q = g;
         Cast(q, dy, RoundMode::CAST_NONE, len);
         PipeBarrier<PIPE_V>();
         Mul(q, q, xf, len);
         PipeBarrier<PIPE_V>();
         if constexpr (IsSameType<T, half>::value) {
+            // hi = p = fl(q r) (x's float row), lo = Dekker's exact error from q = qh + ql (12 +
+            // 10 bits) and r = rh + rl (12 + 12): ((qh rh - p) + qh rl + ql rh) + ql rl (g's
+            // row). An Inf q gives hi Inf and lo NaN (the final sum keeps the plain hi).
             Muls(t1, q, SPLITTER, len);
             PipeBarrier<PIPE_V>();
             Sub(t3, t1, q, len);
@@ -2505,31 +2520,37 @@ const LocalTensor<float>& stat,
             Sub(t1, t1, t3, len);  // qh
             PipeBarrier<PIPE_V>();
             Sub(t3, q, t1, len);  // ql
+            RowOpPlain(xf, q, PB(EB_RSTD), n, true);
             PipeBarrier<PIPE_V>();
-            RowOpPlain(xf, t1, PB(EB_RL), n, true);
-            RowOpPlain(q, t3, PB(EB_RH), n, true);
+            RowOpPlain(q, t1, PB(EB_RH), n, true);
+            PipeBarrier<PIPE_V>();
+            RowOpPlain(t1, t1, PB(EB_RL), n, true);
+            Sub(q, q, xf, len);
+            PipeBarrier<PIPE_V>();
+            Add(q, q, t1, len);
+            PipeBarrier<PIPE_V>();
+            RowOpPlain(t1, t3, PB(EB_RH), n, true);
             PipeBarrier<PIPE_V>();
             RowOpPlain(t3, t3, PB(EB_RL), n, true);
-            RowOpPlain(t1, t1, PB(EB_RH), n, true);
-            Add(xf, xf, q, len);
+            Add(q, q, t1, len);
             PipeBarrier<PIPE_V>();
-            Add(t3, t3, xf, len);
+            Add(q, q, t3, len);
+            PipeBarrier<PIPE_V>();
+            DgammaExact(n, xf, t1, q);
         } else {
             RowOpPlain(t1, q, PB(EB_RH), n, true);
             RowOpPlain(t3, q, PB(EB_RL), n, true);
+            PipeBarrier<PIPE_V>();
+            DgammaExact(n, t1, q, t3);
         }
-        PipeBarrier<PIPE_V>();
-        DgammaExact(n);
     }
 
-    // The pass's n rows of dy x r (hi in bP_, lo in bQ_) summed by TwoSum halving over whole
-    // rows, then TwoSum-added to (accH_, accL_). bP_ and bG_ (g, done with) take turns as hi.
-    __aicore__ inline void DgammaExact(uint32_t n)
+    // The pass's n rows of dy x r (hi + lo) summed by TwoSum halving over whole rows, then
+    // TwoSum-added to (accH_, accL_); `other` (a free work row) and hi take turns as hi.
+    __aicore__ inline void DgammaExact(uint32_t n, LocalTensor<float> hiA, LocalTensor<float> hiB,
+                                       const LocalTensor<float>& lo)
     {
         const uint32_t width = t_.numColAlign;
-        LocalTensor<float> hiA = bP_.Get<float>();
-        LocalTensor<float> hiB = bG_.Get<float>();
-        LocalTensor<float> lo = bQ_.Get<float>();
         bool hasLo = true;
         uint32_t h = 1;
         while (h * 2 <= n) {

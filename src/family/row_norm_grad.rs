@@ -263,6 +263,13 @@ pub fn plain_applies(dtype: DType) -> bool {
     dtype != DType::Float32
 }
 
+/// Whether the default arithmetic takes mode 5 (exact 16-bit products,
+/// kernel/row_norm_grad_exact.j2) for 16-bit rows it holds whole and aligned: RMS norms without
+/// dx_sum (its add must be rounded once with dx) or a gamma offset (g = dy·gamma exact).
+pub fn exact_applies(spec: &OpSpec) -> bool {
+    !is_layer(spec) && !has_dx_sum(spec) && params_of(spec).gamma_offset == 0.0
+}
+
 /// The attrs of a case or report row that selects `arithmetic`.
 fn arithmetic_attrs(value: &str) -> Vec<(String, AttrValue)> {
     vec![(ARITHMETIC_ATTR.to_string(), AttrValue::String(value.to_string()))]
@@ -273,7 +280,7 @@ fn arithmetic_attrs(value: &str) -> Vec<(String, AttrValue)> {
 pub const TILING_FIELDS: &[TilingField] = &[
     TilingField::u32(
         "mode",
-        "0 whole row per UB pass, 1 several rows per pass, 2 split-D, 3 batched short rows, 4 plain float32 arithmetic (attr arithmetic \"float32\")",
+        "0 whole row per UB pass, 1 several rows per pass, 2 split-D, 3 batched short rows, 4 plain float32 arithmetic (attr arithmetic \"float32\"), 5 exact 16-bit products (the default for 16-bit RMS rows held whole)",
     ),
     TilingField::u32("numRow", "rows: product of x's leading dims"),
     TilingField::u32("numCol", "elements per row: product of gamma's dims"),
@@ -284,11 +291,11 @@ pub const TILING_FIELDS: &[TilingField] = &[
     ),
     TilingField::u32("groupFactor", "groups per core: groups / block dim"),
     TilingField::u32("groupRemainder", "groups % block dim: cores below this index take one group more"),
-    TilingField::u32("rowFactor", "rows per UB pass in modes 0, 1, 3 and 4"),
-    TilingField::u32("colFactor", "elements per chunk in mode 2"),
+    TilingField::u32("rowFactor", "rows per UB pass in modes 0, 1, 3, 4 and 5"),
+    TilingField::u32("colFactor", "elements per chunk in mode 2; mode 5: 1 when dx's queue is single (rows of 4096)"),
     TilingField::u32(
         "workFactor",
-        "elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8; mode 4: a pass's float32 work row)",
+        "elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8; modes 4 and 5: a pass's float32 work row)",
     ),
     TilingField::u32("finalCols", "dgamma columns per core in the final sum (whole 64-column blocks)"),
     TilingField::u32("finalFactor", "dgamma columns per UB pass of the final sum"),
@@ -440,6 +447,11 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     out.push(make(&[48 * 34 + 1, 640], 1, Distribution::Uniform5, 6320));
     out.push(make(&[100, 6144], 1, Distribution::Uniform5, 6321));
     out.push(make(&[100, 2048], 1, Distribution::Uniform5, 6322));
+    // The 16-bit RMS grads take mode 5 for aligned rows held whole, so modes 0/1 only for
+    // unaligned rows: 1633 rows of 650 (16 rows a pass, 35 rows in a group) and 100 rows of
+    // 4097 (one row a pass, three rows in the first four groups).
+    out.push(make(&[48 * 34 + 1, 650], 1, Distribution::Uniform5, 6323));
+    out.push(make(&[100, 4097], 1, Distribution::Uniform5, 6324));
     if has_arithmetic(spec) {
         out.extend(float32_cases(spec, &make));
     }
@@ -793,6 +805,7 @@ impl FamilyOps for RowNormGrad {
             ("mode", 1) => Some("several rows per UB pass"),
             ("mode", 2) => Some("split-D, two passes"),
             ("mode", 4) => Some("plain float32 arithmetic, several rows per UB pass"),
+            ("mode", 5) => Some("exact 16-bit products, several rows per UB pass"),
             _ => None,
         }
     }
@@ -806,6 +819,7 @@ impl FamilyOps for RowNormGrad {
             1 => ("1 several rows", super::passes(group_rows, f("rowFactor"))),
             3 => ("3 batched", super::passes(group_rows, f("rowFactor"))),
             4 => ("4 plain", super::passes(group_rows, f("rowFactor"))),
+            5 => ("5 exact", super::passes(group_rows, f("rowFactor"))),
             // Split-D: a row's chunk loops run inside its pass.
             _ => ("2 split-D", group_rows as u64),
         };
@@ -817,10 +831,20 @@ impl FamilyOps for RowNormGrad {
     }
 
     fn plan_modes(&self, spec: &OpSpec, column: usize) -> Vec<&'static str> {
-        let mut modes = vec!["0 whole row", "1 several rows", "2 split-D", "3 batched"];
+        let sixteen = spec.column_dtype(column).size_bytes() == 2;
+        // 16-bit RMS rows without dx_sum or an offset take mode 5 when aligned, so never mode 3
+        // (aligned short rows); unaligned rows keep modes 0/1.
+        let exact = sixteen && exact_applies(spec);
+        let mut modes = vec!["0 whole row", "1 several rows", "2 split-D"];
+        if !exact {
+            modes.push("3 batched");
+        }
         // The plain float32 arithmetic is taken for 16-bit inputs only.
-        if spec.column_dtype(column).size_bytes() == 2 && spec.attr(ARITHMETIC_ATTR).is_some() {
+        if sixteen && spec.attr(ARITHMETIC_ATTR).is_some() {
             modes.push("4 plain");
+        }
+        if exact {
+            modes.push("5 exact");
         }
         modes
     }
@@ -833,6 +857,7 @@ impl FamilyOps for RowNormGrad {
             1 => format!("{} rows/pass", f("rowFactor")),
             3 => format!("batched {} rows/pass", f("rowFactor")),
             4 => format!("float32 {} rows/pass", f("rowFactor")),
+            5 => format!("exact {} rows/pass", f("rowFactor")),
             _ => format!("split-D {}", f("colFactor")),
         };
         PlanReading { label, two_pass: mode == 2, transfer_reason: None }

@@ -1,5 +1,5 @@
 // expect: ok
-// Positive test of ext_quant.h: level-0 Max folding strided rows (mask, block and repeat
+// Positive test of ext_quant.h: level-0 Max folding strided rows, level-0 Sub (src0 - src1), (mask, block and repeat
 // strides, NaN first), WholeReduceMax in both modelled orders (value-only results at
 // dstRepStride elements, value/index pairs at pairs), ties keeping the lowest index, and Brcb
 // (8 elements per repeat, one 32-byte block each, dstBlkStride and dstRepStride in blocks).
@@ -50,6 +50,16 @@ extern "C" __global__ __aicore__ void quant_batch() {
             if (r == 1 && j == 6) want = 100.0f;
             if (r == 2 && j == 2) want = 101.0f;
             expect(fold.GetValue(r * 64 + j) == want, "level-0 Max fold", r * 64 + j);
+        }
+    }
+    // level-0 Sub: row r's lanes 64..71 minus lanes 0..7 of the same row (8-lane mask, rows 20
+    // blocks apart in both sources, dst rows one block apart); src0 - src1, not the reverse.
+    LocalTensor<float> diff = pairBuf.Get<float>();
+    Sub(diff, x[64], x, 8, 3, BinaryRepeatParams(1, 1, 1, 1, 20, 20));
+    for (uint32_t r = 0; r < 3; ++r) {
+        for (uint32_t j = 0; j < 8; ++j) {
+            expect(diff.GetValue(r * 8 + j) == x.GetValue(r * 160 + 64 + j) - x.GetValue(r * 160 + j), "level-0 Sub",
+                   r * 8 + j);
         }
     }
     // Value-only maxima, one per row, at dstRepStride 2 (elements).

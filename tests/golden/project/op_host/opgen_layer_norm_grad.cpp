@@ -195,6 +195,7 @@ const uint32_t INPUT_GAMMA = 4;
 // cross-core sum; an offset keeps gamma + offset's rounding error in UB beside gamma.
 const bool LAYER_NORM = true;
 const bool HAS_OFFSET = false;
+const bool WITH_DX_SUM = false;  // add_rms_norm_grad
 // dgamma partial rows (in the workspace): a fixed count, not the core count, so dgamma is the
 // same bits on every core count.
 const int64_t PARTIAL_GROUPS = 48;
@@ -249,6 +250,7 @@ const uint32_t MODE_MULTI_ROW = 1;
 const uint32_t MODE_SPLIT_D = 2;
 const uint32_t MODE_BATCHED = 3;
 const uint32_t MODE_PLAIN = 4;
+const uint32_t MODE_EXACT = 5;
 // Mode 3: rows of at most this many elements (a row's 64-lane chunks are one level-0 call each),
 // at least MIN_FOLD (the row sums fold to 8 lanes), and at most 255 rows a pass (one level-0
 // repeat per row).
@@ -391,6 +393,59 @@ static bool PlanPlain(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
     return true;
 }
 
+// Mode 5, the default for 16-bit RMS rows (kernel/row_norm_grad_exact.j2): no dx_sum (its
+// add must round once with dx), no gamma offset (g = dy * gamma must be exact), rows 32-byte
+// aligned as they are (the row sums fold whole rows). The largest pass of whole rows (at most
+// 255) whose double-buffered streams (dx's single if need be) and rstd values, float
+// work rows (x, g, a hi row, a lo row and, when level-0 calls run over the rows, a second lo
+// row; the row sums' second hi row is x's, cast again after them), the TwoSum temporaries (three,
+// half a row each), the resident float gamma and accumulator hi/lo rows, the per-row vectors
+// (5 slots) and blocks (6) fit.
+static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
+                          bool singleDx, Plan* plan)
+{
+    if (typeSize != 2 || LAYER_NORM || HAS_OFFSET || WITH_DX_SUM || cols != colAlign) {
+        return false;
+    }
+    const uint64_t accLen = AlignUp(colAlign, 64);
+    // gamma's float copy and the accumulator hi/lo rows (gamma in T passes through a work row)
+    const uint64_t resident = accLen * 4 * 3 + 32 * 24;
+    const uint64_t cap = MinU64(BATCHED_MAX_ROWS, MinU64(MAX_ROWS_PER_COPY, maxGroupRows > 0 ? maxGroupRows : 1));
+    const uint64_t tempStride = AlignUp(colAlign / 2, 8);
+    uint64_t best = 0;
+    for (uint64_t rows = 1; rows <= cap; ++rows) {
+        const uint64_t lanes = AlignUp(rows, 8);
+        const uint64_t slot = AlignUp(lanes, 64);
+        const uint64_t work = AlignUp(rows * colAlign, 64);
+        const bool level0 = colAlign / 8 <= 255 && rows > 1;
+        const uint64_t floatRows = level0 ? 5 : 4;
+        const uint64_t streams = rows * colAlign * typeSize * (BUFFER_NUM * STREAMS - (singleDx ? 1 : 0));
+        const uint64_t bytes = resident + streams + BUFFER_NUM * slot * 4 +
+                               floatRows * work * 4 + 3 * AlignUp(rows * tempStride, 64) * 4 +
+                               5 * slot * 4 + 6 * lanes * 32;
+        if (bytes > budget) {
+            break;
+        }
+        best = rows;
+    }
+    if (best == 0) {
+        return false;
+    }
+    plan->rowFactor = best;
+    plan->workFactor = AlignUp(best * colAlign, 64);
+    plan->colFactor = singleDx ? 1 : 0;
+    plan->mode = MODE_EXACT;
+    return true;
+}
+
+// Mode 5 with dx double-buffered, else (rows of 4096) with dx's queue single: colFactor 1.
+static bool PlanExact(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
+                      Plan* plan)
+{
+    return PlanExactRows(budget, cols, colAlign, typeSize, maxGroupRows, false, plan) ||
+           PlanExactRows(budget, cols, colAlign, typeSize, maxGroupRows, true, plan);
+}
+
 // Mode 2, for a row that does not fit: chunks of colFactor elements. Per row, pass 1 sums
 // dy*gamma*x chunk by chunk, pass 2 writes dx; then per group a column pass sums dy*x*rstd over
 // the group's rows chunk by chunk (re-reading dy and x: the row-sized accumulator does not fit).
@@ -468,6 +523,7 @@ meanShape == nullptr || context->GetInputDesc(INPUT_X) == nullptr) {
     // CANN standard where dx's terms cancel (src/family/row_norm_grad.rs, plain_applies), so
     // float32 inputs keep the float-float modes.
     if (!(plain == 1 && typeSize == 2 && PlanPlain(budget, cols, colAlign, typeSize, maxGroupRows, &plan)) &&
+        !(plain == 0 && PlanExact(budget, cols, colAlign, typeSize, maxGroupRows, &plan)) &&
         !PlanBatched(budget, cols, colAlign, typeSize, maxGroupRows, &plan) &&
         !PlanRows(budget, cols, colAlign, typeSize, maxGroupRows, &plan) && !PlanSplitD(budget, cols, typeSize, &plan)) {
         OPGEN_REJECT("the UB budget of %llu bytes cannot hold one chunk", static_cast<unsigned long long>(budget));

@@ -8,16 +8,16 @@
 
 namespace optiling {
 BEGIN_TILING_DATA_DEF(OpgenRmsNormGradTilingData)
-TILING_DATA_FIELD_DEF(uint32_t, mode);  // 0 whole row per UB pass, 1 several rows per pass, 2 split-D, 3 batched short rows, 4 plain float32 arithmetic (attr arithmetic "float32")
+TILING_DATA_FIELD_DEF(uint32_t, mode);  // 0 whole row per UB pass, 1 several rows per pass, 2 split-D, 3 batched short rows, 4 plain float32 arithmetic (attr arithmetic "float32"), 5 exact 16-bit products (the default for 16-bit RMS rows held whole)
 TILING_DATA_FIELD_DEF(uint32_t, numRow);  // rows: product of x's leading dims
 TILING_DATA_FIELD_DEF(uint32_t, numCol);  // elements per row: product of gamma's dims
 TILING_DATA_FIELD_DEF(uint32_t, numColAlign);  // numCol rounded up to 32 bytes of x's dtype
 TILING_DATA_FIELD_DEF(uint32_t, groups);  // dgamma partials (fixed, 48) in the workspace: rows are split evenly into groups
 TILING_DATA_FIELD_DEF(uint32_t, groupFactor);  // groups per core: groups / block dim
 TILING_DATA_FIELD_DEF(uint32_t, groupRemainder);  // groups % block dim: cores below this index take one group more
-TILING_DATA_FIELD_DEF(uint32_t, rowFactor);  // rows per UB pass in modes 0, 1, 3 and 4
-TILING_DATA_FIELD_DEF(uint32_t, colFactor);  // elements per chunk in mode 2
-TILING_DATA_FIELD_DEF(uint32_t, workFactor);  // elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8; mode 4: a pass's float32 work row)
+TILING_DATA_FIELD_DEF(uint32_t, rowFactor);  // rows per UB pass in modes 0, 1, 3, 4 and 5
+TILING_DATA_FIELD_DEF(uint32_t, colFactor);  // elements per chunk in mode 2; mode 5: 1 when dx's queue is single (rows of 4096)
+TILING_DATA_FIELD_DEF(uint32_t, workFactor);  // elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8; modes 4 and 5: a pass's float32 work row)
 TILING_DATA_FIELD_DEF(uint32_t, finalCols);  // dgamma columns per core in the final sum (whole 64-column blocks)
 TILING_DATA_FIELD_DEF(uint32_t, finalFactor);  // dgamma columns per UB pass of the final sum
 TILING_DATA_FIELD_DEF(float, avgFactor);  // 1/numCol in float32

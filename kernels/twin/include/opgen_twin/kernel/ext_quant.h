@@ -97,6 +97,20 @@ void Add(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const 
                      [](auto u, auto v) { return u + v; });
 }
 
+// The level-0 Sub (mask continuous mode), as Add: row_norm_grad's exact 16-bit path folds
+// the halves of a pass's short rows in one call per step (one repeat per row).
+template <typename T, bool isSetMask = true>
+void Sub(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
+         uint64_t mask, const opgen_twin::kern::Repeat8 repeatTimes, const BinaryRepeatParams& repeatParams,
+         opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("Sub", opgen_twin::kern::Pipe::V, here);
+    namespace k = opgen_twin::kern;
+    k::level0_binary("Sub", k::kArith, dstLocal, src0Local, src1Local, k::level0_lanes<T, isSetMask>("Sub", mask),
+                     k::narrow_repeat("Sub", repeatTimes),
+                     repeatParams,
+                     [](auto u, auto v) { return u - v; });
+}
+
 template <typename T, bool isSetMask = true>
 void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const int32_t maskArg,
                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,

@@ -9,7 +9,9 @@
 
 mod grad;
 
-pub use grad::{rms_norm_grad, swiglu_grad};
+pub use grad::{
+    add_rms_norm_grad, gelu_grad, layer_norm_grad, rms_norm_grad, rotary_half_grad_bsnd, swiglu_grad,
+};
 
 use super::cycles::VecClass;
 use super::sim::{Dir, Op, Pipe};
@@ -60,6 +62,16 @@ impl Prog {
     }
     fn barrier_v(&mut self) {
         self.ops.push(Op::Barrier(Some(Pipe::V)));
+    }
+    /// A level-2 ReduceSum (count form) on dav_c220: its vector passes, then the V_S pair inside
+    /// the API, the scalar store of the sum and the S_V and S_MTE3 pairs (as the twin's
+    /// kernel/reduce.h records the same call).
+    fn reduce_sum(&mut self, elements: u64) {
+        self.vec(VecClass::Reduce, elements);
+        self.ops.push(Op::Hidden { from: Pipe::V, to: Pipe::S });
+        self.ops.push(Op::Scalar { gm: 0, ub: 1 });
+        self.ops.push(Op::Hidden { from: Pipe::S, to: Pipe::V });
+        self.ops.push(Op::Hidden { from: Pipe::S, to: Pipe::Mte3 });
     }
 }
 
@@ -688,6 +700,22 @@ pub fn design(
         CannBuiltin::SwiGlu => swiglu(soc, rows, last, sz),
         CannBuiltin::RmsNormGrad => rms_norm_grad(soc, rows, last, sz),
         CannBuiltin::SwiGluGrad => swiglu_grad(soc, rows, last, sz),
+        CannBuiltin::LayerNormGrad => layer_norm_grad(soc, rows, last, sz),
+        CannBuiltin::AddRmsNormGrad => add_rms_norm_grad(soc, rows, last, sz),
+        CannBuiltin::RotaryMulGrad => {
+            let table = shapes
+                .iter()
+                .find(|(n, _)| n == "r1")
+                .map(|(_, s)| s.iter().map(|d| *d as u64).collect::<Vec<u64>>())
+                .unwrap_or_default();
+            match (x.as_slice(), table.as_slice()) {
+                ([b, s, n, d], [1, ts, 1, td]) if ts == s && td == d => rotary_half_grad_bsnd(soc, *b, *s, *n, *d, sz),
+                _ => Err(NoDesign(format!(
+                    "CANN rotate_half grad modelled for BSND dy with [1, S, 1, D] tables only (dy {x:?}, r1 {table:?})"
+                ))),
+            }
+        }
+        CannBuiltin::GeluGrad => gelu_grad(),
         CannBuiltin::ReshapeAndCache | CannBuiltin::ReshapeAndCacheInt8 => match x.as_slice() {
             [t, n, d] if builtin == CannBuiltin::ReshapeAndCache => reshape_and_cache(soc, *t, *n, *d, sz),
             [t, n, d] => reshape_and_cache_int8(soc, *t, *n, *d, sz),

@@ -802,6 +802,38 @@ mod tests {
                 false,
             ),
             (CannBuiltin::ReshapeAndCacheInt8, shapes(&[("key", &[4096, 8, 128])]), false),
+            (
+                CannBuiltin::LayerNormGrad,
+                shapes(&[
+                    ("dy", &[4096, 1152]),
+                    ("x", &[4096, 1152]),
+                    ("mean", &[4096]),
+                    ("rstd", &[4096]),
+                    ("gamma", &[1152]),
+                ]),
+                false,
+            ),
+            (
+                CannBuiltin::RotaryMulGrad,
+                shapes(&[
+                    ("dy", &[1, 4096, 28, 128]),
+                    ("x", &[1, 4096, 28, 128]),
+                    ("r1", &[1, 4096, 1, 128]),
+                    ("r2", &[1, 4096, 1, 128]),
+                ]),
+                false,
+            ),
+            (
+                CannBuiltin::AddRmsNormGrad,
+                shapes(&[
+                    ("dy", &[4096, 3584]),
+                    ("x_sum", &[4096, 3584]),
+                    ("rstd", &[4096]),
+                    ("gamma", &[3584]),
+                    ("dx_sum", &[4096, 3584]),
+                ]),
+                false,
+            ),
         ];
         for (op, s, f16) in cases {
             let d = design(soc, op, &s, 2, f16).unwrap_or_else(|e| panic!("{op:?}: {e}"));
@@ -816,6 +848,11 @@ mod tests {
                 .is_ok());
             }
         }
+        // The gelu grads have none (closed kernels), nor has a rotary grad with BNSD tables.
+        let gelu = shapes(&[("dy", &[4096, 4304]), ("x", &[4096, 4304])]);
+        assert!(design(soc, CannBuiltin::GeluGrad, &gelu, 2, false).is_err());
+        let bnsd = shapes(&[("dy", &[1, 8, 16, 128]), ("x", &[1, 8, 16, 128]), ("r1", &[1, 1, 16, 128])]);
+        assert!(design(soc, CannBuiltin::RotaryMulGrad, &bnsd, 2, false).is_err());
         // Interleaved or BNSD tables have no design.
         assert!(design(
             soc,

@@ -549,6 +549,12 @@ mod tests {
         let t = simulate_core(0, &hit, &c, 5.0).unwrap();
         assert_eq!(t.cycles, 125.0);
         assert_eq!(t.hbm_bytes, 250.0);
+        // A write half kept in L2 (atomic adds into a small workspace): 500 B to HBM at the cap
+        // of 5 B/cycle = 100 cycles, + 500 B at the MTE3 engine's own 100 B/cycle = 5.
+        let kept = vec![Op::Dma { dir: Dir::Out, bytes: 1000, blocks: 1, aligned: true, l2_hit: 0.5 }];
+        let t = simulate_core(0, &kept, &c, 5.0).unwrap();
+        assert_eq!(t.cycles, 105.0);
+        assert_eq!(t.hbm_bytes, 500.0);
     }
 
     #[test]

@@ -806,4 +806,100 @@ mod tests {
         assert_eq!(swiglu_grad_tile(soc, 64, 1024, 4), (2, 1024));
         assert_eq!(swiglu_grad_tile(soc, 4096, 1024, 4), (4, 1024));
     }
+
+    #[test]
+    fn layer_norm_grad_picks_single_read_with_ten_rows_a_pass_at_qwen3_vl_vision() {
+        let soc = find("Ascend910B2").unwrap();
+        // layer_norm_grad_v3_single_read_tiling.cpp: capable for 768 ≤ D ≤ 12176, priority 1000
+        // (tried first); a buffer is (196608 − 64·5 − 512·2) / 4 / 4 = 12204 floats, so
+        // ubFormer = 12204 / 1152 = 10 rows (1152 is aligned to 16 and to 8 already).
+        assert_eq!(layer_norm_grad_rows_per_pass(196_608, 1152, 2), 10);
+        assert_eq!(layer_norm_grad_rows_per_pass(196_608, 1152, 4), 10);
+        // 4608 columns (the merger): 12204 / 4608 = 2 rows.
+        assert_eq!(layer_norm_grad_rows_per_pass(196_608, 4608, 2), 2);
+        assert!(layer_norm_grad(soc, 4096, 767, 2).is_err());
+        assert!(layer_norm_grad(soc, 4096, 768, 2).is_ok());
+        assert!(layer_norm_grad(soc, 4096, 12176, 2).is_ok());
+        assert!(layer_norm_grad(soc, 4096, 12177, 2).is_err());
+        // blockFormer = ceil(4096 / 48) = 86: 48 cores, the last 4096 − 47·86 = 54 rows; core 0
+        // runs ceil(86 / 10) = 9 passes, the last core ceil(54 / 10) = 6.
+        let d = layer_norm_grad(soc, 4096, 1152, 2).unwrap();
+        assert_eq!(d.mode, "SingleRead");
+        let cores = &d.launches[0];
+        assert_eq!(cores.len(), 48);
+        // Each pass reads mean, rstd, dy, x and gamma; the end reads the two partials back.
+        assert_eq!(count(&cores[0], dma(Dir::In)), 5 * 9 + 2);
+        assert_eq!(count(&cores[47], dma(Dir::In)), 5 * 6 + 2);
+        // Out: the workspace zero-fill, core 0's dgamma and dbeta zero-fill, two atomic-add
+        // rows per row (dbeta's dy, dgamma's dy·x̂), dx per pass, the two final atomic adds.
+        assert_eq!(count(&cores[0], dma(Dir::Out)), 1 + 2 + 2 * 86 + 9 + 2);
+        assert_eq!(count(&cores[1], dma(Dir::Out)), 1 + 2 * 86 + 9 + 2);
+        // Two level-2 ReduceSums a row, each with its hidden V_S wait.
+        assert_eq!(count(&cores[0], |o| matches!(o, Op::Vector { api: VecClass::Reduce, .. })), 2 * 86);
+        assert_eq!(count(&cores[0], |o| matches!(o, Op::Hidden { from: Pipe::V, to: Pipe::S })), 2 * 86);
+        // The workspace traffic stays in L2: of the writes only dx and core 0's dgamma/dbeta
+        // (zero-fill and atomic add) reach HBM.
+        let hbm_out: f64 = cores
+            .iter()
+            .flatten()
+            .map(|o| match o {
+                Op::Dma { dir: Dir::Out, bytes, l2_hit, .. } => *bytes as f64 * (1.0 - l2_hit),
+                _ => 0.0,
+            })
+            .sum();
+        assert_eq!(hbm_out, (4096.0 * 1152.0 * 2.0) + 2.0 * 1152.0 * 4.0 + 48.0 * 2.0 * 1152.0 * 4.0);
+    }
+
+    #[test]
+    fn rotary_grad_tiles_whole_positions_from_the_ub_split_without_x() {
+        let soc = find("Ascend910B2").unwrap();
+        // rope_half_grad_tiling.cpp without x: (196608 − 20·1024) / (2·4 + 4·7) = 4892 bf16
+        // elements, 38 positions of 128; float32: 176128 / (4·4 + 4·3) = 6290, 49 positions.
+        assert_eq!(rotary_grad_tile_positions(196_608, 128, 2), 38);
+        assert_eq!(rotary_grad_tile_positions(196_608, 128, 4), 49);
+        // coreData = ceil(ceil(4096·128 / 48) / 128) = 86 positions: 48 cores, the last 54.
+        // Core 0: tiles of 38, 38, 10; each loads cos and sin, then one dy block in and one dx
+        // block out per head (28).
+        let d = rotary_half_grad_bsnd(soc, 1, 4096, 28, 128, 2).unwrap();
+        let cores = &d.launches[0];
+        assert_eq!(cores.len(), 48);
+        assert_eq!(count(&cores[0], dma(Dir::In)), 3 * (2 + 28));
+        assert_eq!(count(&cores[0], dma(Dir::Out)), 3 * 28);
+        assert_eq!(count(&cores[47], dma(Dir::In)), 2 * (2 + 28));
+        // No scalar round trip: the kernel is vector and MTE only.
+        assert_eq!(count(&cores[0], |o| matches!(o, Op::Scalar { .. } | Op::Hidden { .. })), 0);
+        // D not a multiple of 64 (the padded path) or above 896: no baseline.
+        assert!(rotary_half_grad_bsnd(soc, 1, 4096, 28, 96, 2).is_err());
+        assert!(rotary_half_grad_bsnd(soc, 1, 4096, 1, 960, 2).is_err());
+    }
+
+    #[test]
+    fn add_rms_norm_grad_is_rms_norm_grad_then_the_accumulation_add() {
+        let soc = find("Ascend910B2").unwrap();
+        let d = add_rms_norm_grad(soc, 4096, 3584, 2).unwrap();
+        assert_eq!(d.launches.len(), 2);
+        assert_eq!(d.launches[0], rms_norm_grad(soc, 4096, 3584, 2).unwrap().launches[0]);
+        // The Add reads the norm's dx and dx_sum and writes their sum: 2 + 1 tensors of
+        // 4096·3584 bf16.
+        let bytes = |dir: Dir| -> u64 {
+            d.launches[1]
+                .iter()
+                .flatten()
+                .map(|o| match o {
+                    Op::Dma { dir: d, bytes, .. } if *d == dir => *bytes,
+                    _ => 0,
+                })
+                .sum()
+        };
+        assert_eq!(bytes(Dir::In), 2 * 4096 * 3584 * 2);
+        assert_eq!(bytes(Dir::Out), 4096 * 3584 * 2);
+        // No AddRmsNormGrad beyond RmsNormGrad's range either.
+        assert!(add_rms_norm_grad(soc, 4096, 6081, 2).is_err());
+    }
+
+    #[test]
+    fn the_gelu_grads_say_why_they_have_no_baseline() {
+        let why = gelu_grad().unwrap_err().to_string();
+        assert!(why.contains("closed TBE"), "{why}");
+    }
 }

@@ -5,7 +5,8 @@
 //! ARCHITECTURE.md ("The CANN baseline") and /work/shared/research/cann-kernels-design.md; no code
 //! of those kernels is used. Where a tiling constant was not read, the design says what it
 //! assumes. Shapes a design does not cover (split-D norms, interleaved rotary, non-BSND layouts)
-//! get no baseline rather than a guess.
+//! and kernels with no public source (the 910B gelu grads) get no baseline rather than a guess;
+//! the backward designs are in [`grad`].
 
 mod grad;
 

@@ -1,9 +1,11 @@
-//! The CANN designs of the backward built-ins: RmsNormGrad and SwiGluGrad (hicann/ops-nn, the
-//! 910B kernels, not the arch35 "regbase" ones), written as the forward designs in the parent
-//! module are: facts from the public sources with file references, what was not read said as
-//! an assumption, and no baseline for shapes a design does not cover. AddRmsNormGrad has no
-//! CANN kernel in ops-nn, and the 910B GeluGrad / FastGeluGrad / RotaryMulGrad /
-//! LayerNormGradV3 kernels are not modelled: those grads get no baseline.
+//! The CANN designs of the backward built-ins: RmsNormGrad, SwiGluGrad and LayerNormGradV3
+//! (hicann/ops-nn) and RotaryPositionEmbeddingGrad (hicann/ops-transformer), the 910B kernels,
+//! not the arch35 "regbase" ones, written as the forward designs in the parent module are: facts
+//! from the public sources with file references, what was not read said as an assumption, and no
+//! baseline for shapes a design does not cover. AddRmsNormGrad has no CANN kernel (neither repo
+//! has one): its baseline is what a torch_npu step runs instead, RmsNormGrad then the gradient
+//! accumulation Add. The 910B GeluGrad / GeluGradV2 / FastGeluGrad are closed TBE kernels: the
+//! gelu grads get no baseline, with that reason.
 
 use super::{block_split, ceil_div, Design, NoDesign, Prog, Que};
 use crate::perf::cycles::VecClass;

@@ -51,6 +51,16 @@ pub enum CannBuiltin {
     RmsNormGrad,
     /// aclnnSwiGluGrad / torch_npu's npu_swiglu backward.
     SwiGluGrad,
+    /// aclnnLayerNormBackward (LayerNormGradV3: dx, dgamma, dbeta).
+    LayerNormGrad,
+    /// torch_npu.npu_rotary_mul's backward (RotaryPositionEmbeddingGrad, rotate_half).
+    RotaryMulGrad,
+    /// npu_add_rms_norm's backward, which CANN has no kernel for: RmsNormGrad of the sum, then
+    /// the Add autograd runs to accumulate the gradient arriving at the sum directly.
+    AddRmsNormGrad,
+    /// The gelu grads: aclnnGeluBackward / aclnnGeluBackwardV2 (GeluGrad, GeluGradV2) for
+    /// torch's gelu backward, FastGeluGrad for npu_fast_gelu's.
+    GeluGrad,
     /// ATB ReshapeAndCache.
     ReshapeAndCache,
     /// DynamicQuant for the int8 rows and the scales, then ReshapeAndCache for each.
@@ -79,6 +89,10 @@ impl CannBuiltin {
             CannBuiltin::CrossEntropyLossGrad => Some(1.3),
             CannBuiltin::RmsNormGrad
             | CannBuiltin::SwiGluGrad
+            | CannBuiltin::LayerNormGrad
+            | CannBuiltin::RotaryMulGrad
+            | CannBuiltin::AddRmsNormGrad
+            | CannBuiltin::GeluGrad
             | CannBuiltin::ReshapeAndCache
             | CannBuiltin::ReshapeAndCacheInt8 => None,
         }

@@ -36,6 +36,7 @@ use super::default_attrs;
 use super::eager::{input, Builder};
 use super::inputs::{derive_seed, Distribution, Rng};
 use super::rotary::{mode_of, Layout, MODES};
+use super::CannBuiltin;
 use super::Sharding;
 use super::{Case, Expected, Sweep};
 use super::{
@@ -576,6 +577,12 @@ impl FamilyOps for RotaryGrad {
     /// autograd's usual call, cos/sin need no gradient).
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
         vec![("Qwen2-7B q", vec![1, 4096, 28, 128]), ("Qwen2-7B k", vec![1, 4096, 4, 128])]
+    }
+
+    /// npu_rotary_mul's backward; the design covers rotate_half on BSND with [1, S, 1, D]
+    /// tables and says so for other shapes.
+    fn cann_builtin(&self, _spec: &OpSpec) -> Option<CannBuiltin> {
+        Some(CannBuiltin::RotaryMulGrad)
     }
 
     /// x only feeds the table gradients: with `table_grads = false` the kernel never reads it,

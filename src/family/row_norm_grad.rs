@@ -776,9 +776,16 @@ impl FamilyOps for RowNormGrad {
     }
 
     fn cann_builtin(&self, spec: &OpSpec) -> Option<CannBuiltin> {
-        // RmsNormGrad takes (dy, x, rstd, gamma) as rms_norm_grad does. ops-nn has no
-        // AddRmsNormGrad kernel, and LayerNormGradV3's design is not modelled.
-        (!is_layer(spec) && !has_dx_sum(spec)).then_some(CannBuiltin::RmsNormGrad)
+        // RmsNormGrad takes (dy, x, rstd, gamma) as rms_norm_grad does, LayerNormGradV3 (dy, x,
+        // rstd, mean, gamma) the same tensors as layer_norm_grad. ops-nn has no AddRmsNormGrad
+        // kernel: add_rms_norm_grad's baseline is RmsNormGrad of x_sum, then the Add of dx_sum.
+        Some(if is_layer(spec) {
+            CannBuiltin::LayerNormGrad
+        } else if has_dx_sum(spec) {
+            CannBuiltin::AddRmsNormGrad
+        } else {
+            CannBuiltin::RmsNormGrad
+        })
     }
     /// The plain float32 arithmetic beside the float-float default, at the same shapes.
     fn report_variants(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<(String, AttrValue)>)> {

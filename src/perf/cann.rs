@@ -5,13 +5,16 @@
 //! ARCHITECTURE.md ("The CANN baseline") and /work/shared/research/cann-kernels-design.md; no code
 //! of those kernels is used. Where a tiling constant was not read, the design says what it
 //! assumes. Shapes a design does not cover (split-D norms, interleaved rotary, non-BSND layouts)
-//! get no baseline rather than a guess.
+//! and kernels with no public source (the 910B gelu grads) get no baseline rather than a guess;
+//! the backward designs are in [`grad`].
 
 mod cross_entropy;
 mod grad;
 
 pub use cross_entropy::{cross_entropy_loss, cross_entropy_loss_grad};
-pub use grad::{rms_norm_grad, swiglu_grad};
+pub use grad::{
+    add_rms_norm_grad, gelu_grad, layer_norm_grad, rms_norm_grad, rotary_half_grad_bsnd, swiglu_grad,
+};
 
 use super::cycles::VecClass;
 use super::sim::{Dir, Op, Pipe};
@@ -62,6 +65,16 @@ impl Prog {
     }
     fn barrier_v(&mut self) {
         self.ops.push(Op::Barrier(Some(Pipe::V)));
+    }
+    /// A level-2 ReduceSum (count form) on dav_c220: its vector passes, then the V_S pair inside
+    /// the API, the scalar store of the sum and the S_V and S_MTE3 pairs (as the twin's
+    /// kernel/reduce.h records the same call).
+    fn reduce_sum(&mut self, elements: u64) {
+        self.vec(VecClass::Reduce, elements);
+        self.ops.push(Op::Hidden { from: Pipe::V, to: Pipe::S });
+        self.ops.push(Op::Scalar { gm: 0, ub: 1 });
+        self.ops.push(Op::Hidden { from: Pipe::S, to: Pipe::V });
+        self.ops.push(Op::Hidden { from: Pipe::S, to: Pipe::Mte3 });
     }
 }
 
@@ -690,6 +703,22 @@ pub fn design(
         CannBuiltin::SwiGlu => swiglu(soc, rows, last, sz),
         CannBuiltin::RmsNormGrad => rms_norm_grad(soc, rows, last, sz),
         CannBuiltin::SwiGluGrad => swiglu_grad(soc, rows, last, sz),
+        CannBuiltin::LayerNormGrad => layer_norm_grad(soc, rows, last, sz),
+        CannBuiltin::AddRmsNormGrad => add_rms_norm_grad(soc, rows, last, sz),
+        CannBuiltin::RotaryMulGrad => {
+            let table = shapes
+                .iter()
+                .find(|(n, _)| n == "r1")
+                .map(|(_, s)| s.iter().map(|d| *d as u64).collect::<Vec<u64>>())
+                .unwrap_or_default();
+            match (x.as_slice(), table.as_slice()) {
+                ([b, s, n, d], [1, ts, 1, td]) if ts == s && td == d => rotary_half_grad_bsnd(soc, *b, *s, *n, *d, sz),
+                _ => Err(NoDesign(format!(
+                    "CANN rotate_half grad modelled for BSND dy with [1, S, 1, D] tables only (dy {x:?}, r1 {table:?})"
+                ))),
+            }
+        }
+        CannBuiltin::GeluGrad => gelu_grad(),
         CannBuiltin::ReshapeAndCache | CannBuiltin::ReshapeAndCacheInt8 => match x.as_slice() {
             [t, n, d] if builtin == CannBuiltin::ReshapeAndCache => reshape_and_cache(soc, *t, *n, *d, sz),
             [t, n, d] => reshape_and_cache_int8(soc, *t, *n, *d, sz),
@@ -784,6 +813,38 @@ mod tests {
                 shapes(&[("logits", &[48, 60000]), ("target", &[48])]),
                 false,
             ),
+            (
+                CannBuiltin::LayerNormGrad,
+                shapes(&[
+                    ("dy", &[4096, 1152]),
+                    ("x", &[4096, 1152]),
+                    ("mean", &[4096]),
+                    ("rstd", &[4096]),
+                    ("gamma", &[1152]),
+                ]),
+                false,
+            ),
+            (
+                CannBuiltin::RotaryMulGrad,
+                shapes(&[
+                    ("dy", &[1, 4096, 28, 128]),
+                    ("x", &[1, 4096, 28, 128]),
+                    ("r1", &[1, 4096, 1, 128]),
+                    ("r2", &[1, 4096, 1, 128]),
+                ]),
+                false,
+            ),
+            (
+                CannBuiltin::AddRmsNormGrad,
+                shapes(&[
+                    ("dy", &[4096, 3584]),
+                    ("x_sum", &[4096, 3584]),
+                    ("rstd", &[4096]),
+                    ("gamma", &[3584]),
+                    ("dx_sum", &[4096, 3584]),
+                ]),
+                false,
+            ),
         ];
         for (op, s, f16) in cases {
             let d = design(soc, op, &s, 2, f16).unwrap_or_else(|e| panic!("{op:?}: {e}"));
@@ -798,6 +859,11 @@ mod tests {
                 .is_ok());
             }
         }
+        // The gelu grads have none (closed kernels), nor has a rotary grad with BNSD tables.
+        let gelu = shapes(&[("dy", &[4096, 4304]), ("x", &[4096, 4304])]);
+        assert!(design(soc, CannBuiltin::GeluGrad, &gelu, 2, false).is_err());
+        let bnsd = shapes(&[("dy", &[1, 8, 16, 128]), ("x", &[1, 8, 16, 128]), ("r1", &[1, 1, 16, 128])]);
+        assert!(design(soc, CannBuiltin::RotaryMulGrad, &bnsd, 2, false).is_err());
         // Interleaved or BNSD tables have no design.
         assert!(design(
             soc,

@@ -60,7 +60,8 @@ pub enum Op {
         api: VecClass,
         elements: u64,
     },
-    /// `l2_hit`: the fraction of the bytes served by L2 instead of HBM.
+    /// `l2_hit`: the fraction of the bytes served by L2 instead of HBM (for a write: the bytes
+    /// that stay in L2, such as atomic adds into a small workspace).
     Dma {
         dir: Dir,
         bytes: u64,
@@ -128,7 +129,7 @@ pub struct CoreTime {
 fn hbm_bytes(op: &Op) -> (f64, f64) {
     match op {
         Op::Dma { dir: Dir::In, bytes, l2_hit, .. } => (*bytes as f64 * (1.0 - l2_hit), 0.0),
-        Op::Dma { dir: Dir::Out, bytes, .. } => (0.0, *bytes as f64),
+        Op::Dma { dir: Dir::Out, bytes, l2_hit, .. } => (0.0, *bytes as f64 * (1.0 - l2_hit)),
         _ => (0.0, 0.0),
     }
 }
@@ -167,10 +168,13 @@ pub fn simulate_core(core: usize, ops: &[Op], c: &Costs, cap: f64) -> Result<Cor
                     Dir::Out => (Pipe::Mte3.index(), rate_out),
                 };
                 let b = *bytes as f64;
-                let l2 = if *dir == Dir::In { b * l2_hit } else { 0.0 };
+                // Bytes served by L2: reads at the .ini L2 rate; writes that stay in L2 (atomic
+                // adds into a small workspace) at the engine's own rate, outside the HBM share.
+                let l2 = b * l2_hit;
+                let l2_rate = if *dir == Dir::In { c.l2_bytes_per_cycle } else { c.mte3_bytes_per_cycle };
                 let eff = if *aligned { 1.0 } else { c.unaligned_efficiency };
                 let cost = ((b - l2) + c.dma_setup_bytes) / (rate * eff)
-                    + l2 / c.l2_bytes_per_cycle
+                    + l2 / l2_rate
                     + (*blocks as f64 - 1.0).max(0.0) * c.dma_burst_cycles;
                 let start = ts.max(free[p]);
                 free[p] = start + cost;
@@ -545,6 +549,12 @@ mod tests {
         let t = simulate_core(0, &hit, &c, 5.0).unwrap();
         assert_eq!(t.cycles, 125.0);
         assert_eq!(t.hbm_bytes, 250.0);
+        // A write half kept in L2 (atomic adds into a small workspace): 500 B to HBM at the cap
+        // of 5 B/cycle = 100 cycles, + 500 B at the MTE3 engine's own 100 B/cycle = 5.
+        let kept = vec![Op::Dma { dir: Dir::Out, bytes: 1000, blocks: 1, aligned: true, l2_hit: 0.5 }];
+        let t = simulate_core(0, &kept, &c, 5.0).unwrap();
+        assert_eq!(t.cycles, 105.0);
+        assert_eq!(t.hbm_bytes, 500.0);
     }
 
     #[test]

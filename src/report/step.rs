@@ -251,6 +251,10 @@ pub struct StepTotal {
     pub eager_missing: Vec<String>,
     pub cann_us: Option<f64>,
     pub cann_missing: Vec<String>,
+    /// Over the launches that have a CANN design only: the designs' sum and the fused mid
+    /// times' sum, so a total with a gap still compares like with like.
+    pub cann_covered_us: f64,
+    pub mid_covered_us: f64,
 }
 
 impl StepTotal {
@@ -272,12 +276,16 @@ impl StepTotal {
                 None => t.eager_missing.push(name.clone()),
             }
             match r.cann {
-                Some((_, us)) => cann += us,
+                Some((_, us)) => {
+                    cann += us;
+                    t.mid_covered_us += r.time_us.mid;
+                }
                 None => t.cann_missing.push(name),
             }
         }
         t.eager_us = t.eager_missing.is_empty().then_some(eager);
         t.cann_us = t.cann_missing.is_empty().then_some(cann);
+        t.cann_covered_us = cann;
         t
     }
 }
@@ -496,7 +504,15 @@ pub fn text(s: &StepSummary) -> String {
         };
         let cann = match t.cann_us {
             Some(c) => format!("CANN {c:.1} µs ({:.2}x)", c / t.time_us.mid),
-            None => format!("CANN – ({} of {} launches have no design)", t.cann_missing.len(), t.launches),
+            None if t.cann_missing.len() == t.launches => "CANN – (no launch has a design)".to_string(),
+            None => format!(
+                "CANN – (no design for {}); the other {} launches: CANN {:.1} µs against mid {:.1} µs ({:.2}x)",
+                t.cann_missing.join(", "),
+                t.launches - t.cann_missing.len(),
+                t.cann_covered_us,
+                t.mid_covered_us,
+                t.cann_covered_us / t.mid_covered_us
+            ),
         };
         out.push_str(&format!(
             "  {name:<8}: {} launches, mid {:.1} µs ({:.1}–{:.1}), floor {:.1} µs ({:.2}x), {:.1} MiB of {:.1} MiB minimum; {eager}; {cann}\n",
@@ -660,5 +676,19 @@ mod tests {
         assert_eq!(replace_table(&new, &summary).unwrap(), new);
         let err = replace_table("no markers\n", &summary).unwrap_err();
         assert!(err.contains(marker) && err.contains(TABLE_END), "{err}");
+    }
+
+    #[test]
+    fn a_cann_total_with_a_gap_compares_only_the_launches_with_a_design() {
+        let mut with = row("a", Pass::Backward, 10.0, 8.0, None);
+        with.cann = Some((1, 25.0));
+        let without = row("b", Pass::Backward, 30.0, 10.0, None);
+        let t = StepTotal::of([with.clone(), without].iter());
+        assert_eq!(t.cann_us, None);
+        assert_eq!(t.cann_missing, vec!["b r".to_string()]);
+        // 25 µs of CANN against the 10 µs mid of the one launch it covers, not the 40 of both.
+        assert_eq!((t.cann_covered_us, t.mid_covered_us), (25.0, 10.0));
+        let full = StepTotal::of([with].iter());
+        assert_eq!(full.cann_us, Some(25.0));
     }
 }

@@ -1069,6 +1069,8 @@ impl FamilyOps for Elementwise {
         match spec.name.as_str() {
             "swiglu" if spec.inputs.len() == 2 => Some(CannBuiltin::SwiGlu),
             "swiglu_grad" if spec.inputs.len() == 3 => Some(CannBuiltin::SwiGluGrad),
+            // torch's gelu backward on the NPU runs GeluGrad(V2), npu_fast_gelu's FastGeluGrad.
+            "gelu_tanh_grad" | "gelu_erf_grad" | "fast_gelu_grad" => Some(CannBuiltin::GeluGrad),
             _ => None,
         }
     }

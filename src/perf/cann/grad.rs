@@ -1,9 +1,11 @@
-//! The CANN designs of the backward built-ins: RmsNormGrad and SwiGluGrad (hicann/ops-nn, the
-//! 910B kernels, not the arch35 "regbase" ones), written as the forward designs in the parent
-//! module are: facts from the public sources with file references, what was not read said as
-//! an assumption, and no baseline for shapes a design does not cover. AddRmsNormGrad has no
-//! CANN kernel in ops-nn, and the 910B GeluGrad / FastGeluGrad / RotaryMulGrad /
-//! LayerNormGradV3 kernels are not modelled: those grads get no baseline.
+//! The CANN designs of the backward built-ins: RmsNormGrad, SwiGluGrad and LayerNormGradV3
+//! (hicann/ops-nn) and RotaryPositionEmbeddingGrad (hicann/ops-transformer), the 910B kernels,
+//! not the arch35 "regbase" ones, written as the forward designs in the parent module are: facts
+//! from the public sources with file references, what was not read said as an assumption, and no
+//! baseline for shapes a design does not cover. AddRmsNormGrad has no CANN kernel (neither repo
+//! has one): its baseline is what a torch_npu step runs instead, RmsNormGrad then the gradient
+//! accumulation Add. The 910B GeluGrad / GeluGradV2 / FastGeluGrad are closed TBE kernels: the
+//! gelu grads get no baseline, with that reason.
 
 use super::{block_split, ceil_div, Design, NoDesign, Prog, Que};
 use crate::perf::cycles::VecClass;
@@ -354,6 +356,374 @@ pub fn swiglu_grad(soc: &Soc, rows: u64, h: u64, sz: u64) -> Result<Design, NoDe
     })
 }
 
+/// The column range of LayerNormGradV3's SingleRead template (`LNG_MIN_COL`, `LNG_MAX_COL` in
+/// norm/layer_norm_grad_v3/op_host/layer_norm_grad_v3_single_read_tiling.cpp). The tiling
+/// registry tries the 910B templates in ascending priority (SingleRead 1000, Transpose 2000,
+/// Common 3000, Workspace 4000) and takes the first that is capable.
+const LNG_SINGLE_READ_COLS: std::ops::RangeInclusive<u64> = 768..=12176;
+
+/// Rows per pass of SingleRead (`ubFormer`): four float32 row buffers share
+/// `(UB − 64·5 − 512·2) / 4` bytes, so a buffer holds `(UB − 1344) / 16` floats, divided by the
+/// row aligned to 16 elements for 16-bit (8 for float32) (`colAlignM`).
+fn layer_norm_grad_rows_per_pass(ub: u64, col: u64, sz: u64) -> u64 {
+    let align_m = if sz == 4 { col.div_ceil(8) * 8 } else { col.div_ceil(16) * 16 };
+    ((ub - 64 * 5 - 512 * 2) / 4 / 4) / align_m.max(1)
+}
+
+/// `n` vector calls of `elements` each: the kernel's per-row loops (an inline broadcast of a
+/// per-row scalar or of gamma over one row, one call a row).
+fn per_row(p: &mut Prog, n: u64, elements: u64) {
+    for _ in 0..n {
+        p.simple(elements);
+    }
+    p.barrier_v();
+}
+
+/// ops-nn norm/layer_norm_grad_v3 on 910B, the SingleRead template (768 ≤ D ≤ 12176;
+/// op_kernel/layer_norm_grad_v3_single_read.h), in torch's default non-deterministic mode.
+/// Rows over cores (`blockFormer = ceil(rows / cores)`), [`layer_norm_grad_rows_per_pass`] rows a
+/// pass, every queue single-buffered but mean and rstd (2 buffers, loaded a pass ahead).
+/// Each core zero-fills its workspace (two float32 rows: the dgamma and dbeta partials), core 0
+/// zero-fills dgamma and dbeta, then a cross-core flag and PIPE_ALL. Per pass:
+/// - dy in, a UB copy and Cast to float32, then one atomic-add DMA **per row** of dy into the
+///   dbeta partial;
+/// - mean and rstd broadcast by Brcb; x in and cast; x − mean and · rstd one call a row;
+///   dy · x̂ for the whole pass, then one atomic-add DMA per row into the dgamma partial;
+/// - gamma in again (every pass) and cast; dy · gamma one call a row; · x̂; a level-2 ReduceSum
+///   **per row** (each with its hidden V_S / S_V pairs), Muls(1/D), Brcb, · x̂ a call a row;
+///   the second per-row ReduceSum round of dy·gamma, Muls, Brcb; Sub; − mean one call a row,
+///   · rstd one call a row; Cast; dx out.
+///
+/// At the end each core reads its two partials back and atomically adds them onto dgamma and
+/// dbeta after waiting for core 0's zero-fill (the cross-core flag is modelled as one scalar
+/// GM access). The workspace stays in L2 (48 cores × 2 rows), so its zero-fill, the per-row
+/// atomic adds and the read-back are modelled as L2 traffic, not HBM: generous to CANN.
+/// Other column counts pick the Transpose / Common / Workspace templates: no baseline.
+pub fn layer_norm_grad(soc: &Soc, rows: u64, col: u64, sz: u64) -> Result<Design, NoDesign> {
+    if !LNG_SINGLE_READ_COLS.contains(&col) {
+        return Err(NoDesign(format!(
+            "CANN LayerNormGradV3 takes D = {col} outside SingleRead's {}..={} to another template (not modelled)",
+            LNG_SINGLE_READ_COLS.start(),
+            LNG_SINGLE_READ_COLS.end()
+        )));
+    }
+    let cast = sz != 4;
+    let align = col.div_ceil(8) * 8;
+    let pass_rows = layer_norm_grad_rows_per_pass(soc.ub_bytes, col, sz).max(1);
+    let shares = block_split(rows, u64::from(soc.vector_cores));
+    let cores = shares.len() as f64;
+    let gamma_hit = (cores - 1.0) / cores;
+    let ws_row = align * 4;
+    let mut launch = Vec::new();
+    let mut start = 0u64;
+    for (core, share) in shares.into_iter().enumerate() {
+        let mut p = Prog::default();
+        p.dma(Dir::Out, 2 * ws_row, 1, 2 * ws_row, 0, 1.0); // the core's partials = 0
+        if core == 0 {
+            p.dma(Dir::Out, col * 4, 1, col * 4, 0, 0.0); // dgamma = 0
+            p.dma(Dir::Out, col * 4, 1, col * 4, 0, 0.0); // dbeta = 0
+        }
+        p.ops.push(Op::Barrier(None));
+        let mut qx = Que::new(0, Pipe::Mte2, Pipe::V, 1);
+        let mut qdy = Que::new(1, Pipe::Mte2, Pipe::V, 1);
+        let mut qdg = Que::new(2, Pipe::V, Pipe::Mte3, 1);
+        let mut qdx = Que::new(3, Pipe::V, Pipe::Mte3, 1);
+        let mut qmean = Que::new(4, Pipe::Mte2, Pipe::V, 2);
+        let mut qrstd = Que::new(5, Pipe::Mte2, Pipe::V, 2);
+        let mut r = 0;
+        while r < share {
+            let n = pass_rows.min(share - r);
+            let e = n * align;
+            let off = (start + r) * col * sz;
+            let km = qmean.alloc(&mut p);
+            p.dma(Dir::In, n * 4, 1, n * 4, (start + r) * 4, 0.0);
+            qmean.handoff(&mut p, km);
+            let kr = qrstd.alloc(&mut p);
+            p.dma(Dir::In, n * 4, 1, n * 4, (start + r) * 4, 0.0);
+            qrstd.handoff(&mut p, kr);
+            // dy: in, to float32, each row atomically onto the dbeta partial.
+            let kdy = qdy.alloc(&mut p);
+            p.dma(Dir::In, n * col * sz, 1, n * col * sz, off, 0.0);
+            qdy.handoff(&mut p, kdy);
+            let kdx = qdx.alloc(&mut p);
+            p.simple(e); // the UB copy
+            p.barrier_v();
+            if cast {
+                p.simple(e);
+                p.barrier_v();
+            }
+            qdy.free(&mut p, kdy);
+            qdx.handoff(&mut p, kdx);
+            for _ in 0..n {
+                p.dma(Dir::Out, ws_row, 1, ws_row, 0, 1.0);
+            }
+            qdx.free(&mut p, kdx);
+            // x̂ = (x − mean) · rstd, dy · x̂ atomically onto the dgamma partial.
+            let kx = qx.alloc(&mut p);
+            p.dma(Dir::In, n * col * sz, 1, n * col * sz, off, 0.0);
+            qx.handoff(&mut p, kx);
+            p.vec(VecClass::Gather, n * 8); // Brcb mean
+            p.barrier_v();
+            qmean.free(&mut p, km);
+            if cast {
+                p.simple(e);
+                p.barrier_v();
+            }
+            per_row(&mut p, n, align); // − mean
+            p.vec(VecClass::Gather, n * 8); // Brcb rstd
+            p.barrier_v();
+            qrstd.free(&mut p, kr);
+            let kg = qdy.alloc(&mut p);
+            let hit = if r == 0 { gamma_hit } else { 1.0 };
+            p.dma(Dir::In, col * sz, 1, col * sz, 0, hit);
+            qdy.handoff(&mut p, kg);
+            per_row(&mut p, n, align); // · rstd
+            let kdg = qdg.alloc(&mut p);
+            let kdx = qdx.alloc(&mut p);
+            p.simple(e); // dy · x̂
+            p.barrier_v();
+            qdg.handoff(&mut p, kdg);
+            for _ in 0..n {
+                p.dma(Dir::Out, ws_row, 1, ws_row, 0, 1.0);
+            }
+            qdg.free(&mut p, kdg);
+            // dx = rstd · (dy·γ − x̂·mean(dy·γ·x̂) − mean(dy·γ)).
+            if cast {
+                p.simple(align); // gamma to float32
+                p.barrier_v();
+            }
+            per_row(&mut p, n, align); // dy · γ
+            p.simple(e); // · x̂
+            p.barrier_v();
+            for _ in 0..n {
+                p.reduce_sum(align);
+            }
+            p.barrier_v();
+            p.simple(n); // · 1/D
+            p.barrier_v();
+            qdy.free(&mut p, kg);
+            p.vec(VecClass::Gather, n * 8);
+            p.barrier_v();
+            let kdg = qdg.alloc(&mut p);
+            per_row(&mut p, n, align); // x̂ · mean
+            qx.free(&mut p, kx);
+            for _ in 0..n {
+                p.reduce_sum(align);
+            }
+            p.barrier_v();
+            p.simple(n);
+            p.barrier_v();
+            p.vec(VecClass::Gather, n * 8);
+            p.barrier_v();
+            p.simple(e); // Sub
+            qdg.free(&mut p, kdg);
+            p.barrier_v();
+            per_row(&mut p, n, align); // − mean(dy·γ)
+            per_row(&mut p, n, align); // · rstd
+            if cast {
+                p.simple(e);
+                p.barrier_v();
+            }
+            qdx.handoff(&mut p, kdx);
+            p.dma(Dir::Out, n * col * sz, 1, n * col * sz, off, 0.0);
+            qdx.free(&mut p, kdx);
+            r += n;
+        }
+        // The partials read back and added onto dgamma and dbeta once core 0 has zeroed them.
+        p.ops.push(Op::Barrier(None));
+        p.ops.push(Op::Scalar { gm: 1, ub: 0 });
+        for _ in 0..2 {
+            p.dma(Dir::In, col * 4, 1, col * 4, 0, 1.0);
+            p.sync(Pipe::Mte2, Pipe::Mte3);
+            p.dma(Dir::Out, col * 4, 1, col * 4, 0, 0.0);
+        }
+        start += share;
+        launch.push(p.ops);
+    }
+    Ok(Design {
+        source: "hicann/ops-nn norm/layer_norm_grad_v3 (op_host/layer_norm_grad_v3_single_read_tiling.cpp, op_kernel/layer_norm_grad_v3_single_read.h)".into(),
+        mode: "SingleRead".into(),
+        launches: vec![launch],
+    })
+}
+
+/// Positions per tile of RotaryPositionEmbeddingGrad's rotate_half kernel without x (no dcos /
+/// dsin wanted): `(UB − 20 KiB) / (4 tensors · size + float32 temporaries · 4)` elements, with
+/// 7 temporaries for 16-bit and 3 for float32 (`IN_OUT_TENSOR_SINGLE_NUM`, `TENSOR_*_SINGLE_NUM`
+/// in op_host/rope_half_grad_tiling.cpp), in whole rows of D (D a multiple of 64).
+fn rotary_grad_tile_positions(ub: u64, d: u64, sz: u64) -> u64 {
+    let temps = if sz == 4 { 3 } else { 7 };
+    ((ub - 20 * 1024) / (4 * sz + temps * 4)) / d
+}
+
+/// hicann/ops-transformer posembedding/rotary_position_embedding_grad, rotate_half on BSND dy
+/// [B, S, N, D] with [1, S, 1, D] tables, x not passed (dx only: the catalogue op's default
+/// `table_grads = false`; with table grads CANN also reads x and writes dcos/dsin, slower, so
+/// this is the generous choice). The tiling (op_host/rope_half_grad_tiling.cpp) splits the
+/// table's S·D elements over cores in whole positions (`coreData`), tiles of
+/// [`rotary_grad_tile_positions`]; the kernel (op_kernel/rotate_half_grad.h, every queue
+/// single-buffered) per tile loads cos and sin and casts them, then per (batch, head) one
+/// strided DMA of the tile's rows of dy, Cast, Mul (cos), Mul (sin), Muls(−1), the two half-row
+/// UB copies that rotate, Add, Cast, and one strided DMA of dx out.
+pub fn rotary_half_grad_bsnd(soc: &Soc, b: u64, s: u64, n: u64, d: u64, sz: u64) -> Result<Design, NoDesign> {
+    if d % 64 != 0 || d > 896 {
+        return Err(NoDesign(format!(
+            "CANN rotate_half grad modelled for D a multiple of 64 up to 896 (D = {d}: the padded path is not modelled)"
+        )));
+    }
+    let cast = sz != 4;
+    let lines = rotary_grad_tile_positions(soc.ub_bytes, d, sz).max(1);
+    let row = d * sz;
+    let positions_per_core = ceil_div(s, u64::from(soc.vector_cores));
+    let cores = ceil_div(s, positions_per_core);
+    let mut launch = Vec::new();
+    for core in 0..cores {
+        let first = core * positions_per_core;
+        let share = positions_per_core.min(s - first);
+        let mut p = Prog::default();
+        let mut qcos = Que::new(0, Pipe::Mte2, Pipe::V, 1);
+        let mut qsin = Que::new(1, Pipe::Mte2, Pipe::V, 1);
+        let mut qdy = Que::new(2, Pipe::Mte2, Pipe::V, 1);
+        let mut qdx = Que::new(3, Pipe::V, Pipe::Mte3, 1);
+        let mut t = 0;
+        while t < share {
+            let l = lines.min(share - t);
+            let e = l * d;
+            let pos = first + t;
+            let kc = qcos.alloc(&mut p);
+            let ks = qsin.alloc(&mut p);
+            p.dma(Dir::In, l * row, 1, l * row, pos * row, 0.0);
+            p.dma(Dir::In, l * row, 1, l * row, pos * row, 0.0);
+            qcos.handoff(&mut p, kc);
+            qsin.handoff(&mut p, ks);
+            if cast {
+                p.simple(e);
+                p.simple(e);
+            }
+            for bh in 0..b * n {
+                let off = ((bh / n) * s * n + pos * n + bh % n) * row;
+                let kdy = qdy.alloc(&mut p);
+                p.dma(Dir::In, l * row, l, row, off, 0.0);
+                qdy.handoff(&mut p, kdy);
+                let kdx = qdx.alloc(&mut p);
+                if cast {
+                    p.simple(e);
+                    qdy.free(&mut p, kdy);
+                    p.barrier_v();
+                }
+                p.simple(e); // dy · cos
+                p.simple(e); // dy · sin
+                if !cast {
+                    qdy.free(&mut p, kdy);
+                }
+                p.barrier_v();
+                p.simple(e); // Muls(−1)
+                p.barrier_v();
+                p.simple(e / 2); // the rotation: two half-row copies
+                p.simple(e / 2);
+                p.barrier_v();
+                p.simple(e); // Add
+                if cast {
+                    p.barrier_v();
+                    p.simple(e);
+                }
+                qdx.handoff(&mut p, kdx);
+                p.dma(Dir::Out, l * row, l, row, off, 0.0);
+                qdx.free(&mut p, kdx);
+            }
+            qcos.free(&mut p, kc);
+            qsin.free(&mut p, ks);
+            t += l;
+        }
+        launch.push(p.ops);
+    }
+    Ok(Design {
+        source: "hicann/ops-transformer posembedding/rotary_position_embedding_grad (op_host/rope_half_grad_tiling.cpp, op_kernel/rotate_half_grad.h)".into(),
+        mode: "rotate_half BSND, dx only".into(),
+        launches: vec![launch],
+    })
+}
+
+/// The elementwise Add autograd runs to accumulate two gradients (`a + b` of `elements` each).
+/// On 910B it is a prebuilt kernel whose source is not public; assumed a streaming kernel at
+/// its best: elements over cores, double-buffered tiles filling UB (two inputs and the output,
+/// 16-bit computed in float32 through three Casts), so it moves at the HBM rate.
+fn grad_accumulate_add(soc: &Soc, elements: u64, sz: u64) -> Vec<Vec<Op>> {
+    let cast = sz != 4;
+    let per_elem = 2 * 3 * sz + if cast { 3 * 4 } else { 0 };
+    let tile = (soc.ub_bytes / per_elem / 256 * 256).max(256);
+    let shares = block_split(elements, u64::from(soc.vector_cores));
+    let mut launch = Vec::new();
+    let mut start = 0u64;
+    for share in shares {
+        let mut p = Prog::default();
+        let mut qa = Que::new(0, Pipe::Mte2, Pipe::V, 2);
+        let mut qb = Que::new(1, Pipe::Mte2, Pipe::V, 2);
+        let mut qy = Que::new(2, Pipe::V, Pipe::Mte3, 2);
+        let mut e = 0;
+        while e < share {
+            let n = tile.min(share - e);
+            let off = (start + e) * sz;
+            let ka = qa.alloc(&mut p);
+            p.dma(Dir::In, n * sz, 1, n * sz, off, 0.0);
+            qa.handoff(&mut p, ka);
+            let kb = qb.alloc(&mut p);
+            p.dma(Dir::In, n * sz, 1, n * sz, off, 0.0);
+            qb.handoff(&mut p, kb);
+            let ky = qy.alloc(&mut p);
+            if cast {
+                p.simple(n);
+                p.simple(n);
+                p.barrier_v();
+            }
+            p.simple(n);
+            qa.free(&mut p, ka);
+            qb.free(&mut p, kb);
+            if cast {
+                p.barrier_v();
+                p.simple(n);
+            }
+            qy.handoff(&mut p, ky);
+            p.dma(Dir::Out, n * sz, 1, n * sz, off, 0.0);
+            qy.free(&mut p, ky);
+            e += n;
+        }
+        start += share;
+        launch.push(p.ops);
+    }
+    launch
+}
+
+/// npu_add_rms_norm's backward. ops-nn has no AddRmsNormGrad kernel (norm/ holds add_rms_norm
+/// and its quant/cast variants, rms_norm_grad, no add_rms_norm_grad; nor has ops-transformer), so
+/// a torch_npu user's step runs [`rms_norm_grad`] on the sum (RmsNormGrad: dx of the norm,
+/// dgamma) and then the Add autograd uses to accumulate the gradient arriving at the sum
+/// directly ([`grad_accumulate_add`]): two launches, the norm's dx written and read back.
+pub fn add_rms_norm_grad(soc: &Soc, rows: u64, d: u64, sz: u64) -> Result<Design, NoDesign> {
+    let norm = rms_norm_grad(soc, rows, d, sz)?;
+    let mut launches = norm.launches;
+    launches.push(grad_accumulate_add(soc, rows * d, sz));
+    Ok(Design {
+        source: format!(
+            "{}, then the gradient accumulation Add (no AddRmsNormGrad kernel in ops-nn)",
+            norm.source
+        ),
+        mode: format!("RmsNormGrad {} + Add", norm.mode),
+        launches,
+    })
+}
+
+/// The gelu grads have no baseline: on 910B GeluGrad, GeluGradV2 and FastGeluGrad are prebuilt
+/// TBE kernels whose source is not public (ops-nn activation/gelu_grad, gelu_grad_v2 and
+/// fast_gelu_grad hold only the Ascend 950 "arch35" kernels; experimental/activation/gelu_grad
+/// is a community AscendC kernel, not the one torch_npu runs).
+pub fn gelu_grad() -> Result<Design, NoDesign> {
+    Err(NoDesign(
+        "CANN's 910B GeluGrad / FastGeluGrad are closed TBE kernels (ops-nn has only the Ascend 950 ones): no design"
+            .into(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,5 +807,101 @@ mod tests {
         // by a core's share: 64 rows over 48 cores is 2 a core.
         assert_eq!(swiglu_grad_tile(soc, 64, 1024, 4), (2, 1024));
         assert_eq!(swiglu_grad_tile(soc, 4096, 1024, 4), (4, 1024));
+    }
+
+    #[test]
+    fn layer_norm_grad_picks_single_read_with_ten_rows_a_pass_at_qwen3_vl_vision() {
+        let soc = find("Ascend910B2").unwrap();
+        // layer_norm_grad_v3_single_read_tiling.cpp: capable for 768 ≤ D ≤ 12176, priority 1000
+        // (tried first); a buffer is (196608 − 64·5 − 512·2) / 4 / 4 = 12204 floats, so
+        // ubFormer = 12204 / 1152 = 10 rows (1152 is aligned to 16 and to 8 already).
+        assert_eq!(layer_norm_grad_rows_per_pass(196_608, 1152, 2), 10);
+        assert_eq!(layer_norm_grad_rows_per_pass(196_608, 1152, 4), 10);
+        // 4608 columns (the merger): 12204 / 4608 = 2 rows.
+        assert_eq!(layer_norm_grad_rows_per_pass(196_608, 4608, 2), 2);
+        assert!(layer_norm_grad(soc, 4096, 767, 2).is_err());
+        assert!(layer_norm_grad(soc, 4096, 768, 2).is_ok());
+        assert!(layer_norm_grad(soc, 4096, 12176, 2).is_ok());
+        assert!(layer_norm_grad(soc, 4096, 12177, 2).is_err());
+        // blockFormer = ceil(4096 / 48) = 86: 48 cores, the last 4096 − 47·86 = 54 rows; core 0
+        // runs ceil(86 / 10) = 9 passes, the last core ceil(54 / 10) = 6.
+        let d = layer_norm_grad(soc, 4096, 1152, 2).unwrap();
+        assert_eq!(d.mode, "SingleRead");
+        let cores = &d.launches[0];
+        assert_eq!(cores.len(), 48);
+        // Each pass reads mean, rstd, dy, x and gamma; the end reads the two partials back.
+        assert_eq!(count(&cores[0], dma(Dir::In)), 5 * 9 + 2);
+        assert_eq!(count(&cores[47], dma(Dir::In)), 5 * 6 + 2);
+        // Out: the workspace zero-fill, core 0's dgamma and dbeta zero-fill, two atomic-add
+        // rows per row (dbeta's dy, dgamma's dy·x̂), dx per pass, the two final atomic adds.
+        assert_eq!(count(&cores[0], dma(Dir::Out)), 1 + 2 + 2 * 86 + 9 + 2);
+        assert_eq!(count(&cores[1], dma(Dir::Out)), 1 + 2 * 86 + 9 + 2);
+        // Two level-2 ReduceSums a row, each with its hidden V_S wait.
+        assert_eq!(count(&cores[0], |o| matches!(o, Op::Vector { api: VecClass::Reduce, .. })), 2 * 86);
+        assert_eq!(count(&cores[0], |o| matches!(o, Op::Hidden { from: Pipe::V, to: Pipe::S })), 2 * 86);
+        // The workspace traffic stays in L2: of the writes only dx and core 0's dgamma/dbeta
+        // (zero-fill and atomic add) reach HBM.
+        let hbm_out: f64 = cores
+            .iter()
+            .flatten()
+            .map(|o| match o {
+                Op::Dma { dir: Dir::Out, bytes, l2_hit, .. } => *bytes as f64 * (1.0 - l2_hit),
+                _ => 0.0,
+            })
+            .sum();
+        assert_eq!(hbm_out, (4096.0 * 1152.0 * 2.0) + 2.0 * 1152.0 * 4.0 + 48.0 * 2.0 * 1152.0 * 4.0);
+    }
+
+    #[test]
+    fn rotary_grad_tiles_whole_positions_from_the_ub_split_without_x() {
+        let soc = find("Ascend910B2").unwrap();
+        // rope_half_grad_tiling.cpp without x: (196608 − 20·1024) / (2·4 + 4·7) = 4892 bf16
+        // elements, 38 positions of 128; float32: 176128 / (4·4 + 4·3) = 6290, 49 positions.
+        assert_eq!(rotary_grad_tile_positions(196_608, 128, 2), 38);
+        assert_eq!(rotary_grad_tile_positions(196_608, 128, 4), 49);
+        // coreData = ceil(ceil(4096·128 / 48) / 128) = 86 positions: 48 cores, the last 54.
+        // Core 0: tiles of 38, 38, 10; each loads cos and sin, then one dy block in and one dx
+        // block out per head (28).
+        let d = rotary_half_grad_bsnd(soc, 1, 4096, 28, 128, 2).unwrap();
+        let cores = &d.launches[0];
+        assert_eq!(cores.len(), 48);
+        assert_eq!(count(&cores[0], dma(Dir::In)), 3 * (2 + 28));
+        assert_eq!(count(&cores[0], dma(Dir::Out)), 3 * 28);
+        assert_eq!(count(&cores[47], dma(Dir::In)), 2 * (2 + 28));
+        // No scalar round trip: the kernel is vector and MTE only.
+        assert_eq!(count(&cores[0], |o| matches!(o, Op::Scalar { .. } | Op::Hidden { .. })), 0);
+        // D not a multiple of 64 (the padded path) or above 896: no baseline.
+        assert!(rotary_half_grad_bsnd(soc, 1, 4096, 28, 96, 2).is_err());
+        assert!(rotary_half_grad_bsnd(soc, 1, 4096, 1, 960, 2).is_err());
+    }
+
+    #[test]
+    fn add_rms_norm_grad_is_rms_norm_grad_then_the_accumulation_add() {
+        let soc = find("Ascend910B2").unwrap();
+        let d = add_rms_norm_grad(soc, 4096, 3584, 2).unwrap();
+        assert_eq!(d.launches.len(), 2);
+        assert_eq!(d.launches[0], rms_norm_grad(soc, 4096, 3584, 2).unwrap().launches[0]);
+        // The Add reads the norm's dx and dx_sum and writes their sum: 2 + 1 tensors of
+        // 4096·3584 bf16.
+        let bytes = |dir: Dir| -> u64 {
+            d.launches[1]
+                .iter()
+                .flatten()
+                .map(|o| match o {
+                    Op::Dma { dir: d, bytes, .. } if *d == dir => *bytes,
+                    _ => 0,
+                })
+                .sum()
+        };
+        assert_eq!(bytes(Dir::In), 2 * 4096 * 3584 * 2);
+        assert_eq!(bytes(Dir::Out), 4096 * 3584 * 2);
+        // No AddRmsNormGrad beyond RmsNormGrad's range either.
+        assert!(add_rms_norm_grad(soc, 4096, 6081, 2).is_err());
+    }
+
+    #[test]
+    fn the_gelu_grads_say_why_they_have_no_baseline() {
+        let why = gelu_grad().unwrap_err().to_string();
+        assert!(why.contains("closed TBE"), "{why}");
     }
 }

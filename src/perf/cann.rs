@@ -498,20 +498,42 @@ pub fn rotary_half_bsnd(soc: &Soc, b: u64, s: u64, n: u64, d: u64, sz: u64) -> R
     })
 }
 
-/// ops-nn activation/swi_glu: elements over cores, double-buffered tiles (`DEFAULT_BUFFER_NUM =
-/// 2`, swi_glu_tiling.cpp); per tile gate and up in, Cast, Muls(−1), Exp, Adds(1), Div, Cast,
-/// Mul, Cast (swi_glu_bf16.hpp), y out. The tile is assumed to fill UB: (ub − 8 KiB) / (bytes
-/// per element of the queues and float32 temporaries), rounded down to 256 elements.
-pub fn swiglu(soc: &Soc, rows: u64, h: u64, sz: u64) -> Result<Design, NoDesign> {
-    let cast = sz != 4;
-    let per_elem = 2 * 2 * sz + 2 * sz + if cast { 8 } else { 4 };
-    let tile = ((soc.ub_bytes - 8192) / per_elem / 256 * 256).max(256);
-    let total = rows * h;
-    let cores = u64::from(soc.vector_cores);
-    let shares = block_split(total, cores);
+/// One tile's queues in [`binary_stream`]: the design's compute frees the two inputs and takes
+/// the output buffer where its kernel does (the order sets when the next copy-in may start).
+struct TileIo<'a> {
+    qa: &'a mut Que,
+    qb: &'a mut Que,
+    qy: &'a mut Que,
+    ka: usize,
+    kb: usize,
+    ky: Option<usize>,
+}
+
+impl TileIo<'_> {
+    fn free_a(&mut self, p: &mut Prog) {
+        self.qa.free(p, self.ka);
+    }
+    fn free_b(&mut self, p: &mut Prog) {
+        self.qb.free(p, self.kb);
+    }
+    fn alloc_out(&mut self, p: &mut Prog) {
+        self.ky = Some(self.qy.alloc(p));
+    }
+}
+
+/// The elementwise designs' skeleton: `elements` over the cores (`block_split`), two inputs in
+/// and one output out through double-buffered queues, `tile` elements a pass; `compute(p, n,
+/// io)` issues a tile's vector work between its copy-in and copy-out.
+fn binary_stream(
+    soc: &Soc,
+    elements: u64,
+    sz: u64,
+    tile: u64,
+    compute: impl Fn(&mut Prog, u64, &mut TileIo),
+) -> Vec<Vec<Op>> {
     let mut launch = Vec::new();
     let mut start = 0u64;
-    for share in shares {
+    for share in block_split(elements, u64::from(soc.vector_cores)) {
         let mut p = Prog::default();
         let mut qa = Que::new(0, Pipe::Mte2, Pipe::V, 2);
         let mut qb = Que::new(1, Pipe::Mte2, Pipe::V, 2);
@@ -526,30 +548,9 @@ pub fn swiglu(soc: &Soc, rows: u64, h: u64, sz: u64) -> Result<Design, NoDesign>
             let kb = qb.alloc(&mut p);
             p.dma(Dir::In, n * sz, 1, n * sz, off, 0.0);
             qb.handoff(&mut p, kb);
-            if cast {
-                p.simple(n);
-                p.barrier_v();
-            }
-            p.simple(n);
-            p.barrier_v();
-            p.vec(VecClass::Transcendental, n);
-            p.barrier_v();
-            p.simple(n);
-            p.barrier_v();
-            p.vec(VecClass::Transcendental, n);
-            p.barrier_v();
-            if cast {
-                p.simple(n);
-                p.barrier_v();
-            }
-            qa.free(&mut p, ka);
-            p.simple(n);
-            qb.free(&mut p, kb);
-            let ky = qy.alloc(&mut p);
-            if cast {
-                p.barrier_v();
-                p.simple(n);
-            }
+            let mut io = TileIo { qa: &mut qa, qb: &mut qb, qy: &mut qy, ka, kb, ky: None };
+            compute(&mut p, n, &mut io);
+            let ky = io.ky.expect("a design's compute takes the output buffer");
             qy.handoff(&mut p, ky);
             p.dma(Dir::Out, n * sz, 1, n * sz, off, 0.0);
             qy.free(&mut p, ky);
@@ -558,6 +559,43 @@ pub fn swiglu(soc: &Soc, rows: u64, h: u64, sz: u64) -> Result<Design, NoDesign>
         start += share;
         launch.push(p.ops);
     }
+    launch
+}
+
+/// ops-nn activation/swi_glu: elements over cores, double-buffered tiles (`DEFAULT_BUFFER_NUM =
+/// 2`, swi_glu_tiling.cpp); per tile gate and up in, Cast, Muls(−1), Exp, Adds(1), Div, Cast,
+/// Mul, Cast (swi_glu_bf16.hpp), y out. The tile is assumed to fill UB: (ub − 8 KiB) / (bytes
+/// per element of the queues and float32 temporaries), rounded down to 256 elements.
+pub fn swiglu(soc: &Soc, rows: u64, h: u64, sz: u64) -> Result<Design, NoDesign> {
+    let cast = sz != 4;
+    let per_elem = 2 * 2 * sz + 2 * sz + if cast { 8 } else { 4 };
+    let tile = ((soc.ub_bytes - 8192) / per_elem / 256 * 256).max(256);
+    let launch = binary_stream(soc, rows * h, sz, tile, |p, n, io| {
+        if cast {
+            p.simple(n);
+            p.barrier_v();
+        }
+        p.simple(n);
+        p.barrier_v();
+        p.vec(VecClass::Transcendental, n);
+        p.barrier_v();
+        p.simple(n);
+        p.barrier_v();
+        p.vec(VecClass::Transcendental, n);
+        p.barrier_v();
+        if cast {
+            p.simple(n);
+            p.barrier_v();
+        }
+        io.free_a(p);
+        p.simple(n);
+        io.free_b(p);
+        io.alloc_out(p);
+        if cast {
+            p.barrier_v();
+            p.simple(n);
+        }
+    });
     Ok(Design {
         source: "hicann/ops-nn activation/swi_glu (op_host/swi_glu_tiling.cpp, op_kernel/swi_glu_bf16.hpp)"
             .into(),

@@ -7,7 +7,7 @@
 //! accumulation Add. The 910B GeluGrad / GeluGradV2 / FastGeluGrad are closed TBE kernels: the
 //! gelu grads get no baseline, with that reason.
 
-use super::{block_split, ceil_div, Design, NoDesign, Prog, Que};
+use super::{binary_stream, block_split, ceil_div, Design, NoDesign, Prog, Que};
 use crate::perf::cycles::VecClass;
 use crate::perf::sim::{Dir, Op, Pipe};
 use crate::plan::soc::Soc;
@@ -652,46 +652,21 @@ fn grad_accumulate_add(soc: &Soc, elements: u64, sz: u64) -> Vec<Vec<Op>> {
     let cast = sz != 4;
     let per_elem = 2 * 3 * sz + if cast { 3 * 4 } else { 0 };
     let tile = (soc.ub_bytes / per_elem / 256 * 256).max(256);
-    let shares = block_split(elements, u64::from(soc.vector_cores));
-    let mut launch = Vec::new();
-    let mut start = 0u64;
-    for share in shares {
-        let mut p = Prog::default();
-        let mut qa = Que::new(0, Pipe::Mte2, Pipe::V, 2);
-        let mut qb = Que::new(1, Pipe::Mte2, Pipe::V, 2);
-        let mut qy = Que::new(2, Pipe::V, Pipe::Mte3, 2);
-        let mut e = 0;
-        while e < share {
-            let n = tile.min(share - e);
-            let off = (start + e) * sz;
-            let ka = qa.alloc(&mut p);
-            p.dma(Dir::In, n * sz, 1, n * sz, off, 0.0);
-            qa.handoff(&mut p, ka);
-            let kb = qb.alloc(&mut p);
-            p.dma(Dir::In, n * sz, 1, n * sz, off, 0.0);
-            qb.handoff(&mut p, kb);
-            let ky = qy.alloc(&mut p);
-            if cast {
-                p.simple(n);
-                p.simple(n);
-                p.barrier_v();
-            }
+    binary_stream(soc, elements, sz, tile, |p, n, io| {
+        io.alloc_out(p);
+        if cast {
             p.simple(n);
-            qa.free(&mut p, ka);
-            qb.free(&mut p, kb);
-            if cast {
-                p.barrier_v();
-                p.simple(n);
-            }
-            qy.handoff(&mut p, ky);
-            p.dma(Dir::Out, n * sz, 1, n * sz, off, 0.0);
-            qy.free(&mut p, ky);
-            e += n;
+            p.simple(n);
+            p.barrier_v();
         }
-        start += share;
-        launch.push(p.ops);
-    }
-    launch
+        p.simple(n);
+        io.free_a(p);
+        io.free_b(p);
+        if cast {
+            p.barrier_v();
+            p.simple(n);
+        }
+    })
 }
 
 /// npu_add_rms_norm's backward. ops-nn has no AddRmsNormGrad kernel (norm/ holds add_rms_norm

@@ -47,6 +47,12 @@ fn require_cann() -> bool {
     std::env::var_os("OPGEN_REQUIRE_CANN").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
+/// `cargo run --quiet --release --bin opgen --` in the repository: the report steps' command,
+/// to which each adds its own arguments.
+fn opgen_release(cargo: &std::ffi::OsStr, root: &std::path::Path) -> Cmd {
+    Cmd::new(cargo).args(["run", "--quiet", "--release", "--bin", "opgen", "--"]).cwd(root)
+}
+
 fn steps() -> Vec<Step> {
     let root = crate::repo_root();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -64,48 +70,32 @@ fn steps() -> Vec<Step> {
         // Qwen2-7B; the 4096x18944 MLP activations take minutes each on the twin and are the
         // long run's), gated against tests/report-known-misses.txt: an unlisted miss fails, and
         // so does a listed miss that is now met.
-        cmd: Cmd::new(&cargo)
-            .args([
-                "run",
-                "--quiet",
-                "--release",
-                "--bin",
-                "opgen",
-                "--",
-                "report",
-                "--check",
-                "--shapes",
-                "model",
-                "--max-elements",
-                "16777216",
-                "--known-misses",
-                "tests/report-known-misses.txt",
-                // Every figure of the run stays behind for reading (`jq`, the issue notes).
-                "--json",
-                "target/report-model.json",
-            ])
-            .cwd(root),
+        cmd: opgen_release(&cargo, root).args([
+            "report",
+            "--check",
+            "--shapes",
+            "model",
+            "--max-elements",
+            "16777216",
+            "--known-misses",
+            "tests/report-known-misses.txt",
+            // Every figure of the run stays behind for reading (`jq`, the issue notes).
+            "--json",
+            "target/report-model.json",
+        ]),
         kind: Kind::Single,
     });
     // The README's step table is the report's output: stale when a kernel or the model changed.
     steps.push(Step {
         name: "opgen report --step qwen2-7b --table README.md --table-check",
-        cmd: Cmd::new(&cargo)
-            .args([
-                "run",
-                "--quiet",
-                "--release",
-                "--bin",
-                "opgen",
-                "--",
-                "report",
-                "--step",
-                "qwen2-7b",
-                "--table",
-                "README.md",
-                "--table-check",
-            ])
-            .cwd(root),
+        cmd: opgen_release(&cargo, root).args([
+            "report",
+            "--step",
+            "qwen2-7b",
+            "--table",
+            "README.md",
+            "--table-check",
+        ]),
         kind: Kind::Single,
     });
     // The torch extension link check (`cargo xtask check-torch-ext`): downloads (once, cached)

@@ -9,7 +9,7 @@
 //! corpus in `tests/it/fuzz_replay.rs`, so CI runs the same checks on every seed.
 
 use ascend_opgen::family::elementwise::expr::{self, ExprError, Scope};
-use ascend_opgen::family::elementwise::{analyse_body, eval, lower};
+use ascend_opgen::family::elementwise::{analyse_body, eval, lower, schedule};
 
 /// Input names of the catalogue bodies (x; gate, up) and two attrs.
 const INPUTS: [&str; 3] = ["x", "gate", "up"];
@@ -92,7 +92,8 @@ pub fn check(data: &[u8]) {
         agree(body, &point, raw, canon);
     }
     let _ = lower::show(&canonical, &inputs, &attrs);
-    let lowered = lower::lower(&canonical, &inputs, &attrs);
+    // analyse_body's program is the lowering with its barriers placed between levels.
+    let lowered = lower::lower(&canonical, &inputs, &attrs).map(schedule::schedule);
 
     // The one entry point the rest of the crate uses must agree with the stages.
     match (analyse_body(body, &inputs, &attrs), lowered) {

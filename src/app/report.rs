@@ -249,13 +249,13 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
                 Err(why) => out.failures.push(failure(jobs[*i].spec, jobs[*i].column, &jobs[*i].case, why)),
             },
             Slot::Scaled { spec, column, case, plan, proxies } => {
-                let rows: Result<Vec<Row>, String> = proxies
+                let rows: Result<Vec<Row>, scaled::ScaleError> = proxies
                     .iter()
                     .map(|&i| {
-                        results[i]
-                            .as_ref()
-                            .map(Row::clone)
-                            .map_err(|e| format!("proxy {}: {e}", jobs[i].case.shape_label()))
+                        results[i].as_ref().map(Row::clone).map_err(|e| scaled::ScaleError::Proxy {
+                            shape: jobs[i].case.shape_label(),
+                            error: e.to_string(),
+                        })
                     })
                     .collect();
                 match rows.and_then(|rows| scaled::combine(soc, spec, *column, case, plan, &rows)) {

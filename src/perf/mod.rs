@@ -4,7 +4,9 @@
 //! of the CANN built-in kernels' public designs for the same op and shape ([`cann`]).
 
 pub mod cann;
-pub mod cycles;
+/// The cycle table is a hardware fact like the SoC constants, so it lives in the plan layer (the
+/// elementwise family prices its register plans with it); `perf::cycles` is the same module.
+pub use crate::plan::cycles;
 pub mod sim;
 pub mod trace;
 

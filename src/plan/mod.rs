@@ -1,6 +1,7 @@
 //! Planning data shared by codegen, the twin runner and reports: the SoC table and the tiling-field type
 //! each family's layout is made of.
 
+pub mod cycles;
 pub mod soc;
 
 use serde::Serialize;

@@ -116,23 +116,53 @@ pub fn proxy_rows_per_core(busiest: u64) -> Option<[u64; 3]> {
     (busiest > k + 4).then_some([k, k + 2, k + 4])
 }
 
+/// Why a model shape's row could not be scaled from its proxies.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScaleError {
+    /// The three runs are not affine in rows per core: what was timed, its times (µs) at the
+    /// rows per core, and the steps' relative difference against the tolerance.
+    NotAffine { what: &'static str, times: [f64; 3], rows: [u64; 3], diff: f64, tolerance: f64 },
+    /// Not three proxy rows (how many there were).
+    ProxyCount(usize),
+    /// A proxy row lacks a figure the extension needs (which, and why where known).
+    Missing(String),
+    /// A proxy case did not run on the twin: its shape and the error.
+    Proxy { shape: String, error: String },
+}
+
+impl std::fmt::Display for ScaleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScaleError::NotAffine { what, times: t, rows: k, diff, tolerance } => write!(
+                f,
+                "{what} is not affine in rows per core: {:.2}/{:.2}/{:.2} µs at {}/{}/{} rows per core (steps {:.2} and {:.2} µs differ by {:.2}% > {:.1}%)",
+                t[0],
+                t[1],
+                t[2],
+                k[0],
+                k[1],
+                k[2],
+                t[1] - t[0],
+                t[2] - t[1],
+                100.0 * diff,
+                100.0 * tolerance
+            ),
+            ScaleError::ProxyCount(n) => write!(f, "{n} proxy rows, want 3"),
+            ScaleError::Missing(what) => f.write_str(what),
+            ScaleError::Proxy { shape, error } => write!(f, "proxy {shape}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ScaleError {}
+
 /// The relative difference of the two steps of `t` (times at rows per core `k`), or why the
-/// three are not affine: `name` and the figures.
-pub fn steps_agree(name: &str, t: [f64; 3], k: [u64; 3], tolerance: f64) -> Result<f64, String> {
+/// three are not affine.
+pub fn steps_agree(what: &'static str, t: [f64; 3], k: [u64; 3], tolerance: f64) -> Result<f64, ScaleError> {
     let (d1, d2) = (t[1] - t[0], t[2] - t[1]);
     let diff = if d2 > 0.0 { (d2 - d1).abs() / d2 } else { f64::INFINITY };
     if diff > tolerance || (k[1] - k[0]) != (k[2] - k[1]) {
-        return Err(format!(
-            "{name} is not affine in rows per core: {:.2}/{:.2}/{:.2} µs at {}/{}/{} rows per core (steps {d1:.2} and {d2:.2} µs differ by {:.2}% > {:.1}%)",
-            t[0],
-            t[1],
-            t[2],
-            k[0],
-            k[1],
-            k[2],
-            100.0 * diff,
-            100.0 * tolerance
-        ));
+        return Err(ScaleError::NotAffine { what, times: t, rows: k, diff, tolerance });
     }
     Ok(diff)
 }
@@ -163,15 +193,15 @@ pub fn combine(
     case: &ReportCase,
     plan: &Plan,
     proxies: &[Row],
-) -> Result<Row, String> {
-    let [a, b, c] = proxies else { return Err(format!("{} proxy rows, want 3", proxies.len())) };
+) -> Result<Row, ScaleError> {
+    let [a, b, c] = proxies else { return Err(ScaleError::ProxyCount(proxies.len())) };
     let (ta, tb, tc) = match (a.time_us, b.time_us, c.time_us) {
         (Some(ta), Some(tb), Some(tc)) => (ta, tb, tc),
         _ => {
-            return Err(format!(
+            return Err(ScaleError::Missing(format!(
                 "a proxy has no cycle-model time: {}",
                 c.cycle_missing.clone().unwrap_or_default()
-            ))
+            )))
         }
     };
     let [_, k1, k2] = plan.per_core;
@@ -258,7 +288,10 @@ pub fn combine(
     // extension from the proxies' designs, checked the same way.
     row.cann = match (&b.cann, &c.cann) {
         (Some(c1), Some(c2)) => {
-            let c0 = a.cann.as_ref().ok_or("the first proxy has no CANN design")?;
+            let c0 = a
+                .cann
+                .as_ref()
+                .ok_or_else(|| ScaleError::Missing("the first proxy has no CANN design".into()))?;
             let t = [c0.modelled.time_us.mid, c1.modelled.time_us.mid, c2.modelled.time_us.mid];
             steps_agree("the CANN design's mid time", t, plan.per_core, LINEAR_TOLERANCE)?;
             let (m1, m2) = (&c1.modelled, &c2.modelled);
@@ -343,8 +376,9 @@ mod tests {
     #[test]
     fn steps_of_a_two_row_period_are_refused_and_same_parity_steps_pass() {
         let mid = [41.925, 78.816, 116.758, 153.649, 191.591];
-        let err =
-            steps_agree("the mid time", [mid[0], mid[1], mid[2]], [1, 2, 3], LINEAR_TOLERANCE).unwrap_err();
+        let err = steps_agree("the mid time", [mid[0], mid[1], mid[2]], [1, 2, 3], LINEAR_TOLERANCE)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not affine") && err.contains("1/2/3"), "{err}");
         assert!(
             steps_agree("the mid time", [mid[0], mid[2], mid[4]], [1, 3, 5], LINEAR_TOLERANCE).unwrap()

@@ -403,10 +403,22 @@ pub fn table_marker(s: &StepSummary) -> String {
 /// The marker line after it.
 pub const TABLE_END: &str = "<!-- end of step table -->";
 
+/// A file without the marker lines the step's table goes between (the begin marker it lacks).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoTableMarkers(pub String);
+
+impl std::fmt::Display for NoTableMarkers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no `{}` ... `{TABLE_END}` lines to hold the step's table", self.0)
+    }
+}
+
+impl std::error::Error for NoTableMarkers {}
+
 /// `text` with the step's table between its markers replaced by [`markdown`]'s.
-pub fn replace_table(text: &str, s: &StepSummary) -> Result<String, String> {
+pub fn replace_table(text: &str, s: &StepSummary) -> Result<String, NoTableMarkers> {
     let begin = table_marker(s);
-    let missing = || format!("no `{begin}` ... `{TABLE_END}` lines to hold the step's table");
+    let missing = || NoTableMarkers(begin.clone());
     let start = text.find(&begin).ok_or_else(missing)? + begin.len();
     let end = start + text[start..].find(TABLE_END).ok_or_else(missing)?;
     Ok(format!("{}\n{}{}", &text[..start], markdown(s), &text[end..]))
@@ -674,7 +686,7 @@ mod tests {
         let new = replace_table(&doc, &summary).unwrap();
         assert_eq!(new, format!("intro\n{marker}\n{table}{TABLE_END}\nafter {TABLE_END}\n"));
         assert_eq!(replace_table(&new, &summary).unwrap(), new);
-        let err = replace_table("no markers\n", &summary).unwrap_err();
+        let err = replace_table("no markers\n", &summary).unwrap_err().to_string();
         assert!(err.contains(marker) && err.contains(TABLE_END), "{err}");
     }
 

@@ -301,6 +301,11 @@ fn the_cann_baselines_and_floor_targets_are_the_ones_issue_14_names() {
         with(&|_| true),
         [
             "add_rms_norm",
+            "add_rms_norm_grad",
+            "fast_gelu_grad",
+            "gelu_erf_grad",
+            "gelu_tanh_grad",
+            "layer_norm_grad",
             "logprob_entropy",
             "logprob_entropy_grad",
             "reshape_and_cache",
@@ -308,10 +313,15 @@ fn the_cann_baselines_and_floor_targets_are_the_ones_issue_14_names() {
             "rms_norm",
             "rms_norm_grad",
             "rotary_mul",
+            "rotary_mul_grad",
             "swiglu",
             "swiglu_grad"
         ]
     );
+    // Issue 26 item 2: every grad autograd calls has a baseline (the gelu grads' is a stated
+    // no-design: closed TBE kernels on 910B).
+    let gelu = specs.iter().find(|s| s.name == "gelu_tanh_grad").expect("gelu_tanh_grad");
+    assert_eq!(family::cann_builtin(gelu), Some(CannBuiltin::GeluGrad));
     // Issue 28: the token log-prob's targets are 1.2x forward and 1.3x backward.
     let target = |f: f64| move |b: CannBuiltin| b.floor_target() == Some(f);
     assert_eq!(with(&target(1.2)), ["add_rms_norm", "logprob_entropy", "rms_norm", "rotary_mul", "swiglu"]);

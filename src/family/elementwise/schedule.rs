@@ -87,7 +87,7 @@ pub fn cheaper(first: Program, second: Program, n_inputs: usize) -> Program {
 /// over the tile the TilingFunc plans (templates/host/elementwise.cpp.j2: its UB bytes per
 /// element with the same terms).
 pub fn cycles_per_element(p: &Program, n_inputs: usize) -> f64 {
-    use crate::perf::cycles::{ranges, VecClass, REPEAT_BYTES};
+    use crate::plan::cycles::{ranges, VecClass, REPEAT_BYTES};
     const SIZE: f64 = 2.0;
     const BUFFERS: f64 = 2.0;
     let outputs = p.results.len() as f64;

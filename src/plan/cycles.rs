@@ -1,4 +1,4 @@
-//! The cycle table of the simulator ([`super::sim`]). Every constant names its source; the ones
+//! The cycle table of the simulator (`crate::perf::sim`). Every constant names its source; the ones
 //! no public document gives are ranges: the report runs the simulation three times, with every
 //! unknown at its `low` (fast), `mid` and `high` (slow) value, and prints the three times.
 //!

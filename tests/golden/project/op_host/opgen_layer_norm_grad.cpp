@@ -315,6 +315,19 @@ static bool PlanRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t
     return false;
 }
 
+// The largest row count in [first, cap] whose pass takes at most `budget` bytes of UB
+// (`bytes(rows)` grows with rows), or 0 when not even `first` fits: the search of every
+// several-rows mode, each with its own UB layout.
+template <typename Bytes>
+static uint64_t LargestFittingRows(uint64_t first, uint64_t cap, uint64_t budget, Bytes bytes)
+{
+    uint64_t best = 0;
+    for (uint64_t rows = first; rows <= cap && bytes(rows) <= budget; ++rows) {
+        best = rows;
+    }
+    return best;
+}
+
 // Mode 3, short rows (kernel/row_norm_grad_batched.j2): the float work covers a whole pass of
 // `rows` rows (lanes = rows rounded up to 8), so the largest pass whose streams, work buffers,
 // per-row vectors (23 slots), per-row blocks (10 at most), the transposing Gather's offsets and
@@ -330,26 +343,21 @@ static bool PlanBatched(uint64_t budget, uint64_t cols, uint64_t colAlign, uint6
     const uint64_t resident = colAlign * (typeSize + (typeSize == 2 ? 4 : 0) + 8 + 4 * RESIDENT_FLOAT_ROWS) +
                               64 * 4 * ACC_ROWS + 256 + 96;
     const uint64_t cap = MinU64(BATCHED_MAX_ROWS, maxGroupRows);
-    uint64_t best = 0;
-    uint64_t bestWork = 0;
-    for (uint64_t rows = 2; rows <= cap; ++rows) {
+    // A pass's float work: its rows rounded up to 8 lanes, each lane a whole row.
+    const auto workOf = [cols](uint64_t rows) -> uint64_t { return AlignUp(cols * AlignUp(rows, 8), 64); };
+    const uint64_t best = LargestFittingRows(2, cap, budget, [&](uint64_t rows) -> uint64_t {
         const uint64_t lanes = AlignUp(rows, 8);
-        const uint64_t work = AlignUp(cols * lanes, 64);
+        const uint64_t work = workOf(rows);
         const uint64_t slot = AlignUp(lanes, 64);
-        const uint64_t bytes = resident + rows * colAlign * typeSize * BUFFER_NUM * STREAMS +
-                               work * (WorkBytesPerElem(typeSize) + (LAYER_NORM ? 4 : 0)) + 23 * slot * 4 +
-                               10 * lanes * 32 + cols * lanes * 4 + AlignUp(work / 8, 32);
-        if (bytes > budget) {
-            break;
-        }
-        best = rows;
-        bestWork = work;
-    }
+        return resident + rows * colAlign * typeSize * BUFFER_NUM * STREAMS +
+               work * (WorkBytesPerElem(typeSize) + (LAYER_NORM ? 4 : 0)) + 23 * slot * 4 + 10 * lanes * 32 +
+               cols * lanes * 4 + AlignUp(work / 8, 32);
+    });
     if (best < 2) {
         return false;
     }
     plan->rowFactor = best;
-    plan->workFactor = bestWork;
+    plan->workFactor = workOf(best);
     plan->mode = MODE_BATCHED;
     return true;
 }
@@ -371,19 +379,14 @@ static bool PlanPlain(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
     // gamma in T, its float copy, the accumulators' hi/lo rows; 32 bytes of alignment per buffer
     const uint64_t resident = AlignUp(colAlign * typeSize, 32) + accLen * 4 * (1 + ACC_ROWS) + 32 * 24;
     const uint64_t cap = MinU64(BATCHED_MAX_ROWS, MinU64(MAX_ROWS_PER_COPY, maxGroupRows > 0 ? maxGroupRows : 1));
-    uint64_t best = 0;
-    for (uint64_t rows = 1; rows <= cap; ++rows) {
+    const uint64_t best = LargestFittingRows(1, cap, budget, [&](uint64_t rows) -> uint64_t {
         const uint64_t lanes = AlignUp(rows, 8);
         const uint64_t slot = AlignUp(lanes, 64);
         const uint64_t work = AlignUp(rows * colAlign, 64);
-        const uint64_t bytes = resident + rows * colAlign * typeSize * BUFFER_NUM * STREAMS +
-                               BUFFER_NUM * stats * slot * 4 + floatWork * work * 4 + 5 * slot * 4 + 4 * lanes * 32 +
-                               MaxU64(rows * stride, (full + 1) * lanes) * 4 + rows * 32;
-        if (bytes > budget) {
-            break;
-        }
-        best = rows;
-    }
+        return resident + rows * colAlign * typeSize * BUFFER_NUM * STREAMS + BUFFER_NUM * stats * slot * 4 +
+               floatWork * work * 4 + 5 * slot * 4 + 4 * lanes * 32 + MaxU64(rows * stride, (full + 1) * lanes) * 4 +
+               rows * 32;
+    });
     if (best == 0) {
         return false;
     }
@@ -412,22 +415,16 @@ static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uin
     const uint64_t resident = accLen * 4 * 3 + 32 * 24;
     const uint64_t cap = MinU64(BATCHED_MAX_ROWS, MinU64(MAX_ROWS_PER_COPY, maxGroupRows > 0 ? maxGroupRows : 1));
     const uint64_t tempStride = AlignUp(colAlign / 2, 8);
-    uint64_t best = 0;
-    for (uint64_t rows = 1; rows <= cap; ++rows) {
+    const uint64_t best = LargestFittingRows(1, cap, budget, [&](uint64_t rows) -> uint64_t {
         const uint64_t lanes = AlignUp(rows, 8);
         const uint64_t slot = AlignUp(lanes, 64);
         const uint64_t work = AlignUp(rows * colAlign, 64);
         const bool level0 = colAlign / 8 <= 255 && rows > 1;
         const uint64_t floatRows = level0 ? 5 : 4;
         const uint64_t streams = rows * colAlign * typeSize * (BUFFER_NUM * STREAMS - (singleDx ? 1 : 0));
-        const uint64_t bytes = resident + streams + BUFFER_NUM * slot * 4 +
-                               floatRows * work * 4 + 3 * AlignUp(rows * tempStride, 64) * 4 +
-                               5 * slot * 4 + 6 * lanes * 32;
-        if (bytes > budget) {
-            break;
-        }
-        best = rows;
-    }
+        return resident + streams + BUFFER_NUM * slot * 4 + floatRows * work * 4 +
+               3 * AlignUp(rows * tempStride, 64) * 4 + 5 * slot * 4 + 6 * lanes * 32;
+    });
     if (best == 0) {
         return false;
     }

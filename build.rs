@@ -1,8 +1,12 @@
-//! Build script, two jobs:
+//! Build script, three jobs:
 //!
 //! - The table of templates (`$OUT_DIR/templates.rs`, included by `src/codegen/env.rs`): every
 //!   file under `templates/`, sorted by path, embedded with `include_str!`, so a new family's
 //!   templates need no list kept by hand.
+//! - The aclnn argument patterns `opgen run --device npu` can call (`$OUT_DIR/aclnn_patterns.rs`
+//!   for `app::run_npu::CALLABLE_PATTERNS`, `$OUT_DIR/aclnn_typed_calls.rs` for
+//!   `acl::aclnn`): every op of up to [`MAX_INPUTS`] inputs, [`MAX_ATTRS`] attrs and
+//!   [`MAX_OUTPUTS`] outputs, so a new op's signature needs no line kept by hand.
 //! - When ACL headers are at hand, Rust bindings for the ACL runtime calls that src/acl uses,
 //!   and `cfg(opgen_acl)` on. Never required: without headers the crate builds without the NPU
 //!   path, and `opgen run --device npu` says how to get it.
@@ -38,6 +42,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(opgen_acl)");
     println!("cargo::rerun-if-changed=build.rs");
     write_template_table();
+    write_aclnn_patterns();
     for var in ["OPGEN_ACL_INCLUDE", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -94,6 +99,50 @@ fn write_template_table() {
     table.push(']');
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("templates.rs");
     std::fs::write(&out, table).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+}
+
+/// The bounds of the aclnn signatures with a typed call: the catalogue's largest today are 8
+/// tensors (6 in + 2 out), 2 attrs and 3 outputs. Each pattern costs one match arm.
+const MAX_INPUTS: usize = 8;
+const MAX_ATTRS: usize = 2;
+const MAX_OUTPUTS: usize = 4;
+
+/// Writes every aclnn argument pattern within the bounds above (inputs, attrs, outputs as T
+/// tensor, D double, I int64, B bool, S string): `aclnn_patterns.rs`, a sorted `&[&str]`
+/// expression, and `aclnn_typed_calls.rs`, the `typed_calls!` invocation over the same list, so
+/// the list of callable patterns and the typed calls never disagree. Without attrs, inputs and
+/// outputs make one run of T (`TTT` is 2 in + 1 out or 1 in + 2 out: the same prototype).
+fn write_aclnn_patterns() {
+    let mut attr_runs = vec![String::new()];
+    let mut longest = vec![String::new()];
+    for _ in 0..MAX_ATTRS {
+        longest = longest.iter().flat_map(|a| "DIBS".chars().map(move |k| format!("{a}{k}"))).collect();
+        attr_runs.extend(longest.iter().cloned());
+    }
+    let mut patterns = std::collections::BTreeSet::new();
+    for inputs in 1..=MAX_INPUTS {
+        for attrs in &attr_runs {
+            for outputs in 1..=MAX_OUTPUTS {
+                patterns.insert(format!("{}{attrs}{}", "T".repeat(inputs), "T".repeat(outputs)));
+            }
+        }
+    }
+    let list: String = patterns.iter().map(|p| format!("    {p:?},\n")).collect();
+    let calls: String = patterns
+        .iter()
+        .map(|p| {
+            let kinds: Vec<String> = p.chars().map(String::from).collect();
+            format!("    {p:?} => [{}],\n", kinds.join(" "))
+        })
+        .collect();
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    for (file, text) in [
+        ("aclnn_patterns.rs", format!("&[\n{list}]")),
+        ("aclnn_typed_calls.rs", format!("typed_calls! {{\n{calls}}}\n")),
+    ] {
+        let path = out.join(file);
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
 }
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {

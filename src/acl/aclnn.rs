@@ -4,8 +4,9 @@
 //! The prototypes are declared here from research §3 (`aclnn/acl_meta.h` is not among the
 //! headers CI binds against: the torch_npu wheel does not ship it). The op's GetWorkspaceSize
 //! takes inputs, attrs, outputs, then `uint64_t*` and `aclOpExecutor**`; Rust cannot build a
-//! call of arbitrary arity, so the argument patterns of the catalogue's families are listed in
-//! [`call_workspace_size`] and any other is an error naming its pattern.
+//! call of arbitrary arity, so [`call_workspace_size`] has a typed call for every pattern of up
+//! to 8 inputs, 2 attrs and 4 outputs (build.rs lists them) and any other is an error naming
+//! its pattern.
 
 use super::error::{AclError, Result};
 use super::runtime::{Acl, DeviceBuffer, Stream};
@@ -259,44 +260,18 @@ macro_rules! typed_calls {
                 })*
                 other => Err(AclError::Usage(format!(
                     "no typed call for the aclnn argument pattern {other} (T tensor, D double, I int64, \
-                     B bool, S string); add it to src/acl/aclnn.rs (typed_calls!) and to \
-                     app::run_npu::CALLABLE_PATTERNS, or run the op through torch (opgen_torch)"
+                     B bool, S string): more than 8 inputs, 2 attrs or 4 outputs; raise the bounds \
+                     in build.rs (MAX_INPUTS, MAX_ATTRS, MAX_OUTPUTS), or run the op through torch \
+                     (opgen_torch)"
                 ))),
             }
         }
     };
 }
 
-// The catalogue's patterns (app::run_npu::CALLABLE_PATTERNS lists the same; a test checks).
-typed_calls! {
-    "TT" => [T T],
-    "TTT" => [T T T],
-    "TTTT" => [T T T T],
-    "TTTTT" => [T T T T T],
-    "TTTTTT" => [T T T T T T],
-    "TTTTTTT" => [T T T T T T T],
-    "TTTTTTTT" => [T T T T T T T T],
-    "TDT" => [T D T],
-    "TTDT" => [T T D T],
-    "TTDTT" => [T T D T T],
-    "TTTDTTT" => [T T T D T T T],
-    "TTTDDTT" => [T T T D D T T],
-    "TTDITTT" => [T T D I T T T],
-    "TTTTTTDIT" => [T T T T T T D I T],
-    "TIT" => [T I T],
-    "TBT" => [T B T],
-    "TST" => [T S T],
-    "TTST" => [T T S T],
-    "TTTST" => [T T T S T],
-    "TTTSST" => [T T T S S T],
-    "TTDSTT" => [T T D S T T],
-    "TTTDSTTT" => [T T T D S T T T],
-    "TTTSTT" => [T T T S T T],
-    "TTTTSBTTT" => [T T T T S B T T T],
-    "TTTTSTT" => [T T T T S T T],
-    "TTTTTSTT" => [T T T T T S T T],
-    "TTTTTSTTT" => [T T T T T S T T T],
-}
+// Every pattern of up to 8 inputs, 2 attrs and 4 outputs (build.rs writes the invocation, and
+// app::run_npu::CALLABLE_PATTERNS from the same set).
+include!(concat!(env!("OUT_DIR"), "/aclnn_typed_calls.rs"));
 
 #[cfg(test)]
 mod tests {

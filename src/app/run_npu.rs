@@ -29,36 +29,9 @@ pub const UNAVAILABLE: &str = "opgen run --device npu: built without ACL: rebuil
      the CPU twin";
 
 /// The aclnn argument patterns `opgen run --device npu` can call (inputs, attrs, outputs as
-/// T tensor, D double, I int64, B bool, S string): one typed call each in src/acl/aclnn.rs.
-pub const CALLABLE_PATTERNS: &[&str] = &[
-    "TT",
-    "TTT",
-    "TTTT",
-    "TTTTT",
-    "TTTTTT",
-    "TTTTTTT",
-    "TTTTTTTT",
-    "TDT",
-    "TTDT",
-    "TTDTT",
-    "TTTDTTT",
-    "TTTDDTT",
-    "TTDITTT",
-    "TTTTTTDIT",
-    "TIT",
-    "TBT",
-    "TST",
-    "TTST",
-    "TTTST",
-    "TTTSST",
-    "TTDSTT",
-    "TTTDSTTT",
-    "TTTSTT",
-    "TTTTSBTTT",
-    "TTTTSTT",
-    "TTTTTSTT",
-    "TTTTTSTTT",
-];
+/// T tensor, D double, I int64, B bool, S string): every op of up to 8 inputs, 2 attrs and 4
+/// outputs, sorted. build.rs writes this list and src/acl/aclnn.rs's typed calls from one set.
+pub const CALLABLE_PATTERNS: &[&str] = include!(concat!(env!("OUT_DIR"), "/aclnn_patterns.rs"));
 
 /// The op's aclnn argument pattern, e.g. `TTDSTT` for rms_norm (x, gamma, epsilon, rounding, y, rstd).
 pub fn aclnn_pattern(spec: &crate::spec::OpSpec) -> String {

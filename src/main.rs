@@ -173,6 +173,11 @@ enum Command {
         /// With --table: compare instead of writing; exit 1 when the file's table is stale.
         #[arg(long, requires = "table")]
         table_check: bool,
+        /// Instead of twin rows: model CANN's own kernels at the measured points of FILE (e.g.
+        /// tests/perf-calibration/cann-bench-910b2.csv) and print measured/modelled per point,
+        /// the in-band count and the error per regime.
+        #[arg(long, value_name = "FILE")]
+        calibration: Option<PathBuf>,
     },
     /// Find the CANN toolkit and say what is missing.
     Doctor {
@@ -234,6 +239,7 @@ fn main() {
             tokens,
             table,
             table_check,
+            calibration,
         } => app::report::report(&app::report::ReportOptions {
             specs,
             ops,
@@ -249,6 +255,7 @@ fn main() {
             shape,
             step: step.map(|model| Step { model, tokens }),
             table: table.map(|path| app::report::StepTable { path, check: table_check }),
+            calibration,
         }),
         Command::Doctor { cann } => {
             let report = ascend_opgen::toolchain::doctor_report(cann.as_deref());

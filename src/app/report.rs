@@ -6,7 +6,7 @@ use super::gen::{load_specs, render};
 use super::AppError;
 use crate::plan::soc;
 use crate::report::step::{self, Step, StepSummary};
-use crate::report::{self, scaled, ReportCase, ReportError, Row, ShapeSet, TargetSummary};
+use crate::report::{self, calibration, scaled, ReportCase, ReportError, Row, ShapeSet, TargetSummary};
 use crate::spec::OpSpec;
 use crate::verify::{self, BuildOptions, CaseInput};
 use crate::DType;
@@ -40,6 +40,9 @@ pub struct ReportOptions {
     pub step: Option<Step>,
     /// `--table FILE [--table-check]`: the step's Markdown table kept in a file (the README).
     pub table: Option<StepTable>,
+    /// `--calibration FILE`: the cycle model of CANN's designs against the measured kernel
+    /// durations in FILE ([`report::calibration`]) instead of the twin's rows.
+    pub calibration: Option<PathBuf>,
 }
 
 /// Where the step's Markdown table lives, and whether to write it or check it.
@@ -67,6 +70,7 @@ impl Default for ReportOptions {
             shape: Vec::new(),
             step: None,
             table: None,
+            calibration: None,
         }
     }
 }
@@ -362,6 +366,9 @@ fn write(path: &PathBuf, text: &str) -> Result<(), AppError> {
 
 pub fn report(opts: &ReportOptions) -> Result<(), AppError> {
     let soc = soc::find(&opts.soc).map_err(AppError::input)?;
+    if let Some(path) = &opts.calibration {
+        return calibration(opts, soc, path);
+    }
     let report = run_report(opts)?;
     print!("{}", text(soc, &report));
     if let Some(path) = &opts.json {
@@ -400,6 +407,34 @@ pub fn report(opts: &ReportOptions) -> Result<(), AppError> {
     let listed = report::accepted_misses(&report.rows, &accepted);
     if listed > 0 {
         println!("report: {listed} missed target(s) accepted in the known-misses list, each with its reason");
+    }
+    Ok(())
+}
+
+/// `report --calibration FILE`: no twin runs, only the CANN designs at the fixture's shapes, so
+/// the flags that choose twin rows are refused rather than ignored.
+fn calibration(opts: &ReportOptions, soc: &'static soc::Soc, path: &PathBuf) -> Result<(), AppError> {
+    if !opts.ops.is_empty()
+        || !opts.shape.is_empty()
+        || opts.step.is_some()
+        || opts.check
+        || opts.svg.is_some()
+    {
+        return Err(AppError::input(format!(
+            "report --calibration {} models the fixture's points only: drop --ops / --shape / --step / --check / --svg",
+            path.display()
+        )));
+    }
+    let file = path.display().to_string();
+    let fixture = std::fs::read_to_string(path).map_err(|e| AppError::input(format!("{file}: {e}")))?;
+    let points = calibration::parse_fixture(&file, &fixture).map_err(|e| AppError::input(e.to_string()))?;
+    let result = calibration::compare(soc, &points);
+    print!("{}", calibration::text(&file, &result));
+    if let Some(json) = &opts.json {
+        let body =
+            serde_json::to_string_pretty(&result).map_err(|e| AppError::failed(format!("{file}: {e}")))?;
+        write(json, &body)?;
+        println!("report: JSON written to {}", json.display());
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! sequence for the same work (`crate::family::eager`). Tables for people, JSON for machines, an SVG chart
 //! ([`svg`]). The targets of issue #5 are checked per row ([`Check`]).
 
+pub mod calibration;
 pub mod counters;
 pub mod model;
 pub mod scaled;

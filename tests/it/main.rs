@@ -33,6 +33,7 @@ mod npy_bf16;
 mod perturbed;
 mod project_names;
 mod proptest_ops;
+mod report_calibration;
 mod report_twin;
 mod reverse_scan_spec;
 mod reverse_scan_twin;

@@ -10,11 +10,13 @@
 
 mod cross_entropy;
 mod grad;
+mod swiglu;
 
 pub use cross_entropy::{cross_entropy_loss, cross_entropy_loss_grad};
 pub use grad::{
     add_rms_norm_grad, gelu_grad, layer_norm_grad, rms_norm_grad, rotary_half_grad_bsnd, swiglu_grad,
 };
+pub use swiglu::{swiglu, tiling as swiglu_tiling, SwiGluTiling};
 
 use super::cycles::VecClass;
 use super::sim::{Dir, Op, Pipe};
@@ -560,48 +562,6 @@ fn binary_stream(
         launch.push(p.ops);
     }
     launch
-}
-
-/// ops-nn activation/swi_glu: elements over cores, double-buffered tiles (`DEFAULT_BUFFER_NUM =
-/// 2`, swi_glu_tiling.cpp); per tile gate and up in, Cast, Muls(−1), Exp, Adds(1), Div, Cast,
-/// Mul, Cast (swi_glu_bf16.hpp), y out. The tile is assumed to fill UB: (ub − 8 KiB) / (bytes
-/// per element of the queues and float32 temporaries), rounded down to 256 elements.
-pub fn swiglu(soc: &Soc, rows: u64, h: u64, sz: u64) -> Result<Design, NoDesign> {
-    let cast = sz != 4;
-    let per_elem = 2 * 2 * sz + 2 * sz + if cast { 8 } else { 4 };
-    let tile = ((soc.ub_bytes - 8192) / per_elem / 256 * 256).max(256);
-    let launch = binary_stream(soc, rows * h, sz, tile, |p, n, io| {
-        if cast {
-            p.simple(n);
-            p.barrier_v();
-        }
-        p.simple(n);
-        p.barrier_v();
-        p.vec(VecClass::Transcendental, n);
-        p.barrier_v();
-        p.simple(n);
-        p.barrier_v();
-        p.vec(VecClass::Transcendental, n);
-        p.barrier_v();
-        if cast {
-            p.simple(n);
-            p.barrier_v();
-        }
-        io.free_a(p);
-        p.simple(n);
-        io.free_b(p);
-        io.alloc_out(p);
-        if cast {
-            p.barrier_v();
-            p.simple(n);
-        }
-    });
-    Ok(Design {
-        source: "hicann/ops-nn activation/swi_glu (op_host/swi_glu_tiling.cpp, op_kernel/swi_glu_bf16.hpp)"
-            .into(),
-        mode: "double-buffered tiles".into(),
-        launches: vec![launch],
-    })
 }
 
 /// ascend-transformer-boost ReshapeAndCacheNd: tokens over cores (`blockDim = min(T, cores)`);

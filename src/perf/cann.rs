@@ -143,6 +143,17 @@ fn halving_adds(cols: u64) -> Vec<u64> {
     out
 }
 
+/// How MergeN moves `rows` rows of `row_bytes` (rms_norm_merge_n.h `CopyIn`/`CopyOutY`): one
+/// contiguous DataCopy when the row is a whole number of 32-byte blocks, else DataCopyPad with a
+/// block per row (each padded to 32 B in UB). Returns (blocks, bytes per block).
+fn row_blocks(rows: u64, row_bytes: u64) -> (u64, u64) {
+    if row_bytes % 32 == 0 {
+        (1, rows * row_bytes)
+    } else {
+        (rows, row_bytes)
+    }
+}
+
 /// ops-nn norm/rms_norm (910B): Normal mode (one row per DMA, single-buffered, scalar rstd after
 /// V_S) for 2000 < aligned D ≤ 12288 (16-bit) / 10240 (float32); MergeN (rowFactor rows per
 /// pass, vector rstd, no scalar round trip) at ≤ 2000.
@@ -179,7 +190,8 @@ pub fn rms_norm(soc: &Soc, rows: u64, d: u64, sz: u64) -> Result<Design, NoDesig
                 let n = row_factor.min(share - r);
                 let off = (start + r) * d * sz;
                 let k = qx.alloc(&mut p);
-                p.dma(Dir::In, n * d * sz, 1, n * d * sz, off, 0.0);
+                let (blocks, block) = row_blocks(n, d * sz);
+                p.dma(Dir::In, n * d * sz, blocks, block, off, 0.0);
                 qx.handoff(&mut p, k);
                 if cast {
                     p.simple(n * align);
@@ -216,7 +228,7 @@ pub fn rms_norm(soc: &Soc, rows: u64, d: u64, sz: u64) -> Result<Design, NoDesig
                     p.simple(n * align);
                 }
                 qy.handoff(&mut p, ky);
-                p.dma(Dir::Out, n * d * sz, 1, n * d * sz, off, 0.0);
+                p.dma(Dir::Out, n * d * sz, blocks, block, off, 0.0);
                 qy.free(&mut p, ky);
                 r += n;
             }
@@ -760,6 +772,20 @@ mod tests {
             count(&d.launches[0][0], |o| matches!(o, Op::Wait { from: Pipe::V, to: Pipe::S, .. })),
             2 * 86
         );
+        // MergeN rows that are not whole 32-byte blocks (1023 halves) move by DataCopyPad with a
+        // block per row; rowFactor = 196608 / (16·1024 + 260) = 11 rows per pass covers core 0's
+        // ceil(480 / 48) = 10 rows in one copy of 10 blocks. Aligned rows (1024) stay one block.
+        let d = rms_norm(soc, 480, 1023, 2).unwrap();
+        let blocks: Vec<u64> = d.launches[0][0]
+            .iter()
+            .filter_map(|o| match o {
+                Op::Dma { dir: Dir::In, blocks, bytes, .. } if *bytes > 1023 * 2 => Some(*blocks),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(blocks, vec![10]);
+        let d = rms_norm(soc, 480, 1024, 2).unwrap();
+        assert!(d.launches[0][0].iter().all(|o| !matches!(o, Op::Dma { dir: Dir::In, blocks: 2.., .. })));
         // Split-D above 12288 aligned 16-bit columns: no baseline.
         assert!(rms_norm(soc, 4, 12304, 2).is_err());
         assert!(rms_norm(soc, 4, 12288, 2).is_ok());

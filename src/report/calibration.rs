@@ -282,16 +282,32 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// Why a point has no modelled time: no design covers its shape, or the simulator refused it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotModelled {
+    Design(cann::NoDesign),
+    Perf(perf::PerfError),
+}
+
+impl std::fmt::Display for NotModelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotModelled::Design(e) => e.fmt(f),
+            NotModelled::Perf(e) => e.fmt(f),
+        }
+    }
+}
+
 /// The CANN design the point's measured call runs (npu_rms_norm: RmsNorm, npu_swiglu: SwiGlu).
-fn model(soc: &Soc, point: &Point) -> Result<CannModelled, String> {
+fn model(soc: &Soc, point: &Point) -> Result<CannModelled, NotModelled> {
     let (rows, cols) = point.rows_cols();
     let sz = point.dtype.size_bytes() as u64;
     let design = match point.builtin {
         Builtin::RmsNorm => cann::rms_norm(soc, rows, cols, sz),
         Builtin::SwiGlu => cann::swiglu(soc, rows, cols, sz),
     }
-    .map_err(|e| e.0)?;
-    perf::cann_design(soc, &design).map_err(|e| e.to_string())
+    .map_err(NotModelled::Design)?;
+    perf::cann_design(soc, &design).map_err(NotModelled::Perf)
 }
 
 /// Models every point and sums the figures up per regime.
@@ -320,7 +336,7 @@ pub fn compare(soc: &'static Soc, points: &[Point]) -> Calibration {
                     in_band: t.low <= point.measured_us && point.measured_us <= t.high,
                 });
             }
-            Err(reason) => skipped.push(Skipped { point: point.label(), reason }),
+            Err(e) => skipped.push(Skipped { point: point.label(), reason: e.to_string() }),
         }
     }
     let mut regimes = Vec::new();

@@ -262,7 +262,7 @@ pub(crate) fn attr_i64(attrs: &[(String, AttrValue)], name: &str) -> Result<i64,
 /// - z = logits·fl(1/T): 2u·|z|; lse moves by at most max |δz| (∂lse/∂z_v = p_v, Σ p = 1): 2u·A;
 /// - y = z − m (tile max m): u·|y| ≤ 2u·A, which Exp turns into a relative error of the terms:
 ///   2u·A, plus Exp's 4u; the tiles' shift δ = m_t − M the same: 2u·A + 4u;
-/// - S sums positive terms pairwise within a tile (log2 tileLen levels), by ReduceSum's tree
+/// - S sums positive terms pairwise within a tile (log2 tileLen levels), by WholeReduceSum's tree
 ///   (6) and over ≤ 64 tiles (6): ≤ (log2 V + 13)·u relative, an absolute error of ln S, plus
 ///   Ln's 4u·|ln S| ≤ 4u·log V;
 /// - lse = M + ln S and logprob = (z_t − M) − ln S: two more roundings, u·(|lse| + |z_t − M|).

@@ -96,7 +96,7 @@ const FIELDS: &[TilingField] = &[
     TilingField::u32("rowsPerGroup", "rows whose results are finished and written together"),
     TilingField::u32(
         "tileLen",
-        "elements of V per UB pass (a power of two; a row's last tile may be shorter)",
+        "elements of V per UB pass (2^k, or 3·2^k in the forward; a row's last tile may be shorter)",
     ),
     TilingField::u32("tilesPerRow", "UB passes per row: ceil(V / tileLen)"),
     TilingField::f32("invTemperature", "1 / temperature, rounded to float32: z = logits * invTemperature"),
@@ -107,7 +107,7 @@ const FIELDS: &[TilingField] = &[
 
 /// (rows, V) of the quick sweep: every mode with ≥ 3 passes on a core and a remainder core
 /// (48 cores: 145 rows give 4 rows on 36 cores and 1 on the last; 97 rows of 20011 give 3 rows
-/// of 3 tiles), odd and prime V, one and two tiles, the model vocabularies.
+/// of 3 float32 tiles or 2 16-bit ones), odd and prime V, one and two tiles, the model vocabularies.
 const QUICK: [(usize, usize); 8] =
     [(1, 1), (3, 7), (5, 64), (145, 1000), (9, 8192), (97, 20011), (2, 151936), (1, 262144)];
 /// Added in the full sweep: model vocabularies at modest N, small V with many rows.
@@ -146,6 +146,9 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     }
     // Hostile rows (see `case_inputs`: Outlier means the row patterns), NaN/Inf, a large mean.
     out.push(case(spec, 40, 9001, Distribution::Outlier, 5100, None));
+    // The hostile rows over several tiles at every dtype (16-bit tiles are 12288): the masked
+    // last quarter leaves the last tile only -inf.
+    out.push(case(spec, 12, 40009, Distribution::Outlier, 5105, None));
     out.push(case(spec, 16, 3001, Distribution::NanInf, 5101, None));
     out.push(case(spec, 8, 12289, Distribution::NormalLargeMean, 5102, None));
     out.push(case(spec, 8, 9000, Distribution::Uniform5, 5103, Some(1e-3)));
@@ -259,7 +262,7 @@ pub(crate) fn attr_i64(attrs: &[(String, AttrValue)], name: &str) -> Result<i64,
 /// - z = logits·fl(1/T): 2u·|z|; lse moves by at most max |δz| (∂lse/∂z_v = p_v, Σ p = 1): 2u·A;
 /// - y = z − m (tile max m): u·|y| ≤ 2u·A, which Exp turns into a relative error of the terms:
 ///   2u·A, plus Exp's 4u; the tiles' shift δ = m_t − M the same: 2u·A + 4u;
-/// - S sums positive terms pairwise within a tile (log2 tileLen levels), by ReduceSum's tree
+/// - S sums positive terms pairwise within a tile (log2 tileLen levels), by WholeReduceSum's tree
 ///   (6) and over ≤ 64 tiles (6): ≤ (log2 V + 13)·u relative, an absolute error of ln S, plus
 ///   Ln's 4u·|ln S| ≤ 4u·log V;
 /// - lse = M + ln S and logprob = (z_t − M) − ln S: two more roundings, u·(|lse| + |z_t − M|).

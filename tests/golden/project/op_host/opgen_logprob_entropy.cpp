@@ -198,10 +198,17 @@ uint64_t UbBytes(uint64_t tile, uint64_t elem, uint64_t parts, uint64_t group)
 {
     const uint64_t inputs = BUFFER_NUM * AlignUp(tile * elem, 32);
     const uint64_t floats = 2 * tile * 4;                                   // z, then e^y and y·e^y
-    const uint64_t work = AlignUp(2 * CeilDiv(tile, 64) + 8, 8) * 4 + 256;  // ReduceMax/Sum work, results
+    const uint64_t work = AlignUp(2 * CeilDiv(tile, 64) + 8, 8) * 4 + 2 * 256;  // ReduceMax/Sum work, results, the tile max's block
     const uint64_t partials = 6 * AlignUp(parts, 8) * 4;
     const uint64_t rows = 6 * AlignUp(group, 8) * 4 + AlignUp(group, 8) * 8 + 3 * BUFFER_NUM * AlignUp(group, 8) * 4;  // targets: int64 room
     return inputs + floats + work + partials + rows;
+}
+
+// The next tile below `t` (t >= 2 * MIN_TILE), from MAX_TILE down to MIN_TILE: the powers of two// and three quarters of each (12288 = 3 * 4096 holds a 16-bit tile in UB where 16384 does not:
+// fewer passes per row, each with the same fixed vector steps, and transfers past 16 KiB).
+uint64_t SmallerTile(uint64_t t)
+{
+    return (t & (t - 1)) == 0 ? t / 4 * 3 : t / 3 * 2;
 }
 }  // namespace
 
@@ -268,18 +275,19 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t blockFactor = empty ? 0 : CeilDiv(rows, cores);
     const uint64_t blockDim = empty ? 1 : CeilDiv(rows, blockFactor);
     const uint64_t group = empty ? 1 : MinU64(blockFactor, MAX_GROUP);
-    // The tile: the largest power of two the UB holds (with MAX_TILES partials), no larger
-    // than V needs, so V up to the tile is one pass per row.
+    // The tile: the largest candidate the UB holds (with MAX_TILES partials), no larger
+    // than V needs, so V up to the tile is one pass per row. On A2 the group's rows (at most
+    // 14 KiB) never decide it: the tile, and so a row's sums, depend on V and the dtype, not N.
     uint64_t tile = MAX_TILE;
     while (tile > MIN_TILE && UbBytes(tile, elem, MAX_TILES, group) > budget) {
-        tile /= 2;
+        tile = SmallerTile(tile);
     }
     if (UbBytes(tile, elem, MAX_TILES, group) > budget) {
         OPGEN_REJECT("a tile of %llu elements and %llu rows need %llu bytes of UB; the budget is %llu", OpgenUll(tile),
                      OpgenUll(group), OpgenUll(UbBytes(tile, elem, MAX_TILES, group)), OpgenUll(budget));
     }
-    while (tile / 2 >= v && tile > MIN_TILE) {
-        tile /= 2;
+    while (tile > MIN_TILE && SmallerTile(tile) >= v) {
+        tile = SmallerTile(tile);
     }
     const uint64_t tiles = empty ? 1 : CeilDiv(v, tile);
     if (tiles > MAX_TILES) {

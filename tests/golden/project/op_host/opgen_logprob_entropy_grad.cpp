@@ -245,6 +245,12 @@ uint64_t UbBytes(uint64_t tile, uint64_t elem, uint64_t group)
     const uint64_t rows = 4 * AlignUp(group, 8) * 4 + AlignUp(group, 8) * 8;  // lse, H, dlogp, dent; targets: int64 room
     return queues + floats + rows;
 }
+
+// The next tile below `t` (t >= 2 * MIN_TILE), from MAX_TILE down to MIN_TILE: the powers of two.
+uint64_t SmallerTile(uint64_t t)
+{
+    return t / 2;
+}
 }  // namespace
 
 namespace ge {
@@ -316,18 +322,19 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t blockFactor = empty ? 0 : CeilDiv(rows, cores);
     const uint64_t blockDim = empty ? 1 : CeilDiv(rows, blockFactor);
     const uint64_t group = empty ? 1 : MinU64(blockFactor, MAX_GROUP);
-    // The tile: the largest power of two the UB holds, no larger
-    // than V needs, so V up to the tile is one pass per row.
+    // The tile: the largest candidate the UB holds, no larger
+    // than V needs, so V up to the tile is one pass per row. On A2 the group's rows (at most
+    // 14 KiB) never decide it: the tile, and so a row's sums, depend on V and the dtype, not N.
     uint64_t tile = MAX_TILE;
     while (tile > MIN_TILE && UbBytes(tile, elem, group) > budget) {
-        tile /= 2;
+        tile = SmallerTile(tile);
     }
     if (UbBytes(tile, elem, group) > budget) {
         OPGEN_REJECT("a tile of %llu elements and %llu rows need %llu bytes of UB; the budget is %llu", OpgenUll(tile),
                      OpgenUll(group), OpgenUll(UbBytes(tile, elem, group)), OpgenUll(budget));
     }
-    while (tile / 2 >= v && tile > MIN_TILE) {
-        tile /= 2;
+    while (tile > MIN_TILE && SmallerTile(tile) >= v) {
+        tile = SmallerTile(tile);
     }
     const uint64_t tiles = empty ? 1 : CeilDiv(v, tile);
     OpgenLogprobEntropyGradTilingData tiling;

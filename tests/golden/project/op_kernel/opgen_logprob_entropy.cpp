@@ -3,17 +3,23 @@
 // Family vocab_reduce: logprob = z[target] - lse, entropy = -sum softmax(z) log softmax(z), lse = logsumexp(z) per row of z = logits / temperature (float32; ignore_index rows: logprob = entropy = 0)
 //
 // Rows over the cores; a row streams through UB in tiles of tileLen elements of V (one read of
-// the logits, double-buffered). Per tile, in float32: z = logits * (1/T) (the target's z picked
-// on the way), m = max z, y = max(z - m, CLAMP), s = sum e^y and u = sum e^y * y, each sum
-// pairwise (halving vector Adds to one 64-lane repeat, then ReduceSum's tree), so its rounding
-// error grows with log2 V, not V. CLAMP keeps -inf (masked vocabulary) out of e^y * y = 0 * -inf.
+// the logits, double-buffered: the copy-in of the core's next tile, of this row or the next, is
+// issued before this tile's compute, so MTE2 runs under the vector work). Per tile, in float32,
+// with vector instructions only (no scalar read per tile: a scalar read waits for the vector
+// pipe and holds back the next copy-in): z = logits * (1/T) (the Muls skipped when 1/T is 1,
+// which changes no bit); m = max z by halving Maxs down to one 64-lane repeat and
+// WholeReduceMax, kept >= -FLT_MAX (a tile of only -inf would give -inf - -inf) and Brcb'd into
+// a block that a level-0 Sub broadcasts: y = max(z - m, CLAMP), s = sum e^y and u = sum e^y * y,
+// each sum pairwise (halving vector Adds to one repeat, then WholeReduceSum's tree), so its
+// rounding error grows with log2 V, not V. CLAMP keeps -inf (masked vocabulary) out of
+// e^y * y = 0 * -inf. m_t, s_t and u_t go to the row's partials in UB, by the vector unit.
 // Per row, the tiles combine with M = max m_t, w_t = e^(m_t - M):
 //   S = sum w_t s_t,  U = sum w_t (u_t + (m_t - M) s_t)   (every term of U is <= 0)
 // and per group of rows, with vectors: lse = M + ln S, logprob = (z_t - M) - ln S,
 // entropy = ln S - U / S (two terms >= 0: no cancellation). Rows whose target is ignore_index
-// get logprob = entropy = 0; a target outside [0, V) leaves z_t NaN (logprob NaN).
-// All exponentials and logarithms run on the vector unit; the scalar unit only moves the
-// per-tile results (ReduceMax/ReduceSum already return them through it).
+// get logprob = entropy = 0; a target outside [0, V) leaves z_t NaN (logprob NaN). A row of
+// only -inf: M = -FLT_MAX, S = 0, so lse = -inf and logprob, entropy NaN (0/0), as the math.
+// The order of every sum depends on V and the tile only, never on the row's position or N.
 #include "kernel_operator.h"
 #include "opgen_kernel_common.h"
 
@@ -97,6 +103,7 @@ public:
         pipe_.InitBuffer(e_, tile * sizeof(float));
         pipe_.InitBuffer(work_, AlignUp(2 * ((tile + REPEAT - 1) / REPEAT) + 8, 8) * sizeof(float));
         pipe_.InitBuffer(red_, 256);
+        pipe_.InitBuffer(blk_, 256);
         pipe_.InitBuffer(parts_, 6 * parts);
         pipe_.InitBuffer(rows_, 6 * group);
         pipe_.InitBuffer(targets_, AlignUp(t_.rowsPerGroup, 8) * sizeof(I));
@@ -105,10 +112,17 @@ public:
         pipe_.InitBuffer(outLse_, BUFFER_NUM, group);
         partStride_ = parts / sizeof(float);
         groupStride_ = group / sizeof(float);
+        tiles_ = rowCount_ * t_.tilesPerRow;
+        // red[1..7] are read by the clamp and Brcb of every tile max (red[0]): defined once.
+        Duplicate(red_.Get<float>(), 0.0f, static_cast<int32_t>(FLOATS_PER_BLOCK));
     }
 
     __aicore__ inline void Process()
     {
+        if (rowCount_ == 0) {
+            return;
+        }
+        CopyTile(0);
         for (uint32_t done = 0; done < rowCount_; done += t_.rowsPerGroup) {
             const uint32_t n = Min(t_.rowsPerGroup, rowCount_ - done);
             LoadTargets(done, n);
@@ -135,25 +149,15 @@ private:
         LocalTensor<I> tg = targets_.Get<I>();
         const int64_t target = static_cast<int64_t>(tg.GetValue(slot));
         float zt = FloatFromBits(0x7FC00000u);  // NaN unless the target is in [0, V)
-        LocalTensor<float> pm = parts_.Get<float>();
-        LocalTensor<float> ps = pm[partStride_];
-        LocalTensor<float> pu = pm[2 * partStride_];
-        Partial p{};
-        const uint64_t base = static_cast<uint64_t>(row) * t_.vocab;
         for (uint32_t k = 0; k < t_.tilesPerRow; ++k) {
-            const uint32_t start = k * t_.tileLen;
-            const uint32_t len = Min(t_.tileLen, t_.vocab - start);
-            CopyIn(base + start, len);
-            p = Tile(len, target - static_cast<int64_t>(start), &zt);
-            if (t_.tilesPerRow > 1) {
-                pm.SetValue(k, p.m);
-                ps.SetValue(k, p.s);
-                pu.SetValue(k, p.u);
+            const uint32_t g = row * t_.tilesPerRow + k;
+            if (g + 1 < tiles_) {
+                CopyTile(g + 1);  // queued behind this tile's data: MTE2 works under this tile's compute
             }
+            const uint32_t start = k * t_.tileLen;
+            Tile(k, Min(t_.tileLen, t_.vocab - start), target - static_cast<int64_t>(start), &zt);
         }
-        if (t_.tilesPerRow > 1) {
-            p = Combine();
-        }
+        const Partial p = Combine();
         LocalTensor<float> g = rows_.Get<float>();
         g.SetValue(slot, p.m);
         g.SetValue(groupStride_ + slot, p.s);
@@ -161,20 +165,27 @@ private:
         g.SetValue(3 * groupStride_ + slot, zt);
     }
 
-    __aicore__ inline void CopyIn(uint64_t offset, uint32_t len)
+    // Tile `g` of this core's rows (row g / tilesPerRow, tile g % tilesPerRow) into the queue.
+    __aicore__ inline void CopyTile(uint32_t g)
     {
+        const uint32_t row = g / t_.tilesPerRow;
+        const uint32_t start = (g - row * t_.tilesPerRow) * t_.tileLen;
+        const uint32_t len = Min(t_.tileLen, t_.vocab - start);
         LocalTensor<T> x = inQ_.AllocTensor<T>();
-        DataCopyPad(x, logitsGm_[offset], Burst(static_cast<uint64_t>(len) * sizeof(T)), NoPad<T>());
+        DataCopyPad(x, logitsGm_[static_cast<uint64_t>(row) * t_.vocab + start],
+                    Burst(static_cast<uint64_t>(len) * sizeof(T)), NoPad<T>());
         inQ_.EnQue(x);
     }
 
-    // One tile of `len` elements; `at` is the target's index in it (any value: out of the tile).
-    __aicore__ inline Partial Tile(uint32_t len, int64_t at, float* zt)
+    // Tile k of the row, `len` elements; `at` is the target's index in it (any value: out of the
+    // tile). Writes m_k, s_k, u_k into the partials with vector instructions only.
+    __aicore__ inline void Tile(uint32_t k, uint32_t len, int64_t at, float* zt)
     {
         LocalTensor<T> x = inQ_.DeQue<T>();
         LocalTensor<float> z = z_.Get<float>();
         LocalTensor<float> e = e_.Get<float>();
-        LocalTensor<float> red = red_.Get<float>();
+        LocalTensor<float> blk = blk_.Get<float>();
+        LocalTensor<float> pm = parts_.Get<float>();
         const int32_t n = static_cast<int32_t>(len);
         // The previous tile's sums read z and e (vector pipe): this tile writes them after.
         PipeBarrier<PIPE_V>();
@@ -182,22 +193,22 @@ private:
             Muls(z, x, t_.invTemperature, n);
         } else {
             Cast(z, x, RoundMode::CAST_NONE, n);  // exact
-            PipeBarrier<PIPE_V>();
-            Muls(z, z, t_.invTemperature, n);
+            if (t_.invTemperature != 1.0f) {      // z * 1 = z: the same bits without the pass
+                PipeBarrier<PIPE_V>();
+                Muls(z, z, t_.invTemperature, n);
+            }
         }
         PipeBarrier<PIPE_V>();
         inQ_.FreeTensor(x);
         if (at >= 0 && at < static_cast<int64_t>(n)) {
-            Sync<HardEvent::V_S>();
+            Sync<HardEvent::V_S>();  // once per row
             *zt = z.GetValue(static_cast<uint32_t>(at));
+            Sync<HardEvent::S_V>();  // the Sub below overwrites z
         }
-        ReduceMax(red, z, work_.Get<float>(), n);
-        Partial p{red.GetValue(0), 0.0f, 0.0f};
-        if (p.m < NEG_FLT_MAX) {
-            return p;  // every entry -inf: nothing to add (s = u = 0)
-        }
-        PipeBarrier<PIPE_V>();
-        Adds(z, z, -p.m, n);
+        TileMax(z, e, len);
+        // m_k into the partials (a one-lane sum is the value) and y = z - m_k, m_k from blk.
+        WholeReduceSum(pm[k], blk, 1, 1, 1, 1, 8);
+        SubBlock(z, blk, len);
         PipeBarrier<PIPE_V>();
         Maxs(z, z, CLAMP, n);
         PipeBarrier<PIPE_V>();
@@ -205,14 +216,63 @@ private:
         PipeBarrier<PIPE_V>();
         Mul(z, z, e, n);
         PipeBarrier<PIPE_V>();
-        p.s = PairSum(e, len, 8);
-        p.u = PairSum(z, len, 16);
-        return p;
+        FoldSums(e, z, len, k);
     }
 
-    // Sum of buf[0, len) (len >= 1): halving Adds down to one repeat, then ReduceSum's tree; the
-    // total is returned (through red[slot], written by the scalar unit).
-    __aicore__ inline float PairSum(const LocalTensor<float>& buf, uint32_t len, uint32_t slot)
+    // max of z[0, len) (len >= 1), clamped below at -FLT_MAX, into every lane of blk's first
+    // block; `sc` is scratch. Halving Maxs down to one repeat, then WholeReduceMax.
+    __aicore__ inline void TileMax(const LocalTensor<float>& z, const LocalTensor<float>& sc, uint32_t len)
+    {
+        LocalTensor<float> red = red_.Get<float>();
+        if (len <= REPEAT) {
+            WholeReduceMax(red, z, static_cast<int32_t>(len), 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+        } else {
+            uint32_t h = REPEAT;  // the largest power of two <= len
+            while (h * 2 <= len) {
+                h *= 2;
+            }
+            const uint32_t half = h > REPEAT ? h / 2 : REPEAT;
+            if (h > REPEAT) {
+                Max(sc, z, z[half], static_cast<int32_t>(half));
+            } else {
+                Max(sc, z, z, static_cast<int32_t>(REPEAT));  // the first repeat as it is
+            }
+            PipeBarrier<PIPE_V>();
+            for (uint32_t off = h; off < len; off += half) {  // the part past h, at most two folds
+                Max(sc, sc, z[off], static_cast<int32_t>(Min(half, len - off)));
+                PipeBarrier<PIPE_V>();
+            }
+            for (uint32_t w = half; w > REPEAT;) {
+                w /= 2;
+                Max(sc, sc, sc[w], static_cast<int32_t>(w));
+                PipeBarrier<PIPE_V>();
+            }
+            WholeReduceMax(red, sc, static_cast<int32_t>(REPEAT), 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+        }
+        PipeBarrier<PIPE_V>();
+        Maxs(red, red, NEG_FLT_MAX, static_cast<int32_t>(FLOATS_PER_BLOCK));
+        PipeBarrier<PIPE_V>();
+        Brcb(blk_.Get<float>(), red, 1, BrcbRepeatParams(1, 8));
+        PipeBarrier<PIPE_V>();
+    }
+
+    // z[0, len) -= blk's value: level-0 Subs of whole repeats (at most 255 per call, blk's first
+    // block broadcast by block and repeat stride 0), then the partial last repeat.
+    __aicore__ inline void SubBlock(const LocalTensor<float>& z, const LocalTensor<float>& blk, uint32_t len)
+    {
+        const uint32_t full = len / REPEAT;
+        for (uint32_t r = 0; r < full; r += MAX_REPEAT) {
+            const uint32_t count = Min(MAX_REPEAT, full - r);
+            Sub(z[r * REPEAT], z[r * REPEAT], blk, REPEAT, static_cast<uint8_t>(count), BinaryRepeatParams(1, 1, 0, 8, 8, 0));
+        }
+        if (len % REPEAT != 0) {
+            Sub(z[full * REPEAT], z[full * REPEAT], blk, len % REPEAT, 1, BinaryRepeatParams(1, 1, 0, 8, 8, 0));
+        }
+    }
+
+    // s_k = sum a[0, len), u_k = sum b[0, len) into the partials: halving Adds of both (one
+    // barrier per level) down to one repeat, then WholeReduceSum's tree.
+    __aicore__ inline void FoldSums(const LocalTensor<float>& a, const LocalTensor<float>& b, uint32_t len, uint32_t k)
     {
         uint32_t n = len;
         if (n > REPEAT) {
@@ -220,18 +280,20 @@ private:
             while (h * 2 < n) {
                 h *= 2;
             }
-            Add(buf, buf, buf[h], static_cast<int32_t>(n - h));  // fold the part past h onto the front
+            Add(a, a, a[h], static_cast<int32_t>(n - h));  // fold the part past h onto the front
+            Add(b, b, b[h], static_cast<int32_t>(n - h));
             PipeBarrier<PIPE_V>();
             n = h;
             while (n > REPEAT) {
                 n /= 2;
-                Add(buf, buf, buf[n], static_cast<int32_t>(n));
+                Add(a, a, a[n], static_cast<int32_t>(n));
+                Add(b, b, b[n], static_cast<int32_t>(n));
                 PipeBarrier<PIPE_V>();
             }
         }
-        LocalTensor<float> red = red_.Get<float>();
-        ReduceSum(red[slot], buf, work_.Get<float>(), static_cast<int32_t>(n));
-        return red.GetValue(slot);
+        LocalTensor<float> ps = parts_.Get<float>()[partStride_];
+        WholeReduceSum(ps[k], a, static_cast<int32_t>(n), 1, 1, 1, 8);
+        WholeReduceSum(ps[partStride_ + k], b, static_cast<int32_t>(n), 1, 1, 1, 8);
     }
 
     // The row's tiles, combined: M = max m_t, S = sum w_t s_t, U = sum w_t (u_t + (m_t - M) s_t).
@@ -244,12 +306,9 @@ private:
         LocalTensor<float> w = pm[4 * partStride_];
         LocalTensor<float> red = red_.Get<float>();
         const int32_t n = static_cast<int32_t>(t_.tilesPerRow);
-        Sync<HardEvent::S_V>();  // the partials were written by the scalar unit
+        PipeBarrier<PIPE_V>();  // the partials were written by the vector unit
         ReduceMax(red, pm, work_.Get<float>(), n);
-        Partial p{red.GetValue(0), 0.0f, 0.0f};
-        if (p.m < NEG_FLT_MAX) {
-            return p;  // the whole row is -inf
-        }
+        Partial p{red.GetValue(0), 0.0f, 0.0f};  // >= -FLT_MAX or NaN (TileMax's clamp)
         Adds(d, pm, -p.m, n);
         PipeBarrier<PIPE_V>();
         Maxs(d, d, CLAMP, n);
@@ -325,9 +384,10 @@ private:
     uint32_t rowCount_ = 0;
     uint32_t partStride_ = 0;
     uint32_t groupStride_ = 0;
+    uint32_t tiles_ = 0;  // rowCount_ * tilesPerRow: the core's tiles, in stream order
     int64_t ignore_ = 0;
     TPipe pipe_;
-    TQue<QuePosition::VECIN, 1> inQ_;
+    TQue<QuePosition::VECIN, 2> inQ_;  // depth 2: the prefetched tile and the one computed
     TQue<QuePosition::VECOUT, 1> outLogprob_;
     TQue<QuePosition::VECOUT, 1> outEntropy_;
     TQue<QuePosition::VECOUT, 1> outLse_;
@@ -335,6 +395,7 @@ private:
     TBuf<TPosition::VECCALC> e_;
     TBuf<TPosition::VECCALC> work_;
     TBuf<TPosition::VECCALC> red_;
+    TBuf<TPosition::VECCALC> blk_;
     TBuf<TPosition::VECCALC> parts_;
     TBuf<TPosition::VECCALC> rows_;
     TBuf<TPosition::VECCALC> targets_;

@@ -264,10 +264,10 @@ pub fn plain_applies(dtype: DType) -> bool {
 }
 
 /// Whether the default arithmetic takes mode 5 (exact 16-bit products,
-/// kernel/row_norm_grad_exact.j2) for 16-bit rows it holds whole and aligned: RMS norms without
-/// dx_sum (its add must be rounded once with dx) or a gamma offset (g = dy·gamma exact).
+/// kernel/row_norm_grad_exact.j2) for 16-bit rows it holds whole and aligned: RMS norms (with
+/// or without dx_sum, which enters the one rounding) without a gamma offset (g = dy·gamma exact).
 pub fn exact_applies(spec: &OpSpec) -> bool {
-    !is_layer(spec) && !has_dx_sum(spec) && params_of(spec).gamma_offset == 0.0
+    !is_layer(spec) && params_of(spec).gamma_offset == 0.0
 }
 
 /// The attrs of a case or report row that selects `arithmetic`.
@@ -839,7 +839,7 @@ impl FamilyOps for RowNormGrad {
 
     fn plan_modes(&self, spec: &OpSpec, column: usize) -> Vec<&'static str> {
         let sixteen = spec.column_dtype(column).size_bytes() == 2;
-        // 16-bit RMS rows without dx_sum or an offset take mode 5 when aligned, so never mode 3
+        // 16-bit RMS rows without an offset take mode 5 when aligned, so never mode 3
         // (aligned short rows); unaligned rows keep modes 0/1.
         let exact = sixteen && exact_applies(spec);
         let mut modes = vec!["0 whole row", "1 several rows", "2 split-D"];

@@ -41,7 +41,7 @@
 //       (kernel/row_norm_grad_batched.j2).
 //   MODE_PLAIN     (4)  attr arithmetic "float32": plain float32 vector arithmetic instead
 //       (kernel/row_norm_grad_plain.j2); rows it cannot hold whole take modes 0-3 (float-float).
-//   MODE_EXACT     (5)  the default for 16-bit RMS rows held whole (no dx_sum, no gamma offset):
+//   MODE_EXACT     (5)  the default for 16-bit RMS rows held whole (no gamma offset):
 //       the same accuracy from exact 16-bit products and a three-part split of the row's
 //       coefficient, a fraction of the vector work (kernel/row_norm_grad_exact.j2).
 #include "kernel_operator.h"
@@ -2264,7 +2264,7 @@ const LocalTensor<float>& stat,
     //                     by TwoSum halving (whole rows as lanes), then TwoSum-added to the
     //                     group's hi/lo accumulator: the order is fixed by rowFactor (the shape),
     //                     never by the core count.
-    // No gamma offset (g would not be exact), no dx_sum and no LayerNorm: those keep modes 0-3.
+    // No gamma offset (g would not be exact) and no LayerNorm: those keep modes 0-3.
     static constexpr uint32_t MODE_EXACT = 5;
     static constexpr float K_SPLITTER = 2049.0f;    // 2^11 + 1: Veltkamp's hi keeps 13 bits
     static constexpr float EXACT_SPLIT_MAX = 1.0e30f;  // |v| above this: 2049 v could overflow
@@ -2372,7 +2372,8 @@ const LocalTensor<float>& stat,
     }
 
     __aicore__ inline void ComputeExact(const LocalTensor<T>& dy, const LocalTensor<T>& x,
-                                        const LocalTensor<float>& stat, const LocalTensor<T>& dx, uint32_t n)
+const LocalTensor<float>& stat,
+                                        const LocalTensor<T>& dx, uint32_t n)
     {
         const uint32_t width = t_.numColAlign;
         const uint32_t len = n * width;
@@ -2468,7 +2469,7 @@ const LocalTensor<float>& stat,
                 sum = AddFF(sum, hi, loA.GetValue(r * width + i));
             }
             const float rstd = stat.GetValue(r);
-            SplitK(ExactK(sum, plain, rstd), r);
+            SplitK(ExactK(sum, plain, rstd), r, E_KH, E_KM, E_KL);
             const float c = R_SPLITTER * rstd;
             const float d = c - rstd;
             const float rh = c - d;
@@ -2678,9 +2679,10 @@ const LocalTensor<float>& stat,
         return k;
     }
 
-    // Row r's kh, km, kl into the per-row vectors: kh = Veltkamp's 13 bits of k.hi, km the
-    // other 11 (exact), kl = k.lo; a value too large to split (or not finite) is kh alone.
-    __aicore__ inline void SplitK(FF k, uint32_t r)
+    // Row r's kh, km, kl into the per-row vectors (slots sh, sm, sl): kh = Veltkamp's 13 bits
+    // of k.hi, km the other 11 (exact), kl = k.lo; a value too large to split (or not finite)
+    // is kh alone.
+    __aicore__ inline void SplitK(FF k, uint32_t r, uint32_t sh, uint32_t sm, uint32_t sl)
     {
         float kh = k.hi;
         float km = 0.0f;
@@ -2695,9 +2697,9 @@ const LocalTensor<float>& stat,
         if (!(kl == kl) || !(mag < EXACT_SPLIT_MAX)) {
             kl = 0.0f;
         }
-        PV(E_KH).SetValue(r, kh);
-        PV(E_KM).SetValue(r, km);
-        PV(E_KL).SetValue(r, kl);
+        PV(sh).SetValue(r, kh);
+        PV(sm).SetValue(r, km);
+        PV(sl).SetValue(r, kl);
     }
 
     TilingData t_;

@@ -292,7 +292,7 @@ pub const TILING_FIELDS: &[TilingField] = &[
     TilingField::u32("groupFactor", "groups per core: groups / block dim"),
     TilingField::u32("groupRemainder", "groups % block dim: cores below this index take one group more"),
     TilingField::u32("rowFactor", "rows per UB pass in modes 0, 1, 3, 4 and 5"),
-    TilingField::u32("colFactor", "elements per chunk in mode 2; mode 5: 1 when dx's queue is single (rows of 4096)"),
+    TilingField::u32("colFactor", "elements per chunk in mode 2; mode 5: 1 when dx's queue is single (rows of 4096), 2 when dx_sum's is too and gamma stays in T (add_rms_norm_grad's rows of 4096)"),
     TilingField::u32(
         "workFactor",
         "elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8; modes 4 and 5: a pass's float32 work row)",
@@ -452,6 +452,9 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     // 4097 (one row a pass, three rows in the first four groups).
     out.push(make(&[48 * 34 + 1, 650], 1, Distribution::Uniform5, 6323));
     out.push(make(&[100, 4097], 1, Distribution::Uniform5, 6324));
+    // Mode 5's tight layouts at Qwen3-8B's hidden size (rows of 4096: dx's queue single;
+    // add_rms_norm_grad: dx_sum's too and gamma in T), three passes on the first four groups.
+    out.push(make(&[100, 4096], 1, Distribution::Uniform5, 6325));
     if has_arithmetic(spec) {
         out.extend(float32_cases(spec, &make));
     }

@@ -364,8 +364,16 @@ private:
         LocalTensor<T> x = inX_.AllocTensor<T>();
         DataCopyPad(x, xGm_[offset], RowParams(count, t_.numCol), NoPad());
         inX_.EnQue(x);
+        if (!deferDs_) {
+            CopyInDs(row, count);
+        }
+    }
+
+    // dx_sum's `count` rows from `row` through its queue.
+    __aicore__ inline void CopyInDs(uint32_t row, uint32_t count)
+    {
         LocalTensor<T> ds = inDs_.AllocTensor<T>();
-        DataCopyPad(ds, dsGm_[offset], RowParams(count, t_.numCol), NoPad());
+        DataCopyPad(ds, dsGm_[static_cast<uint64_t>(row) * t_.numCol], RowParams(count, t_.numCol), NoPad());
         inDs_.EnQue(ds);
     }
 
@@ -2338,6 +2346,9 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
     static constexpr float R_SPLITTER = IsSameType<T, half>::value ? 4097.0f : 65537.0f;
     enum class VOp { ADD, SUB };
 
+    // colFactor 2: gamma resident in T (its float copy cast per pass), dx_sum's queue single.
+    __aicore__ inline bool ExactGammaInT() const { return t_.colFactor == 2; }
+
     // Floats between two rows' TwoSum temporaries: a fold step takes at most half a row.
     __aicore__ inline uint32_t ExactTempStride() const { return (t_.numColAlign / 2 + 7) / 8 * 8; }
 
@@ -2353,12 +2364,17 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         const uint32_t work = t_.workFactor;
         pipe_.InitBuffer(inDy_, BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(inX_, BUFFER_NUM, rows * width * sizeof(T));
-        pipe_.InitBuffer(inDs_, BUFFER_NUM, rows * width * sizeof(T));
-        // colFactor 1: dx's queue single (rows of 4096: a second dx row does not fit).
-        pipe_.InitBuffer(outDx_, t_.colFactor == 1 ? 1 : BUFFER_NUM, rows * width * sizeof(T));
+        // colFactor 1: dx's queue single (rows of 4096: a second dx row does not fit); 2: dx_sum's
+        // single too and gamma resident in T, cast per pass (add_rms_norm_grad's rows of 4096).
+        pipe_.InitBuffer(inDs_, ExactGammaInT() ? 1 : BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(outDx_, t_.colFactor >= 1 ? 1 : BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(inStat_, BUFFER_NUM, PlainSlot() * sizeof(float));
         const uint32_t accLen = (width + LANES - 1) / LANES * LANES;
-        pipe_.InitBuffer(gammaF32_, accLen * sizeof(float));
+        if (ExactGammaInT()) {
+            pipe_.InitBuffer(gammaBuf_, width * sizeof(T));
+        } else {
+            pipe_.InitBuffer(gammaF32_, accLen * sizeof(float));
+        }
         pipe_.InitBuffer(accH_, accLen * sizeof(float));
         pipe_.InitBuffer(accL_, accLen * sizeof(float));
         pipe_.InitBuffer(bX_, work * sizeof(float));
@@ -2376,14 +2392,17 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         pipe_.InitBuffer(bPlainV_, E_SLOTS * PlainSlot() * sizeof(float));
         pipe_.InitBuffer(bPlainB_, EB_SLOTS * PlainLanes() * 8 * sizeof(float));
         pipe_.InitBuffer(mask_, MaskBytes(work));
-        // gamma in T passes through x's float work row (only its float copy stays resident).
-        LocalTensor<T> gamma = bX_.Get<T>();
+        // gamma in T passes through x's float work row (only its float copy stays resident),
+        // or stays in T.
+        LocalTensor<T> gamma = ExactGammaInT() ? gammaBuf_.Get<T>() : bX_.Get<T>();
         DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
         // A TBuf: no queue hand-off orders the copy before its use.
         event_t copied = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
         SetFlag<HardEvent::MTE2_V>(copied);
         WaitFlag<HardEvent::MTE2_V>(copied);
-        Cast(gammaF32_.Get<float>(), gamma, RoundMode::CAST_NONE, t_.numCol);
+        if (!ExactGammaInT()) {
+            Cast(gammaF32_.Get<float>(), gamma, RoundMode::CAST_NONE, t_.numCol);
+        }
         const uint32_t end = groupStart_ + groupCount_;
         uint32_t nk = groupStart_;
         uint32_t nd = 0;
@@ -2409,7 +2428,10 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
                 LocalTensor<float> stat = inStat_.DeQue<float>();
                 nk = k;
                 nd = done + n;
-                if (NextPlainPass(&nk, &nd, end)) {
+                // dx_sum's queue single: its next rows only once this pass has freed it.
+                deferDs_ = ExactGammaInT();
+                const bool next = NextPlainPass(&nk, &nd, end);
+                if (next) {
                     CopyInPlain(nk, nd);
                 }
                 LocalTensor<T> dx = outDx_.AllocTensor<T>();
@@ -2417,6 +2439,10 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
                 inDy_.FreeTensor(dy);
                 inX_.FreeTensor(x);
                 inDs_.FreeTensor(ds);
+                if (deferDs_ && next) {
+                    CopyInDs(GroupStart(nk) + nd, Min(rows, GroupRows(nk) - nd));
+                }
+                deferDs_ = false;
                 inStat_.FreeTensor(stat);
                 outDx_.EnQue(dx);
                 CopyOutRows(first + done, n);
@@ -2445,8 +2471,14 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         Cast(xf, x, RoundMode::CAST_NONE, len);
         Cast(hiA, dy, RoundMode::CAST_NONE, len);
         Brcb(PB(EB_RSTD), stat, blocks, BrcbRepeatParams(1, 8));
+        LocalTensor<float> gammaF = loA;  // free until the products
+        if (ExactGammaInT()) {
+            Cast(gammaF, gammaBuf_.Get<T>(), RoundMode::CAST_NONE, t_.numCol);
+        } else {
+            gammaF = gammaF32_.Get<float>();
+        }
         PipeBarrier<PIPE_V>();
-        ColMulPlain(g, hiA, gammaF32_.Get<float>(), n);  // exact
+        ColMulPlain(g, hiA, gammaF, n);  // exact
         PipeBarrier<PIPE_V>();
         bool hasLo = false;
         if constexpr (IsSameType<T, half>::value) {
@@ -2826,6 +2858,7 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
     TQue<QuePosition::VECIN, 1> inGamma_;
     TQue<QuePosition::VECIN, 1> inDs_;
     GlobalTensor<T> dsGm_;
+    bool deferDs_ = false;  // CopyInRows leaves dx_sum out (mode 5 with its queue single)
     TQue<QuePosition::VECOUT, 1> outDx_;
     TQue<QuePosition::VECIN, 1> inPart_;       // the final sum: a group's hi and lo rows
     TQue<QuePosition::VECOUT, 1> outDgamma_;

@@ -264,10 +264,10 @@ pub fn plain_applies(dtype: DType) -> bool {
 }
 
 /// Whether the default arithmetic takes mode 5 (exact 16-bit products,
-/// kernel/row_norm_grad_exact.j2) for 16-bit rows it holds whole and aligned: RMS norms without
-/// dx_sum (its add must be rounded once with dx) or a gamma offset (g = dy·gamma exact).
+/// kernel/row_norm_grad_exact.j2) for 16-bit rows it holds whole and aligned: RMS norms (with
+/// or without dx_sum, which enters the one rounding) without a gamma offset (g = dy·gamma exact).
 pub fn exact_applies(spec: &OpSpec) -> bool {
-    !is_layer(spec) && !has_dx_sum(spec) && params_of(spec).gamma_offset == 0.0
+    !is_layer(spec) && params_of(spec).gamma_offset == 0.0
 }
 
 /// The attrs of a case or report row that selects `arithmetic`.
@@ -292,7 +292,7 @@ pub const TILING_FIELDS: &[TilingField] = &[
     TilingField::u32("groupFactor", "groups per core: groups / block dim"),
     TilingField::u32("groupRemainder", "groups % block dim: cores below this index take one group more"),
     TilingField::u32("rowFactor", "rows per UB pass in modes 0, 1, 3, 4 and 5"),
-    TilingField::u32("colFactor", "elements per chunk in mode 2; mode 5: 1 when dx's queue is single (rows of 4096)"),
+    TilingField::u32("colFactor", "elements per chunk in mode 2; mode 5: 1 when dx's queue is single (rows of 4096), 2 when dx_sum's is too and gamma stays in T (add_rms_norm_grad's rows of 4096)"),
     TilingField::u32(
         "workFactor",
         "elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8; modes 4 and 5: a pass's float32 work row)",
@@ -452,6 +452,9 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     // 4097 (one row a pass, three rows in the first four groups).
     out.push(make(&[48 * 34 + 1, 650], 1, Distribution::Uniform5, 6323));
     out.push(make(&[100, 4097], 1, Distribution::Uniform5, 6324));
+    // Mode 5's tight layouts at Qwen3-8B's hidden size (rows of 4096: dx's queue single;
+    // add_rms_norm_grad: dx_sum's too and gamma in T), three passes on the first four groups.
+    out.push(make(&[100, 4096], 1, Distribution::Uniform5, 6325));
     if has_arithmetic(spec) {
         out.extend(float32_cases(spec, &make));
     }
@@ -839,7 +842,7 @@ impl FamilyOps for RowNormGrad {
 
     fn plan_modes(&self, spec: &OpSpec, column: usize) -> Vec<&'static str> {
         let sixteen = spec.column_dtype(column).size_bytes() == 2;
-        // 16-bit RMS rows without dx_sum or an offset take mode 5 when aligned, so never mode 3
+        // 16-bit RMS rows without an offset take mode 5 when aligned, so never mode 3
         // (aligned short rows); unaligned rows keep modes 0/1.
         let exact = sixteen && exact_applies(spec);
         let mut modes = vec!["0 whole row", "1 several rows", "2 split-D"];

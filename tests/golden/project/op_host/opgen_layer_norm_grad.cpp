@@ -396,51 +396,61 @@ static bool PlanPlain(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
     return true;
 }
 
-// Mode 5, the default for 16-bit RMS rows (kernel/row_norm_grad_exact.j2): no dx_sum (its
-// add must round once with dx), no gamma offset (g = dy * gamma must be exact), rows 32-byte
-// aligned as they are (the row sums fold whole rows). The largest pass of whole rows (at most
-// 255) whose double-buffered streams (dx's single if need be) and rstd values, float
-// work rows (x, g, a hi row, a lo row and, when level-0 calls run over the rows, a second lo
-// row; the row sums' second hi row is x's, cast again after them), the TwoSum temporaries (three,
-// half a row each), the resident float gamma and accumulator hi/lo rows, the per-row vectors
-// (5 slots) and blocks (6) fit.
+// Mode 5, the default for 16-bit RMS rows (kernel/row_norm_grad_exact.j2): no gamma offset
+// (g = dy * gamma must be exact), rows 32-byte aligned as they are (the row sums fold whole
+// rows). The largest pass of whole rows (at most 255) whose double-buffered streams (dx's
+// single if need be) and rstd values, float work rows (x, g, a hi row, a lo row and, when
+// level-0 calls run over the rows, a second lo row; the row sums' second hi row is x's, cast
+// again after them), the TwoSum temporaries (three, half a row each), the resident float gamma
+// and accumulator hi/lo rows, the per-row vectors (5 slots) and blocks (6) fit; with dx_sum
+// (its stream among STREAMS) 1/r's three parts add 3 slots and 3 blocks, and the NaN mask.
+// `tight` (colFactor): 0 every stream double-buffered, 1 dx's single, 2 dx_sum's single too and
+// gamma resident in T instead of float32 (cast per pass: add_rms_norm_grad's rows of 4096).
 static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
-                          bool singleDx, Plan* plan)
+                          uint64_t tight, Plan* plan)
 {
-    if (typeSize != 2 || LAYER_NORM || HAS_OFFSET || WITH_DX_SUM || cols != colAlign) {
+    if (typeSize != 2 || LAYER_NORM || HAS_OFFSET || cols != colAlign || (tight == 2 && !WITH_DX_SUM)) {
         return false;
     }
     const uint64_t accLen = AlignUp(colAlign, 64);
-    // gamma's float copy and the accumulator hi/lo rows (gamma in T passes through a work row)
-    const uint64_t resident = accLen * 4 * 3 + 32 * 24;
+    // gamma's float copy (or itself in T) and the accumulator hi/lo rows (gamma in T passes
+    // through a work row)
+    const uint64_t gammaBytes = tight == 2 ? AlignUp(colAlign * typeSize, 32) : accLen * 4;
+    const uint64_t resident = gammaBytes + accLen * 4 * 2 + 32 * 24;
+    const uint64_t singles = tight;  // dx's queue, then dx_sum's
     const uint64_t cap = MinU64(BATCHED_MAX_ROWS, MinU64(MAX_ROWS_PER_COPY, maxGroupRows > 0 ? maxGroupRows : 1));
     const uint64_t tempStride = AlignUp(colAlign / 2, 8);
+    const uint64_t valueSlots = WITH_DX_SUM ? 8 : 5;
+    const uint64_t blockSlots = WITH_DX_SUM ? 9 : 6;
     const uint64_t best = LargestFittingRows(1, cap, budget, [&](uint64_t rows) -> uint64_t {
         const uint64_t lanes = AlignUp(rows, 8);
         const uint64_t slot = AlignUp(lanes, 64);
         const uint64_t work = AlignUp(rows * colAlign, 64);
         const bool level0 = colAlign / 8 <= 255 && rows > 1;
         const uint64_t floatRows = level0 ? 5 : 4;
-        const uint64_t streams = rows * colAlign * typeSize * (BUFFER_NUM * STREAMS - (singleDx ? 1 : 0));
+        const uint64_t streams = rows * colAlign * typeSize * (BUFFER_NUM * STREAMS - singles);
+        // the NaN mask: a bit per float of the work row, in 32-byte blocks
+        const uint64_t mask = WITH_DX_SUM ? AlignUp(work / 8, 32) : 0;
         return resident + streams + BUFFER_NUM * slot * 4 + floatRows * work * 4 +
-               3 * AlignUp(rows * tempStride, 64) * 4 + 5 * slot * 4 + 6 * lanes * 32;
+               3 * AlignUp(rows * tempStride, 64) * 4 + valueSlots * slot * 4 + blockSlots * lanes * 32 + mask;
     });
     if (best == 0) {
         return false;
     }
     plan->rowFactor = best;
     plan->workFactor = AlignUp(best * colAlign, 64);
-    plan->colFactor = singleDx ? 1 : 0;
+    plan->colFactor = tight;
     plan->mode = MODE_EXACT;
     return true;
 }
 
-// Mode 5 with dx double-buffered, else (rows of 4096) with dx's queue single: colFactor 1.
+// Mode 5 with every stream double-buffered, else (rows of 4096) the tighter layouts in turn.
 static bool PlanExact(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
                       Plan* plan)
 {
-    return PlanExactRows(budget, cols, colAlign, typeSize, maxGroupRows, false, plan) ||
-           PlanExactRows(budget, cols, colAlign, typeSize, maxGroupRows, true, plan);
+    return PlanExactRows(budget, cols, colAlign, typeSize, maxGroupRows, 0, plan) ||
+           PlanExactRows(budget, cols, colAlign, typeSize, maxGroupRows, 1, plan) ||
+           PlanExactRows(budget, cols, colAlign, typeSize, maxGroupRows, 2, plan);
 }
 
 // Mode 2, for a row that does not fit: chunks of colFactor elements. Per row, pass 1 sums

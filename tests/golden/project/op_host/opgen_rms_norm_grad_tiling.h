@@ -16,7 +16,7 @@ TILING_DATA_FIELD_DEF(uint32_t, groups);  // dgamma partials (fixed, 48) in the 
 TILING_DATA_FIELD_DEF(uint32_t, groupFactor);  // groups per core: groups / block dim
 TILING_DATA_FIELD_DEF(uint32_t, groupRemainder);  // groups % block dim: cores below this index take one group more
 TILING_DATA_FIELD_DEF(uint32_t, rowFactor);  // rows per UB pass in modes 0, 1, 3, 4 and 5
-TILING_DATA_FIELD_DEF(uint32_t, colFactor);  // elements per chunk in mode 2; mode 5: 1 when dx's queue is single (rows of 4096)
+TILING_DATA_FIELD_DEF(uint32_t, colFactor);  // elements per chunk in mode 2; mode 5: 1 when dx's queue is single (rows of 4096), 2 when dx_sum's is too and gamma stays in T (add_rms_norm_grad's rows of 4096)
 TILING_DATA_FIELD_DEF(uint32_t, workFactor);  // elements the float-float work takes at a time (mode 3: a whole pass, rows rounded up to 8; modes 4 and 5: a pass's float32 work row)
 TILING_DATA_FIELD_DEF(uint32_t, finalCols);  // dgamma columns per core in the final sum (whole 64-column blocks)
 TILING_DATA_FIELD_DEF(uint32_t, finalFactor);  // dgamma columns per UB pass of the final sum

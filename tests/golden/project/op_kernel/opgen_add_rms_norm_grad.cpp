@@ -41,7 +41,7 @@
 //       (kernel/row_norm_grad_batched.j2).
 //   MODE_PLAIN     (4)  attr arithmetic "float32": plain float32 vector arithmetic instead
 //       (kernel/row_norm_grad_plain.j2); rows it cannot hold whole take modes 0-3 (float-float).
-//   MODE_EXACT     (5)  the default for 16-bit RMS rows held whole (no dx_sum, no gamma offset):
+//   MODE_EXACT     (5)  the default for 16-bit RMS rows held whole (no gamma offset):
 //       the same accuracy from exact 16-bit products and a three-part split of the row's
 //       coefficient, a fraction of the vector work (kernel/row_norm_grad_exact.j2).
 #include "kernel_operator.h"
@@ -194,6 +194,10 @@ public:
                 ProcessBatched();
             } else if (t_.mode == MODE_PLAIN) {
                 ProcessPlain();
+            } else if (t_.mode == MODE_EXACT) {
+                if constexpr (sizeof(T) == 2 && !HAS_OFFSET) {
+                    ProcessExact();
+                }
             } else {
                 ProcessRows();
             }
@@ -360,8 +364,16 @@ private:
         LocalTensor<T> x = inX_.AllocTensor<T>();
         DataCopyPad(x, xGm_[offset], RowParams(count, t_.numCol), NoPad());
         inX_.EnQue(x);
+        if (!deferDs_) {
+            CopyInDs(row, count);
+        }
+    }
+
+    // dx_sum's `count` rows from `row` through its queue.
+    __aicore__ inline void CopyInDs(uint32_t row, uint32_t count)
+    {
         LocalTensor<T> ds = inDs_.AllocTensor<T>();
-        DataCopyPad(ds, dsGm_[offset], RowParams(count, t_.numCol), NoPad());
+        DataCopyPad(ds, dsGm_[static_cast<uint64_t>(row) * t_.numCol], RowParams(count, t_.numCol), NoPad());
         inDs_.EnQue(ds);
     }
 
@@ -2267,6 +2279,572 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
     TBuf<TPosition::VECCALC> bParts_;      // MODE_PLAIN: each row's 64-lane chunk sums
     TBuf<TPosition::VECCALC> bPlainT_;     // MODE_PLAIN: each row's partial last chunk's sum (a block)
 
+    // ---- MODE_EXACT (5): the default arithmetic for 16-bit RMS rows held whole ---------------
+    // The float-float kernel's accuracy (dx RNE of the exact value but near ties) at a fraction
+    // of its vector work, from what 16-bit inputs allow. rowFactor whole rows a pass (rows
+    // numColAlign = numCol apart), element-wise steps one count-form call over the pass:
+    //   g = dy * gamma    exact in float32 (8 x 8 or 11 x 11 significant bits).
+    //   S = sum(g x)      bfloat16: g x is exact (24 bits); float16: g = gh + gl (Veltkamp, gh 13
+    //                     bits), gh x and gl x exact. Summed per row by halving with TwoSum, the
+    //                     errors (and gl x) in a lo row beside: per step s = a + b, bb = s - a,
+    //                     e = (b - bb) + (a - (s - bb)), lo = lo_a + lo_b + e. Rows a level-0
+    //                     repeat stride holds take one call per step and 64 lanes for the whole
+    //                     pass (one repeat per row); longer rows one call per row. Down to 8 lanes.
+    //   k = r^2 S / n     on the scalar unit, once per row, in float-float from the 8 lanes' hi
+    //                     and lo (the plain sum of hi where that is NaN: an Inf product), then
+    //                     split k = kh + km + kl: kh Veltkamp's 13 bits of k.hi, km = k.hi - kh
+    //                     (11 bits), kl = k.lo. One V -> S wait and one S -> V per pass.
+    //   dx = r (((g - x kh) - x km) - x kl), rounded once to T: x kh and x km are exact (11 + 13
+    //                     and 11 + 11 bits), so where g is nearly parallel to x the differences
+    //                     are exact (Sterbenz) and only x kl, 2^-24 of x k, is rounded.
+    //   dgamma            dy x (exact) times r = rh + rl (exact parts: R_SPLITTER), the pass's rows summed
+    //                     by TwoSum halving (whole rows as lanes), then TwoSum-added to the
+    //                     group's hi/lo accumulator: the order is fixed by rowFactor (the shape),
+    //                     never by the core count.
+    //   dx_sum            v = r D + s (D the difference above, s = dx_sum) rounded once: where r D
+    //                     and s cancel, fl(r D)'s error (2^-24 of r D) is past the tie window of
+    //                     v itself, so s enters the sum before the one product by r instead:
+    //                     v = r (g + s/r - x k), s/r = s ih + s im + s il (1/r in float-float on
+    //                     the scalar unit, split as k: s ih and s im exact). c = s ih + s im by
+    //                     Fast2Sum (|s ih| >= |s im|: exact error ec), h = g + c by TwoSum
+    //                     (exact error e0), then the chain above from h, then + (s il + ec + e0)
+    //                     and times r. Why that is exact enough: every big term is exact (g, s ih,
+    //                     s im, x kh, x km) and every big sum's error is kept but the chain's; the
+    //                     chain starts from h, so it cancels either not at all (each step's error
+    //                     2^-24 of the result) or by Sterbenz (exact), as without dx_sum. The rest
+    //                     (s il, x kl, the low sum) is rounded at 2^-48 of the terms. So the value
+    //                     cast to T is within a few 2^-24 of v (the tie window is 16) unless the
+    //                     terms cancel to below ~2^-20 of the largest. Where an Inf makes the
+    //                     errors NaN, dx is the plain chain's value (KeepUnlessNan), as IEEE.
+    // No gamma offset (g would not be exact) and no LayerNorm: those keep modes 0-3.
+    static constexpr uint32_t MODE_EXACT = 5;
+    static constexpr float K_SPLITTER = 2049.0f;    // 2^11 + 1: Veltkamp's hi keeps 13 bits
+    static constexpr float EXACT_SPLIT_MAX = 1.0e30f;  // |v| above this: 2049 v could overflow
+    // Per-row values the scalar unit writes (slots of bPlainV_) and their blocks (bPlainB_).
+    static constexpr uint32_t E_KH = 0;
+    static constexpr uint32_t E_KM = 1;
+    static constexpr uint32_t E_KL = 2;
+    static constexpr uint32_t E_RH = 3;
+    static constexpr uint32_t E_RL = 4;
+    static constexpr uint32_t E_IH = 5;  // 1/r split as k
+    static constexpr uint32_t E_IM = 6;
+    static constexpr uint32_t E_IL = 7;
+    static constexpr uint32_t E_SLOTS = 8;
+    static constexpr uint32_t EB_RSTD = 0;
+    static constexpr uint32_t EB_KH = 1;
+    static constexpr uint32_t EB_KM = 2;
+    static constexpr uint32_t EB_KL = 3;
+    static constexpr uint32_t EB_RH = 4;
+    static constexpr uint32_t EB_RL = 5;
+    static constexpr uint32_t EB_IH = 6;
+    static constexpr uint32_t EB_IM = 7;
+    static constexpr uint32_t EB_IL = 8;
+    static constexpr uint32_t EB_SLOTS = 9;
+    // rstd = rh + rl for dgamma: rh has 8 bits for bfloat16 (dy x has 16: dy x rh is exact, dy
+    // x rl rounded 2^-8 below it), 12 for float16 (dy x, 22 bits, is split 12 + 10 too: all four
+    // products exact).
+    static constexpr float R_SPLITTER = IsSameType<T, half>::value ? 4097.0f : 65537.0f;
+    enum class VOp { ADD, SUB };
+
+    // colFactor 2: gamma resident in T (its float copy cast per pass), dx_sum's queue single.
+    __aicore__ inline bool ExactGammaInT() const { return t_.colFactor == 2; }
+
+    // Floats between two rows' TwoSum temporaries: a fold step takes at most half a row.
+    __aicore__ inline uint32_t ExactTempStride() const { return (t_.numColAlign / 2 + 7) / 8 * 8; }
+
+    // Whether the pass's steps run one level-0 call per 64 lanes over its rows (one repeat per
+    // row), the lo rows then going back and forth between two buffers (a level-0 operand may
+    // not partly overlap its destination): rows a repeat stride holds, two rows or more.
+    __aicore__ inline bool ExactLevel0(uint32_t n) const { return ByChunk() && n > 1; }
+
+    __aicore__ inline void ProcessExact()
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t rows = t_.rowFactor;
+        const uint32_t work = t_.workFactor;
+        pipe_.InitBuffer(inDy_, BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(inX_, BUFFER_NUM, rows * width * sizeof(T));
+        // colFactor 1: dx's queue single (rows of 4096: a second dx row does not fit); 2: dx_sum's
+        // single too and gamma resident in T, cast per pass (add_rms_norm_grad's rows of 4096).
+        pipe_.InitBuffer(inDs_, ExactGammaInT() ? 1 : BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(outDx_, t_.colFactor >= 1 ? 1 : BUFFER_NUM, rows * width * sizeof(T));
+        pipe_.InitBuffer(inStat_, BUFFER_NUM, PlainSlot() * sizeof(float));
+        const uint32_t accLen = (width + LANES - 1) / LANES * LANES;
+        if (ExactGammaInT()) {
+            pipe_.InitBuffer(gammaBuf_, width * sizeof(T));
+        } else {
+            pipe_.InitBuffer(gammaF32_, accLen * sizeof(float));
+        }
+        pipe_.InitBuffer(accH_, accLen * sizeof(float));
+        pipe_.InitBuffer(accL_, accLen * sizeof(float));
+        pipe_.InitBuffer(bX_, work * sizeof(float));
+        pipe_.InitBuffer(bG_, work * sizeof(float));
+        pipe_.InitBuffer(bP_, work * sizeof(float));
+        pipe_.InitBuffer(bQ_, work * sizeof(float));
+        if (ExactLevel0(rows)) {
+            pipe_.InitBuffer(bT3_, work * sizeof(float));
+        }
+        // Half a row per row (the accumulator's row is added half by half).
+        const uint32_t temps = (rows * ExactTempStride() + LANES - 1) / LANES * LANES;
+        pipe_.InitBuffer(bT2_, temps * sizeof(float));
+        pipe_.InitBuffer(scratch_, temps * sizeof(float));
+        pipe_.InitBuffer(bGe_, temps * sizeof(float));
+        pipe_.InitBuffer(bPlainV_, E_SLOTS * PlainSlot() * sizeof(float));
+        pipe_.InitBuffer(bPlainB_, EB_SLOTS * PlainLanes() * 8 * sizeof(float));
+        pipe_.InitBuffer(mask_, MaskBytes(work));
+        // gamma in T passes through x's float work row (only its float copy stays resident),
+        // or stays in T.
+        LocalTensor<T> gamma = ExactGammaInT() ? gammaBuf_.Get<T>() : bX_.Get<T>();
+        DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
+        // A TBuf: no queue hand-off orders the copy before its use.
+        event_t copied = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
+        SetFlag<HardEvent::MTE2_V>(copied);
+        WaitFlag<HardEvent::MTE2_V>(copied);
+        if (!ExactGammaInT()) {
+            Cast(gammaF32_.Get<float>(), gamma, RoundMode::CAST_NONE, t_.numCol);
+        }
+        const uint32_t end = groupStart_ + groupCount_;
+        uint32_t nk = groupStart_;
+        uint32_t nd = 0;
+        if (NextPlainPass(&nk, &nd, end)) {
+            CopyInPlain(nk, nd);
+        }
+        for (uint32_t k = groupStart_; k < end; ++k) {
+            if (k > groupStart_) {
+                // The previous group's partial (MTE3) still reads the accumulator.
+                WaitMte3BeforeVector();
+            }
+            PipeBarrier<PIPE_V>();
+            Duplicate(accH_.Get<float>(), 0.0f, t_.numCol);
+            Duplicate(accL_.Get<float>(), 0.0f, t_.numCol);
+            PipeBarrier<PIPE_V>();
+            const uint32_t first = GroupStart(k);
+            const uint32_t count = GroupRows(k);
+            for (uint32_t done = 0; done < count; done += rows) {
+                const uint32_t n = Min(rows, count - done);
+                LocalTensor<T> dy = inDy_.DeQue<T>();
+                LocalTensor<T> x = inX_.DeQue<T>();
+                LocalTensor<T> ds = inDs_.DeQue<T>();
+                LocalTensor<float> stat = inStat_.DeQue<float>();
+                nk = k;
+                nd = done + n;
+                // dx_sum's queue single: its next rows only once this pass has freed it.
+                deferDs_ = ExactGammaInT();
+                const bool next = NextPlainPass(&nk, &nd, end);
+                if (next) {
+                    CopyInPlain(nk, nd);
+                }
+                LocalTensor<T> dx = outDx_.AllocTensor<T>();
+                ComputeExact(dy, x, ds, stat, dx, n);
+                inDy_.FreeTensor(dy);
+                inX_.FreeTensor(x);
+                inDs_.FreeTensor(ds);
+                if (deferDs_ && next) {
+                    CopyInDs(GroupStart(nk) + nd, Min(rows, GroupRows(nk) - nd));
+                }
+                deferDs_ = false;
+                inStat_.FreeTensor(stat);
+                outDx_.EnQue(dx);
+                CopyOutRows(first + done, n);
+            }
+            FinishPartial(0, k, 0, accH_.Get<float>(), accL_.Get<float>(), t_.numCol);
+        }
+    }
+
+    __aicore__ inline void ComputeExact(const LocalTensor<T>& dy, const LocalTensor<T>& x,
+const LocalTensor<T>& ds, const LocalTensor<float>& stat,
+                                        const LocalTensor<T>& dx, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t len = n * width;
+        const uint32_t lanes = (n + 7) / 8 * 8;
+        const uint8_t blocks = static_cast<uint8_t>(lanes / 8);
+        const bool level0 = ExactLevel0(n);
+        LocalTensor<float> xf = bX_.Get<float>();
+        LocalTensor<float> g = bG_.Get<float>();
+        LocalTensor<float> hiA = bP_.Get<float>();
+        LocalTensor<float> hiB = bX_.Get<float>();  // x's float row until g x is formed
+        LocalTensor<float> loA = bQ_.Get<float>();
+        LocalTensor<float> loB = level0 ? bT3_.Get<float>() : loA;
+        // The previous pass's vector calls still read the work buffers (same-pipe WAR).
+        PipeBarrier<PIPE_V>();
+        Cast(xf, x, RoundMode::CAST_NONE, len);
+        Cast(hiA, dy, RoundMode::CAST_NONE, len);
+        Brcb(PB(EB_RSTD), stat, blocks, BrcbRepeatParams(1, 8));
+        LocalTensor<float> gammaF = loA;  // free until the products
+        if (ExactGammaInT()) {
+            Cast(gammaF, gammaBuf_.Get<T>(), RoundMode::CAST_NONE, t_.numCol);
+        } else {
+            gammaF = gammaF32_.Get<float>();
+        }
+        PipeBarrier<PIPE_V>();
+        ColMulPlain(g, hiA, gammaF, n);  // exact
+        PipeBarrier<PIPE_V>();
+        bool hasLo = false;
+        if constexpr (IsSameType<T, half>::value) {
+            // g x has up to 33 bits: hi = p = fl(g x) (in x's float row) and lo its error
+            // (gh x - p) + gl x, exact: g = gh + gl (Veltkamp, gh 13 bits), gh x and gl x exact
+            // and gh x - p exact (Sterbenz). An Inf g gives hi Inf and lo NaN, so the plain sum
+            // of hi (k's fallback) keeps the Inf.
+            Muls(hiA, g, K_SPLITTER, len);
+            PipeBarrier<PIPE_V>();
+            Sub(loA, hiA, g, len);
+            PipeBarrier<PIPE_V>();
+            Sub(hiA, hiA, loA, len);
+            PipeBarrier<PIPE_V>();
+            Sub(loA, g, hiA, len);
+            PipeBarrier<PIPE_V>();
+            Mul(loA, loA, xf, len);
+            Mul(hiA, hiA, xf, len);
+            PipeBarrier<PIPE_V>();
+            Mul(xf, g, xf, len);
+            PipeBarrier<PIPE_V>();
+            Sub(hiA, hiA, xf, len);
+            PipeBarrier<PIPE_V>();
+            Add(loA, loA, hiA, len);
+            LocalTensor<float> t = hiA;
+            hiA = hiB;
+            hiB = t;
+            hasLo = true;
+        } else {
+            Mul(hiA, g, xf, len);  // exact: 16 + 8 bits
+        }
+        PipeBarrier<PIPE_V>();
+        // The row sums of hi + lo, down to 8 lanes a row.
+        uint32_t w = width;
+        uint32_t h = 8;
+        while (h * 2 <= w) {
+            h *= 2;
+        }
+        if (h < w) {
+            // [h, w) onto [0, w - h); [w - h, h) carried over as it is.
+            const uint32_t rest = h - (w - h);
+            FoldExact(hiA, loA, hiA[h], loA[h], hiB, loB, w - h, n, width, hasLo, level0);
+            for (uint32_t r = 0; r < n; ++r) {
+                Adds(hiB[r * width + w - h], hiA[r * width + w - h], 0.0f, rest);
+                if (!hasLo) {
+                    Duplicate(loB[r * width + w - h], 0.0f, rest);
+                } else if (level0) {
+                    Adds(loB[r * width + w - h], loA[r * width + w - h], 0.0f, rest);
+                }
+            }
+            PipeBarrier<PIPE_V>();
+            SwapExact(hiA, hiB, loA, loB, level0);
+            hasLo = true;
+        }
+        while (h > FOLD_LANES) {
+            h /= 2;
+            FoldExact(hiA, loA, hiA[h], loA[h], hiB, loB, h, n, width, hasLo, level0);
+            SwapExact(hiA, hiB, loA, loB, level0);
+            hasLo = true;
+        }
+        if (!hasLo) {
+            Duplicate(loA, 0.0f, len);  // rows of 8: nothing was folded
+            PipeBarrier<PIPE_V>();
+        }
+        // k per row on the scalar unit, split into kh + km + kl.
+        event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+        SetFlag<HardEvent::V_S>(reduced);
+        WaitFlag<HardEvent::V_S>(reduced);
+        for (uint32_t r = 0; r < n; ++r) {
+            FF sum{0.0f, 0.0f};
+            float plain = 0.0f;
+            for (uint32_t i = 0; i < FOLD_LANES; ++i) {
+                const float hi = hiA.GetValue(r * width + i);
+                plain = plain + hi;
+                sum = AddFF(sum, hi, loA.GetValue(r * width + i));
+            }
+            const float rstd = stat.GetValue(r);
+            SplitK(ExactK(sum, plain, rstd), r, E_KH, E_KM, E_KL);
+            SplitK(DivFF(FF{1.0f, 0.0f}, rstd), r, E_IH, E_IM, E_IL);
+            const float c = R_SPLITTER * rstd;
+            const float d = c - rstd;
+            const float rh = c - d;
+            PV(E_RH).SetValue(r, rh);
+            PV(E_RL).SetValue(r, rstd - rh);
+        }
+        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(written);
+        WaitFlag<HardEvent::S_V>(written);
+        Brcb(PB(EB_KH), PV(E_KH), blocks, BrcbRepeatParams(1, 8));
+        Brcb(PB(EB_KM), PV(E_KM), blocks, BrcbRepeatParams(1, 8));
+        Brcb(PB(EB_KL), PV(E_KL), blocks, BrcbRepeatParams(1, 8));
+        Brcb(PB(EB_RH), PV(E_RH), blocks, BrcbRepeatParams(1, 8));
+        Brcb(PB(EB_RL), PV(E_RL), blocks, BrcbRepeatParams(1, 8));
+        Brcb(PB(EB_IH), PV(E_IH), blocks, BrcbRepeatParams(1, 8));
+        Brcb(PB(EB_IM), PV(E_IM), blocks, BrcbRepeatParams(1, 8));
+        Brcb(PB(EB_IL), PV(E_IL), blocks, BrcbRepeatParams(1, 8));
+        DxWithSum(ds, x, g, dx, n);
+        // dgamma: q = dy x (exact, in g's row) times r as hi + lo, the pass's rows into the
+        // group's accumulator.
+        LocalTensor<float> t1 = bP_.Get<float>();
+        LocalTensor<float> t3 = bQ_.Get<float>();
+        LocalTensor<float> q = g;
+        Cast(q, dy, RoundMode::CAST_NONE, len);
+        PipeBarrier<PIPE_V>();
+        Mul(q, q, xf, len);
+        PipeBarrier<PIPE_V>();
+        if constexpr (IsSameType<T, half>::value) {
+            // hi = p = fl(q r) (x's float row), lo = Dekker's exact error from q = qh + ql (12 +
+            // 10 bits) and r = rh + rl (12 + 12): ((qh rh - p) + qh rl + ql rh) + ql rl (g's
+            // row). An Inf q gives hi Inf and lo NaN (the final sum keeps the plain hi).
+            Muls(t1, q, SPLITTER, len);
+            PipeBarrier<PIPE_V>();
+            Sub(t3, t1, q, len);
+            PipeBarrier<PIPE_V>();
+            Sub(t1, t1, t3, len);  // qh
+            PipeBarrier<PIPE_V>();
+            Sub(t3, q, t1, len);  // ql
+            RowOpPlain(xf, q, PB(EB_RSTD), n, true);
+            PipeBarrier<PIPE_V>();
+            RowOpPlain(q, t1, PB(EB_RH), n, true);
+            PipeBarrier<PIPE_V>();
+            RowOpPlain(t1, t1, PB(EB_RL), n, true);
+            Sub(q, q, xf, len);
+            PipeBarrier<PIPE_V>();
+            Add(q, q, t1, len);
+            PipeBarrier<PIPE_V>();
+            RowOpPlain(t1, t3, PB(EB_RH), n, true);
+            PipeBarrier<PIPE_V>();
+            RowOpPlain(t3, t3, PB(EB_RL), n, true);
+            Add(q, q, t1, len);
+            PipeBarrier<PIPE_V>();
+            Add(q, q, t3, len);
+            PipeBarrier<PIPE_V>();
+            DgammaExact(n, xf, t1, q);
+        } else {
+            RowOpPlain(t1, q, PB(EB_RH), n, true);
+            RowOpPlain(t3, q, PB(EB_RL), n, true);
+            PipeBarrier<PIPE_V>();
+            DgammaExact(n, t1, q, t3);
+        }
+    }
+
+    // The pass's n rows of dy x r (hi + lo) summed by TwoSum halving over whole rows, then
+    // TwoSum-added to (accH_, accL_); `other` (a free work row) and hi take turns as hi.
+    __aicore__ inline void DgammaExact(uint32_t n, LocalTensor<float> hiA, LocalTensor<float> hiB,
+                                       const LocalTensor<float>& lo)
+    {
+        const uint32_t width = t_.numColAlign;
+        bool hasLo = true;
+        uint32_t h = 1;
+        while (h * 2 <= n) {
+            h *= 2;
+        }
+        if (h < n) {
+            const uint32_t rest = (h - (n - h)) * width;
+            FoldExact(hiA, lo, hiA[h * width], lo[h * width], hiB, lo, (n - h) * width, 1, 0, true, false);
+            Adds(hiB[(n - h) * width], hiA[(n - h) * width], 0.0f, rest);
+            PipeBarrier<PIPE_V>();
+            LocalTensor<float> t = hiA;
+            hiA = hiB;
+            hiB = t;
+            hasLo = true;
+        }
+        while (h > 1) {
+            h /= 2;
+            FoldExact(hiA, lo, hiA[h * width], lo[h * width], hiB, lo, h * width, 1, 0, hasLo, false);
+            LocalTensor<float> t = hiA;
+            hiA = hiB;
+            hiB = t;
+            hasLo = true;
+        }
+        // (accH, accL) + (hiA, lo): the sum into hiB, then copied back.
+        LocalTensor<float> accH = accH_.Get<float>();
+        LocalTensor<float> accL = accL_.Get<float>();
+        Add(accL, accL, lo, t_.numCol);
+        const uint32_t half = ExactTempStride();
+        for (uint32_t c = 0; c < t_.numCol; c += half) {
+            const uint32_t cnt = Min(half, t_.numCol - c);
+            FoldExact(accH[c], accL[c], hiA[c], accL[c], hiB[c], accL[c], cnt, 1, 0, true, false, true);
+        }
+        Adds(accH, hiB, 0.0f, t_.numCol);
+        PipeBarrier<PIPE_V>();
+    }
+
+    __aicore__ inline void SwapExact(LocalTensor<float>& hiA, LocalTensor<float>& hiB, LocalTensor<float>& loA,
+                                     LocalTensor<float>& loB, bool level0)
+    {
+        LocalTensor<float> t = hiA;
+        hiA = hiB;
+        hiB = t;
+        if (level0) {
+            t = loA;
+            loA = loB;
+            loB = t;
+        }
+    }
+
+    // One TwoSum step over n rows (`stride` floats apart; count-form per row, or level-0 over
+    // the rows): sHi = aHi + bHi, sLo = aLo + bLo + the error (hasLo), or the error alone.
+    // sLo may be aLo (count-form only). The temporaries (bT2_, scratch_, bGe_) take half a row per row.
+    // `aLoOnly`: b has no lo (sLo = aLo + the error).
+    __aicore__ inline void FoldExact(const LocalTensor<float>& aHi, const LocalTensor<float>& aLo,
+                                     const LocalTensor<float>& bHi, const LocalTensor<float>& bLo,
+                                     const LocalTensor<float>& sHi, const LocalTensor<float>& sLo, uint32_t cnt,
+                                     uint32_t n, uint32_t stride, bool hasLo, bool level0, bool aLoOnly = false)
+    {
+        const uint32_t ts = ExactTempStride();
+        LocalTensor<float> bb = bT2_.Get<float>();
+        LocalTensor<float> e = scratch_.Get<float>();
+        LocalTensor<float> ap = bGe_.Get<float>();
+        BinExact(VOp::ADD, sHi, stride, aHi, stride, bHi, stride, cnt, n, level0);
+        if (hasLo && !aLoOnly) {
+            BinExact(VOp::ADD, sLo, stride, aLo, stride, bLo, stride, cnt, n, level0);
+        }
+        PipeBarrier<PIPE_V>();
+        BinExact(VOp::SUB, bb, ts, sHi, stride, aHi, stride, cnt, n, level0);
+        PipeBarrier<PIPE_V>();
+        BinExact(VOp::SUB, e, ts, bHi, stride, bb, ts, cnt, n, level0);
+        BinExact(VOp::SUB, ap, ts, sHi, stride, bb, ts, cnt, n, level0);
+        PipeBarrier<PIPE_V>();
+        BinExact(VOp::SUB, ap, ts, aHi, stride, ap, ts, cnt, n, level0);
+        if (hasLo) {
+            BinExact(VOp::ADD, sLo, stride, sLo, stride, e, ts, cnt, n, level0);
+        }
+        PipeBarrier<PIPE_V>();
+        if (hasLo) {
+            BinExact(VOp::ADD, sLo, stride, sLo, stride, ap, ts, cnt, n, level0);
+        } else {
+            BinExact(VOp::ADD, sLo, stride, e, ts, ap, ts, cnt, n, level0);
+        }
+        PipeBarrier<PIPE_V>();
+    }
+
+    // dst = a op b over `cnt` floats of each of n rows (row r at r times each operand's stride).
+    __aicore__ inline void BinExact(VOp op, const LocalTensor<float>& dst, uint32_t ds, const LocalTensor<float>& a,
+                                    uint32_t as, const LocalTensor<float>& b, uint32_t bs, uint32_t cnt, uint32_t n,
+                                    bool level0)
+    {
+        if (level0) {
+            const BinaryRepeatParams rows(1, 1, 1, static_cast<uint8_t>(ds / 8), static_cast<uint8_t>(as / 8),
+                                          static_cast<uint8_t>(bs / 8));
+            for (uint32_t c = 0; c < cnt; c += LANES) {
+                const uint64_t mask = Min(LANES, cnt - c);
+                if (op == VOp::ADD) {
+                    Add(dst[c], a[c], b[c], mask, static_cast<uint8_t>(n), rows);
+                } else {
+                    Sub(dst[c], a[c], b[c], mask, static_cast<uint8_t>(n), rows);
+                }
+            }
+            return;
+        }
+        for (uint32_t r = 0; r < n; ++r) {
+            if (op == VOp::ADD) {
+                Add(dst[r * ds], a[r * as], b[r * bs], cnt);
+            } else {
+                Sub(dst[r * ds], a[r * as], b[r * bs], cnt);
+            }
+        }
+    }
+
+    // k = r^2 S / n in float-float; where that is NaN but the plain value is not (an Inf
+    // product makes the corrections NaN), the plain value.
+    __aicore__ inline FF ExactK(FF sum, float plain, float rstd)
+    {
+        const FF mean = DivFF(sum, static_cast<float>(t_.numCol));
+        const FF r2 = TwoProdS(rstd, rstd);
+        FF k = MulFF(r2, mean);
+        const float rr = rstd * rstd;
+        const float plainK = rr * (plain / static_cast<float>(t_.numCol));
+        if (!(k.hi == k.hi) && plainK == plainK) {
+            k = FF{plainK, 0.0f};
+        }
+        return k;
+    }
+
+    // Row r's kh, km, kl into the per-row vectors (slots sh, sm, sl): kh = Veltkamp's 13 bits
+    // of k.hi, km the other 11 (exact), kl = k.lo; a value too large to split (or not finite)
+    // is kh alone.
+    __aicore__ inline void SplitK(FF k, uint32_t r, uint32_t sh, uint32_t sm, uint32_t sl)
+    {
+        float kh = k.hi;
+        float km = 0.0f;
+        float kl = k.lo;
+        const float mag = k.hi < 0.0f ? -k.hi : k.hi;
+        if (mag < EXACT_SPLIT_MAX) {
+            const float c = K_SPLITTER * k.hi;
+            const float d = c - k.hi;
+            kh = c - d;
+            km = k.hi - kh;
+        }
+        if (!(kl == kl) || !(mag < EXACT_SPLIT_MAX)) {
+            kl = 0.0f;
+        }
+        PV(sh).SetValue(r, kh);
+        PV(sm).SetValue(r, km);
+        PV(sl).SetValue(r, kl);
+    }
+
+    // dx = r (((((g + c) - x kh) - x km) - x kl) + (s il + ec + e0)), c = s ih + s im, rounded
+    // once to T (the header's dx_sum line says why this is exact enough). In: g (exact, g's
+    // row), x and ds in T, the per-row blocks. x's float row, bP_ and bQ_ are free; the
+    // TwoSum temporaries (bT2_, scratch_, bGe_: half a row per row) take the element-wise
+    // steps in flat pieces. Leaves x's float copy in x's row for dgamma.
+    __aicore__ inline void DxWithSum(const LocalTensor<T>& ds, const LocalTensor<T>& x, const LocalTensor<float>& g,
+                                     const LocalTensor<T>& dx, uint32_t n)
+    {
+        const uint32_t len = n * t_.numColAlign;
+        LocalTensor<float> xf = bX_.Get<float>();
+        LocalTensor<float> lo = bP_.Get<float>();
+        LocalTensor<float> hi = bQ_.Get<float>();
+        LocalTensor<float> c = bT2_.Get<float>();
+        LocalTensor<float> z = scratch_.Get<float>();
+        LocalTensor<float> ap = bGe_.Get<float>();
+        Cast(lo, ds, RoundMode::CAST_NONE, len);  // s
+        PipeBarrier<PIPE_V>();
+        RowOpPlain(hi, lo, PB(EB_IH), n, true);  // q1 = s ih, exact
+        RowOpPlain(xf, lo, PB(EB_IM), n, true);  // q2 = s im, exact
+        PipeBarrier<PIPE_V>();
+        RowOpPlain(lo, lo, PB(EB_IL), n, true);  // lo = s il
+        PipeBarrier<PIPE_V>();
+        const uint32_t piece = t_.rowFactor * ExactTempStride();  // >= len / 2, 32-byte multiple
+        for (uint32_t at = 0; at < len; at += piece) {
+            const uint32_t cnt = Min(piece, len - at);
+            Add(c, hi[at], xf[at], cnt);  // c = fl(q1 + q2)
+            PipeBarrier<PIPE_V>();
+            Sub(z, c, hi[at], cnt);  // exact (Fast2Sum)
+            PipeBarrier<PIPE_V>();
+            Sub(xf[at], xf[at], z, cnt);  // ec = q2 - (c - q1)
+            Add(hi[at], g[at], c, cnt);   // h = fl(g + c)
+            PipeBarrier<PIPE_V>();
+            Add(lo[at], lo[at], xf[at], cnt);
+            Sub(z, hi[at], g[at], cnt);  // TwoSum(g, c): bb = h - g
+            PipeBarrier<PIPE_V>();
+            Sub(ap, hi[at], z, cnt);
+            PipeBarrier<PIPE_V>();
+            Sub(z, c, z, cnt);        // c - bb
+            Sub(ap, g[at], ap, cnt);  // g - (h - bb)
+            PipeBarrier<PIPE_V>();
+            Add(z, z, ap, cnt);  // e0
+            PipeBarrier<PIPE_V>();
+            Add(lo[at], lo[at], z, cnt);
+            PipeBarrier<PIPE_V>();
+        }
+        // The chain from h, in g's row the products (g is in h now).
+        Cast(xf, x, RoundMode::CAST_NONE, len);
+        PipeBarrier<PIPE_V>();
+        RowOpPlain(g, xf, PB(EB_KH), n, true);
+        PipeBarrier<PIPE_V>();
+        Sub(hi, hi, g, len);
+        PipeBarrier<PIPE_V>();
+        RowOpPlain(g, xf, PB(EB_KM), n, true);
+        PipeBarrier<PIPE_V>();
+        Sub(hi, hi, g, len);
+        PipeBarrier<PIPE_V>();
+        RowOpPlain(g, xf, PB(EB_KL), n, true);
+        PipeBarrier<PIPE_V>();
+        Sub(hi, hi, g, len);
+        PipeBarrier<PIPE_V>();
+        Add(g, hi, lo, len);
+        PipeBarrier<PIPE_V>();
+        KeepUnlessNan(g, hi, len);
+        RowOpPlain(g, g, PB(EB_RSTD), n, true);
+        PipeBarrier<PIPE_V>();
+        Cast(dx, g, TO_T, len);
+        PipeBarrier<PIPE_V>();  // dgamma's first step writes g's row (same-pipe WAR)
+    }
+
     TilingData t_;
     uint32_t groupStart_ = 0;
     uint32_t groupCount_ = 0;
@@ -2280,6 +2858,7 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
     TQue<QuePosition::VECIN, 1> inGamma_;
     TQue<QuePosition::VECIN, 1> inDs_;
     GlobalTensor<T> dsGm_;
+    bool deferDs_ = false;  // CopyInRows leaves dx_sum out (mode 5 with its queue single)
     TQue<QuePosition::VECOUT, 1> outDx_;
     TQue<QuePosition::VECIN, 1> inPart_;       // the final sum: a group's hi and lo rows
     TQue<QuePosition::VECOUT, 1> outDgamma_;

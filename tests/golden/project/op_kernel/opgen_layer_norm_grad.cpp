@@ -45,7 +45,7 @@
 //       (kernel/row_norm_grad_batched.j2).
 //   MODE_PLAIN     (4)  attr arithmetic "float32": plain float32 vector arithmetic instead
 //       (kernel/row_norm_grad_plain.j2); rows it cannot hold whole take modes 0-3 (float-float).
-//   MODE_EXACT     (5)  the default for 16-bit RMS rows held whole (no dx_sum, no gamma offset):
+//   MODE_EXACT     (5)  the default for 16-bit RMS rows held whole (no gamma offset):
 //       the same accuracy from exact 16-bit products and a three-part split of the row's
 //       coefficient, a fraction of the vector work (kernel/row_norm_grad_exact.j2).
 #include "kernel_operator.h"

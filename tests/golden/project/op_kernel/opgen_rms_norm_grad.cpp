@@ -41,7 +41,7 @@
 //       (kernel/row_norm_grad_batched.j2).
 //   MODE_PLAIN     (4)  attr arithmetic "float32": plain float32 vector arithmetic instead
 //       (kernel/row_norm_grad_plain.j2); rows it cannot hold whole take modes 0-3 (float-float).
-//   MODE_EXACT     (5)  the default for 16-bit RMS rows held whole (no dx_sum, no gamma offset):
+//   MODE_EXACT     (5)  the default for 16-bit RMS rows held whole (no gamma offset):
 //       the same accuracy from exact 16-bit products and a three-part split of the row's
 //       coefficient, a fraction of the vector work (kernel/row_norm_grad_exact.j2).
 #include "kernel_operator.h"
@@ -2264,7 +2264,7 @@ const LocalTensor<float>& stat,
     //                     by TwoSum halving (whole rows as lanes), then TwoSum-added to the
     //                     group's hi/lo accumulator: the order is fixed by rowFactor (the shape),
     //                     never by the core count.
-    // No gamma offset (g would not be exact), no dx_sum and no LayerNorm: those keep modes 0-3.
+    // No gamma offset (g would not be exact) and no LayerNorm: those keep modes 0-3.
     static constexpr uint32_t MODE_EXACT = 5;
     static constexpr float K_SPLITTER = 2049.0f;    // 2^11 + 1: Veltkamp's hi keeps 13 bits
     static constexpr float EXACT_SPLIT_MAX = 1.0e30f;  // |v| above this: 2049 v could overflow
@@ -2288,6 +2288,9 @@ const LocalTensor<float>& stat,
     static constexpr float R_SPLITTER = IsSameType<T, half>::value ? 4097.0f : 65537.0f;
     enum class VOp { ADD, SUB };
 
+    // colFactor 2: gamma resident in T (its float copy cast per pass), dx_sum's queue single.
+    __aicore__ inline bool ExactGammaInT() const { return t_.colFactor == 2; }
+
     // Floats between two rows' TwoSum temporaries: a fold step takes at most half a row.
     __aicore__ inline uint32_t ExactTempStride() const { return (t_.numColAlign / 2 + 7) / 8 * 8; }
 
@@ -2303,11 +2306,16 @@ const LocalTensor<float>& stat,
         const uint32_t work = t_.workFactor;
         pipe_.InitBuffer(inDy_, BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(inX_, BUFFER_NUM, rows * width * sizeof(T));
-        // colFactor 1: dx's queue single (rows of 4096: a second dx row does not fit).
-        pipe_.InitBuffer(outDx_, t_.colFactor == 1 ? 1 : BUFFER_NUM, rows * width * sizeof(T));
+        // colFactor 1: dx's queue single (rows of 4096: a second dx row does not fit); 2: dx_sum's
+        // single too and gamma resident in T, cast per pass (add_rms_norm_grad's rows of 4096).
+        pipe_.InitBuffer(outDx_, t_.colFactor >= 1 ? 1 : BUFFER_NUM, rows * width * sizeof(T));
         pipe_.InitBuffer(inStat_, BUFFER_NUM, PlainSlot() * sizeof(float));
         const uint32_t accLen = (width + LANES - 1) / LANES * LANES;
-        pipe_.InitBuffer(gammaF32_, accLen * sizeof(float));
+        if (ExactGammaInT()) {
+            pipe_.InitBuffer(gammaBuf_, width * sizeof(T));
+        } else {
+            pipe_.InitBuffer(gammaF32_, accLen * sizeof(float));
+        }
         pipe_.InitBuffer(accH_, accLen * sizeof(float));
         pipe_.InitBuffer(accL_, accLen * sizeof(float));
         pipe_.InitBuffer(bX_, work * sizeof(float));
@@ -2324,14 +2332,17 @@ const LocalTensor<float>& stat,
         pipe_.InitBuffer(bGe_, temps * sizeof(float));
         pipe_.InitBuffer(bPlainV_, E_SLOTS * PlainSlot() * sizeof(float));
         pipe_.InitBuffer(bPlainB_, EB_SLOTS * PlainLanes() * 8 * sizeof(float));
-        // gamma in T passes through x's float work row (only its float copy stays resident).
-        LocalTensor<T> gamma = bX_.Get<T>();
+        // gamma in T passes through x's float work row (only its float copy stays resident),
+        // or stays in T.
+        LocalTensor<T> gamma = ExactGammaInT() ? gammaBuf_.Get<T>() : bX_.Get<T>();
         DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
         // A TBuf: no queue hand-off orders the copy before its use.
         event_t copied = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
         SetFlag<HardEvent::MTE2_V>(copied);
         WaitFlag<HardEvent::MTE2_V>(copied);
-        Cast(gammaF32_.Get<float>(), gamma, RoundMode::CAST_NONE, t_.numCol);
+        if (!ExactGammaInT()) {
+            Cast(gammaF32_.Get<float>(), gamma, RoundMode::CAST_NONE, t_.numCol);
+        }
         const uint32_t end = groupStart_ + groupCount_;
         uint32_t nk = groupStart_;
         uint32_t nd = 0;
@@ -2356,7 +2367,8 @@ const LocalTensor<float>& stat,
                 LocalTensor<float> stat = inStat_.DeQue<float>();
                 nk = k;
                 nd = done + n;
-                if (NextPlainPass(&nk, &nd, end)) {
+                const bool next = NextPlainPass(&nk, &nd, end);
+                if (next) {
                     CopyInPlain(nk, nd);
                 }
                 LocalTensor<T> dx = outDx_.AllocTensor<T>();
@@ -2372,7 +2384,8 @@ const LocalTensor<float>& stat,
     }
 
     __aicore__ inline void ComputeExact(const LocalTensor<T>& dy, const LocalTensor<T>& x,
-                                        const LocalTensor<float>& stat, const LocalTensor<T>& dx, uint32_t n)
+const LocalTensor<float>& stat,
+                                        const LocalTensor<T>& dx, uint32_t n)
     {
         const uint32_t width = t_.numColAlign;
         const uint32_t len = n * width;
@@ -2390,8 +2403,14 @@ const LocalTensor<float>& stat,
         Cast(xf, x, RoundMode::CAST_NONE, len);
         Cast(hiA, dy, RoundMode::CAST_NONE, len);
         Brcb(PB(EB_RSTD), stat, blocks, BrcbRepeatParams(1, 8));
+        LocalTensor<float> gammaF = loA;  // free until the products
+        if (ExactGammaInT()) {
+            Cast(gammaF, gammaBuf_.Get<T>(), RoundMode::CAST_NONE, t_.numCol);
+        } else {
+            gammaF = gammaF32_.Get<float>();
+        }
         PipeBarrier<PIPE_V>();
-        ColMulPlain(g, hiA, gammaF32_.Get<float>(), n);  // exact
+        ColMulPlain(g, hiA, gammaF, n);  // exact
         PipeBarrier<PIPE_V>();
         bool hasLo = false;
         if constexpr (IsSameType<T, half>::value) {
@@ -2468,7 +2487,7 @@ const LocalTensor<float>& stat,
                 sum = AddFF(sum, hi, loA.GetValue(r * width + i));
             }
             const float rstd = stat.GetValue(r);
-            SplitK(ExactK(sum, plain, rstd), r);
+            SplitK(ExactK(sum, plain, rstd), r, E_KH, E_KM, E_KL);
             const float c = R_SPLITTER * rstd;
             const float d = c - rstd;
             const float rh = c - d;
@@ -2678,9 +2697,10 @@ const LocalTensor<float>& stat,
         return k;
     }
 
-    // Row r's kh, km, kl into the per-row vectors: kh = Veltkamp's 13 bits of k.hi, km the
-    // other 11 (exact), kl = k.lo; a value too large to split (or not finite) is kh alone.
-    __aicore__ inline void SplitK(FF k, uint32_t r)
+    // Row r's kh, km, kl into the per-row vectors (slots sh, sm, sl): kh = Veltkamp's 13 bits
+    // of k.hi, km the other 11 (exact), kl = k.lo; a value too large to split (or not finite)
+    // is kh alone.
+    __aicore__ inline void SplitK(FF k, uint32_t r, uint32_t sh, uint32_t sm, uint32_t sl)
     {
         float kh = k.hi;
         float km = 0.0f;
@@ -2695,9 +2715,9 @@ const LocalTensor<float>& stat,
         if (!(kl == kl) || !(mag < EXACT_SPLIT_MAX)) {
             kl = 0.0f;
         }
-        PV(E_KH).SetValue(r, kh);
-        PV(E_KM).SetValue(r, km);
-        PV(E_KL).SetValue(r, kl);
+        PV(sh).SetValue(r, kh);
+        PV(sm).SetValue(r, km);
+        PV(sl).SetValue(r, kl);
     }
 
     TilingData t_;

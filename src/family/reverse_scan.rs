@@ -160,7 +160,12 @@ const FIELDS: &[TilingField] = &[
         "chunk",
         "time steps per UB pass (a multiple of 32 bytes of the narrowest input: 8, 16 or 32; the first pass of a row may be shorter)",
     ),
-    TilingField::u32("chunks", "UB passes per group: ceil(T / chunk)"),
+    TilingField::u32("chunks", "UB passes per group and segment (per phase): ceil(segment / chunk)"),
+    TilingField::u32("segment", "time steps per segment: T in the sequential mode, less in the time split"),
+    TilingField::u32(
+        "segments",
+        "segments of T per row group, one core each: 1 in the sequential mode, >= 4 in the time split",
+    ),
     TilingField::f32("gamma", "gamma, rounded to float32"),
     TilingField::f32("gammaLam", "gamma * lam (in double), rounded to float32"),
 ];
@@ -299,6 +304,43 @@ pub fn expected(
     }
 }
 
+/// The time split's gates (`segments` > 1 in the plan): from the running error bound of its
+/// evaluation order with the plan's `segment` (`crate::reference::reverse_scan`, the split's
+/// section), the same rule as [`gates`]. The sequential mode keeps [`expected`]'s.
+pub fn split_gates(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+    tiling: &dyn Fn(&str) -> Option<f64>,
+    expected: &mut [Expected],
+) -> Result<(), FamilyError> {
+    if tiling("segments").unwrap_or(1.0) <= 1.0 {
+        return Ok(());
+    }
+    let segment = tiling("segment").ok_or("the time split's tiling has no `segment`")? as usize;
+    let r = input(inputs, spec, 0)?;
+    let t = *r.shape.last().ok_or("token_level_rewards has rank 0")?;
+    let (r, mask) = (r.to_f64(), input(inputs, spec, spec.inputs.len() - 1)?.to_f64());
+    let gamma = super::attr_f64(attrs, "gamma")?;
+    let bounds = match scan(spec) {
+        Scan::Gae => {
+            let v = input(inputs, spec, 1)?.to_f64();
+            let lam = super::attr_f64(attrs, "lam")?;
+            let g = reference::gae(&r, &v, &mask, t, gamma, lam)?;
+            let (adv, ret) = reference::gae_split_bounds(&g, &r, &v, &mask, t, gamma, lam, segment);
+            vec![adv, ret]
+        }
+        Scan::DiscountedReturn => {
+            let (_, bound) = reference::discounted_return(&r, &mask, t, gamma)?;
+            vec![reference::discounted_return_split_bound(&bound, &r, &mask, t, gamma, segment)]
+        }
+    };
+    for (e, b) in expected.iter_mut().zip(&bounds) {
+        e.tolerance = gates(b);
+    }
+    Ok(())
+}
+
 // ---- the family --------------------------------------------------------------------------
 
 pub struct ReverseScan;
@@ -366,6 +408,17 @@ impl FamilyOps for ReverseScan {
         expected(spec, inputs, attrs)
     }
 
+    fn plan_gates(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+        tiling: &dyn Fn(&str) -> Option<f64>,
+        expected: &mut [Expected],
+    ) -> Result<(), FamilyError> {
+        split_gates(spec, inputs, attrs, tiling, expected)
+    }
+
     /// Rewards' [B, T] as RL trainers batch them (issue 29): a PPO batch of 512 responses of
     /// 4096 tokens, 64 long-reasoning responses of 32768, and 8 rollouts of 16384 (the
     /// small-batch case, where rows alone cannot fill the cores).
@@ -383,8 +436,13 @@ impl FamilyOps for ReverseScan {
 
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let split = if f("segments") > 1.0 {
+            format!(", T in {} segments of {} over cores", f("segments"), f("segment"))
+        } else {
+            String::new()
+        };
         PlanReading {
-            label: format!("{} lanes, {} chunk(s) of {} steps", f("lanes"), f("chunks"), f("chunk")),
+            label: format!("{} lanes, {} chunk(s) of {} steps{split}", f("lanes"), f("chunks"), f("chunk")),
             two_pass: false,
             transfer_reason: None,
         }
@@ -392,6 +450,16 @@ impl FamilyOps for ReverseScan {
 
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
+        if f("segments") > 1.0 {
+            // Each phase walks the segment's chunks through the same queues; a remainder: the
+            // last segment shorter, or the last row group.
+            let short = f("steps") % f("segment").max(1.0) != 0.0;
+            return PlanCoverage {
+                mode: "time-split",
+                passes: Some(f("chunks") as u64),
+                uneven: Some(short || (f("rows") % f("blockFactor").max(1.0) != 0.0)),
+            };
+        }
         let core_rows = f("blockFactor").min(f("rows"));
         let groups = super::passes(core_rows, f("lanes").max(1.0));
         PlanCoverage {
@@ -402,7 +470,7 @@ impl FamilyOps for ReverseScan {
     }
 
     fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
-        vec!["single-chunk", "multi-chunk"]
+        vec!["single-chunk", "multi-chunk", "time-split"]
     }
 
     /// verl's loop: per time step t = T−1 .. 0, one launch per tensor op over the [B] column t

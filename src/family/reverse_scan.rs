@@ -154,7 +154,10 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 const FIELDS: &[TilingField] = &[
     TilingField::u32("rows", "rows: the product of the inputs' leading dims"),
     TilingField::u32("steps", "T: the inputs' last dim"),
-    TilingField::u32("blockFactor", "rows per core (the last busy core may get fewer)"),
+    TilingField::u32(
+        "blockFactor",
+        "rows per core (sequential) or per row group (time split); the last may get fewer",
+    ),
     TilingField::u32("lanes", "rows per group: the vector lanes of one time step (a multiple of 8, <= 64)"),
     TilingField::u32(
         "chunk",
@@ -164,8 +167,9 @@ const FIELDS: &[TilingField] = &[
     TilingField::u32("segment", "time steps per segment: T in the sequential mode, less in the time split"),
     TilingField::u32(
         "segments",
-        "segments of T per row group, one core each: 1 in the sequential mode, >= 4 in the time split",
+        "segments of T per row group: 1 in the sequential mode, >= 4 in the time split (a function of T alone)",
     ),
+    TilingField::u32("perCore", "the time split's items (row group, segment) per core"),
     TilingField::f32("gamma", "gamma, rounded to float32"),
     TilingField::f32("gammaLam", "gamma * lam (in double), rounded to float32"),
 ];
@@ -173,10 +177,16 @@ const FIELDS: &[TilingField] = &[
 // ---- verification ------------------------------------------------------------------------
 
 /// (rows, T) of the quick sweep, 48 cores: every mode with ≥ 3 passes on a core and a
-/// remainder core. single-chunk: 6241 rows of T = 7 give 131 rows (3 groups: 64, 64, 3) on 47
-/// cores and 84 on the last; multi-chunk: 97 rows of T = 1000 give 3 rows (8 lanes, chunks of
-/// 320 or fewer: ≥ 4 passes) on 32 cores and 1 on the last. Then one row, T = 1, odd T.
-const QUICK: [(usize, usize); 6] = [(1, 1), (3, 9), (6241, 7), (97, 1000), (130, 257), (5, 4099)];
+/// remainder, in both ops (discounted_return's chunks are longer: fewer tiles). The time split
+/// takes T ≥ 385 (4 segments of 128 steps or more). single-chunk: 6241 rows of T = 7 give 131
+/// rows (3 groups: 64, 64, 3) on 47 cores and 84 on the last; multi-chunk: 1500 rows of T = 383
+/// give 32 rows (32 lanes, chunks of ≤ 120 steps: ≥ 4 passes) on 46 cores and 28 on the last;
+/// time-split: 60 rows (one group of 64 lanes, chunks of ≤ 56 steps) of T = 9000 in 47 segments
+/// of 192 steps (≥ 4 passes per phase), the last 168; 400 rows of T = 1000: 7 groups × 8
+/// segments, 2 items a core. Then one row, T = 1, odd T, sequential (130 × 257) and split
+/// (97 × 1000, 5 × 4099) row groups.
+const QUICK: [(usize, usize); 9] =
+    [(1, 1), (3, 9), (6241, 7), (97, 1000), (130, 257), (5, 4099), (1500, 383), (60, 9000), (400, 1000)];
 /// Added in the full sweep: the shapes at what the twin runs in reasonable time.
 const FULL: [(usize, usize); 5] = [(4096, 33), (300, 2049), (64, 4096), (2, 32768), (49, 777)];
 
@@ -451,13 +461,16 @@ impl FamilyOps for ReverseScan {
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         if f("segments") > 1.0 {
-            // Each phase walks the segment's chunks through the same queues; a remainder: the
-            // last segment shorter, or the last row group.
+            // Each phase walks its items' segments' chunks through the same queues; a remainder:
+            // the last segment shorter, the last row group or the last core's items fewer.
             let short = f("steps") % f("segment").max(1.0) != 0.0;
+            let groups = super::passes(f("rows"), f("blockFactor").max(1.0)) as f64;
+            let items = groups * f("segments");
+            let last_core_short = items % f("perCore").max(1.0) != 0.0;
             return PlanCoverage {
                 mode: "time-split",
-                passes: Some(f("chunks") as u64),
-                uneven: Some(short || (f("rows") % f("blockFactor").max(1.0) != 0.0)),
+                passes: Some(f("chunks") as u64 * f("perCore") as u64),
+                uneven: Some(short || last_core_short || f("rows") % f("blockFactor").max(1.0) != 0.0),
             };
         }
         let core_rows = f("blockFactor").min(f("rows"));

@@ -306,6 +306,60 @@ mod tests {
         assert_eq!(r, vec![1.0, 1.75, 1.5, 1.0]);
     }
 
+    /// The time split's order evaluated in float32 (written from its definition: per segment the
+    /// loop from zero with the carry-in's coefficients by repeated multiplication, the joins last
+    /// first, the loop again from the joined carry) stays within `gae_split_bounds`, which stays
+    /// within a few times the sequential bound (not vacuous).
+    #[test]
+    fn the_split_orders_float32_error_lies_within_its_bound() {
+        let t = 3000;
+        let f = |i: usize, p: usize| ((i * p % 1009) as f64 - 504.0) / 100.0;
+        let r: Vec<f64> = (0..t).map(|i| f(i, 7919) as f32 as f64).collect();
+        let v: Vec<f64> = (0..t).map(|i| f(i, 104_729) as f32 as f64).collect();
+        let m: Vec<f64> = (0..t).map(|i| f64::from(u8::from(i % 7 != 3 && !(1200..1500).contains(&i)))).collect();
+        for (gamma, lam, segment) in [(1.0, 1.0, 128), (0.99, 0.95, 128), (1.0, 0.95, 704), (1.0, 1.0, 2999)] {
+            let (g32, gl32) = (gamma as f32, (gamma * lam) as f32);
+            // One step of the loop in float32 on (nextv, last).
+            let step = |nv: &mut f32, last: &mut f32, i: usize| {
+                let (ri, vi, mi) = (r[i] as f32, v[i] as f32, m[i] as f32);
+                let a = ((ri + g32 * *nv) - vi) + gl32 * *last;
+                *nv = vi * mi + (1.0 - mi) * *nv;
+                *last = a * mi + *last * (1.0 - mi);
+            };
+            let bounds: Vec<usize> = (0..t).step_by(segment).chain([t]).collect();
+            let mut summaries = Vec::new();
+            for w in bounds.windows(2) {
+                let (mut nv, mut last, mut ni, mut a, mut b) = (0.0f32, 0.0f32, 1.0f32, 0.0f32, 1.0f32);
+                for i in (w[0]..w[1]).rev() {
+                    let f = m[i] as f32 * gl32 + (1.0 - m[i] as f32);
+                    a = a * f + g32 * (m[i] as f32 * ni);
+                    b *= f;
+                    ni *= 1.0 - m[i] as f32;
+                    step(&mut nv, &mut last, i);
+                }
+                summaries.push((nv, last, ni, a, b));
+            }
+            let mut got = vec![0.0f64; t];
+            for (s, w) in bounds.windows(2).enumerate() {
+                let (mut nv, mut last) = (0.0f32, 0.0f32);
+                for &(nc, l0, ni, a, b) in summaries[s + 1..].iter().rev() {
+                    (nv, last) = (nc + ni * nv, (l0 + a * nv) + b * last);
+                }
+                for i in (w[0]..w[1]).rev() {
+                    step(&mut nv, &mut last, i);
+                    got[i] = f64::from(last);
+                }
+            }
+            let exact = gae(&r, &v, &m, t, gamma, lam).unwrap();
+            let (bound, _) = gae_split_bounds(&exact, &r, &v, &m, t, gamma, lam, segment);
+            for i in 0..t {
+                let err = (got[i] - exact.advantages[i]).abs();
+                assert!(err <= bound[i] * 1.001, "γ {gamma} λ {lam} segment {segment} t {i}: error {err:e}, bound {:e}", bound[i]);
+                assert!(bound[i] <= 4.0 * exact.adv_bound[i] + 1e-6, "t {i}: the split bound {:e} vacuous", bound[i]);
+            }
+        }
+    }
+
     #[test]
     fn mismatched_lengths_are_refused() {
         assert!(gae(&[1.0; 4], &[0.0; 3], &[1.0; 4], 4, 1.0, 1.0).is_err());

@@ -336,9 +336,8 @@ pub fn split_gates(
         Scan::Gae => {
             let v = input(inputs, spec, 1)?.to_f64();
             let lam = super::attr_f64(attrs, "lam")?;
-            let g = reference::gae(&r, &v, &mask, t, gamma, lam)?;
-            let (adv, ret) = reference::gae_split_bounds(&g, &r, &v, &mask, t, gamma, lam, segment);
-            vec![adv, ret]
+            let g = reference::gae_split(&r, &v, &mask, t, gamma, lam, segment)?;
+            vec![g.adv_bound, g.ret_bound]
         }
         Scan::DiscountedReturn => {
             let (_, bound) = reference::discounted_return(&r, &mask, t, gamma)?;

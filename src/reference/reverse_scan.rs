@@ -189,14 +189,24 @@ fn gae_carries(r: &[f64], v: &[f64], m: &[f64], gamma: f64, gl: f64) -> Vec<GaeS
     carries
 }
 
-/// The running error bounds of advantages and returns for the time split with segments of
-/// `segment` steps (see above); the values are [`gae`]'s.
-pub fn gae_split_bounds(g: &Gae, rewards: &[f64], values: &[f64], mask: &[f64], t: usize, gamma: f64, lam: f64, segment: usize) -> (Vec<f64>, Vec<f64>) {
+/// [`gae`] with the running error bounds of advantages and returns for the time split with
+/// segments of `segment` steps (see above) in place of the sequential loop's (kept when
+/// `segment` ≥ T: no split).
+pub fn gae_split(
+    rewards: &[f64],
+    values: &[f64],
+    mask: &[f64],
+    t: usize,
+    gamma: f64,
+    lam: f64,
+    segment: usize,
+) -> Result<Gae, ReferenceError> {
+    let mut g = gae(rewards, values, mask, t, gamma, lam)?;
     let gl = gamma * lam;
-    let (mut adv, mut ret) = (g.adv_bound.clone(), g.ret_bound.clone());
     if t == 0 || segment == 0 || segment >= t {
-        return (adv, ret);
+        return Ok(g);
     }
+    let (adv, ret) = (&mut g.adv_bound, &mut g.ret_bound);
     for row in 0..rewards.len() / t {
         let at = row * t;
         let (r, v, m) = (&rewards[at..at + t], &values[at..at + t], &mask[at..at + t]);
@@ -227,17 +237,27 @@ pub fn gae_split_bounds(g: &Gae, rewards: &[f64], values: &[f64], mask: &[f64], 
                 let (an, bl) = ((a * carry.nextv).abs(), (b * carry.last).abs());
                 let c = U * (4.0 * f64::from(k) + 1.0);
                 let partial = (zero.last + a * carry.nextv).abs();
-                e_in = zero.e_last + c * (an + bl) + b.abs() * e_in + U * (an + bl + partial + carries[begin].last.abs());
+                e_in = zero.e_last
+                    + c * (an + bl)
+                    + b.abs() * e_in
+                    + U * (an + bl + partial + carries[begin].last.abs());
             }
             end = begin;
         }
     }
-    (adv, ret)
+    Ok(g)
 }
 
 /// The running error bound of discounted_return's returns for the time split with segments of
 /// `segment` steps (see above); the values are [`discounted_return`]'s.
-pub fn discounted_return_split_bound(bound: &[f64], rewards: &[f64], mask: &[f64], t: usize, gamma: f64, segment: usize) -> Vec<f64> {
+pub fn discounted_return_split_bound(
+    bound: &[f64],
+    rewards: &[f64],
+    mask: &[f64],
+    t: usize,
+    gamma: f64,
+    segment: usize,
+) -> Vec<f64> {
     let mut out = bound.to_vec();
     if t == 0 || segment == 0 || segment >= t {
         return out;
@@ -267,7 +287,8 @@ pub fn discounted_return_split_bound(bound: &[f64], rewards: &[f64], mask: &[f64
             }
             let k = (end - begin) as f64;
             let pr = (p * carries[end].running).abs();
-            e_in = zero.e + U * (2.0 * k + 1.0) * pr + p.abs() * e_in + U * (pr + carries[begin].running.abs());
+            e_in =
+                zero.e + U * (2.0 * k + 1.0) * pr + p.abs() * e_in + U * (pr + carries[begin].running.abs());
             end = begin;
         }
     }
@@ -308,7 +329,7 @@ mod tests {
 
     /// The time split's order evaluated in float32 (written from its definition: per segment the
     /// loop from zero with the carry-in's coefficients by repeated multiplication, the joins last
-    /// first, the loop again from the joined carry) stays within `gae_split_bounds`, which stays
+    /// first, the loop again from the joined carry) stays within `gae_split`'s bound, which stays
     /// within a few times the sequential bound (not vacuous).
     #[test]
     fn the_split_orders_float32_error_lies_within_its_bound() {
@@ -316,8 +337,10 @@ mod tests {
         let f = |i: usize, p: usize| ((i * p % 1009) as f64 - 504.0) / 100.0;
         let r: Vec<f64> = (0..t).map(|i| f(i, 7919) as f32 as f64).collect();
         let v: Vec<f64> = (0..t).map(|i| f(i, 104_729) as f32 as f64).collect();
-        let m: Vec<f64> = (0..t).map(|i| f64::from(u8::from(i % 7 != 3 && !(1200..1500).contains(&i)))).collect();
-        for (gamma, lam, segment) in [(1.0, 1.0, 128), (0.99, 0.95, 128), (1.0, 0.95, 704), (1.0, 1.0, 2999)] {
+        let m: Vec<f64> =
+            (0..t).map(|i| f64::from(u8::from(i % 7 != 3 && !(1200..1500).contains(&i)))).collect();
+        for (gamma, lam, segment) in [(1.0, 1.0, 128), (0.99, 0.95, 128), (1.0, 0.95, 704), (1.0, 1.0, 2999)]
+        {
             let (g32, gl32) = (gamma as f32, (gamma * lam) as f32);
             // One step of the loop in float32 on (nextv, last).
             let step = |nv: &mut f32, last: &mut f32, i: usize| {
@@ -351,11 +374,19 @@ mod tests {
                 }
             }
             let exact = gae(&r, &v, &m, t, gamma, lam).unwrap();
-            let (bound, _) = gae_split_bounds(&exact, &r, &v, &m, t, gamma, lam, segment);
+            let bound = gae_split(&r, &v, &m, t, gamma, lam, segment).unwrap().adv_bound;
             for i in 0..t {
                 let err = (got[i] - exact.advantages[i]).abs();
-                assert!(err <= bound[i] * 1.001, "γ {gamma} λ {lam} segment {segment} t {i}: error {err:e}, bound {:e}", bound[i]);
-                assert!(bound[i] <= 4.0 * exact.adv_bound[i] + 1e-6, "t {i}: the split bound {:e} vacuous", bound[i]);
+                assert!(
+                    err <= bound[i] * 1.001,
+                    "γ {gamma} λ {lam} segment {segment} t {i}: error {err:e}, bound {:e}",
+                    bound[i]
+                );
+                assert!(
+                    bound[i] <= 4.0 * exact.adv_bound[i] + 1e-6,
+                    "t {i}: the split bound {:e} vacuous",
+                    bound[i]
+                );
             }
         }
     }

@@ -223,10 +223,9 @@ fn the_error_at_t_32768_with_unit_discount_stays_within_the_running_bound() {
     // bound: the running bound of the split's evaluation order (the zero-carry scans, the
     // joins, the rescans), not the sequential loop's.
     assert_eq!(segment, 704, "the time split");
-    let mut exact = ascend_opgen::reference::reverse_scan::gae(&r, &v, &m, t, 1.0, 1.0).unwrap();
-    let seq_bound = exact.adv_bound.iter().copied().fold(0.0, f64::max);
-    (exact.adv_bound, exact.ret_bound) =
-        ascend_opgen::reference::reverse_scan::gae_split_bounds(&exact, &r, &v, &m, t, 1.0, 1.0, segment);
+    let reference = ascend_opgen::reference::reverse_scan::gae;
+    let seq_bound = reference(&r, &v, &m, t, 1.0, 1.0).unwrap().adv_bound.iter().copied().fold(0.0, f64::max);
+    let exact = ascend_opgen::reference::reverse_scan::gae_split(&r, &v, &m, t, 1.0, 1.0, segment).unwrap();
     let worst =
         |got: &[f64], want: &[f64]| got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
     let (e_adv, e_ret) = (worst(&adv, &exact.advantages), worst(&ret, &exact.returns));

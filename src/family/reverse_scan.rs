@@ -169,7 +169,7 @@ const FIELDS: &[TilingField] = &[
         "segments",
         "segments of T per row group: 1 in the sequential mode, >= 4 in the time split (a function of T alone)",
     ),
-    TilingField::u32("perCore", "the time split's items (row group, segment) per core"),
+    TilingField::u32("perCore", "the time split's most items (row group, segment) on a core"),
     TilingField::f32("gamma", "gamma, rounded to float32"),
     TilingField::f32("gammaLam", "gamma * lam (in double), rounded to float32"),
 ];
@@ -181,9 +181,9 @@ const FIELDS: &[TilingField] = &[
 /// takes T ≥ 385 (4 segments of 128 steps or more). single-chunk: 6241 rows of T = 7 give 131
 /// rows (3 groups: 64, 64, 3) on 47 cores and 84 on the last; multi-chunk: 1500 rows of T = 383
 /// give 32 rows (32 lanes, chunks of ≤ 120 steps: ≥ 4 passes) on 46 cores and 28 on the last;
-/// time-split: 60 rows (one group of 64 lanes, chunks of ≤ 56 steps) of T = 9000 in 47 segments
-/// of 192 steps (≥ 4 passes per phase), the last 168; 400 rows of T = 1000: 7 groups × 8
-/// segments, 2 items a core. Then one row, T = 1, odd T, sequential (130 × 257) and split
+/// time-split: 60 rows (one group of 64 lanes, chunks of ≤ 56 steps) of T = 9000 in 48 segments
+/// of 188 steps (≥ 4 passes per phase), the last 164; 400 rows of T = 1000: 7 groups × 8
+/// segments, 8 cores with 2 items. Then one row, T = 1, odd T, sequential (130 × 257) and split
 /// (97 × 1000, 5 × 4099) row groups.
 const QUICK: [(usize, usize); 9] =
     [(1, 1), (3, 9), (6241, 7), (97, 1000), (130, 257), (5, 4099), (1500, 383), (60, 9000), (400, 1000)];
@@ -461,15 +461,12 @@ impl FamilyOps for ReverseScan {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         if f("segments") > 1.0 {
             // Each phase walks its items' segments' chunks through the same queues; a remainder:
-            // the last segment shorter, the last row group or the last core's items fewer.
+            // the last segment shorter or the last row group.
             let short = f("steps") % f("segment").max(1.0) != 0.0;
-            let groups = super::passes(f("rows"), f("blockFactor").max(1.0)) as f64;
-            let items = groups * f("segments");
-            let last_core_short = items % f("perCore").max(1.0) != 0.0;
             return PlanCoverage {
                 mode: "time-split",
                 passes: Some(f("chunks") as u64 * f("perCore") as u64),
-                uneven: Some(short || last_core_short || f("rows") % f("blockFactor").max(1.0) != 0.0),
+                uneven: Some(short || f("rows") % f("blockFactor").max(1.0) != 0.0),
             };
         }
         let core_rows = f("blockFactor").min(f("rows"));

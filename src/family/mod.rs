@@ -174,6 +174,19 @@ pub(crate) trait FamilyOps: Sync {
     fn case_inputs(&self, _spec: &OpSpec, _column: usize, _case: &Case) -> Option<CaseData> {
         None
     }
+    /// After a case ran: the gates of `expected` for the evaluation order the TilingFunc chose
+    /// (`tiling`, the plan's fields), where the order changes the rounding (reverse_scan's time
+    /// split). Default: the plan leaves the gates as `expected` made them.
+    fn plan_gates(
+        &self,
+        _spec: &OpSpec,
+        _inputs: &[(String, HostTensor)],
+        _attrs: &[(String, AttrValue)],
+        _tiling: &dyn Fn(&str) -> Option<f64>,
+        _expected: &mut [Expected],
+    ) -> Result<(), FamilyError> {
+        Ok(())
+    }
     /// Per element of `output`, a second value the semantics allow (NaN where there is none),
     /// or an empty vector (see [`alternates`]). Default: empty, the expected value is the only
     /// one accepted (alternates exist only where an op's definition rounds an intermediate).
@@ -537,6 +550,17 @@ pub fn expected(
     attrs: &[(String, AttrValue)],
 ) -> Result<Vec<Expected>, FamilyError> {
     ops(spec.family).expected(spec, inputs, attrs)
+}
+
+/// The gates of a case's expected outputs for the plan that ran (see [`FamilyOps::plan_gates`]).
+pub fn plan_gates(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+    tiling: &dyn Fn(&str) -> Option<f64>,
+    expected: &mut [Expected],
+) -> Result<(), FamilyError> {
+    ops(spec.family).plan_gates(spec, inputs, attrs, tiling, expected)
 }
 
 /// Per output element, a second value the semantics allow (NaN where there is none), or an

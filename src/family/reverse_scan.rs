@@ -154,13 +154,22 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 const FIELDS: &[TilingField] = &[
     TilingField::u32("rows", "rows: the product of the inputs' leading dims"),
     TilingField::u32("steps", "T: the inputs' last dim"),
-    TilingField::u32("blockFactor", "rows per core (the last busy core may get fewer)"),
+    TilingField::u32(
+        "blockFactor",
+        "rows per core (sequential) or per row group (time split); the last may get fewer",
+    ),
     TilingField::u32("lanes", "rows per group: the vector lanes of one time step (a multiple of 8, <= 64)"),
     TilingField::u32(
         "chunk",
         "time steps per UB pass (a multiple of 32 bytes of the narrowest input: 8, 16 or 32; the first pass of a row may be shorter)",
     ),
-    TilingField::u32("chunks", "UB passes per group: ceil(T / chunk)"),
+    TilingField::u32("chunks", "UB passes per group and segment (per phase): ceil(segment / chunk)"),
+    TilingField::u32("segment", "time steps per segment: T in the sequential mode, less in the time split"),
+    TilingField::u32(
+        "segments",
+        "segments of T per row group: 1 in the sequential mode, >= 4 in the time split (a function of T alone)",
+    ),
+    TilingField::u32("perCore", "the time split's most items (row group, segment) on a core"),
     TilingField::f32("gamma", "gamma, rounded to float32"),
     TilingField::f32("gammaLam", "gamma * lam (in double), rounded to float32"),
 ];
@@ -168,10 +177,16 @@ const FIELDS: &[TilingField] = &[
 // ---- verification ------------------------------------------------------------------------
 
 /// (rows, T) of the quick sweep, 48 cores: every mode with ≥ 3 passes on a core and a
-/// remainder core. single-chunk: 6241 rows of T = 7 give 131 rows (3 groups: 64, 64, 3) on 47
-/// cores and 84 on the last; multi-chunk: 97 rows of T = 1000 give 3 rows (8 lanes, chunks of
-/// 320 or fewer: ≥ 4 passes) on 32 cores and 1 on the last. Then one row, T = 1, odd T.
-const QUICK: [(usize, usize); 6] = [(1, 1), (3, 9), (6241, 7), (97, 1000), (130, 257), (5, 4099)];
+/// remainder, in both ops (discounted_return's chunks are longer: fewer tiles). The time split
+/// takes T ≥ 385 (4 segments of 128 steps or more). single-chunk: 6241 rows of T = 7 give 131
+/// rows (3 groups: 64, 64, 3) on 47 cores and 84 on the last; multi-chunk: 1500 rows of T = 383
+/// give 32 rows (32 lanes, chunks of ≤ 120 steps: ≥ 4 passes) on 46 cores and 28 on the last;
+/// time-split: 60 rows (one group of 64 lanes, chunks of ≤ 56 steps) of T = 9000 in 48 segments
+/// of 188 steps (≥ 4 passes per phase), the last 164; 400 rows of T = 1000: 7 groups × 8
+/// segments, 8 cores with 2 items. Then one row, T = 1, odd T, sequential (130 × 257) and split
+/// (97 × 1000, 5 × 4099) row groups.
+const QUICK: [(usize, usize); 9] =
+    [(1, 1), (3, 9), (6241, 7), (97, 1000), (130, 257), (5, 4099), (1500, 383), (60, 9000), (400, 1000)];
 /// Added in the full sweep: the issue's shapes at what the twin runs in reasonable time.
 const FULL: [(usize, usize); 5] = [(4096, 33), (300, 2049), (64, 4096), (2, 32768), (49, 777)];
 
@@ -299,6 +314,42 @@ pub fn expected(
     }
 }
 
+/// The time split's gates (`segments` > 1 in the plan): from the running error bound of its
+/// evaluation order with the plan's `segment` (`crate::reference::reverse_scan`, the split's
+/// section), the same rule as [`gates`]. The sequential mode keeps [`expected`]'s.
+pub fn split_gates(
+    spec: &OpSpec,
+    inputs: &[(String, HostTensor)],
+    attrs: &[(String, AttrValue)],
+    tiling: &dyn Fn(&str) -> Option<f64>,
+    expected: &mut [Expected],
+) -> Result<(), FamilyError> {
+    if tiling("segments").unwrap_or(1.0) <= 1.0 {
+        return Ok(());
+    }
+    let segment = tiling("segment").ok_or("the time split's tiling has no `segment`")? as usize;
+    let r = input(inputs, spec, 0)?;
+    let t = *r.shape.last().ok_or("token_level_rewards has rank 0")?;
+    let (r, mask) = (r.to_f64(), input(inputs, spec, spec.inputs.len() - 1)?.to_f64());
+    let gamma = super::attr_f64(attrs, "gamma")?;
+    let bounds = match scan(spec) {
+        Scan::Gae => {
+            let v = input(inputs, spec, 1)?.to_f64();
+            let lam = super::attr_f64(attrs, "lam")?;
+            let g = reference::gae_split(&r, &v, &mask, t, gamma, lam, segment)?;
+            vec![g.adv_bound, g.ret_bound]
+        }
+        Scan::DiscountedReturn => {
+            let (_, bound) = reference::discounted_return(&r, &mask, t, gamma)?;
+            vec![reference::discounted_return_split_bound(&bound, &r, &mask, t, gamma, segment)]
+        }
+    };
+    for (e, b) in expected.iter_mut().zip(&bounds) {
+        e.tolerance = gates(b);
+    }
+    Ok(())
+}
+
 // ---- the family --------------------------------------------------------------------------
 
 pub struct ReverseScan;
@@ -366,6 +417,17 @@ impl FamilyOps for ReverseScan {
         expected(spec, inputs, attrs)
     }
 
+    fn plan_gates(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+        tiling: &dyn Fn(&str) -> Option<f64>,
+        expected: &mut [Expected],
+    ) -> Result<(), FamilyError> {
+        split_gates(spec, inputs, attrs, tiling, expected)
+    }
+
     /// Rewards' [B, T] as RL trainers batch them (issue 29): a PPO batch of 512 responses of
     /// 4096 tokens, 64 long-reasoning responses of 32768, and 8 rollouts of 16384 (the
     /// small-batch case, where rows alone cannot fill the cores).
@@ -383,8 +445,13 @@ impl FamilyOps for ReverseScan {
 
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let split = if f("segments") > 1.0 {
+            format!(", T in {} segments of {} over cores", f("segments"), f("segment"))
+        } else {
+            String::new()
+        };
         PlanReading {
-            label: format!("{} lanes, {} chunk(s) of {} steps", f("lanes"), f("chunks"), f("chunk")),
+            label: format!("{} lanes, {} chunk(s) of {} steps{split}", f("lanes"), f("chunks"), f("chunk")),
             two_pass: false,
             transfer_reason: None,
         }
@@ -392,6 +459,16 @@ impl FamilyOps for ReverseScan {
 
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
+        if f("segments") > 1.0 {
+            // Each phase walks its items' segments' chunks through the same queues; a remainder:
+            // the last segment shorter or the last row group.
+            let short = f("steps") % f("segment").max(1.0) != 0.0;
+            return PlanCoverage {
+                mode: "time-split",
+                passes: Some(f("chunks") as u64 * f("perCore") as u64),
+                uneven: Some(short || f("rows") % f("blockFactor").max(1.0) != 0.0),
+            };
+        }
         let core_rows = f("blockFactor").min(f("rows"));
         let groups = super::passes(core_rows, f("lanes").max(1.0));
         PlanCoverage {
@@ -402,7 +479,7 @@ impl FamilyOps for ReverseScan {
     }
 
     fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
-        vec!["single-chunk", "multi-chunk"]
+        vec!["single-chunk", "multi-chunk", "time-split"]
     }
 
     /// verl's loop: per time step t = T−1 .. 0, one launch per tensor op over the [B] column t

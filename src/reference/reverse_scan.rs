@@ -27,6 +27,32 @@ pub struct Gae {
     pub ret_bound: Vec<f64>,
 }
 
+/// The carried state of the gae loop (exact, in f64) and the running error bound of `last`
+/// (nextv, a copy of an input or 0, carries none).
+#[derive(Debug, Clone, Copy, Default)]
+struct GaeState {
+    nextv: f64,
+    last: f64,
+    e_last: f64,
+}
+
+impl GaeState {
+    /// One step t of the loop (module comment), `gl` = γλ.
+    fn step(&mut self, r: f64, v: f64, m: f64, gamma: f64, gl: f64) {
+        let gnv = gamma * self.nextv;
+        let delta = r + gnv - v;
+        let e_delta = U * (2.0 * gnv.abs() + (r + gnv).abs() + delta.abs());
+        let gll = gl * self.last;
+        let a = delta + gll;
+        let e_a = e_delta + gl.abs() * self.e_last + U * (4.0 * gll.abs() + a.abs());
+        self.nextv = v * m + (1.0 - m) * self.nextv;
+        self.last = a * m + (1.0 - m) * self.last;
+        if m != 0.0 {
+            self.e_last = e_a;
+        }
+    }
+}
+
 /// `rewards`, `values`, `mask`: rows of `t` values each, row-major, already rounded to the
 /// input dtypes. A mask value other than 0 or 1 is blended as verl does (the bound then assumes
 /// exact blends, which it is not: the gates are for 0/1 masks).
@@ -61,24 +87,13 @@ pub fn gae(
         ret_bound: vec![0.0; n],
     };
     for row in 0..n.checked_div(t).unwrap_or(0) {
-        let (mut nextv, mut last, mut e_last) = (0.0f64, 0.0f64, 0.0f64);
+        let mut st = GaeState::default();
         for i in (row * t..(row + 1) * t).rev() {
-            let (r, v, m) = (rewards[i], values[i], mask[i]);
-            let gnv = gamma * nextv;
-            let delta = r + gnv - v;
-            let e_delta = U * (2.0 * gnv.abs() + (r + gnv).abs() + delta.abs());
-            let gll = gl * last;
-            let a = delta + gll;
-            let e_a = e_delta + gl.abs() * e_last + U * (4.0 * gll.abs() + a.abs());
-            nextv = v * m + (1.0 - m) * nextv;
-            last = a * m + (1.0 - m) * last;
-            if m != 0.0 {
-                e_last = e_a;
-            }
-            out.advantages[i] = last;
-            out.returns[i] = last + v;
-            out.adv_bound[i] = e_last;
-            out.ret_bound[i] = e_last + U * (last + v).abs();
+            st.step(rewards[i], values[i], mask[i], gamma, gl);
+            out.advantages[i] = st.last;
+            out.returns[i] = st.last + values[i];
+            out.adv_bound[i] = st.e_last;
+            out.ret_bound[i] = st.e_last + U * (st.last + values[i]).abs();
         }
     }
     Ok(out)
@@ -111,18 +126,173 @@ pub fn discounted_return(
     }
     let (mut returns, mut bound) = (vec![0.0; n], vec![0.0; n]);
     for row in 0..n.checked_div(t).unwrap_or(0) {
-        let (mut running, mut e) = (0.0f64, 0.0f64);
+        let mut st = ReturnState::default();
         for i in (row * t..(row + 1) * t).rev() {
-            let g = gamma * running;
-            running = rewards[i] + g;
-            e = gamma.abs() * e + U * (2.0 * g.abs() + running.abs());
-            returns[i] = running;
+            let (ret, e) = st.step(rewards[i], mask[i], gamma);
+            returns[i] = ret;
             bound[i] = e;
-            running *= mask[i];
-            e *= mask[i].abs();
         }
     }
     Ok((returns, bound))
+}
+
+/// The carried sum of the discounted_return loop (after the mask) and its running error bound.
+#[derive(Debug, Clone, Copy, Default)]
+struct ReturnState {
+    running: f64,
+    e: f64,
+}
+
+impl ReturnState {
+    /// One step t: returns_t and its bound, then the carry for t − 1.
+    fn step(&mut self, r: f64, m: f64, gamma: f64) -> (f64, f64) {
+        let g = gamma * self.running;
+        let running = r + g;
+        let e = gamma.abs() * self.e + U * (2.0 * g.abs() + running.abs());
+        self.running = running * m;
+        self.e = e * m.abs();
+        (running, e)
+    }
+}
+
+// ---- the time split's evaluation order ---------------------------------------------------
+//
+// The kernel's time split (templates/kernel/reverse_scan.cpp.j2) evaluates each row in segments
+// [b, e) of `segment` steps (the last shorter): (a) per segment, the loop from a zero carry-in
+// with the carry-in's coefficients by repeated multiplication; (b) the carry into segment s
+// joined from zero through the summaries of the segments after it, last first; (c) the loop
+// over the segment again from that carry. In exact arithmetic it is the sequential loop. Its
+// float32 error, first order in u, by the same running analysis:
+// - phase (c) is the sequential step from a carry with error E_in: the same bound recurrence
+//   started from E_in (`GaeState::step`);
+// - the join of segment s (gae: last_out = (L0 + A·nextv_in) + B·last_in, nextv exact):
+//   E_out ≤ E0 + c·(|A·nextv_in| + |B·last_in|) + |B|·E_in
+//           + u·(|A·nextv_in| + |B·last_in| + |L0 + A·nextv_in| + |last_out|)
+//   with E0 the zero-carry loop's own running bound at the segment's first step and c = u·(4k + 1)
+//   the relative error of the coefficients, products of k factors (k: the segment's unmasked
+//   steps; each factor fl(γλ), 3u, times one rounding; A also γ's rounding). discounted_return:
+//   running_out = R0 + P·running_in, P a product of k factors fl(γ)·m (2u each):
+//   E_out ≤ E0 + u·(2k + 1)·|P·running_in| + |P|·E_in + u·(|P·running_in| + |running_out|).
+// The join adds a few roundings of the carry's magnitude per segment boundary, and the zero-
+// carry loop's E0 is over magnitudes that differ from the sequential ones by the carry's
+// contribution: so the bound grows with the carry's magnitude and, when γλ = 1, with T.
+
+/// The exact states of one row's loop: [i], the state after step i (the carry into step
+/// i − 1); [T], zero (beyond T).
+fn gae_carries(r: &[f64], v: &[f64], m: &[f64], gamma: f64, gl: f64) -> Vec<GaeState> {
+    let mut st = GaeState::default();
+    let mut carries = vec![st; r.len() + 1];
+    for i in (0..r.len()).rev() {
+        st.step(r[i], v[i], m[i], gamma, gl);
+        carries[i] = st;
+    }
+    carries
+}
+
+/// [`gae`] with the running error bounds of advantages and returns for the time split with
+/// segments of `segment` steps (see above) in place of the sequential loop's (kept when
+/// `segment` ≥ T: no split).
+pub fn gae_split(
+    rewards: &[f64],
+    values: &[f64],
+    mask: &[f64],
+    t: usize,
+    gamma: f64,
+    lam: f64,
+    segment: usize,
+) -> Result<Gae, ReferenceError> {
+    let mut g = gae(rewards, values, mask, t, gamma, lam)?;
+    let gl = gamma * lam;
+    if t == 0 || segment == 0 || segment >= t {
+        return Ok(g);
+    }
+    let (adv, ret) = (&mut g.adv_bound, &mut g.ret_bound);
+    for row in 0..rewards.len() / t {
+        let at = row * t;
+        let (r, v, m) = (&rewards[at..at + t], &values[at..at + t], &mask[at..at + t]);
+        // carries[i]: the exact state after step i (the carry into step i − 1); carries[t]: 0.
+        let carries = gae_carries(r, v, m, gamma, gl);
+        let mut e_in = 0.0;
+        let mut end = t;
+        while end > 0 {
+            let begin = (end - 1) / segment * segment;
+            let carry = carries[end];
+            // (c) the segment from the computed carry.
+            let mut st = GaeState { e_last: e_in, ..carry };
+            for i in (begin..end).rev() {
+                st.step(r[i], v[i], m[i], gamma, gl);
+                adv[at + i] = st.e_last;
+                ret[at + i] = st.e_last + U * (st.last + v[i]).abs();
+            }
+            // (a) and the join: the carry into the segment before.
+            let mut zero = GaeState::default();
+            let mut k = 0u32;
+            for i in (begin..end).rev() {
+                zero.step(r[i], v[i], m[i], gamma, gl);
+                k += u32::from(m[i] != 0.0);
+            }
+            if k > 0 {
+                let b = gl.powi(k as i32);
+                let a = gamma * gl.powi(k as i32 - 1);
+                let (an, bl) = ((a * carry.nextv).abs(), (b * carry.last).abs());
+                let c = U * (4.0 * f64::from(k) + 1.0);
+                let partial = (zero.last + a * carry.nextv).abs();
+                e_in = zero.e_last
+                    + c * (an + bl)
+                    + b.abs() * e_in
+                    + U * (an + bl + partial + carries[begin].last.abs());
+            }
+            end = begin;
+        }
+    }
+    Ok(g)
+}
+
+/// The running error bound of discounted_return's returns for the time split with segments of
+/// `segment` steps (see above); the values are [`discounted_return`]'s.
+pub fn discounted_return_split_bound(
+    bound: &[f64],
+    rewards: &[f64],
+    mask: &[f64],
+    t: usize,
+    gamma: f64,
+    segment: usize,
+) -> Vec<f64> {
+    let mut out = bound.to_vec();
+    if t == 0 || segment == 0 || segment >= t {
+        return out;
+    }
+    for row in 0..rewards.len() / t {
+        let at = row * t;
+        let (r, m) = (&rewards[at..at + t], &mask[at..at + t]);
+        let mut carries = vec![ReturnState::default(); t + 1];
+        let mut st = ReturnState::default();
+        for i in (0..t).rev() {
+            st.step(r[i], m[i], gamma);
+            carries[i] = st;
+        }
+        let mut e_in = 0.0;
+        let mut end = t;
+        while end > 0 {
+            let begin = (end - 1) / segment * segment;
+            let mut st = ReturnState { e: e_in, ..carries[end] };
+            for i in (begin..end).rev() {
+                out[at + i] = st.step(r[i], m[i], gamma).1;
+            }
+            let mut zero = ReturnState::default();
+            let mut p = 1.0;
+            for i in (begin..end).rev() {
+                zero.step(r[i], m[i], gamma);
+                p *= gamma * m[i];
+            }
+            let k = (end - begin) as f64;
+            let pr = (p * carries[end].running).abs();
+            e_in =
+                zero.e + U * (2.0 * k + 1.0) * pr + p.abs() * e_in + U * (pr + carries[begin].running.abs());
+            end = begin;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -155,6 +325,70 @@ mod tests {
     fn a_masked_token_resets_the_discounted_sum() {
         let (r, _) = discounted_return(&[1.0; 4], &[1.0, 0.0, 1.0, 1.0], 4, 0.5).unwrap();
         assert_eq!(r, vec![1.0, 1.75, 1.5, 1.0]);
+    }
+
+    /// The time split's order evaluated in float32 (written from its definition: per segment the
+    /// loop from zero with the carry-in's coefficients by repeated multiplication, the joins last
+    /// first, the loop again from the joined carry) stays within `gae_split`'s bound, which stays
+    /// within a few times the sequential bound (not vacuous).
+    #[test]
+    fn the_split_orders_float32_error_lies_within_its_bound() {
+        let t = 3000;
+        let f = |i: usize, p: usize| ((i * p % 1009) as f64 - 504.0) / 100.0;
+        let r: Vec<f64> = (0..t).map(|i| f(i, 7919) as f32 as f64).collect();
+        let v: Vec<f64> = (0..t).map(|i| f(i, 104_729) as f32 as f64).collect();
+        let m: Vec<f64> =
+            (0..t).map(|i| f64::from(u8::from(i % 7 != 3 && !(1200..1500).contains(&i)))).collect();
+        for (gamma, lam, segment) in [(1.0, 1.0, 128), (0.99, 0.95, 128), (1.0, 0.95, 704), (1.0, 1.0, 2999)]
+        {
+            let (g32, gl32) = (gamma as f32, (gamma * lam) as f32);
+            // One step of the loop in float32 on (nextv, last).
+            let step = |nv: &mut f32, last: &mut f32, i: usize| {
+                let (ri, vi, mi) = (r[i] as f32, v[i] as f32, m[i] as f32);
+                let a = ((ri + g32 * *nv) - vi) + gl32 * *last;
+                *nv = vi * mi + (1.0 - mi) * *nv;
+                *last = a * mi + *last * (1.0 - mi);
+            };
+            let bounds: Vec<usize> = (0..t).step_by(segment).chain([t]).collect();
+            let mut summaries = Vec::new();
+            for w in bounds.windows(2) {
+                let (mut nv, mut last, mut ni, mut a, mut b) = (0.0f32, 0.0f32, 1.0f32, 0.0f32, 1.0f32);
+                for i in (w[0]..w[1]).rev() {
+                    let f = m[i] as f32 * gl32 + (1.0 - m[i] as f32);
+                    a = a * f + g32 * (m[i] as f32 * ni);
+                    b *= f;
+                    ni *= 1.0 - m[i] as f32;
+                    step(&mut nv, &mut last, i);
+                }
+                summaries.push((nv, last, ni, a, b));
+            }
+            let mut got = vec![0.0f64; t];
+            for (s, w) in bounds.windows(2).enumerate() {
+                let (mut nv, mut last) = (0.0f32, 0.0f32);
+                for &(nc, l0, ni, a, b) in summaries[s + 1..].iter().rev() {
+                    (nv, last) = (nc + ni * nv, (l0 + a * nv) + b * last);
+                }
+                for i in (w[0]..w[1]).rev() {
+                    step(&mut nv, &mut last, i);
+                    got[i] = f64::from(last);
+                }
+            }
+            let exact = gae(&r, &v, &m, t, gamma, lam).unwrap();
+            let bound = gae_split(&r, &v, &m, t, gamma, lam, segment).unwrap().adv_bound;
+            for i in 0..t {
+                let err = (got[i] - exact.advantages[i]).abs();
+                assert!(
+                    err <= bound[i] * 1.001,
+                    "γ {gamma} λ {lam} segment {segment} t {i}: error {err:e}, bound {:e}",
+                    bound[i]
+                );
+                assert!(
+                    bound[i] <= 4.0 * exact.adv_bound[i] + 1e-6,
+                    "t {i}: the split bound {:e} vacuous",
+                    bound[i]
+                );
+            }
+        }
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub(crate) fn run_one(
         None => (case_inputs(spec, column, case), case.attrs.clone()),
     };
     let failed = |why: String| CaseOutcome { comparisons: Vec::new(), failure: Some(why), coverage: None };
-    let expected = match super::expected_outputs(spec, &inputs, &attrs) {
+    let mut expected = match super::expected_outputs(spec, &inputs, &attrs) {
         Ok(e) => e,
         Err(e) => return failed(format!("reference: {e}")),
     };
@@ -104,6 +104,9 @@ pub(crate) fn run_one(
     };
     let tiling = |name: &str| run.parsed.tiling.get(name).and_then(|v| v.as_f64());
     let coverage = Some(crate::family::plan_coverage(spec, &tiling));
+    if let Err(e) = crate::family::plan_gates(spec, &inputs, &attrs, &tiling, &mut expected) {
+        return failed(format!("reference: {e}"));
+    }
     let mut comparisons = Vec::new();
     let mut problems = Vec::new();
     for exp in &expected {

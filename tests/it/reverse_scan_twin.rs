@@ -78,16 +78,41 @@ fn run(
     gamma: f64,
     lam: f64,
 ) -> (Vec<f64>, Vec<f64>) {
+    let (adv, ret, _) = run_plan(spec, t, r, v, m, gamma, lam);
+    (adv, ret)
+}
+
+/// [`run`], and the plan's steps per segment of the time split (0 in the sequential mode).
+fn run_plan(
+    spec: &OpSpec,
+    t: usize,
+    r: &[f64],
+    v: &[f64],
+    m: &[f64],
+    gamma: f64,
+    lam: f64,
+) -> (Vec<f64>, Vec<f64>, usize) {
     let shape = [r.len() / t, t];
     let run = run_shaped(spec, [&shape, &shape, &shape], [r, v, m], gamma, lam, false).unwrap();
     let out = |name: &str| run.outputs.iter().find(|(n, _)| n == name).unwrap().1.to_f64();
-    (out("advantages"), out("returns"))
+    (out("advantages"), out("returns"), split_segment(&run))
+}
+
+/// The time split's steps per segment in the plan that ran, 0 in the sequential mode.
+fn split_segment(run: &CaseRun) -> usize {
+    let field = |n: &str| run.parsed.tiling.get(n).and_then(|v| v.as_u64()).unwrap();
+    if field("segments") > 1 {
+        field("segment") as usize
+    } else {
+        0
+    }
 }
 
 #[test]
 fn hand_computed_rows_across_chunks() {
     let spec = spec();
-    // T = 1001: more than one chunk (at most 512 steps), the first chunk walked 489 long.
+    // T = 1001: more than one chunk (at most 512 steps) per row in the sequential order; the
+    // time split's 8 segments of 128 (the first walked 105 long).
     let t = 1001usize;
     let rows = 5usize;
     let (mut r, mut v, mut m) = (vec![0.0; rows * t], vec![0.0; rows * t], vec![0.0; rows * t]);
@@ -114,7 +139,10 @@ fn hand_computed_rows_across_chunks() {
     r[4 * t..5 * t].fill(2.0);
     v[4 * t..5 * t].fill(2.0);
     m[4 * t..5 * t].fill(1.0);
-    let (adv, ret) = run(&spec, t, &r, &v, &m, 1.0, 1.0);
+    let (adv, ret, segment) = run_plan(&spec, t, &r, &v, &m, 1.0, 1.0);
+    // T = 1001 goes in segments of 128 over the cores: row 1's holes and row 3's lone token
+    // cross the joins (segments without an unmasked step are the identity).
+    assert_eq!(segment, 128, "the time split");
     for i in 0..t {
         let at = |row: usize| row * t + i;
         assert_eq!(adv[at(0)], (t - i) as f64, "row 0, t = {i}");
@@ -190,14 +218,23 @@ fn the_error_at_t_32768_with_unit_discount_stays_within_the_running_bound() {
     let r: Vec<f64> = (0..rows * t).map(|i| f(i, 7919) as f32 as f64).collect();
     let v: Vec<f64> = (0..rows * t).map(|i| f(i, 104_729) as f32 as f64).collect();
     let m = vec![1.0; rows * t];
-    let (adv, ret) = run(&spec, t, &r, &v, &m, 1.0, 1.0);
-    let exact = ascend_opgen::reference::reverse_scan::gae(&r, &v, &m, t, 1.0, 1.0).unwrap();
+    let (adv, ret, segment) = run_plan(&spec, t, &r, &v, &m, 1.0, 1.0);
+    // Two rows of T = 32768: the time split, 48 segments of 683 steps over the cores. Its
+    // bound: the running bound of the split's evaluation order (the zero-carry scans, the
+    // joins, the rescans), not the sequential loop's.
+    assert_eq!(segment, 683, "the time split");
+    let reference = ascend_opgen::reference::reverse_scan::gae;
+    let seq_bound = reference(&r, &v, &m, t, 1.0, 1.0).unwrap().adv_bound.iter().copied().fold(0.0, f64::max);
+    let exact = ascend_opgen::reference::reverse_scan::gae_split(&r, &v, &m, t, 1.0, 1.0, segment).unwrap();
     let worst =
         |got: &[f64], want: &[f64]| got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
     let (e_adv, e_ret) = (worst(&adv, &exact.advantages), worst(&ret, &exact.returns));
     let b_adv = exact.adv_bound.iter().copied().fold(0.0, f64::max);
     let scale = exact.advantages.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-    eprintln!("gae T = {t}, γ = λ = 1: max |A| = {scale:.3}, error {e_adv:.3e} (returns {e_ret:.3e}), bound {b_adv:.3e}");
+    eprintln!(
+        "gae T = {t}, γ = λ = 1, segments of {segment}: max |A| = {scale:.3}, error {e_adv:.3e} (returns \
+         {e_ret:.3e}), bound {b_adv:.3e} (the sequential order's {seq_bound:.3e})"
+    );
     for (i, (g, w)) in adv.iter().zip(&exact.advantages).enumerate() {
         // 1.001: the bound's first-order terms only (its products of two roundings left out).
         assert!((g - w).abs() <= exact.adv_bound[i] * 1.001, "element {i}: {g} vs {w}");
@@ -205,12 +242,12 @@ fn the_error_at_t_32768_with_unit_discount_stays_within_the_running_bound() {
     assert!(e_ret <= exact.ret_bound.iter().copied().fold(0.0, f64::max) * 1.001);
 }
 
-fn discounted(spec: &OpSpec, t: usize, r: &[f64], m: &[f64], gamma: f64) -> Vec<f64> {
+fn discounted(spec: &OpSpec, t: usize, r: &[f64], m: &[f64], gamma: f64) -> (Vec<f64>, usize) {
     let shape = [r.len() / t, t];
     let attrs = vec![("gamma".to_string(), AttrValue::Float(gamma))];
     let f32 = column(spec, DType::Float32, DType::Float32);
     let run = run_in(spec, f32, &[&shape, &shape], &[r, m], &attrs, false).unwrap();
-    run.outputs.iter().find(|(n, _)| n == "returns").unwrap().1.to_f64()
+    (run.outputs.iter().find(|(n, _)| n == "returns").unwrap().1.to_f64(), split_segment(&run))
 }
 
 #[test]
@@ -226,7 +263,10 @@ fn discounted_returns_reset_at_masked_tokens_across_chunks() {
     for i in (0..t).step_by(300) {
         m[t + i] = 0.0;
     }
-    let got = discounted(&spec, t, &r, &m, 1.0);
+    let (got, segment) = discounted(&spec, t, &r, &m, 1.0);
+    // The time split's 8 segments of 128: the resets at 300 and 600 inside segments, the sums
+    // carried across the joins.
+    assert_eq!(segment, 128, "the time split");
     for i in 0..t {
         assert_eq!(got[i], (t - i) as f64, "row 0, t = {i}");
         // The first masked token after t: the next multiple of 300 (none past 900).
@@ -238,7 +278,7 @@ fn discounted_returns_reset_at_masked_tokens_across_chunks() {
     let (t, mut r, mut m) = (100usize, vec![0.0; 100], vec![1.0; 100]);
     r[t - 1] = 1.0;
     m[40] = 0.0;
-    let got = discounted(&spec, t, &r, &m, 0.5);
+    let (got, _) = discounted(&spec, t, &r, &m, 0.5);
     for (i, g) in got.iter().enumerate() {
         let want = if i >= 40 { 0.5f64.powi((t - 1 - i) as i32) } else { 0.0 };
         assert_eq!(*g, want, "γ = 0.5, t = {i}");

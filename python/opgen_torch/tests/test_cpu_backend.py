@@ -529,8 +529,10 @@ class Forward(unittest.TestCase):
         # that forgets to carry nextv or last is off by O(1).
         import opgen_torch.rl
 
+        # (3, 4099): few long rows, T in segments over the cores joined after SyncAll (the
+        # kernel's time split, T >= 385); (5, 300) walks each row on one core.
         for gamma, lam in ((0.99, 0.95), (1.0, 1.0)):
-            for shape in ((5, 300), (70, 9), (1, 1)):
+            for shape in ((5, 300), (70, 9), (1, 1), (3, 4099)):
                 with self.subTest(gamma=gamma, lam=lam, shape=shape):
                     r, v, m, _, _ = gae_sample(94, shape)
                     m[0, :] = 0.0  # an all-masked row
@@ -587,7 +589,7 @@ class Forward(unittest.TestCase):
         import opgen_torch.rl
 
         for gamma in (0.99, 1.0):
-            for shape in ((5, 300), (70, 9), (1, 1)):
+            for shape in ((5, 300), (70, 9), (1, 1), (3, 4099)):
                 with self.subTest(gamma=gamma, shape=shape):
                     r, _, m, _, _ = gae_sample(96, shape)
                     got = opgen_torch.rl.discounted_return(r, m, gamma)

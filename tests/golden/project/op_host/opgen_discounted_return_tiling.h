@@ -10,10 +10,13 @@ namespace optiling {
 BEGIN_TILING_DATA_DEF(OpgenDiscountedReturnTilingData)
 TILING_DATA_FIELD_DEF(uint32_t, rows);  // rows: the product of the inputs' leading dims
 TILING_DATA_FIELD_DEF(uint32_t, steps);  // T: the inputs' last dim
-TILING_DATA_FIELD_DEF(uint32_t, blockFactor);  // rows per core (the last busy core may get fewer)
+TILING_DATA_FIELD_DEF(uint32_t, blockFactor);  // rows per core (sequential) or per row group (time split); the last may get fewer
 TILING_DATA_FIELD_DEF(uint32_t, lanes);  // rows per group: the vector lanes of one time step (a multiple of 8, <= 64)
 TILING_DATA_FIELD_DEF(uint32_t, chunk);  // time steps per UB pass (a multiple of 32 bytes of the narrowest input: 8, 16 or 32; the first pass of a row may be shorter)
-TILING_DATA_FIELD_DEF(uint32_t, chunks);  // UB passes per group: ceil(T / chunk)
+TILING_DATA_FIELD_DEF(uint32_t, chunks);  // UB passes per group and segment (per phase): ceil(segment / chunk)
+TILING_DATA_FIELD_DEF(uint32_t, segment);  // time steps per segment: T in the sequential mode, less in the time split
+TILING_DATA_FIELD_DEF(uint32_t, segments);  // segments of T per row group: 1 in the sequential mode, >= 4 in the time split (a function of T alone)
+TILING_DATA_FIELD_DEF(uint32_t, perCore);  // the time split's most items (row group, segment) on a core
 TILING_DATA_FIELD_DEF(float, gamma);  // gamma, rounded to float32
 TILING_DATA_FIELD_DEF(float, gammaLam);  // gamma * lam (in double), rounded to float32
 END_TILING_DATA_DEF;

@@ -86,6 +86,15 @@ inline ge::graphStatus Finish(gert::TilingContext* context, const char* op, Tili
     workspace[0] = 0;
     return ge::GRAPH_SUCCESS;
 }
+
+// After Finish, for a kernel that calls SyncAll: the system workspace (SyncAll's and the API's
+// own) and `userBytes` of user workspace past it (the kernel's GetUserWorkspace).
+inline void RequestWorkspace(gert::TilingContext* context, uint64_t userBytes)
+{
+    platform_ascendc::PlatformAscendC platform(context->GetPlatformInfo());
+    size_t* workspace = context->GetWorkspaceSizes(1);
+    workspace[0] = static_cast<size_t>(platform.GetLibApiWorkSpaceSize() + userBytes);
+}
 }  // namespace opgen_host
 
 #endif  // OPGEN_HOST_COMMON_H

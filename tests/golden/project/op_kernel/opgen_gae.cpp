@@ -15,6 +15,20 @@
 // returns = advantages + V per chunk; a second Gather turns both back row-major for one strided
 // copy-out each.
 // Sequential in t, as the loop: never the closed form (it overflows float32).
+//
+// The time split (`segments` > 1, the TilingFunc's rule: T long enough; the segments a function
+// of T alone, so a row's bits do not depend on its batch or the core count): the items (row
+// group i / segments, segment i % segments of T, t in [seg * segment, ...)) go over the cores
+// (Share: the first items % cores one more), in three phases. (a) Per item, the segment with zero carry-in and per lane
+// coefficients that make it an affine map of its carry-in, written to its workspace slot:
+//   nextv_out = Nc + Ni * nextv_in,  last_out = L0 + A * nextv_in + B * last_in
+// with Nc, L0 the zero-carry results and, per step, A = A * f + gamma * m * Ni, B = B * f,
+// Ni = Ni * (1 - m) from A = 0, B = Ni = 1, f = m * gammaLam + (1 - m): so a segment without an
+// unmasked step is the identity, and otherwise Ni = 0, A = gamma * gammaLam^(u-1),
+// B = gammaLam^u for its u unmasked steps, by repeated multiplication (no power, no division).
+// (b) SyncAll; per item, the summaries of its group's later segments joined, last first, from
+// zero: the true carry-in. (c) The segment again from that carry-in, writing the outputs.
+// The inputs are read twice: the price of a walk of T cut into short segments over every core.
 #include "kernel_operator.h"
 #include "opgen_kernel_common.h"
 
@@ -32,6 +46,9 @@ struct TilingData {
     uint32_t lanes;
     uint32_t chunk;
     uint32_t chunks;
+    uint32_t segment;
+    uint32_t segments;
+    uint32_t perCore;
     float gamma;
     float gammaLam;
 };
@@ -46,6 +63,11 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
 }
 
 constexpr uint32_t TIME_MAJOR_TILES = 6;  // rewards, mask, returns, values, 1 - mask, advantages
+// The time split's summary: nextv, last, Ni, A, B (the state's first lane vectors); its state:
+// those and five scratch vectors (the sequential mode's: nextv, last and four scratch).
+constexpr uint32_t SUMMARY_VECTORS = 5;
+constexpr uint32_t SPLIT_STATE_VECTORS = 10;
+constexpr uint32_t STATE_VECTORS = 6;  // the sequential mode's lane vectors of state and scratch
 
 // TR: token_level_rewards and values (half, bfloat16_t or float); TM: response_mask (float or
 // int8_t, 0/1). Outputs and state are float32.
@@ -55,16 +77,28 @@ public:
     __aicore__ inline ReverseScanKernel() {}
 
     __aicore__ inline void Init(GM_ADDR rewards, GM_ADDR values, GM_ADDR mask, GM_ADDR advantages, GM_ADDR returns,
-                                const TilingData& tiling)
+                                GM_ADDR userWorkspace, const TilingData& tiling)
     {
         t_ = tiling;
         const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
+        split_ = t_.segments > 1;
+        segEnd_ = t_.steps;
         rowStart_ = block * t_.blockFactor;
         rowCount_ = rowStart_ < t_.rows ? Min(t_.blockFactor, t_.rows - rowStart_) : 0;
-        if (rowCount_ == 0 || t_.steps == 0) {
+        if (split_) {
+            // Items (row group, segment) [itemBegin_, itemEnd_) of groups * segments; the GM
+            // tensors whole (gmRow0_ = 0), the summaries [groups][segments][SUMMARY_VECTORS][lanes].
+            const uint32_t items = (t_.rows + t_.blockFactor - 1) / t_.blockFactor * t_.segments;
+            Share(items, static_cast<uint32_t>(GetBlockNum()), block, &itemBegin_, &itemEnd_);
+            sumGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(userWorkspace),
+                                   static_cast<uint64_t>(items) * SUMMARY_VECTORS * t_.lanes);
+            rowStart_ = 0;
+            rowCount_ = t_.rows;
+        } else if (rowCount_ == 0 || t_.steps == 0) {
             rowCount_ = 0;
             return;
         }
+        gmRow0_ = rowStart_;
         const uint64_t base = static_cast<uint64_t>(rowStart_) * t_.steps;
         const uint64_t n = static_cast<uint64_t>(rowCount_) * t_.steps;
         rGm_.SetGlobalBuffer(reinterpret_cast<__gm__ TR*>(rewards) + base, n);
@@ -80,31 +114,148 @@ public:
         pipe_.InitBuffer(retOut_, BUFFER_NUM, tile);
         pipe_.InitBuffer(vIn_, BUFFER_NUM, cellsPerTile * sizeof(TR));
         pipe_.InitBuffer(advOut_, BUFFER_NUM, tile);
-        pipe_.InitBuffer(timeMajor_, TIME_MAJOR_TILES * tile);
+        // The split's extra time-major tile: the per-step factor of the carry-in coefficients.
+        pipe_.InitBuffer(timeMajor_, (TIME_MAJOR_TILES + (split_ ? 1 : 0)) * tile);
         pipe_.InitBuffer(tables_, 2 * tile);
-        pipe_.InitBuffer(state_, 6 * t_.lanes * sizeof(float));
+        scratch_ = split_ ? SUMMARY_VECTORS : 2;
+        pipe_.InitBuffer(state_, (split_ ? SPLIT_STATE_VECTORS : STATE_VECTORS) * t_.lanes * sizeof(float));
         BuildTables();
     }
 
     __aicore__ inline void Process()
     {
+        if (split_) {
+            ProcessSplit();
+            return;
+        }
         for (uint32_t done = 0; done < rowCount_; done += t_.lanes) {
             const uint32_t g = Min(t_.lanes, rowCount_ - done);
             LocalTensor<float> s = state_.Get<float>();
             PipeBarrier<PIPE_V>();  // the previous group's last reads of the state
             Duplicate(s, 0.0f, static_cast<int32_t>(2 * t_.lanes));  // the carried state: 0 beyond T
-            for (uint32_t k = 0; k < t_.chunks; ++k) {
-                const uint32_t end = t_.steps - k * t_.chunk;
-                const uint32_t c = Min(t_.chunk, end);
-                const uint64_t at = static_cast<uint64_t>(done) * t_.steps + (end - c);
-                CopyIn(at, g, c);
-                Chunk(g, c);
-                CopyOut(at, g, c);
-            }
+            Walk<false>(done, g);
         }
     }
 
 private:
+    // The time split's three phases (see the top of this file) over the core's items. Every core
+    // of the launch has items (the TilingFunc's blockDim) and every one reaches the SyncAll.
+    __aicore__ inline void ProcessSplit()
+    {
+        for (uint32_t item = itemBegin_; item < itemEnd_; ++item) {
+            SetItem(item);
+            Summarise();
+        }
+        // (b) every core's summaries are in GM after the barrier.
+        SyncAll();
+        for (uint32_t item = itemBegin_; item < itemEnd_; ++item) {
+            SetItem(item);
+            Join();
+            // (c) the outputs, from the true carry-in.
+            Walk<false>(0, rowCount_);
+        }
+    }
+
+    // Item i of the split: row group i / segments, segment i % segments of T.
+    __aicore__ inline void SetItem(uint32_t i)
+    {
+        group_ = i / t_.segments;
+        segment_ = i % t_.segments;
+        segStart_ = segment_ * t_.segment;
+        segEnd_ = Min(t_.steps, segStart_ + t_.segment);
+        rowStart_ = group_ * t_.blockFactor;
+        rowCount_ = Min(t_.blockFactor, t_.rows - rowStart_);
+    }
+
+    // The summary's SUMMARY_VECTORS lane vectors of rowCount_ floats between UB (lanes apart)
+    // and GM (lanes apart): the row gaps of one strided copy.
+    __aicore__ inline DataCopyExtParams SummaryCopy(uint32_t summaries, bool toUb) const
+    {
+        const uint32_t g = rowCount_;
+        const uint32_t gmGap = (t_.lanes - g) * sizeof(float);                                              // bytes
+        const uint32_t ubGap = (t_.lanes * sizeof(float) - AlignUp(g * sizeof(float), BLOCK_BYTES)) / BLOCK_BYTES;  // blocks
+        return DataCopyExtParams(static_cast<uint16_t>(summaries * SUMMARY_VECTORS), g * sizeof(float),
+                                 toUb ? gmGap : ubGap, toUb ? ubGap : gmGap, 0);
+    }
+
+    // (a) The item's segment from zero carry-in with identity coefficients; its summary to GM.
+    __aicore__ inline void Summarise()
+    {
+        const uint32_t lanes = t_.lanes;
+        LocalTensor<float> s = state_.Get<float>();
+        PipeBarrier<PIPE_V>();  // the previous item's reads of the state
+        Duplicate(s, 0.0f, static_cast<int32_t>(2 * lanes));  // nextv, last
+        Duplicate(s[2 * lanes], 1.0f, static_cast<int32_t>(lanes));  // Ni
+        Duplicate(s[3 * lanes], 0.0f, static_cast<int32_t>(lanes));  // A
+        Duplicate(s[4 * lanes], 1.0f, static_cast<int32_t>(lanes));  // B
+        Walk<true>(0, rowCount_);
+        PipeBarrier<PIPE_V>();
+        Sync<HardEvent::V_MTE3>();  // the summary is in UB
+        DataCopyPad(sumGm_[Slot(segment_)], s, SummaryCopy(1, false));
+        Sync<HardEvent::MTE3_V>();  // the next item or the join overwrites the state the copy-out reads
+    }
+
+    // The workspace element of this group's summary of segment j.
+    __aicore__ inline uint64_t Slot(uint32_t j) const
+    {
+        return (static_cast<uint64_t>(group_) * t_.segments + j) * SUMMARY_VECTORS * t_.lanes;
+    }
+
+    // The carry into this core's segment: from zero (beyond T), the summaries of the group's
+    // later segments applied last first, read in batches into the time-major tiles (free
+    // between the phases).
+    __aicore__ inline void Join()
+    {
+        const uint32_t lanes = t_.lanes;
+        const int32_t n = static_cast<int32_t>(rowCount_);
+        LocalTensor<float> s = state_.Get<float>();
+        LocalTensor<float> buf = timeMajor_.Get<float>();
+        const uint32_t perSummary = SUMMARY_VECTORS * lanes;
+        const uint32_t batch = (TIME_MAJOR_TILES + 1) * t_.chunk / SUMMARY_VECTORS;  // summaries per batch
+        Duplicate(s, 0.0f, static_cast<int32_t>(2 * lanes));  // nextv, last beyond T
+        for (uint32_t hi = t_.segments; hi > segment_ + 1;) {
+            const uint32_t lo = hi - Min(batch, hi - segment_ - 1);
+            PipeBarrier<PIPE_V>();
+            Sync<HardEvent::V_MTE2>();  // the previous batch's (or item's) reads of the tiles
+            DataCopyPad(buf, sumGm_[Slot(lo)], SummaryCopy(hi - lo, true), NoPad<float>());
+            Sync<HardEvent::MTE2_V>();
+            for (uint32_t j = hi; j-- > lo;) {
+                const LocalTensor<float> sum = buf[(j - lo) * perSummary];
+                LocalTensor<float> nextv = s;
+                LocalTensor<float> last = s[lanes];
+                LocalTensor<float> t1 = s[scratch_ * lanes];
+                LocalTensor<float> t2 = s[(scratch_ + 1) * lanes];
+                LocalTensor<float> t3 = s[(scratch_ + 2) * lanes];
+                Mul(t1, sum[3 * lanes], nextv, n);  // A * nextv_in
+                Mul(t2, sum[4 * lanes], last, n);   // B * last_in
+                Mul(t3, sum[2 * lanes], nextv, n);  // Ni * nextv_in
+                PipeBarrier<PIPE_V>();
+                Add(last, sum[lanes], t1, n);
+                Add(nextv, sum, t3, n);             // nextv_out = Nc + Ni * nextv_in
+                PipeBarrier<PIPE_V>();
+                Add(last, last, t2, n);             // last_out = (L0 + A * nextv_in) + B * last_in
+                PipeBarrier<PIPE_V>();
+            }
+            hi = lo;
+        }
+    }
+
+    // Rows [done, done + g) of the core over its segment of T, backwards in chunks from the
+    // carried state. SUMMARY: phase (a), the carry-in coefficients updated and nothing written.
+    template <bool SUMMARY>
+    __aicore__ inline void Walk(uint32_t done, uint32_t g)
+    {
+        for (uint32_t end = segEnd_; end > segStart_;) {
+            const uint32_t c = Min(t_.chunk, end - segStart_);
+            const uint64_t at = static_cast<uint64_t>(rowStart_ - gmRow0_ + done) * t_.steps + (end - c);
+            CopyIn(at, g, c);
+            Chunk<SUMMARY>(g, c);
+            if constexpr (!SUMMARY) {
+                CopyOut(at, g, c);
+            }
+            end -= c;
+        }
+    }
     // The Gather offset tables (bytes), fixed for the launch: time-major element j * lanes + r
     // is row-major element r * chunk + j, and back.
     __aicore__ inline void BuildTables()
@@ -186,7 +337,8 @@ private:
     }
 
     // One chunk of c steps for g lanes: transpose in, the recurrence from step c - 1 down to 0,
-    // returns, transpose out.
+    // returns, transpose out (SUMMARY: no outputs; the carry-in coefficients instead).
+    template <bool SUMMARY>
     __aicore__ inline void Chunk(uint32_t g, uint32_t c)
     {
         const uint32_t lanes = t_.lanes;
@@ -195,7 +347,7 @@ private:
         LocalTensor<float> mT = rT[tile];
         LocalTensor<float> retT = rT[2 * tile];
         LocalTensor<float> s = state_.Get<float>();
-        LocalTensor<float> t1 = s[2 * lanes];
+        LocalTensor<float> t1 = s[scratch_ * lanes];
         const int32_t n = static_cast<int32_t>(g);
         const uint32_t cells = c * lanes;
         PipeBarrier<PIPE_V>();  // the previous chunk's reads of the time-major tiles
@@ -209,15 +361,28 @@ private:
         LocalTensor<float> advT = rT[5 * tile];
         LocalTensor<float> nextv = s;
         LocalTensor<float> carry = s[lanes];
-        LocalTensor<float> t2 = s[3 * lanes];
-        LocalTensor<float> t3 = s[4 * lanes];
-        LocalTensor<float> t4 = s[5 * lanes];
+        LocalTensor<float> t2 = s[(scratch_ + 1) * lanes];
+        LocalTensor<float> t3 = s[(scratch_ + 2) * lanes];
+        LocalTensor<float> t4 = s[(scratch_ + 3) * lanes];
+        // Phase (a)'s carry-in coefficients (state vectors 2-4) and their per-step factor (the
+        // split's extra state and tile; the sequential mode has neither and names none).
+        LocalTensor<float> ni = SUMMARY ? s[2 * lanes] : s;
+        LocalTensor<float> coefA = SUMMARY ? s[3 * lanes] : s;
+        LocalTensor<float> coefB = SUMMARY ? s[4 * lanes] : s;
+        LocalTensor<float> t5 = SUMMARY ? s[(scratch_ + 4) * lanes] : s;
+        LocalTensor<float> fT = SUMMARY ? rT[TIME_MAJOR_TILES * tile] : rT;
         ToTime<TR>(vIn_, vT, wide, g, cells);
         PipeBarrier<PIPE_V>();
         Muls(omT, mT, -1.0f, static_cast<int32_t>(cells));
         PipeBarrier<PIPE_V>();
         Adds(omT, omT, 1.0f, static_cast<int32_t>(cells));  // 1 - m
         PipeBarrier<PIPE_V>();
+        if constexpr (SUMMARY) {
+            Muls(fT, mT, t_.gammaLam, static_cast<int32_t>(cells));
+            PipeBarrier<PIPE_V>();
+            Add(fT, fT, omT, static_cast<int32_t>(cells));  // f = m * gammaLam + (1 - m): exact for m in {0, 1}
+            PipeBarrier<PIPE_V>();
+        }
         for (uint32_t j = c; j-- > 0;) {
             const uint32_t k = j * lanes;
             const LocalTensor<float> last = j + 1 == c ? carry : advT[k + lanes];
@@ -225,12 +390,24 @@ private:
             Muls(t2, last, t_.gammaLam, n);
             Mul(t3, vT[k], mT[k], n);
             Mul(t4, last, omT[k], n);
+            if constexpr (SUMMARY) {
+                Mul(t5, mT[k], ni, n);
+                Mul(coefA, coefA, fT[k], n);
+                Mul(coefB, coefB, fT[k], n);
+            }
             PipeBarrier<PIPE_V>();
             Add(t1, t1, rT[k], n);           // r + gamma * nextv
             Mul(nextv, nextv, omT[k], n);
+            if constexpr (SUMMARY) {
+                Muls(t5, t5, t_.gamma, n);   // gamma * m * Ni
+                Mul(ni, ni, omT[k], n);      // Ni * (1 - m)
+            }
             PipeBarrier<PIPE_V>();
             Sub(t1, t1, vT[k], n);           // delta
             Add(nextv, nextv, t3, n);        // V * m + (1 - m) * nextv
+            if constexpr (SUMMARY) {
+                Add(coefA, coefA, t5, n);    // A * f + gamma * m * Ni
+            }
             PipeBarrier<PIPE_V>();
             Add(t1, t1, t2, n);              // a = delta + gamma * lam * last
             PipeBarrier<PIPE_V>();
@@ -240,6 +417,9 @@ private:
             PipeBarrier<PIPE_V>();
         }
         DataCopy(carry, advT, lanes);  // the next chunk's (earlier steps') last
+        if constexpr (SUMMARY) {
+            return;
+        }
         Add(retT, advT, vT, static_cast<int32_t>(cells));
         PipeBarrier<PIPE_V>();
         ToRows(advOut_, advT, g);
@@ -261,8 +441,17 @@ private:
     }
 
     TilingData t_;
-    uint32_t rowStart_ = 0;
+    bool split_ = false;     // the time split: segments > 1
+    uint32_t group_ = 0;     // the row group and segment of T of this core
+    uint32_t segment_ = 0;
+    uint32_t segStart_ = 0;  // the segment's steps: [segStart_, segEnd_)
+    uint32_t segEnd_ = 0;
+    uint32_t scratch_ = 0;   // the first scratch lane vector of the state
+    uint32_t rowStart_ = 0;  // the rows of this core (sequential) or item (split)
     uint32_t rowCount_ = 0;
+    uint32_t gmRow0_ = 0;    // the row the GM tensors start at (the split's: 0, whole tensors)
+    uint32_t itemBegin_ = 0;  // the split's items of this core
+    uint32_t itemEnd_ = 0;
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> rIn_;
     TQue<QuePosition::VECIN, 1> mIn_;
@@ -275,6 +464,7 @@ private:
     GlobalTensor<TR> rGm_;
     GlobalTensor<TM> mGm_;
     GlobalTensor<float> retGm_;
+    GlobalTensor<float> sumGm_;  // the time split's summaries: the user workspace
     GlobalTensor<TR> vGm_;
     GlobalTensor<float> advGm_;
 };
@@ -285,7 +475,14 @@ extern "C" __global__ __aicore__ void opgen_gae(GM_ADDR token_level_rewards, GM_
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     opgen_gae_kernel::TilingData tilingData;
     opgen_gae_kernel::LoadTiling(tiling, &tilingData);
+    // The time split's summaries live in the user workspace, past the system workspace SyncAll
+    // needs; the sequential mode asks for no workspace.
+    GM_ADDR userWorkspace = nullptr;
+    if (tilingData.segments > 1) {
+        AscendC::SetSysWorkspace(workspace);
+        userWorkspace = AscendC::GetUserWorkspace(workspace);
+    }
     opgen_gae_kernel::ReverseScanKernel<DTYPE_TOKEN_LEVEL_REWARDS, DTYPE_RESPONSE_MASK> op;
-    op.Init(token_level_rewards, values, response_mask, advantages, returns, tilingData);
+    op.Init(token_level_rewards, values, response_mask, advantages, returns, userWorkspace, tilingData);
     op.Process();
 }

@@ -285,6 +285,7 @@ typed_calls! {
     "TTTTTTDIT" => [T T T T T T D I T],
     "TIT" => [T I T],
     "TBT" => [T B T],
+    "TTBT" => [T T B T],
     "TST" => [T S T],
     "TTST" => [T T S T],
     "TTTST" => [T T T S T],

@@ -47,6 +47,7 @@ pub const CALLABLE_PATTERNS: &[&str] = &[
     "TTTTTTDIT",
     "TIT",
     "TBT",
+    "TTBT",
     "TST",
     "TTST",
     "TTTST",

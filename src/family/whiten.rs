@@ -16,7 +16,7 @@
 //!
 //! Gates (`gates`): the reference's per-element error bound for this evaluation order
 //! (`crate::reference::whiten`, with a tree depth of log2 [`TILE`] and a chain of at most
-//! ceil(n / TILE) + [`MAX_CORES`] joins), the case's largest bound rounded up to 2^k absolute,
+//! 2·ceil(n / TILE) joins: `bound_plan`), the case's largest bound rounded up to 2^k absolute,
 //! or 1 float32 ulp.
 
 use super::eager::{self, Builder};
@@ -155,10 +155,11 @@ fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData, Fa
     Ok((vec![(x_name.clone(), x), (case.shapes[1].0.clone(), m)], case.attrs.clone()))
 }
 
-/// The bound's view of the kernel: trees of depth log2(TILE); at most ceil(n / TILE) tile joins
-/// on one core (all tiles, a loose count) and MAX_CORES core joins.
+/// The bound's view of the kernel: trees of depth log2(TILE); a chain of at most 2·ceil(n / TILE)
+/// joins: a core's tiles, then the cores' partials, each at most the tile count (the TilingFunc
+/// gives every core at least a tile).
 pub fn bound_plan(n: usize) -> reference::Plan {
-    reference::Plan { depth: TILE.trailing_zeros(), merges: n.div_ceil(TILE as usize) as u64 + u64::from(MAX_CORES) }
+    reference::Plan { depth: TILE.trailing_zeros(), merges: 2 * n.div_ceil(TILE as usize) as u64 }
 }
 
 fn shift_mean(attrs: &[(String, AttrValue)]) -> Result<bool, FamilyError> {

@@ -12,10 +12,12 @@
 //! tree sum of (m·(x − tile mean))², and joins the tiles' and then the cores' (count, mean, M2)
 //! by Chan's formula in float32, `merges` joins on the longest chain (see [`Plan`]); u = 2^-24,
 //! X = max |x| over the selected elements, n the count, M2 = Σ m·(x − mean)²:
-//!   E_mean ≤ u·X·(depth + 1 + 9·merges) + |mean|·1e-8/n
+//!   E_mean ≤ u·X·(depth + 1 + 11·merges) + |mean|·1e-8/n
 //!     (a tile's mean: depth roundings of the tree and the division; a join
 //!     μ = μa + (μb − μa)·(nb/n), a convex step that does not grow the parts' errors, adds
-//!     ≤ 4u·|μb − μa|·w + u·|μ| ≤ 9u·X; the last term: verl's + 1e-8 in the divisor);
+//!     ≤ 5u·|μb − μa|·w + u·|μ| ≤ 11u·X: δ, both counts as float32 (exact below 2^24), the
+//!     ratio and the product rounded once each, then the sum; the last term: verl's + 1e-8 in
+//!     the divisor);
 //!   E_M2 ≤ (γ(depth + 3) + (2·merges + 6)·u)·M2 + 2·Eδ·√(2n·M2) + 2n·Eδ² + 2n·((depth+1)·u·X)²
 //!     with Eδ = 2·E_mean + 2u·X (a join's δ² term's error, summed by Cauchy–Schwarz over
 //!     Σ nb ≤ 2n weights; the tiles' squares around their own rounded mean);
@@ -67,7 +69,7 @@ pub fn masked_whiten(x: &[f64], mask: &[f64], shift_mean: bool, plan: Plan) -> R
     let big_x = x.iter().zip(mask).filter(|(_, m)| **m != 0.0).fold(0.0f64, |a, (v, _)| a.max(v.abs()));
     let depth = f64::from(plan.depth);
     let merges = plan.merges as f64;
-    let e_mean = U * big_x * (depth + 1.0 + 9.0 * merges) + mean.abs() * GUARD / n;
+    let e_mean = U * big_x * (depth + 1.0 + 11.0 * merges) + mean.abs() * GUARD / n;
     let e_delta = 2.0 * e_mean + 2.0 * U * big_x;
     let gamma = |k: f64| k * U / (1.0 - k * U);
     let tile_sq = (depth + 1.0) * U * big_x;
@@ -133,7 +135,7 @@ mod tests {
         let many = masked_whiten(&x, &m, true, Plan { depth: 11, merges: 100 }).unwrap();
         assert!(many.bound[0] > 10.0 * few.bound[0]);
         // A mean 1000x the spread: the bound is the mean's error scaled by r ≈ 0.5, about
-        // u·1006·(11 + 1 + 9)·0.5 ≈ 6.3e-4 with one join.
+        // u·1006·(11 + 1 + 11)·0.5 ≈ 6.9e-4 with one join.
         assert!(few.bound[0] > 1e-4 && few.bound[0] < 1e-3, "{}", few.bound[0]);
         assert!(masked_whiten(&x, &m[..999], true, PLAN).is_err());
     }

@@ -51,7 +51,11 @@ const MASK_DTYPES: [DType; 2] = [DType::Float32, DType::Int8];
 fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
     let label = "family whiten";
     if !spec.inputs.iter().map(|t| t.name.as_str()).eq(INPUTS) {
-        r.error(&raw.inputs, "inputs", format!("{label} takes inputs (values, response_mask), in that order"));
+        r.error(
+            &raw.inputs,
+            "inputs",
+            format!("{label} takes inputs (values, response_mask), in that order"),
+        );
         return;
     }
     if spec.outputs.len() != 1 || spec.outputs[0].name != "whitened" {
@@ -145,7 +149,12 @@ fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData, Fa
         return super::reverse_scan::case_inputs(spec, column, case);
     }
     let (x_name, shape) = &case.shapes[0];
-    let x = generate(Distribution::Uniform5, spec.inputs[0].dtypes[column], shape, derive_seed(case.seed, x_name));
+    let x = generate(
+        Distribution::Uniform5,
+        spec.inputs[0].dtypes[column],
+        shape,
+        derive_seed(case.seed, x_name),
+    );
     let n: usize = shape.iter().product();
     let mut mask = vec![0.0; n];
     if n > 0 {
@@ -205,7 +214,11 @@ impl FamilyOps for Whiten {
     }
 
     fn templates(&self, _spec: &OpSpec) -> Templates {
-        Templates { kernel: "kernel/whiten.cpp.j2", host: "host/whiten.cpp.j2", checks: Some("host/whiten_checks.j2") }
+        Templates {
+            kernel: "kernel/whiten.cpp.j2",
+            host: "host/whiten.cpp.j2",
+            checks: Some("host/whiten_checks.j2"),
+        }
     }
 
     /// `tile` and `max_cores`: [`TILE`] and [`MAX_CORES`], one source for the host, the kernel
@@ -222,7 +235,10 @@ impl FamilyOps for Whiten {
 
     /// whitened has values' shape (the host checks require the mask's to be the same).
     fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
-        Ok(ShapeRule { checks: Vec::new(), outputs: vec![OutputShape::Like { of: spec.inputs[0].name.clone() }] })
+        Ok(ShapeRule {
+            checks: Vec::new(),
+            outputs: vec![OutputShape::Like { of: spec.inputs[0].name.clone() }],
+        })
     }
 
     fn derived_shape(&self, _spec: &OpSpec, _i: usize, first: &[usize]) -> Vec<usize> {

@@ -50,7 +50,12 @@ pub struct Whitened {
 }
 
 /// `x` and `mask` (0/1) of one length, already rounded to the input dtypes.
-pub fn masked_whiten(x: &[f64], mask: &[f64], shift_mean: bool, plan: Plan) -> Result<Whitened, ReferenceError> {
+pub fn masked_whiten(
+    x: &[f64],
+    mask: &[f64],
+    shift_mean: bool,
+    plan: Plan,
+) -> Result<Whitened, ReferenceError> {
     if x.len() != mask.len() {
         return Err(ReferenceError::new(
             "masked_whiten",

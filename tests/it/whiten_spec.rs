@@ -23,7 +23,14 @@ fn the_catalogue_spec_loads() {
     let labels: Vec<String> = (0..s.columns()).map(|c| s.column_label(c)).collect();
     assert_eq!(
         labels,
-        ["float16/float32", "bfloat16/float32", "float32/float32", "float16/int8", "bfloat16/int8", "float32/int8"]
+        [
+            "float16/float32",
+            "bfloat16/float32",
+            "float32/float32",
+            "float16/int8",
+            "bfloat16/int8",
+            "float32/int8"
+        ]
     );
 }
 

@@ -72,9 +72,11 @@ fn three_selected() -> (Vec<f64>, Vec<f64>) {
 fn three_selected_values_across_cores_by_hand() {
     let spec = spec();
     let (x, m) = three_selected();
-    for (dtypes, shift_mean) in
-        [((DType::Float32, DType::Float32), true), ((DType::Float16, DType::Int8), false), ((DType::BFloat16, DType::Int8), true)]
-    {
+    for (dtypes, shift_mean) in [
+        ((DType::Float32, DType::Float32), true),
+        ((DType::Float16, DType::Int8), false),
+        ((DType::BFloat16, DType::Int8), true),
+    ] {
         let got = whitened(&run_in(&spec, dtypes, [&[N], &[N]], &x, &m, shift_mean).unwrap());
         // mean 3, var ((1-3)² + 0 + (5-3)²) / 2 = 4, fl(4 + 1e-8) = 4, rsqrt 0.5: y = (x - 3) / 2.
         for (k, (g, v)) in got.iter().zip(&x).enumerate() {
@@ -91,7 +93,9 @@ fn fewer_than_two_selected_elements_give_nan_everywhere() {
     for selected in [vec![], vec![4321]] {
         let mut m = vec![0.0; x.len()];
         selected.iter().for_each(|&i| m[i] = 1.0);
-        let got = whitened(&run_in(&spec, (DType::Float32, DType::Int8), [&[50, 100], &[50, 100]], &x, &m, false).unwrap());
+        let got = whitened(
+            &run_in(&spec, (DType::Float32, DType::Int8), [&[50, 100], &[50, 100]], &x, &m, false).unwrap(),
+        );
         assert!(got.iter().all(|v| v.is_nan()), "{} selected: {:?}", selected.len(), &got[..4]);
     }
 }

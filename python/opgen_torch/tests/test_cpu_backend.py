@@ -561,13 +561,14 @@ class Forward(unittest.TestCase):
                     bar = max(4 * (b.double() - w).abs().max().item(), 1e-5)
                     torch.testing.assert_close(g.double(), w, atol=bar, rtol=0, msg=name)
 
-    def test_bi_level_gae_is_two_gae_launches(self):
+    def test_bi_level_gae_is_two_gae_launches_and_a_whitening(self):
         import opgen_torch.rl
 
         r, v, m = multi_turn_sample(105, rows=3, t=40)
         with RecordOps() as rec:
             opgen_torch.rl.bi_level_gae(r.bfloat16(), v.bfloat16(), m.to(torch.int8), 0.99, 0.95, 0.9)
-        self.assertEqual([o for o in rec.ops if o.startswith("opgen.")], ["opgen.gae.default"] * 2, rec.ops)
+        want = ["opgen.gae.default"] * 2 + ["opgen.masked_whiten.default"]
+        self.assertEqual([o for o in rec.ops if o.startswith("opgen.")], want, rec.ops)
 
     def test_masked_whiten_is_verls(self):
         import opgen_torch.rl

@@ -35,8 +35,9 @@ use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
 use crate::tensor::HostTensor;
 
 /// Elements per UB pass (a power of two: the tree sums halve it down to 8). Fixed, so the error
-/// bound's tree depth is known without the plan: 2048 float32 elements, 8 KiB per buffer.
-pub const TILE: u32 = 2048;
+/// bound's tree depth is known without the plan: 4096 elements, 16 KiB float32 transfers (the
+/// report's large-transfer target), 162 KiB of UB with float32 values and mask.
+pub const TILE: u32 = 4096;
 /// The most cores the TilingFunc uses (the partials' workspace slots; the bound's chain).
 pub const MAX_CORES: u32 = 64;
 
@@ -92,19 +93,19 @@ fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 
 const FIELDS: &[TilingField] = &[
     TilingField::u32("elements", "n: every element of values (the whitening is over all of them)"),
-    TilingField::u32("cores", "cores used: each takes a contiguous share (the first n % cores one more)"),
+    TilingField::u32("cores", "cores used: each takes whole tiles (the first tiles % cores one more)"),
     TilingField::u32("tile", "elements per UB pass (a power of two)"),
     TilingField::u32("shiftMean", "1: subtract the mean; 0: add it back after scaling"),
 ];
 
 // ---- verification ------------------------------------------------------------------------
 
-/// Shapes of the quick sweep on 48 cores: one element, odd small ones, then 37 x 2731 = 101047
-/// elements: 2106 or 2105 per core, 2 tiles each (4 UB passes: 2 of each phase) and remainder
-/// cores; 5 x 4099 = 20495 on 11 cores (≤ 1 tile, cores > n / tile).
-const QUICK: [(usize, usize); 5] = [(1, 1), (3, 9), (37, 2731), (5, 4099), (64, 257)];
+/// Shapes of the quick sweep on 48 cores: one element, odd small ones, then 61 x 4099 = 250039
+/// elements: 62 tiles, 2 on 14 cores (4 UB passes: 2 of each phase), 1 on the others, the last
+/// one short; 5 x 4099 = 20495: 6 tiles on 6 cores.
+const QUICK: [(usize, usize); 5] = [(1, 1), (3, 9), (61, 4099), (5, 4099), (64, 257)];
 /// Added in the full sweep: the batch shapes as far as the twin runs them quickly.
-const FULL: [(usize, usize); 4] = [(512, 513), (8, 16384), (2, 32768), (49, 777)];
+const FULL: [(usize, usize); 4] = [(512, 1025), (8, 16384), (2, 32768), (49, 777)];
 
 fn case(spec: &OpSpec, rows: usize, t: usize, dist: Distribution, seed: u64, shift_mean: bool) -> Case {
     let shape = vec![rows, t];
@@ -281,15 +282,17 @@ impl FamilyOps for Whiten {
         }
     }
 
-    /// One mode; UB passes per core: the tiles of its share, once per phase.
+    /// One mode; UB passes per core: the tiles of its share, once per phase; uneven: some core
+    /// has fewer tiles, or the last tile is short.
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         let cores = f("cores").max(1.0);
-        let share = super::largest_share(f("elements"), cores);
+        let tile = f("tile").max(1.0);
+        let tiles = super::passes(f("elements"), tile) as f64;
         PlanCoverage {
             mode: "two-phase",
-            passes: Some(2 * super::passes(share, f("tile").max(1.0))),
-            uneven: Some(super::uneven(f("elements"), cores)),
+            passes: Some(2 * super::largest_share(tiles, cores) as u64),
+            uneven: Some(super::uneven(tiles, cores) || super::uneven(f("elements"), tile)),
         }
     }
 

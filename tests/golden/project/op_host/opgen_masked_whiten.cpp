@@ -134,7 +134,7 @@ namespace {
 // BUFFER_NUM, CeilDiv, MinU64, MaxU64, Finish, Platform, InputTypeSize: opgen_host_common.h.
 using namespace opgen_host;
 
-const uint64_t TILE = 2048;            // elements per UB pass (the reference's bound assumes it)
+const uint64_t TILE = 4096;            // elements per UB pass (the reference's bound assumes it)
 const uint64_t MAX_CORES = 64;  // partial slots in the workspace
 const uint64_t SLOT_BYTES = 32;              // one core's partial: count, mean, M2 and padding
 
@@ -204,7 +204,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         OPGEN_REJECT("tiles of %llu elements need %llu bytes of UB; the budget is %llu", OpgenUll(TILE),
                      OpgenUll(WhitenUbBytes(vBytes, mBytes)), OpgenUll(budget));
     }
-    // At least a tile per core: fewer elements use fewer cores (each joins every partial).
+    // Whole tiles per core, at least one: fewer tiles use fewer cores (each joins every partial).
     const uint64_t blockDim = MaxU64(1, MinU64(MinU64(cores, MAX_CORES), CeilDiv(elements, TILE)));
     OpgenMaskedWhitenTilingData tiling;
     tiling.set_elements(static_cast<uint32_t>(elements));

@@ -9,7 +9,7 @@
 namespace optiling {
 BEGIN_TILING_DATA_DEF(OpgenMaskedWhitenTilingData)
 TILING_DATA_FIELD_DEF(uint32_t, elements);  // n: every element of values (the whitening is over all of them)
-TILING_DATA_FIELD_DEF(uint32_t, cores);  // cores used: each takes a contiguous share (the first n % cores one more)
+TILING_DATA_FIELD_DEF(uint32_t, cores);  // cores used: each takes whole tiles (the first tiles % cores one more)
 TILING_DATA_FIELD_DEF(uint32_t, tile);  // elements per UB pass (a power of two)
 TILING_DATA_FIELD_DEF(uint32_t, shiftMean);  // 1: subtract the mean; 0: add it back after scaling
 END_TILING_DATA_DEF;

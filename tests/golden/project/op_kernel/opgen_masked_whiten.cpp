@@ -2,8 +2,8 @@
 // Do not edit by hand: change the spec or the template, then run `cargo xtask gen-ops` again.
 // Family whiten: verl's masked_whiten over every element: (x - mean) * rsqrt(var + 1e-8) with the mean and the unbiased variance over the elements where mask is 1 (+ mean again when shift_mean is false); values float16, bfloat16 or float32, the mask float32 or int8 0/1; float32 result, NaN everywhere when the mask selects fewer than 2 elements
 //
-// The elements split over the cores, each a contiguous share (Share: the first n % cores one
-// more). Phase 1, per UB tile of `tile` elements (the last of a share shorter): the values and
+// The elements split over the cores in whole tiles, each core a contiguous share (Share of the
+// tile count: the first tiles % cores one more). Phase 1, per UB tile of `tile` elements (the last of a share shorter): the values and
 // the mask come in by one DataCopyPad each in their own dtype (double-buffered queues), 16-bit
 // values and an int8 mask are Cast to float32 (exact; int8 through half, A2 having no int8 ->
 // float Cast); x·m and m are summed by a pairwise tree (halving adds down to one 32-byte block,
@@ -87,7 +87,13 @@ public:
     {
         t_ = tiling;
         block_ = static_cast<uint32_t>(GetBlockIdx());
-        Share(t_.elements, t_.cores, block_, &begin_, &end_);
+        // Whole tiles per core (Share of the tile count), so every transfer but the tensor's
+        // last is a full tile; the last core's last tile may be short.
+        uint32_t firstTile = 0;
+        uint32_t endTile = 0;
+        Share((t_.elements + t_.tile - 1) / t_.tile, t_.cores, block_, &firstTile, &endTile);
+        begin_ = Min(firstTile * t_.tile, t_.elements);
+        end_ = Min(endTile * t_.tile, t_.elements);
         vGm_.SetGlobalBuffer(reinterpret_cast<__gm__ TV*>(values), t_.elements);
         mGm_.SetGlobalBuffer(reinterpret_cast<__gm__ TM*>(mask), t_.elements);
         yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(whitened), t_.elements);

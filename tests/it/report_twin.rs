@@ -240,7 +240,12 @@ fn traced_row_agrees_with_the_counters(
             }
         }
         assert_eq!(vec_calls, c.vector_instructions, "{op} core {}", c.core);
-        assert_eq!((bytes_in, bytes_out), (c.transfer_in_bytes, c.transfer_out_bytes), "{op} core {}", c.core);
+        assert_eq!(
+            (bytes_in, bytes_out),
+            (c.transfer_in_bytes, c.transfer_out_bytes),
+            "{op} core {}",
+            c.core
+        );
         assert_eq!(hidden_vs, c.hidden_flag_waits.get("V_S").copied().unwrap_or(0), "{op} core {}", c.core);
         assert_eq!(kernel_waits, c.flag_waits.values().sum::<u64>(), "{op} core {}", c.core);
     }
@@ -257,7 +262,8 @@ fn the_event_trace_agrees_with_the_counters_across_a_syncall() {
 
 #[test]
 fn the_event_trace_agrees_with_the_counters_and_times_the_launch() {
-    let (spec, column, trace, mut row) = traced_row_agrees_with_the_counters("rms_norm", DType::Float16, &[960, 896]);
+    let (spec, column, trace, mut row) =
+        traced_row_agrees_with_the_counters("rms_norm", DType::Float16, &[960, 896]);
     let spec = &spec;
     let soc = soc::find(soc::DEFAULT_SOC).unwrap();
     report::attach_cycle_model(&mut row, soc, spec, column, &trace);

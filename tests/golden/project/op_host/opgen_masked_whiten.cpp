@@ -135,7 +135,7 @@ namespace {
 using namespace opgen_host;
 
 const uint64_t TILE = 4096;            // elements per UB pass (the reference's bound assumes it)
-const uint64_t MAX_CORES = 64;  // partial slots in the workspace
+const uint64_t PARTIAL_SLOTS = 64;  // the most cores used: one partial slot each
 const uint64_t SLOT_BYTES = 32;              // one core's partial: count, mean, M2 and padding
 
 // UB bytes of the kernel's buffers (templates/kernel/whiten.cpp.j2, Init): the values and the
@@ -143,7 +143,7 @@ const uint64_t SLOT_BYTES = 32;              // one core's partial: count, mean,
 // and the mask, two tree buffers, the partials and one repeat of scratch.
 uint64_t WhitenUbBytes(uint64_t vBytes, uint64_t mBytes)
 {
-    return BUFFER_NUM * TILE * (vBytes + mBytes + 4) + 4 * TILE * 4 + MAX_CORES * SLOT_BYTES + 256;
+    return BUFFER_NUM * TILE * (vBytes + mBytes + 4) + 4 * TILE * 4 + PARTIAL_SLOTS * SLOT_BYTES + 256;
 }
 }  // namespace
 
@@ -205,7 +205,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
                      OpgenUll(WhitenUbBytes(vBytes, mBytes)), OpgenUll(budget));
     }
     // Whole tiles per core, at least one: fewer tiles use fewer cores (each joins every partial).
-    const uint64_t blockDim = MaxU64(1, MinU64(MinU64(cores, MAX_CORES), CeilDiv(elements, TILE)));
+    const uint64_t blockDim = MaxU64(1, MinU64(MinU64(cores, PARTIAL_SLOTS), CeilDiv(elements, TILE)));
     OpgenMaskedWhitenTilingData tiling;
     tiling.set_elements(static_cast<uint32_t>(elements));
     tiling.set_cores(static_cast<uint32_t>(blockDim));

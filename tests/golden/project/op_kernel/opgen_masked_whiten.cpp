@@ -43,7 +43,7 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
 }
 
 constexpr uint32_t SLOT = 8;                    // floats of one core's partial (32 bytes): count bits, mean, M2
-constexpr uint32_t MAX_CORES = 64;  // the TilingFunc uses no more
+constexpr uint32_t PARTIAL_SLOTS = 64;  // the most cores the TilingFunc uses
 constexpr uint32_t LEAVES = 8;                  // the vector trees stop at one 32-byte block
 constexpr float GUARD = 1e-8f;                  // verl's, under the square root
 
@@ -104,7 +104,7 @@ public:
         pipe_.InitBuffer(mIn_, BUFFER_NUM, tile * sizeof(TM));
         pipe_.InitBuffer(yOut_, BUFFER_NUM, tile * sizeof(float));
         pipe_.InitBuffer(work_, 4 * tile * sizeof(float));  // x and m in float32, the two trees
-        pipe_.InitBuffer(parts_, MAX_CORES * SLOT * sizeof(float));
+        pipe_.InitBuffer(parts_, PARTIAL_SLOTS * SLOT * sizeof(float));
         pipe_.InitBuffer(scale_, LANES * sizeof(float));
     }
 

@@ -586,12 +586,12 @@ class Forward(unittest.TestCase):
 
     def test_masked_whiten_is_one_launch_over_tiles_and_cores(self):
         # Gold: verl's formula in float64 from the rounded inputs; bar: 4x verl's own float32
-        # formula's largest deviation from the gold, at least 1e-5. 64 x 3000 elements span
-        # several tiles per core and every core; 16-bit values and int8 / bool masks go as they are.
+        # formula's largest deviation from the gold, at least 1e-5. 64 x 4000 elements are 63 tiles
+        # of 4096 over 48 cores (two on some); 16-bit values and int8 / bool masks go as they are.
         import opgen_torch.rl
 
-        x = uniform((64, 3000), torch.float32, 108) * 3.0 + 7.0
-        m = torch.rand((64, 3000), generator=gen(109)) > 0.25
+        x = uniform((64, 4000), torch.float32, 108) * 3.0 + 7.0
+        m = torch.rand((64, 4000), generator=gen(109)) > 0.25
         for dtype, mask in ((torch.float32, m.float()), (torch.bfloat16, m), (torch.float16, m.to(torch.int8))):
             for shift_mean in (True, False):
                 with self.subTest(dtype=dtype, shift_mean=shift_mean):

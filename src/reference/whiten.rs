@@ -139,9 +139,12 @@ mod tests {
         let few = masked_whiten(&x, &m, true, Plan { depth: 11, merges: 1 }).unwrap();
         let many = masked_whiten(&x, &m, true, Plan { depth: 11, merges: 100 }).unwrap();
         assert!(many.bound[0] > 10.0 * few.bound[0]);
-        // A mean 1000x the spread: the bound is the mean's error scaled by r ≈ 0.5, about
-        // u·1006·(11 + 1 + 11)·0.5 ≈ 6.9e-4 with one join.
-        assert!(few.bound[0] > 1e-4 && few.bound[0] < 1e-3, "{}", few.bound[0]);
+        // A mean 500x the spread (σ = 2, r = 0.5): at least the mean's error scaled by r,
+        // u·1006·(11 + 1 + 11)·0.5 ≈ 6.9e-4 with one join; the mean's error also enters the
+        // variance through the joins' δ terms (≈ 2·Eδ/σ relative), so the bound is several times
+        // that, still well under 1e-2.
+        let floor = U * 1006.0 * 23.0 * 0.5;
+        assert!(few.bound[0] > floor && few.bound[0] < 1e-2, "{} against {floor}", few.bound[0]);
         assert!(masked_whiten(&x, &m[..999], true, PLAN).is_err());
     }
 }

@@ -22,6 +22,7 @@ pub mod row_norm_grad;
 pub mod shape_rule;
 pub mod vocab_reduce;
 pub mod vocab_reduce_grad;
+pub mod whiten;
 
 use crate::dtype::DType;
 use crate::plan::TilingField;
@@ -349,6 +350,7 @@ pub(crate) fn ops(family: Family) -> &'static dyn FamilyOps {
         Family::Dequant => &dequant::Dequant,
         Family::VocabReduce => &vocab_reduce::VocabReduce,
         Family::ReverseScan => &reverse_scan::ReverseScan,
+        Family::Whiten => &whiten::Whiten,
     }
 }
 

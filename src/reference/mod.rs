@@ -16,6 +16,7 @@ pub mod rotary;
 pub mod rotary_grad;
 pub mod row_norm;
 pub mod vocab_reduce;
+pub mod whiten;
 
 use std::fmt;
 

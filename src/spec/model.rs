@@ -17,10 +17,11 @@ pub enum Family {
     RotaryGrad,
     VocabReduce,
     ReverseScan,
+    Whiten,
 }
 
 impl Family {
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 11] = [
         Family::RowNorm,
         Family::Rotary,
         Family::Elementwise,
@@ -31,6 +32,7 @@ impl Family {
         Family::RotaryGrad,
         Family::VocabReduce,
         Family::ReverseScan,
+        Family::Whiten,
     ];
 
     pub fn name(self) -> &'static str {
@@ -45,6 +47,7 @@ impl Family {
             Family::RotaryGrad => "rotary_grad",
             Family::VocabReduce => "vocab_reduce",
             Family::ReverseScan => "reverse_scan",
+            Family::Whiten => "whiten",
         }
     }
 
@@ -266,6 +269,8 @@ pub enum FamilyParams {
     VocabReduce,
     /// The affine reverse recurrences over time (gae): no parameters.
     ReverseScan,
+    /// Masked whitening over the whole tensor (masked_whiten): no parameters.
+    Whiten,
     Elementwise(ElementwiseParams),
     /// The KV-layout families (permute, paged_cache, dequant): which operation.
     Layout {

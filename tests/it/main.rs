@@ -56,3 +56,5 @@ mod verify_catalogue;
 mod vocab_reduce_grad_twin;
 mod vocab_reduce_spec;
 mod vocab_reduce_twin;
+mod whiten_spec;
+mod whiten_twin;

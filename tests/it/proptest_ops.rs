@@ -690,3 +690,21 @@ fn discounted_return_random_cases_match_the_reference() {
         (column, Case { shapes: named(spec, vec![vec![rows, t]; 2]), dist, seed, attrs })
     });
 }
+
+// ---- whiten: masked_whiten -----------------------------------------------------------------------
+
+#[test]
+fn masked_whiten_random_cases_match_the_reference() {
+    let spec = op("masked_whiten");
+    let rows = prop_oneof![4 => 1usize..20, 1 => 20usize..300];
+    // One tile or several per core, tile-sized and odd lengths.
+    let t = prop_oneof![2 => select(vec![1usize, 2, 7, 8, 4095, 4096, 4097, 8193]), 1 => 1usize..3000];
+    let strategy = (rows, t, column(&spec), finite_distribution(), any::<u64>(), attr_draws(&spec));
+    check_op("masked_whiten", strategy, |spec, (mut rows, t, column, dist, seed, draws)| {
+        while rows > 1 && rows * t > 250_000 {
+            rows = rows.div_ceil(2);
+        }
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        (column, Case { shapes: named(spec, vec![vec![rows, t]; 2]), dist, seed, attrs })
+    });
+}

@@ -199,27 +199,31 @@ fn the_vocab_model_rows_are_scaled_from_runs_at_the_real_row_length() {
     assert!(Plan::of(soc, &rms[0], &big).is_none());
 }
 
-#[test]
-fn the_event_trace_agrees_with_the_counters_and_times_the_launch() {
-    // Two independent paths of the twin: the trace (trace.cpp) and the counters (runtime.cpp)
-    // must tell the same story per core; then the cycle model times the launch.
-    let specs = load_specs(None, &["rms_norm".to_string()]).expect("catalogue");
-    let spec = &specs[0];
+/// Runs `op` traced at `shape` (dtype `dtype`) and checks that the trace (trace.cpp) and the
+/// counters (runtime.cpp), two independent paths of the twin, tell the same story per core.
+/// Returns what the cycle model needs.
+fn traced_row_agrees_with_the_counters(
+    op: &str,
+    dtype: DType,
+    shape: &[usize],
+) -> (ascend_opgen::spec::OpSpec, usize, String, report::Row) {
+    let specs = load_specs(None, &[op.to_string()]).expect("catalogue");
+    let spec = specs[0].clone();
     let project = render(&specs).expect("render");
-    let column = spec.column_for(DType::Float16).expect("dtype registered");
-    let runner = verify::build_runner(&project, spec, column, BuildOptions::default()).expect("twin build");
+    let column = spec.column_for(dtype).expect("dtype registered");
+    let runner = verify::build_runner(&project, &spec, column, BuildOptions::default()).expect("twin build");
     let soc = soc::find(soc::DEFAULT_SOC).unwrap();
-    let case = ReportCase::new(spec, "test", &[960, 896]);
-    let (inputs, valid) = report::case_inputs(spec, column, &case);
+    let case = ReportCase::new(&spec, "test", shape);
+    let (inputs, valid) = report::case_inputs(&spec, column, &case);
     let (run, trace) = verify::run_case_traced(
         &runner,
-        spec,
+        &spec,
         soc,
         &CaseInput { inputs: &inputs, attrs: &case.attrs, inplace: &[] },
     )
     .expect("twin run");
     let doc = ascend_opgen::perf::trace::parse(&trace).expect("trace parses");
-    let mut row = report::build_row(soc, spec, column, &case, &run.report, valid).expect("row");
+    let row = report::build_row(soc, &spec, column, &case, &run.report, valid).expect("row");
     assert_eq!(doc.cores.len(), row.cores.len());
     use ascend_opgen::perf::trace::Event;
     for (t, c) in doc.cores.iter().zip(&row.cores) {
@@ -235,11 +239,33 @@ fn the_event_trace_agrees_with_the_counters_and_times_the_launch() {
                 _ => {}
             }
         }
-        assert_eq!(vec_calls, c.vector_instructions, "core {}", c.core);
-        assert_eq!((bytes_in, bytes_out), (c.transfer_in_bytes, c.transfer_out_bytes), "core {}", c.core);
-        assert_eq!(hidden_vs, c.hidden_flag_waits.get("V_S").copied().unwrap_or(0), "core {}", c.core);
-        assert_eq!(kernel_waits, c.flag_waits.values().sum::<u64>(), "core {}", c.core);
+        assert_eq!(vec_calls, c.vector_instructions, "{op} core {}", c.core);
+        assert_eq!(
+            (bytes_in, bytes_out),
+            (c.transfer_in_bytes, c.transfer_out_bytes),
+            "{op} core {}",
+            c.core
+        );
+        assert_eq!(hidden_vs, c.hidden_flag_waits.get("V_S").copied().unwrap_or(0), "{op} core {}", c.core);
+        assert_eq!(kernel_waits, c.flag_waits.values().sum::<u64>(), "{op} core {}", c.core);
     }
+    (spec, column, trace, row)
+}
+
+#[test]
+fn the_event_trace_agrees_with_the_counters_across_a_syncall() {
+    // masked_whiten's cores run up to SyncAll one after another, then on: each core's events
+    // after the barrier are its own (a trace that kept the last started core's list gave that
+    // core every core's second phase, and the cycle model 48x its work).
+    traced_row_agrees_with_the_counters("masked_whiten", DType::Float32, &[8, 16384]);
+}
+
+#[test]
+fn the_event_trace_agrees_with_the_counters_and_times_the_launch() {
+    let (spec, column, trace, mut row) =
+        traced_row_agrees_with_the_counters("rms_norm", DType::Float16, &[960, 896]);
+    let spec = &spec;
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
     report::attach_cycle_model(&mut row, soc, spec, column, &trace);
     let t = row.time_us.unwrap_or_else(|| panic!("no cycle model: {:?}", row.cycle_missing));
     assert!(t.low <= t.mid && t.mid <= t.high, "{t:?}");

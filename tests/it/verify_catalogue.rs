@@ -81,7 +81,7 @@ fn join<T: std::fmt::Display>(lines: &[T]) -> String {
 }
 
 /// The families the tests below cover: every family of the catalogue has its test.
-const SWEPT: [Family; 10] = [
+const SWEPT: [Family; 11] = [
     Family::RowNorm,
     Family::RowNormGrad,
     Family::Rotary,
@@ -92,6 +92,7 @@ const SWEPT: [Family; 10] = [
     Family::Dequant,
     Family::VocabReduce,
     Family::ReverseScan,
+    Family::Whiten,
 ];
 
 #[test]
@@ -150,6 +151,11 @@ fn the_vocab_reduce_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
 #[test]
 fn the_reverse_scan_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
     family_passes_the_quick_sweep(Family::ReverseScan);
+}
+
+#[test]
+fn the_whiten_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
+    family_passes_the_quick_sweep(Family::Whiten);
 }
 
 #[test]

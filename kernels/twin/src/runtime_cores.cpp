@@ -175,6 +175,7 @@ void pass_baton(int64_t me, CoreState now) {
     b.state[size_t(me)] = CoreState::Running;
     g_core = b.cores[size_t(me)].get();
     block_idx = g_core->idx;
+    trace::core_resume(me);  // this core's events after the barrier are its own
 }
 
 // One simulated core's thread: waits for the baton, runs the kernel, hands the baton on. A

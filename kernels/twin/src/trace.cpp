@@ -91,6 +91,12 @@ void core_begin(int64_t idx) {
     g_instr = -1;
 }
 
+void core_resume(int64_t idx) {
+    if (!g_on) return;
+    g_cur = &g_cores[idx];
+    g_instr = -1;
+}
+
 void instruction(int pipe, const char* api) {
     if (!g_on || g_cur == nullptr) return;
     Event e;

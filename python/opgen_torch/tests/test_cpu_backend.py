@@ -234,6 +234,7 @@ def samples(dtype=torch.float32, seed=1):
         ),
         "gae": gae_sample(seed),
         "discounted_return": gae_sample(seed)[0:3:2] + (0.99,),
+        "masked_whiten": (gae_sample(seed)[0], gae_sample(seed)[2], True),
         "dequant_int8": (
             torch.randint(-127, 128, (4, 3, 32), generator=gen(seed), dtype=torch.int8),
             uniform((4, 3), torch.float32, seed, 0.001, 0.1),
@@ -562,13 +563,14 @@ class Forward(unittest.TestCase):
                     bar = max(4 * (b.double() - w).abs().max().item(), 1e-5)
                     torch.testing.assert_close(g.double(), w, atol=bar, rtol=0, msg=name)
 
-    def test_bi_level_gae_is_two_gae_launches(self):
+    def test_bi_level_gae_is_two_gae_launches_and_a_whitening(self):
         import opgen_torch.rl
 
         r, v, m = multi_turn_sample(105, rows=3, t=40)
         with RecordOps() as rec:
             opgen_torch.rl.bi_level_gae(r.bfloat16(), v.bfloat16(), m.to(torch.int8), 0.99, 0.95, 0.9)
-        self.assertEqual([o for o in rec.ops if o.startswith("opgen.")], ["opgen.gae.default"] * 2, rec.ops)
+        want = ["opgen.gae.default"] * 2 + ["opgen.masked_whiten.default"]
+        self.assertEqual([o for o in rec.ops if o.startswith("opgen.")], want, rec.ops)
 
     def test_masked_whiten_is_verls(self):
         import opgen_torch.rl
@@ -583,6 +585,34 @@ class Forward(unittest.TestCase):
         )
         with self.assertRaisesRegex(ValueError, "selects 1 element"):
             opgen_torch.rl.masked_whiten(x, torch.eye(1, 33).expand(4, 33) * (torch.arange(4) == 0).unsqueeze(1))
+
+    def test_masked_whiten_is_one_launch_over_tiles_and_cores(self):
+        # Gold: verl's formula in float64 from the rounded inputs; bar: 4x verl's own float32
+        # formula's largest deviation from the gold, at least 1e-5. 64 x 4000 elements are 63 tiles
+        # of 4096 over 48 cores (two on some); 16-bit values and int8 / bool masks go as they are.
+        import opgen_torch.rl
+
+        x = uniform((64, 4000), torch.float32, 108) * 3.0 + 7.0
+        m = torch.rand((64, 4000), generator=gen(109)) > 0.25
+        for dtype, mask in ((torch.float32, m.float()), (torch.bfloat16, m), (torch.float16, m.to(torch.int8))):
+            for shift_mean in (True, False):
+                with self.subTest(dtype=dtype, shift_mean=shift_mean):
+                    xv = x.to(dtype)
+                    want = whiten_over(xv.double(), m.double())
+                    f32 = whiten_over(xv.float(), m.float())
+                    if not shift_mean:
+                        mean = (xv.double() * m.double()).sum() / (m.double().sum() + 1e-8)
+                        want, f32 = want + mean, f32 + mean.float()
+                    with RecordOps() as rec:
+                        got = opgen_torch.rl.masked_whiten(xv, mask, shift_mean=shift_mean)
+                    self.assertEqual([o for o in rec.ops if o.startswith("opgen.")], ["opgen.masked_whiten.default"])
+                    self.assertEqual((got.dtype, got.shape), (torch.float32, x.shape))
+                    bar = max(4 * (f32.double() - want).abs().max().item(), 1e-5)
+                    torch.testing.assert_close(got.double(), want, atol=bar, rtol=0)
+        with self.assertRaisesRegex(RuntimeError, "`values` requires grad"):
+            opgen_torch.rl.masked_whiten(x.clone().requires_grad_(), m)
+        with self.assertRaisesRegex(ValueError, "selects 0 element"):
+            opgen_torch.rl.masked_whiten(x, torch.zeros_like(m))
 
     def test_discounted_return_matches_verls_loop(self):
         # The gold and the bar as test_gae_matches_verls_loop's.
@@ -901,7 +931,7 @@ NO_BACKWARD = {
     "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
     "rotary_mul_grad", "layer_norm_grad", "logprob_entropy_grad",
-    "gae", "discounted_return",  # RL advantages: no gradient (verl computes them under no_grad)
+    "gae", "discounted_return", "masked_whiten",  # RL advantages: no gradient (verl computes them under no_grad)
 }
 # rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
 if "rotary_mul" in opgen_torch.ops.BACKWARD:

@@ -26,6 +26,8 @@ extern const bool g_on;
 inline bool on() { return g_on; }
 
 void core_begin(int64_t idx);
+// Core `idx` runs again after a SyncAll (cores take turns): its events go to its own list again.
+void core_resume(int64_t idx);
 // A new instruction (the outermost API call) on pipe `pipe` (kern::Pipe value).
 void instruction(int pipe, const char* api);
 // Sizes of the running instruction.

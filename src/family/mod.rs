@@ -694,3 +694,20 @@ pub(crate) fn attr_f64(attrs: &[(String, AttrValue)], name: &str) -> Result<f64,
         .and_then(|(_, v)| v.as_f64())
         .ok_or_else(|| FamilyError::new(format!("attr `{name}` missing")))
 }
+
+/// An int attr of a case.
+pub(crate) fn attr_i64(attrs: &[(String, AttrValue)], name: &str) -> Result<i64, FamilyError> {
+    match attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v) {
+        Some(AttrValue::Int(v)) => Ok(*v),
+        other => Err(FamilyError::new(format!("attr `{name}` is {other:?}, not an int"))),
+    }
+}
+
+/// A bool attr of a case.
+pub(crate) fn attr_bool(attrs: &[(String, AttrValue)], name: &str) -> Result<bool, FamilyError> {
+    match attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v) {
+        Some(AttrValue::Bool(b)) => Ok(*b),
+        Some(other) => Err(FamilyError::new(format!("attr `{name}` is {other:?}, not a bool"))),
+        None => Err(FamilyError::new(format!("attr `{name}` missing"))),
+    }
+}

@@ -350,6 +350,18 @@ pub fn split_gates(
     Ok(())
 }
 
+/// Rewards' [B, T] as RL trainers batch them (issue 29): a PPO batch of 512 responses of 4096
+/// tokens, 64 long-reasoning responses of 32768, and 8 rollouts of 16384 (the small-batch case,
+/// where rows alone cannot fill the cores). The whiten family's too: verl whitens the advantages
+/// of the same batch.
+pub(crate) fn advantage_shapes() -> Vec<(&'static str, Vec<usize>)> {
+    vec![
+        ("PPO batch", vec![512, 4096]),
+        ("long responses", vec![64, 32768]),
+        ("few rollouts", vec![8, 16384]),
+    ]
+}
+
 // ---- the family --------------------------------------------------------------------------
 
 pub struct ReverseScan;
@@ -428,15 +440,9 @@ impl FamilyOps for ReverseScan {
         split_gates(spec, inputs, attrs, tiling, expected)
     }
 
-    /// Rewards' [B, T] as RL trainers batch them (issue 29): a PPO batch of 512 responses of
-    /// 4096 tokens, 64 long-reasoning responses of 32768, and 8 rollouts of 16384 (the
-    /// small-batch case, where rows alone cannot fill the cores).
+    /// [`advantage_shapes`].
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-        vec![
-            ("PPO batch", vec![512, 4096]),
-            ("long responses", vec![64, 32768]),
-            ("few rollouts", vec![8, 16384]),
-        ]
+        advantage_shapes()
     }
 
     fn work_units(&self, _spec: &OpSpec, shapes: &[(String, Vec<usize>)]) -> Option<u64> {

@@ -443,11 +443,7 @@ fn cancellation_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<Case
 
 /// The case's `table_grads` attr.
 pub fn table_grads_of(attrs: &[(String, AttrValue)]) -> Result<bool, FamilyError> {
-    match attrs.iter().find(|(n, _)| n == "table_grads").map(|(_, v)| v) {
-        Some(AttrValue::Bool(b)) => Ok(*b),
-        Some(other) => Err(FamilyError::new(format!("table_grads {other:?} is not a bool"))),
-        None => Err(FamilyError::new("attr `table_grads` missing")),
-    }
+    super::attr_bool(attrs, "table_grads")
 }
 
 /// dx: as the forward's y (two exact products and one float32 sum in 16-bit: window 2; Dot2 in

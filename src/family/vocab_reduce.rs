@@ -12,6 +12,7 @@
 //! u·(12·A + 8·log2 V + 32) and entropy's error against u·(8·A + 4·log2 V + 32) relative plus
 //! u·(4·log2 V + 32) absolute, u = 2^-24, A the case's largest finite |z|.
 
+use super::attr_i64;
 use super::eager::{self, Builder};
 use super::inputs::{derive_seed, generate, Distribution, Rng};
 use super::layout::input;
@@ -248,13 +249,6 @@ pub(crate) fn logits_and_targets(
         })
         .collect();
     Ok((logits, target))
-}
-
-pub(crate) fn attr_i64(attrs: &[(String, AttrValue)], name: &str) -> Result<i64, FamilyError> {
-    match attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v) {
-        Some(AttrValue::Int(v)) => Ok(*v),
-        other => Err(FamilyError::new(format!("attr `{name}` is {other:?}, not an int"))),
-    }
 }
 
 /// The bars of one case, from its largest finite |z| (`a`) and V. The kernel's float32 errors

@@ -11,9 +11,10 @@
 //! Gates (derived in `gates`): every element within u·E_case absolute (float32) or 1 ULP of
 //! RNE(exact) or 2·u·E_case (16-bit), E the worst row's error scale, plus the bias gate.
 
+use super::attr_i64;
 use super::inputs::{derive_seed, Rng};
 use super::layout::input;
-use super::vocab_reduce::{self as forward, attr_i64};
+use super::vocab_reduce as forward;
 use super::{Case, CaseData, Expected, FamilyError, Sweep};
 use crate::compare::Tolerance;
 use crate::dtype::DType;

@@ -172,14 +172,6 @@ pub fn bound_plan(n: usize) -> reference::Plan {
     reference::Plan { depth: TILE.trailing_zeros(), merges: 2 * n.div_ceil(TILE as usize) as u64 }
 }
 
-fn shift_mean(attrs: &[(String, AttrValue)]) -> Result<bool, FamilyError> {
-    match attrs.iter().find(|(n, _)| n == "shift_mean").map(|(_, v)| v) {
-        Some(AttrValue::Bool(b)) => Ok(*b),
-        Some(other) => Err(FamilyError::new(format!("masked_whiten: shift_mean {other:?} is not a bool"))),
-        None => Err(FamilyError::new("masked_whiten: attr `shift_mean` missing")),
-    }
-}
-
 fn expected(
     spec: &OpSpec,
     inputs: &[(String, HostTensor)],
@@ -187,7 +179,12 @@ fn expected(
 ) -> Result<Vec<Expected>, FamilyError> {
     let x = input(inputs, spec, 0)?;
     let m = input(inputs, spec, 1)?;
-    let w = reference::masked_whiten(&x.to_f64(), &m.to_f64(), shift_mean(attrs)?, bound_plan(x.numel()))?;
+    let w = reference::masked_whiten(
+        &x.to_f64(),
+        &m.to_f64(),
+        super::attr_bool(attrs, "shift_mean")?,
+        bound_plan(x.numel()),
+    )?;
     Ok(vec![Expected {
         name: spec.outputs[0].name.clone(),
         dtype: DType::Float32,
@@ -266,11 +263,7 @@ impl FamilyOps for Whiten {
 
     /// The advantages' [B, T] of gae's model shapes (issue 29): verl whitens them right after.
     fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
-        vec![
-            ("PPO batch", vec![512, 4096]),
-            ("long responses", vec![64, 32768]),
-            ("few rollouts", vec![8, 16384]),
-        ]
+        super::reverse_scan::advantage_shapes()
     }
 
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {

@@ -177,13 +177,13 @@ impl ReturnState {
 // carry loop's E0 is over magnitudes that differ from the sequential ones by the carry's
 // contribution: so the bound grows with the carry's magnitude and, when γλ = 1, with T.
 
-/// The exact states of one row's loop: [i], the state after step i (the carry into step
-/// i − 1); [T], zero (beyond T).
-fn gae_carries(r: &[f64], v: &[f64], m: &[f64], gamma: f64, gl: f64) -> Vec<GaeState> {
-    let mut st = GaeState::default();
-    let mut carries = vec![st; r.len() + 1];
-    for i in (0..r.len()).rev() {
-        st.step(r[i], v[i], m[i], gamma, gl);
+/// The exact states of one row's loop of `t` steps (`step` takes the state through step i):
+/// [i], the state after step i (the carry into step i − 1); [t], zero (beyond T).
+fn carries<S: Copy + Default>(t: usize, mut step: impl FnMut(&mut S, usize)) -> Vec<S> {
+    let mut st = S::default();
+    let mut carries = vec![st; t + 1];
+    for i in (0..t).rev() {
+        step(&mut st, i);
         carries[i] = st;
     }
     carries
@@ -211,7 +211,7 @@ pub fn gae_split(
         let at = row * t;
         let (r, v, m) = (&rewards[at..at + t], &values[at..at + t], &mask[at..at + t]);
         // carries[i]: the exact state after step i (the carry into step i − 1); carries[t]: 0.
-        let carries = gae_carries(r, v, m, gamma, gl);
+        let carries = carries(t, |st: &mut GaeState, i| st.step(r[i], v[i], m[i], gamma, gl));
         let mut e_in = 0.0;
         let mut end = t;
         while end > 0 {
@@ -265,12 +265,9 @@ pub fn discounted_return_split_bound(
     for row in 0..rewards.len() / t {
         let at = row * t;
         let (r, m) = (&rewards[at..at + t], &mask[at..at + t]);
-        let mut carries = vec![ReturnState::default(); t + 1];
-        let mut st = ReturnState::default();
-        for i in (0..t).rev() {
+        let carries = carries(t, |st: &mut ReturnState, i| {
             st.step(r[i], m[i], gamma);
-            carries[i] = st;
-        }
+        });
         let mut e_in = 0.0;
         let mut end = t;
         while end > 0 {

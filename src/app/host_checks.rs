@@ -20,7 +20,7 @@
 use super::gen::{gen_ops, GenOptions};
 use super::AppError;
 use crate::toolchain::command::{Cmd, CommandError};
-use std::ffi::OsString;
+use crate::toolchain::user_cache::user_cache_dir;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -39,15 +39,6 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(3 * 3600);
 
 fn env_or(key: &str, default: &str) -> String {
     std::env::var(key).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
-}
-
-/// `$OPGEN_CACHE`, else `~/.cache/ascend-opgen`.
-pub fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("OPGEN_CACHE").filter(|v| !v.is_empty()) {
-        return PathBuf::from(dir);
-    }
-    let home = std::env::var_os("HOME").unwrap_or_else(|| OsString::from("/root"));
-    PathBuf::from(home).join(".cache").join("ascend-opgen")
 }
 
 fn secs(since: Instant) -> String {
@@ -181,7 +172,7 @@ fn cached_wheel(
 
 /// Downloads the wheel unless it is cached; returns its path.
 fn fetch_wheel(dist: &str, version: &str) -> Result<PathBuf, AppError> {
-    let dir = cache_dir().join("wheels");
+    let dir = user_cache_dir().join("wheels");
     let pin = format!("{}=={version}", dist.replace('_', "-"));
     let python = env_or("OPGEN_WHEEL_PYTHON", WHEEL_PYTHON);
     let download =
@@ -243,11 +234,11 @@ pub fn wheels() -> Result<Wheels, AppError> {
     let npu_version = env_or("OPGEN_TORCH_NPU_VERSION", TORCH_NPU_VERSION);
     println!(
         "== torch {torch_version} and torch_npu {npu_version} wheels (cache: {})",
-        cache_dir().display()
+        user_cache_dir().display()
     );
     let torch_wheel = fetch_wheel("torch", &torch_version)?;
     let npu_wheel = fetch_wheel("torch_npu", &npu_version)?;
-    let unpacked = cache_dir().join("unpacked");
+    let unpacked = user_cache_dir().join("unpacked");
     fs::create_dir_all(&unpacked).map_err(|e| io(&unpacked, e))?;
     let torch_dir = unpacked.join(format!("torch-{torch_version}"));
     let npu_dir = unpacked.join(format!("torch_npu-{npu_version}"));
@@ -334,7 +325,7 @@ fn runtime_pins(wheel: &Path) -> Result<Vec<String>, AppError> {
 fn pinned_wheel(pin: &str) -> Result<PathBuf, AppError> {
     let (dist, version) = pin.split_once("==").ok_or_else(|| fail(format!("bad pin `{pin}`")))?;
     let python = env_or("OPGEN_WHEEL_PYTHON", WHEEL_PYTHON);
-    let wheels_dir = cache_dir().join("wheels");
+    let wheels_dir = user_cache_dir().join("wheels");
     let prefix = format!("{}-{}", dist.replace('-', "_"), version.trim_end_matches(".*"));
     let find = || {
         first_wheel(&wheels_dir, |n| {
@@ -369,7 +360,7 @@ fn torch_cpu_runtime(w: &Wheels) -> Result<Vec<PathBuf>, AppError> {
     }
     let mut paths = Vec::new();
     for pin in pins {
-        let dest = cache_dir().join("unpacked").join(pin.replace("==", "-").trim_end_matches(".*"));
+        let dest = user_cache_dir().join("unpacked").join(pin.replace("==", "-").trim_end_matches(".*"));
         if !dest.join(".complete").exists() {
             let wheel = pinned_wheel(&pin)?;
             let _ = fs::remove_dir_all(&dest);

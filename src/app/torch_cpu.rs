@@ -21,7 +21,8 @@ use super::AppError;
 use crate::codegen::{render_twin_launch, Project};
 use crate::spec::OpSpec;
 use crate::toolchain::command::Cmd;
-use crate::verify::twin_build::{compile_all, tree_hash, unique_suffix, Compile, Fnv};
+use crate::toolchain::user_cache::{compiler_cache_dir, prune_build_caches, tree_hash, Fnv};
+use crate::verify::twin_build::{compile_all, unique_suffix, Compile};
 use crate::verify::{twin_dir, TwinFlags};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -122,14 +123,29 @@ fn with_headers_of(key: &str, dir: &Path) -> String {
 }
 
 /// An object compiled from `source` with `args`, cached under `obj` by content.
-fn object(obj: &Path, source: &Path, headers: &str, args: Vec<String>) -> Compile {
+fn object(obj: &ObjectCache, source: &Path, headers: &str, args: Vec<String>) -> Compile {
     let key = Fnv::new()
         .bytes(&fs::read(source).unwrap_or_default())
         .bytes(headers.as_bytes())
-        .bytes(args.join(" ").as_bytes())
+        .bytes(obj.portable(&args.join(" ")).as_bytes())
         .hex();
     let name = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    Compile { source: source.to_path_buf(), object: obj.join(format!("{name}-{key}.o")), args }
+    Compile { source: source.to_path_buf(), object: obj.dir.join(format!("{name}-{key}.o")), args }
+}
+
+/// The objects' directory, in the per-user cache every clone shares, and the clone's own
+/// directories that appear in compiler arguments: the keys name them by role, not by path (the
+/// contents they hold are in the key already), so another clone's build finds the objects.
+struct ObjectCache {
+    dir: PathBuf,
+    /// (path, its name in keys), the longest first.
+    local: Vec<(String, &'static str)>,
+}
+
+impl ObjectCache {
+    fn portable(&self, args: &str) -> String {
+        self.local.iter().fold(args.to_string(), |a, (path, name)| a.replace(path.as_str(), name))
+    }
 }
 
 /// Links `objects` into the shared library `lib`, unless the stamp beside it says the same
@@ -184,8 +200,15 @@ pub fn torch_cpu(opts: &TorchCpuOptions) -> Result<(), AppError> {
     let package_files = format!("torch/{}/", names.package);
     let build = out.join(".build");
     let src = build.join("src");
-    let obj = build.join("obj");
-    fs::create_dir_all(&obj).map_err(|e| io(&obj, e))?;
+    prune_build_caches();
+    let obj = ObjectCache {
+        dir: compiler_cache_dir("torch-cpu"),
+        local: vec![
+            (build.display().to_string(), "<build>"),
+            (crate::repo_root().display().to_string(), "<repo>"),
+        ],
+    };
+    fs::create_dir_all(&obj.dir).map_err(|e| io(&obj.dir, e))?;
 
     write_sources(&project, &specs, &src)?;
     for file in project.files.iter().filter(|f| f.path.starts_with(&package_files)) {

@@ -1,13 +1,15 @@
 //! Builds the CPU-twin runner of one op and dtype combination: the generated op_host and
 //! op_kernel sources compiled with g++ against kernels/twin/, linked with the twin runtime and
-//! runner. Objects and executables are cached under `target/opgen-twin/`, keyed by a hash of
-//! every input (sources, twin headers, flags), so a rebuild happens only when something
-//! changed.
+//! runner. Objects and executables are cached in the per-user cache every clone shares
+//! (`$OPGEN_CACHE/twin/<compiler>/`, [`cache_dir`]), keyed by a hash of every input (sources,
+//! twin headers, flags; the compiler's `--version` names the directory), so a rebuild happens
+//! only when something changed, also in a clean clone (CI).
 
 use super::TwinError;
 use crate::codegen::{render_twin_launch, Project, HOST_COMMON_HEADER, KERNEL_COMMON_HEADER};
 use crate::spec::OpSpec;
 use crate::toolchain::command::Cmd;
+use crate::toolchain::user_cache::{compiler_cache_dir, prune_build_caches, touch, tree_hash, Fnv};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -85,8 +87,10 @@ pub fn twin_dir() -> PathBuf {
     crate::repo_root().join("kernels").join("twin")
 }
 
+/// The twin's object and runner cache of this machine's compiler, shared by every clone:
+/// `$OPGEN_CACHE/twin/gxx-<hash of g++ --version>` ([`compiler_cache_dir`]).
 pub fn cache_dir() -> PathBuf {
-    crate::repo_root().join("target").join("opgen-twin")
+    compiler_cache_dir("twin")
 }
 
 /// A built runner executable.
@@ -103,58 +107,13 @@ pub struct Runner {
     pub profiles: Vec<NumericProfile>,
 }
 
-/// FNV-1a 64: a stable hash for cache keys (std's hasher may change between releases).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Fnv(u64);
-
-impl Fnv {
-    pub fn new() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-    pub fn bytes(mut self, data: &[u8]) -> Self {
-        for b in data {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-        // A separator so ("ab","c") and ("a","bc") differ.
-        self.0 ^= 0xff;
-        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        self
-    }
-    pub fn hex(self) -> String {
-        format!("{:016x}", self.0)
-    }
-}
-
-/// Hash of every file under `dir` (paths and contents, sorted).
-pub(crate) fn tree_hash(dir: &Path, mut h: Fnv) -> Fnv {
-    let mut files = Vec::new();
-    collect(dir, &mut files);
-    files.sort();
-    for f in files {
-        h = h.bytes(f.to_string_lossy().as_bytes()).bytes(&fs::read(&f).unwrap_or_default());
-    }
-    h
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
 fn io_error(path: &Path, e: std::io::Error) -> TwinError {
     TwinError::Build(format!("{}: {e}", path.display()))
 }
 
 fn write_if_changed(path: &Path, text: &str) -> Result<(), TwinError> {
     if fs::read_to_string(path).ok().as_deref() == Some(text) {
+        touch(path); // in use: kept by the cache's size cap
         return Ok(());
     }
     if let Some(dir) = path.parent() {
@@ -171,7 +130,9 @@ pub(crate) struct Compile {
 
 /// Compiles (in parallel, at most `jobs` at a time) every object not in the cache yet.
 pub(crate) fn compile_all(jobs: Vec<Compile>, parallel: usize) -> Result<(), TwinError> {
-    let todo: Vec<Compile> = jobs.into_iter().filter(|c| !c.object.exists()).collect();
+    let (done, todo): (Vec<Compile>, Vec<Compile>) = jobs.into_iter().partition(|c| c.object.exists());
+    // Cached objects about to be linked are in use: the size cap keeps them.
+    done.iter().for_each(|c| touch(&c.object));
     let chunks: Vec<&[Compile]> = todo.chunks(todo.len().div_ceil(parallel.max(1)).max(1)).collect();
     let results: Vec<Result<(), TwinError>> = std::thread::scope(|s| {
         let handles: Vec<_> = chunks
@@ -216,6 +177,7 @@ pub fn build_runner(
     column: usize,
     opts: BuildOptions,
 ) -> Result<Runner, TwinError> {
+    prune_build_caches();
     let twin = twin_dir();
     let include = twin.join("include");
     let cache = cache_dir();
@@ -253,12 +215,13 @@ pub fn build_runner(
     let base_args: Vec<String> =
         flags.iter().cloned().chain(["-I".to_string(), include.display().to_string()]).collect();
     // `deps`: a hash of the headers `source` includes beside it (empty for the twin's runtime).
+    // The key holds the twin headers' contents, not their path, so clones share the objects.
     let object = |source: &Path, extra: &[String], deps: &str| -> Compile {
         let key = Fnv::new()
             .bytes(&fs::read(source).unwrap_or_default())
             .bytes(deps.as_bytes())
             .bytes(headers.hex().as_bytes())
-            .bytes(base_args.join(" ").as_bytes())
+            .bytes(flags.join(" ").as_bytes())
             .bytes(extra.join(" ").as_bytes())
             .hex();
         let name = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -310,6 +273,9 @@ pub fn build_runner(
                 TwinError::Build(format!("linking the twin runner of `{}` failed:\n{e}", spec.name))
             })?;
         fs::rename(&partial, &exe).map_err(|e| io_error(&exe, e))?;
+    } else {
+        // Used now: the size cap removes least recently used runners first.
+        touch(&exe);
     }
     Ok(Runner { exe, op: spec.name.clone(), column, perturb: None, profiles: Vec::new() })
 }

@@ -632,8 +632,10 @@ pub(crate) fn render(
     render_ops_named(env, &ops, &super::project_names(specs)?)
 }
 
-/// The family's shared host checks of `spec`, rendered exactly as its op_host template includes
-/// them (same template, same context), or None when the family has none.
+/// The family's shared host checks of `spec`, rendered exactly as its op_host has them (same
+/// template, same context), or None when the family has none: the `checks` block of the
+/// template the family names (its op_host template itself, so a family needs no checks file),
+/// or the whole of a template without that block (a checks file the op_host includes).
 fn host_checks(env: &Environment<'static>, spec: &OpSpec) -> Result<Option<String>, RenderError> {
     let Some(template) = crate::family::templates(spec).checks else {
         return Ok(None);
@@ -641,11 +643,18 @@ fn host_checks(env: &Environment<'static>, spec: &OpSpec) -> Result<Option<Strin
     let error =
         |message: String| RenderError { op: spec.name.clone(), template: template.to_string(), message };
     let cx = super::context::OpContext::new(spec).map_err(|e| error(e.to_string()))?;
-    env.get_template(template)
-        .and_then(|t| t.render(Value::from_serialize(&cx)))
-        .map(Some)
-        .map_err(|e| error(format!("{e:#}")))
+    let mut whole = env
+        .get_template(template)
+        .and_then(|t| t.render_captured(Value::from_serialize(&cx)))
+        .map_err(|e| error(format!("{e:#}")))?;
+    match whole.with_state_mut(|state| state.render_block(CHECKS_BLOCK)) {
+        Err(e) if e.kind() == minijinja::ErrorKind::UnknownBlock => Ok(Some(whole.into_output())),
+        block => block.map(Some).map_err(|e| error(format!("{e:#}"))),
+    }
 }
+
+/// The block of a family's op_host template that holds its shared host checks.
+const CHECKS_BLOCK: &str = "checks";
 
 #[cfg(test)]
 fn render_ops(env: &Environment<'static>, ops: &[TorchOp]) -> Result<Vec<GeneratedFile>, RenderError> {

@@ -140,7 +140,7 @@ pub(crate) fn last_dim(shape: &[usize]) -> Result<u64, FamilyError> {
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::spec::{ElementwiseParams, Family, FamilyParams, OpSpec, RowNormParams, TensorArg};
+    use crate::spec::{ElementwiseParams, FamilyParams, OpSpec, RowNormParams, TensorArg};
 
     fn sequence(case: &EagerCase) -> Result<EagerSequence, FamilyError> {
         crate::family::ops(case.spec.family).eager_sequence(case)
@@ -151,25 +151,27 @@ mod tests {
     }
 
     fn spec(name: &str, inputs: Vec<TensorArg>) -> OpSpec {
-        let family = match name {
-            "rms_norm" => Family::RowNorm,
-            "rotary_mul" => Family::Rotary,
-            _ => Family::Elementwise,
+        let (family, params) = match name {
+            "rms_norm" => (
+                "row_norm",
+                FamilyParams::RowNorm(RowNormParams {
+                    fused_residual_add: false,
+                    norm: crate::spec::NormKind::Rms,
+                    gamma_offset: 0.0,
+                }),
+            ),
+            "rotary_mul" => ("rotary", FamilyParams::None),
+            _ => (
+                "elementwise",
+                FamilyParams::Elementwise(ElementwiseParams {
+                    body: "x".into(),
+                    compute: DType::Float32,
+                    body_offset: 0,
+                    derivative_of: None,
+                }),
+            ),
         };
-        let params = match family {
-            Family::RowNorm => FamilyParams::RowNorm(RowNormParams {
-                fused_residual_add: false,
-                norm: crate::spec::NormKind::Rms,
-                gamma_offset: 0.0,
-            }),
-            Family::Rotary => FamilyParams::Rotary,
-            _ => FamilyParams::Elementwise(ElementwiseParams {
-                body: "x".into(),
-                compute: DType::Float32,
-                body_offset: 0,
-                derivative_of: None,
-            }),
-        };
+        let family = crate::family::family(family).expect("a registered family");
         OpSpec {
             name: name.into(),
             op_type: "Opgen".into(),

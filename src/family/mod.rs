@@ -108,8 +108,6 @@ impl CannBuiltin {
 pub(crate) trait FamilyOps: Sync {
     // What every family must answer.
 
-    /// The family's parameters from its spec table.
-    fn params(&self, raw: &RawSpec) -> FamilyParams;
     /// The family's structure rules (run after the generic rules passed).
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec);
     /// The tiling-data layout (every field 4 bytes; host and kernel read the same list).
@@ -151,6 +149,11 @@ pub(crate) trait FamilyOps: Sync {
 
     /// How the family's ops get their backward op. Default: a spec may name one; without it
     /// none is generated.
+    /// The family's parameters from its spec table. Default: none (inputs, outputs and attrs
+    /// say all).
+    fn params(&self, _raw: &RawSpec) -> FamilyParams {
+        FamilyParams::None
+    }
     fn backward_rule(&self) -> BackwardRule {
         BackwardRule::Optional
     }
@@ -199,6 +202,18 @@ pub(crate) trait FamilyOps: Sync {
         _output: &str,
     ) -> Result<Vec<f64>, FamilyError> {
         Ok(Vec::new())
+    }
+    /// For a failed output at element `flat`: where the computation loses its precision, when
+    /// the family can tell. Default: it cannot.
+    fn diagnose(
+        &self,
+        _spec: &OpSpec,
+        _inputs: &[(String, HostTensor)],
+        _attrs: &[(String, AttrValue)],
+        _output: &str,
+        _flat: usize,
+    ) -> Option<String> {
+        None
     }
     /// Attr settings the report also models at every model shape, each its own row labelled
     /// `<shape label>, <label>` (rotary_mul's rounding "hf", a different kernel path in
@@ -337,21 +352,40 @@ pub fn sharding(spec: &OpSpec) -> Sharding {
     ops(spec.family).sharding(spec)
 }
 
-/// The family of `spec` — the one registry: a new family is one arm here.
+/// Every family: the name its specs give (`family = "..."`) and its hooks. The one registry a
+/// new family joins (with its `pub mod` line above); the spec layer knows no family by name.
+const FAMILIES: &[(&str, &dyn FamilyOps)] = &[
+    ("row_norm", &row_norm::RowNorm),
+    ("rotary", &rotary::Rotary),
+    ("elementwise", &elementwise::Elementwise),
+    ("permute", &permute::Permute),
+    ("paged_cache", &paged_cache::PagedCache),
+    ("dequant", &dequant::Dequant),
+    ("row_norm_grad", &row_norm_grad::RowNormGrad),
+    ("rotary_grad", &rotary_grad::RotaryGrad),
+    ("vocab_reduce", &vocab_reduce::VocabReduce),
+    ("reverse_scan", &reverse_scan::ReverseScan),
+    ("whiten", &whiten::Whiten),
+];
+
+/// Every registered family, in the registry's order.
+pub fn families() -> Vec<Family> {
+    FAMILIES.iter().map(|(name, _)| Family::named(name)).collect()
+}
+
+/// The family registered as `name`, if one is.
+pub fn family(name: &str) -> Option<Family> {
+    FAMILIES.iter().find(|(n, _)| *n == name).map(|(n, _)| Family::named(n))
+}
+
+/// The hooks of `family`. A `Family` comes from the registry (a validated spec's or
+/// [`families`]), so an unregistered one is a bug of the caller.
 pub(crate) fn ops(family: Family) -> &'static dyn FamilyOps {
-    match family {
-        Family::RowNorm => &row_norm::RowNorm,
-        Family::RowNormGrad => &row_norm_grad::RowNormGrad,
-        Family::Rotary => &rotary::Rotary,
-        Family::RotaryGrad => &rotary_grad::RotaryGrad,
-        Family::Elementwise => &elementwise::Elementwise,
-        Family::Permute => &permute::Permute,
-        Family::PagedCache => &paged_cache::PagedCache,
-        Family::Dequant => &dequant::Dequant,
-        Family::VocabReduce => &vocab_reduce::VocabReduce,
-        Family::ReverseScan => &reverse_scan::ReverseScan,
-        Family::Whiten => &whiten::Whiten,
-    }
+    FAMILIES
+        .iter()
+        .find(|(name, _)| *name == family.name())
+        .map(|(_, ops)| *ops)
+        .unwrap_or_else(|| panic!("family `{}` is not registered in src/family/mod.rs", family.name()))
 }
 
 /// A family hook that could not answer: which op, and why.
@@ -396,6 +430,14 @@ impl From<crate::reference::ReferenceError> for FamilyError {
 struct Registry;
 
 impl crate::spec::FamilyRules for Registry {
+    fn family(&self, name: &str) -> Option<Family> {
+        family(name)
+    }
+
+    fn families(&self) -> Vec<Family> {
+        families()
+    }
+
     fn params(&self, family: Family, raw: &RawSpec) -> FamilyParams {
         ops(family).params(raw)
     }
@@ -587,10 +629,7 @@ pub fn diagnose(
     output: &str,
     flat: usize,
 ) -> Option<String> {
-    match spec.family {
-        Family::Elementwise => elementwise::diagnose(spec, inputs, attrs, output, flat),
-        _ => None,
-    }
+    ops(spec.family).diagnose(spec, inputs, attrs, output, flat)
 }
 
 /// A case's inputs and attrs, by name.

@@ -33,7 +33,7 @@ use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference::reverse_scan as reference;
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
+use crate::spec::{AttrKind, AttrValue, OpSpec, Reporter};
 use crate::tensor::HostTensor;
 
 // ---- spec --------------------------------------------------------------------------------
@@ -367,10 +367,6 @@ pub(crate) fn advantage_shapes() -> Vec<(&'static str, Vec<usize>)> {
 pub struct ReverseScan;
 
 impl FamilyOps for ReverseScan {
-    fn params(&self, _raw: &RawSpec) -> FamilyParams {
-        FamilyParams::ReverseScan
-    }
-
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         check(r, raw, spec)
     }

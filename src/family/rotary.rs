@@ -50,7 +50,7 @@ use crate::plan::TilingField;
 pub use crate::reference::row_norm::Rounding;
 use crate::reference::{self, rotary::RotaryMode};
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
+use crate::spec::{AttrKind, AttrValue, OpSpec, Reporter};
 use crate::tensor::HostTensor;
 
 // ---- spec --------------------------------------------------------------------------------
@@ -537,10 +537,6 @@ pub struct Rotary;
 impl FamilyOps for Rotary {
     fn sharding(&self, _spec: &OpSpec) -> Sharding {
         Sharding::Rows { whole_from_rule: false, reduces: false }
-    }
-
-    fn params(&self, _raw: &RawSpec) -> FamilyParams {
-        FamilyParams::Rotary
     }
 
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {

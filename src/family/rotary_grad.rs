@@ -48,7 +48,7 @@ use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference;
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
+use crate::spec::{AttrKind, AttrValue, OpSpec, Reporter};
 use crate::tensor::{c_strides, round_to_dtype, HostTensor};
 
 // ---- spec --------------------------------------------------------------------------------
@@ -493,10 +493,6 @@ pub struct RotaryGrad;
 impl FamilyOps for RotaryGrad {
     fn sharding(&self, _spec: &OpSpec) -> Sharding {
         Sharding::Rows { whole_from_rule: false, reduces: true }
-    }
-
-    fn params(&self, _raw: &RawSpec) -> FamilyParams {
-        FamilyParams::RotaryGrad
     }
 
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {

@@ -28,7 +28,7 @@ use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference::vocab_reduce as reference;
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
+use crate::spec::{AttrKind, AttrValue, OpSpec, Reporter};
 use crate::tensor::HostTensor;
 
 // ---- spec --------------------------------------------------------------------------------
@@ -319,10 +319,6 @@ const MODEL_LABEL: &str = "Qwen2.5-0.5B/Qwen2-7B/Qwen3-8B";
 pub struct VocabReduce;
 
 impl FamilyOps for VocabReduce {
-    fn params(&self, _raw: &RawSpec) -> FamilyParams {
-        FamilyParams::VocabReduce
-    }
-
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         if grad::is_grad(spec) {
             grad::check(r, raw, spec)

@@ -31,7 +31,7 @@ use crate::dtype::DType;
 use crate::plan::TilingField;
 use crate::reference::whiten as reference;
 use crate::spec::raw::RawSpec;
-use crate::spec::{AttrKind, AttrValue, FamilyParams, OpSpec, Reporter};
+use crate::spec::{AttrKind, AttrValue, OpSpec, Reporter};
 use crate::tensor::HostTensor;
 
 /// Elements per UB pass (a power of two: the tree sums halve it down to 8). Fixed, so the error
@@ -199,10 +199,6 @@ fn expected(
 pub struct Whiten;
 
 impl FamilyOps for Whiten {
-    fn params(&self, _raw: &RawSpec) -> FamilyParams {
-        FamilyParams::Whiten
-    }
-
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         check(r, raw, spec)
     }
@@ -215,7 +211,7 @@ impl FamilyOps for Whiten {
         Templates {
             kernel: "kernel/whiten.cpp.j2",
             host: "host/whiten.cpp.j2",
-            checks: Some("host/whiten_checks.j2"),
+            checks: Some("host/whiten.cpp.j2"),
         }
     }
 

@@ -27,6 +27,10 @@ use std::path::{Path, PathBuf};
 /// parameters, structure rules, backward rule and tables (the spec layer names no family). `crate::family` implements it and offers the loading
 /// functions users call (`family::load_catalogue`, `family::load_file`, `family::parse_str`).
 pub(crate) trait FamilyRules {
+    /// The family registered as `name`, if one is.
+    fn family(&self, name: &str) -> Option<Family>;
+    /// Every registered family, in the registry's order (for messages).
+    fn families(&self) -> Vec<Family>;
     /// The family's parameters from its spec table.
     fn params(&self, family: Family, raw: &raw::RawSpec) -> FamilyParams;
     /// The family's structure rules (run after the generic rules passed).

@@ -26,9 +26,9 @@ pub(super) fn validate(
 
     let name = raw.name.get_ref().clone();
     check_op_name(&mut cx, &raw.name);
-    let family = Family::parse(raw.family.get_ref());
+    let family = rules.family(raw.family.get_ref());
     if family.is_none() {
-        let known: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+        let known: Vec<&str> = rules.families().iter().map(|f| f.name()).collect();
         cx.error(
             &raw.family,
             "family",
@@ -54,7 +54,7 @@ pub(super) fn validate(
         name,
         op_type,
         // An unknown family is an error above: the spec is never returned, any family serves.
-        family: family.unwrap_or(Family::ALL[0]),
+        family: family.or_else(|| rules.families().first().copied()).expect("a registered family"),
         summary: raw.summary.get_ref().trim().to_string(),
         inputs,
         outputs,
@@ -349,7 +349,8 @@ fn check_backward(
         (Some(false), _) => Backward::NotDifferentiable,
         (_, Some(BackwardRule::Derived)) => Backward::Derived,
         (_, Some(BackwardRule::Declared)) => {
-            let declaring: Vec<&str> = Family::ALL
+            let declaring: Vec<&str> = rules
+                .families()
                 .iter()
                 .filter(|f| rules.backward_rule(**f) == BackwardRule::Declared)
                 .map(|f| f.name())

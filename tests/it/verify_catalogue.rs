@@ -7,16 +7,15 @@
 //! thing must fail.
 
 use crate::support::patched_templates;
-use ascend_opgen::spec::Family;
 use ascend_opgen::verify::{run_verify, VerifyOptions};
 
 /// The quick sweep of one family's catalogue ops, its coverage witnesses sanitized: every dtype combination, one row
 /// per output. One test per family (below), so the test harness's threads share the catalogue
 /// instead of one test running it alone at the end of the run.
-fn family_passes_the_quick_sweep(family: Family) {
+fn family_passes_the_quick_sweep(family: &str) {
     let specs = ascend_opgen::family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
-    let specs: Vec<_> = specs.into_iter().filter(|s| s.family == family).collect();
-    assert!(!specs.is_empty(), "the catalogue has no {} op", family.name());
+    let specs: Vec<_> = specs.into_iter().filter(|s| s.family.name() == family).collect();
+    assert!(!specs.is_empty(), "the catalogue has no {family} op");
     let ops = specs.iter().map(|s| s.name.clone()).collect();
     let report = run_verify(&VerifyOptions {
         ops,
@@ -81,81 +80,86 @@ fn join<T: std::fmt::Display>(lines: &[T]) -> String {
 }
 
 /// The families the tests below cover: every family of the catalogue has its test.
-const SWEPT: [Family; 11] = [
-    Family::RowNorm,
-    Family::RowNormGrad,
-    Family::Rotary,
-    Family::RotaryGrad,
-    Family::Elementwise,
-    Family::Permute,
-    Family::PagedCache,
-    Family::Dequant,
-    Family::VocabReduce,
-    Family::ReverseScan,
-    Family::Whiten,
+const SWEPT: [&str; 11] = [
+    "row_norm",
+    "row_norm_grad",
+    "rotary",
+    "rotary_grad",
+    "elementwise",
+    "permute",
+    "paged_cache",
+    "dequant",
+    "vocab_reduce",
+    "reverse_scan",
+    "whiten",
 ];
 
 #[test]
 fn every_catalogue_family_has_its_sanitized_sweep_test() {
     let specs = ascend_opgen::family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
     for s in &specs {
-        assert!(SWEPT.contains(&s.family), "{}: family {} has no sweep test here", s.name, s.family.name());
+        assert!(
+            SWEPT.contains(&s.family.name()),
+            "{}: family {} has no sweep test here",
+            s.name,
+            s.family.name()
+        );
     }
 }
 
 #[test]
 fn the_row_norm_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::RowNorm);
+    family_passes_the_quick_sweep("row_norm");
 }
 
 #[test]
 fn the_row_norm_grad_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::RowNormGrad);
+    family_passes_the_quick_sweep("row_norm_grad");
 }
 
 #[test]
 fn the_rotary_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::Rotary);
+    family_passes_the_quick_sweep("rotary");
 }
 
 #[test]
 fn the_rotary_grad_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::RotaryGrad);
+    family_passes_the_quick_sweep("rotary_grad");
 }
 
 #[test]
 fn the_elementwise_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::Elementwise);
+    family_passes_the_quick_sweep("elementwise");
 }
 
 #[test]
 fn the_permute_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::Permute);
+    family_passes_the_quick_sweep("permute");
 }
 
 #[test]
 fn the_paged_cache_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::PagedCache);
+    family_passes_the_quick_sweep("paged_cache");
 }
 
 #[test]
 fn the_dequant_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::Dequant);
+    family_passes_the_quick_sweep("dequant");
 }
 
 #[test]
 fn the_vocab_reduce_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::VocabReduce);
+    family_passes_the_quick_sweep("vocab_reduce");
 }
 
 #[test]
 fn the_reverse_scan_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::ReverseScan);
+    family_passes_the_quick_sweep("reverse_scan");
 }
 
 #[test]
 fn the_whiten_ops_pass_the_quick_sweep_with_sanitized_witnesses() {
-    family_passes_the_quick_sweep(Family::Whiten);
+    family_passes_the_quick_sweep("whiten");
 }
 
 #[test]

@@ -959,6 +959,17 @@ impl FamilyOps for Elementwise {
         BackwardRule::Derived
     }
 
+    fn diagnose(
+        &self,
+        spec: &OpSpec,
+        inputs: &[(String, HostTensor)],
+        attrs: &[(String, AttrValue)],
+        output: &str,
+        flat: usize,
+    ) -> Option<String> {
+        diagnose(spec, inputs, attrs, output, flat)
+    }
+
     fn spec_tables(&self) -> SpecTables {
         SpecTables { accepts: &["elementwise"], requires: Some(("elementwise", "`body` and `compute`")) }
     }

@@ -19,10 +19,10 @@
         return ge::GRAPH_FAILED;                                \
     } while (0)
 
-// ---- the shape checks of OpgenMaskedWhiten (templates/host/whiten_checks.j2): the same text is in
-// op_host/opgen_masked_whiten.cpp and torch/opgen_torch.h. Shape is any type with GetDimNum() and
-// GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes: check_why.j2's
-// OpgenDim).
+// ---- the shape checks of OpgenMaskedWhiten (the checks block of templates/host/whiten.cpp.j2): the
+// same text is in op_host/opgen_masked_whiten.cpp and torch/opgen_torch.h. Shape is any type with
+// GetDimNum() and GetDim(i) (gert::Shape in the op_host, torch's SymDimsView of a tensor's sizes:
+// check_why.j2's OpgenDim).
 #ifndef OPGEN_CHECK_WHY
 #define OPGEN_CHECK_WHY
 // Why a check refused, as the op_host prints it after "[opgen] <OpType>: ".

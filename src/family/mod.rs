@@ -2,9 +2,10 @@
 //! (roles of inputs/outputs/attrs, dtypes it can compute), the tiling-data layout, the
 //! templates and their extra context, the verification cases, the shape rule, and which
 //! reference checks it. The shared machinery (spec parsing, codegen, the twin, verify)
-//! reaches a family only through the [`FamilyOps`] trait and the one registry, [`ops`];
-//! adding a family means a module here (its `impl FamilyOps`), its templates, its reference,
-//! its test file, the variant in `spec::Family` and one arm in [`ops`].
+//! reaches a family only through the [`FamilyOps`] trait and the one registry, `FAMILIES`
+//! (read by [`ops`], [`family`] and [`families`]); adding a family means a module here (its
+//! `impl FamilyOps`), its kernel and op_host templates, its reference, and its `pub mod` line
+//! and `FAMILIES` entry (ARCHITECTURE.md "Adding a family").
 
 mod case;
 pub mod dequant;
@@ -147,13 +148,13 @@ pub(crate) trait FamilyOps: Sync {
 
     // Optional capabilities: the default is the answer of a family without the capability.
 
-    /// How the family's ops get their backward op. Default: a spec may name one; without it
-    /// none is generated.
     /// The family's parameters from its spec table. Default: none (inputs, outputs and attrs
     /// say all).
     fn params(&self, _raw: &RawSpec) -> FamilyParams {
         FamilyParams::None
     }
+    /// How the family's ops get their backward op. Default: a spec may name one; without it
+    /// none is generated.
     fn backward_rule(&self) -> BackwardRule {
         BackwardRule::Optional
     }

@@ -189,7 +189,7 @@ const QUICK: [Row; 12] = [
     (48, 17, Distribution::OneHot, Groups::Blocks, true),
     (4096, 3, Distribution::Uniform5, Groups::Random, true),
     (9, 9, Distribution::Zeros, Groups::Pairs, true),
-    (50, 40, Distribution::Tiny, Groups::Singletons, true),
+    (50, 40, Distribution::Tiny, Groups::Blocks, true),
 ];
 
 /// Added in the full sweep: the batch shapes as far as the twin runs them quickly.

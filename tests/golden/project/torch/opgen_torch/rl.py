@@ -11,6 +11,7 @@ functions, so a trainer swaps one call (issues 28 and 29).
     returns = opgen_torch.rl.discounted_return(token_level_rewards, response_mask, gamma)
     advantages, returns = opgen_torch.rl.bi_level_gae(token_level_rewards, values, loss_mask, gamma, lam, high_level_gamma)
     whitened = opgen_torch.rl.masked_whiten(advantages, response_mask)
+    advantages, returns = opgen_torch.rl.grpo_advantage(token_level_rewards, response_mask, index)
 
 `logprobs_from_logits` and `entropy_from_logits` are verl's (any leading dims, float32 results,
 differentiable): the fused logprob_entropy op, one read of the logits, the same bits as the op.
@@ -27,11 +28,14 @@ One launch each instead of a few per token. Tensors of one shape [batch, T], as 
 rewards and values float16, bfloat16 or float32 and a bool, int8 or float32 mask go to the op as
 they are (a bool mask as its own bytes, viewed as int8), each read once in its own width; float32
 results; no gradient (verl computes them under torch.no_grad): inputs that require grad are refused.
+
+`grpo_advantage` is verl's `compute_grpo_outcome_advantage`: each row's summed rewards normalised
+within its group of rollouts (rows with one index), one launch for the whole batch.
 """
 
 import torch
 
-__all__ = ["logprobs_from_logits", "entropy_from_logits", "linear_logprob_entropy", "vocab_parallel_logprob_entropy", "gae", "masked_whiten", "bi_level_gae", "discounted_return"]
+__all__ = ["logprobs_from_logits", "entropy_from_logits", "linear_logprob_entropy", "vocab_parallel_logprob_entropy", "gae", "masked_whiten", "bi_level_gae", "discounted_return", "grpo_advantage"]
 
 
 def _refuse_grad(op, named):
@@ -126,6 +130,68 @@ def masked_whiten(values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = T
     (x,) = _scan_floats(values)
     out = torch.ops.opgen.masked_whiten(x.reshape(-1), _scan_mask(mask.reshape(-1)), bool(shift_mean))
     return out.view(values.shape)
+
+
+def _dense_group_ids(index, batch, device):
+    """index (a list or numpy array of hashables, or a 1-D integer tensor) as dense int32 group
+    ids in order of first appearance, on `device`: equal keys, equal ids."""
+    if isinstance(index, torch.Tensor):
+        if index.dim() != 1 or index.dtype.is_floating_point or index.dtype.is_complex or index.dtype == torch.bool:
+            raise ValueError(
+                f"opgen.rl.grpo_advantage: index must be a 1-D integer tensor or a sequence of "
+                f"hashables, not a {index.dtype} tensor of shape {tuple(index.shape)}"
+            )
+        keys = index.tolist()
+    else:
+        keys = list(index)
+    if len(keys) != batch:
+        raise ValueError(
+            f"opgen.rl.grpo_advantage: index has {len(keys)} entries; token_level_rewards has {batch} rows"
+        )
+    first = {}
+    ids = [first.setdefault(k, len(first)) for k in keys]
+    return torch.tensor(ids, dtype=torch.int32, device=device)
+
+
+def grpo_advantage(
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index,
+    epsilon: float = 1e-6,
+    norm_adv_by_std_in_grpo: bool = True,
+):
+    """(advantages, returns) of GRPO, verl's compute_grpo_outcome_advantage: score_i = the sum of
+    row i's rewards (every token); per group (the rows with one index) a one-row group has mean 0
+    and std 1, a larger one its mean and unbiased std (torch.std); score_i = (score_i - mean) /
+    (std + epsilon), or score_i - mean without norm_adv_by_std_in_grpo; advantages = returns =
+    score_i * response_mask (verl returns the same tensor twice).
+
+    Args:
+        token_level_rewards: float16, bfloat16 or float32 [batch, T] (other dtypes are converted
+            to float32); batch at most 4096 (the op holds every score in each core's UB).
+        response_mask: [batch, T] of 0 and 1, as for `gae`.
+        index: the group of each row: a list or numpy array of hashables (verl's uid strings) or
+            a 1-D integer tensor; mapped to dense int32 ids on the host.
+        epsilon: added to the group's std.
+        norm_adv_by_std_in_grpo: divide by std + epsilon (True) or only subtract the mean.
+
+    Returns:
+        (advantages, returns): float32 [batch, T], one tensor.
+    """
+    _refuse_grad(
+        "grpo_advantage", (("token_level_rewards", token_level_rewards), ("response_mask", response_mask))
+    )
+    if token_level_rewards.dim() != 2:
+        raise ValueError(
+            f"opgen.rl.grpo_advantage: token_level_rewards must be [batch, T], not of shape "
+            f"{tuple(token_level_rewards.shape)}"
+        )
+    ids = _dense_group_ids(index, token_level_rewards.shape[0], token_level_rewards.device)
+    (r,) = _scan_floats(token_level_rewards)
+    scores = torch.ops.opgen.grpo_advantage(
+        r, _scan_mask(response_mask), ids, float(epsilon), bool(norm_adv_by_std_in_grpo)
+    )
+    return scores, scores
 
 def _turn_rows(cut):
     """Where each token of [batch, T] goes when every turn (a run of tokens ending at a `cut`

@@ -345,6 +345,16 @@ impl FamilyOps for Whiten {
 
     /// verl's masked_whiten in eager torch: masked_mean (mul, sum, sum, add, div), then
     /// masked_var (sub, pow, mul, sum, div, sub, div, mul), rsqrt and the scaled result.
+    /// grpo_advantage's group ids as verl lays them out (masked_whiten: uniform inputs).
+    fn report_inputs(
+        &self,
+        spec: &OpSpec,
+        column: usize,
+        shapes: &[(String, Vec<usize>)],
+    ) -> Option<super::ReportInputs> {
+        grpo::is_grpo(spec).then(|| grpo::report_inputs(spec, column, shapes)).flatten()
+    }
+
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
         if grpo::is_grpo(case.spec) {
             return grpo::eager_sequence(case);

@@ -6,8 +6,8 @@
 //! batch's scores and ids in UB.
 //!
 //! Kernel (templates/kernel/grpo_advantage.cpp.j2): phase 1 sums each row by tiles of
-//! [`row_tile`]`(T)` elements (a pairwise tree per tile, the tiles in order: bits independent of
-//! the batch), the scores to the workspace, SyncAll; phase 2 on every core: all scores and ids in
+//! [`row_tile`]`(T)` elements (added element by element in order, then one pairwise tree: bits
+//! independent of the batch), the scores to the workspace, SyncAll; phase 2 on every core: all scores and ids in
 //! UB, per distinct id among its rows a 0/1 selection vector and tree sums over the padded batch
 //! (count, Σ s, then Σ (s − mean)²), the same instructions on every core.
 //!
@@ -17,7 +17,9 @@
 use super::super::eager::{self, Builder};
 use super::super::inputs::{derive_seed, generate, Distribution, Rng};
 use super::super::layout::input;
-use super::super::{Case, CaseData, EagerCase, EagerSequence, Expected, FamilyError, PlanCoverage, Sweep};
+use super::super::{
+    Case, CaseData, EagerCase, EagerSequence, Expected, FamilyError, PlanCoverage, ReportInputs, Sweep,
+};
 use super::super::{OutputShape, ShapeRule};
 use crate::dtype::DType;
 use crate::plan::TilingField;
@@ -339,6 +341,19 @@ pub(super) fn model_shapes() -> Vec<(&'static str, Vec<usize>)> {
         ("long responses", vec![64, 32768]),
         ("GRPO batch", vec![4096, 1024]),
     ]
+}
+
+/// The report's group ids: verl's rollouts, n = 8 per prompt, in row order (uniform int32
+/// draws would make ids in [−5, 5]: a handful of groups, and −1 is the kernel's padding id).
+pub(super) fn report_inputs(
+    spec: &OpSpec,
+    column: usize,
+    shapes: &[(String, Vec<usize>)],
+) -> Option<ReportInputs> {
+    let b = *shapes.iter().find(|(n, _)| n == INPUTS[2])?.1.first()?;
+    let ids: Vec<i64> = (0..b as i64).map(|i| i / 8).collect();
+    let tensor = HostTensor::from_i64(spec.inputs[2].dtypes[column], &[b], &ids);
+    Some(ReportInputs { tensors: vec![(2, tensor)], valid_slots: None })
 }
 
 /// verl's compute_grpo_outcome_advantage in eager torch: the scores (one sum), then a Python

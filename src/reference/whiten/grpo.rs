@@ -7,8 +7,8 @@
 //!   advantages[i, t] = y_i · m[i, t].
 //!
 //! Alongside, a bound on |float32 evaluation − exact| per element for a kernel that sums a row
-//! by tiles of 2^tile_depth elements (each a pairwise tree, the tiles' sums then added in order:
-//! at most k = tile_depth + tiles − 1 roundings on a chain), and a group's Σ s, then
+//! by tiles of 2^tile_depth elements (the tiles added element by element in order, then one
+//! pairwise tree: at most k = tiles − 1 + tile_depth roundings on a chain), and a group's Σ s, then
 //! Σ (s − mean)², by pairwise trees of depth `group_depth` over the batch (the count exact),
 //! the mean and the variance M2 / (n − 1) by one division each, the std by a square root
 //! (4u: 1 rounding plus the twin's perturbation up to 3 ulp), std + ε and the quotient rounded

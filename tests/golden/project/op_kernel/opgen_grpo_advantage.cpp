@@ -5,8 +5,8 @@
 // Phase 1: rows over the cores in units of 8 (a core's scores fill whole 32-byte blocks of the
 // workspace). A row's score is the sum of its rewards by tiles of `tile` elements (a power of
 // two from T alone): each tile in by one DataCopyPad in its own dtype, Cast to float32 (exact),
-// summed by a pairwise tree (whiten_trees.j2), the tiles' sums added in order: the same bits
-// whatever the batch, the row's position or the core count. The core's scores go to the
+// the tiles added element by element in order, then one pairwise tree (whiten_trees.j2): the
+// same bits whatever the batch, the row's position or the core count. The core's scores go to the
 // workspace by one DataCopyPad; SyncAll.
 // Phase 2: every core reads all B scores and group ids into UB (padded to `padRows`, a power
 // of two: ids -1, scores 0). Rows go over the cores again one by one (Share); for each new id g
@@ -162,34 +162,44 @@ private:
         Sync<HardEvent::MTE3_MTE2>();  // the batch buffer is loaded again after SyncAll
     }
 
-    // Σ_t rewards[r, t]: per tile a tree, the tiles' sums in order.
+    // Σ_t rewards[r, t]: the row's tiles added element by element in order into one tile of
+    // float32 (zeros past T when T < tile), then one pairwise tree: one V -> S wait per row, so
+    // the copy-in of tile k + 1 overlaps the adds of tile k.
     __aicore__ inline float RowScore(uint32_t r)
     {
         const uint32_t tile = t_.tile;
         const uint64_t base = static_cast<uint64_t>(r) * t_.cols;
-        float score = 0.0f;
+        LocalTensor<float> acc = work_.Get<float>();
+        LocalTensor<float> wide = acc[tile];
         for (uint32_t c = 0; c < t_.cols; c += tile) {
             const uint32_t len = Min(tile, t_.cols - c);
+            const int32_t n = static_cast<int32_t>(len);
             LocalTensor<TR> in = rIn_.AllocTensor<TR>();
             DataCopyPad(in, rGm_[base + c], Burst(static_cast<uint64_t>(len) * sizeof(TR)), NoPad<TR>());
             rIn_.EnQue(in);
             LocalTensor<TR> x = rIn_.DeQue<TR>();
-            LocalTensor<float> w = work_.Get<float>();
-            if (len < tile) {  // the tree adds whole tiles: zeros past the data
-                Duplicate(w, 0.0f, static_cast<int32_t>(tile));
-                PipeBarrier<PIPE_V>();
-            }
-            if constexpr (IsSameType<TR, float>::value) {
-                Adds(w, x, 0.0f, static_cast<int32_t>(len));  // a copy: the tree destroys its input
+            if (c == 0) {
+                if (len < tile) {  // the tree adds whole tiles: zeros past the data
+                    Duplicate(acc, 0.0f, static_cast<int32_t>(tile));
+                    PipeBarrier<PIPE_V>();
+                }
+                if constexpr (IsSameType<TR, float>::value) {
+                    Adds(acc, x, 0.0f, n);  // a copy: the tree destroys its input
+                } else {
+                    Cast(acc, x, RoundMode::CAST_NONE, n);
+                }
+            } else if constexpr (IsSameType<TR, float>::value) {
+                Add(acc, acc, x, n);
             } else {
-                Cast(w, x, RoundMode::CAST_NONE, static_cast<int32_t>(len));
+                Cast(wide, x, RoundMode::CAST_NONE, n);
+                PipeBarrier<PIPE_V>();
+                Add(acc, acc, wide, n);
             }
             PipeBarrier<PIPE_V>();
             rIn_.FreeTensor(x);
-            float sum = 0.0f;
-            Trees(w, w, false, tile, &sum, &sum);
-            score = c == 0 ? sum : score + sum;
         }
+        float score = 0.0f;
+        Trees(acc, acc, false, tile, &score, &score);
         return score;
     }
 

@@ -108,28 +108,29 @@ fn a_group_over_ten_cores_and_singletons_by_hand() {
 
 #[test]
 fn every_row_of_a_group_gets_the_same_bits() {
-    // A group of 24 rows spread over the batch (every 4th row: 24 cores), scores 0.1·k + 0.7
-    // alternately 0.1 and 0.7 apart: the mean and std round, and each core computes them itself;
-    // rows with equal scores must get equal bits. Shuffled singleton ids in between.
+    // A group of 31 rows spread over the batch (every 3rd of 93 rows: cores of both parities on
+    // 48 cores), five scores 0.47 + 0.1·k repeated: the count 31 makes the mean and std round,
+    // and each core computes them itself; rows with equal scores must get equal bits. Shuffled
+    // singleton ids in between.
     let spec = spec();
-    let b = 96;
+    let b = 93;
     let t = 3;
     let mut r = vec![0.0; b * t];
     let mut ids = vec![0.0; b];
     for row in 0..b {
-        r[row * t] = if row % 8 == 0 { 0.1 } else { 0.7 } + (row % 4) as f64 * 1e-3;
+        r[row * t] = 0.17 + 0.1 * ((row / 3) % 5) as f64 + (row % 3) as f64 * 1e-3;
         r[row * t + 1] = 0.3;
-        ids[row] = if row % 4 == 0 { 7.0 } else { (1000 + (row * 37) % 500) as f64 };
+        ids[row] = if row % 3 == 0 { 7.0 } else { (1000 + (row * 37) % 500) as f64 };
     }
     let m = vec![1.0; b * t];
     let runner = runner(&spec, DType::Float32, DType::Float32);
     let got = advantages(&run(&spec, &runner, t, &r, &m, &ids, true, 48).unwrap());
-    for parity in [0, 4] {
-        let bits: Vec<u32> =
-            (0..b).filter(|row| row % 8 == parity).map(|row| (got[row * t] as f32).to_bits()).collect();
-        assert!(bits.iter().all(|x| *x == bits[0]), "rows ≡ {parity} mod 8: {bits:x?}");
+    for k in 0..5 {
+        let rows: Vec<usize> = (0..b).filter(|row| row % 3 == 0 && (row / 3) % 5 == k).collect();
+        let bits: Vec<u32> = rows.iter().map(|row| (got[row * t] as f32).to_bits()).collect();
+        assert!(bits.iter().all(|x| *x == bits[0]), "score class {k}, rows {rows:?}: {bits:x?}");
     }
-    assert!(got[0] < 0.0 && got[4 * t] > 0.0, "{} {}", got[0], got[4 * t]);
+    assert!(got[0] < 0.0 && got[12 * t] > 0.0, "{} {}", got[0], got[12 * t]);
 }
 
 #[test]

@@ -235,7 +235,13 @@ def samples(dtype=torch.float32, seed=1):
         "gae": gae_sample(seed),
         "discounted_return": gae_sample(seed)[0:3:2] + (0.99,),
         "masked_whiten": (gae_sample(seed)[0], gae_sample(seed)[2], True),
-        "grpo_advantage": (gae_sample(seed)[0], gae_sample(seed)[2], torch.tensor([1, 0, 1], dtype=torch.int32), 1e-6, True),
+        "grpo_advantage": (
+            gae_sample(seed)[0],
+            gae_sample(seed)[2],
+            torch.tensor([1, 0, 1], dtype=torch.int32),
+            1e-6,
+            True,
+        ),
         "dequant_int8": (
             torch.randint(-127, 128, (4, 3, 32), generator=gen(seed), dtype=torch.int8),
             uniform((4, 3), torch.float32, seed, 0.001, 0.1),
@@ -620,7 +626,8 @@ class Forward(unittest.TestCase):
                         rv = r.to(dtype)
                         with RecordOps() as rec:
                             adv, ret = opgen_torch.rl.grpo_advantage(rv, mask, uids, norm_adv_by_std_in_grpo=norm)
-                        self.assertEqual([o for o in rec.ops if o.startswith("opgen.")], ["opgen.grpo_advantage.default"])
+                        ops = [o for o in rec.ops if o.startswith("opgen.")]
+                        self.assertEqual(ops, ["opgen.grpo_advantage.default"])
                         self.assertIs(adv, ret)
                         self.assertEqual((adv.dtype, adv.shape), (torch.float32, r.shape))
                         want = verl_grpo(rv.double(), m.double(), list(uids), 1e-6, norm)
@@ -629,7 +636,8 @@ class Forward(unittest.TestCase):
                         torch.testing.assert_close(adv.double(), want, atol=bar, rtol=0)
         # An integer tensor index: the same groups as the strings.
         ids = torch.tensor([int(u.split("-")[1]) * 7 for u in uids])
-        torch.testing.assert_close(opgen_torch.rl.grpo_advantage(dense, m, ids)[0], opgen_torch.rl.grpo_advantage(dense, m, uids)[0], atol=0, rtol=0)
+        by_ints = opgen_torch.rl.grpo_advantage(dense, m, ids)[0]
+        torch.testing.assert_close(by_ints, opgen_torch.rl.grpo_advantage(dense, m, uids)[0], atol=0, rtol=0)
 
     def test_grpo_advantage_refusals(self):
         import opgen_torch.rl

@@ -14,10 +14,15 @@
 //! refused by the host: the result is NaN everywhere (the variance is taken as −1, whose rsqrt is
 //! NaN); `opgen_torch.rl.masked_whiten` refuses it before the launch.
 //!
+//! grpo_advantage, GRPO's per-group normalisation on the same building blocks (tree sums,
+//! a GM workspace and SyncAll; its own templates), is [`grpo`].
+//!
 //! Gates (`gates`): the reference's per-element error bound for this evaluation order
 //! (`crate::reference::whiten`, with a tree depth of log2 [`TILE`] and a chain of at most
 //! 2·ceil(n / TILE) joins: `bound_plan`), the case's largest bound rounded up to 2^k absolute,
 //! or 1 float32 ulp.
+
+pub mod grpo;
 
 use super::eager::{self, Builder};
 use super::inputs::{derive_seed, generate, Distribution, Rng};
@@ -51,11 +56,17 @@ const MASK_DTYPES: [DType; 2] = [DType::Float32, DType::Int8];
 /// values float16/bfloat16/float32, the mask float32 or int8, the output float32.
 fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
     let label = "family whiten";
+    if grpo::is_grpo(spec) {
+        return grpo::check(r, raw, spec);
+    }
     if !spec.inputs.iter().map(|t| t.name.as_str()).eq(INPUTS) {
         r.error(
             &raw.inputs,
             "inputs",
-            format!("{label} takes inputs (values, response_mask), in that order"),
+            format!(
+                "{label} takes inputs (values, response_mask) for masked_whiten or (token_level_rewards, \
+                 response_mask, index) for grpo_advantage, in that order"
+            ),
         );
         return;
     }
@@ -203,11 +214,21 @@ impl FamilyOps for Whiten {
         check(r, raw, spec)
     }
 
-    fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
+    fn tiling_fields(&self, spec: &OpSpec) -> &'static [TilingField] {
+        if grpo::is_grpo(spec) {
+            return grpo::FIELDS;
+        }
         FIELDS
     }
 
-    fn templates(&self, _spec: &OpSpec) -> Templates {
+    fn templates(&self, spec: &OpSpec) -> Templates {
+        if grpo::is_grpo(spec) {
+            return Templates {
+                kernel: "kernel/grpo_advantage.cpp.j2",
+                host: "host/grpo_advantage.cpp.j2",
+                checks: Some("host/grpo_advantage.cpp.j2"),
+            };
+        }
         Templates {
             kernel: "kernel/whiten.cpp.j2",
             host: "host/whiten.cpp.j2",
@@ -216,12 +237,17 @@ impl FamilyOps for Whiten {
     }
 
     /// `tile` and `max_cores`: [`TILE`] and [`MAX_CORES`], one source for the host, the kernel
-    /// and the bound.
+    /// and the bound; grpo_advantage's `row_tile` and `max_batch` likewise.
     fn template_extras(
         &self,
-        _spec: &OpSpec,
+        spec: &OpSpec,
     ) -> Result<serde_json::Map<String, serde_json::Value>, FamilyError> {
         let mut m = serde_json::Map::new();
+        if grpo::is_grpo(spec) {
+            m.insert("row_tile".into(), grpo::ROW_TILE.into());
+            m.insert("max_batch".into(), grpo::MAX_BATCH.into());
+            return Ok(m);
+        }
         m.insert("tile".into(), TILE.into());
         m.insert("max_cores".into(), MAX_CORES.into());
         Ok(m)
@@ -229,23 +255,37 @@ impl FamilyOps for Whiten {
 
     /// whitened has values' shape (the host checks require the mask's to be the same).
     fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
+        if grpo::is_grpo(spec) {
+            return Ok(grpo::shape_rule(spec));
+        }
         Ok(ShapeRule {
             checks: Vec::new(),
             outputs: vec![OutputShape::Like { of: spec.inputs[0].name.clone() }],
         })
     }
 
-    fn derived_shape(&self, _spec: &OpSpec, _i: usize, first: &[usize]) -> Vec<usize> {
+    fn derived_shape(&self, spec: &OpSpec, i: usize, first: &[usize]) -> Vec<usize> {
+        if grpo::is_grpo(spec) {
+            return grpo::derived_shape(i, first);
+        }
         first.to_vec()
     }
 
     fn cases(&self, spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
+        if grpo::is_grpo(spec) {
+            return grpo::cases(spec, sweep);
+        }
         cases(spec, sweep)
     }
 
     fn case_inputs(&self, spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {
         // A case this family made always has its two shapes; a malformed one panics with why.
-        Some(case_inputs(spec, column, case).unwrap_or_else(|e| panic!("{}: {e}", spec.name)))
+        let data = if grpo::is_grpo(spec) {
+            grpo::case_inputs(spec, column, case)
+        } else {
+            case_inputs(spec, column, case)
+        };
+        Some(data.unwrap_or_else(|e| panic!("{}: {e}", spec.name)))
     }
 
     fn expected(
@@ -254,18 +294,25 @@ impl FamilyOps for Whiten {
         inputs: &[(String, HostTensor)],
         attrs: &[(String, AttrValue)],
     ) -> Result<Vec<Expected>, FamilyError> {
+        if grpo::is_grpo(spec) {
+            return grpo::expected(spec, inputs, attrs);
+        }
         expected(spec, inputs, attrs)
     }
 
     /// The advantages' [B, T] of gae's model shapes (issue 29): verl whitens them right after.
-    fn model_shapes(&self, _spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+    fn model_shapes(&self, spec: &OpSpec) -> Vec<(&'static str, Vec<usize>)> {
+        if grpo::is_grpo(spec) {
+            return grpo::model_shapes();
+        }
         super::reverse_scan::advantage_shapes()
     }
 
-    fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
+    fn read_plan(&self, spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let rows = if grpo::is_grpo(spec) { format!(", {} rows in UB", f("padRows")) } else { String::new() };
         PlanReading {
-            label: format!("{} cores, tiles of {}", f("cores"), f("tile")),
+            label: format!("{} cores, tiles of {}{rows}", f("cores"), f("tile")),
             two_pass: true,
             transfer_reason: None,
         }
@@ -273,7 +320,10 @@ impl FamilyOps for Whiten {
 
     /// One mode; UB passes per core: the tiles of its share, once per phase; uneven: some core
     /// has fewer tiles, or the last tile is short.
-    fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+    fn plan_coverage(&self, spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        if grpo::is_grpo(spec) {
+            return grpo::plan_coverage(tiling);
+        }
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         let cores = f("cores").max(1.0);
         let tile = f("tile").max(1.0);
@@ -291,7 +341,20 @@ impl FamilyOps for Whiten {
 
     /// verl's masked_whiten in eager torch: masked_mean (mul, sum, sum, add, div), then
     /// masked_var (sub, pow, mul, sum, div, sub, div, mul), rsqrt and the scaled result.
+    /// grpo_advantage's group ids as verl lays them out (masked_whiten: uniform inputs).
+    fn report_inputs(
+        &self,
+        spec: &OpSpec,
+        column: usize,
+        shapes: &[(String, Vec<usize>)],
+    ) -> Option<super::ReportInputs> {
+        grpo::is_grpo(spec).then(|| grpo::report_inputs(spec, column, shapes)).flatten()
+    }
+
     fn eager_sequence(&self, case: &EagerCase) -> Result<EagerSequence, FamilyError> {
+        if grpo::is_grpo(case.spec) {
+            return grpo::eager_sequence(case);
+        }
         let mut b = Builder::default();
         let (x, _) = eager::input(case, 0)?;
         let (m, _) = eager::input(case, 1)?;

@@ -28,6 +28,8 @@
 
 use super::ReferenceError;
 
+pub mod grpo;
+
 const U: f64 = 1.0 / 16_777_216.0; // 2^-24: float32's unit roundoff
 /// verl's guard, in both divisors and under the square root.
 const GUARD: f64 = 1e-8;

@@ -24,6 +24,7 @@ mod elementwise_values;
 mod fuzz_replay;
 mod gates_mutants;
 mod golden;
+mod grpo_twin;
 mod hf_rounding;
 mod layer_norm_grad;
 mod layering;

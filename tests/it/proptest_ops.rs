@@ -708,3 +708,25 @@ fn masked_whiten_random_cases_match_the_reference() {
         (column, Case { shapes: named(spec, vec![vec![rows, t]; 2]), dist, seed, attrs })
     });
 }
+
+// ---- whiten: grpo_advantage ----------------------------------------------------------------------
+
+#[test]
+fn grpo_advantage_random_cases_match_the_reference() {
+    let spec = op("grpo_advantage");
+    // Up to the batch bound; one row tile or several (2048), tile-sized and odd lengths. The
+    // seed mod 6 picks the grouping (blocks, shuffled, singletons, one group, pairs, random).
+    let rows = prop_oneof![4 => 1usize..40, 1 => 40usize..4097];
+    let t = prop_oneof![2 => select(vec![1usize, 2, 7, 8, 9, 2047, 2048, 2049, 4097]), 1 => 1usize..3000];
+    let strategy = (rows, t, column(&spec), finite_distribution(), any::<u64>(), attr_draws(&spec));
+    check_op("grpo_advantage", strategy, |spec, (mut rows, t, column, dist, seed, draws)| {
+        while rows > 1 && rows * t > 250_000 {
+            rows = rows.div_ceil(2);
+        }
+        let attrs = drawn_attrs(spec, column, &draws, &[]);
+        (
+            column,
+            Case { shapes: named(spec, vec![vec![rows, t], vec![rows, t], vec![rows]]), dist, seed, attrs },
+        )
+    });
+}

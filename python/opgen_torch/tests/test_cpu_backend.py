@@ -235,6 +235,13 @@ def samples(dtype=torch.float32, seed=1):
         "gae": gae_sample(seed),
         "discounted_return": gae_sample(seed)[0:3:2] + (0.99,),
         "masked_whiten": (gae_sample(seed)[0], gae_sample(seed)[2], True),
+        "grpo_advantage": (
+            gae_sample(seed)[0],
+            gae_sample(seed)[2],
+            torch.tensor([1, 0, 1], dtype=torch.int32),
+            1e-6,
+            True,
+        ),
         "dequant_int8": (
             torch.randint(-127, 128, (4, 3, 32), generator=gen(seed), dtype=torch.int8),
             uniform((4, 3), torch.float32, seed, 0.001, 0.1),
@@ -283,6 +290,28 @@ def whiten_over(values, mask):
     mean = (values * mask).sum() / (count + 1e-8)
     var = ((values - mean) ** 2 * mask).sum() / (count + 1e-8) * (count / (count - 1))
     return (values - mean) / torch.sqrt(var + 1e-8)
+
+
+def verl_grpo(token_level_rewards, response_mask, index, epsilon=1e-6, norm_adv_by_std_in_grpo=True):
+    """verl's compute_grpo_outcome_advantage written out, in the inputs' dtype: the rows' summed
+    rewards, per group (rows with one index) mean and torch.std (unbiased), a one-row group mean 0
+    and std 1, then (score - mean) / (std + epsilon) (or score - mean) times the mask."""
+    scores = token_level_rewards.sum(dim=-1)
+    groups = {}
+    for i in range(scores.shape[0]):
+        groups.setdefault(index[i], []).append(scores[i])
+    stats = {}
+    for key, members in groups.items():
+        if len(members) == 1:
+            stats[key] = (torch.tensor(0.0, dtype=scores.dtype), torch.tensor(1.0, dtype=scores.dtype))
+        else:
+            s = torch.stack(members)
+            stats[key] = (torch.mean(s), torch.std(s))
+    out = scores.clone()
+    for i in range(scores.shape[0]):
+        mean, std = stats[index[i]]
+        out[i] = (scores[i] - mean) / (std + epsilon) if norm_adv_by_std_in_grpo else scores[i] - mean
+    return out.unsqueeze(-1) * response_mask
 
 
 def ragen_bi_level_gae(rewards, values, loss_mask, gamma, lam, high_level_gamma):
@@ -571,6 +600,56 @@ class Forward(unittest.TestCase):
             opgen_torch.rl.bi_level_gae(r.bfloat16(), v.bfloat16(), m.to(torch.int8), 0.99, 0.95, 0.9)
         want = ["opgen.gae.default"] * 2 + ["opgen.masked_whiten.default"]
         self.assertEqual([o for o in rec.ops if o.startswith("opgen.")], want, rec.ops)
+
+    def test_grpo_advantage_is_verls(self):
+        # Gold: verl's loop in float64 from the rounded inputs; bar: 4x verl's own float32 loop's
+        # largest deviation from the gold, at least 1e-5. uid strings with shuffled groups of 1 to
+        # 5 rows (singletons: mean 0, std 1), verl's reward on the last response token, and
+        # dense rewards; a biased std or a group mean over the wrong rows is off by O(0.1).
+        import numpy as np
+        import opgen_torch.rl
+
+        g = gen(120)
+        sizes = [1, 5, 2, 1, 3, 4, 2, 1, 5, 3]
+        uids = np.array([f"uid-{k}" for k, n in enumerate(sizes) for _ in range(n)], dtype=object)
+        rows = len(uids)
+        uids = uids[torch.randperm(rows, generator=g).numpy()]
+        lengths = torch.randint(1, 58, (rows,), generator=g)
+        m = (torch.arange(57)[None, :] < lengths[:, None]).to(torch.float32)
+        last = torch.zeros((rows, 57))
+        last[torch.arange(rows), lengths - 1] = uniform((rows,), torch.float32, 121, -1.0, 1.0)
+        dense = uniform((rows, 57), torch.float32, 122)
+        for name, r in (("last-token", last), ("dense", dense)):
+            for norm in (True, False):
+                for dtype, mask in ((torch.float32, m), (torch.bfloat16, m.bool()), (torch.float16, m.to(torch.int8))):
+                    with self.subTest(rewards=name, norm=norm, dtype=dtype):
+                        rv = r.to(dtype)
+                        with RecordOps() as rec:
+                            adv, ret = opgen_torch.rl.grpo_advantage(rv, mask, uids, norm_adv_by_std_in_grpo=norm)
+                        ops = [o for o in rec.ops if o.startswith("opgen.")]
+                        self.assertEqual(ops, ["opgen.grpo_advantage.default"])
+                        self.assertIs(adv, ret)
+                        self.assertEqual((adv.dtype, adv.shape), (torch.float32, r.shape))
+                        want = verl_grpo(rv.double(), m.double(), list(uids), 1e-6, norm)
+                        f32 = verl_grpo(rv.float(), m, list(uids), 1e-6, norm)
+                        bar = max(4 * (f32.double() - want).abs().max().item(), 1e-5)
+                        torch.testing.assert_close(adv.double(), want, atol=bar, rtol=0)
+        # An integer tensor index: the same groups as the strings.
+        ids = torch.tensor([int(u.split("-")[1]) * 7 for u in uids])
+        by_ints = opgen_torch.rl.grpo_advantage(dense, m, ids)[0]
+        torch.testing.assert_close(by_ints, opgen_torch.rl.grpo_advantage(dense, m, uids)[0], atol=0, rtol=0)
+
+    def test_grpo_advantage_refusals(self):
+        import opgen_torch.rl
+
+        r = uniform((4, 9), torch.float32, 123)
+        m = torch.ones((4, 9))
+        with self.assertRaisesRegex(RuntimeError, "`token_level_rewards` requires grad"):
+            opgen_torch.rl.grpo_advantage(r.clone().requires_grad_(), m, [0, 0, 1, 1])
+        with self.assertRaisesRegex(ValueError, "index has 3 entries; token_level_rewards has 4 rows"):
+            opgen_torch.rl.grpo_advantage(r, m, [0, 0, 1])
+        with self.assertRaisesRegex(RuntimeError, "has 4097 rows; at most 4096"):
+            opgen_torch.rl.grpo_advantage(torch.zeros((4097, 2)), torch.ones((4097, 2)), list(range(4097)))
 
     def test_masked_whiten_is_verls(self):
         import opgen_torch.rl
@@ -931,7 +1010,7 @@ NO_BACKWARD = {
     "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
     "rotary_mul_grad", "layer_norm_grad", "logprob_entropy_grad",
-    "gae", "discounted_return", "masked_whiten",  # RL advantages: no gradient (verl computes them under no_grad)
+    "gae", "discounted_return", "masked_whiten", "grpo_advantage",  # RL advantages: no gradient (verl computes them under no_grad)
 }
 # rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
 if "rotary_mul" in opgen_torch.ops.BACKWARD:

@@ -42,9 +42,60 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
     }
 }
 
+constexpr uint32_t LEAVES = 8;  // the vector trees stop at one 32-byte block
+
+// x as float32: itself when it is, else Cast into `wide` (int8 through half in `staging`).
+template <typename T>
+__aicore__ inline LocalTensor<float> ToFloat(const LocalTensor<T>& x, const LocalTensor<float>& wide,
+                                             const LocalTensor<float>& staging, uint32_t len)
+{
+    if constexpr (IsSameType<T, float>::value) {
+        return x;
+    } else if constexpr (IsSameType<T, int8_t>::value) {
+        LocalTensor<half> h = staging.template ReinterpretCast<half>();
+        Cast(h, x, RoundMode::CAST_NONE, static_cast<int32_t>(len));
+        PipeBarrier<PIPE_V>();
+        Cast(wide, h, RoundMode::CAST_NONE, static_cast<int32_t>(len));
+        return wide;
+    } else {
+        Cast(wide, x, RoundMode::CAST_NONE, static_cast<int32_t>(len));
+        return wide;
+    }
+}
+
+// The pairwise sum of x's first 8 elements, by the scalar unit.
+__aicore__ inline float Leaves(const LocalTensor<float>& x)
+{
+    const float l01 = x.GetValue(0) + x.GetValue(1);
+    const float l23 = x.GetValue(2) + x.GetValue(3);
+    const float l45 = x.GetValue(4) + x.GetValue(5);
+    const float l67 = x.GetValue(6) + x.GetValue(7);
+    return (l01 + l23) + (l45 + l67);
+}
+
+// The sums of a and b (`len` elements each, a power of two >= 8, zero past the data) by halving
+// adds down to 8, then the scalar unit's pairwise adds of those 8: depth log2(len), the same
+// order whatever the data. Destroys a and b.
+__aicore__ inline void Trees(const LocalTensor<float>& a, const LocalTensor<float>& b, bool both, uint32_t len,
+                             float* sa, float* sb)
+{
+    for (uint32_t h = len / 2; h >= LEAVES; h /= 2) {
+        Add(a, a, a[h], static_cast<int32_t>(h));
+        if (both) {
+            Add(b, b, b[h], static_cast<int32_t>(h));
+        }
+        PipeBarrier<PIPE_V>();
+    }
+    Sync<HardEvent::V_S>();
+    *sa = Leaves(a);
+    if (both) {
+        *sb = Leaves(b);
+    }
+    Sync<HardEvent::S_V>();  // the next vector writes of a and b after these reads
+}
+
 constexpr uint32_t SLOT = 8;                    // floats of one core's partial (32 bytes): count bits, mean, M2
 constexpr uint32_t PARTIAL_SLOTS = 64;  // the most cores the TilingFunc uses
-constexpr uint32_t LEAVES = 8;                  // the vector trees stop at one 32-byte block
 constexpr float GUARD = 1e-8f;                  // verl's, under the square root
 
 // A running (count, mean, M2) of selected elements.
@@ -138,54 +189,6 @@ private:
         q.EnQue(x);
     }
 
-    // x as float32: itself when it is, else Cast into `wide` (int8 through half in `staging`).
-    template <typename T>
-    __aicore__ inline LocalTensor<float> ToFloat(const LocalTensor<T>& x, const LocalTensor<float>& wide,
-                                                 const LocalTensor<float>& staging, uint32_t len)
-    {
-        if constexpr (IsSameType<T, float>::value) {
-            return x;
-        } else if constexpr (IsSameType<T, int8_t>::value) {
-            LocalTensor<half> h = staging.template ReinterpretCast<half>();
-            Cast(h, x, RoundMode::CAST_NONE, static_cast<int32_t>(len));
-            PipeBarrier<PIPE_V>();
-            Cast(wide, h, RoundMode::CAST_NONE, static_cast<int32_t>(len));
-            return wide;
-        } else {
-            Cast(wide, x, RoundMode::CAST_NONE, static_cast<int32_t>(len));
-            return wide;
-        }
-    }
-
-    // The sums of a and b (tile elements each, zero past the data) by halving adds down to 8,
-    // then the scalar unit's pairwise adds of those 8: the same order for every tile.
-    __aicore__ inline void Trees(const LocalTensor<float>& a, const LocalTensor<float>& b, bool both, float* sa,
-                                 float* sb)
-    {
-        for (uint32_t h = t_.tile / 2; h >= LEAVES; h /= 2) {
-            Add(a, a, a[h], static_cast<int32_t>(h));
-            if (both) {
-                Add(b, b, b[h], static_cast<int32_t>(h));
-            }
-            PipeBarrier<PIPE_V>();
-        }
-        Sync<HardEvent::V_S>();
-        *sa = Leaves(a);
-        if (both) {
-            *sb = Leaves(b);
-        }
-        Sync<HardEvent::S_V>();  // the next vector writes of a and b after these reads
-    }
-
-    __aicore__ inline float Leaves(const LocalTensor<float>& x) const
-    {
-        const float l01 = x.GetValue(0) + x.GetValue(1);
-        const float l23 = x.GetValue(2) + x.GetValue(3);
-        const float l45 = x.GetValue(4) + x.GetValue(5);
-        const float l67 = x.GetValue(6) + x.GetValue(7);
-        return (l01 + l23) + (l45 + l67);
-    }
-
     __aicore__ inline void Phase1(Moments* own)
     {
         const uint32_t tiles = Tiles();
@@ -220,7 +223,7 @@ private:
         PipeBarrier<PIPE_V>();
         float s = 0.0f;
         float c = 0.0f;
-        Trees(sums, counts, true, &s, &c);
+        Trees(sums, counts, true, t_.tile, &s, &c);
         const uint32_t count = static_cast<uint32_t>(c);
         if (count > 0) {
             const float meanT = s / c;
@@ -235,7 +238,7 @@ private:
             Mul(sums, sums, sums, n);
             PipeBarrier<PIPE_V>();
             float m2 = 0.0f;
-            Trees(sums, counts, false, &m2, &c);
+            Trees(sums, counts, false, t_.tile, &m2, &c);
             Join(own, count, meanT, m2);
         }
         vIn_.FreeTensor(v);

@@ -2464,15 +2464,22 @@ const LocalTensor<float>& stat,
             SwapExact(hiA, hiB, loA, loB, level0);
             hasLo = true;
         }
-        while (h > FOLD_LANES) {
+        // Rows too long for the level-0 form: the levels whose temporaries fit half a row side by
+        // side run pipelined (FoldLevels), the larger ones level by level.
+        const bool pipelined = !ByChunk();
+        while (h > FOLD_LANES && !(pipelined && h - FOLD_LANES <= ExactTempStride())) {
             h /= 2;
             FoldExact(hiA, loA, hiA[h], loA[h], hiB, loB, h, n, width, hasLo, level0);
             SwapExact(hiA, hiB, loA, loB, level0);
             hasLo = true;
         }
         if (!hasLo) {
-            Duplicate(loA, 0.0f, len);  // rows of 8: nothing was folded
+            Duplicate(loA, 0.0f, len);  // rows of 8, or nothing folded before FoldLevels
             PipeBarrier<PIPE_V>();
+        }
+        LocalTensor<float> sumHi = hiA;
+        if (h > FOLD_LANES) {
+            sumHi = FoldLevels(hiA, hiB, loA, h, n);
         }
         // k per row on the scalar unit, split into kh + km + kl.
         event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
@@ -2482,7 +2489,7 @@ const LocalTensor<float>& stat,
             FF sum{0.0f, 0.0f};
             float plain = 0.0f;
             for (uint32_t i = 0; i < FOLD_LANES; ++i) {
-                const float hi = hiA.GetValue(r * width + i);
+                const float hi = sumHi.GetValue(r * width + i);
                 plain = plain + hi;
                 sum = AddFF(sum, hi, loA.GetValue(r * width + i));
             }
@@ -2604,6 +2611,61 @@ const LocalTensor<float>& stat,
         }
         Adds(accH, hiB, 0.0f, t_.numCol);
         PipeBarrier<PIPE_V>();
+    }
+
+    // The row sums' halving levels from h lanes down to 8 (row r at r times numColAlign), the
+    // same TwoSum steps as FoldExact but software-pipelined: level l+1's sum needs only level
+    // l's, so each barrier step issues every level's next step (the sum of level t, the
+    // error steps of the four before it) and the lo chain's, about 2 barriers a level instead
+    // of 5. Level l's sums go to hiB at the offset of the levels before it (h - 8 floats in
+    // all) and its temporaries to the same offsets of the three TwoSum temporaries (so h - 8
+    // must fit their half-row stride). lo (h lanes, in place): lo = lo_a + lo_b, then + E_l,
+    // E_l = e + ap the level's whole error. Returns the 8 lanes' hi (lo in lo[0, 8)).
+    __aicore__ inline LocalTensor<float> FoldLevels(const LocalTensor<float>& hiA, const LocalTensor<float>& hiB,
+                                                    const LocalTensor<float>& lo, uint32_t h, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t ts = ExactTempStride();
+        LocalTensor<float> bb = bT2_.Get<float>();
+        LocalTensor<float> e = scratch_.Get<float>();
+        LocalTensor<float> ap = bGe_.Get<float>();
+        uint32_t levels = 0;
+        while ((h >> levels) > FOLD_LANES) {
+            ++levels;
+        }
+        // Level l (1-based): sums at step l - 1, bb at l, e and ap at l + 1, ap = a - ap at
+        // l + 2, E = e + ap at l + 3; the lo chain folds at 2l + 2 (level 1: step 0) and adds
+        // E_l at 2l + 3.
+        const uint32_t steps = 2 * levels + 4;
+        for (uint32_t t = 0; t < steps; ++t) {
+            uint32_t off = 0;  // of level l's sums and temporaries
+            for (uint32_t l = 1; l <= levels; ++l) {
+                const uint32_t hl = h >> l;
+                // level l folds [0, 2 hl) of the previous level's sums: a = [0, hl), b = [hl, 2 hl)
+                const LocalTensor<float> in = l == 1 ? hiA : hiB[off - 2 * hl];
+                const LocalTensor<float> s = hiB[off];
+                if (t == l - 1) {
+                    BinExact(VOp::ADD, s, width, in, width, in[hl], width, hl, n, false);
+                } else if (t == l) {
+                    BinExact(VOp::SUB, bb[off], ts, s, width, in, width, hl, n, false);
+                } else if (t == l + 1) {
+                    BinExact(VOp::SUB, e[off], ts, in[hl], width, bb[off], ts, hl, n, false);
+                    BinExact(VOp::SUB, ap[off], ts, s, width, bb[off], ts, hl, n, false);
+                } else if (t == l + 2) {
+                    BinExact(VOp::SUB, ap[off], ts, in, width, ap[off], ts, hl, n, false);
+                } else if (t == l + 3) {
+                    BinExact(VOp::ADD, e[off], ts, e[off], ts, ap[off], ts, hl, n, false);
+                }
+                if (t == (l == 1 ? 0 : 2 * l + 2)) {
+                    BinExact(VOp::ADD, lo, width, lo, width, lo[hl], width, hl, n, false);
+                } else if (t == 2 * l + 3) {
+                    BinExact(VOp::ADD, lo, width, lo, width, e[off], ts, hl, n, false);
+                }
+                off += hl;
+            }
+            PipeBarrier<PIPE_V>();
+        }
+        return hiB[h - 2 * FOLD_LANES];
     }
 
     __aicore__ inline void SwapExact(LocalTensor<float>& hiA, LocalTensor<float>& hiB, LocalTensor<float>& loA,

@@ -384,7 +384,7 @@ static bool PlanPlain(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
 // single if need be) and rstd values, float work rows (x, g, a hi row, a lo row and, when
 // level-0 calls run over the rows, a second lo row; the row sums' second hi row is x's, cast
 // again after them), the TwoSum temporaries (three, half a row each), the resident float gamma
-// and accumulator hi/lo rows, the per-row vectors (5 slots) and blocks (6) fit; with dx_sum
+// and accumulator hi/lo rows, the per-row vectors (3 slots: kh, km, kl) and blocks (6) fit; with dx_sum
 // (its stream among STREAMS) 1/r's three parts add 3 slots and 3 blocks, and the NaN mask.
 // `tight` (colFactor): 0 every stream double-buffered, 1 dx's single, 2 dx_sum's single too and
 // gamma resident in T instead of float32 (cast per pass: add_rms_norm_grad's rows of 4096).
@@ -402,7 +402,7 @@ static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uin
     const uint64_t singles = tight;  // dx's queue, then dx_sum's
     const uint64_t cap = MinU64(BATCHED_MAX_ROWS, MinU64(MAX_ROWS_PER_COPY, maxGroupRows > 0 ? maxGroupRows : 1));
     const uint64_t tempStride = AlignUp(colAlign / 2, 8);
-    const uint64_t valueSlots = WITH_DX_SUM ? 8 : 5;
+    const uint64_t valueSlots = WITH_DX_SUM ? 6 : 3;
     const uint64_t blockSlots = WITH_DX_SUM ? 9 : 6;
     const uint64_t best = LargestFittingRows(1, cap, budget, [&](uint64_t rows) -> uint64_t {
         const uint64_t lanes = AlignUp(rows, 8);

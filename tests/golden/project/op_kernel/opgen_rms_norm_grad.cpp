@@ -2252,15 +2252,19 @@ const LocalTensor<float>& stat,
     //                     errors (and gl x) in a lo row beside: per step s = a + b, bb = s - a,
     //                     e = (b - bb) + (a - (s - bb)), lo = lo_a + lo_b + e. Rows a level-0
     //                     repeat stride holds take one call per step and 64 lanes for the whole
-    //                     pass (one repeat per row); longer rows one call per row. Down to 8 lanes.
+    //                     pass (one repeat per row); longer rows one call per row, their last
+    //                     levels software-pipelined (FoldLevels). Down to 8 lanes.
     //   k = r^2 S / n     on the scalar unit, once per row, in float-float from the 8 lanes' hi
     //                     and lo (the plain sum of hi where that is NaN: an Inf product), then
     //                     split k = kh + km + kl: kh Veltkamp's 13 bits of k.hi, km = k.hi - kh
-    //                     (11 bits), kl = k.lo. One V -> S wait and one S -> V per pass.
+    //                     (11 bits), kl = k.lo. One V -> S wait and one S -> V per pass; the
+    //                     8 lanes are stashed first and dgamma (no k in it) keeps the vector
+    //                     unit busy meanwhile, then g is formed again for dx.
     //   dx = r (((g - x kh) - x km) - x kl), rounded once to T: x kh and x km are exact (11 + 13
     //                     and 11 + 11 bits), so where g is nearly parallel to x the differences
     //                     are exact (Sterbenz) and only x kl, 2^-24 of x k, is rounded.
-    //   dgamma            dy x (exact) times r = rh + rl (exact parts: R_SPLITTER), the pass's rows summed
+    //   dgamma            dy x (exact) times r = rh + rl (exact parts: R_SPLITTER, split on the
+    //                     vector side), the pass's rows summed
     //                     by TwoSum halving (whole rows as lanes), then TwoSum-added to the
     //                     group's hi/lo accumulator: the order is fixed by rowFactor (the shape),
     //                     never by the core count.
@@ -2272,9 +2276,7 @@ const LocalTensor<float>& stat,
     static constexpr uint32_t E_KH = 0;
     static constexpr uint32_t E_KM = 1;
     static constexpr uint32_t E_KL = 2;
-    static constexpr uint32_t E_RH = 3;
-    static constexpr uint32_t E_RL = 4;
-    static constexpr uint32_t E_SLOTS = 5;
+    static constexpr uint32_t E_SLOTS = 3;
     static constexpr uint32_t EB_RSTD = 0;
     static constexpr uint32_t EB_KH = 1;
     static constexpr uint32_t EB_KM = 2;
@@ -2411,7 +2413,13 @@ const LocalTensor<float>& stat,
         }
         PipeBarrier<PIPE_V>();
         ColMulPlain(g, hiA, gammaF, n);  // exact
+        // rstd = rh + rl for dgamma, split on the vector side (the scalar unit's IEEE steps: c =
+        // R_SPLITTER r, rh = c - (c - r), rl = r - rh) in steps that are there anyway: c and c - r
+        // in the blocks rh and rl take, here and with the first product.
+        const uint32_t blockLen = lanes * 8;
+        Muls(PB(EB_RH), PB(EB_RSTD), R_SPLITTER, blockLen);
         PipeBarrier<PIPE_V>();
+        Sub(PB(EB_RL), PB(EB_RH), PB(EB_RSTD), blockLen);  // c - r
         bool hasLo = false;
         if constexpr (IsSameType<T, half>::value) {
             // g x has up to 33 bits: hi = p = fl(g x) (in x's float row) and lo its error
@@ -2464,67 +2472,40 @@ const LocalTensor<float>& stat,
             SwapExact(hiA, hiB, loA, loB, level0);
             hasLo = true;
         }
-        while (h > FOLD_LANES) {
+        // Rows too long for the level-0 form: the levels whose temporaries fit half a row side by
+        // side run pipelined (FoldLevels), the larger ones level by level.
+        const bool pipelined = !ByChunk();
+        while (h > FOLD_LANES && !(pipelined && h - FOLD_LANES <= ExactTempStride())) {
             h /= 2;
             FoldExact(hiA, loA, hiA[h], loA[h], hiB, loB, h, n, width, hasLo, level0);
             SwapExact(hiA, hiB, loA, loB, level0);
             hasLo = true;
         }
         if (!hasLo) {
-            Duplicate(loA, 0.0f, len);  // rows of 8: nothing was folded
+            Duplicate(loA, 0.0f, len);  // rows of 8, or nothing folded before FoldLevels
             PipeBarrier<PIPE_V>();
         }
-        // k per row on the scalar unit, split into kh + km + kl.
+        LocalTensor<float> sumHi = hiA;
+        if (h > FOLD_LANES) {
+            sumHi = FoldLevels(hiA, hiB, loA, h, n);
+        }
+        // The 8 lanes' hi and lo to kh's and km's blocks (free until k is Brcb'ed): dgamma reuses
+        // every work row while the scalar unit reads them.
+        StashSums(sumHi, loA, n);
         event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
         SetFlag<HardEvent::V_S>(reduced);
-        WaitFlag<HardEvent::V_S>(reduced);
-        for (uint32_t r = 0; r < n; ++r) {
-            FF sum{0.0f, 0.0f};
-            float plain = 0.0f;
-            for (uint32_t i = 0; i < FOLD_LANES; ++i) {
-                const float hi = hiA.GetValue(r * width + i);
-                plain = plain + hi;
-                sum = AddFF(sum, hi, loA.GetValue(r * width + i));
-            }
-            const float rstd = stat.GetValue(r);
-            SplitK(ExactK(sum, plain, rstd), r, E_KH, E_KM, E_KL);
-            const float c = R_SPLITTER * rstd;
-            const float d = c - rstd;
-            const float rh = c - d;
-            PV(E_RH).SetValue(r, rh);
-            PV(E_RL).SetValue(r, rstd - rh);
-        }
-        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-        SetFlag<HardEvent::S_V>(written);
-        WaitFlag<HardEvent::S_V>(written);
-        Brcb(PB(EB_KH), PV(E_KH), blocks, BrcbRepeatParams(1, 8));
-        Brcb(PB(EB_KM), PV(E_KM), blocks, BrcbRepeatParams(1, 8));
-        Brcb(PB(EB_KL), PV(E_KL), blocks, BrcbRepeatParams(1, 8));
-        Brcb(PB(EB_RH), PV(E_RH), blocks, BrcbRepeatParams(1, 8));
-        Brcb(PB(EB_RL), PV(E_RL), blocks, BrcbRepeatParams(1, 8));
-        Cast(xf, x, RoundMode::CAST_NONE, len);  // its row held the row sums
-        PipeBarrier<PIPE_V>();
-        // dx = r (((g - x kh) - x km) - x kl)
+        Sub(PB(EB_RH), PB(EB_RH), PB(EB_RL), blockLen);  // rh
+        PipeBarrier<PIPE_V>();  // dgamma's first steps write the rows just read (same-pipe WAR)
+        // dgamma needs no k: the vector unit forms it while the scalar unit forms k (no vector
+        // idle for the scalar step).
         LocalTensor<float> t1 = bP_.Get<float>();
         LocalTensor<float> t3 = bQ_.Get<float>();
-        RowOpPlain(t1, xf, PB(EB_KH), n, true);
-        RowOpPlain(t3, xf, PB(EB_KM), n, true);
-        PipeBarrier<PIPE_V>();
-        Sub(t1, g, t1, len);
-        PipeBarrier<PIPE_V>();
-        Sub(t1, t1, t3, len);
-        PipeBarrier<PIPE_V>();
-        RowOpPlain(t3, xf, PB(EB_KL), n, true);
-        PipeBarrier<PIPE_V>();
-        Sub(t1, t1, t3, len);
-        PipeBarrier<PIPE_V>();
-        RowOpPlain(t1, t1, PB(EB_RSTD), n, true);
-        PipeBarrier<PIPE_V>();
-        Cast(dx, t1, TO_T, len);
         // dgamma: q = dy x (exact, in g's row) times r as hi + lo, the pass's rows into the
         // group's accumulator.
         LocalTensor<float> q = g;
+        Cast(xf, x, RoundMode::CAST_NONE, len);  // its row held the row sums
         Cast(q, dy, RoundMode::CAST_NONE, len);
+        Sub(PB(EB_RL), PB(EB_RSTD), PB(EB_RH), blockLen);  // rl
         PipeBarrier<PIPE_V>();
         Mul(q, q, xf, len);
         PipeBarrier<PIPE_V>();
@@ -2555,19 +2536,85 @@ const LocalTensor<float>& stat,
             PipeBarrier<PIPE_V>();
             Add(q, q, t3, len);
             PipeBarrier<PIPE_V>();
-            DgammaExact(n, xf, t1, q);
+            DgammaExact(n, xf, t1, q, t3);
         } else {
             RowOpPlain(t1, q, PB(EB_RH), n, true);
             RowOpPlain(t3, q, PB(EB_RL), n, true);
             PipeBarrier<PIPE_V>();
-            DgammaExact(n, t1, q, t3);
+            DgammaExact(n, t1, q, t3, xf);
+        }
+        // g again (dgamma used its row) and x's float row (dgamma's free row), still on the vector
+        // unit while the scalar unit forms k.
+        Cast(t1, dy, RoundMode::CAST_NONE, len);
+        LocalTensor<float> gammaAgain = t3;
+        if (ExactGammaInT()) {
+            Cast(gammaAgain, gammaBuf_.Get<T>(), RoundMode::CAST_NONE, t_.numCol);
+        } else {
+            gammaAgain = gammaF32_.Get<float>();
+        }
+        Cast(xf, x, RoundMode::CAST_NONE, len);
+        PipeBarrier<PIPE_V>();
+        ColMulPlain(g, t1, gammaAgain, n);  // exact, the same bits as before the row sums
+        // k per row on the scalar unit, split into kh + km + kl.
+        WaitFlag<HardEvent::V_S>(reduced);
+        for (uint32_t r = 0; r < n; ++r) {
+            FF sum{0.0f, 0.0f};
+            float plain = 0.0f;
+            for (uint32_t i = 0; i < FOLD_LANES; ++i) {
+                const float hi = PB(EB_KH).GetValue(r * 8 + i);
+                plain = plain + hi;
+                sum = AddFF(sum, hi, PB(EB_KM).GetValue(r * 8 + i));
+            }
+            const float rstd = stat.GetValue(r);
+            SplitK(ExactK(sum, plain, rstd), r, E_KH, E_KM, E_KL);
+        }
+        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(written);
+        WaitFlag<HardEvent::S_V>(written);
+        Brcb(PB(EB_KH), PV(E_KH), blocks, BrcbRepeatParams(1, 8));
+        Brcb(PB(EB_KM), PV(E_KM), blocks, BrcbRepeatParams(1, 8));
+        Brcb(PB(EB_KL), PV(E_KL), blocks, BrcbRepeatParams(1, 8));
+        PipeBarrier<PIPE_V>();
+        // dx = r (((g - x kh) - x km) - x kl)
+        RowOpPlain(t1, xf, PB(EB_KH), n, true);
+        RowOpPlain(t3, xf, PB(EB_KM), n, true);
+        PipeBarrier<PIPE_V>();
+        Sub(t1, g, t1, len);
+        PipeBarrier<PIPE_V>();
+        Sub(t1, t1, t3, len);
+        RowOpPlain(g, xf, PB(EB_KL), n, true);  // g's row is free now
+        PipeBarrier<PIPE_V>();
+        Sub(t1, t1, g, len);
+        PipeBarrier<PIPE_V>();
+        RowOpPlain(t1, t1, PB(EB_RSTD), n, true);
+        PipeBarrier<PIPE_V>();
+        Cast(dx, t1, TO_T, len);
+    }
+
+    // Row r's 8 lanes of the row sums' hi (row r at r times numColAlign in hi) and lo to
+    // kh's and km's blocks (8 floats a row): one level-0 copy over the rows where a repeat
+    // stride holds a row, else a call per row.
+    __aicore__ inline void StashSums(const LocalTensor<float>& hi, const LocalTensor<float>& lo, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        if (ByChunk()) {
+            UnaryRepeatParams rows;
+            rows.dstRepStride = 1;
+            rows.srcRepStride = static_cast<uint8_t>(width / 8);
+            Muls(PB(EB_KH), hi, 1.0f, FOLD_LANES, static_cast<uint8_t>(n), rows);
+            Muls(PB(EB_KM), lo, 1.0f, FOLD_LANES, static_cast<uint8_t>(n), rows);
+            return;
+        }
+        for (uint32_t r = 0; r < n; ++r) {
+            Muls(PB(EB_KH)[r * 8], hi[r * width], 1.0f, FOLD_LANES);
+            Muls(PB(EB_KM)[r * 8], lo[r * width], 1.0f, FOLD_LANES);
         }
     }
 
     // The pass's n rows of dy x r (hi + lo) summed by TwoSum halving over whole rows, then
     // TwoSum-added to (accH_, accL_); `other` (a free work row) and hi take turns as hi.
     __aicore__ inline void DgammaExact(uint32_t n, LocalTensor<float> hiA, LocalTensor<float> hiB,
-                                       const LocalTensor<float>& lo)
+                                       const LocalTensor<float>& lo, const LocalTensor<float>& free)
     {
         const uint32_t width = t_.numColAlign;
         bool hasLo = true;
@@ -2593,17 +2640,82 @@ const LocalTensor<float>& stat,
             hiB = t;
             hasLo = true;
         }
-        // (accH, accL) + (hiA, lo): the sum into hiB, then copied back.
+        // (accH, accL) + (hiA, lo) by TwoSum over the whole row (FoldExact's steps, the lo
+        // added first): s = accH + hiA into hiB, bb into `free`, the error's parts in place (e
+        // into hiA, ap into lo once lo is added), then accH = s. Five barrier steps, no
+        // temporaries.
         LocalTensor<float> accH = accH_.Get<float>();
         LocalTensor<float> accL = accL_.Get<float>();
-        Add(accL, accL, lo, t_.numCol);
-        const uint32_t half = ExactTempStride();
-        for (uint32_t c = 0; c < t_.numCol; c += half) {
-            const uint32_t cnt = Min(half, t_.numCol - c);
-            FoldExact(accH[c], accL[c], hiA[c], accL[c], hiB[c], accL[c], cnt, 1, 0, true, false, true);
-        }
-        Adds(accH, hiB, 0.0f, t_.numCol);
+        const uint32_t cols = t_.numCol;
+        Add(hiB, accH, hiA, cols);
+        Add(accL, accL, lo, cols);
         PipeBarrier<PIPE_V>();
+        Sub(free, hiB, accH, cols);  // bb = s - a
+        PipeBarrier<PIPE_V>();
+        Sub(hiA, hiA, free, cols);  // e = b - bb
+        Sub(lo, hiB, free, cols);   // s - bb
+        PipeBarrier<PIPE_V>();
+        Sub(lo, accH, lo, cols);  // ap = a - (s - bb)
+        Add(accL, accL, hiA, cols);
+        PipeBarrier<PIPE_V>();
+        Add(accL, accL, lo, cols);
+        Adds(accH, hiB, 0.0f, cols);
+        PipeBarrier<PIPE_V>();
+    }
+
+    // The row sums' halving levels from h lanes down to 8 (row r at r times numColAlign), the
+    // same TwoSum steps as FoldExact but software-pipelined: level l+1's sum needs only level
+    // l's, so each barrier step issues every level's next step (the sum of level t, the
+    // error steps of the four before it) and the lo chain's, about 2 barriers a level instead
+    // of 5. Level l's sums go to hiB at the offset of the levels before it (h - 8 floats in
+    // all) and its temporaries to the same offsets of the three TwoSum temporaries (so h - 8
+    // must fit their half-row stride). lo (h lanes, in place): lo = lo_a + lo_b, then + E_l,
+    // E_l = e + ap the level's whole error. Returns the 8 lanes' hi (lo in lo[0, 8)).
+    __aicore__ inline LocalTensor<float> FoldLevels(const LocalTensor<float>& hiA, const LocalTensor<float>& hiB,
+                                                    const LocalTensor<float>& lo, uint32_t h, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t ts = ExactTempStride();
+        LocalTensor<float> bb = bT2_.Get<float>();
+        LocalTensor<float> e = scratch_.Get<float>();
+        LocalTensor<float> ap = bGe_.Get<float>();
+        uint32_t levels = 0;
+        while ((h >> levels) > FOLD_LANES) {
+            ++levels;
+        }
+        // Level l (1-based): sums at step l - 1, bb at l, e and ap at l + 1, ap = a - ap at
+        // l + 2, E = e + ap at l + 3; the lo chain folds at 2l + 2 (level 1: step 0) and adds
+        // E_l at 2l + 3.
+        const uint32_t steps = 2 * levels + 4;
+        for (uint32_t t = 0; t < steps; ++t) {
+            uint32_t off = 0;  // of level l's sums and temporaries
+            for (uint32_t l = 1; l <= levels; ++l) {
+                const uint32_t hl = h >> l;
+                // level l folds [0, 2 hl) of the previous level's sums: a = [0, hl), b = [hl, 2 hl)
+                const LocalTensor<float> in = l == 1 ? hiA : hiB[off - 2 * hl];
+                const LocalTensor<float> s = hiB[off];
+                if (t == l - 1) {
+                    BinExact(VOp::ADD, s, width, in, width, in[hl], width, hl, n, false);
+                } else if (t == l) {
+                    BinExact(VOp::SUB, bb[off], ts, s, width, in, width, hl, n, false);
+                } else if (t == l + 1) {
+                    BinExact(VOp::SUB, e[off], ts, in[hl], width, bb[off], ts, hl, n, false);
+                    BinExact(VOp::SUB, ap[off], ts, s, width, bb[off], ts, hl, n, false);
+                } else if (t == l + 2) {
+                    BinExact(VOp::SUB, ap[off], ts, in, width, ap[off], ts, hl, n, false);
+                } else if (t == l + 3) {
+                    BinExact(VOp::ADD, e[off], ts, e[off], ts, ap[off], ts, hl, n, false);
+                }
+                if (t == (l == 1 ? 0 : 2 * l + 2)) {
+                    BinExact(VOp::ADD, lo, width, lo, width, lo[hl], width, hl, n, false);
+                } else if (t == 2 * l + 3) {
+                    BinExact(VOp::ADD, lo, width, lo, width, e[off], ts, hl, n, false);
+                }
+                off += hl;
+            }
+            PipeBarrier<PIPE_V>();
+        }
+        return hiB[h - 2 * FOLD_LANES];
     }
 
     __aicore__ inline void SwapExact(LocalTensor<float>& hiA, LocalTensor<float>& hiB, LocalTensor<float>& loA,

@@ -100,6 +100,10 @@ const FIELDS: &[TilingField] = &[
         "elements of V per UB pass (2^k, or 3·2^k in the forward; a row's last tile may be shorter)",
     ),
     TilingField::u32("tilesPerRow", "UB passes per row: ceil(V / tileLen)"),
+    TilingField::u32(
+        "tilesPerCore",
+        "the forward's V split: tiles of the flattened [rows, tilesPerRow] order per core; 0: rows over cores",
+    ),
     TilingField::f32("invTemperature", "1 / temperature, rounded to float32: z = logits * invTemperature"),
     TilingField::u32("ignoreIndex", "the ignore_index attr as an int32 bit pattern"),
 ];
@@ -108,9 +112,20 @@ const FIELDS: &[TilingField] = &[
 
 /// (rows, V) of the quick sweep: every mode with ≥ 3 passes on a core and a remainder core
 /// (48 cores: 145 rows give 4 rows on 36 cores and 1 on the last; 97 rows of 20011 give 3 rows
-/// of 3 float32 tiles or 2 16-bit ones), odd and prime V, one and two tiles, the model vocabularies.
-const QUICK: [(usize, usize); 8] =
-    [(1, 1), (3, 7), (5, 64), (145, 1000), (9, 8192), (97, 20011), (2, 151936), (1, 262144)];
+/// of 3 float32 tiles or 2 16-bit ones; the V split's 31 rows of 40009 give runs of 3 of the 124
+/// 16-bit tiles or 4 of the 155 float32 ones, across row ends, the last core's 1 or 3), odd and prime
+/// V, one and two tiles, the model vocabularies.
+const QUICK: [(usize, usize); 9] = [
+    (1, 1),
+    (3, 7),
+    (5, 64),
+    (145, 1000),
+    (9, 8192),
+    (97, 20011),
+    (31, 40009),
+    (2, 151936),
+    (1, 262144),
+];
 /// Added in the full sweep: model vocabularies at modest N, small V with many rows.
 const FULL: [(usize, usize); 7] =
     [(7, 151936), (5, 152064), (3, 262144), (300, 4096), (1000, 777), (50, 32000), (4096, 17)];
@@ -432,15 +447,28 @@ impl FamilyOps for VocabReduce {
 
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let per = f("tilesPerCore");
+        let split = if per > 0.0 { format!(", V split: {per} tile(s) per core") } else { String::new() };
         PlanReading {
-            label: format!("{} tile(s) of {} per row", f("tilesPerRow"), f("tileLen")),
+            label: format!("{} tile(s) of {} per row{split}", f("tilesPerRow"), f("tileLen")),
             two_pass: false,
             transfer_reason: None,
         }
     }
 
+    /// The V split's passes are a core's run of tiles, uneven when the last busy core's is
+    /// shorter.
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let per = f("tilesPerCore");
+        if per > 0.0 {
+            let all = f("rows") * f("tilesPerRow");
+            return PlanCoverage {
+                mode: "v-split",
+                passes: Some(per as u64),
+                uneven: Some(super::uneven(all, per) && all > per),
+            };
+        }
         let core_rows = f("blockFactor").min(f("rows"));
         PlanCoverage {
             mode: if f("tilesPerRow") > 1.0 { "multi-tile" } else { "single-tile" },
@@ -449,8 +477,12 @@ impl FamilyOps for VocabReduce {
         }
     }
 
-    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
-        vec!["single-tile", "multi-tile"]
+    fn plan_modes(&self, spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        if grad::is_grad(spec) {
+            vec!["single-tile", "multi-tile"]
+        } else {
+            vec!["single-tile", "multi-tile", "v-split"]
+        }
     }
 
     /// verl's eager path: log_softmax, gather, softmax, p·log p, sum (float32 upcast first);

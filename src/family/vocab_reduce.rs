@@ -7,6 +7,8 @@
 //! m, s = Σ e^{z−m} and u = Σ e^{z−m}·(z−m) with pairwise vector sums, the tiles combined per
 //! row as S = Σ_t e^{m_t−M} s_t, U = Σ_t e^{m_t−M}(u_t + (m_t−M) s_t); then
 //! lse = M + ln S, logprob = (z_t − M) − ln S, entropy = ln S − U/S (both terms ≥ 0: U ≤ 0).
+//! With fewer rows than cores (mode `v-split`) the same tiles go over the cores instead, their
+//! partials through the workspace to the row's core, which combines them as above (the same bits).
 //!
 //! Gates (derived in `gates`): absolute error of logprob and lse against
 //! u·(12·A + 8·log2 V + 32) and entropy's error against u·(8·A + 4·log2 V + 32) relative plus

@@ -103,8 +103,8 @@ const FIELDS: &[TilingField] = &[
     ),
     TilingField::u32("tilesPerRow", "UB passes per row: ceil(V / tileLen)"),
     TilingField::u32(
-        "tilesPerCore",
-        "the forward's V split: tiles of the flattened [rows, tilesPerRow] order per core; 0: rows over cores",
+        "splitCores",
+        "the forward's V split: cores the [rows, tilesPerRow] tiles go over (the first rows·tilesPerRow mod splitCores one more); 0: rows over cores",
     ),
     TilingField::f32("invTemperature", "1 / temperature, rounded to float32: z = logits * invTemperature"),
     TilingField::u32("ignoreIndex", "the ignore_index attr as an int32 bit pattern"),
@@ -328,6 +328,14 @@ pub fn expected(
 
 // ---- the family --------------------------------------------------------------------------
 
+/// The V split's (tiles of all rows, cores they go over), from the TilingFunc's fields; `None`:
+/// rows over cores.
+fn split_tiles(tiling: &dyn Fn(&str) -> Option<f64>) -> Option<(u64, u64)> {
+    let f = |n: &str| tiling(n).unwrap_or(0.0) as u64;
+    let cores = f("splitCores");
+    (cores > 0).then(|| (f("rows") * f("tilesPerRow"), cores))
+}
+
 /// The vocabulary of Qwen2, Qwen2.5 and Qwen3 (their configs' `vocab_size`).
 const QWEN_VOCAB: usize = 151936;
 /// The models whose logits the report's model shapes are.
@@ -447,10 +455,17 @@ impl FamilyOps for VocabReduce {
         shapes.get(1).map(|(_, s)| s.iter().product::<usize>() as u64)
     }
 
+    /// The V split spreads tiles, not rows.
+    fn plan_work_units(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> Option<u64> {
+        split_tiles(tiling).map(|(all, _)| all)
+    }
+
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
-        let per = f("tilesPerCore");
-        let split = if per > 0.0 { format!(", V split: {per} tile(s) per core") } else { String::new() };
+        let split = match split_tiles(tiling) {
+            Some((all, cores)) => format!(", V split: {all} tiles over {cores} cores"),
+            None => String::new(),
+        };
         PlanReading {
             label: format!("{} tile(s) of {} per row{split}", f("tilesPerRow"), f("tileLen")),
             two_pass: false,
@@ -458,19 +473,16 @@ impl FamilyOps for VocabReduce {
         }
     }
 
-    /// The V split's passes are a core's run of tiles, uneven when the last busy core's is
-    /// shorter.
+    /// The V split's passes are a core's run of tiles, uneven when some runs are one longer.
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
-        let f = |n: &str| tiling(n).unwrap_or(0.0);
-        let per = f("tilesPerCore");
-        if per > 0.0 {
-            let all = f("rows") * f("tilesPerRow");
+        if let Some((all, cores)) = split_tiles(tiling) {
             return PlanCoverage {
                 mode: "v-split",
-                passes: Some(per as u64),
-                uneven: Some(super::uneven(all, per) && all > per),
+                passes: Some(all.div_ceil(cores)),
+                uneven: Some(all % cores != 0),
             };
         }
+        let f = |n: &str| tiling(n).unwrap_or(0.0);
         let core_rows = f("blockFactor").min(f("rows"));
         PlanCoverage {
             mode: if f("tilesPerRow") > 1.0 { "multi-tile" } else { "single-tile" },

@@ -114,20 +114,11 @@ const FIELDS: &[TilingField] = &[
 
 /// (rows, V) of the quick sweep: every mode with ≥ 3 passes on a core and a remainder core
 /// (48 cores: 145 rows give 4 rows on 36 cores and 1 on the last; 97 rows of 20011 give 3 rows
-/// of 3 float32 tiles or 2 16-bit ones; the V split's 31 rows of 40009 give runs of 3 of the 124
-/// 16-bit tiles or 4 of the 155 float32 ones, across row ends, the last core's 1 or 3), odd and prime
-/// V, one and two tiles, the model vocabularies.
-const QUICK: [(usize, usize); 9] = [
-    (1, 1),
-    (3, 7),
-    (5, 64),
-    (145, 1000),
-    (9, 8192),
-    (97, 20011),
-    (31, 40009),
-    (2, 151936),
-    (1, 262144),
-];
+/// of 3 float32 tiles or 2 16-bit ones; the V split's 31 rows of 40009 put the 124 16-bit tiles
+/// on 48 cores in runs of 3 or 2, the 155 float32 ones in runs of 4 or 3, across row ends), odd
+/// and prime V, one and two tiles, the model vocabularies.
+const QUICK: [(usize, usize); 9] =
+    [(1, 1), (3, 7), (5, 64), (145, 1000), (9, 8192), (97, 20011), (31, 40009), (2, 151936), (1, 262144)];
 /// Added in the full sweep: model vocabularies at modest N, small V with many rows.
 const FULL: [(usize, usize); 7] =
     [(7, 151936), (5, 152064), (3, 262144), (300, 4096), (1000, 777), (50, 32000), (4096, 17)];

@@ -48,8 +48,12 @@ const LOGPROB: &[&str] = &["logprob", "entropy", "lse"];
 
 fn cases() -> Vec<RowCase> {
     use DType::{BFloat16, Float32};
-    let rc = |op, dtype, width, pool, row_outputs| RowCase { op, dtype, width, pool, row_outputs, reaches: None };
-    let split = |dtype, width, pool| RowCase { reaches: Some("v-split"), ..rc("logprob_entropy", dtype, width, pool, LOGPROB) };
+    let rc =
+        |op, dtype, width, pool, row_outputs| RowCase { op, dtype, width, pool, row_outputs, reaches: None };
+    let split = |dtype, width, pool| RowCase {
+        reaches: Some("v-split"),
+        ..rc("logprob_entropy", dtype, width, pool, LOGPROB)
+    };
     vec![
         // Qwen3's q/k-norm rows (many short rows per pass) and Qwen2-7B's hidden size.
         rc("rms_norm", BFloat16, 128, 4096, &["y", "rstd"]),
@@ -194,7 +198,8 @@ fn a_rows_outputs_are_the_same_bits_in_any_batch_and_on_any_core_count() {
                 }
             }
             let start = (c.pool - FEW_ROWS) / 3;
-            let got = run(&batch(&inputs, c.pool, start, FEW_ROWS), &soc::Soc { vector_cores: cores, ..base });
+            let got =
+                run(&batch(&inputs, c.pool, start, FEW_ROWS), &soc::Soc { vector_cores: cores, ..base });
             modes.insert(mode(&got));
             for name in c.row_outputs {
                 if let Some((r, how)) =
@@ -209,7 +214,13 @@ fn a_rows_outputs_are_the_same_bits_in_any_batch_and_on_any_core_count() {
             }
         }
         if let Some(m) = c.reaches {
-            assert!(modes.contains(m), "{} {} width {}: no batch reached mode {m}: {modes:?}", c.op, c.dtype, c.width);
+            assert!(
+                modes.contains(m),
+                "{} {} width {}: no batch reached mode {m}: {modes:?}",
+                c.op,
+                c.dtype,
+                c.width
+            );
         }
         let sizes = BATCH_SIZES.iter().filter(|&&n| n < c.pool).count() + 1;
         println!(

@@ -162,7 +162,6 @@ using namespace opgen_host;
 const uint64_t MIN_TILE = 64;       // one 256-byte float32 repeat: the pairwise sums end there
 const uint64_t MAX_TILE = 16384;    // past this a tile only adds UB, not speed
 const uint64_t MAX_TILES = 64;      // tiles per row: the tile combine is one ReduceSum repeat
-const uint64_t SLOT_BYTES = 32;     // a tile's partials in the V split's workspace (the kernel's SLOT)
 const uint64_t MAX_GROUP = 256;     // rows finished and written together
 const uint32_t INPUT_LOGITS = 0;
 const uint32_t INPUT_TARGET = 1;
@@ -301,7 +300,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     // runs of at most ceil(rows * tiles / cores) <= tiles, and core r combines row r after a
     // SyncAll. The kernel stages a core's slots in its e^y buffer (tiles * 8 floats <= tile:
     // any A2 UB).
-    const bool split = !empty && rows < cores && tiles >= 2 && tiles * SLOT_BYTES <= tile * 4;
+    const bool split = !empty && rows < cores && tiles >= 2 && tiles * BLOCK_BYTES <= tile * 4;
     const uint64_t splitCores = split ? MinU64(rows * tiles, cores) : 0;
     const uint64_t blockDim = splitCores > 0 ? splitCores : rowDim;
     OpgenLogprobEntropyTilingData tiling;
@@ -322,9 +321,9 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     context->SetBlockDim(static_cast<uint32_t>(blockDim));
     size_t* workspace = context->GetWorkspaceSizes(1);
     workspace[0] = 0;
-    if (splitCores > 0) {  // SyncAll's system workspace, then one slot per tile of every row
+    if (splitCores > 0) {  // SyncAll's system workspace, then one 32-byte block per tile of every row
         platform_ascendc::PlatformAscendC platform(context->GetPlatformInfo());
-        workspace[0] = static_cast<size_t>(platform.GetLibApiWorkSpaceSize()) + rows * tiles * SLOT_BYTES;
+        workspace[0] = static_cast<size_t>(platform.GetLibApiWorkSpaceSize()) + rows * tiles * BLOCK_BYTES;
     }
     return ge::GRAPH_SUCCESS;
 }

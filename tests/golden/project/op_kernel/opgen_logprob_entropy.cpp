@@ -25,7 +25,7 @@
 // tile and the same Combine() per row, only the tiles go over the cores: the flattened [rows,
 // tilesPerRow] order in runs of consecutive tiles, as even as can be (a run may end one row and
 // start the next). Phase 1: each core's tile partials (m, s, u and the target's z if the tile holds
-// it) go to the user workspace, one 32-byte slot per tile (no two cores write one block).
+// it) go to the user workspace, one 32-byte block per tile (m, s, u, z_t, 0...: no two cores write one block).
 // SyncAll. Phase 2: core r owns row r, reads its row's slots back into the partials' planes,
 // exactly the floats phase 1 computed, and combines and finishes them as the rows-over-cores
 // path does: a row's bits are the same in both modes by construction (batch invariance).
@@ -39,7 +39,6 @@ using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann:
 
 constexpr uint32_t REPEAT = LANES;  // float32 lanes of one 256-byte vector repeat
 constexpr float NEG_FLT_MAX = -3.40282347e38f;  // only -inf is below it
-constexpr uint32_t SLOT = 8;  // floats of a tile's workspace slot (m, s, u, z_target, pad): 32 bytes
 
 // Mirrors OpgenLogprobEntropyTilingData in op_host/opgen_logprob_entropy_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -102,7 +101,7 @@ public:
             const uint32_t extra = allTiles % t_.splitCores;
             tileBegin_ = block * base + Min(block, extra);
             tileEnd_ = block < t_.splitCores ? tileBegin_ + base + (block < extra ? 1 : 0) : tileBegin_;
-            slotGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(slots), static_cast<uint64_t>(allTiles) * SLOT);
+            slotGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(slots), static_cast<uint64_t>(allTiles) * FLOATS_PER_BLOCK);
         } else {
             tileBegin_ = rowStart_ * t_.tilesPerRow;
             tileEnd_ = tileBegin_ + rowCount_ * t_.tilesPerRow;
@@ -202,17 +201,17 @@ private:
         LocalTensor<float> slot = e_.Get<float>();
         Sync<HardEvent::V_S>();
         for (uint32_t j = 0; j < n; ++j) {
-            slot.SetValue(j * SLOT, pm.GetValue(j));
-            slot.SetValue(j * SLOT + 1, pm.GetValue(partStride_ + j));
-            slot.SetValue(j * SLOT + 2, pm.GetValue(2 * partStride_ + j));
-            slot.SetValue(j * SLOT + 3, pz.GetValue(j));
-            for (uint32_t i = 4; i < SLOT; ++i) {
-                slot.SetValue(j * SLOT + i, 0.0f);
+            slot.SetValue(j * FLOATS_PER_BLOCK, pm.GetValue(j));
+            slot.SetValue(j * FLOATS_PER_BLOCK + 1, pm.GetValue(partStride_ + j));
+            slot.SetValue(j * FLOATS_PER_BLOCK + 2, pm.GetValue(2 * partStride_ + j));
+            slot.SetValue(j * FLOATS_PER_BLOCK + 3, pz.GetValue(j));
+            for (uint32_t i = 4; i < FLOATS_PER_BLOCK; ++i) {
+                slot.SetValue(j * FLOATS_PER_BLOCK + i, 0.0f);
             }
         }
         Sync<HardEvent::S_MTE3>();
-        DataCopyPad(slotGm_[static_cast<uint64_t>(tileBegin_) * SLOT], slot,
-                    Burst(static_cast<uint64_t>(n) * SLOT * sizeof(float)));
+        DataCopyPad(slotGm_[static_cast<uint64_t>(tileBegin_) * FLOATS_PER_BLOCK], slot,
+                    Burst(static_cast<uint64_t>(n) * FLOATS_PER_BLOCK * sizeof(float)));
     }
 
     // Phase 2 of the V split: the owned row's slots back into the partials' planes 0, 1, 2
@@ -229,17 +228,17 @@ private:
         LocalTensor<float> pm = parts_.Get<float>();
         LocalTensor<float> slot = e_.Get<float>();
         // SyncAll's PipeBarrier<PIPE_ALL> put phase 1's copy-out of e_ before this copy-in.
-        DataCopyPad(slot, slotGm_[static_cast<uint64_t>(rowStart_) * n * SLOT],
-                    Burst(static_cast<uint64_t>(n) * SLOT * sizeof(float)), NoPad<float>());
+        DataCopyPad(slot, slotGm_[static_cast<uint64_t>(rowStart_) * n * FLOATS_PER_BLOCK],
+                    Burst(static_cast<uint64_t>(n) * FLOATS_PER_BLOCK * sizeof(float)), NoPad<float>());
         Sync<HardEvent::MTE2_S>();
         for (uint32_t k = 0; k < n; ++k) {
-            pm.SetValue(k, slot.GetValue(k * SLOT));
-            pm.SetValue(partStride_ + k, slot.GetValue(k * SLOT + 1));
-            pm.SetValue(2 * partStride_ + k, slot.GetValue(k * SLOT + 2));
+            pm.SetValue(k, slot.GetValue(k * FLOATS_PER_BLOCK));
+            pm.SetValue(partStride_ + k, slot.GetValue(k * FLOATS_PER_BLOCK + 1));
+            pm.SetValue(2 * partStride_ + k, slot.GetValue(k * FLOATS_PER_BLOCK + 2));
         }
         float zt = FloatFromBits(0x7FC00000u);  // NaN unless the target is in [0, V)
         if (target >= 0 && target < static_cast<int64_t>(t_.vocab)) {
-            zt = slot.GetValue(static_cast<uint32_t>(target / t_.tileLen) * SLOT + 3);
+            zt = slot.GetValue(static_cast<uint32_t>(target / t_.tileLen) * FLOATS_PER_BLOCK + 3);
         }
         Sync<HardEvent::S_V>();  // the planes were written by the scalar unit
         const Partial p = Combine();
@@ -514,7 +513,7 @@ private:
     GlobalTensor<float> logprobGm_;
     GlobalTensor<float> entropyGm_;
     GlobalTensor<float> lseGm_;
-    GlobalTensor<float> slotGm_;  // the V split's tile slots, [rows * tilesPerRow][SLOT]
+    GlobalTensor<float> slotGm_;  // the V split's tile slots, [rows * tilesPerRow][FLOATS_PER_BLOCK]
 };
 }  // namespace opgen_logprob_entropy_kernel
 

@@ -256,6 +256,12 @@ pub(crate) trait FamilyOps: Sync {
     fn work_units(&self, _spec: &OpSpec, _shapes: &[(String, Vec<usize>)]) -> Option<u64> {
         None
     }
+    /// The work units of the plan the TilingFunc chose, where it splits finer than
+    /// `work_units` (vocab_reduce's V split: tiles of V, not rows). Default `None`:
+    /// `work_units` counts them.
+    fn plan_work_units(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>) -> Option<u64> {
+        None
+    }
     /// Words for `value` of one of the family's own tiling fields, where a number alone does
     /// not say what the TilingFunc chose (`mode` 2 → "split-D, two passes"); `opgen plan` prints
     /// them after the number. Default `None`: the number says it (a count, a size, a 0/1 flag).

@@ -7,6 +7,8 @@
 //! m, s = Σ e^{z−m} and u = Σ e^{z−m}·(z−m) with pairwise vector sums, the tiles combined per
 //! row as S = Σ_t e^{m_t−M} s_t, U = Σ_t e^{m_t−M}(u_t + (m_t−M) s_t); then
 //! lse = M + ln S, logprob = (z_t − M) − ln S, entropy = ln S − U/S (both terms ≥ 0: U ≤ 0).
+//! With fewer rows than cores (mode `v-split`) the same tiles go over the cores instead, their
+//! partials through the workspace to the row's core, which combines them as above (the same bits).
 //!
 //! Gates (derived in `gates`): absolute error of logprob and lse against
 //! u·(12·A + 8·log2 V + 32) and entropy's error against u·(8·A + 4·log2 V + 32) relative plus
@@ -100,6 +102,10 @@ const FIELDS: &[TilingField] = &[
         "elements of V per UB pass (2^k, or 3·2^k in the forward; a row's last tile may be shorter)",
     ),
     TilingField::u32("tilesPerRow", "UB passes per row: ceil(V / tileLen)"),
+    TilingField::u32(
+        "splitCores",
+        "the forward's V split: cores the [rows, tilesPerRow] tiles go over (the first rows·tilesPerRow mod splitCores one more); 0: rows over cores",
+    ),
     TilingField::f32("invTemperature", "1 / temperature, rounded to float32: z = logits * invTemperature"),
     TilingField::u32("ignoreIndex", "the ignore_index attr as an int32 bit pattern"),
 ];
@@ -108,9 +114,11 @@ const FIELDS: &[TilingField] = &[
 
 /// (rows, V) of the quick sweep: every mode with ≥ 3 passes on a core and a remainder core
 /// (48 cores: 145 rows give 4 rows on 36 cores and 1 on the last; 97 rows of 20011 give 3 rows
-/// of 3 float32 tiles or 2 16-bit ones), odd and prime V, one and two tiles, the model vocabularies.
-const QUICK: [(usize, usize); 8] =
-    [(1, 1), (3, 7), (5, 64), (145, 1000), (9, 8192), (97, 20011), (2, 151936), (1, 262144)];
+/// of 3 float32 tiles or 2 16-bit ones; the V split's 31 rows of 40009 put the 124 16-bit tiles
+/// on 48 cores in runs of 3 or 2, the 155 float32 ones in runs of 4 or 3, across row ends), odd
+/// and prime V, one and two tiles, the model vocabularies.
+const QUICK: [(usize, usize); 9] =
+    [(1, 1), (3, 7), (5, 64), (145, 1000), (9, 8192), (97, 20011), (31, 40009), (2, 151936), (1, 262144)];
 /// Added in the full sweep: model vocabularies at modest N, small V with many rows.
 const FULL: [(usize, usize); 7] =
     [(7, 151936), (5, 152064), (3, 262144), (300, 4096), (1000, 777), (50, 32000), (4096, 17)];
@@ -146,7 +154,9 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
         out.push(case(spec, n, v, Distribution::Uniform5, 5000 + i as u64, None));
     }
     // Hostile rows (see `case_inputs`: Outlier means the row patterns), NaN/Inf, a large mean.
-    out.push(case(spec, 40, 9001, Distribution::Outlier, 5100, None));
+    // 50 rows (more than the cores): the rows-over-cores path's target reads see row 7's int64
+    // target past 2^32 at every dtype (fewer rows of V > 8192 take the V split in float32).
+    out.push(case(spec, 50, 9001, Distribution::Outlier, 5100, None));
     // The hostile rows over several tiles at every dtype (16-bit tiles are 12288): the masked
     // last quarter leaves the last tile only -inf.
     out.push(case(spec, 12, 40009, Distribution::Outlier, 5105, None));
@@ -311,6 +321,14 @@ pub fn expected(
 
 // ---- the family --------------------------------------------------------------------------
 
+/// The V split's (tiles of all rows, cores they go over), from the TilingFunc's fields; `None`:
+/// rows over cores.
+fn split_tiles(tiling: &dyn Fn(&str) -> Option<f64>) -> Option<(u64, u64)> {
+    let f = |n: &str| tiling(n).unwrap_or(0.0) as u64;
+    let cores = f("splitCores");
+    (cores > 0).then(|| (f("rows") * f("tilesPerRow"), cores))
+}
+
 /// The vocabulary of Qwen2, Qwen2.5 and Qwen3 (their configs' `vocab_size`).
 const QWEN_VOCAB: usize = 151936;
 /// The models whose logits the report's model shapes are.
@@ -426,16 +444,33 @@ impl FamilyOps for VocabReduce {
         shapes.get(1).map(|(_, s)| s.iter().product::<usize>() as u64)
     }
 
+    /// The V split spreads tiles, not rows.
+    fn plan_work_units(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> Option<u64> {
+        split_tiles(tiling).map(|(all, _)| all)
+    }
+
     fn read_plan(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         let f = |n: &str| tiling(n).unwrap_or(0.0);
+        let split = match split_tiles(tiling) {
+            Some((all, cores)) => format!(", V split: {all} tiles over {cores} cores"),
+            None => String::new(),
+        };
         PlanReading {
-            label: format!("{} tile(s) of {} per row", f("tilesPerRow"), f("tileLen")),
+            label: format!("{} tile(s) of {} per row{split}", f("tilesPerRow"), f("tileLen")),
             two_pass: false,
             transfer_reason: None,
         }
     }
 
+    /// The V split's passes are a core's run of tiles, uneven when some runs are one longer.
     fn plan_coverage(&self, _spec: &OpSpec, tiling: &dyn Fn(&str) -> Option<f64>) -> PlanCoverage {
+        if let Some((all, cores)) = split_tiles(tiling) {
+            return PlanCoverage {
+                mode: "v-split",
+                passes: Some(all.div_ceil(cores)),
+                uneven: Some(all % cores != 0),
+            };
+        }
         let f = |n: &str| tiling(n).unwrap_or(0.0);
         let core_rows = f("blockFactor").min(f("rows"));
         PlanCoverage {
@@ -445,8 +480,12 @@ impl FamilyOps for VocabReduce {
         }
     }
 
-    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
-        vec!["single-tile", "multi-tile"]
+    fn plan_modes(&self, spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        if grad::is_grad(spec) {
+            vec!["single-tile", "multi-tile"]
+        } else {
+            vec!["single-tile", "multi-tile", "v-split"]
+        }
     }
 
     /// verl's eager path: log_softmax, gather, softmax, p·log p, sum (float32 upcast first);

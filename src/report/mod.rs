@@ -420,7 +420,9 @@ pub fn build_row(
         vector_cores: soc.vector_cores,
         cores_launched: launch.cores.len() as u64,
         cores_with_work: launch.cores_with_work(),
-        work_units: work_units(spec, &case.shapes),
+        work_units: crate::family::ops(spec.family)
+            .plan_work_units(spec, &|n| launch.tiling_field(n))
+            .or_else(|| work_units(spec, &case.shapes)),
         gm_bytes,
         min_bytes,
         bytes_ratio,

@@ -8,7 +8,8 @@
 //! Each case draws a pool of rows once, runs it whole on 48 cores (the reference), then runs
 //! slices of it — every batch size of the list, taken from the middle of the pool so each row
 //! sits at another position than in the pool — and the pool again on 40, 7 and 1 cores, and
-//! compares each row's outputs byte for byte. Inputs with the pool's row count as their first
+//! compares each row's outputs byte for byte, and a batch of a few rows on each of those core
+//! counts (logprob_entropy splits V over the cores when rows < cores). Inputs with the pool's row count as their first
 //! dim are sliced with the rows; the others (gamma, beta) are shared. Reductions over the rows
 //! (dgamma, dbeta) are not row outputs and are not compared here (their own tests check that
 //! they are the same bits on every core count).
@@ -32,16 +33,27 @@ struct RowCase {
     pool: usize,
     /// The outputs that are one row per input row.
     row_outputs: &'static [&'static str],
+    /// A tiling mode the batch sizes must reach (`FamilyOps::plan_coverage`'s name).
+    reaches: Option<&'static str>,
 }
 
 /// Batch sizes tried (those below the pool's): single rows, a few, around the core count, and
 /// sizes where the row norms change tiling mode or rows per core.
 const BATCH_SIZES: [usize; 12] = [1, 2, 3, 7, 47, 48, 49, 97, 143, 300, 1000, 2049];
 const CORE_COUNTS: [u32; 3] = [40, 7, 1];
+/// The batch run on each of CORE_COUNTS too: fewer rows than 40 and 7 cores.
+const FEW_ROWS: usize = 5;
+
+const LOGPROB: &[&str] = &["logprob", "entropy", "lse"];
 
 fn cases() -> Vec<RowCase> {
     use DType::{BFloat16, Float32};
-    let rc = |op, dtype, width, pool, row_outputs| RowCase { op, dtype, width, pool, row_outputs };
+    let rc =
+        |op, dtype, width, pool, row_outputs| RowCase { op, dtype, width, pool, row_outputs, reaches: None };
+    let split = |dtype, width, pool| RowCase {
+        reaches: Some("v-split"),
+        ..rc("logprob_entropy", dtype, width, pool, LOGPROB)
+    };
     vec![
         // Qwen3's q/k-norm rows (many short rows per pass) and Qwen2-7B's hidden size.
         rc("rms_norm", BFloat16, 128, 4096, &["y", "rstd"]),
@@ -56,8 +68,11 @@ fn cases() -> Vec<RowCase> {
         rc("add_rms_norm_grad", BFloat16, 3584, 320, &["dx"]),
         rc("layer_norm_grad", BFloat16, 1152, 400, &["dx"]),
         // One UB tile of the vocabulary per row, and many.
-        rc("logprob_entropy", BFloat16, 1000, 2100, &["logprob", "entropy", "lse"]),
-        rc("logprob_entropy", Float32, 40000, 60, &["logprob", "entropy", "lse"]),
+        // (rows < cores: V split over the cores, rows in whole tiles of V), Qwen's vocabulary.
+        rc("logprob_entropy", BFloat16, 1000, 2100, LOGPROB),
+        split(Float32, 40000, 60),
+        split(BFloat16, 40009, 100),
+        split(BFloat16, 151936, 50),
         rc("logprob_entropy_grad", BFloat16, 1000, 2100, &["dlogits"]),
         rc("logprob_entropy_grad", Float32, 40000, 60, &["dlogits"]),
         // Responses as rows (64 per vector group) over time chunks.
@@ -182,6 +197,30 @@ fn a_rows_outputs_are_the_same_bits_in_any_batch_and_on_any_core_count() {
                     panic!("{}: `{name}` of row {r} differs from 48 cores': {how}", what(c.pool, cores));
                 }
             }
+            let start = (c.pool - FEW_ROWS) / 3;
+            let got =
+                run(&batch(&inputs, c.pool, start, FEW_ROWS), &soc::Soc { vector_cores: cores, ..base });
+            modes.insert(mode(&got));
+            for name in c.row_outputs {
+                if let Some((r, how)) =
+                    first_differing_row(output(&got, name), output(&reference, name), start, FEW_ROWS)
+                {
+                    panic!(
+                        "{}: `{name}` of row {} (at {r} in the batch) differs from the whole pool's on 48 cores: {how}",
+                        what(FEW_ROWS, cores),
+                        start + r
+                    );
+                }
+            }
+        }
+        if let Some(m) = c.reaches {
+            assert!(
+                modes.contains(m),
+                "{} {} width {}: no batch reached mode {m}: {modes:?}",
+                c.op,
+                c.dtype,
+                c.width
+            );
         }
         let sizes = BATCH_SIZES.iter().filter(|&&n| n < c.pool).count() + 1;
         println!(

@@ -552,6 +552,28 @@ class Forward(unittest.TestCase):
                     self.assertEqual(g.dtype, torch.float32, name)
                     torch.testing.assert_close(g.double(), want, atol=1e-4, rtol=0, msg=name)
 
+    def test_logprob_entropy_of_few_rows_splits_v_with_the_same_bits(self):
+        # 5 rows of V = 30000 (several UB tiles) are fewer than the cores: the op splits V over
+        # the cores (mode v-split, a workspace and SyncAll); the same rows among 60 go over the
+        # cores whole. Batch invariance: the same bits either way. Against float64 math, 1e-4
+        # absolute, a few times the op's float32 bound at |z| <= 8 / 0.7 and V = 30000
+        # (2^-24 (12 |z| + 8 log2 V + 32) ~ 1.7e-5).
+        target = torch.tensor([3, -100, 29999, 0, 12288] + list(range(100, 5600, 100)), dtype=torch.int64)
+        for dtype in FLOATS:
+            with self.subTest(dtype=dtype):
+                logits = uniform((60, 30000), dtype, 98, -8.0, 8.0)
+                few = OPS.logprob_entropy(logits[:5].contiguous(), target[:5].contiguous(), 0.7, -100)
+                many = OPS.logprob_entropy(logits, target, 0.7, -100)
+                z = logits[:5].double() / 0.7
+                lse = torch.logsumexp(z, -1)
+                logp = z - lse[:, None]
+                keep = target[:5] != -100
+                lp = torch.where(keep, logp.gather(1, target[:5].clamp(min=0)[:, None])[:, 0], 0.0)
+                ent = torch.where(keep, -(logp.exp() * logp).sum(-1), 0.0)
+                for name, f, m, want in zip(("logprob", "entropy", "lse"), few, many, (lp, ent, lse)):
+                    self.assertTrue(torch.equal(f, m[:5]), f"{name}: {f} split, {m[:5]} among 60 rows")
+                    torch.testing.assert_close(f.double(), want, atol=1e-4, rtol=0, msg=name)
+
     def test_gae_matches_verls_loop(self):
         # Gold: verl's loop in float64 from the float32 inputs. Bar: the dual baseline, 4x the
         # largest deviation of verl's own float32 loop from the gold (at least 1e-6): the

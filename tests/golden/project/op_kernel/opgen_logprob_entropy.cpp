@@ -20,6 +20,15 @@
 // get logprob = entropy = 0; a target outside [0, V) leaves z_t NaN (logprob NaN). A row of
 // only -inf: M = -FLT_MAX, S = 0, so lse = -inf and logprob, entropy NaN (0/0), as the math.
 // The order of every sum depends on V and the tile only, never on the row's position or N.
+//
+// The V split (splitCores > 0: fewer rows than cores): the same tiles, the same Tile() per
+// tile and the same Combine() per row, only the tiles go over the cores: the flattened [rows,
+// tilesPerRow] order in runs of consecutive tiles, as even as can be (a run may end one row and
+// start the next). Phase 1: each core's tile partials (m, s, u and the target's z if the tile holds
+// it) go to the user workspace, one 32-byte block per tile (m, s, u, z_t, 0...: no two cores write one block).
+// SyncAll. Phase 2: core r owns row r, reads its row's slots back into the partials' planes,
+// exactly the floats phase 1 computed, and combines and finishes them as the rows-over-cores
+// path does: a row's bits are the same in both modes by construction (batch invariance).
 #include "kernel_operator.h"
 #include "opgen_kernel_common.h"
 
@@ -40,6 +49,7 @@ struct TilingData {
     uint32_t rowsPerGroup;
     uint32_t tileLen;
     uint32_t tilesPerRow;
+    uint32_t splitCores;
     float invTemperature;
     uint32_t ignoreIndex;
 };
@@ -78,19 +88,31 @@ public:
     __aicore__ inline VocabReduceKernel() {}
 
     __aicore__ inline void Init(GM_ADDR logits, GM_ADDR target, GM_ADDR logprob, GM_ADDR entropy, GM_ADDR lse,
-                                const TilingData& tiling)
+                                GM_ADDR slots, const TilingData& tiling)
     {
         t_ = tiling;
         const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
         rowStart_ = block * t_.blockFactor;
         rowCount_ = rowStart_ < t_.rows ? Min(t_.blockFactor, t_.rows - rowStart_) : 0;
-        if (rowCount_ == 0) {
+        const uint32_t allTiles = t_.rows * t_.tilesPerRow;
+        if (t_.splitCores > 0) {
+            // allTiles / splitCores each, the first allTiles % splitCores cores one more.
+            const uint32_t base = allTiles / t_.splitCores;
+            const uint32_t extra = allTiles % t_.splitCores;
+            tileBegin_ = block * base + Min(block, extra);
+            tileEnd_ = block < t_.splitCores ? tileBegin_ + base + (block < extra ? 1 : 0) : tileBegin_;
+            slotGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(slots), static_cast<uint64_t>(allTiles) * FLOATS_PER_BLOCK);
+        } else {
+            tileBegin_ = rowStart_ * t_.tilesPerRow;
+            tileEnd_ = tileBegin_ + rowCount_ * t_.tilesPerRow;
+        }
+        if (rowCount_ == 0 && tileBegin_ == tileEnd_) {
             return;
         }
         ignore_ = static_cast<int32_t>(t_.ignoreIndex);  // sign-extended
         const uint64_t v = t_.vocab;
-        logitsGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(logits) + rowStart_ * v, rowCount_ * v);
-        targetGm_.SetGlobalBuffer(reinterpret_cast<__gm__ I*>(target) + rowStart_, rowCount_);
+        logitsGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(logits), t_.rows * v);
+        targetGm_.SetGlobalBuffer(reinterpret_cast<__gm__ I*>(target), t_.rows);
         logprobGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(logprob) + rowStart_, rowCount_);
         entropyGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(entropy) + rowStart_, rowCount_);
         lseGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(lse) + rowStart_, rowCount_);
@@ -112,20 +134,25 @@ public:
         pipe_.InitBuffer(outLse_, BUFFER_NUM, group);
         partStride_ = parts / sizeof(float);
         groupStride_ = group / sizeof(float);
-        tiles_ = rowCount_ * t_.tilesPerRow;
         // red[1..7] are read by the clamp and Brcb of every tile max (red[0]): defined once.
         Duplicate(red_.Get<float>(), 0.0f, static_cast<int32_t>(FLOATS_PER_BLOCK));
     }
 
     __aicore__ inline void Process()
     {
+        if (t_.splitCores > 0) {
+            SplitTiles();
+            SyncAll();  // every core of the launch, busy or not: the slots are all in GM after it
+            SplitCombine();
+            return;
+        }
         if (rowCount_ == 0) {
             return;
         }
-        CopyTile(0);
+        CopyTile(tileBegin_);
         for (uint32_t done = 0; done < rowCount_; done += t_.rowsPerGroup) {
             const uint32_t n = Min(t_.rowsPerGroup, rowCount_ - done);
-            LoadTargets(done, n);
+            LoadTargets(rowStart_ + done, n);
             for (uint32_t r = 0; r < n; ++r) {
                 Row(done + r, r);
             }
@@ -134,13 +161,93 @@ public:
     }
 
 private:
-    // The group's targets, for the scalar unit: its reads of the previous group come first.
-    __aicore__ inline void LoadTargets(uint32_t done, uint32_t n)
+    // Targets of rows [row, row + n) (n <= 8 or rowsPerGroup), for the scalar unit: its reads
+    // of the previous ones come first.
+    __aicore__ inline void LoadTargets(uint32_t row, uint32_t n)
     {
         LocalTensor<I> tg = targets_.Get<I>();
         Sync<HardEvent::S_MTE2>();
-        DataCopyPad(tg, targetGm_[done], Burst(static_cast<uint64_t>(n) * sizeof(I)), NoPad<I>());
+        DataCopyPad(tg, targetGm_[row], Burst(static_cast<uint64_t>(n) * sizeof(I)), NoPad<I>());
         Sync<HardEvent::MTE2_S>();
+    }
+
+    // Phase 1 of the V split: this core's run of tiles [tileBegin_, tileEnd_) (at most
+    // tilesPerRow of them, so of one or two rows), each by Tile() into local partial j, then
+    // one slot per tile to the workspace.
+    __aicore__ inline void SplitTiles()
+    {
+        if (tileBegin_ == tileEnd_) {
+            return;
+        }
+        const uint32_t firstRow = tileBegin_ / t_.tilesPerRow;
+        LoadTargets(firstRow, (tileEnd_ - 1) / t_.tilesPerRow - firstRow + 1);
+        LocalTensor<I> tg = targets_.Get<I>();
+        LocalTensor<float> pz = parts_.Get<float>()[5 * partStride_];  // the target's z, per tile
+        CopyTile(tileBegin_);
+        for (uint32_t g = tileBegin_; g < tileEnd_; ++g) {
+            if (g + 1 < tileEnd_) {
+                CopyTile(g + 1);
+            }
+            const uint32_t row = g / t_.tilesPerRow;
+            const uint32_t start = (g - row * t_.tilesPerRow) * t_.tileLen;
+            const int64_t target = static_cast<int64_t>(tg.GetValue(row - firstRow));
+            float zt = FloatFromBits(0x7FC00000u);  // NaN: phase 2 reads it only from the target's tile
+            Tile(g - tileBegin_, Min(t_.tileLen, t_.vocab - start), target - static_cast<int64_t>(start), &zt);
+            pz.SetValue(g - tileBegin_, zt);
+        }
+        // The slots (m, s, u, z_t, 0...) by the scalar unit, after the last tile's vector sums.
+        const uint32_t n = tileEnd_ - tileBegin_;
+        LocalTensor<float> pm = parts_.Get<float>();
+        LocalTensor<float> slot = e_.Get<float>();
+        Sync<HardEvent::V_S>();
+        for (uint32_t j = 0; j < n; ++j) {
+            slot.SetValue(j * FLOATS_PER_BLOCK, pm.GetValue(j));
+            slot.SetValue(j * FLOATS_PER_BLOCK + 1, pm.GetValue(partStride_ + j));
+            slot.SetValue(j * FLOATS_PER_BLOCK + 2, pm.GetValue(2 * partStride_ + j));
+            slot.SetValue(j * FLOATS_PER_BLOCK + 3, pz.GetValue(j));
+            for (uint32_t i = 4; i < FLOATS_PER_BLOCK; ++i) {
+                slot.SetValue(j * FLOATS_PER_BLOCK + i, 0.0f);
+            }
+        }
+        Sync<HardEvent::S_MTE3>();
+        DataCopyPad(slotGm_[static_cast<uint64_t>(tileBegin_) * FLOATS_PER_BLOCK], slot,
+                    Burst(static_cast<uint64_t>(n) * FLOATS_PER_BLOCK * sizeof(float)));
+    }
+
+    // Phase 2 of the V split: the owned row's slots back into the partials' planes 0, 1, 2
+    // (tile k at k, as Row() leaves them), its target's z from the target's tile, then the
+    // rows-over-cores path's Combine() and Finish().
+    __aicore__ inline void SplitCombine()
+    {
+        if (rowCount_ == 0) {
+            return;
+        }
+        LoadTargets(rowStart_, 1);
+        const int64_t target = static_cast<int64_t>(targets_.Get<I>().GetValue(0));
+        const uint32_t n = t_.tilesPerRow;
+        LocalTensor<float> pm = parts_.Get<float>();
+        LocalTensor<float> slot = e_.Get<float>();
+        // SyncAll's PipeBarrier<PIPE_ALL> put phase 1's copy-out of e_ before this copy-in.
+        DataCopyPad(slot, slotGm_[static_cast<uint64_t>(rowStart_) * n * FLOATS_PER_BLOCK],
+                    Burst(static_cast<uint64_t>(n) * FLOATS_PER_BLOCK * sizeof(float)), NoPad<float>());
+        Sync<HardEvent::MTE2_S>();
+        for (uint32_t k = 0; k < n; ++k) {
+            pm.SetValue(k, slot.GetValue(k * FLOATS_PER_BLOCK));
+            pm.SetValue(partStride_ + k, slot.GetValue(k * FLOATS_PER_BLOCK + 1));
+            pm.SetValue(2 * partStride_ + k, slot.GetValue(k * FLOATS_PER_BLOCK + 2));
+        }
+        float zt = FloatFromBits(0x7FC00000u);  // NaN unless the target is in [0, V)
+        if (target >= 0 && target < static_cast<int64_t>(t_.vocab)) {
+            zt = slot.GetValue(static_cast<uint32_t>(target / t_.tileLen) * FLOATS_PER_BLOCK + 3);
+        }
+        Sync<HardEvent::S_V>();  // the planes were written by the scalar unit
+        const Partial p = Combine();
+        LocalTensor<float> g = rows_.Get<float>();
+        g.SetValue(0, p.m);
+        g.SetValue(groupStride_, p.s);
+        g.SetValue(2 * groupStride_, p.u);
+        g.SetValue(3 * groupStride_, zt);
+        Finish(0, 1);
     }
 
     // Row `row` of this core (slot `slot` of its group): stream its tiles, keep (M, S, U, z_t).
@@ -150,8 +257,8 @@ private:
         const int64_t target = static_cast<int64_t>(tg.GetValue(slot));
         float zt = FloatFromBits(0x7FC00000u);  // NaN unless the target is in [0, V)
         for (uint32_t k = 0; k < t_.tilesPerRow; ++k) {
-            const uint32_t g = row * t_.tilesPerRow + k;
-            if (g + 1 < tiles_) {
+            const uint32_t g = (rowStart_ + row) * t_.tilesPerRow + k;
+            if (g + 1 < tileEnd_) {
                 CopyTile(g + 1);  // queued behind this tile's data: MTE2 works under this tile's compute
             }
             const uint32_t start = k * t_.tileLen;
@@ -165,7 +272,8 @@ private:
         g.SetValue(3 * groupStride_ + slot, zt);
     }
 
-    // Tile `g` of this core's rows (row g / tilesPerRow, tile g % tilesPerRow) into the queue.
+    // Tile `g` of the flattened [rows, tilesPerRow] order (row g / tilesPerRow, tile g %
+    // tilesPerRow) into the queue.
     __aicore__ inline void CopyTile(uint32_t g)
     {
         const uint32_t row = g / t_.tilesPerRow;
@@ -384,7 +492,8 @@ private:
     uint32_t rowCount_ = 0;
     uint32_t partStride_ = 0;
     uint32_t groupStride_ = 0;
-    uint32_t tiles_ = 0;  // rowCount_ * tilesPerRow: the core's tiles, in stream order
+    uint32_t tileBegin_ = 0;  // the core's tiles [tileBegin_, tileEnd_) of the flattened
+    uint32_t tileEnd_ = 0;    // [rows, tilesPerRow] order, in stream order
     int64_t ignore_ = 0;
     TPipe pipe_;
     TQue<QuePosition::VECIN, 2> inQ_;  // depth 2: the prefetched tile and the one computed
@@ -404,6 +513,7 @@ private:
     GlobalTensor<float> logprobGm_;
     GlobalTensor<float> entropyGm_;
     GlobalTensor<float> lseGm_;
+    GlobalTensor<float> slotGm_;  // the V split's tile slots, [rows * tilesPerRow][FLOATS_PER_BLOCK]
 };
 }  // namespace opgen_logprob_entropy_kernel
 
@@ -412,7 +522,14 @@ extern "C" __global__ __aicore__ void opgen_logprob_entropy(GM_ADDR logits, GM_A
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     opgen_logprob_entropy_kernel::TilingData tilingData;
     opgen_logprob_entropy_kernel::LoadTiling(tiling, &tilingData);
+    GM_ADDR slots = nullptr;
+    if (tilingData.splitCores > 0) {
+        // The V split's tile slots live in the user workspace, past the system workspace
+        // SyncAll needs (the rows-over-cores path asks for no workspace).
+        AscendC::SetSysWorkspace(workspace);
+        slots = AscendC::GetUserWorkspace(workspace);
+    }
     opgen_logprob_entropy_kernel::VocabReduceKernel<DTYPE_LOGITS, DTYPE_TARGET> op;
-    op.Init(logits, target, logprob, entropy, lse, tilingData);
+    op.Init(logits, target, logprob, entropy, lse, slots, tilingData);
     op.Process();
 }

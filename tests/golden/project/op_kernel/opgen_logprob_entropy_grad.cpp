@@ -28,6 +28,7 @@ struct TilingData {
     uint32_t rowsPerGroup;
     uint32_t tileLen;
     uint32_t tilesPerRow;
+    uint32_t splitCores;
     float invTemperature;
     uint32_t ignoreIndex;
 };

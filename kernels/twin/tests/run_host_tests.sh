@@ -47,6 +47,9 @@ flags=($OPGEN_TWIN_CXXFLAGS -g -O1 -Wall -Wextra -fno-omit-frame-pointer
        -I"$twin_dir/include" -I"$sample_dir/op_host")
 
 echo "== building the sample runner and host_registry_test"
+# Through the suites' compile cache (cached_cxx.sh): unchanged sources are not rebuilt.
+root=$(dirname "$(dirname "$twin_dir")")
+source "$tests_dir/cached_cxx.sh"
 # Each source is compiled once, in parallel, then linked into both programs.
 all_srcs=("${lib_srcs[@]}" "${runner_srcs[@]}" "$sample_dir/op_host/twin_sample_norm.cpp"
           "$sample_dir/twin_sample_norm_launch.cpp" "$tests_dir/host_registry_test.cpp"
@@ -55,7 +58,7 @@ obj() { echo "$build_dir/obj/$(basename "$1" .cpp).o"; }
 mkdir -p "$build_dir/obj"
 pids=()
 for src in "${all_srcs[@]}"; do
-    "$cxx" "${flags[@]}" -c "$src" -o "$(obj "$src")" &
+    cached_cxx "$(obj "$src")" "${flags[@]}" -c "$src" &
     pids+=($!)
     if (( ${#pids[@]} >= $(nproc 2>/dev/null || echo 2) )); then
         wait "${pids[0]}"
@@ -73,9 +76,9 @@ runner_objs=()
 for src in "${runner_srcs[@]}"; do
     runner_objs+=("$(obj "$src")")
 done
-"$cxx" "${flags[@]}" -o "$build_dir/twin_sample_runner" "${runner_objs[@]}" "${lib_objs[@]}" \
+cached_cxx "$build_dir/twin_sample_runner" "${flags[@]}" "${runner_objs[@]}" "${lib_objs[@]}" \
     "$(obj twin_sample_norm.cpp)" "$(obj twin_sample_norm_launch.cpp)"
-"$cxx" "${flags[@]}" -o "$build_dir/host_registry_test" "$(obj host_registry_test.cpp)" \
+cached_cxx "$build_dir/host_registry_test" "${flags[@]}" "$(obj host_registry_test.cpp)" \
     "$(obj host_test_ops.cpp)" "${lib_objs[@]}" "$(obj twin_sample_norm.cpp)"
 
 echo "== running host_registry_test"

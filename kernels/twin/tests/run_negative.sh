@@ -35,6 +35,9 @@ fi
 source kernels/twin/cxxflags.sh
 # shellcheck disable=SC2206 # word splitting of the flag lists is meant
 flags=($OPGEN_TWIN_CXXFLAGS -g $OPGEN_TWIN_SANITIZE -I kernels/twin/include)
+# Compiles and links through the suites' cache (cached_cxx.sh): unchanged tests are not rebuilt.
+cxx=g++
+source kernels/twin/tests/cached_cxx.sh
 # The runtime (runtime*.cpp, with its event trace, src/trace.cpp, and the one JSON writer, src/host_json.cpp)
 # is compiled once (it is most of each test's compile time) and linked into every test.
 units=()
@@ -44,7 +47,7 @@ for src in kernels/twin/src/runtime*.cpp; do
     runtime_objs+=("$build/$(basename "$src" .cpp).o")
 done
 for unit in "${units[@]}" trace host_json; do
-    if ! g++ "${flags[@]}" -c "kernels/twin/src/$unit.cpp" -o "$build/$unit.o" >"$build/$unit.build" 2>&1; then
+    if ! cached_cxx "$build/$unit.o" "${flags[@]}" -c "kernels/twin/src/$unit.cpp" >"$build/$unit.build" 2>&1; then
         echo "FAIL kernels/twin/src/$unit.cpp does not compile"
         sed 's/^/    /' "$build/$unit.build" | head -n 20
         exit 1
@@ -53,7 +56,7 @@ done
 compile() {
     local t="$1" name
     name="$(basename "$t" .cpp)"
-    g++ "${flags[@]}" "${runtime_objs[@]}" "$build/trace.o" "$build/host_json.o" "$t" -o "$build/$name" >"$build/$name.build" 2>&1
+    cached_cxx "$build/$name" "${flags[@]}" "${runtime_objs[@]}" "$build/trace.o" "$build/host_json.o" "$t" >"$build/$name.build" 2>&1
     echo $? >"$build/$name.build_rc"
 }
 

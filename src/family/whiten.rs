@@ -52,6 +52,29 @@ const MASK_DTYPES: [DType; 2] = [DType::Float32, DType::Int8];
 
 // ---- spec --------------------------------------------------------------------------------
 
+/// Each input's dtypes against its allowed list, in input order (`allowed[i]`: the dtypes of
+/// input i and how a message words them), one error per dtype outside it.
+pub(super) fn check_input_dtypes(
+    r: &mut Reporter,
+    raw: &RawSpec,
+    spec: &OpSpec,
+    label: &str,
+    allowed: &[(&[DType], &str)],
+) {
+    let raw_inputs = raw.inputs.get_ref();
+    for (i, (t, (dtypes, want))) in spec.inputs.iter().zip(allowed).enumerate() {
+        for (c, x) in t.dtypes.iter().enumerate() {
+            if !dtypes.contains(x) {
+                r.error(
+                    &raw_inputs[i].dtypes.get_ref()[c],
+                    &format!("inputs[{i}].dtypes[{c}]"),
+                    format!("{label}: `{}` is {want} (found {x})", t.name),
+                );
+            }
+        }
+    }
+}
+
 /// Inputs (values, response_mask), output (whitened), attr shift_mean (bool), in that order;
 /// values float16/bfloat16/float32, the mask float32 or int8, the output float32.
 fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
@@ -74,24 +97,13 @@ fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         r.error(&raw.outputs, "outputs", format!("{label} has one output, `whitened`"));
         return;
     }
-    let raw_inputs = raw.inputs.get_ref();
-    for (i, (t, allowed, want)) in [
-        (&spec.inputs[0], &VALUE_DTYPES[..], "float16, bfloat16 or float32"),
-        (&spec.inputs[1], &MASK_DTYPES[..], "float32 or int8"),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        for (c, x) in t.dtypes.iter().enumerate() {
-            if !allowed.contains(x) {
-                r.error(
-                    &raw_inputs[i].dtypes.get_ref()[c],
-                    &format!("inputs[{i}].dtypes[{c}]"),
-                    format!("{label}: `{}` is {want} (found {x})", t.name),
-                );
-            }
-        }
-    }
+    check_input_dtypes(
+        r,
+        raw,
+        spec,
+        label,
+        &[(&VALUE_DTYPES, "float16, bfloat16 or float32"), (&MASK_DTYPES, "float32 or int8")],
+    );
     super::check_float32(r, raw.outputs.get_ref(), &spec.outputs, "outputs", 0, label, "");
     let attrs: Vec<(&str, AttrKind)> = spec.attrs.iter().map(|a| (a.name.as_str(), a.kind)).collect();
     if attrs != [("shift_mean", AttrKind::Bool)] {

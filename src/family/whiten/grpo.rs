@@ -72,25 +72,17 @@ pub(super) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         r.error(&raw.outputs, "outputs", format!("{label} has one output, `advantages`"));
         return;
     }
-    let raw_inputs = raw.inputs.get_ref();
-    for (i, (t, allowed, want)) in [
-        (&spec.inputs[0], &REWARD_DTYPES[..], "float16, bfloat16 or float32"),
-        (&spec.inputs[1], &MASK_DTYPES[..], "float32 or int8"),
-        (&spec.inputs[2], &[DType::Int32][..], "int32"),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        for (c, x) in t.dtypes.iter().enumerate() {
-            if !allowed.contains(x) {
-                r.error(
-                    &raw_inputs[i].dtypes.get_ref()[c],
-                    &format!("inputs[{i}].dtypes[{c}]"),
-                    format!("{label}: `{}` is {want} (found {x})", t.name),
-                );
-            }
-        }
-    }
+    super::check_input_dtypes(
+        r,
+        raw,
+        spec,
+        label,
+        &[
+            (&REWARD_DTYPES, "float16, bfloat16 or float32"),
+            (&MASK_DTYPES, "float32 or int8"),
+            (&[DType::Int32], "int32"),
+        ],
+    );
     super::super::check_float32(r, raw.outputs.get_ref(), &spec.outputs, "outputs", 0, label, "");
     let attrs: Vec<(&str, AttrKind)> = spec.attrs.iter().map(|a| (a.name.as_str(), a.kind)).collect();
     if attrs != [("epsilon", AttrKind::Float), ("norm_by_std", AttrKind::Bool)] {

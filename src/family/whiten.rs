@@ -25,8 +25,10 @@
 pub mod grpo;
 
 use super::eager::{self, Builder};
+// The values (advantages) and masks come in the dtypes the reverse scans take theirs in.
 use super::inputs::{derive_seed, generate, Distribution, Rng};
 use super::layout::input;
+use super::reverse_scan::{MASK_DTYPES, REWARD_DTYPES as VALUE_DTYPES};
 use super::{Case, Expected, Sweep};
 use super::{
     CaseData, EagerCase, EagerSequence, FamilyError, FamilyOps, PlanCoverage, PlanReading, Templates,
@@ -47,8 +49,6 @@ pub const TILE: u32 = 4096;
 pub const MAX_CORES: u32 = 64;
 
 const INPUTS: [&str; 2] = ["values", "response_mask"];
-const VALUE_DTYPES: [DType; 3] = [DType::Float16, DType::BFloat16, DType::Float32];
-const MASK_DTYPES: [DType; 2] = [DType::Float32, DType::Int8];
 
 // ---- spec --------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@
 use super::super::eager::{self, Builder};
 use super::super::inputs::{derive_seed, generate, Distribution, Rng};
 use super::super::layout::input;
+use super::super::reverse_scan::{MASK_DTYPES, REWARD_DTYPES};
 use super::super::{
     Case, CaseData, EagerCase, EagerSequence, Expected, FamilyError, PlanCoverage, ReportInputs, Sweep,
 };
@@ -35,8 +36,6 @@ pub const MAX_BATCH: u32 = 4096;
 pub const ROW_TILE: u32 = 2048;
 
 pub(super) const INPUTS: [&str; 3] = ["token_level_rewards", "response_mask", "index"];
-const REWARD_DTYPES: [DType; 3] = [DType::Float16, DType::BFloat16, DType::Float32];
-const MASK_DTYPES: [DType; 2] = [DType::Float32, DType::Int8];
 
 /// Whether `spec` is grpo_advantage's signature (the whiten family's other op is masked_whiten).
 pub(super) fn is_grpo(spec: &OpSpec) -> bool {
@@ -139,9 +138,12 @@ enum Groups {
     Random,
 }
 
+/// Every kind, in the order a seed picks them ([`groups`], [`seed_for`]).
+const GROUPS: [Groups; 6] =
+    [Groups::Blocks, Groups::Shuffled, Groups::Singletons, Groups::One, Groups::Pairs, Groups::Random];
+
 fn groups(seed: u64) -> Groups {
-    [Groups::Blocks, Groups::Shuffled, Groups::Singletons, Groups::One, Groups::Pairs, Groups::Random]
-        [(seed % 6) as usize]
+    GROUPS[(seed % GROUPS.len() as u64) as usize]
 }
 
 fn shuffle(v: &mut [i64], rng: &mut Rng) {
@@ -198,12 +200,8 @@ const FULL: [Row; 7] = [
 ];
 
 fn seed_for(i: usize, kind: Groups) -> u64 {
-    let k =
-        [Groups::Blocks, Groups::Shuffled, Groups::Singletons, Groups::One, Groups::Pairs, Groups::Random]
-            .iter()
-            .position(|g| *g == kind)
-            .unwrap_or(0);
-    9000 + 6 * i as u64 + k as u64
+    let k = GROUPS.iter().position(|g| *g == kind).unwrap_or(0);
+    9000 + GROUPS.len() as u64 * i as u64 + k as u64
 }
 
 pub(super) fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {

@@ -154,10 +154,72 @@ fn row_blocks(rows: u64, row_bytes: u64) -> (u64, u64) {
     }
 }
 
+/// rms_norm_tiling.cpp's `isPerformance` on the 910B: 16-bit x of two dims (the first ≤ 512)
+/// or three (≤ 512, ≤ 8), D ≤ 5120; then MergeN multiplies by rstd and gamma row by row
+/// (repeatByRow) instead of broadcasting them to [rows, D].
+fn merge_n_performance(x: &[u64], sz: u64) -> bool {
+    let d = x.last().copied().unwrap_or(0);
+    let dims = match x {
+        [a, _] => *a <= 512,
+        [a, b, _] => *a <= 512 && *b <= 8,
+        _ => false,
+    };
+    sz == 2 && d <= 5120 && dims
+}
+
+/// `n` split into calls of at most `max` (repeat limits).
+fn chunks(n: u64, max: u64) -> Vec<u64> {
+    (0..n.div_ceil(max)).map(|i| max.min(n - i * max)).collect()
+}
+
+/// BroadCast<float, 2, axis> of v220 (broadcast_v220_impl.h, aligned last dim): Brcb into one
+/// block per row, then a Copy of [rows, cols] with the block as its source.
+fn broadcast_rows(p: &mut Prog, rows: u64, cols: u64) {
+    for chunk in chunks(rows, 255 * 8) {
+        p.vec(VecClass::Gather, chunk * 8);
+    }
+    p.barrier_v();
+    for chunk in chunks(rows, 255) {
+        p.simple(chunk * cols);
+    }
+    p.barrier_v();
+}
+
+/// repeatByRow's Mul of [rows, cols] by one value per row (or one gamma row): a Mul per 64
+/// columns and one for the tail, each over the rows (255 a call).
+fn by_row(p: &mut Prog, rows: u64, cols: u64) {
+    for chunk in chunks(rows, 255) {
+        for _ in 0..cols.div_ceil(64) {
+            p.simple(chunk * 64);
+        }
+    }
+}
+
+/// ReduceSumMultiN (reduce_common.h) of [rows, D]: Duplicate of a [rows, 64] accumulator, then
+/// per 255 rows one Add per 64 columns (each after a barrier: they accumulate into the same
+/// repeat) and the tail's, and WholeReduceSum of the rows' 64 lanes.
+fn reduce_sum_multi_n(p: &mut Prog, rows: u64, d: u64) {
+    p.simple(rows * 64);
+    p.barrier_v();
+    for chunk in chunks(rows, 255) {
+        for _ in 0..d / 64 {
+            p.simple(chunk * 64);
+            p.barrier_v();
+        }
+        if d % 64 != 0 {
+            p.simple(chunk * 64);
+        }
+        p.barrier_v();
+        p.vec(VecClass::WholeReduce, chunk * 64);
+    }
+}
+
 /// ops-nn norm/rms_norm (910B): Normal mode (one row per DMA, single-buffered, scalar rstd after
 /// V_S) for 2000 < aligned D ≤ 12288 (16-bit) / 10240 (float32); MergeN (rowFactor rows per
-/// pass, vector rstd, no scalar round trip) at ≤ 2000.
-pub fn rms_norm(soc: &Soc, rows: u64, d: u64, sz: u64) -> Result<Design, NoDesign> {
+/// pass, vector rstd, no scalar round trip) at ≤ 2000. `x`: x's shape (rows × D, D last).
+pub fn rms_norm(soc: &Soc, x: &[u64], sz: u64) -> Result<Design, NoDesign> {
+    let d = x.last().copied().unwrap_or(0);
+    let rows = x.iter().product::<u64>().checked_div(d).unwrap_or(0);
     let align = d.div_ceil(32 / sz) * (32 / sz);
     let split_d = if sz == 4 { align > 10240 } else { align > 12288 };
     if split_d {
@@ -167,6 +229,7 @@ pub fn rms_norm(soc: &Soc, rows: u64, d: u64, sz: u64) -> Result<Design, NoDesig
     let cores = shares.len() as f64;
     let gamma_hit = (cores - 1.0) / cores;
     let cast = sz != 4;
+    let performance = merge_n_performance(x, sz);
     let mut launch = Vec::new();
     let mut start = 0u64;
     for share in shares {
@@ -178,13 +241,17 @@ pub fn rms_norm(soc: &Soc, rows: u64, d: u64, sz: u64) -> Result<Design, NoDesig
         p.dma(Dir::In, d * sz, 1, d * sz, 0, gamma_hit);
         p.sync(Pipe::Mte2, Pipe::V);
         if align <= 2000 {
-            // MergeN: rowFactor = ub / (16·numColAlign + 260) rows per pass (rms_norm_tiling.cpp),
-            // gamma cast and broadcast to rowFactor rows once (rms_norm_merge_n.h).
+            // MergeN (rms_norm_merge_n.h): rowFactor = ub / (16·numColAlign + 260) rows per pass
+            // (rms_norm_tiling.cpp), gamma cast once; outside the "performance" shapes also
+            // broadcast once to rowFactor rows (BroadCast<float, 2, 0>).
             let row_factor = (soc.ub_bytes / (16 * align + 260)).max(1);
             if cast {
-                p.simple(row_factor * align);
+                p.simple(align);
+                p.barrier_v();
             }
-            p.simple(row_factor * align);
+            if !performance {
+                broadcast_rows(&mut p, row_factor, align);
+            }
             let mut r = 0;
             while r < share {
                 let n = row_factor.min(share - r);
@@ -199,34 +266,42 @@ pub fn rms_norm(soc: &Soc, rows: u64, d: u64, sz: u64) -> Result<Design, NoDesig
                 }
                 p.simple(n * align); // x²
                 p.barrier_v();
-                for e in halving_adds(align) {
-                    p.simple(n * e); // column-slice Adds with repeat = rows
+                reduce_sum_multi_n(&mut p, n, d);
+                p.barrier_v();
+                for api in [VecClass::Simple, VecClass::Simple, VecClass::Transcendental] {
+                    p.vec(api, n); // Muls(avg), Adds(eps), Sqrt: rstd of every row
                     p.barrier_v();
                 }
-                p.vec(VecClass::WholeReduce, n * 64);
+                p.simple(n); // Duplicate(1) beside the Sqrt
+                p.vec(VecClass::Transcendental, n); // Div
                 p.barrier_v();
-                for api in
-                    [VecClass::Simple, VecClass::Simple, VecClass::Transcendental, VecClass::Transcendental]
-                {
-                    p.vec(api, n * 8); // Muls(avg), Adds(eps), Sqrt, Div: rstd for every row
+                let kr = qr.alloc(&mut p);
+                qr.handoff(&mut p, kr);
+                p.dma(Dir::Out, n * 4, 1, n * 4, (start + r) * 4, 0.0); // CopyOutRstd: one block
+                qr.free(&mut p, kr);
+                if performance {
+                    // Brcb of rstd (240 rows a call), then x · rstd and · gamma by repeatByRow:
+                    // one Mul per 64 columns (and the tail), repeat = rows (255 a call).
+                    for chunk in chunks(n, 240) {
+                        p.vec(VecClass::Gather, chunk * 8);
+                        p.barrier_v();
+                    }
+                    by_row(&mut p, n, align);
                     p.barrier_v();
+                    by_row(&mut p, n, align);
+                } else {
+                    broadcast_rows(&mut p, n, align); // rstd to [rows, numColAlign]
+                    p.simple(n * align); // x · rstd
+                    p.barrier_v();
+                    p.simple(n * align); // · gamma (pre-broadcast)
                 }
                 qx.free(&mut p, k);
-                let kr = qr.alloc(&mut p);
-                p.simple(n * 8); // the rstd block copied to the output queue
-                qr.handoff(&mut p, kr);
-                p.dma(Dir::Out, n * 4, n, 4, (start + r) * 4, 0.0);
-                qr.free(&mut p, kr);
-                p.vec(VecClass::Gather, n * 8); // Brcb
-                p.barrier_v();
-                p.simple(n * align); // x · rstd (level-0, repeat = rows)
-                p.barrier_v();
-                p.simple(n * align); // · gamma (pre-broadcast)
                 p.barrier_v();
                 let ky = qy.alloc(&mut p);
                 if cast {
                     p.simple(n * align);
                 }
+                p.barrier_v();
                 qy.handoff(&mut p, ky);
                 p.dma(Dir::Out, n * d * sz, blocks, block, off, 0.0);
                 qy.free(&mut p, ky);
@@ -699,7 +774,7 @@ pub fn design(
     let last = x.last().copied().unwrap_or(0);
     let rows = x.iter().product::<u64>().checked_div(last).unwrap_or(0);
     match builtin {
-        CannBuiltin::RmsNorm => rms_norm(soc, rows, last, sz),
+        CannBuiltin::RmsNorm => rms_norm(soc, &x, sz),
         CannBuiltin::AddRmsNorm => add_rms_norm(soc, rows, last, sz, float16),
         CannBuiltin::RotaryMul => {
             let table = dims(1).unwrap_or_default();
@@ -759,13 +834,13 @@ mod tests {
         // 131072 rows of 128: blockFactor = ceil(131072 / 48) = 2731, so 48 cores (the last
         // 131072 - 47·2731 = 2715 rows); MergeN with rowFactor = 196608 / (16·128 + 260) = 85,
         // so ceil(2731 / 85) = 33 passes: 33 x-reads + gamma.
-        let d = rms_norm(soc, 131072, 128, 2).unwrap();
+        let d = rms_norm(soc, &[131072, 128], 2).unwrap();
         assert_eq!(d.mode, "MergeN");
         let cores = &d.launches[0];
         assert_eq!(cores.len(), 48);
         assert_eq!(count(&cores[0], |o| matches!(o, Op::Dma { dir: Dir::In, .. })), 34);
         // Normal at 3584: one row per DMA, 86 rows on core 0 (ceil(4096/48)), two V_S per row.
-        let d = rms_norm(soc, 4096, 3584, 2).unwrap();
+        let d = rms_norm(soc, &[4096, 3584], 2).unwrap();
         assert_eq!(d.mode, "Normal");
         assert_eq!(count(&d.launches[0][0], |o| matches!(o, Op::Dma { dir: Dir::In, .. })), 87);
         assert_eq!(
@@ -775,7 +850,7 @@ mod tests {
         // MergeN rows that are not whole 32-byte blocks (1023 halves) move by DataCopyPad with a
         // block per row; rowFactor = 196608 / (16·1024 + 260) = 11 rows per pass covers core 0's
         // ceil(480 / 48) = 10 rows in one copy of 10 blocks. Aligned rows (1024) stay one block.
-        let d = rms_norm(soc, 480, 1023, 2).unwrap();
+        let d = rms_norm(soc, &[480, 1023], 2).unwrap();
         let blocks: Vec<u64> = d.launches[0][0]
             .iter()
             .filter_map(|o| match o {
@@ -784,11 +859,47 @@ mod tests {
             })
             .collect();
         assert_eq!(blocks, vec![10]);
-        let d = rms_norm(soc, 480, 1024, 2).unwrap();
+        let d = rms_norm(soc, &[480, 1024], 2).unwrap();
         assert!(d.launches[0][0].iter().all(|o| !matches!(o, Op::Dma { dir: Dir::In, blocks: 2.., .. })));
         // Split-D above 12288 aligned 16-bit columns: no baseline.
-        assert!(rms_norm(soc, 4, 12304, 2).is_err());
-        assert!(rms_norm(soc, 4, 12288, 2).is_ok());
+        assert!(rms_norm(soc, &[4, 12304], 2).is_err());
+        assert!(rms_norm(soc, &[4, 12288], 2).is_ok());
+    }
+
+    #[test]
+    fn merge_n_broadcasts_rstd_and_gamma_outside_the_performance_shapes() {
+        // rms_norm_tiling.cpp: isPerformance for 16-bit x [≤ 512, D] or [≤ 512, ≤ 8, D], D ≤ 5120.
+        assert!(merge_n_performance(&[512, 128], 2));
+        assert!(merge_n_performance(&[4, 8, 128], 2));
+        assert!(!merge_n_performance(&[513, 128], 2));
+        assert!(!merge_n_performance(&[4, 9, 128], 2));
+        assert!(!merge_n_performance(&[2, 2, 2, 128], 2));
+        assert!(!merge_n_performance(&[512, 128], 4));
+        assert!(!merge_n_performance(&[512, 5136], 2));
+        // The same 480 rows of 128 either way: core 0 has ceil(480 / 48) = 10 rows, one pass
+        // (rowFactor 85). Outside the performance shapes the kernel pays two broadcast Copies,
+        // gamma's to [rowFactor, 128] once and rstd's to [10, 128] per pass; inside, rstd and
+        // gamma go row by row: a Mul per 64 columns each, the same elements as one full Mul.
+        let soc = find("Ascend910B2").unwrap();
+        let simple = |x: &[u64]| -> u64 {
+            rms_norm(soc, x, 2).unwrap().launches[0][0]
+                .iter()
+                .map(|o| match o {
+                    Op::Vector { api: VecClass::Simple, elements } => *elements,
+                    _ => 0,
+                })
+                .sum()
+        };
+        let muls = |x: &[u64]| {
+            count(&rms_norm(soc, x, 2).unwrap().launches[0][0], |o| {
+                matches!(o, Op::Vector { api: VecClass::Simple, elements: 640 })
+            })
+        };
+        assert_eq!(simple(&[2, 240, 128]) - simple(&[480, 128]), 85 * 128 + 10 * 128);
+        // repeatByRow: 2 columns' Muls for rstd and 2 for gamma, each of 10 rows x 64 lanes;
+        // ReduceSumMultiN's Duplicate and two column Adds are [10, 64] too.
+        assert_eq!(muls(&[480, 128]), 4 + 3);
+        assert_eq!(muls(&[2, 240, 128]), 3);
     }
 
     #[test]

@@ -303,7 +303,7 @@ fn model(soc: &Soc, point: &Point) -> Result<CannModelled, NotModelled> {
     let (rows, cols) = point.rows_cols();
     let sz = point.dtype.size_bytes() as u64;
     let design = match point.builtin {
-        Builtin::RmsNorm => cann::rms_norm(soc, rows, cols, sz),
+        Builtin::RmsNorm => cann::rms_norm(soc, &point.shape, sz),
         Builtin::SwiGlu => cann::swiglu(soc, rows, cols, sz),
     }
     .map_err(NotModelled::Design)?;

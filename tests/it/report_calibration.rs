@@ -92,7 +92,7 @@ fn calibration_prints_ratios_computed_from_the_fixture() {
     let measured = fixture_measured(&text, "RmsNorm", "18");
     assert_eq!(measured, 30.40);
     let soc = soc::find("Ascend910B2").unwrap();
-    let design = cann::rms_norm(soc, 2 * 511, 8192, 2).unwrap();
+    let design = cann::rms_norm(soc, &[2 * 511, 8192], 2).unwrap();
     let mid = perf::cann_design(soc, &design).unwrap().modelled.time_us.mid;
     let (_, p18) = points.iter().find(|(l, _)| l == "RmsNorm case 18").expect("case 18 printed");
     assert_eq!(p18.measured, 30.40);

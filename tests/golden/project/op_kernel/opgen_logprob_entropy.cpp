@@ -7,12 +7,19 @@
 // issued before this tile's compute, so MTE2 runs under the vector work). Per tile, in float32,
 // with vector instructions only (no scalar read per tile: a scalar read waits for the vector
 // pipe and holds back the next copy-in): z = logits * (1/T) (the Muls skipped when 1/T is 1,
-// which changes no bit); m = max z by halving Maxs down to one 64-lane repeat and
-// WholeReduceMax, kept >= -FLT_MAX (a tile of only -inf would give -inf - -inf) and Brcb'd into
-// a block that a level-0 Sub broadcasts: y = max(z - m, CLAMP), s = sum e^y and u = sum e^y * y,
-// each sum pairwise (halving vector Adds to one repeat, then WholeReduceSum's tree), so its
-// rounding error grows with log2 V, not V. CLAMP keeps -inf (masked vocabulary) out of
-// e^y * y = 0 * -inf. m_t, s_t and u_t go to the row's partials in UB, by the vector unit.
+// which changes no bit); m = max z by halving Maxs down to at most 8 repeats, a WholeReduceMax
+// per repeat and one over those and a -FLT_MAX block (the clamp: a tile of only -inf would give
+// -inf - -inf), Brcb'd into a block that a level-0 Sub broadcasts: y = max(z - m, CLAMP),
+// s = sum e^y and u = sum e^y * y, each sum pairwise (vector Adds halving the repeats down to at
+// most 8, then WholeReduceSum's tree per repeat and over those), so its rounding error grows
+// with log2 V, not V. The product e^y * y costs no pass of its own: the fold's first level is a
+// Mul of the front half and a MulAddDst of the back half onto it. CLAMP keeps -inf (masked
+// vocabulary) out of e^y * y = 0 * -inf. m_t, s_t and u_t go to the row's partials in UB, by the
+// vector unit. Where the time goes (cycle model, bf16 8192x151936: 1.60x the HBM floor): about
+// 8.5 float32 passes a tile (Cast, max, Sub, clamp, Exp at two, the folds at 2.5) on a vector
+// unit costed per float32 repeat whatever the dtype, and 19 barriers a tile. The vector unit's
+// busy time alone (2026 us) is over 1.2x the floor (1867 us): that target needs fewer passes
+// as well as no exposed barrier, not only barriers overlapped.
 // Per row, the tiles combine with M = max m_t, w_t = e^(m_t - M):
 //   S = sum w_t s_t,  U = sum w_t (u_t + (m_t - M) s_t)   (every term of U is <= 0)
 // and per group of rows, with vectors: lse = M + ln S, logprob = (z_t - M) - ln S,

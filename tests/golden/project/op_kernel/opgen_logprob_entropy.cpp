@@ -7,12 +7,19 @@
 // issued before this tile's compute, so MTE2 runs under the vector work). Per tile, in float32,
 // with vector instructions only (no scalar read per tile: a scalar read waits for the vector
 // pipe and holds back the next copy-in): z = logits * (1/T) (the Muls skipped when 1/T is 1,
-// which changes no bit); m = max z by halving Maxs down to one 64-lane repeat and
-// WholeReduceMax, kept >= -FLT_MAX (a tile of only -inf would give -inf - -inf) and Brcb'd into
-// a block that a level-0 Sub broadcasts: y = max(z - m, CLAMP), s = sum e^y and u = sum e^y * y,
-// each sum pairwise (halving vector Adds to one repeat, then WholeReduceSum's tree), so its
-// rounding error grows with log2 V, not V. CLAMP keeps -inf (masked vocabulary) out of
-// e^y * y = 0 * -inf. m_t, s_t and u_t go to the row's partials in UB, by the vector unit.
+// which changes no bit); m = max z by halving Maxs down to at most 8 repeats, a WholeReduceMax
+// per repeat and one over those and a -FLT_MAX block (the clamp: a tile of only -inf would give
+// -inf - -inf), Brcb'd into a block that a level-0 Sub broadcasts: y = max(z - m, CLAMP),
+// s = sum e^y and u = sum e^y * y, each sum pairwise (vector Adds halving the repeats down to at
+// most 8, then WholeReduceSum's tree per repeat and over those), so its rounding error grows
+// with log2 V, not V. The product e^y * y costs no pass of its own: the fold's first level is a
+// Mul of the front half and a MulAddDst of the back half onto it. CLAMP keeps -inf (masked
+// vocabulary) out of e^y * y = 0 * -inf. m_t, s_t and u_t go to the row's partials in UB, by the
+// vector unit. Where the time goes (cycle model, bf16 8192x151936: 1.60x the HBM floor): about
+// 8.5 float32 passes a tile (Cast, max, Sub, clamp, Exp at two, the folds at 2.5) on a vector
+// unit costed per float32 repeat whatever the dtype, and 19 barriers a tile. The vector unit's
+// busy time alone (2026 us) is over 1.2x the floor (1867 us): that target needs fewer passes
+// as well as no exposed barrier, not only barriers overlapped.
 // Per row, the tiles combine with M = max m_t, w_t = e^(m_t - M):
 //   S = sum w_t s_t,  U = sum w_t (u_t + (m_t - M) s_t)   (every term of U is <= 0)
 // and per group of rows, with vectors: lse = M + ln S, logprob = (z_t - M) - ln S,
@@ -39,6 +46,14 @@ using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann:
 
 constexpr uint32_t REPEAT = LANES;  // float32 lanes of one 256-byte vector repeat
 constexpr float NEG_FLT_MAX = -3.40282347e38f;  // only -inf is below it
+// red_'s floats (one 256-byte buffer): [0, 8) the tile max for Brcb (and Combine's ReduceMax,
+// with its ReduceSums at 8 and 16); [24, 32) -FLT_MAX, written once, and [32, 40) the tile max's
+// per-repeat maxes: the last WholeReduceMax over [24, 32 + k) is the max clamped at -FLT_MAX
+// without a Maxs and its barrier; [40, 48) and [48, 56) the per-repeat sums of s and u.
+constexpr uint32_t RED_FLOOR = 24;
+constexpr uint32_t RED_MAXES = 32;
+constexpr uint32_t RED_SUMS = 40;
+constexpr uint32_t LAST_REPEATS = 8;  // the halvings stop at 8 repeats; WholeReduce* take them
 
 // Mirrors OpgenLogprobEntropyTilingData in op_host/opgen_logprob_entropy_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -134,8 +149,10 @@ public:
         pipe_.InitBuffer(outLse_, BUFFER_NUM, group);
         partStride_ = parts / sizeof(float);
         groupStride_ = group / sizeof(float);
-        // red[1..7] are read by the clamp and Brcb of every tile max (red[0]): defined once.
+        // red[1..7] are read by the Brcb of every tile max (red[0]): defined once, and so is
+        // the -FLT_MAX block every tile max's last WholeReduceMax takes in.
         Duplicate(red_.Get<float>(), 0.0f, static_cast<int32_t>(FLOATS_PER_BLOCK));
+        Duplicate(red_.Get<float>()[RED_FLOOR], NEG_FLT_MAX, static_cast<int32_t>(FLOATS_PER_BLOCK));
     }
 
     __aicore__ inline void Process()
@@ -295,8 +312,8 @@ private:
         LocalTensor<float> blk = blk_.Get<float>();
         LocalTensor<float> pm = parts_.Get<float>();
         const int32_t n = static_cast<int32_t>(len);
-        // The previous tile's sums read z and e (vector pipe): this tile writes them after.
-        PipeBarrier<PIPE_V>();
+        // No barrier here: the previous tile's last reads of z and e (FoldSums' per-repeat
+        // WholeReduceSums) are behind the barrier before its last WholeReduceSums.
         if constexpr (sizeof(T) == sizeof(float)) {
             Muls(z, x, t_.invTemperature, n);
         } else {
@@ -322,18 +339,19 @@ private:
         PipeBarrier<PIPE_V>();
         Exp(e, z, n);
         PipeBarrier<PIPE_V>();
-        Mul(z, z, e, n);
-        PipeBarrier<PIPE_V>();
         FoldSums(e, z, len, k);
     }
 
     // max of z[0, len) (len >= 1), clamped below at -FLT_MAX, into every lane of blk's first
-    // block; `sc` is scratch. Halving Maxs down to one repeat, then WholeReduceMax.
+    // block; `sc` is scratch. Halving Maxs down to at most LAST_REPEATS repeats, one
+    // WholeReduceMax per repeat into red[RED_MAXES..], then one over those and the -FLT_MAX
+    // block before them (the clamp: a tile of only -inf would give -inf - -inf).
     __aicore__ inline void TileMax(const LocalTensor<float>& z, const LocalTensor<float>& sc, uint32_t len)
     {
         LocalTensor<float> red = red_.Get<float>();
+        uint32_t repeats = 1;
         if (len <= REPEAT) {
-            WholeReduceMax(red, z, static_cast<int32_t>(len), 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+            WholeReduceMax(red[RED_MAXES], z, static_cast<int32_t>(len), 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
         } else {
             uint32_t h = REPEAT;  // the largest power of two <= len
             while (h * 2 <= len) {
@@ -350,15 +368,19 @@ private:
                 Max(sc, sc, z[off], static_cast<int32_t>(Min(half, len - off)));
                 PipeBarrier<PIPE_V>();
             }
-            for (uint32_t w = half; w > REPEAT;) {
+            uint32_t w = half;
+            while (w > LAST_REPEATS * REPEAT) {
                 w /= 2;
                 Max(sc, sc, sc[w], static_cast<int32_t>(w));
                 PipeBarrier<PIPE_V>();
             }
-            WholeReduceMax(red, sc, static_cast<int32_t>(REPEAT), 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+            repeats = w / REPEAT;  // a power of two in [1, LAST_REPEATS]
+            WholeReduceMax(red[RED_MAXES], sc, static_cast<int32_t>(REPEAT), static_cast<int32_t>(repeats), 1, 1, 8,
+                           ReduceOrder::ORDER_ONLY_VALUE);
         }
         PipeBarrier<PIPE_V>();
-        Maxs(red, red, NEG_FLT_MAX, static_cast<int32_t>(FLOATS_PER_BLOCK));
+        WholeReduceMax(red, red[RED_FLOOR], static_cast<int32_t>(FLOATS_PER_BLOCK + repeats), 1, 1, 1, 8,
+                       ReduceOrder::ORDER_ONLY_VALUE);
         PipeBarrier<PIPE_V>();
         Brcb(blk_.Get<float>(), red, 1, BrcbRepeatParams(1, 8));
         PipeBarrier<PIPE_V>();
@@ -378,30 +400,53 @@ private:
         }
     }
 
-    // s_k = sum a[0, len), u_k = sum b[0, len) into the partials: halving Adds of both (one
-    // barrier per level) down to one repeat, then WholeReduceSum's tree.
-    __aicore__ inline void FoldSums(const LocalTensor<float>& a, const LocalTensor<float>& b, uint32_t len, uint32_t k)
+    // The first element past the front half of n (n > REPEAT): half the repeats, rounded up, so
+    // every fold level adds whole repeats onto whole repeats and n - HalfAt(n) <= HalfAt(n).
+    __aicore__ static inline uint32_t HalfAt(uint32_t n)
+    {
+        return ((n + REPEAT - 1) / REPEAT + 1) / 2 * REPEAT;
+    }
+
+    // s_k = sum e[0, len), u_k = sum e * y over [0, len) into the partials, y in z, both
+    // pairwise: halving Adds (both sums' levels under one barrier) down to at most LAST_REPEATS
+    // repeats, WholeReduceSum's tree per repeat into red[RED_SUMS..], then its tree over those.
+    // The product e * y is formed in the first level: a Mul of the front half, then MulAddDst
+    // adds the back half's products onto it, so no pass of its own. After the barrier between
+    // the two WholeReduceSum stages, e and z are free: the next tile writes them without one.
+    __aicore__ inline void FoldSums(const LocalTensor<float>& e, const LocalTensor<float>& y, uint32_t len, uint32_t k)
     {
         uint32_t n = len;
+        uint32_t lanes = len;  // of the per-repeat sums' one repeat
+        uint32_t repeats = 1;
         if (n > REPEAT) {
-            uint32_t h = REPEAT;
-            while (h * 2 < n) {
-                h *= 2;
-            }
-            Add(a, a, a[h], static_cast<int32_t>(n - h));  // fold the part past h onto the front
-            Add(b, b, b[h], static_cast<int32_t>(n - h));
+            const uint32_t h = HalfAt(n);
+            Mul(y, y, e, static_cast<int32_t>(h));
+            PipeBarrier<PIPE_V>();  // MulAddDst reads y[0, n - h) as its dst
+            MulAddDst(y, y[h], e[h], static_cast<int32_t>(n - h));
+            Add(e, e, e[h], static_cast<int32_t>(n - h));
             PipeBarrier<PIPE_V>();
             n = h;
-            while (n > REPEAT) {
-                n /= 2;
-                Add(a, a, a[n], static_cast<int32_t>(n));
-                Add(b, b, b[n], static_cast<int32_t>(n));
+            while (n > LAST_REPEATS * REPEAT) {
+                const uint32_t h2 = HalfAt(n);
+                Add(e, e, e[h2], static_cast<int32_t>(n - h2));
+                Add(y, y, y[h2], static_cast<int32_t>(n - h2));
                 PipeBarrier<PIPE_V>();
+                n = h2;
             }
+            lanes = REPEAT;
+            repeats = n / REPEAT;  // in [1, LAST_REPEATS]
+        } else {
+            Mul(y, y, e, static_cast<int32_t>(n));
+            PipeBarrier<PIPE_V>();
         }
+        LocalTensor<float> red = red_.Get<float>();
+        const int32_t r = static_cast<int32_t>(repeats);
+        WholeReduceSum(red[RED_SUMS], e, static_cast<int32_t>(lanes), r, 1, 1, 8);
+        WholeReduceSum(red[RED_SUMS + FLOATS_PER_BLOCK], y, static_cast<int32_t>(lanes), r, 1, 1, 8);
+        PipeBarrier<PIPE_V>();
         LocalTensor<float> ps = parts_.Get<float>()[partStride_];
-        WholeReduceSum(ps[k], a, static_cast<int32_t>(n), 1, 1, 1, 8);
-        WholeReduceSum(ps[partStride_ + k], b, static_cast<int32_t>(n), 1, 1, 1, 8);
+        WholeReduceSum(ps[k], red[RED_SUMS], r, 1, 1, 1, 8);
+        WholeReduceSum(ps[partStride_ + k], red[RED_SUMS + FLOATS_PER_BLOCK], r, 1, 1, 1, 8);
     }
 
     // The row's tiles, combined: M = max m_t, S = sum w_t s_t, U = sum w_t (u_t + (m_t - M) s_t).

@@ -109,6 +109,36 @@ void Or(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const L
     detail::k::binary("Or", detail::k::kBitwise, dstLocal, src0Local, src1Local, calCount, detail::OrOp{});
 }
 
+// ---- multiply-accumulate ----
+// MulAddDst (count form): dst[i] = src0[i] * src1[i] + dst[i], dst read and written (CANN 8.1
+// impl/dav_c220/kernel_operator_vec_binary_impl.h MulAddDstImpl: one vmla in counter mode; A2
+// pairs (dst, src): (half, half), (float, float), (float, half)). The twin models the same-type
+// pairs only (the mixed one does not compile here), with Mul's operand rules: dst may be a source
+// exactly, never partially. Rounding: the product rounds to T, then the sum (two roundings; an
+// assumption: the documentation does not say whether vmla fuses them).
+template <typename T>
+void MulAddDst(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local, const LocalTensor<T>& src1Local,
+               const int32_t& calCount,
+               opgen_twin::kern::Here here = {}) {
+    const opgen_twin::kern::Call twin_call("MulAddDst", opgen_twin::kern::Pipe::V, here);
+    namespace k = opgen_twin::kern;
+    const char* api = "MulAddDst";
+    k::require_dtype<T>(api, "T", k::kFloats);
+    k::check_count(api, calCount);
+    const uint64_t n = uint64_t(calCount);
+    const uint8_t* a = k::operand(api, "src0", src0Local, n);
+    const uint8_t* b = k::operand(api, "src1", src1Local, n);
+    const uint8_t* acc = k::operand(api, "src2 (dst's old value)", dstLocal, n);  // a read of dst
+    uint8_t* d = k::operand(api, "dst", dstLocal, n);
+    k::no_partial_overlap(api, "src0", dstLocal, src0Local, n);
+    k::no_partial_overlap(api, "src1", dstLocal, src1Local, n);
+    for (uint64_t i = 0; i < n; ++i) {
+        const T p = k::apply2<T>(k::load<T>(a + i * sizeof(T)), k::load<T>(b + i * sizeof(T)), detail::MulOp{});
+        k::store<T>(d + i * sizeof(T), k::apply2<T>(p, k::load<T>(acc + i * sizeof(T)), detail::AddOp{}));
+    }
+    k::count_vector(api, n);
+}
+
 // ---- tensor op scalar ----
 template <typename T, bool isSetMask = true>
 void Adds(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const T& scalarValue,

@@ -6,7 +6,9 @@
 //!
 //! Kernel (templates/kernel/vocab_reduce_grad.cpp.j2): rows over the cores, each row's tiles of
 //! V through UB once (read logits, write dlogits), float32 arithmetic; ignore_index rows write
-//! zeros without reading their logits.
+//! zeros without reading their logits. With fewer rows than cores (mode `v-split`) the
+//! flattened [rows, tilesPerRow] tiles go over the cores in runs, each tile by the same code, so
+//! a row's bits do not depend on the mode.
 //!
 //! Gates (derived in `gates`): every element within u·E_case absolute (float32) or 1 ULP of
 //! RNE(exact) or 2·u·E_case (16-bit), E the worst row's error scale, plus the bias gate.

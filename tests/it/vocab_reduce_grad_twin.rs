@@ -145,7 +145,8 @@ fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
 
 #[test]
 fn a_rows_bits_do_not_depend_on_the_batch() {
-    // Row r of a 97-row batch (3 rows a core on 33 cores) against the same row alone (1 core).
+    // Row r of a 97-row batch (3 rows a core on 33 cores) against the same row alone (the V
+    // split: its two tiles on two cores): the same bits in both modes.
     let spec = spec();
     let v = 9001usize;
     let n = 97usize;

@@ -376,7 +376,9 @@ impl FamilyOps for VocabReduce {
     /// so); the backward's dlogits has logits' shape.
     fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
         let like = |of: &str| OutputShape::Like { of: of.into() };
-        let outputs = if grad::is_grad(spec) {
+        let outputs = if grad::is_inplace(spec) {
+            Vec::new() // dlogits is written over logits
+        } else if grad::is_grad(spec) {
             vec![like(INPUTS[0])]
         } else {
             vec![like(INPUTS[1]), like(INPUTS[1]), like(INPUTS[1])]

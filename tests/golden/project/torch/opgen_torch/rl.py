@@ -16,6 +16,8 @@ functions, so a trainer swaps one call (issues 28 and 29).
 `logprobs_from_logits` and `entropy_from_logits` are verl's (any leading dims, float32 results,
 differentiable): the fused logprob_entropy op, one read of the logits, the same bits as the op.
 `linear_logprob_entropy` never holds more than `chunk` rows of logits, forward or backward.
+`logprob_entropy(..., inplace_backward=True)` writes dlogits over the logits in the backward
+(logprob_entropy_grad_inplace): no second [N, V] buffer, and the logits are gone afterwards.
 
 `gae` is verl's `compute_gae_advantage_return` before whitening (verl whitens the advantages
 over the masked tokens afterwards: `verl.utils.torch_functional.masked_whiten`): per row and
@@ -35,7 +37,7 @@ within its group of rollouts (rows with one index), one launch for the whole bat
 
 import torch
 
-__all__ = ["logprobs_from_logits", "entropy_from_logits", "linear_logprob_entropy", "vocab_parallel_logprob_entropy", "gae", "masked_whiten", "bi_level_gae", "discounted_return", "grpo_advantage"]
+__all__ = ["logprobs_from_logits", "entropy_from_logits", "linear_logprob_entropy", "vocab_parallel_logprob_entropy", "logprob_entropy", "gae", "masked_whiten", "bi_level_gae", "discounted_return", "grpo_advantage"]
 
 
 def _refuse_grad(op, named):
@@ -347,7 +349,7 @@ class _LinearLogprobEntropy(torch.autograd.Function):
     weight may be this rank's rows of a vocabulary split over `group` (world > 1)."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, target, chunk, temperature, ignore_index, vocab_start, group, world):
+    def forward(ctx, hidden, weight, target, chunk, temperature, ignore_index, vocab_start, group, world, inplace):
         local, parts, keep = [], [], []
         for start in range(0, hidden.shape[0], chunk):
             logits = hidden[start : start + chunk] @ weight.t()
@@ -360,7 +362,7 @@ class _LinearLogprobEntropy(torch.autograd.Function):
         lp, ent, lse = _combine_vocab_partials(torch.cat(parts), torch.cat(keep), group, world)
         ctx.save_for_backward(hidden, weight, torch.cat(local), ent, lse)
         ctx.chunk, ctx.temperature, ctx.ignore_index = chunk, temperature, ignore_index
-        ctx.group, ctx.world = group, world
+        ctx.group, ctx.world, ctx.inplace = group, world, inplace
         ctx.mark_non_differentiable(lse)
         return lp, ent, lse
 
@@ -374,11 +376,19 @@ class _LinearLogprobEntropy(torch.autograd.Function):
         for start in range(0, hidden.shape[0], ctx.chunk):
             rows = slice(start, start + ctx.chunk)
             h = hidden[rows]
-            # The chunk's logits again (never all of them at once), then its dlogits.
-            dlogits = torch.ops.opgen.logprob_entropy_grad(
-                h @ weight.t(), target[rows], lse[rows], ent[rows], dlp[rows], dent[rows],
-                ctx.temperature, ctx.ignore_index,
-            )
+            # The chunk's logits again (never all of them at once), then its dlogits: over the
+            # logits themselves (this function's own temporary) unless inplace is off.
+            dlogits = h @ weight.t()
+            if ctx.inplace:
+                torch.ops.opgen.logprob_entropy_grad_inplace(
+                    dlogits, target[rows], lse[rows], ent[rows], dlp[rows], dent[rows],
+                    ctx.temperature, ctx.ignore_index,
+                )
+            else:
+                dlogits = torch.ops.opgen.logprob_entropy_grad(
+                    dlogits, target[rows], lse[rows], ent[rows], dlp[rows], dent[rows],
+                    ctx.temperature, ctx.ignore_index,
+                )
             if dhidden is not None:
                 dhidden[rows] = dlogits @ weight
             if dweight is not None:
@@ -391,7 +401,7 @@ class _LinearLogprobEntropy(torch.autograd.Function):
             # Megatron's copy_to_tensor_model_parallel_region does in its backward).
             dist.all_reduce(dhidden, group=ctx.group)
         dweight = None if dweight is None else dweight.to(weight.dtype)
-        return dhidden, dweight, None, None, None, None, None, None, None
+        return dhidden, dweight, None, None, None, None, None, None, None, None
 
 
 def linear_logprob_entropy(
@@ -403,6 +413,7 @@ def linear_logprob_entropy(
     ignore_index: int = -100,
     group=None,
     vocab_start_index: int = 0,
+    inplace_backward: bool = True,
 ):
     """(logprob, entropy) of the logits hidden @ lm_head_weight.T without ever holding more than
     `chunk` rows of them: per chunk the matmul (torch) then logprob_entropy; the backward computes
@@ -430,6 +441,9 @@ def linear_logprob_entropy(
             process group exists (unlike vocab_parallel_logprob_entropy, whose None is the
             default group: a data-parallel caller's full lm_head must not be combined).
         vocab_start_index: with a group, the whole vocabulary's index of this rank's first row.
+        inplace_backward: the backward writes each chunk's dlogits over its recomputed logits
+            (logprob_entropy_grad_inplace; they are this function's own temporaries), so a chunk
+            needs one [chunk, V] buffer, not two; False: logprob_entropy_grad (the same bits).
 
     Returns:
         (logprob, entropy): float32 [...], differentiable in hidden and lm_head_weight.
@@ -442,8 +456,87 @@ def linear_logprob_entropy(
     start = _vocab_start(op, vocab_start_index, world, "lm_head_weight", lm_head_weight.shape[0])
     lp, ent, _ = _LinearLogprobEntropy.apply(
         hidden.reshape(-1, hidden.shape[-1]), lm_head_weight, target.reshape(-1), int(chunk), float(temperature),
-        int(ignore_index), start, group, world,
+        int(ignore_index), start, group, world, bool(inplace_backward) and _HAS_INPLACE_GRAD,
     )
+    return lp.view(target.shape), ent.view(target.shape)
+
+
+# Whether this package has the in-place backward op (linear_logprob_entropy's default).
+_HAS_INPLACE_GRAD = True
+
+
+class _LogprobEntropyInplace(torch.autograd.Function):
+    """logprob_entropy whose backward writes dlogits over the saved logits
+    (logprob_entropy_grad_inplace) and hands that buffer on as the gradient."""
+
+    @staticmethod
+    def forward(ctx, rows, target, temperature, ignore_index):
+        lp, ent, lse = torch.ops.opgen.logprob_entropy(rows, target, temperature, ignore_index)
+        ctx.save_for_backward(rows, target, lse, ent)
+        ctx.temperature, ctx.ignore_index = temperature, ignore_index
+        ctx.mark_non_differentiable(lse)
+        return lp, ent, lse
+
+    @staticmethod
+    def backward(ctx, dlp, dent, _dlse):
+        # Unpacking checks the logits' version: modified since the forward (or a second
+        # backward through this graph, after the first overwrote them), autograd refuses here.
+        rows, target, lse, ent = ctx.saved_tensors
+        dlp, dent = _row_grads(dlp, dent, ent)
+        torch.ops.opgen.logprob_entropy_grad_inplace(
+            rows, target, lse, ent, dlp, dent, ctx.temperature, ctx.ignore_index
+        )
+        # The logits are now dlogits: any other node that saved them refuses to unpack them.
+        torch.autograd.graph.increment_version(rows)
+        return rows, None, None, None
+
+
+def logprob_entropy(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    temperature: float = 1.0,
+    ignore_index: int = -100,
+    inplace_backward: bool = False,
+):
+    """(logprob, entropy) per token, float32, of logits [..., V] (the logprob_entropy op; its
+    backward logprob_entropy_grad), or with inplace_backward=True a backward that writes dlogits
+    over the logits themselves (logprob_entropy_grad_inplace, Liger's trick: no second [N, V]
+    buffer) and passes that buffer on as their gradient, the same bits.
+
+    With inplace_backward the caller must not read the logits after the backward (they hold
+    dlogits then); refused: logits that are a leaf (a tensor the caller owns: a parameter, an
+    input), not contiguous (the kernel writes dense rows), or saved by another autograd node
+    (that node's backward refuses to unpack them once they are overwritten).
+
+    Args:
+        logits: float16, bfloat16 or float32 [..., V].
+        target: int32 or int64 [...] (logits' shape without V); ignore_index rows give 0 and 0.
+        temperature: divides the logits.
+        ignore_index: the target that marks a row as ignored.
+        inplace_backward: overwrite the logits with dlogits in the backward.
+
+    Returns:
+        (logprob, entropy): float32 [...], differentiable in logits.
+    """
+    op = "logprob_entropy"
+    _check_leading(op, "target", target, "logits'", logits)
+    rows = logits.reshape(-1, logits.shape[-1])
+    flat = target.reshape(-1)
+    if inplace_backward and torch.is_grad_enabled() and logits.requires_grad:
+        if logits.is_leaf:
+            raise ValueError(
+                f"opgen.rl.{op}: inplace_backward would overwrite logits, a leaf tensor (one the "
+                f"caller owns, e.g. a parameter or an input), with its gradient; pass computed logits or "
+                f"inplace_backward=False"
+            )
+        if not logits.is_contiguous():
+            raise ValueError(
+                f"opgen.rl.{op}: inplace_backward writes dlogits over logits, which must be "
+                f"contiguous (strides {tuple(logits.stride())}); pass logits.contiguous() or inplace_backward=False"
+            )
+        lp, ent, _ = _LogprobEntropyInplace.apply(rows, flat, float(temperature), int(ignore_index))
+    else:
+        lp, ent, _ = torch.ops.opgen.logprob_entropy(rows, flat, float(temperature), int(ignore_index))
     return lp.view(target.shape), ent.view(target.shape)
 
 

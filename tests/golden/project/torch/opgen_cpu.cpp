@@ -251,8 +251,17 @@ void launch(const char* op, const char* op_type, const std::string& stem, std::s
         named.push_back({ a.name, &a.tensor });
     }
     const opgen_twin::HostPlan plan = host_plan(op, op_type, named, attrs);
-    TORCH_CHECK(plan.outputs.size() == outputs.size(), op, ": the op_host declares ", plan.outputs.size(),
+    // The op_host's outputs: the schema's, then the ref outputs (an input updated in place,
+    // CANN's same-named output), whose buffer is their input's.
+    TORCH_CHECK(plan.outputs.size() >= outputs.size(), op, ": the op_host declares ", plan.outputs.size(),
                 " outputs, the torch schema ", outputs.size());
+    for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
+        const int ref = plan.outputs[i].ref_input;
+        TORCH_CHECK((i < outputs.size()) == (ref < 0), op, ": the op_host declares ", plan.outputs.size(),
+                    " outputs, the torch schema ", outputs.size(), " and the in-place ones after them");
+        TORCH_CHECK(ref < 0 || inputs[static_cast<std::size_t>(ref)].in_place, op, ": output `", plan.outputs[i].name,
+                    "` updates its input in place, which the schema does not mark mutable");
+    }
     // The torch shape rule sized the outputs; the op_host's InferShape must agree, or the two
     // halves of the extension disagree about the op.
     for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -271,7 +280,7 @@ void launch(const char* op, const char* op_type, const std::string& stem, std::s
     TORCH_CHECK(plan.block_dim_set && plan.block_dim >= 1 && plan.block_dim <= 65535, op,
                 ": the TilingFunc set no block dim in [1, 65535]");
     const KernelLibrary& kernel = kernel_library(op, stem, column);
-    const std::size_t arg_count = inputs.size() + outputs.size() + 2;
+    const std::size_t arg_count = inputs.size() + plan.outputs.size() + 2;
     TORCH_CHECK(kernel.arg_count() == static_cast<int>(arg_count), op, ": the kernel library of ", stem, " takes ",
                 kernel.arg_count(), " arguments, the op needs ", arg_count);
 
@@ -281,8 +290,8 @@ void launch(const char* op, const char* op_type, const std::string& stem, std::s
         for (const CpuArg& a : inputs) {
             names.emplace_back(a.name);
         }
-        for (const CpuArg& a : outputs) {
-            names.emplace_back(a.name);
+        for (const opgen_twin::TensorPlan& o : plan.outputs) {
+            names.emplace_back(o.name);
         }
         names.emplace_back("workspace");
         names.emplace_back("tiling");
@@ -293,10 +302,16 @@ void launch(const char* op, const char* op_type, const std::string& stem, std::s
             if (bytes != 0) {
                 std::memcpy(buffer, a.tensor.data_ptr(), bytes);
             }
+            if (a.in_place) {
+                opgen_twin::gm_mark_in_place(buffer);  // never read after it is written
+            }
             gm.push_back(buffer);
         }
         for (const CpuArg& a : outputs) {
             gm.push_back(opgen_twin::gm_alloc(names[gm.size()].c_str(), a.tensor.nbytes()));
+        }
+        for (std::size_t i = outputs.size(); i < plan.outputs.size(); ++i) {
+            gm.push_back(gm[static_cast<std::size_t>(plan.outputs[i].ref_input)]);
         }
         gm.push_back(opgen_twin::gm_alloc(names[gm.size()].c_str(), std::max<std::size_t>(plan.workspace_bytes, 32)));
         uint8_t* tiling = opgen_twin::gm_alloc(names[gm.size()].c_str(), plan.tiling.size());

@@ -102,7 +102,8 @@ fn write_template_table() {
 }
 
 /// The bounds of the aclnn signatures with a typed call: the catalogue's largest today are 8
-/// tensors (6 in + 2 out), 2 attrs and 3 outputs. Each pattern costs one match arm.
+/// tensors (6 in + 2 out), 2 attrs and 3 outputs; an in-place op has none (its ref outputs are
+/// its inputs, `<name>Ref`). Each pattern costs one match arm.
 const MAX_INPUTS: usize = 8;
 const MAX_ATTRS: usize = 2;
 const MAX_OUTPUTS: usize = 4;
@@ -122,7 +123,7 @@ fn write_aclnn_patterns() {
     let mut patterns = std::collections::BTreeSet::new();
     for inputs in 1..=MAX_INPUTS {
         for attrs in &attr_runs {
-            for outputs in 1..=MAX_OUTPUTS {
+            for outputs in 0..=MAX_OUTPUTS {
                 patterns.insert(format!("{}{attrs}{}", "T".repeat(inputs), "T".repeat(outputs)));
             }
         }

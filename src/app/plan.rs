@@ -118,7 +118,7 @@ pub fn plan(opts: &PlanOptions) -> Result<(), AppError> {
         &runner,
         spec,
         soc,
-        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+        &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &spec.refs },
         true,
     )
     .map_err(|e| AppError::input(e.to_string()))?;

@@ -286,11 +286,13 @@ pub fn run_report(opts: &ReportOptions) -> Result<Report, AppError> {
 fn run_one(soc: &soc::Soc, job: &Job) -> Result<Row, ReportError> {
     let started = Instant::now();
     let (inputs, valid_slots) = report::case_inputs(job.spec, job.column, &job.case);
+    // A ref output's input must be passed in place (the runner refuses it otherwise).
+    let inplace: Vec<String> = job.spec.refs.clone();
     let (run, trace) = verify::run_case_traced(
         &job.runner,
         job.spec,
         soc,
-        &CaseInput { inputs: &inputs, attrs: &job.case.attrs, inplace: &[] },
+        &CaseInput { inputs: &inputs, attrs: &job.case.attrs, inplace: &inplace },
     )
     .map_err(ReportError::Twin)?;
     let mut row = report::build_row(soc, job.spec, job.column, &job.case, &run.report, valid_slots)?;

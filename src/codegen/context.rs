@@ -24,11 +24,22 @@ pub struct OpContext<'a> {
     pub source: String,
     /// Inputs the kernel updates in place.
     pub mutated: Vec<String>,
+    /// The ref outputs (`OpSpec::refs`): declared in the OpDef after `outputs`, and passed to
+    /// the kernel entry after them as the input's address again.
+    pub refs: Vec<RefOutput>,
     /// The UB the host's plans leave to the APIs' scratch (the SoC table's, not a template's).
     pub ub_reserved_bytes: u64,
     /// What the family adds (row_norm: `fused`, `gamma`; elementwise: the lowered program).
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A ref output: the input of the same name (`tensor`) and its index among the inputs.
+#[derive(Debug, Serialize)]
+pub struct RefOutput {
+    #[serde(flatten)]
+    pub tensor: TensorArg,
+    pub input: usize,
 }
 
 impl<'a> OpContext<'a> {
@@ -46,6 +57,14 @@ impl<'a> OpContext<'a> {
             targets: &spec.targets,
             source: banner_source(&spec.source),
             mutated: spec.mutated_inputs(),
+            refs: spec
+                .ref_outputs()
+                .into_iter()
+                .map(|t| RefOutput {
+                    input: spec.inputs.iter().position(|i| i.name == t.name).expect("a ref names an input"),
+                    tensor: t,
+                })
+                .collect(),
             ub_reserved_bytes: crate::plan::soc::UB_API_SCRATCH_BYTES_A2,
             extra: family::template_extras(spec)?,
         })

@@ -179,6 +179,7 @@ mod tests {
             summary: String::new(),
             inputs,
             outputs: vec![tensor("y", DType::Float16)],
+            refs: Vec::new(),
             attrs: Vec::new(),
             targets: Vec::new(),
             params,

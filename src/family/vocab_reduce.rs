@@ -9,6 +9,7 @@
 //! lse = M + ln S, logprob = (z_t − M) − ln S, entropy = ln S − U/S (both terms ≥ 0: U ≤ 0).
 //! With fewer rows than cores (mode `v-split`) the same tiles go over the cores instead, their
 //! partials through the workspace to the row's core, which combines them as above (the same bits).
+//! The backward (vocab_reduce_grad.rs) has the same modes; its V split needs no combine.
 //!
 //! Gates (derived in `gates`): absolute error of logprob and lse against
 //! u·(12·A + 8·log2 V + 32) and entropy's error against u·(8·A + 4·log2 V + 32) relative plus
@@ -104,7 +105,7 @@ const FIELDS: &[TilingField] = &[
     TilingField::u32("tilesPerRow", "UB passes per row: ceil(V / tileLen)"),
     TilingField::u32(
         "splitCores",
-        "the forward's V split: cores the [rows, tilesPerRow] tiles go over (the first rows·tilesPerRow mod splitCores one more); 0: rows over cores",
+        "the V split: cores the [rows, tilesPerRow] tiles go over (the first rows·tilesPerRow mod splitCores one more); 0: rows over cores",
     ),
     TilingField::f32("invTemperature", "1 / temperature, rounded to float32: z = logits * invTemperature"),
     TilingField::u32("ignoreIndex", "the ignore_index attr as an int32 bit pattern"),
@@ -375,7 +376,9 @@ impl FamilyOps for VocabReduce {
     /// so); the backward's dlogits has logits' shape.
     fn shape_rule(&self, spec: &OpSpec) -> Result<ShapeRule, FamilyError> {
         let like = |of: &str| OutputShape::Like { of: of.into() };
-        let outputs = if grad::is_grad(spec) {
+        let outputs = if grad::is_inplace(spec) {
+            Vec::new() // dlogits is written over logits
+        } else if grad::is_grad(spec) {
             vec![like(INPUTS[0])]
         } else {
             vec![like(INPUTS[1]), like(INPUTS[1]), like(INPUTS[1])]
@@ -480,12 +483,9 @@ impl FamilyOps for VocabReduce {
         }
     }
 
-    fn plan_modes(&self, spec: &OpSpec, _column: usize) -> Vec<&'static str> {
-        if grad::is_grad(spec) {
-            vec!["single-tile", "multi-tile"]
-        } else {
-            vec!["single-tile", "multi-tile", "v-split"]
-        }
+    /// Both ops: the backward splits V too (its tiles need no combine).
+    fn plan_modes(&self, _spec: &OpSpec, _column: usize) -> Vec<&'static str> {
+        vec!["single-tile", "multi-tile", "v-split"]
     }
 
     /// verl's eager path: log_softmax, gather, softmax, p·log p, sum (float32 upcast first);

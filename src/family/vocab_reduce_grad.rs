@@ -6,7 +6,9 @@
 //!
 //! Kernel (templates/kernel/vocab_reduce_grad.cpp.j2): rows over the cores, each row's tiles of
 //! V through UB once (read logits, write dlogits), float32 arithmetic; ignore_index rows write
-//! zeros without reading their logits.
+//! zeros without reading their logits. With fewer rows than cores (mode `v-split`) the
+//! flattened [rows, tilesPerRow] tiles go over the cores in runs, each tile by the same code, so
+//! a row's bits do not depend on the mode.
 //!
 //! Gates (derived in `gates`): every element within u·E_case absolute (float32) or 1 ULP of
 //! RNE(exact) or 2·u·E_case (16-bit), E the worst row's error scale, plus the bias gate.
@@ -25,10 +27,27 @@ use crate::tensor::HostTensor;
 
 pub(crate) const INPUTS: [&str; 6] = ["logits", "target", "lse", "entropy", "dlogprob", "dentropy"];
 pub(crate) const OUTPUTS: [&str; 1] = ["dlogits"];
+// The in-place form (kernels/logprob_entropy_grad_inplace.toml) writes dlogits over `logits`:
+// the same kernel with the output address the input's (CANN's ref output), see `is_inplace`.
 
-/// Whether `spec` is the backward op of the family (one output, dlogits) rather than the forward.
+/// Whether `spec` is a backward op of the family (the six inputs) rather than the forward (two).
 pub(crate) fn is_grad(spec: &OpSpec) -> bool {
-    spec.outputs.len() == OUTPUTS.len()
+    spec.inputs.len() == INPUTS.len()
+}
+
+/// Whether `spec` is the in-place backward (logprob_entropy_grad_inplace): no output of its
+/// own, dlogits written over the input `logits` (its ref output).
+pub(crate) fn is_inplace(spec: &OpSpec) -> bool {
+    !spec.refs.is_empty()
+}
+
+/// The tensor dlogits is compared as: the output dlogits, or the input logits it overwrote.
+pub(crate) fn result_name(spec: &OpSpec) -> &'static str {
+    if is_inplace(spec) {
+        INPUTS[0]
+    } else {
+        OUTPUTS[0]
+    }
 }
 
 /// Inputs (logits, target, lse, entropy, dlogprob, dentropy), output dlogits in logits' dtype,
@@ -40,13 +59,26 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
         r.error(&raw.inputs, "inputs", format!("{label} takes inputs ({}) in that order", INPUTS.join(", ")));
         return;
     }
-    if names(&spec.outputs) != OUTPUTS {
+    // The in-place form: logits is its only (ref) output; the validation checked its dtypes.
+    if is_inplace(spec) {
+        if !spec.outputs.is_empty() || spec.refs != [INPUTS[0]] {
+            r.error(
+                &raw.outputs,
+                "outputs",
+                format!("{label}: the in-place form has one output, logits (mutated)"),
+            );
+            return;
+        }
+    } else if names(&spec.outputs) != OUTPUTS {
         r.error(&raw.outputs, "outputs", format!("{label} has one output, dlogits"));
         return;
     }
     forward::check_logits_target_attrs(r, raw, spec, label);
     // The four row tensors after logits and target.
     super::check_float32(r, raw.inputs.get_ref(), &spec.inputs, "inputs", 2, label, "");
+    if is_inplace(spec) {
+        return;
+    }
     for c in 0..spec.columns() {
         if spec.outputs[0].dtypes[c] != spec.inputs[0].dtypes[c] {
             r.error(
@@ -169,7 +201,7 @@ pub fn expected(
         }
     }
     Ok(vec![Expected {
-        name: OUTPUTS[0].into(),
+        name: result_name(spec).into(),
         dtype: logits.dtype,
         shape: logits.shape.clone(),
         values,

@@ -213,7 +213,13 @@ pub fn minimum_bytes(
         out.insert(t.name.clone(), bytes);
     }
     for (name, dtype, shape) in outputs {
-        out.insert(name.clone(), shape_numel(shape) as u64 * dtype.size_bytes() as u64);
+        let bytes = shape_numel(shape) as u64 * dtype.size_bytes() as u64;
+        if spec.refs.contains(name) {
+            // A ref output is its input's buffer: read once and written once.
+            *out.entry(name.clone()).or_insert(0) += bytes;
+        } else {
+            out.insert(name.clone(), bytes);
+        }
     }
     out
 }
@@ -392,12 +398,13 @@ pub fn build_row(
     let bytes_ratio = if min_bytes == 0 { 1.0 } else { gm_bytes as f64 / min_bytes as f64 };
     let fused = model::fused(soc, &launch);
     let roofline_us = model::roofline_us(soc, min_bytes);
-    // Elements written: the outputs, and the rows written into in-place caches.
+    // Elements written: the outputs (ref outputs among them), and the rows written into in-place
+    // caches.
     let output_elements: u64 = outputs.iter().map(|(_, _, s)| shape_numel(s) as u64).sum::<u64>()
         + spec
             .inputs
             .iter()
-            .filter(|t| t.mutated)
+            .filter(|t| t.mutated && !spec.refs.contains(&t.name))
             .map(|t| mins.get(&t.name).copied().unwrap_or(0) / t.dtypes[column].size_bytes() as u64)
             .sum::<u64>();
     let vector = launch.vector();

@@ -249,7 +249,16 @@ pub struct OpSpec {
     pub family: Family,
     pub summary: String,
     pub inputs: Vec<TensorArg>,
+    /// The outputs the kernel writes to buffers of their own.
     pub outputs: Vec<TensorArg>,
+    /// Ref outputs (`[[outputs]] mutated = true`): names of inputs the kernel overwrites with
+    /// its result, each also a `mutated` input. CANN declares each as an input and an output of
+    /// the same name (TorchAir's in-place operator guide, CANN 7.2/7.3); the OpDef lists the
+    /// output after `outputs`, the kernel entry gets the input's address again there, and
+    /// CANN 8.1's op_build names the aclnn parameter `<name>Ref` (`aclTensor *`, then
+    /// `NnopbaseSetRef(executor, input, output)`: strings of tools/opbuild/op_build) and
+    /// ascendc_impl_build.py defines `DTYPE_<NAME>_REF` for it (docs/npu.md).
+    pub refs: Vec<String>,
     pub attrs: Vec<Attr>,
     /// CANN compute units (`ascend910b`, `ascend910_93`).
     pub targets: Vec<String>,
@@ -320,6 +329,11 @@ impl OpSpec {
             FamilyParams::Layout { kind } => *kind,
             _ => None,
         }
+    }
+
+    /// The ref outputs as tensors: the inputs they name (the same name, dtypes and shape).
+    pub fn ref_outputs(&self) -> Vec<TensorArg> {
+        self.refs.iter().filter_map(|r| self.inputs.iter().find(|t| &t.name == r).cloned()).collect()
     }
 
     /// Inputs the kernel writes in place.

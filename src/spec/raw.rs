@@ -56,7 +56,9 @@ impl RawSpec {
 pub(crate) struct RawTensor {
     pub name: Spanned<String>,
     pub dtypes: Spanned<Vec<Spanned<String>>>,
-    /// An input the kernel updates in place (a cache).
+    /// An input the kernel updates in place (a cache); on an output, the in-place (ref) form of
+    /// the input of the same name (CANN's convention: the OpDef declares the input and an output
+    /// of one name).
     #[serde(default)]
     pub mutated: Option<Spanned<bool>>,
 }

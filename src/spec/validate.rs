@@ -41,11 +41,12 @@ pub(super) fn validate(
     let op_type = check_op_type(&mut cx, &raw, &names.op_type_prefix);
     let targets = check_targets(&mut cx, &raw);
 
-    let inputs = tensors(&mut cx, &raw.inputs, "inputs");
-    let outputs = tensors(&mut cx, &raw.outputs, "outputs");
+    let mut inputs = tensors(&mut cx, &raw.inputs, "inputs");
+    let all_outputs = tensors(&mut cx, &raw.outputs, "outputs");
     check_columns(&mut cx, &raw);
     let attrs = attrs(&mut cx, &raw.attrs);
     check_unique_names(&mut cx, &raw);
+    let (refs, outputs) = ref_outputs(&mut cx, &raw, &mut inputs, all_outputs);
 
     let params = family.map(|f| rules.params(f, &raw)).unwrap_or(FamilyParams::None);
     let backward = check_backward(&mut cx, &raw, family, rules);
@@ -58,6 +59,7 @@ pub(super) fn validate(
         summary: raw.summary.get_ref().trim().to_string(),
         inputs,
         outputs,
+        refs,
         attrs,
         targets,
         params,
@@ -171,13 +173,52 @@ fn tensors(cx: &mut Ctx, list: &Spanned<Vec<RawTensor>>, field: &str) -> Vec<Ten
                 })
                 .collect();
             let mutated = t.mutated.as_ref().is_some_and(|m| *m.get_ref());
-            if mutated && field == "outputs" {
-                let m = t.mutated.as_ref().expect("checked");
-                cx.error(m, &format!("{path}.mutated"), "only inputs can be updated in place".into());
-            }
             TensorArg { name: t.name.get_ref().clone(), dtypes, mutated }
         })
         .collect()
+}
+
+/// The ref outputs (`mutated = true` on an output): each names an input (its own name, CANN's
+/// in-place convention) and has that input's dtype list (its bytes are the input's buffer, so
+/// its shape is the input's by construction: InferShape copies it). The input becomes a mutated
+/// one; the other outputs are returned as the op's own.
+fn ref_outputs(
+    cx: &mut Ctx,
+    raw: &RawSpec,
+    inputs: &mut [TensorArg],
+    outputs: Vec<TensorArg>,
+) -> (Vec<String>, Vec<TensorArg>) {
+    let mut refs = Vec::new();
+    let mut own = Vec::new();
+    for (i, t) in outputs.into_iter().enumerate() {
+        if !t.mutated {
+            own.push(t);
+            continue;
+        }
+        let at = &raw.outputs.get_ref()[i];
+        let path = format!("outputs[{i}]");
+        match inputs.iter_mut().find(|x| x.name == t.name) {
+            None => cx.error(
+                &at.name,
+                &format!("{path}.name"),
+                format!("output `{}` is marked mutated (an input updated in place) but names no input; an in-place output has its input's name", t.name),
+            ),
+            Some(x) if x.dtypes != t.dtypes => cx.error(
+                &at.dtypes,
+                &format!("{path}.dtypes"),
+                format!("the in-place output `{}` has dtypes [{}] but its input has [{}]: it is the input's buffer, so the lists must be equal", t.name, names(&t.dtypes), names(&x.dtypes)),
+            ),
+            Some(x) => {
+                x.mutated = true;
+                refs.push(t.name);
+            }
+        }
+    }
+    (refs, own)
+}
+
+fn names(dtypes: &[DType]) -> String {
+    dtypes.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
 }
 
 fn check_arg_name(cx: &mut Ctx, name: &Spanned<String>, field: &str) {
@@ -295,7 +336,15 @@ fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
         .iter()
         .enumerate()
         .map(|(i, t)| (format!("inputs[{i}].name"), &t.name))
-        .chain(raw.outputs.get_ref().iter().enumerate().map(|(i, t)| (format!("outputs[{i}].name"), &t.name)))
+        // An in-place output has its input's name (ref_outputs checks it names one).
+        .chain(
+            raw.outputs
+                .get_ref()
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| !t.mutated.as_ref().is_some_and(|m| *m.get_ref()))
+                .map(|(i, t)| (format!("outputs[{i}].name"), &t.name)),
+        )
         .chain(raw.attrs.iter().enumerate().map(|(i, a)| (format!("attrs[{i}].name"), &a.name)));
     for (field, name) in names {
         if let Some((first, _)) = seen.iter().find(|(_, n)| n == name.get_ref()) {

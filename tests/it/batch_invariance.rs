@@ -9,7 +9,7 @@
 //! slices of it — every batch size of the list, taken from the middle of the pool so each row
 //! sits at another position than in the pool — and the pool again on 40, 7 and 1 cores, and
 //! compares each row's outputs byte for byte, and a batch of a few rows on each of those core
-//! counts (logprob_entropy splits V over the cores when rows < cores). Inputs with the pool's row count as their first
+//! counts (logprob_entropy and its backward split V over the cores when rows < cores). Inputs with the pool's row count as their first
 //! dim are sliced with the rows; the others (gamma, beta) are shared. Reductions over the rows
 //! (dgamma, dbeta) are not row outputs and are not compared here (their own tests check that
 //! they are the same bits on every core count).
@@ -74,7 +74,8 @@ fn cases() -> Vec<RowCase> {
         split(BFloat16, 40009, 100),
         split(BFloat16, 151936, 50),
         rc("logprob_entropy_grad", BFloat16, 1000, 2100, &["dlogits"]),
-        rc("logprob_entropy_grad", Float32, 40000, 60, &["dlogits"]),
+        // The backward's V split (rows < cores: runs of tiles, no combine) against its rows.
+        RowCase { reaches: Some("v-split"), ..rc("logprob_entropy_grad", Float32, 40000, 60, &["dlogits"]) },
         // Responses as rows (64 per vector group) over time chunks.
         rc("gae", Float32, 1000, 2100, &["advantages", "returns"]),
         rc("discounted_return", Float32, 3000, 400, &["returns"]),

@@ -145,7 +145,8 @@ fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
 
 #[test]
 fn a_rows_bits_do_not_depend_on_the_batch() {
-    // Row r of a 97-row batch (3 rows a core on 33 cores) against the same row alone (1 core).
+    // Row r of a 97-row batch (3 rows a core on 33 cores) against the same row alone (the V
+    // split: its two tiles on two cores): the same bits in both modes.
     let spec = spec();
     let v = 9001usize;
     let n = 97usize;
@@ -222,4 +223,54 @@ fn a_vocabulary_past_the_forwards_64_tiles_is_planned() {
         true,
     );
     assert!(r.is_ok(), "{:?}", r.err());
+}
+
+/// The in-place form (dlogits written over the logits' own buffer, which the runner passes as
+/// the ref output and marks in place, so a read of a written byte stops the run) gives the
+/// out-of-place grad's bits: rows over cores (97 rows, 3 a core) and the V split (5 rows of 3
+/// tiles), 16-bit and float32, ignore_index rows among them.
+#[test]
+fn the_in_place_form_gives_the_out_of_place_bits() {
+    let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
+    let grad = specs.iter().find(|s| s.name == "logprob_entropy_grad").unwrap();
+    let inplace = specs.iter().find(|s| s.name == "logprob_entropy_grad_inplace").unwrap();
+    for (dtype, n, v) in [(DType::BFloat16, 97usize, 9001usize), (DType::Float32, 5, 10000)] {
+        let x: Vec<f64> = (0..n * v).map(|i| ((i * 7919 % 1013) as f64 - 506.0) / 97.0).collect();
+        let target: Vec<i64> = (0..n).map(|r| if r % 4 == 2 { -100 } else { (r * 131 % v) as i64 }).collect();
+        let per_row =
+            |k: usize| (0..n).map(|r| ((r * 37 + k * 11) % 19) as f64 / 7.0 - 1.0).collect::<Vec<_>>();
+        let rows = Rows {
+            lse: per_row(0).iter().map(|e| e + 12.0).collect(),
+            entropy: per_row(1),
+            dlogprob: per_row(2),
+            dentropy: per_row(3),
+        };
+        let logits = HostTensor::from_f64(dtype, &[n, v], &x);
+        let out = run(grad, dtype, logits.clone(), &target, &rows, &attrs(2.0, -100), false).unwrap();
+        let want = out.outputs.iter().find(|(n, _)| n == "dlogits").unwrap().1.clone();
+        let col = inplace.column_for(dtype).unwrap();
+        let project = render_project(&[inplace]).unwrap();
+        let runner = build_runner(&project, inplace, col, BuildOptions::default()).unwrap();
+        let f = |v: &[f64]| HostTensor::from_f64(DType::Float32, &[v.len()], v);
+        let inputs = vec![
+            ("logits".to_string(), logits),
+            ("target".to_string(), HostTensor::from_i64(DType::Int32, &[n], &target)),
+            ("lse".to_string(), f(&rows.lse)),
+            ("entropy".to_string(), f(&rows.entropy)),
+            ("dlogprob".to_string(), f(&rows.dlogprob)),
+            ("dentropy".to_string(), f(&rows.dentropy)),
+        ];
+        let inplace_names = inplace.mutated_inputs();
+        let got = run_case(
+            &runner,
+            inplace,
+            soc::find(soc::DEFAULT_SOC).unwrap(),
+            &CaseInput { inputs: &inputs, attrs: &attrs(2.0, -100), inplace: &inplace_names },
+            false,
+        )
+        .unwrap();
+        let got = &got.outputs.iter().find(|(n, _)| n == "logits").unwrap().1;
+        assert_eq!(got.bytes, want.bytes, "{dtype} [{n}, {v}]: in place differs from out of place");
+        assert!(got.bytes != inputs[0].1.bytes, "{dtype}: the logits were not overwritten");
+    }
 }

@@ -99,3 +99,55 @@ fn the_backward_refuses_a_dlogits_dtype_other_than_the_logits_and_16_bit_rows() 
         "{shown}"
     );
 }
+
+// ---- logprob_entropy_grad_inplace: CANN's ref output ---------------------------------------------
+
+const INPLACE_PATH: &str = "kernels/logprob_entropy_grad_inplace.toml";
+
+fn inplace_good() -> String {
+    std::fs::read_to_string(ascend_opgen::repo_root().join(INPLACE_PATH)).unwrap()
+}
+
+fn inplace_errors(text: &str) -> String {
+    family::parse_str(Path::new(INPLACE_PATH), text).expect_err("the spec must be rejected").to_string()
+}
+
+/// The output `logits` marked mutated is the input's in-place form: logits becomes a mutated
+/// input, the op has no output of its own, and `refs` names it (the OpDef's same-named output).
+#[test]
+fn the_in_place_spec_loads_with_logits_as_its_ref_output() {
+    let s = family::parse_str(Path::new(INPLACE_PATH), &inplace_good()).unwrap();
+    assert_eq!((s.family.name(), s.columns(), s.outputs.len()), ("vocab_reduce", 6, 0));
+    assert_eq!(s.refs, vec!["logits".to_string()]);
+    assert_eq!(s.mutated_inputs(), vec!["logits".to_string()]);
+    assert_eq!(s.ref_outputs()[0].dtypes, s.inputs[0].dtypes);
+}
+
+#[test]
+fn an_in_place_output_with_other_dtypes_or_naming_no_input_is_refused() {
+    let out = "name = \"logits\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\", \"float16\", \"bfloat16\", \"float32\"]\nmutated = true";
+    let text = inplace_good().patched(
+        out,
+        "name = \"logits\"\ndtypes = [\"float32\", \"bfloat16\", \"float16\", \"float16\", \"bfloat16\", \"float32\"]\nmutated = true",
+    );
+    let shown = inplace_errors(&text);
+    assert!(
+        shown.contains("logprob_entropy_grad_inplace.toml")
+            && shown.contains("outputs[0].dtypes")
+            && shown.contains("the in-place output `logits` has dtypes [float32, bfloat16, float16")
+            && shown.contains("its input has [float16, bfloat16, float32"),
+        "{shown}"
+    );
+    let text = inplace_good().patched(out, &out.replace("name = \"logits\"", "name = \"scores\""));
+    let shown = inplace_errors(&text);
+    assert!(
+        shown.contains("outputs[0].name")
+            && shown
+                .contains("output `scores` is marked mutated (an input updated in place) but names no input"),
+        "{shown}"
+    );
+    // Without `mutated`, a same-named output is a second tensor of one name.
+    let text = inplace_good().patched(out, &out.replace("\nmutated = true", ""));
+    let shown = inplace_errors(&text);
+    assert!(shown.contains("outputs[0].name") && shown.contains("name `logits` is already used"), "{shown}");
+}

@@ -23,6 +23,13 @@ std::vector<RegisteredParam*> all_params(RegisteredOp& op) {
     return params;
 }
 
+const RegisteredParam* ref_input(const RegisteredOp& op, const std::string& name) {
+    for (const RegisteredParam& input : op.inputs) {
+        if (input.name == name) return &input;
+    }
+    return nullptr;
+}
+
 void check_names(RegisteredOp& op) {
     std::set<std::string> seen;
     auto note = [&](const std::string& name, const char* what) {
@@ -36,7 +43,16 @@ void check_names(RegisteredOp& op) {
         note(input.name, "input");
     }
     for (const RegisteredParam& output : op.outputs) {
-        note(output.name, "output");
+        // An output named like an input is CANN's in-place (ref) form: the input's own buffer,
+        // so its DataType list must be the input's (TorchAir's in-place operator guide).
+        const RegisteredParam* input = ref_input(op, output.name);
+        if (input == nullptr) {
+            note(output.name, "output");
+        } else if (input->data_types != output.data_types) {
+            op.problems.push_back("ref output '" + output.name +
+                                  "' (named like an input: updated in place) has another DataType list than input '" +
+                                  input->name + "'");
+        }
     }
     for (const RegisteredAttr& attr : op.attrs) {
         note(attr.name, "attr");

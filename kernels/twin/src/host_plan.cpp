@@ -333,6 +333,18 @@ class Planner {
                 return rule("InferShape", "output too large",
                             "output '" + output.name + "' " + dims_text(dims));
             }
+            for (size_t i = 0; i < result_.plan.inputs.size(); ++i) {
+                const TensorPlan& input = result_.plan.inputs[i];
+                if (input.name != output.name) continue;
+                if (input.dims != plan.dims || input.dtype != plan.dtype) {
+                    // twin rule untested: needs an op whose InferShape or InferDataType changes its ref output (host_test_ops has none; the generated ones copy the input's)
+                    return rule("InferShape", "ref output differs from its input",
+                                "output '" + output.name + "' " + dims_text(plan.dims) +
+                                    " is updated in place over input '" + input.name + "' " + dims_text(input.dims) +
+                                    ": one buffer, so the shape and dtype must be the input's");
+                }
+                plan.ref_input = int(i);
+            }
             result_.plan.outputs.push_back(plan);
         }
         return true;

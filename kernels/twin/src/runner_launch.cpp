@@ -53,10 +53,22 @@ void write_file(const std::string& path, const uint8_t* bytes, size_t size) {
     }
 }
 
-// Every output needs exactly one --output; every --output and --inplace must name a tensor.
+bool is_inplace(const RunnerArgs& args, const std::string& name);
+
+// Every output needs exactly one --output, except a ref output (named like an input), which
+// needs --inplace of its input (its path: the input's file, written back); every --output and
+// --inplace must name a tensor.
 std::vector<std::string> output_paths(const RunnerArgs& args, const HostPlan& plan) {
     std::vector<std::string> paths;
     for (const TensorPlan& output : plan.outputs) {
+        if (output.ref_input >= 0) {
+            if (!is_inplace(args, output.name)) {
+                exit_usage("output '" + output.name + "' is input '" + output.name +
+                           "' updated in place (a ref output): pass --inplace " + output.name);
+            }
+            paths.emplace_back();
+            continue;
+        }
         std::string path;
         for (const OutputArg& arg : args.outputs) {
             if (arg.name == output.name) {
@@ -74,7 +86,7 @@ std::vector<std::string> output_paths(const RunnerArgs& args, const HostPlan& pl
     for (const OutputArg& arg : args.outputs) {
         bool known = false;
         for (const TensorPlan& output : plan.outputs) {
-            known = known || output.name == arg.name;
+            known = known || (output.name == arg.name && output.ref_input < 0);
         }
         if (!known) {
             exit_usage("--output " + arg.name + ": " + plan.op->type + " has no such output");
@@ -167,7 +179,7 @@ LaunchOutcome launch_plan(const RunnerArgs& args, const HostPlan& plan) {
     LaunchOutcome outcome;
     if (args.skip_launch_if_empty && nothing_to_do(plan)) {
         for (const std::string& path : out_paths) {
-            write_file(path, nullptr, 0);
+            if (!path.empty()) write_file(path, nullptr, 0);  // a ref output's input stays as it was
         }
         return outcome;
     }
@@ -198,9 +210,17 @@ LaunchOutcome launch_plan(const RunnerArgs& args, const HostPlan& plan) {
         if (!input_bytes[i].empty()) {
             std::memcpy(gm, input_bytes[i].data(), input_bytes[i].size());
         }
+        if (is_inplace(args, plan.inputs[i].name)) {
+            gm_mark_in_place(gm);  // its bytes are never read after they are written
+        }
         args_gm.push_back(gm);
     }
     for (const TensorPlan& output : plan.outputs) {
+        if (output.ref_input >= 0) {
+            // A ref output is its input's buffer (marked in place above: --inplace is required).
+            args_gm.push_back(args_gm[size_t(output.ref_input)]);
+            continue;
+        }
         uint8_t* gm = gm_alloc(names[args_gm.size()].c_str(), output.bytes());
         // Outputs start poisoned, never zeroed: a skipped write whose expected value is 0 (a
         // zero row, a masked element) would otherwise pass. Float outputs get 0xFF bytes (a NaN
@@ -226,7 +246,9 @@ LaunchOutcome launch_plan(const RunnerArgs& args, const HostPlan& plan) {
     trace::write_launch();
 
     for (size_t i = 0; i < plan.outputs.size(); ++i) {
-        write_file(out_paths[i], args_gm[plan.inputs.size() + i], plan.outputs[i].bytes());
+        if (plan.outputs[i].ref_input < 0) {
+            write_file(out_paths[i], args_gm[plan.inputs.size() + i], plan.outputs[i].bytes());
+        }
     }
     for (size_t i = 0; i < plan.inputs.size(); ++i) {
         if (is_inplace(args, plan.inputs[i].name)) {

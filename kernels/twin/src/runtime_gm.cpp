@@ -5,6 +5,31 @@
 namespace opgen_twin {
 namespace rt {
 
+std::map<const uint8_t*, std::vector<int32_t>> g_in_place;
+
+void in_place_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b, bool write) {
+    auto it = g_in_place.find(base);
+    if (it == g_in_place.end() || a >= b) return;
+    std::vector<int32_t>& writer = it->second;
+    const int32_t core = int32_t(g_core->idx);
+    if (write) {
+        for (uint64_t i = a; i < b && i < writer.size(); ++i) writer[i] = core + 1;
+        return;
+    }
+    for (uint64_t i = a; i < b && i < writer.size(); ++i) {
+        if (writer[i] == 0) continue;
+        uint64_t end = i;
+        while (end < b && end < writer.size() && writer[end] != 0) ++end;
+        const Acc& cur = g_core->pipes.cur;
+        fail(cur.api ? cur.api : "?", "in-place input read after it was overwritten",
+             "GM '" + std::string(name) + "' bytes [" + str(i) + ", " + str(end) + ") were written by core " +
+                 str(uint64_t(writer[i] - 1)) + ", then read by core " + str(uint64_t(core)) + " (" +
+                 (cur.api ? cur.api : "?") + " at " + base_name(cur.file) + ":" + str(cur.line) +
+                 "): the input and its ref output are one buffer, so the read gets results, not the input " +
+                 "(read every byte before it is written: a tile into UB before its results go out)");
+    }
+}
+
 const GmBuffer* launch_workspace() {
     for (const GmEntry& e : g_gm) {
         if (e.name == "workspace") return &e.view;
@@ -51,7 +76,17 @@ void gm_check_guards() {
     }
 }
 
+void gm_mark_in_place(const uint8_t* base) {
+    const GmBuffer* g = gm_find(base, 0);
+    if (g == nullptr || g->base != base) {
+        // twin rule untested: a runner bug (it marks only buffers it just allocated)
+        fail("gm_mark_in_place", "in-place mark of no GM buffer", "the address is no registered buffer's start");
+    }
+    g_in_place[base].assign(g->bytes, 0);
+}
+
 void gm_free_all() {
+    g_in_place.clear();
     g_gm.clear();
     g_xgm.clear();
     dcache_reset();

@@ -302,6 +302,7 @@ void track_gm(const void* addr, uint64_t bytes, bool write) {
     // Only MTE3 writes GM (copy-outs); under SetAtomicAdd they are adds (see "atomic").
     const bool atomic = write && ps.pipe == Pipe::MTE3 && g_core->atomic_add;
     cross_access(g->base, name, off, off + bytes, write, atomic);
+    in_place_access(g->base, name, off, off + bytes, write);
     dcache_access(g->base, name, off, off + bytes, write, ps.pipe == Pipe::S);
 }
 

@@ -179,7 +179,8 @@ void test_registry_problems() {
     for (const std::string& problem : op->problems) {
         all += problem + "\n";
     }
-    CHECK_CONTAINS(all, "name 'x' is declared more than once");
+    CHECK_CONTAINS(all, "name 'y' is declared more than once");
+    CHECK_CONTAINS(all, "ref output 'x' (named like an input: updated in place) has another DataType list than input 'x'");
     CHECK_CONTAINS(all, "DataType lists differ in length: 'x' has 2, 'y' has 1");
     CHECK_CONTAINS(all, "'x': Format list length 1 differs from its DataType list length 2");
     CHECK_CONTAINS(all, "attr 'alpha': OPTIONAL without a default value");
@@ -197,7 +198,7 @@ void test_registry_problems() {
     CHECK(result.status == opgen_twin::PlanStatus::Rule);
     CHECK_EQ(result.rule, std::string("definition rejected"));
     CHECK_CONTAINS(result.message, "TwinBrokenOp: attr 'alpha': OPTIONAL without a default value; ");
-    CHECK_CONTAINS(result.message, "; name 'x' is declared more than once; ");
+    CHECK_CONTAINS(result.message, "; name 'y' is declared more than once; ");
 }
 
 // ---------------------------------------------------------------- tiling data

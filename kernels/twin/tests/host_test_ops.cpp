@@ -144,7 +144,8 @@ public:
     {
         this->Input("x").DataType({ge::DT_FLOAT, ge::DT_FLOAT16}).Format({ge::FORMAT_ND});
         this->Output("y").DataType({ge::DT_FLOAT});
-        this->Output("x").DataType({ge::DT_FLOAT, ge::DT_FLOAT16});
+        this->Output("x").DataType({ge::DT_FLOAT16, ge::DT_FLOAT});  // a ref output of input x, other dtypes
+        this->Attr("y").Float();
         this->Attr("alpha").AttrType(OPTIONAL).Float();
         this->Attr("beta");
         this->Attr("gamma").Int(1).Float(2.0f);

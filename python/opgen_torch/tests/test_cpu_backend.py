@@ -232,6 +232,17 @@ def samples(dtype=torch.float32, seed=1):
             0.7,
             -100,
         ),
+        # The same arguments; dlogits come back in the logits tensor (Tensor(a!), no return).
+        "logprob_entropy_grad_inplace": (
+            uniform((3, 40), dtype, seed),
+            torch.tensor([5, -100, 39], dtype=torch.int32),
+            torch.logsumexp(uniform((3, 40), dtype, seed).float() / 0.7, -1),
+            uniform((3,), torch.float32, seed + 1, 0.0, 3.0),
+            uniform((3,), torch.float32, seed + 2, -1, 1),
+            uniform((3,), torch.float32, seed + 3, -1, 1),
+            0.7,
+            -100,
+        ),
         "gae": gae_sample(seed),
         "discounted_return": gae_sample(seed)[0:3:2] + (0.99,),
         "masked_whiten": (gae_sample(seed)[0], gae_sample(seed)[2], True),
@@ -1031,7 +1042,7 @@ class DynamicShapeHostChecks(unittest.TestCase):
 NO_BACKWARD = {
     "rotary_mul", "reshape_and_cache", "reshape_and_cache_int8", "dequant_int8",
     "gelu_tanh_grad", "gelu_erf_grad", "fast_gelu_grad", "swiglu_grad", "rms_norm_grad", "add_rms_norm_grad",
-    "rotary_mul_grad", "layer_norm_grad", "logprob_entropy_grad",
+    "rotary_mul_grad", "layer_norm_grad", "logprob_entropy_grad", "logprob_entropy_grad_inplace",
     "gae", "discounted_return", "masked_whiten", "grpo_advantage",  # RL advantages: no gradient (verl computes them under no_grad)
 }
 # rotary_mul leaves NO_BACKWARD once its [backward] table is enabled (rotary_mul_grad).
@@ -1235,6 +1246,26 @@ class LargestTensor(torch.utils._python_dispatch.TorchDispatchMode):
         return out
 
 
+class NVSizedTensors(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the buffers of at least `numel` elements that ops (below autograd) allocate while
+    active: outputs whose storage is none of their inputs' (a view or an in-place op's result
+    is not a new buffer)."""
+
+    def __init__(self, numel):
+        super().__init__()
+        self.at_least, self.count = numel, 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+        given = {t.untyped_storage().data_ptr() for t in leaves if isinstance(t, torch.Tensor)}
+        out = func(*args, **kwargs)
+        for o in torch.utils._pytree.tree_leaves(out):
+            if isinstance(o, torch.Tensor) and o.numel() >= self.at_least and o.untyped_storage().data_ptr() not in given:
+                self.count += 1
+        return out
+
+
 class RlLossHelpers(unittest.TestCase):
     """opgen_torch.rl's verl-named loss helpers against the float64 formula and its autograd."""
 
@@ -1336,6 +1367,80 @@ class RlLossHelpers(unittest.TestCase):
                 same_bits(dist.group.WORLD)
             finally:
                 dist.destroy_process_group()
+
+    def test_in_place_backward_gives_the_out_of_place_bits_without_an_n_by_v_buffer(self):
+        import opgen_torch.rl as rl
+
+        # logprob_entropy(..., inplace_backward=True) against the op's own autograd
+        # (logprob_entropy_grad): the same logprob, entropy and gradient bits, for every dtype,
+        # T = 0.7, an ignore_index row; the gradient within the plain formula's bars
+        # (LogprobEntropyAutograd's); and the memory: the backward of the out-of-place path makes
+        # one more [N, V] buffer than the in-place one: dlogits (counted below autograd by
+        # NVSizedTensors: new buffers of N·V elements or more; both paths make one for x's
+        # gradient through `x * 1`).
+        labels = torch.tensor([[0, 776, -100], [100, 3, 512]])
+        w1, w2 = uniform((2, 3), torch.float32, 47, -1, 1), uniform((2, 3), torch.float32, 48, -1, 1)
+        rtol = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 0.0}
+        for dtype in FLOATS:
+            with self.subTest(dtype=dtype):
+                base = uniform((2, 3, 777), dtype, 49, -8.0, 8.0)
+                results = {}
+                for inplace in (False, True):
+                    x = base.clone().requires_grad_()
+                    logits = x * 1  # computed logits (a leaf is refused in place)
+                    lp, ent = rl.logprob_entropy(logits, labels, 0.7, inplace_backward=inplace)
+                    with NVSizedTensors(6 * 777) as made:
+                        (w1 * lp + w2 * ent).sum().backward()
+                    results[inplace] = (lp, ent, x.grad, made.count, logits)
+                (lp0, ent0, g0, n0, _), (lp1, ent1, g1, n1, logits1) = results[False], results[True]
+                self.assertTrue(torch.equal(lp0, lp1) and torch.equal(ent0, ent1), "forward bits")
+                self.assertTrue(torch.equal(g0, g1), "the in-place gradient's bits")
+                # The in-place logits hold dlogits now (dent and dlp of the ignore row: 0).
+                self.assertTrue(torch.equal(logits1.detach(), g1), "logits overwritten with dlogits")
+                self.assertEqual((n0, n1), (2, 1), "[N, V] buffers made by the backward")
+                gold = autograd_of(lambda x: logprob_entropy_math(x, labels, 0.7, -100), torch.float64, [w1, w2], base)[0]
+                torch.testing.assert_close(g1.double(), gold, atol=1e-4, rtol=rtol[dtype])
+
+    def test_in_place_backward_refuses_a_leaf_a_strided_view_and_a_second_backward(self):
+        import opgen_torch.rl as rl
+
+        labels = torch.tensor([3, 5])
+        leaf = uniform((2, 50), torch.float32, 59).requires_grad_()
+        with self.assertRaisesRegex(ValueError, "logprob_entropy: inplace_backward would overwrite logits, a leaf tensor"):
+            rl.logprob_entropy(leaf, labels, inplace_backward=True)
+        wide = leaf * 1
+        with self.assertRaisesRegex(ValueError, "logprob_entropy: inplace_backward writes dlogits over logits, which must be contiguous"):
+            rl.logprob_entropy(torch.cat([wide, wide], 1)[:, ::2], labels, inplace_backward=True)
+        # A leaf without grad, or no grad mode: nothing to overwrite, the plain op.
+        lp, _ = rl.logprob_entropy(leaf.detach(), labels, inplace_backward=True)
+        self.assertEqual(lp.shape, (2,))
+        # retain_graph: the second backward would read dlogits as logits; autograd refuses it.
+        logits = leaf * 1
+        lp, ent = rl.logprob_entropy(logits, labels, inplace_backward=True)
+        (lp.sum() + ent.sum()).backward(retain_graph=True)
+        with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+            (lp.sum() + ent.sum()).backward()
+        # Another node that saved the logits (exp saves its result) refuses them once overwritten.
+        e = (leaf * 1).exp()
+        lp, _ = rl.logprob_entropy(e, labels, inplace_backward=True)
+        with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+            lp.sum().backward()
+
+    def test_linear_logprob_entropy_in_place_backward_keeps_the_bits(self):
+        import opgen_torch.rl as rl
+
+        # The default (in place over each chunk's recomputed logits) against inplace_backward=False:
+        # the same gradient bits, 16-row chunks of 40 rows.
+        grads = []
+        for inplace in (True, False):
+            hidden = uniform((40, 16), torch.float32, 60, -1, 1).requires_grad_()
+            weight = uniform((300, 16), torch.float32, 61, -1, 1).requires_grad_()
+            target = torch.randint(0, 300, (40,), generator=torch.Generator().manual_seed(62))
+            target[9] = -100
+            lp, ent = rl.linear_logprob_entropy(hidden, weight, target, chunk=16, temperature=0.7, inplace_backward=inplace)
+            (lp.sum() - 0.5 * ent.sum()).backward()
+            grads.append((hidden.grad, weight.grad))
+        self.assertTrue(torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1]))
 
     def test_linear_logprob_entropy_without_a_group_keeps_the_op_bits(self):
         import opgen_torch.rl as rl

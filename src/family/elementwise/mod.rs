@@ -193,6 +193,7 @@ pub fn backward_spec(spec: &OpSpec) -> OpSpec {
         ),
         inputs,
         outputs,
+        refs: Vec::new(),
         attrs: spec.attrs.clone(),
         targets: spec.targets.clone(),
         params: crate::spec::FamilyParams::Elementwise(crate::spec::ElementwiseParams {

@@ -38,6 +38,9 @@ struct TensorPlan {
     std::string name;
     ge::DataType dtype = ge::DT_UNDEFINED;
     std::vector<int64_t> dims;
+    // An output named like an input (CANN's ref form): that input's index; its buffer is the
+    // input's. -1 for an input or an output of its own.
+    int ref_input = -1;
     int64_t elements() const;
     size_t bytes() const;
 };

@@ -65,6 +65,13 @@ struct GmBuffer {
 };
 // The registered buffer containing [addr, addr + bytes), or nullptr.
 const GmBuffer* gm_find(const void* addr, size_t bytes);
+// Marks the buffer at `base` an input the kernel overwrites in place (the runner's --inplace:
+// CANN passes one buffer as the input and its ref output). From then on no byte of it may be
+// read after it was written, by the writing core or any other, in any order the cores run: on
+// the NPU such a read gets the kernel's results (or, across cores, whichever lands first), not
+// the input ("in-place input read after it was overwritten"; reads of bytes another core writes
+// later are the cross-core WAR rule).
+void gm_mark_in_place(const uint8_t* base);
 
 // ---- cores ----
 // Runs before each simulated core: resets that core's UB, pipe, queue and event state, sets

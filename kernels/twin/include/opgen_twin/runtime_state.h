@@ -268,6 +268,10 @@ using XShadow = std::map<uint64_t, XSeg>;
 extern std::map<const uint8_t*, XShadow> g_xgm;  // per registered GM buffer (by base)
 
 void cross_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b, bool write, bool atomic);
+// In-place inputs (gm_mark_in_place): per byte, 0 while unwritten, else the writing core + 1.
+extern std::map<const uint8_t*, std::vector<int32_t>> g_in_place;
+// Fails a read of bytes of an in-place input that were written; records writes.
+void in_place_access(const uint8_t* base, const char* name, uint64_t a, uint64_t b, bool write);
 // "core <i> (<api> at <file>:<line>)".
 std::string xacc_desc(const XAcc& a);
 

@@ -14,7 +14,7 @@ TILING_DATA_FIELD_DEF(uint32_t, blockFactor);  // rows per core (the last busy c
 TILING_DATA_FIELD_DEF(uint32_t, rowsPerGroup);  // rows whose results are finished and written together
 TILING_DATA_FIELD_DEF(uint32_t, tileLen);  // elements of V per UB pass (2^k, or 3·2^k in the forward; a row's last tile may be shorter)
 TILING_DATA_FIELD_DEF(uint32_t, tilesPerRow);  // UB passes per row: ceil(V / tileLen)
-TILING_DATA_FIELD_DEF(uint32_t, splitCores);  // the forward's V split: cores the [rows, tilesPerRow] tiles go over (the first rows·tilesPerRow mod splitCores one more); 0: rows over cores
+TILING_DATA_FIELD_DEF(uint32_t, splitCores);  // the V split: cores the [rows, tilesPerRow] tiles go over (the first rows·tilesPerRow mod splitCores one more); 0: rows over cores
 TILING_DATA_FIELD_DEF(float, invTemperature);  // 1 / temperature, rounded to float32: z = logits * invTemperature
 TILING_DATA_FIELD_DEF(uint32_t, ignoreIndex);  // the ignore_index attr as an int32 bit pattern
 END_TILING_DATA_DEF;

@@ -2,7 +2,7 @@
 // Do not edit by hand: change the spec or the template, then run `cargo xtask gen-ops` again.
 // Family vocab_reduce, the backward: dlogits = (dlogprob·(onehot(target) - p) - dentropy·p·(log p + entropy)) / temperature with p = exp(logits / temperature - lse), in logits' dtype (ignore_index rows: 0)
 //
-// Rows over the cores; a row streams through UB in tiles of tileLen elements of V: one read of
+// Rows over the cores (or tiles, below); a row streams through UB in tiles of tileLen elements of V: one read of
 // the logits and one write of dlogits, both double-buffered (no max pass: the forward's lse is
 // an input). Per tile, in float32 on the vector unit, with the row's lse, H, dlogp, dent:
 //   z = logits * (1/T), y = max(z - lse, CLAMP) (= log p; CLAMP keeps -inf, masked vocabulary,
@@ -11,6 +11,13 @@
 // S_V after), then dlogits = r * (1/T), rounded once (CAST_RINT) for 16-bit logits. Rows whose
 // target is ignore_index write zeros without reading their logits; a target outside [0, V)
 // adds no one-hot term. The row values come in per group of rows for the scalar unit.
+//
+// The V split (splitCores > 0: fewer rows than cores, rows of two or more tiles): the flattened
+// [rows, tilesPerRow] tiles go over the cores in runs of consecutive tiles, as even as can be (a
+// run may end one row and start the next), each core loading the values of every row it
+// touches. No combine: a tile's dlogits depend only on its logits and its row's values, and
+// every tile goes through the same Pass() as in the rows-over-cores mode, so a row's bits are
+// the same in both modes.
 #include "kernel_operator.h"
 #include "opgen_kernel_common.h"
 
@@ -56,8 +63,22 @@ public:
     {
         t_ = tiling;
         const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
-        rowStart_ = block * t_.blockFactor;
-        rowCount_ = rowStart_ < t_.rows ? Min(t_.blockFactor, t_.rows - rowStart_) : 0;
+        if (t_.splitCores > 0) {
+            // allTiles / splitCores each, the first allTiles % splitCores cores one more; the
+            // rows of this run are the core's rows.
+            const uint32_t allTiles = t_.rows * t_.tilesPerRow;
+            const uint32_t base = allTiles / t_.splitCores;
+            const uint32_t extra = allTiles % t_.splitCores;
+            tileBegin_ = block * base + Min(block, extra);
+            tileEnd_ = block < t_.splitCores ? tileBegin_ + base + (block < extra ? 1 : 0) : tileBegin_;
+            rowStart_ = tileBegin_ / t_.tilesPerRow;
+            rowCount_ = tileBegin_ == tileEnd_ ? 0 : (tileEnd_ - 1) / t_.tilesPerRow - rowStart_ + 1;
+        } else {
+            rowStart_ = block * t_.blockFactor;
+            rowCount_ = rowStart_ < t_.rows ? Min(t_.blockFactor, t_.rows - rowStart_) : 0;
+            tileBegin_ = rowStart_ * t_.tilesPerRow;
+            tileEnd_ = tileBegin_ + rowCount_ * t_.tilesPerRow;
+        }
         if (rowCount_ == 0) {
             return;
         }
@@ -84,6 +105,10 @@ public:
 
     __aicore__ inline void Process()
     {
+        if (t_.splitCores > 0) {
+            SplitTiles();
+            return;
+        }
         for (uint32_t done = 0; done < rowCount_; done += t_.rowsPerGroup) {
             const uint32_t n = Min(t_.rowsPerGroup, rowCount_ - done);
             LoadRows(done, n);
@@ -109,8 +134,32 @@ private:
         Sync<HardEvent::MTE2_S>();
     }
 
+    // The V split: this core's run of tiles [tileBegin_, tileEnd_), each row's values loaded
+    // (into slot 0) when the run reaches it.
+    __aicore__ inline void SplitTiles()
+    {
+        uint32_t loaded = rowCount_;  // no row yet
+        for (uint32_t g = tileBegin_; g < tileEnd_; ++g) {
+            const uint32_t row = g / t_.tilesPerRow - rowStart_;
+            if (row != loaded) {
+                LoadRows(row, 1);
+                loaded = row;
+            }
+            Pass(row, 0, g % t_.tilesPerRow);
+        }
+    }
+
     // Row `row` of this core (slot `slot` of its group): its tiles in, dlogits out.
     __aicore__ inline void Row(uint32_t row, uint32_t slot)
+    {
+        for (uint32_t k = 0; k < t_.tilesPerRow; ++k) {
+            Pass(row, slot, k);
+        }
+    }
+
+    // Tile `k` of row `row` of this core, with the row values of slot `slot`: logits in,
+    // dlogits out. Both modes' only path to a tile.
+    __aicore__ inline void Pass(uint32_t row, uint32_t slot, uint32_t k)
     {
         const int64_t target = static_cast<int64_t>(targets_.Get<I>().GetValue(slot));
         LocalTensor<float> g = rows_.Get<float>();
@@ -118,23 +167,20 @@ private:
         const float entropy = g.GetValue(ROW_ENTROPY * groupStride_ + slot);
         const float dlogprob = g.GetValue(ROW_DLOGPROB * groupStride_ + slot);
         const float dentropy = g.GetValue(ROW_DENTROPY * groupStride_ + slot);
-        const bool ignored = target == ignore_;
         const uint64_t base = static_cast<uint64_t>(row) * t_.vocab;
-        for (uint32_t k = 0; k < t_.tilesPerRow; ++k) {
-            const uint32_t start = k * t_.tileLen;
-            const uint32_t len = Min(t_.tileLen, t_.vocab - start);
-            if (ignored) {
-                Zeros(len);
-            } else {
-                CopyIn(base + start, len);
-                Tile(len, lse, entropy, dlogprob, dentropy);
-                const int64_t at = target - static_cast<int64_t>(start);
-                if (at >= 0 && at < static_cast<int64_t>(len)) {
-                    OneHot(static_cast<uint32_t>(at), dlogprob);
-                }
+        const uint32_t start = k * t_.tileLen;
+        const uint32_t len = Min(t_.tileLen, t_.vocab - start);
+        if (target == ignore_) {
+            Zeros(len);
+        } else {
+            CopyIn(base + start, len);
+            Tile(len, lse, entropy, dlogprob, dentropy);
+            const int64_t at = target - static_cast<int64_t>(start);
+            if (at >= 0 && at < static_cast<int64_t>(len)) {
+                OneHot(static_cast<uint32_t>(at), dlogprob);
             }
-            CopyOut(base + start, len);
         }
+        CopyOut(base + start, len);
     }
 
     __aicore__ inline void CopyIn(uint64_t offset, uint32_t len)
@@ -217,6 +263,8 @@ private:
     TilingData t_;
     uint32_t rowStart_ = 0;
     uint32_t rowCount_ = 0;
+    uint32_t tileBegin_ = 0;
+    uint32_t tileEnd_ = 0;
     uint32_t groupStride_ = 0;
     int64_t ignore_ = 0;
     TPipe pipe_;

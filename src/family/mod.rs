@@ -274,6 +274,13 @@ pub(crate) trait FamilyOps: Sync {
     fn read_plan(&self, _spec: &OpSpec, _tiling: &dyn Fn(&str) -> Option<f64>, _dtype: DType) -> PlanReading {
         PlanReading::default()
     }
+    /// Whether the family's kernel templates take an in-place (ref) output, the `<name>_ref`
+    /// argument CANN passes for an output named after an input (`mutated = true`). Default
+    /// false: the validation refuses such a spec rather than generate a kernel entry that does
+    /// not match its launch.
+    fn in_place_outputs(&self, _spec: &OpSpec) -> bool {
+        false
+    }
     /// Whether the report holds the op to the fusion target at its model shapes (≥ 4x fewer
     /// GM bytes than eager in 1 launch against ≥ 6). Default false: the target is for ops that
     /// fuse an eager chain; a family opts in.
@@ -450,6 +457,17 @@ impl crate::spec::FamilyRules for Registry {
     }
 
     fn check(&self, r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
+        if !spec.refs.is_empty() && !ops(spec.family).in_place_outputs(spec) {
+            r.error(
+                &raw.outputs,
+                "outputs",
+                format!(
+                    "output `{}` is marked mutated (an in-place output), but family {}'s kernels take no in-place output",
+                    spec.refs.join("`, `"),
+                    spec.family.name()
+                ),
+            );
+        }
         ops(spec.family).check(r, raw, spec)
     }
 

@@ -346,6 +346,12 @@ impl FamilyOps for VocabReduce {
         }
     }
 
+    /// The backward's kernel takes `logits_ref` (logprob_entropy_grad_inplace); the forward's
+    /// takes none.
+    fn in_place_outputs(&self, spec: &OpSpec) -> bool {
+        grad::is_grad(spec)
+    }
+
     fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
         FIELDS
     }

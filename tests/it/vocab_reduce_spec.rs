@@ -151,3 +151,20 @@ fn an_in_place_output_with_other_dtypes_or_naming_no_input_is_refused() {
     let shown = inplace_errors(&text);
     assert!(shown.contains("outputs[0].name") && shown.contains("name `logits` is already used"), "{shown}");
 }
+
+/// Only a family whose kernel takes the `<name>_ref` argument may declare an in-place output:
+/// the forward's kernel has none, so a mutated output there is refused at validation, not
+/// found later as a kernel entry that does not match its launch.
+#[test]
+fn an_in_place_output_on_a_kernel_without_one_is_refused() {
+    let text = format!(
+        "{}\n[[outputs]]\nname = \"logits\"\ndtypes = [\"float16\", \"bfloat16\", \"float32\", \"float16\", \"bfloat16\", \"float32\"]\nmutated = true\n",
+        good()
+    );
+    let shown = family::parse_str(Path::new(PATH), &text).expect_err("the spec must be rejected").to_string();
+    assert!(
+        shown.contains("logprob_entropy.toml")
+            && shown.contains("output `logits` is marked mutated (an in-place output), but family vocab_reduce's kernels take no in-place output"),
+        "{shown}"
+    );
+}

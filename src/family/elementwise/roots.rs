@@ -245,8 +245,6 @@ fn fit(f: &impl Fn(f64) -> f64, x0: f64, nodes: usize) -> Option<Window> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn bfloat16_leaves_silus_window_out_and_float16_keeps_it() {
         let inputs: Vec<String> = vec!["gate".into(), "up".into()];

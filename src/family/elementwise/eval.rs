@@ -212,6 +212,34 @@ const BOUND_EPS: f64 = 4.0 * f64::EPSILON;
 /// the same expression (running error analysis: each operation adds its rounding, and carries
 /// its operands' errors through its derivative).
 pub fn bounded(node: &Node, x: &[f64], a: &[f64]) -> (f64, f64) {
+    let eps = Eps { basic: BOUND_EPS, transcendental: BOUND_EPS, composite: BOUND_EPS };
+    bounded_with(node, x, a, eps)
+}
+
+/// The relative error each kind of operation adds in [`bounded_with`].
+#[derive(Debug, Clone, Copy)]
+pub struct Eps {
+    /// +, -, *, powers, abs, min/max: one rounding.
+    pub basic: f64,
+    /// Division, exp, log, sqrt, rsqrt: one call of the hardware's approximation.
+    pub transcendental: f64,
+    /// sigmoid, tanh, erf, erfc, softplus, log1p, expm1: functions built of several calls.
+    pub composite: f64,
+}
+
+/// [`bounded`] for an evaluation whose operations round with the relative errors `eps` (a
+/// float32 kernel's: `roots::lean_dtypes`).
+pub fn bounded_with(node: &Node, x: &[f64], a: &[f64], eps: Eps) -> (f64, f64) {
+    let bounded = |n: &Node, x: &[f64], a: &[f64]| bounded_with(n, x, a, eps);
+    let own = match node {
+        Node::Bin(BinOp::Div, ..) => eps.transcendental,
+        Node::Call(Func::Exp | Func::Log | Func::Sqrt | Func::Rsqrt, _) => eps.transcendental,
+        Node::Call(
+            Func::Sigmoid | Func::Tanh | Func::Erf | Func::Erfc | Func::Softplus | Func::Log1p | Func::Expm1,
+            _,
+        ) => eps.composite,
+        _ => eps.basic,
+    };
     let (v, e) = match node {
         Node::Input(i) => (x[*i], 0.0),
         Node::Attr(i) => (a[*i], 0.0),
@@ -251,7 +279,7 @@ pub fn bounded(node: &Node, x: &[f64], a: &[f64]) -> (f64, f64) {
             (
                 powi(u, n),
                 if eu == 0.0 { 0.0 } else { slope * eu }
-                    + (n.unsigned_abs() as f64) * BOUND_EPS * powi(u, n).abs(),
+                    + (n.unsigned_abs() as f64) * eps.basic * powi(u, n).abs(),
             )
         }
         // Only generated derivatives hold these (a root series, an underflow rescue); a body
@@ -292,5 +320,5 @@ pub fn bounded(node: &Node, x: &[f64], a: &[f64]) -> (f64, f64) {
             (v, if eu == 0.0 { 0.0 } else { slope * eu })
         }
     };
-    (v, e + BOUND_EPS * v.abs())
+    (v, e + own * v.abs())
 }

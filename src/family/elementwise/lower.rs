@@ -54,6 +54,7 @@
 //! - **rsqrt** → Rsqrt, **log** → Ln, the rest map one to one.
 
 use super::expr::{BinOp, Func, Node};
+use crate::dtype::DType;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
 
@@ -232,6 +233,9 @@ enum Operand {
 }
 
 struct Builder {
+    /// The 16-bit dtype the program is for, if one: root windows it needs not
+    /// (`roots::Window::lean`) are left out.
+    lean: Option<DType>,
     /// Lower x * sigmoid(z) as one quotient (`sigmoid_product`). Forward bodies only: a
     /// backward op needs sigmoid(z) itself too, which the product form would not share.
     sigmoid_products: bool,
@@ -623,7 +627,8 @@ impl Builder {
     /// A sum near its roots: Select(|t| < r, t·G(t/r), sum) per window (`roots.rs`).
     fn patched(&mut self, base: V, x: V, windows: &[super::roots::Window]) -> V {
         let mut out = base;
-        for w in windows {
+        let lean = self.lean;
+        for w in windows.iter().filter(|w| !lean.is_some_and(|d| w.lean.contains(&d))) {
             let root = (w.hi + w.lo) as f32;
             let t = self.with_scalar(
                 "Adds",
@@ -937,14 +942,25 @@ impl Reg {
 
 /// Lowers a canonical body over `n_inputs` inputs (one output, `res0`).
 pub fn lower(node: &Node, inputs: &[String], attrs: &[String]) -> Result<Program, LowerError> {
-    lower_with(std::slice::from_ref(node), inputs, attrs, true)
+    lower_with(std::slice::from_ref(node), inputs, attrs, true, None)
 }
 
 /// Lowers several canonical bodies over the same inputs into one program whose output k is
 /// written to `res<k>`. One builder lowers them all, so a subexpression the outputs share (a
 /// backward op's sigmoid, for every partial derivative) is computed once.
 pub fn lower_many(nodes: &[Node], inputs: &[String], attrs: &[String]) -> Result<Program, LowerError> {
-    lower_with(nodes, inputs, attrs, false)
+    lower_with(nodes, inputs, attrs, false, None)
+}
+
+/// [`lower_many`] for a kernel whose patched inputs are `dtype` (16-bit): without the root
+/// windows that dtype needs not (`roots::Window::lean`).
+pub fn lower_many_lean(
+    nodes: &[Node],
+    inputs: &[String],
+    attrs: &[String],
+    dtype: DType,
+) -> Result<Program, LowerError> {
+    lower_with(nodes, inputs, attrs, false, Some(dtype))
 }
 
 fn lower_with(
@@ -952,9 +968,11 @@ fn lower_with(
     inputs: &[String],
     attrs: &[String],
     sigmoid_products: bool,
+    lean: Option<DType>,
 ) -> Result<Program, LowerError> {
     let n_inputs = inputs.len();
     let mut b = Builder {
+        lean,
         sigmoid_products,
         n_inputs,
         input_names: inputs.to_vec(),
@@ -1006,7 +1024,9 @@ fn lower_with(
     let at = guard.as_ref().map_or(defs.len(), |g| g.at);
     let mut paired = defs.clone();
     let rescue = paired.split_off(at);
-    let paired: Vec<(V, &Def)> = interleaved(paired).into_iter().chain(interleaved(rescue)).collect();
+    // The rescue keeps its SSA order and, in `allocate`, registers are reused at once there: it
+    // rarely runs, so its barriers cost little and its registers would shrink every tile.
+    let paired: Vec<(V, &Def)> = interleaved(paired).into_iter().chain(rescue).collect();
     let plain = allocate(&defs, n_inputs, &roots, attrs, guard.clone(), 1)?;
     let paired = allocate(&paired, n_inputs, &roots, attrs, guard, super::schedule::WIDTH)?;
     Ok(super::schedule::cheaper(plain, paired, n_inputs))
@@ -1151,7 +1171,9 @@ fn allocate(
         // A register the previous `width` - 1 calls stopped reading is not written yet: the
         // write would have to wait for that read (WAR), and the calls of an interleaved level
         // could not share it (super::schedule).
-        if cooling.len() >= width {
+        // The rescue behind the guard is planned for the fewest registers (width 1).
+        let width = if guard.as_ref().is_some_and(|g| idx >= g.at) { 1 } else { width };
+        while cooling.len() >= width {
             for r in cooling.pop_front().expect("a cooling step") {
                 match r {
                     Reg::Mask(_) => free_mask.insert(r),

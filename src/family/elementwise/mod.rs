@@ -77,9 +77,24 @@ pub struct Body {
     /// backward op dy · ∂node/∂x_i per forward input (input 0 is dy).
     pub outputs: Vec<Node>,
     pub program: Program,
+    /// Programs for 16-bit inputs that need fewer root windows (`roots::Window::lean`), each
+    /// taken by the kernel and the TilingFunc when its inputs have that dtype; `program` else.
+    pub variants: Vec<Variant>,
     /// Names of the inputs and attrs, by index.
     pub inputs: Vec<String>,
     pub attrs: Vec<String>,
+}
+
+/// A program for one 16-bit dtype of the patched inputs `inputs`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Variant {
+    pub dtype: &'static str,
+    /// The inputs whose dtype selects it, and the element type and graph-engine enumerator the
+    /// kernel and the TilingFunc compare them with.
+    pub inputs: Vec<usize>,
+    pub cpp_type: &'static str,
+    pub ge_type: &'static str,
+    pub program: Program,
 }
 
 /// What can be wrong with a body.
@@ -108,7 +123,14 @@ pub fn analyse_body(body: &str, inputs: &[String], attrs: &[String]) -> Result<B
     let node = expr::resolve(&syntax, Scope { inputs, attrs }).map_err(BodyError::Expr)?;
     let node = expr::canonical(node);
     let program = schedule::schedule(lower::lower(&node, inputs, attrs).map_err(BodyError::Lower)?);
-    Ok(Body { outputs: vec![node.clone()], node, program, inputs: inputs.to_vec(), attrs: attrs.to_vec() })
+    Ok(Body {
+        outputs: vec![node.clone()],
+        node,
+        program,
+        variants: Vec::new(),
+        inputs: inputs.to_vec(),
+        attrs: attrs.to_vec(),
+    })
 }
 
 /// The backward op of a body over `inputs`: inputs `dy` (named `incoming`) then `inputs`, one
@@ -127,7 +149,34 @@ pub fn analyse_backward(
     let outputs = diff::gradients(&node, inputs.len());
     let names: Vec<String> = std::iter::once(incoming.to_string()).chain(inputs.iter().cloned()).collect();
     let program = schedule::schedule(lower::lower_many(&outputs, &names, attrs).map_err(BodyError::Lower)?);
-    Ok(Body { node, outputs, program, inputs: names, attrs: attrs.to_vec() })
+    let mut variants = Vec::new();
+    for dtype in [DType::BFloat16, DType::Float16] {
+        let mut lean = Vec::new();
+        for o in &outputs {
+            roots::lean_inputs(o, dtype, &mut lean);
+        }
+        if lean.is_empty() {
+            continue;
+        }
+        let p = schedule::schedule(
+            lower::lower_many_lean(&outputs, &names, attrs, dtype).map_err(BodyError::Lower)?,
+        );
+        // The kernel's prefetch order and queue depths follow `program`'s guard.
+        if p.guard.is_some() != program.guard.is_some() {
+            return Err(BodyError::Lower(lower::LowerError(format!(
+                "the {} program and the float32 one differ in their underflow guard",
+                dtype.name()
+            ))));
+        }
+        variants.push(Variant {
+            dtype: dtype.name(),
+            inputs: lean,
+            cpp_type: dtype.cpp_type(),
+            ge_type: dtype.ge_type(),
+            program: p,
+        });
+    }
+    Ok(Body { node, outputs, program, variants, inputs: names, attrs: attrs.to_vec() })
 }
 
 /// The body of an elementwise spec (a generated backward op: its derivatives).
@@ -484,6 +533,11 @@ pub fn template_extras(spec: &OpSpec) -> Result<serde_json::Map<String, serde_js
         .collect();
     m.insert("formulas".into(), formulas.into());
     m.insert("program".into(), serde_json::to_value(&body.program).map_err(|e| e.to_string())?);
+    m.insert("variants".into(), serde_json::to_value(&body.variants).map_err(|e| e.to_string())?);
+    // The TBufs the kernel declares: as many as the largest of its programs plans.
+    let programs = || std::iter::once(&body.program).chain(body.variants.iter().map(|v| &v.program));
+    m.insert("max_temps".into(), programs().map(|p| p.temps).max().unwrap_or(0).into());
+    m.insert("max_masks".into(), programs().map(|p| p.masks).max().unwrap_or(0).into());
     let columns: Vec<serde_json::Value> = (0..spec.columns())
         .map(|c| {
             serde_json::json!({

@@ -18,6 +18,8 @@
 
 use super::eval;
 use super::expr::{BinOp, Node};
+use crate::dtype::DType;
+use crate::tensor::bits_to_f64;
 
 /// Half-width of a window around a root (a power of two, so t/r is exact).
 pub const RADIUS: f64 = 0.125;
@@ -36,6 +38,44 @@ pub struct Window {
     pub hi: f64,
     pub lo: f64,
     pub coeffs: Vec<f64>,
+    /// The 16-bit input dtypes for which the window is left out ([`lean_dtypes`]): every value
+    /// of the dtype in it is far enough from the root for the sum itself.
+    pub lean: Vec<DType>,
+}
+
+/// The relative errors of the float32 operations in [`lean_dtypes`]' bound: a rounding (2^-24)
+/// for the basic ones; 8.5 ulps (2^-23 each) for a division or an exponential, the perturbed
+/// twin's moves (`opgen verify --perturb 8`, which the NPU's vector units need not beat) and
+/// the rounding; twice that for a function built of two of them (sigmoid: Exp and Div).
+const LEAN_EPS: eval::Eps = eval::Eps {
+    basic: f32::EPSILON as f64 / 2.0,
+    transcendental: 8.5 * f32::EPSILON as f64,
+    composite: 17.0 * f32::EPSILON as f64,
+};
+
+/// The 16-bit dtypes whose values never need the window around `x0` (the sum over `input` of
+/// `n` inputs): at each of their values within RADIUS of x0, the float32 sum's running error
+/// bound (`eval::bounded_with` with LEAN_EPS) is below half an ulp of the dtype relative to the
+/// sum (2^-p of a p-bit significand), so with the output's own rounding the 16-bit result stays
+/// within the 1-ULP bar without the series. Their values are discrete: bfloat16's nearest to
+/// silu's root -1.2785 are 0.0028 away, where the bound is 1.8e-3 relative (half an ulp: 3.9e-3);
+/// float16 has one 1.4e-4 away, where it is 3e-2 (the window stays).
+pub fn lean_dtypes(sum: &Node, input: usize, n: usize, x0: f64) -> Vec<DType> {
+    [DType::BFloat16, DType::Float16]
+        .into_iter()
+        .filter(|&d| {
+            let p = if d == DType::BFloat16 { 8 } else { 11 };
+            let half_ulp = 2f64.powi(-p);
+            (0..=u16::MAX).map(|b| bits_to_f64(d, u64::from(b))).filter(|x| (x - x0).abs() < RADIUS).all(
+                |x| {
+                    let mut point = vec![0.0; n];
+                    point[input] = x;
+                    let (v, e) = eval::bounded_with(sum, &point, &[], LEAN_EPS);
+                    v != 0.0 && e <= half_ulp * v.abs()
+                },
+            )
+        })
+        .collect()
 }
 
 /// A sum with its windows.
@@ -67,6 +107,25 @@ pub fn patch(node: Node, n_inputs: usize) -> Node {
         Node::Max(a, b) => Node::Max(p(a), p(b)),
         Node::Call(f, a) => Node::Call(f, p(a)),
         Node::Powi(a, k) => Node::Powi(p(a), k),
+    }
+}
+
+/// The inputs of `node`'s patched sums with a window left out for `dtype` (ascending): a kernel
+/// whose those inputs are `dtype` may take the program without those windows.
+pub fn lean_inputs(node: &Node, dtype: DType, out: &mut Vec<usize>) {
+    match node {
+        Node::Input(_) | Node::Attr(_) | Node::Const(_) => {}
+        Node::Patched(p) => {
+            if p.windows.iter().any(|w| w.lean.contains(&dtype)) && !out.contains(&p.input) {
+                out.push(p.input);
+                out.sort_unstable();
+            }
+        }
+        Node::Neg(a) | Node::Call(_, a) | Node::Powi(a, _) => lean_inputs(a, dtype, out),
+        Node::Bin(_, a, b) | Node::Min(a, b) | Node::Max(a, b) | Node::Rescued(a, b) => {
+            lean_inputs(a, dtype, out);
+            lean_inputs(b, dtype, out);
+        }
     }
 }
 
@@ -107,7 +166,8 @@ fn find_windows(sum: &Node, _op: BinOp, a: &Node, b: &Node, input: usize, n: usi
             let cancels = ta > 1e-6 && f(x0).abs() <= 1e-9 * (ta + tb);
             let apart = windows.iter().all(|w| (w.hi + w.lo - x0).abs() > 2.0 * RADIUS);
             if cancels && apart && windows.len() < MAX_WINDOWS {
-                if let Some(w) = (MIN_NODES..=MAX_NODES).find_map(|nodes| fit(&f, x0, nodes)) {
+                if let Some(mut w) = (MIN_NODES..=MAX_NODES).find_map(|nodes| fit(&f, x0, nodes)) {
+                    w.lean = lean_dtypes(sum, input, n, x0);
                     windows.push(w);
                 }
             }
@@ -180,5 +240,18 @@ fn fit(f: &impl Fn(f64) -> f64, x0: f64, nodes: usize) -> Option<Window> {
         let exact = f(x0 + RADIUS * u) / (RADIUS * u);
         (g(u) - exact).abs() <= 1e-9 * exact.abs()
     });
-    ok.then_some(Window { hi, lo, coeffs })
+    ok.then_some(Window { hi, lo, coeffs, lean: Vec::new() })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bfloat16_leaves_silus_window_out_and_float16_keeps_it() {
+        let inputs: Vec<String> = vec!["gate".into(), "up".into()];
+        let body = super::super::analyse_backward("gate * sigmoid(gate) * up", "dy", &inputs, &[]).unwrap();
+        let dtypes: Vec<&str> = body.variants.iter().map(|v| v.dtype).collect();
+        assert_eq!(dtypes, ["bfloat16"], "{:?}", body.variants);
+        assert_eq!(body.variants[0].inputs, [1]);
+        assert!(body.variants[0].program.calls.len() < body.program.calls.len());
+    }
 }

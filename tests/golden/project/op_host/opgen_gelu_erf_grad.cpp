@@ -172,6 +172,9 @@ const uint64_t TILE_ALIGN = 256;
 const uint64_t MIN_TRANSFER_BYTES = 16384;
 const uint64_t FLOAT_TEMPS = 7;  // float32 temporaries of the lowered body
 const uint64_t MASKS = 2;        // compare masks, 1 bit per element
+// The kernel's program when x is bfloat16 (its root series left out): its temporaries and masks.
+const uint64_t FLOAT_TEMPS_BFLOAT16 = 4;
+const uint64_t MASKS_BFLOAT16 = 1;
 
 static uint64_t TypeSize(ge::DataType dtype)
 {
@@ -189,7 +192,14 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     // UB bytes per element, times 8 (a mask takes an eighth of a byte): the temporaries, the
     // masks, each input's double-buffered queue (+ its float32 copy when 16-bit) and each
     // output's double-buffered queue.
-    uint64_t perElemX8 = 8 * 4 * FLOAT_TEMPS + MASKS;
+    // The kernel's program follows the inputs' dtypes (its `if constexpr` on them).
+    uint64_t floatTemps = FLOAT_TEMPS;
+    uint64_t masks = MASKS;
+    if (context->GetInputDesc(1) != nullptr && context->GetInputDesc(1)->GetDataType() == ge::DT_BF16) {
+        floatTemps = FLOAT_TEMPS_BFLOAT16;
+        masks = MASKS_BFLOAT16;
+    }
+    uint64_t perElemX8 = 8 * 4 * floatTemps + masks;
     uint64_t minSize = 4;
     const gert::Shape* shapes[NUM_INPUTS];
     for (size_t i = 0; i < NUM_INPUTS; ++i) {

@@ -9,9 +9,12 @@
 //   dx = dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))); series near x = -0.75115424] [rescued from underflow]
 //
 // 56 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 7, compare masks m<k>: 1.
+// float copies in<i> (free after their last use), temporaries t<k>: 6, compare masks m<k>: 1.
 // Calls that touch no buffer in common run between the same two PipeBarrier<PIPE_V> (the vector
-// pipe orders only what a barrier separates): 33 barriers, the longest chain of dependent calls.
+// pipe orders only what a barrier separates): 35 barriers, the longest chain of dependent calls.
+// When x is bfloat16: 36 vector calls, temporaries 5, masks 1,
+// 27 barriers: the root series that no bfloat16 value needs are left out (its values
+// are far enough from the roots for the sum itself: roots.rs `lean_dtypes`).
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_fast_gelu_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -112,14 +115,23 @@ public:
             pipe_.InitBuffer(home1_, tile * sizeof(float));  // x in float32
         }
         pipe_.InitBuffer(outQue0_, BUFFER_NUM, tile * sizeof(TOut0));  // dx
-        pipe_.InitBuffer(tmp0_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp1_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp2_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp3_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp4_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp5_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp6_, tile * sizeof(float));
-        pipe_.InitBuffer(mask0_, tile / 8);
+        // The temporaries of the program the inputs' dtypes select (the TilingFunc plans the same).
+        if constexpr (IsSameType<T1, bfloat16_t>::value) {
+            pipe_.InitBuffer(tmp0_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp1_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp2_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp3_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp4_, tile * sizeof(float));
+            pipe_.InitBuffer(mask0_, tile / 8);
+        } else {
+            pipe_.InitBuffer(tmp0_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp1_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp2_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp3_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp4_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp5_, tile * sizeof(float));
+            pipe_.InitBuffer(mask0_, tile / 8);
+        }
         pipe_.InitBuffer(rescueMin_, BLOCK_BYTES);
         pipe_.InitBuffer(rescueWork_, tile / 8);  // ReduceMin's rounds: 2 floats per 64-lane repeat
         // Prefetch order: the next tile's CopyIn is issued before this tile's compute, whose
@@ -170,122 +182,213 @@ private:
         } else {
             in1 = x1.template ReinterpretCast<float>();
         }
-        LocalTensor<float> t0 = tmp0_.Get<float>();
-        LocalTensor<float> t1 = tmp1_.Get<float>();
-        LocalTensor<float> t2 = tmp2_.Get<float>();
-        LocalTensor<float> t3 = tmp3_.Get<float>();
-        LocalTensor<float> t4 = tmp4_.Get<float>();
-        LocalTensor<float> t5 = tmp5_.Get<float>();
-        LocalTensor<float> t6 = tmp6_.Get<float>();
-        LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
-        LocalTensor<float> rescueMin = rescueMin_.Get<float>();
-        LocalTensor<float> rescueWork = rescueWork_.Get<float>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dx: a float32 output is computed in place
-        if constexpr (sizeof(TOut0) == 2) {
-            res0 = t3;
+        if constexpr (IsSameType<T1, bfloat16_t>::value) {
+            LocalTensor<float> t0 = tmp0_.Get<float>();
+            LocalTensor<float> t1 = tmp1_.Get<float>();
+            LocalTensor<float> t2 = tmp2_.Get<float>();
+            LocalTensor<float> t3 = tmp3_.Get<float>();
+            LocalTensor<float> t4 = tmp4_.Get<float>();
+            LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
+            LocalTensor<float> rescueMin = rescueMin_.Get<float>();
+            LocalTensor<float> rescueWork = rescueWork_.Get<float>();
+            if constexpr (sizeof(TOut0) == 2) {
+                res0 = t2;
+            } else {
+                res0 = y0.template ReinterpretCast<float>();
+            }
+            PipeBarrier<PIPE_V>();
+            Muls(t0, in1, 1.702f, n);  // 1.702 * x
+            PipeBarrier<PIPE_V>();
+            Abs(t1, t0, n);  // |z|
+            CompareScalar(m0, t0, 0.0f, CMPMODE::LT, n);  // z < 0
+            PipeBarrier<PIPE_V>();
+            Muls(t1, t1, -1.0f, n);  // -|z|
+            PipeBarrier<PIPE_V>();
+            Exp(t1, t1, n);  // e^-|z|
+            PipeBarrier<PIPE_V>();
+            Adds(t0, t1, 1.0f, n);  // 1 + e^-|z|
+            Select(t2, m0, t1, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t0, t0, n);
+            Div(t2, t2, t0, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+            PipeBarrier<PIPE_V>();
+            Div(t1, t1, t3, n);  // exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)
+            PipeBarrier<PIPE_V>();
+            Muls(t1, t1, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))
+            PipeBarrier<PIPE_V>();
+            Mul(t1, in1, t1, n);  // x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)))
+            PipeBarrier<PIPE_V>();
+            Add(t2, t2, t1, n);  // sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp...
+            PipeBarrier<PIPE_V>();
+            Mul(t2, in0, t2, n);  // dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1...
+            PipeBarrier<PIPE_V>();
+            Mul(t0, t2, t2, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
+            PipeBarrier<PIPE_V>();
+            // The underflow rescue runs only in a tile whose least squared value is below 2^-100 (or
+            // NaN): one with a value below 2^-100, where an exponential may have underflowed. Elsewhere
+            // it would select the plain values it leaves.
+            ReduceMin(rescueMin, t0, rescueWork, n);  // written by the scalar unit: no V_S of ours
+            PipeBarrier<PIPE_V>();
+            if (!(rescueMin.GetValue(0) >= 7.888609e-31f)) {
+                Muls(t1, in1, 1.702f, n);  // 1.702 * x
+                PipeBarrier<PIPE_V>();
+                Mins(t3, t1, 0.0f, n);  // min(1.702 * x, 0)
+                PipeBarrier<PIPE_V>();
+                Adds(t3, t3, 44.36142f, n);  // min(1.702 * x, 0) + 44.36142
+                Abs(t1, t1, n);  // abs(1.702 * x)
+                PipeBarrier<PIPE_V>();
+                Exp(t3, t3, n);  // exp(min(1.702 * x, 0) + 44.36142)
+                Muls(t1, t1, -1.0f, n);  // -abs(1.702 * x)
+                PipeBarrier<PIPE_V>();
+                Exp(t4, t1, n);  // exp(-abs(1.702 * x))
+                PipeBarrier<PIPE_V>();
+                Adds(t4, t4, 1.0f, n);  // 1 + exp(-abs(1.702 * x))
+                Adds(t1, t1, 44.36142f, n);  // -abs(1.702 * x) + 44.36142
+                PipeBarrier<PIPE_V>();
+                Div(t3, t3, t4, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x)))
+                Exp(t1, t1, n);  // exp(-abs(1.702 * x) + 44.36142)
+                PipeBarrier<PIPE_V>();
+                Mul(t4, t4, t4, n);
+                PipeBarrier<PIPE_V>();
+                Div(t1, t1, t4, n);  // exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x)), 2)
+                PipeBarrier<PIPE_V>();
+                Muls(t1, t1, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x...
+                PipeBarrier<PIPE_V>();
+                Mul(in1, in1, t1, n);  // x * (1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.70...
+                PipeBarrier<PIPE_V>();
+                Add(t3, t3, in1, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) + x * ...
+                PipeBarrier<PIPE_V>();
+                Mul(in0, in0, t3, n);  // dy * (exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) ...
+                Abs(in1, t2, n);  // underflow rescue: |value|
+                PipeBarrier<PIPE_V>();
+                CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+                Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+                PipeBarrier<PIPE_V>();
+                Select(res0, m0, in0, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+                PipeBarrier<PIPE_V>();
+            } else {
+                if constexpr (sizeof(TOut0) != 2) { Muls(res0, t2, 1.0f, n); }  // the plain value
+                PipeBarrier<PIPE_V>();
+            }
         } else {
-            res0 = y0.template ReinterpretCast<float>();
-        }
-        PipeBarrier<PIPE_V>();
-        Adds(t0, in1, 0.75115424f, n);  // series near the root -0.75115424: x - x0_hi (exact)
-        Muls(t1, in1, 1.702f, n);  // 1.702 * x
-        PipeBarrier<PIPE_V>();
-        Adds(t0, t0, 1.1495214e-8f, n);  // t = (x - x0_hi) - x0_lo
-        Abs(t2, t1, n);  // |z|
-        CompareScalar(m0, t1, 0.0f, CMPMODE::LT, n);  // z < 0
-        PipeBarrier<PIPE_V>();
-        Muls(t3, t0, 0.012888315f, n);  // G(t / r), the sum / t near the root: Horner, degree 7
-        Muls(t2, t2, -1.0f, n);  // -|z|
-        Abs(t1, t0, n);  // |t|
-        PipeBarrier<PIPE_V>();
-        Adds(t3, t3, 0.032883365f, n);
-        Exp(t2, t2, n);  // e^-|z|
-        PipeBarrier<PIPE_V>();
-        Mul(t3, t3, t0, n);
-        Adds(t4, t2, 1.0f, n);  // 1 + e^-|z|
-        PipeBarrier<PIPE_V>();
-        Adds(t3, t3, 0.0030799552f, n);
-        Mul(t5, t4, t4, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t3, t3, t0, n);
-        Div(t5, t2, t5, n);  // exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)
-        PipeBarrier<PIPE_V>();
-        Adds(t3, t3, -0.0943557f, n);
-        Select(t2, m0, t2, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
-        Muls(t5, t5, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))
-        PipeBarrier<PIPE_V>();
-        Mul(t3, t3, t0, n);
-        Div(t2, t2, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
-        Mul(t5, in1, t5, n);  // x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)))
-        CompareScalar(m0, t1, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
-        PipeBarrier<PIPE_V>();
-        Adds(t3, t3, -0.12774052f, n);
-        Add(t2, t2, t5, n);  // sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp...
-        PipeBarrier<PIPE_V>();
-        Mul(t3, t3, t0, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t3, t3, 0.09305963f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t3, t3, t0, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t3, t3, 0.42481282f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t3, t3, t0, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t3, t3, 0.37071553f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t3, t3, t0, n);  // t * G(t / r)
-        PipeBarrier<PIPE_V>();
-        Select(t3, m0, t3, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75115424
-        PipeBarrier<PIPE_V>();
-        Mul(t3, in0, t3, n);  // dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1...
-        PipeBarrier<PIPE_V>();
-        Mul(t0, t3, t3, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
-        PipeBarrier<PIPE_V>();
-        // The underflow rescue runs only in a tile whose least squared value is below 2^-100 (or
-        // NaN): one with a value below 2^-100, where an exponential may have underflowed. Elsewhere
-        // it would select the plain values it leaves.
-        ReduceMin(rescueMin, t0, rescueWork, n);  // written by the scalar unit: no V_S of ours
-        PipeBarrier<PIPE_V>();
-        if (!(rescueMin.GetValue(0) >= 7.888609e-31f)) {
+            LocalTensor<float> t0 = tmp0_.Get<float>();
+            LocalTensor<float> t1 = tmp1_.Get<float>();
+            LocalTensor<float> t2 = tmp2_.Get<float>();
+            LocalTensor<float> t3 = tmp3_.Get<float>();
+            LocalTensor<float> t4 = tmp4_.Get<float>();
+            LocalTensor<float> t5 = tmp5_.Get<float>();
+            LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
+            LocalTensor<float> rescueMin = rescueMin_.Get<float>();
+            LocalTensor<float> rescueWork = rescueWork_.Get<float>();
+            if constexpr (sizeof(TOut0) == 2) {
+                res0 = t3;
+            } else {
+                res0 = y0.template ReinterpretCast<float>();
+            }
+            PipeBarrier<PIPE_V>();
+            Adds(t0, in1, 0.75115424f, n);  // series near the root -0.75115424: x - x0_hi (exact)
             Muls(t1, in1, 1.702f, n);  // 1.702 * x
-            Abs(t2, t3, n);  // underflow rescue: |value|
             PipeBarrier<PIPE_V>();
-            Abs(t4, t1, n);  // abs(1.702 * x)
-            CompareScalar(m0, t2, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+            Adds(t0, t0, 1.1495214e-8f, n);  // t = (x - x0_hi) - x0_lo
+            Abs(t2, t1, n);  // |z|
+            CompareScalar(m0, t1, 0.0f, CMPMODE::LT, n);  // z < 0
             PipeBarrier<PIPE_V>();
-            Mins(t1, t1, 0.0f, n);  // min(1.702 * x, 0)
-            Muls(t4, t4, -1.0f, n);  // -abs(1.702 * x)
+            Muls(t3, t0, 0.012888315f, n);  // G(t / r), the sum / t near the root: Horner, degree 7
+            Muls(t2, t2, -1.0f, n);  // -|z|
+            Abs(t1, t0, n);  // |t|
             PipeBarrier<PIPE_V>();
-            Adds(t1, t1, 44.36142f, n);  // min(1.702 * x, 0) + 44.36142
-            Exp(t5, t4, n);  // exp(-abs(1.702 * x))
+            Adds(t3, t3, 0.032883365f, n);
+            Exp(t2, t2, n);  // e^-|z|
             PipeBarrier<PIPE_V>();
-            Adds(t4, t4, 44.36142f, n);  // -abs(1.702 * x) + 44.36142
-            Adds(t5, t5, 1.0f, n);  // 1 + exp(-abs(1.702 * x))
-            Exp(t1, t1, n);  // exp(min(1.702 * x, 0) + 44.36142)
+            Mul(t3, t3, t0, n);
+            Adds(t4, t2, 1.0f, n);  // 1 + e^-|z|
             PipeBarrier<PIPE_V>();
-            Exp(t4, t4, n);  // exp(-abs(1.702 * x) + 44.36142)
-            Mul(t6, t5, t5, n);
-            Div(t1, t1, t5, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x)))
+            Adds(t3, t3, 0.0030799552f, n);
+            Mul(t5, t4, t4, n);
             PipeBarrier<PIPE_V>();
-            Div(t4, t4, t6, n);  // exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x)), 2)
+            Mul(t3, t3, t0, n);
+            Div(t5, t2, t5, n);  // exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)
             PipeBarrier<PIPE_V>();
-            Muls(t4, t4, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x...
+            Adds(t3, t3, -0.0943557f, n);
+            Select(t2, m0, t2, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
+            Muls(t5, t5, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2))
             PipeBarrier<PIPE_V>();
-            Mul(in1, in1, t4, n);  // x * (1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.70...
+            Mul(t3, t3, t0, n);
+            Div(t2, t2, t4, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+            Mul(t5, in1, t5, n);  // x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp(-abs(1.702 * x)), 2)))
+            CompareScalar(m0, t1, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
             PipeBarrier<PIPE_V>();
-            Add(t1, t1, in1, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) + x * ...
+            Adds(t3, t3, -0.12774052f, n);
+            Add(t2, t2, t5, n);  // sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1 + exp...
             PipeBarrier<PIPE_V>();
-            Mul(in0, in0, t1, n);  // dy * (exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) ...
+            Mul(t3, t3, t0, n);
             PipeBarrier<PIPE_V>();
-            Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+            Adds(t3, t3, 0.09305963f, n);
             PipeBarrier<PIPE_V>();
-            Select(res0, m0, in0, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+            Mul(t3, t3, t0, n);
             PipeBarrier<PIPE_V>();
-        } else {
-            if constexpr (sizeof(TOut0) != 2) { Muls(res0, t3, 1.0f, n); }  // the plain value
+            Adds(t3, t3, 0.42481282f, n);
             PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t0, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, 0.37071553f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t0, n);  // t * G(t / r)
+            PipeBarrier<PIPE_V>();
+            Select(t3, m0, t3, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75115424
+            PipeBarrier<PIPE_V>();
+            Mul(t3, in0, t3, n);  // dy * [sigmoid(1.702 * x) + x * (1.702 * (exp(-abs(1.702 * x)) / pow(1...
+            PipeBarrier<PIPE_V>();
+            Mul(t0, t3, t3, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
+            PipeBarrier<PIPE_V>();
+            // The underflow rescue runs only in a tile whose least squared value is below 2^-100 (or
+            // NaN): one with a value below 2^-100, where an exponential may have underflowed. Elsewhere
+            // it would select the plain values it leaves.
+            ReduceMin(rescueMin, t0, rescueWork, n);  // written by the scalar unit: no V_S of ours
+            PipeBarrier<PIPE_V>();
+            if (!(rescueMin.GetValue(0) >= 7.888609e-31f)) {
+                Muls(t1, in1, 1.702f, n);  // 1.702 * x
+                PipeBarrier<PIPE_V>();
+                Mins(t2, t1, 0.0f, n);  // min(1.702 * x, 0)
+                PipeBarrier<PIPE_V>();
+                Adds(t2, t2, 44.36142f, n);  // min(1.702 * x, 0) + 44.36142
+                Abs(t1, t1, n);  // abs(1.702 * x)
+                PipeBarrier<PIPE_V>();
+                Exp(t2, t2, n);  // exp(min(1.702 * x, 0) + 44.36142)
+                Muls(t1, t1, -1.0f, n);  // -abs(1.702 * x)
+                PipeBarrier<PIPE_V>();
+                Exp(t4, t1, n);  // exp(-abs(1.702 * x))
+                PipeBarrier<PIPE_V>();
+                Adds(t4, t4, 1.0f, n);  // 1 + exp(-abs(1.702 * x))
+                Adds(t1, t1, 44.36142f, n);  // -abs(1.702 * x) + 44.36142
+                PipeBarrier<PIPE_V>();
+                Div(t2, t2, t4, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x)))
+                Exp(t1, t1, n);  // exp(-abs(1.702 * x) + 44.36142)
+                PipeBarrier<PIPE_V>();
+                Mul(t4, t4, t4, n);
+                PipeBarrier<PIPE_V>();
+                Div(t1, t1, t4, n);  // exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x)), 2)
+                PipeBarrier<PIPE_V>();
+                Muls(t1, t1, 1.702f, n);  // 1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.702 * x...
+                PipeBarrier<PIPE_V>();
+                Mul(in1, in1, t1, n);  // x * (1.702 * (exp(-abs(1.702 * x) + 44.36142) / pow(1 + exp(-abs(1.70...
+                PipeBarrier<PIPE_V>();
+                Add(t2, t2, in1, n);  // exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) + x * ...
+                PipeBarrier<PIPE_V>();
+                Mul(in0, in0, t2, n);  // dy * (exp(min(1.702 * x, 0) + 44.36142) / (1 + exp(-abs(1.702 * x))) ...
+                Abs(in1, t3, n);  // underflow rescue: |value|
+                PipeBarrier<PIPE_V>();
+                CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+                Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+                PipeBarrier<PIPE_V>();
+                Select(res0, m0, in0, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+                PipeBarrier<PIPE_V>();
+            } else {
+                if constexpr (sizeof(TOut0) != 2) { Muls(res0, t3, 1.0f, n); }  // the plain value
+                PipeBarrier<PIPE_V>();
+            }
         }
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
@@ -319,7 +422,6 @@ private:
     TBuf<TPosition::VECCALC> tmp3_;
     TBuf<TPosition::VECCALC> tmp4_;
     TBuf<TPosition::VECCALC> tmp5_;
-    TBuf<TPosition::VECCALC> tmp6_;
     TBuf<TPosition::VECCALC> mask0_;
     TBuf<TPosition::VECCALC> rescueMin_;
     TBuf<TPosition::VECCALC> rescueWork_;

@@ -12,6 +12,9 @@
 // float copies in<i> (free after their last use), temporaries t<k>: 7, compare masks m<k>: 2.
 // Calls that touch no buffer in common run between the same two PipeBarrier<PIPE_V> (the vector
 // pipe orders only what a barrier separates): 33 barriers, the longest chain of dependent calls.
+// When x is bfloat16: 40 vector calls, temporaries 4, masks 1,
+// 32 barriers: the root series that no bfloat16 value needs are left out (its values
+// are far enough from the roots for the sum itself: roots.rs `lean_dtypes`).
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_gelu_erf_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -112,15 +115,24 @@ public:
             pipe_.InitBuffer(home1_, tile * sizeof(float));  // x in float32
         }
         pipe_.InitBuffer(outQue0_, BUFFER_NUM, tile * sizeof(TOut0));  // dx
-        pipe_.InitBuffer(tmp0_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp1_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp2_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp3_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp4_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp5_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp6_, tile * sizeof(float));
-        pipe_.InitBuffer(mask0_, tile / 8);
-        pipe_.InitBuffer(mask1_, tile / 8);
+        // The temporaries of the program the inputs' dtypes select (the TilingFunc plans the same).
+        if constexpr (IsSameType<T1, bfloat16_t>::value) {
+            pipe_.InitBuffer(tmp0_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp1_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp2_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp3_, tile * sizeof(float));
+            pipe_.InitBuffer(mask0_, tile / 8);
+        } else {
+            pipe_.InitBuffer(tmp0_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp1_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp2_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp3_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp4_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp5_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp6_, tile * sizeof(float));
+            pipe_.InitBuffer(mask0_, tile / 8);
+            pipe_.InitBuffer(mask1_, tile / 8);
+        }
         for (uint32_t done = 0; done < length_; done += tile) {
             const uint32_t len = Min(tile, length_ - done);
             LoadTile(done, len);
@@ -163,116 +175,202 @@ private:
         } else {
             in1 = x1.template ReinterpretCast<float>();
         }
-        LocalTensor<float> t0 = tmp0_.Get<float>();
-        LocalTensor<float> t1 = tmp1_.Get<float>();
-        LocalTensor<float> t2 = tmp2_.Get<float>();
-        LocalTensor<float> t3 = tmp3_.Get<float>();
-        LocalTensor<float> t4 = tmp4_.Get<float>();
-        LocalTensor<float> t5 = tmp5_.Get<float>();
-        LocalTensor<float> t6 = tmp6_.Get<float>();
-        LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
-        LocalTensor<uint8_t> m1 = mask1_.Get<uint8_t>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dx: a float32 output is computed in place
-        if constexpr (sizeof(TOut0) == 2) {
-            res0 = in0;
+        if constexpr (IsSameType<T1, bfloat16_t>::value) {
+            LocalTensor<float> t0 = tmp0_.Get<float>();
+            LocalTensor<float> t1 = tmp1_.Get<float>();
+            LocalTensor<float> t2 = tmp2_.Get<float>();
+            LocalTensor<float> t3 = tmp3_.Get<float>();
+            LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
+            if constexpr (sizeof(TOut0) == 2) {
+                res0 = in0;
+            } else {
+                res0 = y0.template ReinterpretCast<float>();
+            }
+            PipeBarrier<PIPE_V>();
+            Muls(t0, in1, -0.70710677f, n);  // x / (-1.4142135)
+            PipeBarrier<PIPE_V>();
+            CompareScalar(m0, t0, 0.0f, CMPMODE::GE, n);  // z >= 0
+            Abs(t1, t0, n);  // |z|
+            Muls(in1, in1, 0.5f, n);  // 0.5 * x
+            PipeBarrier<PIPE_V>();
+            Muls(t2, t1, 0.5f, n);  // erfc: |z| / 2
+            Mul(t0, t0, t0, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t2, t2, 1.0f, n);
+            Mul(t1, t1, t1, n);  // z^2
+            Muls(t0, t0, -1.0f, n);  // -pow(x / (-1.4142135), 2)
+            PipeBarrier<PIPE_V>();
+            Reciprocal(t2, t2, n);  // t = 1 / (1 + |z| / 2)
+            Exp(t0, t0, n);  // exp(-pow(x / (-1.4142135), 2))
+            PipeBarrier<PIPE_V>();
+            Muls(t3, t2, 0.17087276f, n);  // erfcc polynomial in t: Horner, degree 8
+            Muls(t0, t0, 0.7978846f, n);  // 0.7978846 * exp(-pow(x / (-1.4142135), 2))
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, -0.82215226f, n);
+            Mul(in1, in1, t0, n);  // 0.5 * x * (0.7978846 * exp(-pow(x / (-1.4142135), 2)))
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t2, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, 1.4885159f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t2, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, -1.135204f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t2, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, 0.27886808f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t2, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, -0.18628806f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t2, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, 0.09678418f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t2, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, 0.37409195f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t2, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, 1.0000237f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t2, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, -1.2655122f, n);
+            PipeBarrier<PIPE_V>();
+            Sub(t3, t3, t1, n);
+            PipeBarrier<PIPE_V>();
+            Exp(t3, t3, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t2, t2, t3, n);  // erfc(|z|) = t * e^(-z^2 - 1.26551223 + t * P(t))
+            PipeBarrier<PIPE_V>();
+            Muls(t1, t2, -1.0f, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t1, t1, 2.0f, n);  // erfc(z) = 2 - erfc(|z|) for z < 0
+            PipeBarrier<PIPE_V>();
+            Select(t2, m0, t2, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // erfc(z)
+            PipeBarrier<PIPE_V>();
+            Muls(t2, t2, 0.5f, n);  // 0.5 * erfc(x / (-1.4142135))
+            PipeBarrier<PIPE_V>();
+            Add(t2, t2, in1, n);  // 0.5 * erfc(x / (-1.4142135)) + 0.5 * x * (0.7978846 * exp(-pow(x / (-...
+            PipeBarrier<PIPE_V>();
+            Mul(res0, in0, t2, n);  // dy * [0.5 * erfc(x / (-1.4142135)) + 0.5 * x * (0.7978846 * exp(-pow(...
+            PipeBarrier<PIPE_V>();
         } else {
-            res0 = y0.template ReinterpretCast<float>();
+            LocalTensor<float> t0 = tmp0_.Get<float>();
+            LocalTensor<float> t1 = tmp1_.Get<float>();
+            LocalTensor<float> t2 = tmp2_.Get<float>();
+            LocalTensor<float> t3 = tmp3_.Get<float>();
+            LocalTensor<float> t4 = tmp4_.Get<float>();
+            LocalTensor<float> t5 = tmp5_.Get<float>();
+            LocalTensor<float> t6 = tmp6_.Get<float>();
+            LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
+            LocalTensor<uint8_t> m1 = mask1_.Get<uint8_t>();
+            if constexpr (sizeof(TOut0) == 2) {
+                res0 = in0;
+            } else {
+                res0 = y0.template ReinterpretCast<float>();
+            }
+            PipeBarrier<PIPE_V>();
+            Muls(t0, in1, -0.70710677f, n);  // x / (-1.4142135)
+            Adds(t1, in1, 0.75179154f, n);  // series near the root -0.75179154: x - x0_hi (exact)
+            PipeBarrier<PIPE_V>();
+            Abs(t2, t0, n);  // |z|
+            Adds(t1, t1, -1.211445e-8f, n);  // t = (x - x0_hi) - x0_lo
+            Mul(t6, t0, t0, n);
+            CompareScalar(m0, t0, 0.0f, CMPMODE::GE, n);  // z >= 0
+            Muls(in1, in1, 0.5f, n);  // 0.5 * x
+            PipeBarrier<PIPE_V>();
+            Muls(t3, t2, 0.5f, n);  // erfc: |z| / 2
+            Muls(t4, t1, -0.0022337958f, n);  // G(t / r), the sum / t near the root: Horner, degree 7
+            Muls(t6, t6, -1.0f, n);  // -pow(x / (-1.4142135), 2)
+            Abs(t0, t1, n);  // |t|
+            PipeBarrier<PIPE_V>();
+            Adds(t3, t3, 1.0f, n);
+            Adds(t4, t4, 0.004516008f, n);
+            Mul(t2, t2, t2, n);  // z^2
+            Exp(t6, t6, n);  // exp(-pow(x / (-1.4142135), 2))
+            CompareScalar(m1, t0, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
+            PipeBarrier<PIPE_V>();
+            Reciprocal(t3, t3, n);  // t = 1 / (1 + |z| / 2)
+            Mul(t4, t4, t1, n);
+            Muls(t6, t6, 0.7978846f, n);  // 0.7978846 * exp(-pow(x / (-1.4142135), 2))
+            PipeBarrier<PIPE_V>();
+            Muls(t5, t3, 0.17087276f, n);  // erfcc polynomial in t: Horner, degree 8
+            Adds(t4, t4, 0.019421626f, n);
+            Mul(in1, in1, t6, n);  // 0.5 * x * (0.7978846 * exp(-pow(x / (-1.4142135), 2)))
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, -0.82215226f, n);
+            Mul(t4, t4, t1, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t3, n);
+            Adds(t4, t4, -0.014771296f, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, 1.4885159f, n);
+            Mul(t4, t4, t1, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t3, n);
+            Adds(t4, t4, -0.11400823f, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, -1.135204f, n);
+            Mul(t4, t4, t1, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t3, n);
+            Adds(t4, t4, -0.018199677f, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, 0.27886808f, n);
+            Mul(t4, t4, t1, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t3, n);
+            Adds(t4, t4, 0.38828498f, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, -0.18628806f, n);
+            Mul(t4, t4, t1, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t3, n);
+            Adds(t4, t4, 0.431494f, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, 0.09678418f, n);
+            Mul(t4, t4, t1, n);  // t * G(t / r)
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t3, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, 0.37409195f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t3, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, 1.0000237f, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t5, t5, t3, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t5, t5, -1.2655122f, n);
+            PipeBarrier<PIPE_V>();
+            Sub(t5, t5, t2, n);
+            PipeBarrier<PIPE_V>();
+            Exp(t5, t5, n);
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t3, t5, n);  // erfc(|z|) = t * e^(-z^2 - 1.26551223 + t * P(t))
+            PipeBarrier<PIPE_V>();
+            Muls(t2, t3, -1.0f, n);
+            PipeBarrier<PIPE_V>();
+            Adds(t2, t2, 2.0f, n);  // erfc(z) = 2 - erfc(|z|) for z < 0
+            PipeBarrier<PIPE_V>();
+            Select(t3, m0, t3, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // erfc(z)
+            PipeBarrier<PIPE_V>();
+            Muls(t3, t3, 0.5f, n);  // 0.5 * erfc(x / (-1.4142135))
+            PipeBarrier<PIPE_V>();
+            Add(t3, t3, in1, n);  // 0.5 * erfc(x / (-1.4142135)) + 0.5 * x * (0.7978846 * exp(-pow(x / (-...
+            PipeBarrier<PIPE_V>();
+            Select(t4, m1, t4, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75179154
+            PipeBarrier<PIPE_V>();
+            Mul(res0, in0, t4, n);  // dy * [0.5 * erfc(x / (-1.4142135)) + 0.5 * x * (0.7978846 * exp(-pow(...
+            PipeBarrier<PIPE_V>();
         }
-        PipeBarrier<PIPE_V>();
-        Muls(t0, in1, -0.70710677f, n);  // x / (-1.4142135)
-        Adds(t1, in1, 0.75179154f, n);  // series near the root -0.75179154: x - x0_hi (exact)
-        PipeBarrier<PIPE_V>();
-        Abs(t2, t0, n);  // |z|
-        Adds(t1, t1, -1.211445e-8f, n);  // t = (x - x0_hi) - x0_lo
-        Mul(t6, t0, t0, n);
-        CompareScalar(m0, t0, 0.0f, CMPMODE::GE, n);  // z >= 0
-        Muls(in1, in1, 0.5f, n);  // 0.5 * x
-        PipeBarrier<PIPE_V>();
-        Muls(t3, t2, 0.5f, n);  // erfc: |z| / 2
-        Muls(t4, t1, -0.0022337958f, n);  // G(t / r), the sum / t near the root: Horner, degree 7
-        Muls(t6, t6, -1.0f, n);  // -pow(x / (-1.4142135), 2)
-        Abs(t0, t1, n);  // |t|
-        PipeBarrier<PIPE_V>();
-        Adds(t3, t3, 1.0f, n);
-        Adds(t4, t4, 0.004516008f, n);
-        Mul(t2, t2, t2, n);  // z^2
-        Exp(t6, t6, n);  // exp(-pow(x / (-1.4142135), 2))
-        CompareScalar(m1, t0, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
-        PipeBarrier<PIPE_V>();
-        Reciprocal(t3, t3, n);  // t = 1 / (1 + |z| / 2)
-        Mul(t4, t4, t1, n);
-        Muls(t6, t6, 0.7978846f, n);  // 0.7978846 * exp(-pow(x / (-1.4142135), 2))
-        PipeBarrier<PIPE_V>();
-        Muls(t5, t3, 0.17087276f, n);  // erfcc polynomial in t: Horner, degree 8
-        Adds(t4, t4, 0.019421626f, n);
-        Mul(in1, in1, t6, n);  // 0.5 * x * (0.7978846 * exp(-pow(x / (-1.4142135), 2)))
-        PipeBarrier<PIPE_V>();
-        Adds(t5, t5, -0.82215226f, n);
-        Mul(t4, t4, t1, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t5, t5, t3, n);
-        Adds(t4, t4, -0.014771296f, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t5, t5, 1.4885159f, n);
-        Mul(t4, t4, t1, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t5, t5, t3, n);
-        Adds(t4, t4, -0.11400823f, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t5, t5, -1.135204f, n);
-        Mul(t4, t4, t1, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t5, t5, t3, n);
-        Adds(t4, t4, -0.018199677f, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t5, t5, 0.27886808f, n);
-        Mul(t4, t4, t1, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t5, t5, t3, n);
-        Adds(t4, t4, 0.38828498f, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t5, t5, -0.18628806f, n);
-        Mul(t4, t4, t1, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t5, t5, t3, n);
-        Adds(t4, t4, 0.431494f, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t5, t5, 0.09678418f, n);
-        Mul(t4, t4, t1, n);  // t * G(t / r)
-        PipeBarrier<PIPE_V>();
-        Mul(t5, t5, t3, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t5, t5, 0.37409195f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t5, t5, t3, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t5, t5, 1.0000237f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t5, t5, t3, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t5, t5, -1.2655122f, n);
-        PipeBarrier<PIPE_V>();
-        Sub(t5, t5, t2, n);
-        PipeBarrier<PIPE_V>();
-        Exp(t5, t5, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t3, t3, t5, n);  // erfc(|z|) = t * e^(-z^2 - 1.26551223 + t * P(t))
-        PipeBarrier<PIPE_V>();
-        Muls(t2, t3, -1.0f, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 2.0f, n);  // erfc(z) = 2 - erfc(|z|) for z < 0
-        PipeBarrier<PIPE_V>();
-        Select(t3, m0, t3, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // erfc(z)
-        PipeBarrier<PIPE_V>();
-        Muls(t3, t3, 0.5f, n);  // 0.5 * erfc(x / (-1.4142135))
-        PipeBarrier<PIPE_V>();
-        Add(t3, t3, in1, n);  // 0.5 * erfc(x / (-1.4142135)) + 0.5 * x * (0.7978846 * exp(-pow(x / (-...
-        PipeBarrier<PIPE_V>();
-        Select(t4, m1, t4, t3, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -0.75179154
-        PipeBarrier<PIPE_V>();
-        Mul(res0, in0, t4, n);  // dy * [0.5 * erfc(x / (-1.4142135)) + 0.5 * x * (0.7978846 * exp(-pow(...
-        PipeBarrier<PIPE_V>();
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
         }

@@ -11,9 +11,12 @@
 //   dup = dy * (gate * sigmoid(gate)) [rescued from underflow]
 //
 // 60 vector calls per tile on float32 registers, planned by liveness: the inputs'
-// float copies in<i> (free after their last use), temporaries t<k>: 7, compare masks m<k>: 2.
+// float copies in<i> (free after their last use), temporaries t<k>: 6, compare masks m<k>: 1.
 // Calls that touch no buffer in common run between the same two PipeBarrier<PIPE_V> (the vector
-// pipe orders only what a barrier separates): 32 barriers, the longest chain of dependent calls.
+// pipe orders only what a barrier separates): 33 barriers, the longest chain of dependent calls.
+// When gate is bfloat16: 44 vector calls, temporaries 6, masks 1,
+// 27 barriers: the root series that no bfloat16 value needs are left out (its values
+// are far enough from the roots for the sum itself: roots.rs `lean_dtypes`).
 // The inputs are flattened; each core takes a contiguous run of tiles (TilingFunc in
 // op_host/opgen_swiglu_grad.cpp). 16-bit inputs are cast to float32; a 16-bit output is rounded once
 // at the end (CAST_RINT = RNE).
@@ -122,15 +125,24 @@ public:
         }
         pipe_.InitBuffer(outQue0_, BUFFER_NUM, tile * sizeof(TOut0));  // dgate
         pipe_.InitBuffer(outQue1_, BUFFER_NUM, tile * sizeof(TOut1));  // dup
-        pipe_.InitBuffer(tmp0_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp1_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp2_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp3_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp4_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp5_, tile * sizeof(float));
-        pipe_.InitBuffer(tmp6_, tile * sizeof(float));
-        pipe_.InitBuffer(mask0_, tile / 8);
-        pipe_.InitBuffer(mask1_, tile / 8);
+        // The temporaries of the program the inputs' dtypes select (the TilingFunc plans the same).
+        if constexpr (IsSameType<T1, bfloat16_t>::value) {
+            pipe_.InitBuffer(tmp0_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp1_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp2_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp3_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp4_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp5_, tile * sizeof(float));
+            pipe_.InitBuffer(mask0_, tile / 8);
+        } else {
+            pipe_.InitBuffer(tmp0_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp1_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp2_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp3_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp4_, tile * sizeof(float));
+            pipe_.InitBuffer(tmp5_, tile * sizeof(float));
+            pipe_.InitBuffer(mask0_, tile / 8);
+        }
         pipe_.InitBuffer(rescueMin_, BLOCK_BYTES);
         pipe_.InitBuffer(rescueWork_, tile / 8);  // ReduceMin's rounds: 2 floats per 64-lane repeat
         // Prefetch order: the next tile's CopyIn is issued before this tile's compute, whose
@@ -192,134 +204,238 @@ private:
         } else {
             in2 = x2.template ReinterpretCast<float>();
         }
-        LocalTensor<float> t0 = tmp0_.Get<float>();
-        LocalTensor<float> t1 = tmp1_.Get<float>();
-        LocalTensor<float> t2 = tmp2_.Get<float>();
-        LocalTensor<float> t3 = tmp3_.Get<float>();
-        LocalTensor<float> t4 = tmp4_.Get<float>();
-        LocalTensor<float> t5 = tmp5_.Get<float>();
-        LocalTensor<float> t6 = tmp6_.Get<float>();
-        LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
-        LocalTensor<uint8_t> m1 = mask1_.Get<uint8_t>();
-        LocalTensor<float> rescueMin = rescueMin_.Get<float>();
-        LocalTensor<float> rescueWork = rescueWork_.Get<float>();
         LocalTensor<TOut0> y0 = outQue0_.AllocTensor<TOut0>();
         LocalTensor<float> res0;  // dgate: a float32 output is computed in place
-        if constexpr (sizeof(TOut0) == 2) {
-            res0 = t2;
-        } else {
-            res0 = y0.template ReinterpretCast<float>();
-        }
         LocalTensor<TOut1> y1 = outQue1_.AllocTensor<TOut1>();
         LocalTensor<float> res1;  // dup: a float32 output is computed in place
-        if constexpr (sizeof(TOut1) == 2) {
-            res1 = t5;
+        if constexpr (IsSameType<T1, bfloat16_t>::value) {
+            LocalTensor<float> t0 = tmp0_.Get<float>();
+            LocalTensor<float> t1 = tmp1_.Get<float>();
+            LocalTensor<float> t2 = tmp2_.Get<float>();
+            LocalTensor<float> t3 = tmp3_.Get<float>();
+            LocalTensor<float> t4 = tmp4_.Get<float>();
+            LocalTensor<float> t5 = tmp5_.Get<float>();
+            LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
+            LocalTensor<float> rescueMin = rescueMin_.Get<float>();
+            LocalTensor<float> rescueWork = rescueWork_.Get<float>();
+            if constexpr (sizeof(TOut0) == 2) {
+                res0 = t2;
+            } else {
+                res0 = y0.template ReinterpretCast<float>();
+            }
+            if constexpr (sizeof(TOut1) == 2) {
+                res1 = t1;
+            } else {
+                res1 = y1.template ReinterpretCast<float>();
+            }
+            PipeBarrier<PIPE_V>();
+            Abs(t0, in1, n);  // |z|
+            CompareScalar(m0, in1, 0.0f, CMPMODE::LT, n);  // z < 0
+            PipeBarrier<PIPE_V>();
+            Muls(t0, t0, -1.0f, n);  // -|z|
+            PipeBarrier<PIPE_V>();
+            Exp(t0, t0, n);  // e^-|z|
+            PipeBarrier<PIPE_V>();
+            Adds(t1, t0, 1.0f, n);  // 1 + e^-|z|
+            Select(t2, m0, t0, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
+            PipeBarrier<PIPE_V>();
+            Mul(t3, t1, t1, n);
+            Div(t2, t2, t1, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
+            PipeBarrier<PIPE_V>();
+            Div(t0, t0, t3, n);  // exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)
+            Mul(t1, in1, t2, n);  // gate * sigmoid(gate)
+            PipeBarrier<PIPE_V>();
+            Mul(t0, in1, t0, n);  // gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
+            Mul(t1, in0, t1, n);  // dy * (gate * sigmoid(gate))
+            PipeBarrier<PIPE_V>();
+            Add(t2, t2, t0, n);  // sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
+            Mul(t3, t1, t1, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
+            PipeBarrier<PIPE_V>();
+            Mul(t2, t2, in2, n);  // [sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2...
+            PipeBarrier<PIPE_V>();
+            Mul(t2, in0, t2, n);  // dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gat...
+            PipeBarrier<PIPE_V>();
+            Mul(t0, t2, t2, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
+            PipeBarrier<PIPE_V>();
+            Min(t0, t0, t3, n);  // rescue guard: the outputs' least square
+            PipeBarrier<PIPE_V>();
+            // The underflow rescue runs only in a tile whose least squared value is below 2^-100 (or
+            // NaN): one with a value below 2^-100, where an exponential may have underflowed. Elsewhere
+            // it would select the plain values it leaves.
+            ReduceMin(rescueMin, t0, rescueWork, n);  // written by the scalar unit: no V_S of ours
+            PipeBarrier<PIPE_V>();
+            if (!(rescueMin.GetValue(0) >= 7.888609e-31f)) {
+                Mins(t3, in1, 0.0f, n);  // min(gate, 0)
+                Abs(t4, in1, n);  // abs(gate)
+                PipeBarrier<PIPE_V>();
+                Adds(t3, t3, 44.36142f, n);  // min(gate, 0) + 44.36142
+                Muls(t4, t4, -1.0f, n);  // -abs(gate)
+                PipeBarrier<PIPE_V>();
+                Exp(t3, t3, n);  // exp(min(gate, 0) + 44.36142)
+                Exp(t5, t4, n);  // exp(-abs(gate))
+                PipeBarrier<PIPE_V>();
+                Adds(t5, t5, 1.0f, n);  // 1 + exp(-abs(gate))
+                Adds(t4, t4, 44.36142f, n);  // -abs(gate) + 44.36142
+                PipeBarrier<PIPE_V>();
+                Div(t3, t3, t5, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))
+                Exp(t4, t4, n);  // exp(-abs(gate) + 44.36142)
+                PipeBarrier<PIPE_V>();
+                Mul(t5, t5, t5, n);
+                PipeBarrier<PIPE_V>();
+                Div(t4, t4, t5, n);  // exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2)
+                PipeBarrier<PIPE_V>();
+                Mul(t4, in1, t4, n);  // gate * (exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2))
+                PipeBarrier<PIPE_V>();
+                Add(t4, t3, t4, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-a...
+                Mul(in1, in1, t3, n);  // gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))))
+                PipeBarrier<PIPE_V>();
+                Mul(t4, t4, in2, n);  // (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-...
+                PipeBarrier<PIPE_V>();
+                Mul(t4, in0, t4, n);  // dy * ((exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * ...
+                Abs(in2, t2, n);  // underflow rescue: |value|
+                PipeBarrier<PIPE_V>();
+                CompareScalar(m0, in2, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+                Muls(t4, t4, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+                Mul(in0, in0, in1, n);  // dy * (gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))))
+                PipeBarrier<PIPE_V>();
+                Select(res0, m0, t4, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+                Abs(in1, t1, n);  // underflow rescue: |value|
+                Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+                PipeBarrier<PIPE_V>();
+                CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+                PipeBarrier<PIPE_V>();
+                Select(res1, m0, in0, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+                PipeBarrier<PIPE_V>();
+            } else {
+                if constexpr (sizeof(TOut0) != 2) { Muls(res0, t2, 1.0f, n); }  // the plain value
+                if constexpr (sizeof(TOut1) != 2) { Muls(res1, t1, 1.0f, n); }  // the plain value
+                PipeBarrier<PIPE_V>();
+            }
         } else {
-            res1 = y1.template ReinterpretCast<float>();
-        }
-        PipeBarrier<PIPE_V>();
-        Adds(t0, in1, 1.2784646f, n);  // series near the root -1.2784646: x - x0_hi (exact)
-        Abs(t1, in1, n);  // |z|
-        CompareScalar(m0, in1, 0.0f, CMPMODE::LT, n);  // z < 0
-        PipeBarrier<PIPE_V>();
-        Adds(t0, t0, -1.29792825e-8f, n);  // t = (x - x0_hi) - x0_lo
-        Muls(t1, t1, -1.0f, n);  // -|z|
-        PipeBarrier<PIPE_V>();
-        Muls(t2, t0, 0.00013096743f, n);  // G(t / r), the sum / t near the root: Horner, degree 5
-        Exp(t1, t1, n);  // e^-|z|
-        PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -0.0065878904f, n);
-        Adds(t3, t1, 1.0f, n);  // 1 + e^-|z|
-        Select(t5, m0, t1, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
-        PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
-        Mul(t4, t3, t3, n);
-        Div(t5, t5, t3, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
-        PipeBarrier<PIPE_V>();
-        Adds(t2, t2, -0.015222681f, n);
-        Div(t1, t1, t4, n);  // exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)
-        Abs(t3, t0, n);  // |t|
-        PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
-        Mul(t1, in1, t1, n);  // gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
-        CompareScalar(m0, t3, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
-        PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.018874705f, n);
-        Add(t1, t5, t1, n);  // sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
-        PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
-        Mul(t5, in1, t5, n);  // gate * sigmoid(gate)
-        PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.1466488f, n);
-        Mul(t5, in0, t5, n);  // dy * (gate * sigmoid(gate))
-        PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);
-        PipeBarrier<PIPE_V>();
-        Adds(t2, t2, 0.2178117f, n);
-        PipeBarrier<PIPE_V>();
-        Mul(t2, t2, t0, n);  // t * G(t / r)
-        PipeBarrier<PIPE_V>();
-        Select(t2, m0, t2, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -1.2784646
-        Mul(t0, t5, t5, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
-        PipeBarrier<PIPE_V>();
-        Mul(t2, t2, in2, n);  // [sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2...
-        PipeBarrier<PIPE_V>();
-        Mul(t2, in0, t2, n);  // dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gat...
-        PipeBarrier<PIPE_V>();
-        Mul(t1, t2, t2, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
-        PipeBarrier<PIPE_V>();
-        Min(t1, t1, t0, n);  // rescue guard: the outputs' least square
-        PipeBarrier<PIPE_V>();
-        // The underflow rescue runs only in a tile whose least squared value is below 2^-100 (or
-        // NaN): one with a value below 2^-100, where an exponential may have underflowed. Elsewhere
-        // it would select the plain values it leaves.
-        ReduceMin(rescueMin, t1, rescueWork, n);  // written by the scalar unit: no V_S of ours
-        PipeBarrier<PIPE_V>();
-        if (!(rescueMin.GetValue(0) >= 7.888609e-31f)) {
-            Abs(t3, in1, n);  // abs(gate)
-            Mins(t0, in1, 0.0f, n);  // min(gate, 0)
+            LocalTensor<float> t0 = tmp0_.Get<float>();
+            LocalTensor<float> t1 = tmp1_.Get<float>();
+            LocalTensor<float> t2 = tmp2_.Get<float>();
+            LocalTensor<float> t3 = tmp3_.Get<float>();
+            LocalTensor<float> t4 = tmp4_.Get<float>();
+            LocalTensor<float> t5 = tmp5_.Get<float>();
+            LocalTensor<uint8_t> m0 = mask0_.Get<uint8_t>();
+            LocalTensor<float> rescueMin = rescueMin_.Get<float>();
+            LocalTensor<float> rescueWork = rescueWork_.Get<float>();
+            if constexpr (sizeof(TOut0) == 2) {
+                res0 = t2;
+            } else {
+                res0 = y0.template ReinterpretCast<float>();
+            }
+            if constexpr (sizeof(TOut1) == 2) {
+                res1 = t5;
+            } else {
+                res1 = y1.template ReinterpretCast<float>();
+            }
             PipeBarrier<PIPE_V>();
-            Muls(t3, t3, -1.0f, n);  // -abs(gate)
-            Adds(t0, t0, 44.36142f, n);  // min(gate, 0) + 44.36142
+            Adds(t0, in1, 1.2784646f, n);  // series near the root -1.2784646: x - x0_hi (exact)
+            Abs(t1, in1, n);  // |z|
+            CompareScalar(m0, in1, 0.0f, CMPMODE::LT, n);  // z < 0
             PipeBarrier<PIPE_V>();
-            Exp(t4, t3, n);  // exp(-abs(gate))
-            Exp(t0, t0, n);  // exp(min(gate, 0) + 44.36142)
+            Adds(t0, t0, -1.29792825e-8f, n);  // t = (x - x0_hi) - x0_lo
+            Muls(t1, t1, -1.0f, n);  // -|z|
             PipeBarrier<PIPE_V>();
-            Adds(t3, t3, 44.36142f, n);  // -abs(gate) + 44.36142
-            Adds(t4, t4, 1.0f, n);  // 1 + exp(-abs(gate))
+            Muls(t2, t0, 0.00013096743f, n);  // G(t / r), the sum / t near the root: Horner, degree 5
+            Exp(t1, t1, n);  // e^-|z|
             PipeBarrier<PIPE_V>();
-            Exp(t3, t3, n);  // exp(-abs(gate) + 44.36142)
-            Mul(t6, t4, t4, n);
-            Div(t0, t0, t4, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))
+            Adds(t2, t2, -0.0065878904f, n);
+            Adds(t3, t1, 1.0f, n);  // 1 + e^-|z|
+            Select(t5, m0, t1, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // e^min(z, 0) = z < 0 ? e^-|z| : 1
             PipeBarrier<PIPE_V>();
-            Div(t3, t3, t6, n);  // exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2)
-            Abs(t4, t2, n);  // underflow rescue: |value|
+            Mul(t2, t2, t0, n);
+            Mul(t4, t3, t3, n);
+            Div(t5, t5, t3, n);  // sigmoid(z) = e^min(z, 0) / (1 + e^-|z|)
             PipeBarrier<PIPE_V>();
-            Mul(t3, in1, t3, n);  // gate * (exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2))
-            CompareScalar(m0, t4, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+            Adds(t2, t2, -0.015222681f, n);
+            Div(t1, t1, t4, n);  // exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2)
+            Abs(t3, t0, n);  // |t|
             PipeBarrier<PIPE_V>();
-            Mul(in1, in1, t0, n);  // gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))))
+            Mul(t2, t2, t0, n);
+            Mul(t1, in1, t1, n);  // gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
+            CompareScalar(m0, t3, 0.125f, CMPMODE::LT, n);  // |t| < 0.125
             PipeBarrier<PIPE_V>();
-            Add(t0, t0, t3, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-a...
-            Mul(in1, in0, in1, n);  // dy * (gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))))
+            Adds(t2, t2, 0.018874705f, n);
+            Add(t1, t5, t1, n);  // sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2))
             PipeBarrier<PIPE_V>();
-            Mul(t0, t0, in2, n);  // (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-...
-            Muls(in1, in1, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+            Mul(t2, t2, t0, n);
+            Mul(t5, in1, t5, n);  // gate * sigmoid(gate)
             PipeBarrier<PIPE_V>();
-            Mul(in0, in0, t0, n);  // dy * ((exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * ...
-            Abs(in2, t5, n);  // underflow rescue: |value|
+            Adds(t2, t2, 0.1466488f, n);
+            Mul(t5, in0, t5, n);  // dy * (gate * sigmoid(gate))
             PipeBarrier<PIPE_V>();
-            Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
-            CompareScalar(m1, in2, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+            Mul(t2, t2, t0, n);
             PipeBarrier<PIPE_V>();
-            Select(res0, m0, in0, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+            Adds(t2, t2, 0.2178117f, n);
             PipeBarrier<PIPE_V>();
-            Select(res1, m1, in1, t5, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+            Mul(t2, t2, t0, n);  // t * G(t / r)
             PipeBarrier<PIPE_V>();
-        } else {
-            if constexpr (sizeof(TOut0) != 2) { Muls(res0, t2, 1.0f, n); }  // the plain value
-            if constexpr (sizeof(TOut1) != 2) { Muls(res1, t5, 1.0f, n); }  // the plain value
+            Select(t2, m0, t2, t1, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the sum, by its series within 0.125 of -1.2784646
+            Mul(t0, t5, t5, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
             PipeBarrier<PIPE_V>();
+            Mul(t2, t2, in2, n);  // [sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gate)), 2...
+            PipeBarrier<PIPE_V>();
+            Mul(t2, in0, t2, n);  // dy * ([sigmoid(gate) + gate * (exp(-abs(gate)) / pow(1 + exp(-abs(gat...
+            PipeBarrier<PIPE_V>();
+            Mul(t1, t2, t2, n);  // rescue guard: value^2 (0 where |value| < 2^-100)
+            PipeBarrier<PIPE_V>();
+            Min(t1, t1, t0, n);  // rescue guard: the outputs' least square
+            PipeBarrier<PIPE_V>();
+            // The underflow rescue runs only in a tile whose least squared value is below 2^-100 (or
+            // NaN): one with a value below 2^-100, where an exponential may have underflowed. Elsewhere
+            // it would select the plain values it leaves.
+            ReduceMin(rescueMin, t1, rescueWork, n);  // written by the scalar unit: no V_S of ours
+            PipeBarrier<PIPE_V>();
+            if (!(rescueMin.GetValue(0) >= 7.888609e-31f)) {
+                Mins(t0, in1, 0.0f, n);  // min(gate, 0)
+                Abs(t3, in1, n);  // abs(gate)
+                PipeBarrier<PIPE_V>();
+                Adds(t0, t0, 44.36142f, n);  // min(gate, 0) + 44.36142
+                Muls(t3, t3, -1.0f, n);  // -abs(gate)
+                PipeBarrier<PIPE_V>();
+                Exp(t0, t0, n);  // exp(min(gate, 0) + 44.36142)
+                Exp(t4, t3, n);  // exp(-abs(gate))
+                PipeBarrier<PIPE_V>();
+                Adds(t4, t4, 1.0f, n);  // 1 + exp(-abs(gate))
+                Adds(t3, t3, 44.36142f, n);  // -abs(gate) + 44.36142
+                PipeBarrier<PIPE_V>();
+                Div(t0, t0, t4, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))
+                Exp(t3, t3, n);  // exp(-abs(gate) + 44.36142)
+                PipeBarrier<PIPE_V>();
+                Mul(t4, t4, t4, n);
+                PipeBarrier<PIPE_V>();
+                Div(t3, t3, t4, n);  // exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2)
+                PipeBarrier<PIPE_V>();
+                Mul(t3, in1, t3, n);  // gate * (exp(-abs(gate) + 44.36142) / pow(1 + exp(-abs(gate)), 2))
+                PipeBarrier<PIPE_V>();
+                Add(t3, t0, t3, n);  // exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-a...
+                Mul(in1, in1, t0, n);  // gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))))
+                PipeBarrier<PIPE_V>();
+                Mul(t3, t3, in2, n);  // (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * (exp(-...
+                PipeBarrier<PIPE_V>();
+                Mul(t3, in0, t3, n);  // dy * ((exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate))) + gate * ...
+                Abs(in2, t2, n);  // underflow rescue: |value|
+                PipeBarrier<PIPE_V>();
+                CompareScalar(m0, in2, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+                Muls(t3, t3, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+                Mul(in0, in0, in1, n);  // dy * (gate * (exp(min(gate, 0) + 44.36142) / (1 + exp(-abs(gate)))))
+                PipeBarrier<PIPE_V>();
+                Select(res0, m0, t3, t2, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+                Abs(in1, t5, n);  // underflow rescue: |value|
+                Muls(in0, in0, 5.4210102e-20f, n);  // the value from exponentials shifted by 2^64, scaled back
+                PipeBarrier<PIPE_V>();
+                CompareScalar(m0, in1, 7.888609e-31f, CMPMODE::LT, n);  // |value| < 2^-100: an exponential underflowed
+                PipeBarrier<PIPE_V>();
+                Select(res1, m0, in0, t5, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);  // the value, rescued from float32 underflow
+                PipeBarrier<PIPE_V>();
+            } else {
+                if constexpr (sizeof(TOut0) != 2) { Muls(res0, t2, 1.0f, n); }  // the plain value
+                if constexpr (sizeof(TOut1) != 2) { Muls(res1, t5, 1.0f, n); }  // the plain value
+                PipeBarrier<PIPE_V>();
+            }
         }
         if constexpr (sizeof(TOut0) == 2) {
             Cast(y0, res0, RoundMode::CAST_RINT, n);
@@ -366,9 +482,7 @@ private:
     TBuf<TPosition::VECCALC> tmp3_;
     TBuf<TPosition::VECCALC> tmp4_;
     TBuf<TPosition::VECCALC> tmp5_;
-    TBuf<TPosition::VECCALC> tmp6_;
     TBuf<TPosition::VECCALC> mask0_;
-    TBuf<TPosition::VECCALC> mask1_;
     TBuf<TPosition::VECCALC> rescueMin_;
     TBuf<TPosition::VECCALC> rescueWork_;
 };

@@ -2265,10 +2265,12 @@ const LocalTensor<float>& stat,
     //                     levels software-pipelined (FoldLevels). Down to 8 lanes.
     //   k = r^2 S / n     in float-float from the 8 lanes' hi and lo (the plain sum of hi
     //                     where that is NaN: an Inf product), then split k = kh + km + kl: kh
-    //                     Veltkamp's 13 bits of k.hi, km = k.hi - kh (11 bits), kl = k.lo. On
-    //                     the vector unit for every row of the pass at once (ExactKB: the 8
-    //                     lanes a row transposed by a Gather, mode 3's float-float steps on
-    //                     per-row vectors): no scalar step and no V -> S wait in the pass. The
+    //                     Veltkamp's 13 bits of k.hi, km = k.hi - kh (11 bits), kl = k.lo. For
+    //                     rows a level-0 repeat stride holds, on the vector unit for every row
+    //                     of the pass at once (ExactKB: the 8 lanes a row transposed by a
+    //                     Gather, mode 3's float-float steps on per-row vectors): no scalar
+    //                     step and no V -> S wait in the pass; longer rows (one a pass) on the
+    //                     scalar unit (ExactKS), one V -> S wait and one S -> V a pass. The
     //                     8 lanes are stashed first, dgamma (no k in it) runs, then g is formed
     //                     again for dx (dgamma used its row).
     //   dx = r (((g - x kh) - x km) - x kl), rounded once to T: x kh and x km are exact (11 + 13
@@ -2514,6 +2516,15 @@ const LocalTensor<float>& stat,
         // The 8 lanes' hi and lo to kh's and km's blocks (free until k is Brcb'ed): dgamma reuses
         // every work row before ExactKB reads them.
         StashSums(sumHi, loA, n);
+        // Rows too long for the level-0 form (one a pass): k on the scalar unit (ExactKS), which
+        // overlaps dgamma's vector steps; there the vector form's ~165 one-repeat calls and
+        // their barriers would cost more than one row's scalar steps. The choice is by width
+        // alone, so every N of a width takes the same steps (batch invariance).
+        const bool scalarK = !ByChunk();
+        event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+        if (scalarK) {
+            SetFlag<HardEvent::V_S>(reduced);
+        }
         Sub(PB(EB_RH), PB(EB_RH), PB(EB_RL), blockLen);  // rh
         PipeBarrier<PIPE_V>();  // dgamma's first steps write the rows just read (same-pipe WAR)
         LocalTensor<float> t1 = bP_.Get<float>();
@@ -2572,8 +2583,13 @@ const LocalTensor<float>& stat,
         Cast(xf, x, RoundMode::CAST_NONE, len);
         PipeBarrier<PIPE_V>();
         ColMulPlain(g, t1, gammaAgain, n);  // exact, the same bits as before the row sums
-        // k per row, split into kh + km + kl: every row of the pass at once on the vector unit.
-        ExactKB(stat, n);
+        // k per row, split into kh + km + kl: every row of the pass at once on the vector unit,
+        // or row by row on the scalar unit.
+        if (scalarK) {
+            ExactKS(stat, n, reduced);
+        } else {
+            ExactKB(stat, n);
+        }
         Brcb(PB(EB_KH), PV(E_KH), blocks, BrcbRepeatParams(1, 8));
         Brcb(PB(EB_KM), PV(E_KM), blocks, BrcbRepeatParams(1, 8));
         Brcb(PB(EB_KL), PV(E_KL), blocks, BrcbRepeatParams(1, 8));
@@ -2890,6 +2906,64 @@ const LocalTensor<float>& stat,
         PipeBarrier<PIPE_V>();
         Select(PV(sl), keep, kl, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
         PipeBarrier<PIPE_V>();
+    }
+    // k per row on the scalar unit (rows too long for the level-0 form): the 8 lanes' AddFF in
+    // lane order, ExactK, SplitK (with dx_sum 1/r too), after the V -> S wait for the stash.
+    __aicore__ inline void ExactKS(const LocalTensor<float>& stat, uint32_t n, event_t reduced)
+    {
+        WaitFlag<HardEvent::V_S>(reduced);
+        for (uint32_t r = 0; r < n; ++r) {
+            FF sum{0.0f, 0.0f};
+            float plain = 0.0f;
+            for (uint32_t i = 0; i < FOLD_LANES; ++i) {
+                const float hi = PB(EB_KH).GetValue(r * 8 + i);
+                plain = plain + hi;
+                sum = AddFF(sum, hi, PB(EB_KM).GetValue(r * 8 + i));
+            }
+            const float rstd = stat.GetValue(r);
+            SplitK(ExactK(sum, plain, rstd), r, E_KH, E_KM, E_KL);
+        }
+        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(written);
+        WaitFlag<HardEvent::S_V>(written);
+    }
+
+    // k = r^2 S / n in float-float; where that is NaN but the plain value is not (an Inf
+    // product makes the corrections NaN), the plain value.
+    __aicore__ inline FF ExactK(FF sum, float plain, float rstd)
+    {
+        const FF mean = DivFF(sum, static_cast<float>(t_.numCol));
+        const FF r2 = TwoProdS(rstd, rstd);
+        FF k = MulFF(r2, mean);
+        const float rr = rstd * rstd;
+        const float plainK = rr * (plain / static_cast<float>(t_.numCol));
+        if (!(k.hi == k.hi) && plainK == plainK) {
+            k = FF{plainK, 0.0f};
+        }
+        return k;
+    }
+
+    // Row r's kh, km, kl into the per-row vectors (slots sh, sm, sl): kh = Veltkamp's 13 bits
+    // of k.hi, km the other 11 (exact), kl = k.lo; a value too large to split (or not finite)
+    // is kh alone.
+    __aicore__ inline void SplitK(FF k, uint32_t r, uint32_t sh, uint32_t sm, uint32_t sl)
+    {
+        float kh = k.hi;
+        float km = 0.0f;
+        float kl = k.lo;
+        const float mag = k.hi < 0.0f ? -k.hi : k.hi;
+        if (mag < EXACT_SPLIT_MAX) {
+            const float c = K_SPLITTER * k.hi;
+            const float d = c - k.hi;
+            kh = c - d;
+            km = k.hi - kh;
+        }
+        if (!(kl == kl) || !(mag < EXACT_SPLIT_MAX)) {
+            kl = 0.0f;
+        }
+        PV(sh).SetValue(r, kh);
+        PV(sm).SetValue(r, km);
+        PV(sl).SetValue(r, kl);
     }
 
     TilingData t_;

@@ -238,6 +238,8 @@ const uint32_t MODE_SPLIT_D = 2;
 const uint32_t MODE_BATCHED = 3;
 const uint32_t MODE_PLAIN = 4;
 const uint32_t MODE_EXACT = 5;
+// Mode 3's per-row vectors (the kernel's V_TMP + 12 slots), mode 5's for k's steps too.
+const uint64_t ROW_VECTOR_SLOTS = 23;
 // Mode 3: rows of at most this many elements (a row's 64-lane chunks are one level-0 call each),
 // at least MIN_FOLD (the row sums fold to 8 lanes), and at most 255 rows a pass (one level-0
 // repeat per row).
@@ -317,7 +319,7 @@ static uint64_t LargestFittingRows(uint64_t first, uint64_t cap, uint64_t budget
 
 // Mode 3, short rows (kernel/row_norm_grad_batched.j2): the float work covers a whole pass of
 // `rows` rows (lanes = rows rounded up to 8), so the largest pass whose streams, work buffers,
-// per-row vectors (23 slots), per-row blocks (10 at most), the transposing Gather's offsets and
+// per-row vectors (ROW_VECTOR_SLOTS), per-row blocks (10 at most), the transposing Gather's offsets and
 // (LayerNorm) the broadcast row block fit. Rows must be 32-byte aligned as they are (numCol ==
 // numColAlign): the pass's block is then dense and every count-form call covers only real
 // elements.
@@ -337,7 +339,7 @@ static bool PlanBatched(uint64_t budget, uint64_t cols, uint64_t colAlign, uint6
         const uint64_t work = workOf(rows);
         const uint64_t slot = AlignUp(lanes, 64);
         return resident + rows * colAlign * typeSize * BUFFER_NUM * STREAMS +
-               work * (WorkBytesPerElem(typeSize) + (LAYER_NORM ? 4 : 0)) + 23 * slot * 4 + 10 * lanes * 32 +
+               work * (WorkBytesPerElem(typeSize) + (LAYER_NORM ? 4 : 0)) + ROW_VECTOR_SLOTS * slot * 4 + 10 * lanes * 32 +
                cols * lanes * 4 + AlignUp(work / 8, 32);
     });
     if (best < 2) {
@@ -390,7 +392,12 @@ static bool PlanPlain(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
 // level-0 calls run over the rows, a second lo row; the row sums' second hi row is x's, cast
 // again after them), the TwoSum temporaries (three, half a row each), the resident float gamma
 // and accumulator hi/lo rows, the per-row vectors (3 slots: kh, km, kl) and blocks (6) fit; with dx_sum
-// (its stream among STREAMS) 1/r's three parts add 3 slots and 3 blocks, and the NaN mask.
+// (its stream among STREAMS) 1/r's three parts add 3 slots and 3 blocks, and the NaN mask (a
+// row's; else one repeat's, for k's steps). k's steps on the vector unit keep mode 3's per-row
+// vectors (ROW_VECTOR_SLOTS) and the transposed row sums (20 a row: 8 hi, 4 hi, 8 lo) in the third
+// temporary (at least that size) and add the transposing
+// Gather's offsets (8 a row) and, where the level-0 form takes no second lo row, ProductError's
+// scratch (one slot).
 // `tight` (colFactor): 0 every stream double-buffered, 1 dx's single, 2 dx_sum's single too and
 // gamma resident in T instead of float32 (cast per pass: add_rms_norm_grad's rows of 4096).
 static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
@@ -417,9 +424,12 @@ static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uin
         const uint64_t floatRows = level0 ? 5 : 4;
         const uint64_t streams = rows * colAlign * typeSize * (BUFFER_NUM * STREAMS - singles);
         // the NaN mask: a bit per float of the work row, in 32-byte blocks
-        const uint64_t mask = WITH_DX_SUM ? AlignUp(work / 8, 32) : 0;
+        const uint64_t mask = WITH_DX_SUM ? AlignUp(work / 8, 32) : AlignUp(slot / 8, 32);
+        const uint64_t temps = AlignUp(rows * tempStride, 64);
+        const uint64_t kSteps = 8 * lanes * 4 + (level0 ? 0 : slot * 4);
         return resident + streams + BUFFER_NUM * slot * 4 + floatRows * work * 4 +
-               3 * AlignUp(rows * tempStride, 64) * 4 + valueSlots * slot * 4 + blockSlots * lanes * 32 + mask;
+               (2 * temps + MaxU64(temps, ROW_VECTOR_SLOTS * slot + 20 * lanes)) * 4 + valueSlots * slot * 4 +
+               blockSlots * lanes * 32 + mask + kSteps;
     });
     if (best == 0) {
         return false;

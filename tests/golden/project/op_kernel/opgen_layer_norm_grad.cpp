@@ -1119,7 +1119,8 @@ private:
     // A per-row vector: the lanes rounded up to whole repeats (Compare's granularity).
     __aicore__ inline uint32_t BatchSlot() const { return (BatchLanes() + LANES - 1) / LANES * LANES; }
 
-    __aicore__ inline LocalTensor<float> V(uint32_t slot) { return bRowV_.Get<float>()[slot * BatchSlot()]; }
+    // rowV_: bRowV_ in mode 3; mode 5's k steps keep them in its third TwoSum temporary.
+    __aicore__ inline LocalTensor<float> V(uint32_t slot) { return rowV_[slot * BatchSlot()]; }
 
     __aicore__ inline LocalTensor<float> Blk(uint32_t slot)
     {
@@ -1155,24 +1156,12 @@ private:
         }
         InitWork(t_.workFactor);
         pipe_.InitBuffer(bRowV_, (V_TMP + 12) * BatchSlot() * sizeof(float));
+        rowV_ = bRowV_.Get<float>();
         pipe_.InitBuffer(bBlk_, (LAYER_NORM ? 10 : 7) * lanes * BLOCK_FLOATS * sizeof(float));
         pipe_.InitBuffer(bIdx_, t_.numCol * lanes * sizeof(uint32_t));
         LocalTensor<T> gamma = gammaBuf_.Get<T>();
         DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
-        // The transposing Gather's byte offsets: lane r of column i (at i * lanes + r) reads
-        // element (r, i) of the pass's block, (r * numCol + i) * 4 bytes; column 0 by the scalar
-        // unit, the others by doubling (i + k from i, k = 1, 2, 4, ...).
-        LocalTensor<int32_t> idx = bIdx_.Get<int32_t>();
-        for (uint32_t r = 0; r < lanes; ++r) {
-            idx.SetValue(r, static_cast<int32_t>(r * width * sizeof(float)));
-        }
-        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-        SetFlag<HardEvent::S_V>(written);
-        WaitFlag<HardEvent::S_V>(written);
-        for (uint32_t k = 1; k < t_.numCol; k *= 2) {
-            Adds(idx[k * lanes], idx, static_cast<int32_t>(k * sizeof(float)), static_cast<int32_t>(Min(k, t_.numCol - k) * lanes));
-            PipeBarrier<PIPE_V>();
-        }
+        TransposeIndex(lanes, width, t_.numCol);
         // Rows past a short pass's n are gathered too (their lanes are ignored): they must hold
         // initialised values, so the gathered buffers start at zero. The per-row vectors too.
         Duplicate(bP_.Get<float>(), 0.0f, t_.workFactor);
@@ -1214,6 +1203,25 @@ private:
             if constexpr (LAYER_NORM) {
                 FinishPartial(1, k, 0, accBH_.Get<float>(), accBL_.Get<float>(), t_.numCol);
             }
+        }
+    }
+
+    // bIdx_ = the transposing Gather's byte offsets for `lanes` rows `rowFloats` apart, `cols`
+    // columns: lane r of column i (at i * lanes + r) reads element (r, i), (r * rowFloats + i) *
+    // 4 bytes; column 0 by the scalar unit, the others by doubling (i + k from i, k = 1, 2, 4,
+    // ...). Modes 3 (the pass's block) and 5 (the row sums' 8 lanes a row).
+    __aicore__ inline void TransposeIndex(uint32_t lanes, uint32_t rowFloats, uint32_t cols)
+    {
+        LocalTensor<int32_t> idx = bIdx_.Get<int32_t>();
+        for (uint32_t r = 0; r < lanes; ++r) {
+            idx.SetValue(r, static_cast<int32_t>(r * rowFloats * sizeof(float)));
+        }
+        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(written);
+        WaitFlag<HardEvent::S_V>(written);
+        for (uint32_t k = 1; k < cols; k *= 2) {
+            Adds(idx[k * lanes], idx, static_cast<int32_t>(k * sizeof(float)), static_cast<int32_t>(Min(k, cols - k) * lanes));
+            PipeBarrier<PIPE_V>();
         }
     }
 
@@ -1783,6 +1791,7 @@ private:
     }
 
     TBuf<TPosition::VECCALC> bRowV_;  // MODE_BATCHED: the per-row vectors (V_* slots)
+    LocalTensor<float> rowV_;         // where V() finds them: bRowV_ (mode 3) or bGe_ (mode 5)
     TBuf<TPosition::VECCALC> bBlk_;   // MODE_BATCHED: per-row values as one 32-byte block per row
     TBuf<TPosition::VECCALC> bIdx_;   // MODE_BATCHED: the transposing Gather's byte offsets
     TBuf<TPosition::VECCALC> bB_;     // MODE_BATCHED, LayerNorm: a row value broadcast over its row

@@ -1117,7 +1117,8 @@ private:
     // A per-row vector: the lanes rounded up to whole repeats (Compare's granularity).
     __aicore__ inline uint32_t BatchSlot() const { return (BatchLanes() + LANES - 1) / LANES * LANES; }
 
-    __aicore__ inline LocalTensor<float> V(uint32_t slot) { return bRowV_.Get<float>()[slot * BatchSlot()]; }
+    // rowV_: bRowV_ in mode 3; mode 5's k steps keep them in its third TwoSum temporary.
+    __aicore__ inline LocalTensor<float> V(uint32_t slot) { return rowV_[slot * BatchSlot()]; }
 
     __aicore__ inline LocalTensor<float> Blk(uint32_t slot)
     {
@@ -1153,24 +1154,12 @@ private:
         }
         InitWork(t_.workFactor);
         pipe_.InitBuffer(bRowV_, (V_TMP + 12) * BatchSlot() * sizeof(float));
+        rowV_ = bRowV_.Get<float>();
         pipe_.InitBuffer(bBlk_, (LAYER_NORM ? 10 : 7) * lanes * BLOCK_FLOATS * sizeof(float));
         pipe_.InitBuffer(bIdx_, t_.numCol * lanes * sizeof(uint32_t));
         LocalTensor<T> gamma = gammaBuf_.Get<T>();
         DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
-        // The transposing Gather's byte offsets: lane r of column i (at i * lanes + r) reads
-        // element (r, i) of the pass's block, (r * numCol + i) * 4 bytes; column 0 by the scalar
-        // unit, the others by doubling (i + k from i, k = 1, 2, 4, ...).
-        LocalTensor<int32_t> idx = bIdx_.Get<int32_t>();
-        for (uint32_t r = 0; r < lanes; ++r) {
-            idx.SetValue(r, static_cast<int32_t>(r * width * sizeof(float)));
-        }
-        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-        SetFlag<HardEvent::S_V>(written);
-        WaitFlag<HardEvent::S_V>(written);
-        for (uint32_t k = 1; k < t_.numCol; k *= 2) {
-            Adds(idx[k * lanes], idx, static_cast<int32_t>(k * sizeof(float)), static_cast<int32_t>(Min(k, t_.numCol - k) * lanes));
-            PipeBarrier<PIPE_V>();
-        }
+        TransposeIndex(lanes, width, t_.numCol);
         // Rows past a short pass's n are gathered too (their lanes are ignored): they must hold
         // initialised values, so the gathered buffers start at zero. The per-row vectors too.
         Duplicate(bP_.Get<float>(), 0.0f, t_.workFactor);
@@ -1212,6 +1201,25 @@ private:
             if constexpr (LAYER_NORM) {
                 FinishPartial(1, k, 0, accBH_.Get<float>(), accBL_.Get<float>(), t_.numCol);
             }
+        }
+    }
+
+    // bIdx_ = the transposing Gather's byte offsets for `lanes` rows `rowFloats` apart, `cols`
+    // columns: lane r of column i (at i * lanes + r) reads element (r, i), (r * rowFloats + i) *
+    // 4 bytes; column 0 by the scalar unit, the others by doubling (i + k from i, k = 1, 2, 4,
+    // ...). Modes 3 (the pass's block) and 5 (the row sums' 8 lanes a row).
+    __aicore__ inline void TransposeIndex(uint32_t lanes, uint32_t rowFloats, uint32_t cols)
+    {
+        LocalTensor<int32_t> idx = bIdx_.Get<int32_t>();
+        for (uint32_t r = 0; r < lanes; ++r) {
+            idx.SetValue(r, static_cast<int32_t>(r * rowFloats * sizeof(float)));
+        }
+        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(written);
+        WaitFlag<HardEvent::S_V>(written);
+        for (uint32_t k = 1; k < cols; k *= 2) {
+            Adds(idx[k * lanes], idx, static_cast<int32_t>(k * sizeof(float)), static_cast<int32_t>(Min(k, cols - k) * lanes));
+            PipeBarrier<PIPE_V>();
         }
     }
 
@@ -1781,6 +1789,7 @@ private:
     }
 
     TBuf<TPosition::VECCALC> bRowV_;  // MODE_BATCHED: the per-row vectors (V_* slots)
+    LocalTensor<float> rowV_;         // where V() finds them: bRowV_ (mode 3) or bGe_ (mode 5)
     TBuf<TPosition::VECCALC> bBlk_;   // MODE_BATCHED: per-row values as one 32-byte block per row
     TBuf<TPosition::VECCALC> bIdx_;   // MODE_BATCHED: the transposing Gather's byte offsets
     TBuf<TPosition::VECCALC> bB_;     // MODE_BATCHED, LayerNorm: a row value broadcast over its row
@@ -2254,12 +2263,16 @@ const LocalTensor<float>& stat,
     //                     repeat stride holds take one call per step and 64 lanes for the whole
     //                     pass (one repeat per row); longer rows one call per row, their last
     //                     levels software-pipelined (FoldLevels). Down to 8 lanes.
-    //   k = r^2 S / n     on the scalar unit, once per row, in float-float from the 8 lanes' hi
-    //                     and lo (the plain sum of hi where that is NaN: an Inf product), then
-    //                     split k = kh + km + kl: kh Veltkamp's 13 bits of k.hi, km = k.hi - kh
-    //                     (11 bits), kl = k.lo. One V -> S wait and one S -> V per pass; the
-    //                     8 lanes are stashed first and dgamma (no k in it) keeps the vector
-    //                     unit busy meanwhile, then g is formed again for dx.
+    //   k = r^2 S / n     in float-float from the 8 lanes' hi and lo (the plain sum of hi
+    //                     where that is NaN: an Inf product), then split k = kh + km + kl: kh
+    //                     Veltkamp's 13 bits of k.hi, km = k.hi - kh (11 bits), kl = k.lo. For
+    //                     rows a level-0 repeat stride holds, on the vector unit for every row
+    //                     of the pass at once (ExactKB: the 8 lanes a row transposed by a
+    //                     Gather, mode 3's float-float steps on per-row vectors): no scalar
+    //                     step and no V -> S wait in the pass; longer rows (one a pass) on the
+    //                     scalar unit (ExactKS), one V -> S wait and one S -> V a pass. The
+    //                     8 lanes are stashed first, dgamma (no k in it) runs, then g is formed
+    //                     again for dx (dgamma used its row).
     //   dx = r (((g - x kh) - x km) - x kl), rounded once to T: x kh and x km are exact (11 + 13
     //                     and 11 + 11 bits), so where g is nearly parallel to x the differences
     //                     are exact (Sterbenz) and only x kl, 2^-24 of x k, is rounded.
@@ -2272,7 +2285,7 @@ const LocalTensor<float>& stat,
     static constexpr uint32_t MODE_EXACT = 5;
     static constexpr float K_SPLITTER = 2049.0f;    // 2^11 + 1: Veltkamp's hi keeps 13 bits
     static constexpr float EXACT_SPLIT_MAX = 1.0e30f;  // |v| above this: 2049 v could overflow
-    // Per-row values the scalar unit writes (slots of bPlainV_) and their blocks (bPlainB_).
+    // Per-row values ExactKB writes (slots of bPlainV_) and their blocks (bPlainB_).
     static constexpr uint32_t E_KH = 0;
     static constexpr uint32_t E_KM = 1;
     static constexpr uint32_t E_KL = 2;
@@ -2301,6 +2314,9 @@ const LocalTensor<float>& stat,
     // not partly overlap its destination): rows a repeat stride holds, two rows or more.
     __aicore__ inline bool ExactLevel0(uint32_t n) const { return ByChunk() && n > 1; }
 
+    // Floats of k's per-row vectors (mode 3's V_* slots) and its transposed row sums (ExactKB).
+    __aicore__ inline uint32_t ExactKFloats() const { return (V_TMP + 12) * BatchSlot() + 20 * BatchLanes(); }
+
     __aicore__ inline void ProcessExact()
     {
         const uint32_t width = t_.numColAlign;
@@ -2324,16 +2340,24 @@ const LocalTensor<float>& stat,
         pipe_.InitBuffer(bG_, work * sizeof(float));
         pipe_.InitBuffer(bP_, work * sizeof(float));
         pipe_.InitBuffer(bQ_, work * sizeof(float));
-        if (ExactLevel0(rows)) {
-            pipe_.InitBuffer(bT3_, work * sizeof(float));
-        }
-        // Half a row per row (the accumulator's row is added half by half).
+        // bT3_: the lo rows' second buffer (level-0), and ProductError's scratch in k's steps.
+        pipe_.InitBuffer(bT3_, (ExactLevel0(rows) ? work : BatchSlot()) * sizeof(float));
+        // Half a row per row (the accumulator's row is added half by half). The third also holds
+        // k's per-row vectors (V(), ExactKB), the first two its transposed row sums (8 a row).
         const uint32_t temps = (rows * ExactTempStride() + LANES - 1) / LANES * LANES;
         pipe_.InitBuffer(bT2_, temps * sizeof(float));
         pipe_.InitBuffer(scratch_, temps * sizeof(float));
-        pipe_.InitBuffer(bGe_, temps * sizeof(float));
+        pipe_.InitBuffer(bGe_, (temps > ExactKFloats() ? temps : ExactKFloats()) * sizeof(float));
+        rowV_ = bGe_.Get<float>();
         pipe_.InitBuffer(bPlainV_, E_SLOTS * PlainSlot() * sizeof(float));
         pipe_.InitBuffer(bPlainB_, EB_SLOTS * PlainLanes() * 8 * sizeof(float));
+        pipe_.InitBuffer(mask_, MaskBytes(BatchSlot()));
+        // k's steps on the vector unit (ExactKB): a transposing Gather of the row sums' 8 lanes
+        // a row. Stashed rows past a short pass's n are gathered too (their lanes are never
+        // used): they must hold initialised values.
+        pipe_.InitBuffer(bIdx_, FOLD_LANES * BatchLanes() * sizeof(uint32_t));
+        TransposeIndex(BatchLanes(), FOLD_LANES, FOLD_LANES);
+        Duplicate(bPlainB_.Get<float>(), 0.0f, EB_SLOTS * PlainLanes() * 8);
         // gamma in T passes through x's float work row (only its float copy stays resident),
         // or stays in T.
         LocalTensor<T> gamma = ExactGammaInT() ? gammaBuf_.Get<T>() : bX_.Get<T>();
@@ -2490,14 +2514,19 @@ const LocalTensor<float>& stat,
             sumHi = FoldLevels(hiA, hiB, loA, h, n);
         }
         // The 8 lanes' hi and lo to kh's and km's blocks (free until k is Brcb'ed): dgamma reuses
-        // every work row while the scalar unit reads them.
+        // every work row before ExactKB reads them.
         StashSums(sumHi, loA, n);
+        // Rows too long for the level-0 form (one a pass): k on the scalar unit (ExactKS), which
+        // overlaps dgamma's vector steps; there the vector form's ~165 one-repeat calls and
+        // their barriers would cost more than one row's scalar steps. The choice is by width
+        // alone, so every N of a width takes the same steps (batch invariance).
+        const bool scalarK = !ByChunk();
         event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
-        SetFlag<HardEvent::V_S>(reduced);
+        if (scalarK) {
+            SetFlag<HardEvent::V_S>(reduced);
+        }
         Sub(PB(EB_RH), PB(EB_RH), PB(EB_RL), blockLen);  // rh
         PipeBarrier<PIPE_V>();  // dgamma's first steps write the rows just read (same-pipe WAR)
-        // dgamma needs no k: the vector unit forms it while the scalar unit forms k (no vector
-        // idle for the scalar step).
         LocalTensor<float> t1 = bP_.Get<float>();
         LocalTensor<float> t3 = bQ_.Get<float>();
         // dgamma: q = dy x (exact, in g's row) times r as hi + lo, the pass's rows into the
@@ -2543,8 +2572,7 @@ const LocalTensor<float>& stat,
             PipeBarrier<PIPE_V>();
             DgammaExact(n, t1, q, t3, xf);
         }
-        // g again (dgamma used its row) and x's float row (dgamma's free row), still on the vector
-        // unit while the scalar unit forms k.
+        // g again (dgamma used its row) and x's float row (dgamma's free row).
         Cast(t1, dy, RoundMode::CAST_NONE, len);
         LocalTensor<float> gammaAgain = t3;
         if (ExactGammaInT()) {
@@ -2555,22 +2583,13 @@ const LocalTensor<float>& stat,
         Cast(xf, x, RoundMode::CAST_NONE, len);
         PipeBarrier<PIPE_V>();
         ColMulPlain(g, t1, gammaAgain, n);  // exact, the same bits as before the row sums
-        // k per row on the scalar unit, split into kh + km + kl.
-        WaitFlag<HardEvent::V_S>(reduced);
-        for (uint32_t r = 0; r < n; ++r) {
-            FF sum{0.0f, 0.0f};
-            float plain = 0.0f;
-            for (uint32_t i = 0; i < FOLD_LANES; ++i) {
-                const float hi = PB(EB_KH).GetValue(r * 8 + i);
-                plain = plain + hi;
-                sum = AddFF(sum, hi, PB(EB_KM).GetValue(r * 8 + i));
-            }
-            const float rstd = stat.GetValue(r);
-            SplitK(ExactK(sum, plain, rstd), r, E_KH, E_KM, E_KL);
+        // k per row, split into kh + km + kl: every row of the pass at once on the vector unit,
+        // or row by row on the scalar unit.
+        if (scalarK) {
+            ExactKS(stat, n, reduced);
+        } else {
+            ExactKB(stat, n);
         }
-        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-        SetFlag<HardEvent::S_V>(written);
-        WaitFlag<HardEvent::S_V>(written);
         Brcb(PB(EB_KH), PV(E_KH), blocks, BrcbRepeatParams(1, 8));
         Brcb(PB(EB_KM), PV(E_KM), blocks, BrcbRepeatParams(1, 8));
         Brcb(PB(EB_KL), PV(E_KL), blocks, BrcbRepeatParams(1, 8));
@@ -2792,6 +2811,121 @@ const LocalTensor<float>& stat,
                 Sub(dst[r * ds], a[r * as], b[r * bs], cnt);
             }
         }
+    }
+
+    // k = r^2 S / n in float-float for every row of the pass at once (lanes = rows, mode 3's
+    // per-row vectors and float-float steps), split into PV(E_KH/KM/KL); with dx_sum 1/r
+    // likewise into PV(E_IH/IM/IL). The row sums' 8 lanes a row (stashed in kh's and km's
+    // blocks, [row][8]) are transposed by one Gather each to [8][lanes], and the halving goes
+    // on over whole lane vectors (FoldExact's TwoSum steps, 8 -> 4 -> 2 -> 1: the same tree as
+    // the levels before it), so S's hi is the plain sum (k's NaN fallback) and its lo the
+    // errors. No scalar step: the per-row scalar loop this replaces (about 250 scalar
+    // instructions a row) bounded the pass for short rows. Lanes past n hold earlier rows' (or
+    // the initial) values: computed, never read. bGe_: the per-row vectors, then the
+    // transposed hi (8 lanes), a second hi (4) and the lo (8): ExactKFloats().
+    __aicore__ inline void ExactKB(const LocalTensor<float>& stat, uint32_t n)
+    {
+        const uint32_t lanes = BatchLanes();
+        const uint32_t vs = (V_TMP + 12) * BatchSlot();
+        LocalTensor<float> th = bGe_.Get<float>()[vs];
+        LocalTensor<float> th2 = th[FOLD_LANES * lanes];
+        LocalTensor<float> tl = th2[FOLD_LANES / 2 * lanes];
+        LocalTensor<uint32_t> idx = bIdx_.Get<uint32_t>();
+        LocalTensor<float> rstd = V(V_RSTD);
+        LocalTensor<float> sh = V(V_SUM_H);
+        LocalTensor<float> sl = V(V_SUM_L);
+        PipeBarrier<PIPE_V>();
+        Gather(th, PB(EB_KH), idx, 0, FOLD_LANES * lanes);
+        Gather(tl, PB(EB_KM), idx, 0, FOLD_LANES * lanes);
+        PipeBarrier<PIPE_V>();
+        // FoldExact's temporaries start at 0 in bT2_, scratch_ and bGe_ (under the per-row
+        // vectors, which are set after it).
+        FoldExact(th, tl, th[4 * lanes], tl[4 * lanes], th2, tl, 4 * lanes, 1, 0, true, false);
+        FoldExact(th2, tl, th2[2 * lanes], tl[2 * lanes], th, tl, 2 * lanes, 1, 0, true, false);
+        FoldExact(th, tl, th[lanes], tl[lanes], th2, tl, lanes, 1, 0, true, false);
+        LocalTensor<float> plain = th2;
+        // The per-row vectors share a temporary with the pass's other steps: zero (V_ZERO, whole
+        // slots for Compare), and rstd 1 past the pass's rows (1/r with dx_sum).
+        Duplicate(V(0), 0.0f, vs);
+        PipeBarrier<PIPE_V>();
+        Duplicate(rstd, 1.0f, BatchSlot());
+        Adds(sh, th2, 0.0f, lanes);
+        Adds(sl, tl, 0.0f, lanes);
+        PipeBarrier<PIPE_V>();
+        Adds(rstd, stat, 0.0f, (n + 7) / 8 * 8);
+        PipeBarrier<PIPE_V>();
+        // mean = S / n, r2 = r r exactly, k = r2 mean (the plain r r (plain / n) where k is NaN
+        // but that is not: an Inf product makes the corrections NaN).
+        DivFFB(V(V_OUT_H), V(V_OUT_L), sh, sl);
+        PipeBarrier<PIPE_V>();
+        Adds(sh, V(V_OUT_H), 0.0f, lanes);  // the mean replaces the sum
+        Adds(sl, V(V_OUT_L), 0.0f, lanes);
+        PipeBarrier<PIPE_V>();
+        TwoProdB(V(V_OUT_H), V(V_OUT_L), rstd, rstd);
+        PipeBarrier<PIPE_V>();
+        MulFFB(V(V_OUT_H), V(V_OUT_L), V(V_OUT_H), V(V_OUT_L), sh, sl);
+        PipeBarrier<PIPE_V>();
+        LocalTensor<float> plainK = V(V_TMP + 4);
+        LocalTensor<float> rr = V(V_TMP + 5);
+        Muls(plainK, plain, t_.avgFactor, lanes);
+        Mul(rr, rstd, rstd, lanes);
+        PipeBarrier<PIPE_V>();
+        Mul(plainK, rr, plainK, lanes);
+        PipeBarrier<PIPE_V>();
+        KeepPlainB(V(V_OUT_H), V(V_OUT_L), plainK);
+        SplitKB(V(V_OUT_H), V(V_OUT_L), E_KH, E_KM, E_KL);
+    }
+
+    // (h, l) per row into PV(sh/sm/sl): kh = Veltkamp's 13 bits of h, km the other 11 (exact),
+    // kl = l; where |h| is not below EXACT_SPLIT_MAX (or is NaN) kh = h, km = kl = 0, and a NaN
+    // l is 0. Scratch V_TMP .. V_TMP + 3, the NaN mask.
+    __aicore__ inline void SplitKB(const LocalTensor<float>& h, const LocalTensor<float>& l, uint32_t sh,
+                                   uint32_t sm, uint32_t sl)
+    {
+        const uint32_t lanes = BatchLanes();
+        const uint32_t slot = BatchSlot();
+        LocalTensor<float> c = V(V_TMP);
+        LocalTensor<float> d = V(V_TMP + 1);
+        LocalTensor<float> kl = V(V_TMP + 2);
+        LocalTensor<float> mag = V(V_TMP + 3);
+        LocalTensor<uint8_t> keep = mask_.Get<uint8_t>();
+        Muls(c, h, K_SPLITTER, lanes);
+        Abs(mag, h, lanes);
+        Compare(keep, l, l, CMPMODE::EQ, slot);  // kl where it is a number
+        PipeBarrier<PIPE_V>();
+        Sub(d, c, h, lanes);
+        Select(kl, keep, l, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
+        PipeBarrier<PIPE_V>();
+        Sub(c, c, d, lanes);  // the split's hi
+        CompareScalar(keep, mag, EXACT_SPLIT_MAX, CMPMODE::LT, slot);
+        PipeBarrier<PIPE_V>();
+        Sub(d, h, c, lanes);  // the split's lo
+        Select(PV(sh), keep, c, h, SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
+        PipeBarrier<PIPE_V>();  // Select writes the API's scratch (a WAW between the two)
+        Select(PV(sm), keep, d, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
+        PipeBarrier<PIPE_V>();
+        Select(PV(sl), keep, kl, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
+        PipeBarrier<PIPE_V>();
+    }
+    // k per row on the scalar unit (rows too long for the level-0 form): the 8 lanes' AddFF in
+    // lane order, ExactK, SplitK (with dx_sum 1/r too), after the V -> S wait for the stash.
+    __aicore__ inline void ExactKS(const LocalTensor<float>& stat, uint32_t n, event_t reduced)
+    {
+        WaitFlag<HardEvent::V_S>(reduced);
+        for (uint32_t r = 0; r < n; ++r) {
+            FF sum{0.0f, 0.0f};
+            float plain = 0.0f;
+            for (uint32_t i = 0; i < FOLD_LANES; ++i) {
+                const float hi = PB(EB_KH).GetValue(r * 8 + i);
+                plain = plain + hi;
+                sum = AddFF(sum, hi, PB(EB_KM).GetValue(r * 8 + i));
+            }
+            const float rstd = stat.GetValue(r);
+            SplitK(ExactK(sum, plain, rstd), r, E_KH, E_KM, E_KL);
+        }
+        event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(written);
+        WaitFlag<HardEvent::S_V>(written);
     }
 
     // k = r^2 S / n in float-float; where that is NaN but the plain value is not (an Inf

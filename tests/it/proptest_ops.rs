@@ -639,15 +639,16 @@ fn logprob_entropy_random_cases_match_the_reference() {
     });
 }
 
-#[test]
-fn logprob_entropy_grad_random_cases_match_the_reference() {
+/// logprob_entropy_grad's random cases for `name` (the grad or its in-place form, which writes
+/// the same dlogits over the logits).
+fn logprob_entropy_grad_random_cases(name: &str) {
     // The forward's shapes; the family makes the saved lse and entropy from the drawn logits
     // (case_inputs), so the four row tensors only need target's shape.
-    let spec = op("logprob_entropy_grad");
+    let spec = op(name);
     let rows = prop_oneof![4 => 1usize..20, 1 => 20usize..200];
     let v = prop_oneof![2 => select(vec![1usize, 7, 64, 65, 1000, 8191, 8192, 8193, 16385, 20011]), 1 => 1usize..3000];
     let strategy = (rows, v, column(&spec), distribution(), any::<u64>(), attr_draws(&spec));
-    check_op("logprob_entropy_grad", strategy, |spec, (mut rows, v, column, dist, seed, draws)| {
+    check_op(name, strategy, |spec, (mut rows, v, column, dist, seed, draws)| {
         while rows > 1 && rows * v > 300_000 {
             rows = rows.div_ceil(2);
         }
@@ -656,6 +657,16 @@ fn logprob_entropy_grad_random_cases_match_the_reference() {
         let shapes = vec![vec![rows, v], row.clone(), row.clone(), row.clone(), row.clone(), row];
         (column, Case { shapes: named(spec, shapes), dist, seed, attrs })
     });
+}
+
+#[test]
+fn logprob_entropy_grad_random_cases_match_the_reference() {
+    logprob_entropy_grad_random_cases("logprob_entropy_grad");
+}
+
+#[test]
+fn logprob_entropy_grad_inplace_random_cases_match_the_reference() {
+    logprob_entropy_grad_random_cases("logprob_entropy_grad_inplace");
 }
 
 // ---- reverse_scan: gae ---------------------------------------------------------------------------

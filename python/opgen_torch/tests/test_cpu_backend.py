@@ -162,6 +162,20 @@ def samples(dtype=torch.float32, seed=1):
     rot_t = uniform((1, 6, 1, 64), dtype, seed + 1, -1, 1)
     key = uniform((5, 2, 32), dtype, seed)
     slots = torch.tensor([3, 0, -1, 7, 40], dtype=torch.int32)
+
+    def grad_sample():
+        # Fresh tensors per call: the in-place form writes dlogits over its logits.
+        return (
+            uniform((3, 40), dtype, seed),
+            torch.tensor([5, -100, 39], dtype=torch.int32),
+            torch.logsumexp(uniform((3, 40), dtype, seed).float() / 0.7, -1),
+            uniform((3,), torch.float32, seed + 1, 0.0, 3.0),
+            uniform((3,), torch.float32, seed + 2, -1, 1),
+            uniform((3,), torch.float32, seed + 3, -1, 1),
+            0.7,
+            -100,
+        )
+
     return {
         "rms_norm": (x, uniform((40,), dtype, seed + 1), 1e-6),
         "layer_norm": (x, uniform((40,), dtype, seed + 1), uniform((40,), dtype, seed + 2), 1e-5),
@@ -222,27 +236,9 @@ def samples(dtype=torch.float32, seed=1):
             slots,
         ),
         "logprob_entropy": (uniform((3, 40), dtype, seed), torch.tensor([5, -100, 39], dtype=torch.int32), 0.7, -100),
-        "logprob_entropy_grad": (
-            uniform((3, 40), dtype, seed),
-            torch.tensor([5, -100, 39], dtype=torch.int32),
-            torch.logsumexp(uniform((3, 40), dtype, seed).float() / 0.7, -1),
-            uniform((3,), torch.float32, seed + 1, 0.0, 3.0),
-            uniform((3,), torch.float32, seed + 2, -1, 1),
-            uniform((3,), torch.float32, seed + 3, -1, 1),
-            0.7,
-            -100,
-        ),
+        "logprob_entropy_grad": grad_sample(),
         # The same arguments; dlogits come back in the logits tensor (Tensor(a!), no return).
-        "logprob_entropy_grad_inplace": (
-            uniform((3, 40), dtype, seed),
-            torch.tensor([5, -100, 39], dtype=torch.int32),
-            torch.logsumexp(uniform((3, 40), dtype, seed).float() / 0.7, -1),
-            uniform((3,), torch.float32, seed + 1, 0.0, 3.0),
-            uniform((3,), torch.float32, seed + 2, -1, 1),
-            uniform((3,), torch.float32, seed + 3, -1, 1),
-            0.7,
-            -100,
-        ),
+        "logprob_entropy_grad_inplace": grad_sample(),
         "gae": gae_sample(seed),
         "discounted_return": gae_sample(seed)[0:3:2] + (0.99,),
         "masked_whiten": (gae_sample(seed)[0], gae_sample(seed)[2], True),

@@ -210,6 +210,8 @@ at::Tensor logprob_entropy_grad_meta(const at::Tensor& logits, const at::Tensor&
 void logprob_entropy_grad_inplace_meta(at::Tensor& logits, const at::Tensor& target, const at::Tensor& lse, const at::Tensor& entropy, const at::Tensor& dlogprob, const at::Tensor& dentropy, double temperature, int64_t ignore_index)
 {
     (void)opgen_torch::logprob_entropy_grad_inplace_plan(logits, target, lse, entropy, dlogprob, dentropy);
+    opgen_torch::logprob_entropy_grad_inplace_host_checks(logits, target, lse, entropy, dlogprob, dentropy, temperature, ignore_index);
+    opgen_torch::check_with_host("opgen::logprob_entropy_grad_inplace", "OpgenLogprobEntropyGradInplace", { {"logits", &logits}, {"target", &target}, {"lse", &lse}, {"entropy", &entropy}, {"dlogprob", &dlogprob}, {"dentropy", &dentropy} }, { opgen_torch::attr_text("temperature", temperature), opgen_torch::attr_text("ignore_index", ignore_index) });
 }
 
 // masked_whiten (kernels/masked_whiten.toml): verl's masked_whiten over every element: (x - mean) * rsqrt(var + 1e-8) with the mean and the unbiased variance over the elements where mask is 1 (+ mean again when shift_mean is false); values float16, bfloat16 or float32, the mask float32 or int8 0/1; float32 result, NaN everywhere when the mask selects fewer than 2 elements

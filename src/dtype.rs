@@ -15,6 +15,11 @@ pub enum DType {
     Int64,
 }
 
+/// A dtype list as errors print it: `float16, bfloat16`.
+pub fn names(list: &[DType]) -> String {
+    list.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
+}
+
 impl DType {
     pub const ALL: [DType; 6] =
         [DType::Float16, DType::BFloat16, DType::Float32, DType::Int8, DType::Int32, DType::Int64];

@@ -36,7 +36,7 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 fn check_attrs(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec, label: &str) {
     let message = format!(
         "{label} takes exactly one attr: a string naming the output dtype ({})",
-        layout::dtype_names(layout::FLOATS)
+        crate::dtype::names(layout::FLOATS)
     );
     match spec.attrs.as_slice() {
         [a] if a.kind == AttrKind::String => {
@@ -49,7 +49,7 @@ fn check_attrs(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec, label: &str) {
                         "attrs[0].default",
                         format!(
                             "default `{v}` must be one of the output's dtypes: {}",
-                            layout::dtype_names(&allowed)
+                            crate::dtype::names(&allowed)
                         ),
                     );
                 }

@@ -42,10 +42,6 @@ fn names(roles: &[Role]) -> String {
     format!("({})", roles.iter().map(|r| r.name).collect::<Vec<_>>().join(", "))
 }
 
-pub(crate) fn dtype_names(list: &[DType]) -> String {
-    list.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
-}
-
 /// The kind a family table names, if it is one of `kinds`.
 pub(crate) fn kind_of_table(table: Option<&Spanned<RawKvKind>>, kinds: &[KvKind]) -> Option<KvKind> {
     table.and_then(|t| kinds.iter().copied().find(|k| k.name() == t.get_ref().kind.get_ref()))
@@ -157,7 +153,7 @@ pub(crate) fn check_roles(
                         "{label}: `{}` ({}) cannot be {d}; it takes {}",
                         t.name,
                         role.name,
-                        dtype_names(role.dtypes)
+                        crate::dtype::names(role.dtypes)
                     ),
                 );
             } else if let Some(other) = role.same_as {

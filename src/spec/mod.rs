@@ -202,8 +202,7 @@ pub(crate) fn check_backward_ops(specs: &[OpSpec], errors: &mut SpecErrors) {
                     && b.outputs.iter().map(|t| t.dtypes[k]).eq(results.iter().copied())
             });
             if !fits {
-                let show =
-                    |v: &[crate::dtype::DType]| v.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
+                let show = crate::dtype::names;
                 errors.push(located(format!(
                     "backward op `{name}` has no dtype combination ({}) -> ({}) for combination {} of `{}`",
                     show(&grads),
@@ -334,7 +333,7 @@ fn check_backward_table(spec: &OpSpec, t: &BackwardTable, specs: &[OpSpec], erro
         };
         let fits = (0..b.columns()).any(|k| b.inputs.iter().map(|t| t.dtypes[k]).eq(want.iter().copied()));
         if !fits {
-            let show = want.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
+            let show = crate::dtype::names(&want);
             errors.push(at(
                 t.inputs_at,
                 "backward.inputs".into(),

@@ -63,6 +63,13 @@ pub(crate) struct RawTensor {
     pub mutated: Option<Spanned<bool>>,
 }
 
+impl RawTensor {
+    /// `mutated = true` (absent is false).
+    pub fn is_mutated(&self) -> bool {
+        self.mutated.as_ref().is_some_and(|m| *m.get_ref())
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAttr {

@@ -172,7 +172,7 @@ fn tensors(cx: &mut Ctx, list: &Spanned<Vec<RawTensor>>, field: &str) -> Vec<Ten
                     parsed
                 })
                 .collect();
-            let mutated = t.mutated.as_ref().is_some_and(|m| *m.get_ref());
+            let mutated = t.is_mutated();
             TensorArg { name: t.name.get_ref().clone(), dtypes, mutated }
         })
         .collect()
@@ -206,7 +206,7 @@ fn ref_outputs(
             Some(x) if x.dtypes != t.dtypes => cx.error(
                 &at.dtypes,
                 &format!("{path}.dtypes"),
-                format!("the in-place output `{}` has dtypes [{}] but its input has [{}]: it is the input's buffer, so the lists must be equal", t.name, names(&t.dtypes), names(&x.dtypes)),
+                format!("the in-place output `{}` has dtypes [{}] but its input has [{}]: it is the input's buffer, so the lists must be equal", t.name, crate::dtype::names(&t.dtypes), crate::dtype::names(&x.dtypes)),
             ),
             Some(x) => {
                 x.mutated = true;
@@ -215,10 +215,6 @@ fn ref_outputs(
         }
     }
     (refs, own)
-}
-
-fn names(dtypes: &[DType]) -> String {
-    dtypes.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
 }
 
 fn check_arg_name(cx: &mut Ctx, name: &Spanned<String>, field: &str) {
@@ -342,7 +338,7 @@ fn check_unique_names(cx: &mut Ctx, raw: &RawSpec) {
                 .get_ref()
                 .iter()
                 .enumerate()
-                .filter(|(_, t)| !t.mutated.as_ref().is_some_and(|m| *m.get_ref()))
+                .filter(|(_, t)| !t.is_mutated())
                 .map(|(i, t)| (format!("outputs[{i}].name"), &t.name)),
         )
         .chain(raw.attrs.iter().enumerate().map(|(i, a)| (format!("attrs[{i}].name"), &a.name)));

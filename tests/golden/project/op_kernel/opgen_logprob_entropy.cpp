@@ -111,11 +111,12 @@ public:
         rowCount_ = rowStart_ < t_.rows ? Min(t_.blockFactor, t_.rows - rowStart_) : 0;
         const uint32_t allTiles = t_.rows * t_.tilesPerRow;
         if (t_.splitCores > 0) {
-            // allTiles / splitCores each, the first allTiles % splitCores cores one more.
-            const uint32_t base = allTiles / t_.splitCores;
-            const uint32_t extra = allTiles % t_.splitCores;
-            tileBegin_ = block * base + Min(block, extra);
-            tileEnd_ = block < t_.splitCores ? tileBegin_ + base + (block < extra ? 1 : 0) : tileBegin_;
+            // allTiles / splitCores each, the first allTiles % splitCores cores one more; a core
+            // past splitCores (the launch has none) no run.
+            Share(allTiles, t_.splitCores, block, &tileBegin_, &tileEnd_);
+            if (block >= t_.splitCores) {
+                tileEnd_ = tileBegin_;
+            }
             slotGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(slots), static_cast<uint64_t>(allTiles) * FLOATS_PER_BLOCK);
         } else {
             tileBegin_ = rowStart_ * t_.tilesPerRow;

@@ -64,13 +64,13 @@ public:
         t_ = tiling;
         const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
         if (t_.splitCores > 0) {
-            // allTiles / splitCores each, the first allTiles % splitCores cores one more; the
-            // rows of this run are the core's rows.
-            const uint32_t allTiles = t_.rows * t_.tilesPerRow;
-            const uint32_t base = allTiles / t_.splitCores;
-            const uint32_t extra = allTiles % t_.splitCores;
-            tileBegin_ = block * base + Min(block, extra);
-            tileEnd_ = block < t_.splitCores ? tileBegin_ + base + (block < extra ? 1 : 0) : tileBegin_;
+            // allTiles / splitCores each, the first allTiles % splitCores cores one more (a core
+            // past splitCores, which the launch has none of, no run); the rows of this run are the
+            // core's rows.
+            Share(t_.rows * t_.tilesPerRow, t_.splitCores, block, &tileBegin_, &tileEnd_);
+            if (block >= t_.splitCores) {
+                tileEnd_ = tileBegin_;
+            }
             rowStart_ = tileBegin_ / t_.tilesPerRow;
             rowCount_ = tileBegin_ == tileEnd_ ? 0 : (tileEnd_ - 1) / t_.tilesPerRow - rowStart_ + 1;
         } else {

@@ -54,9 +54,19 @@ pub struct CannModelled {
 }
 
 pub fn cann_design(soc: &Soc, design: &cann::Design) -> Result<CannModelled, PerfError> {
+    cann_design_as(soc, design, sim::Residency::Step)
+}
+
+/// [`cann_design`] with the launches' outputs where `residency` puts them (the calibration's
+/// benchmark points: [`sim::Residency::RepeatedAlone`]).
+pub fn cann_design_as(
+    soc: &Soc,
+    design: &cann::Design,
+    residency: sim::Residency,
+) -> Result<CannModelled, PerfError> {
     let mut total: Option<Modelled> = None;
     for launch in &design.launches {
-        let m = sim::model(launch, soc).map_err(PerfError::Sim)?;
+        let m = sim::model_as(launch, soc, residency).map_err(PerfError::Sim)?;
         total = Some(match total {
             None => m,
             Some(t) => t.then(m),

@@ -358,7 +358,51 @@ impl Modelled {
     }
 }
 
+/// Where a launch's outputs go when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Residency {
+    /// Through to HBM: a launch inside a step, whose successor is another kernel (the report).
+    Step,
+    /// The same launch repeated alone, as a kernel benchmark times it (hicann/cann-bench, the
+    /// calibration's points): when its input and output bytes fit 1.5 × the L2, its outputs
+    /// stay in the L2 and are written back under the next repetition, so its writes cost the
+    /// engine's time and no HBM share (docs/calibration.md: measured streams above the HBM peak).
+    RepeatedAlone,
+}
+
+/// `cores` with every Out transfer an L2 write when `residency` keeps the launch's outputs in
+/// the L2; `None` when nothing changes.
+fn with_residency(
+    cores: &[Vec<Op>],
+    soc: &crate::plan::soc::Soc,
+    residency: Residency,
+) -> Option<Vec<Vec<Op>>> {
+    let bytes: u64 =
+        cores.iter().flatten().map(|o| if let Op::Dma { bytes, .. } = o { *bytes } else { 0 }).sum();
+    if residency == Residency::Step || bytes as f64 > 1.5 * soc.l2_bytes as f64 {
+        return None;
+    }
+    let in_l2 = |o: &Op| match *o {
+        Op::Dma { dir: Dir::Out, bytes, blocks, aligned, .. } => {
+            Op::Dma { dir: Dir::Out, bytes, blocks, aligned, l2_hit: 1.0 }
+        }
+        ref o => o.clone(),
+    };
+    Some(cores.iter().map(|ops| ops.iter().map(in_l2).collect()).collect())
+}
+
+/// The launch inside a step ([`Residency::Step`]).
 pub fn model(cores: &[Vec<Op>], soc: &crate::plan::soc::Soc) -> Result<Modelled, SimError> {
+    model_as(cores, soc, Residency::Step)
+}
+
+pub fn model_as(
+    cores: &[Vec<Op>],
+    soc: &crate::plan::soc::Soc,
+    residency: Residency,
+) -> Result<Modelled, SimError> {
+    let changed = with_residency(cores, soc, residency);
+    let cores = changed.as_deref().unwrap_or(cores);
     let mut out = Modelled::default();
     for level in LEVELS {
         let t = simulate_launch(cores, &Costs::of(soc, level))?;

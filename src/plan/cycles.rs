@@ -144,8 +144,10 @@ pub mod ranges {
     pub const FLAG_LATENCY: Range = Range::new(30.0, 60.0, 120.0);
     /// research §4 MTE efficiency `size/(size + s0)`, s0 ≈ 1–4 KiB (≥ 16 KiB near peak).
     pub const DMA_SETUP_BYTES: Range = Range::new(1024.0, 2048.0, 4096.0);
-    /// Assumption.
-    pub const DMA_BURST: Range = Range::new(0.0, 4.0, 8.0);
+    /// Calibrated (docs/calibration.md): CANN SwiGlu with half rows < 512 B (a DMA block per
+    /// row) measures 41–48 cycles per block if its copies' blocks were serial, ~71 if MTE2's two
+    /// thirds of them set the time; 30/50/70 brackets that (it was an assumed 0/4/8).
+    pub const DMA_BURST: Range = Range::new(30.0, 50.0, 70.0);
     /// hiascend: 32 B- against 512 B-aligned GM access down to 70%.
     pub const UNALIGNED: Range = Range::new(1.0, 0.85, 0.7);
     /// Assumption: 170–560 ns of HBM latency.
@@ -154,8 +156,10 @@ pub mod ranges {
     pub const MTE3_RATE: Range = Range::new(64.0, 64.0, 32.0);
     /// Assumption: sustained HBM traffic below the (itself assumed) peak; research §4: 85–90%.
     pub const HBM_EFFICIENCY: Range = Range::new(0.95, 0.9, 0.8);
-    /// model.rs LAUNCH_OVERHEAD_US (3 µs, an assumption) as the middle.
-    pub const LAUNCH_US: Range = Range::new(2.0, 3.0, 5.0);
+    /// Calibrated (docs/calibration.md): the smallest measured CANN kernels (SwiGlu 3x7x13x1018
+    /// f32, 1 MB; RmsNorm 11x13x17x67 f16, 0.3 MB) take 9.6–10.9 µs, their work ~2 µs (it was
+    /// an assumed 2/3/5).
+    pub const LAUNCH_US: Range = Range::new(5.0, 8.0, 11.0);
 }
 
 /// .ini `l2_read_rate=110`.

@@ -307,7 +307,8 @@ fn model(soc: &Soc, point: &Point) -> Result<CannModelled, NotModelled> {
         Builtin::SwiGlu => cann::swiglu(soc, rows, cols, sz),
     }
     .map_err(NotModelled::Design)?;
-    perf::cann_design(soc, &design).map_err(NotModelled::Perf)
+    // cann-bench times each kernel repeated alone (docs/calibration.md).
+    perf::cann_design_as(soc, &design, perf::sim::Residency::RepeatedAlone).map_err(NotModelled::Perf)
 }
 
 /// Models every point and sums the figures up per regime.

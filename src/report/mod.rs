@@ -310,7 +310,11 @@ pub struct Row {
     /// Waits inside AscendC APIs (ReduceSum/ReduceMax/ReduceMin on dav_c220), all cores.
     pub hidden_flag_waits: BTreeMap<String, u64>,
     pub fused: Estimate,
+    /// `min_bytes` at the full HBM bandwidth (the plain byte floor).
     pub roofline_us: f64,
+    /// The op's time floor: `roofline_us` plus one launch (`model::floor_us`); the time/floor
+    /// target and the tables' floor columns use it.
+    pub floor_us: f64,
     pub roofline_fraction: f64,
     pub eager: Option<EagerRow>,
     /// Why there is no eager sequence.
@@ -457,6 +461,7 @@ pub fn build_row(
         hidden_flag_waits: launch.hidden_flag_waits(),
         fused,
         roofline_us,
+        floor_us: model::floor_us(soc, min_bytes),
         roofline_fraction: if fused.total_us > 0.0 { roofline_us / fused.total_us } else { 0.0 },
         eager,
         eager_missing,
@@ -524,13 +529,13 @@ pub(crate) fn attach_cann_and_time_targets(row: &mut Row, soc: &Soc, spec: &OpSp
     }
     let bound = row.cycle.map_or("", |c| c.bound);
     if let Some(target) = builtin.and_then(CannBuiltin::floor_target).filter(|_| row.roofline_us > 0.0) {
-        let ratio = mid / row.roofline_us;
+        let ratio = mid / row.floor_us;
         row.checks.push(Check::new(
             "time/floor",
             Some(ratio <= target),
             format!(
-                "mid {mid:.1} µs = {ratio:.2}x the HBM floor {:.1} µs (target ≤ {target}x; bound: {bound})",
-                row.roofline_us
+                "mid {mid:.1} µs = {ratio:.2}x the floor {:.1} µs (HBM {:.1} + one launch; target ≤ {target}x; bound: {bound})",
+                row.floor_us, row.roofline_us
             ),
         ));
     }
@@ -849,8 +854,10 @@ pub fn tables(soc: &Soc, rows: &[Row]) -> String {
 
 /// The cycle model's table: time low/mid/high, HBM floor, vs eager, vs the CANN design.
 fn cycle_table(rows: &[Row], w: usize) -> String {
-    let mut s = String::from(
-        "\nCycle model (src/perf: the twin's event trace on S/V/MTE2/MTE3 queues; low/mid/high ends of the cycle table)\n",
+    let mut s = format!(
+        "\nCycle model (src/perf: the twin's event trace on S/V/MTE2/MTE3 queues; low/mid/high ends of the cycle table; \
+         floor = minimum bytes at the HBM bandwidth + one launch, {} µs)\n",
+        model::LAUNCH_OVERHEAD_US
     );
     s.push_str(&format!(
         "{:<w$} {:<5} {:<30} {:>8} {:>8} {:>8} {:>8} {:>6} {:<6} {:>9} {:>8} {:>9} {:>8}  {}\n",
@@ -890,8 +897,8 @@ fn cycle_table(rows: &[Row], w: usize) -> String {
             us(t.low),
             us(t.mid),
             us(t.high),
-            us(r.roofline_us),
-            if r.roofline_us > 0.0 { t.mid / r.roofline_us } else { 0.0 },
+            us(r.floor_us),
+            if r.roofline_us > 0.0 { t.mid / r.floor_us } else { 0.0 },
             r.cycle.map_or("", |c| c.bound),
             opt(r.eager.as_ref().map(|e| e.estimate.total_us), ""),
             ratio(r.vs_eager),

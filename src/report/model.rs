@@ -22,11 +22,11 @@ use crate::family::{EagerSequence, EagerStep};
 use crate::plan::soc::Soc;
 use serde::Serialize;
 
-/// Device-side cost of one kernel launch (launch, block scheduling, tail), µs.
-/// **Assumption**: no public A2 figure was found; a few µs per launch is the order seen for
-/// small AI Core kernels. The same constant is charged to the fused kernel and to every eager
-/// kernel, so it only matters where launches differ.
-pub const LAUNCH_OVERHEAD_US: f64 = 3.0;
+/// Device-side cost of one kernel launch (launch, block scheduling, tail), µs: the cycle
+/// table's calibrated middle (`ranges::LAUNCH_US`, docs/calibration.md: the smallest measured
+/// CANN kernels take 9.6–10.9 µs). The same constant is charged to the fused kernel and to
+/// every eager kernel, so it only matters where launches differ.
+pub const LAUNCH_OVERHEAD_US: f64 = crate::plan::cycles::ranges::LAUNCH_US.mid;
 
 /// Transfers below this size are flagged (the target of issue #5: large transfers); not a model
 /// input.
@@ -183,6 +183,15 @@ pub fn roofline_us(soc: &Soc, min_bytes: u64) -> f64 {
     hbm_us(soc, min_bytes as f64)
 }
 
+/// The time floor of a single-kernel op, µs: its minimum bytes at the full HBM bandwidth plus
+/// the one launch every single-kernel implementation pays (the fused kernel, CANN's built-in;
+/// the eager figures include theirs). Without the launch a small op could never come near its
+/// floor however well its kernel streams (docs/calibration.md: 8 µs of launch is 22% of
+/// rms_norm's 36.7 µs byte floor at 4096x3584).
+pub fn floor_us(soc: &Soc, min_bytes: u64) -> f64 {
+    roofline_us(soc, min_bytes) + LAUNCH_OVERHEAD_US
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,7 +221,9 @@ mod tests {
         let big = fused(soc, &Launch { block_dim: 48, tiling: Default::default(), cores });
         assert!(approx::abs_diff_eq!(big.hbm_us, 96.0, epsilon = 1e-6), "{big:?}");
         assert_eq!(big.bound, "HBM");
-        approx::assert_abs_diff_eq!(big.total_us, 99.0, epsilon = 1e-6);
+        approx::assert_abs_diff_eq!(big.total_us, 96.0 + LAUNCH_OVERHEAD_US, epsilon = 1e-6);
+        // The calibrated launch (docs/calibration.md): 8 µs.
+        approx::assert_abs_diff_eq!(LAUNCH_OVERHEAD_US, 8.0);
         let tiny = fused(
             soc,
             &Launch { block_dim: 1, tiling: Default::default(), cores: vec![core(64, 64, 16, 1, 0)] },
@@ -246,5 +257,7 @@ mod tests {
         assert_eq!(e.launches, 2);
         assert!(approx::abs_diff_eq!(e.total_us, 2.0 * (1.0 + LAUNCH_OVERHEAD_US), epsilon = 1e-6), "{e:?}");
         approx::assert_abs_diff_eq!(roofline_us(soc, 1_600_000), 1.0, epsilon = 1e-9);
+        // The floor: those bytes plus one launch of 8 µs.
+        approx::assert_abs_diff_eq!(floor_us(soc, 1_600_000), 9.0, epsilon = 1e-9);
     }
 }

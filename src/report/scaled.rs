@@ -267,6 +267,7 @@ pub fn combine(
     row.fused.vector_us = time(f1.vector_us, f2.vector_us);
     row.fused.total_us = time(f1.total_us, f2.total_us);
     row.roofline_us = super::model::roofline_us(soc, row.min_bytes);
+    row.floor_us = super::model::floor_us(soc, row.min_bytes);
     row.roofline_fraction = if row.fused.total_us > 0.0 { row.roofline_us / row.fused.total_us } else { 0.0 };
     let (eager, eager_missing) = super::eager_row(soc, spec, column, &case.shapes, None);
     row.traffic_ratio =

@@ -340,7 +340,7 @@ pub fn summarise(step: &Step, dtype: DType, rows: &[Row]) -> StepSummary {
         out.push(StepRow {
             shape: launch.first.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"),
             time_us: Span { low: time.low, mid: time.mid, high: time.high },
-            floor_us: row.roofline_us,
+            floor_us: row.floor_us,
             gm_bytes: row.gm_bytes,
             min_bytes: row.min_bytes,
             bound: row.cycle.map_or("", |c| c.bound).to_string(),
@@ -470,10 +470,11 @@ pub fn markdown(s: &StepSummary) -> String {
 /// The step as a table: a line per launch, then the totals and the targets.
 pub fn text(s: &StepSummary) -> String {
     let mut out = format!(
-        "\nOne training step of a {} layer, {}, {} tokens (modelled µs; floor = minimum bytes at the HBM bandwidth)\n",
+        "\nOne training step of a {} layer, {}, {} tokens (modelled µs; floor = minimum bytes at the HBM bandwidth + one launch of {} µs per kernel)\n",
         s.step.model.label(),
         s.dtype.short_name(),
-        s.step.tokens
+        s.step.tokens,
+        super::model::LAUNCH_OVERHEAD_US
     );
     out.push_str(&format!(
         "  {:<4} {:<8} {:<37} {:<18} {:<16} {:>25} {:>8} {:>6} {:>9} {:>7} {:>9}\n",

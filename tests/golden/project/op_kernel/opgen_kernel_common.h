@@ -49,6 +49,19 @@ __aicore__ inline DataCopyExtParams Burst(uint64_t bytes)
     return DataCopyExtParams(1, static_cast<uint32_t>(bytes), 0, 0, 0);
 }
 
+// `count` rows of `rowBytes` bytes each, back to back in GM, to or from UB rows that each start
+// 32-byte aligned (DataCopyPad). Where a row is whole 32-byte blocks its UB rows are back to back
+// too, so the rows move as ONE block of count * rowBytes: the MTE pays its per-block cost once
+// instead of per row (CANN's MergeN copies aligned rows so). Otherwise a block per row, each
+// UB row padded up to its next 32-byte boundary.
+__aicore__ inline DataCopyExtParams ContiguousRows(uint32_t count, uint32_t rowBytes)
+{
+    if (rowBytes % BLOCK_BYTES == 0) {
+        return DataCopyExtParams(1, count * rowBytes, 0, 0, 0);
+    }
+    return DataCopyExtParams(static_cast<uint16_t>(count), rowBytes, 0, 0, 0);
+}
+
 // Orders two pipes with one event: the later pipe waits for the earlier one's work so far.
 template <HardEvent EVENT>
 __aicore__ inline void Sync()

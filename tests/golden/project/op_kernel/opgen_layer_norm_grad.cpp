@@ -1052,10 +1052,11 @@ private:
         WaitFlag<HardEvent::MTE3_V>(drained);
     }
 
-    // `count` rows of `len` elements, contiguous in GM; in UB each row starts 32-byte aligned.
+    // `count` rows of `len` elements, contiguous in GM; in UB each row starts 32-byte aligned
+    // (one block when the rows are whole blocks: opgen_kernel::ContiguousRows).
     __aicore__ inline DataCopyExtParams RowParams(uint32_t count, uint32_t len) const
     {
-        return DataCopyExtParams(static_cast<uint16_t>(count), len * sizeof(T), 0, 0, 0);
+        return ContiguousRows(count, len * sizeof(T));
     }
 
     __aicore__ inline DataCopyPadExtParams<T> NoPad() const

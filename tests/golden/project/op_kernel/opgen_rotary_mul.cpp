@@ -553,10 +553,11 @@ private:
     }
 
     // ---- helpers ---------------------------------------------------------------------------
-    // `count` rows of D elements, contiguous in GM; in UB each row starts 32-byte aligned.
+    // `count` rows of D elements, contiguous in GM; in UB each row starts 32-byte aligned
+    // (one block when the rows are whole blocks: opgen_kernel::ContiguousRows).
     __aicore__ inline DataCopyExtParams RowParams(uint32_t count) const
     {
-        return DataCopyExtParams(static_cast<uint16_t>(count), t_.headDim * sizeof(T), 0, 0, 0);
+        return ContiguousRows(count, t_.headDim * sizeof(T));
     }
 
     __aicore__ inline DataCopyPadExtParams<T> NoPad() const

@@ -2341,8 +2341,21 @@ const LocalTensor<float>& stat,
     // colFactor 2: gamma resident in T (its float copy cast per pass), dx_sum's queue single.
     __aicore__ inline bool ExactGammaInT() const { return t_.colFactor == 2; }
 
-    // Floats between two rows' TwoSum temporaries: a fold step takes at most half a row.
-    __aicore__ inline uint32_t ExactTempStride() const { return (t_.numColAlign / 2 + 7) / 8 * 8; }
+    // Floats between two rows' TwoSum temporaries: a fold step takes at most half a row. Rows
+    // too long for the level-0 form whose width is no power of two take h - 8 floats if more (h
+    // the largest power of two below the width): FoldLevels then runs every level after the
+    // partial first one (rows of 3584: from 2048 lanes instead of 1024, three barrier steps
+    // fewer a row). By width alone, as the host's plan.
+    __aicore__ inline uint32_t ExactTempStride() const
+    {
+        const uint32_t half = (t_.numColAlign / 2 + 7) / 8 * 8;
+        uint32_t h = FOLD_LANES;
+        while (h * 2 <= t_.numColAlign) {
+            h *= 2;
+        }
+        const bool partial = h < t_.numColAlign;
+        return !ByChunk() && partial && h - FOLD_LANES > half ? h - FOLD_LANES : half;
+    }
 
     // Whether the pass's steps run one level-0 call per 64 lanes over its rows (one repeat per
     // row), the lo rows then going back and forth between two buffers (a level-0 operand may

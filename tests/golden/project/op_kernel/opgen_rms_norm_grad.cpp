@@ -2469,7 +2469,9 @@ const LocalTensor<float>& stat,
         LocalTensor<float> xf = bX_.Get<float>();
         LocalTensor<float> g = bG_.Get<float>();
         LocalTensor<float> hiA = bP_.Get<float>();
-        LocalTensor<float> hiB = bX_.Get<float>();  // x's float row until g x is formed
+        // The row sums' second hi row: bfloat16 g's (free once g x is formed; g is formed again
+        // for dx), so x's float row lasts until dgamma; float16 x's (its hi product is there).
+        LocalTensor<float> hiB = IsSameType<T, half>::value ? bX_.Get<float>() : bG_.Get<float>();
         LocalTensor<float> loA = bQ_.Get<float>();
         LocalTensor<float> loB = level0 ? bT3_.Get<float>() : loA;
         // The previous pass's vector calls still read the work buffers (same-pipe WAR).
@@ -2580,7 +2582,9 @@ const LocalTensor<float>& stat,
         // dgamma: q = dy x (exact, in g's row) times r as hi + lo, the pass's rows into the
         // group's accumulator.
         LocalTensor<float> q = g;
-        Cast(xf, x, RoundMode::CAST_NONE, len);  // its row held the row sums
+        if constexpr (IsSameType<T, half>::value) {
+            Cast(xf, x, RoundMode::CAST_NONE, len);  // its row held the row sums
+        }
         Cast(q, dy, RoundMode::CAST_NONE, len);
         Sub(PB(EB_RL), PB(EB_RSTD), PB(EB_RH), blockLen);  // rl
         PipeBarrier<PIPE_V>();

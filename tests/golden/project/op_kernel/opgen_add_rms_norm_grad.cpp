@@ -3112,7 +3112,6 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         LocalTensor<float> hi = bQ_.Get<float>();
         LocalTensor<float> c = bT2_.Get<float>();
         LocalTensor<float> z = scratch_.Get<float>();
-        LocalTensor<float> ap = bGe_.Get<float>();
         Cast(lo, ds, RoundMode::CAST_NONE, len);  // s
         PipeBarrier<PIPE_V>();
         RowOpPlain(hi, lo, PB(EB_IH), n, true);  // q1 = s ih, exact
@@ -3120,28 +3119,21 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         PipeBarrier<PIPE_V>();
         RowOpPlain(lo, lo, PB(EB_IL), n, true);  // lo = s il
         PipeBarrier<PIPE_V>();
-        const uint32_t piece = t_.rowFactor * ExactTempStride();  // >= len / 2, 32-byte multiple
-        for (uint32_t at = 0; at < len; at += piece) {
-            const uint32_t cnt = Min(piece, len - at);
-            Add(c, hi[at], xf[at], cnt);  // c = fl(q1 + q2)
-            PipeBarrier<PIPE_V>();
-            Sub(z, c, hi[at], cnt);  // exact (Fast2Sum)
-            PipeBarrier<PIPE_V>();
-            Sub(xf[at], xf[at], z, cnt);  // ec = q2 - (c - q1)
-            Add(hi[at], g[at], c, cnt);   // h = fl(g + c)
-            PipeBarrier<PIPE_V>();
-            Add(lo[at], lo[at], xf[at], cnt);
-            Sub(z, hi[at], g[at], cnt);  // TwoSum(g, c): bb = h - g
-            PipeBarrier<PIPE_V>();
-            Sub(ap, hi[at], z, cnt);
-            PipeBarrier<PIPE_V>();
-            Sub(z, c, z, cnt);        // c - bb
-            Sub(ap, g[at], ap, cnt);  // g - (h - bb)
-            PipeBarrier<PIPE_V>();
-            Add(z, z, ap, cnt);  // e0
-            PipeBarrier<PIPE_V>();
-            Add(lo[at], lo[at], z, cnt);
-            PipeBarrier<PIPE_V>();
+        // The element-wise steps in two flat pieces at once (piece >= len / 2, a 32-byte multiple),
+        // two temporaries each: the first's in bT2_ and scratch_, the second's in bGe_ and dx's
+        // buffer as float (len / 2 floats, free until the final cast). One barrier step serves
+        // both pieces: 8 a pass instead of 8 a piece.
+        const uint32_t piece = t_.rowFactor * ExactTempStride();
+        const uint32_t first = Min(piece, len);
+        const uint32_t rest = len - first;
+        LocalTensor<float> c2 = bGe_.Get<float>();
+        LocalTensor<float> z2 = dx.template ReinterpretCast<float>();
+        for (uint32_t step = 0; step < DX_SUM_STEPS; ++step) {
+            DxSumStep(step, hi, xf, lo, g, c, z, first);
+            if (rest > 0) {
+                DxSumStep(step, hi[piece], xf[piece], lo[piece], g[piece], c2, z2, rest);
+            }
+            PipeBarrier<PIPE_V>();  // each step reads the one before
         }
         // The chain from h, in g's row the products (g is in h now).
         Cast(xf, x, RoundMode::CAST_NONE, len);
@@ -3164,6 +3156,36 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         RowOpPlain(g, g, PB(EB_RSTD), n, true);
         PipeBarrier<PIPE_V>();
         Cast(dx, g, TO_T, len);
+    }
+
+    // One barrier step of h = g + s/r's sum and its low row (the header's dx_sum line) over `cnt`
+    // floats: q1 = s ih in h's row (h replaces it at step 2), q2 = s im in x's float row (bb
+    // replaces it at step 3), the low row lo (s il), g; c and z the piece's two temporaries.
+    static constexpr uint32_t DX_SUM_STEPS = 8;
+    __aicore__ inline void DxSumStep(uint32_t step, const LocalTensor<float>& h, const LocalTensor<float>& q2,
+                                     const LocalTensor<float>& lo, const LocalTensor<float>& g,
+                                     const LocalTensor<float>& c, const LocalTensor<float>& z, uint32_t cnt)
+    {
+        if (step == 0) {
+            Add(c, h, q2, cnt);  // c = fl(q1 + q2)
+        } else if (step == 1) {
+            Sub(z, c, h, cnt);  // c - q1, exact (Fast2Sum)
+        } else if (step == 2) {
+            Sub(z, q2, z, cnt);  // ec = q2 - (c - q1)
+            Add(h, g, c, cnt);   // h = fl(g + c)
+        } else if (step == 3) {
+            Add(lo, lo, z, cnt);  // + ec
+            Sub(q2, h, g, cnt);   // TwoSum(g, c): bb = h - g
+        } else if (step == 4) {
+            Sub(z, h, q2, cnt);  // h - bb
+            Sub(c, c, q2, cnt);  // c - bb
+        } else if (step == 5) {
+            Sub(z, g, z, cnt);  // ap = g - (h - bb)
+        } else if (step == 6) {
+            Add(c, c, z, cnt);  // e0 = (c - bb) + ap
+        } else {
+            Add(lo, lo, c, cnt);  // + e0
+        }
     }
 
     TilingData t_;

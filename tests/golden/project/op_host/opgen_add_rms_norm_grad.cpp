@@ -390,7 +390,7 @@ static bool PlanPlain(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
 // rows). The largest pass of whole rows (at most 255) whose double-buffered streams (dx's
 // single if need be) and rstd values, float work rows (x, g, a hi row, a lo row and, when
 // level-0 calls run over the rows, a second lo row; the row sums' second hi row is x's, cast
-// again after them), the TwoSum temporaries (three, half a row each), the resident float gamma
+// again after them), the TwoSum temporaries (three, ExactTempStride each), the resident float gamma
 // and accumulator hi/lo rows, the per-row vectors (3 slots: kh, km, kl) and blocks (6) fit; with dx_sum
 // (its stream among STREAMS) 1/r's three parts add 3 slots and 3 blocks, and the NaN mask (a
 // row's; else one repeat's, for k's steps). k's steps on the vector unit keep mode 3's per-row
@@ -398,6 +398,20 @@ static bool PlanPlain(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_
 // temporary (at least that size) and add the transposing
 // Gather's offsets (8 a row) and, where the level-0 form takes no second lo row, ProductError's
 // scratch (one slot).
+// Floats between two rows' TwoSum temporaries (the kernel's ExactTempStride): half a row, or
+// for rows past the level-0 form (more than 255 blocks) whose width is no power of two h - 8
+// if more (h the largest power of two below the width), so that every halving level after the
+// partial first one runs pipelined.
+static uint64_t ExactTempStride(uint64_t colAlign)
+{
+    const uint64_t half = AlignUp(colAlign / 2, 8);
+    uint64_t h = 8;
+    while (h * 2 <= colAlign) {
+        h *= 2;
+    }
+    return colAlign / 8 > 255 && h < colAlign && h - 8 > half ? h - 8 : half;
+}
+
 // `tight` (colFactor): 0 every stream double-buffered, 1 dx's single, 2 dx_sum's single too and
 // gamma resident in T instead of float32 (cast per pass: add_rms_norm_grad's rows of 4096).
 static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t typeSize, uint64_t maxGroupRows,
@@ -413,7 +427,7 @@ static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uin
     const uint64_t resident = gammaBytes + accLen * 4 * 2 + 32 * 24;
     const uint64_t singles = tight;  // dx's queue, then dx_sum's
     const uint64_t cap = MinU64(BATCHED_MAX_ROWS, MinU64(MAX_ROWS_PER_COPY, maxGroupRows > 0 ? maxGroupRows : 1));
-    const uint64_t tempStride = AlignUp(colAlign / 2, 8);
+    const uint64_t tempStride = ExactTempStride(colAlign);
     const uint64_t valueSlots = WITH_DX_SUM ? 6 : 3;
     const uint64_t blockSlots = WITH_DX_SUM ? 9 : 6;
     const uint64_t best = LargestFittingRows(1, cap, budget, [&](uint64_t rows) -> uint64_t {

@@ -372,39 +372,10 @@ private:
     // time, then dx and the dgamma accumulation over the same pieces.
     __aicore__ inline void ComputeRows(uint32_t row, uint32_t count)
     {
-        const uint32_t width = t_.numColAlign;
-        const uint32_t piece = t_.workFactor;
         LocalTensor<T> dy = inDy_.DeQue<T>();
         LocalTensor<T> x = inX_.DeQue<T>();
         LocalTensor<T> dx = outDx_.AllocTensor<T>();
-        LocalTensor<float> gf = GammaF();
-        LocalTensor<float> gh = gammaH_.Get<float>();
-        LocalTensor<float> gl = gammaL_.Get<float>();
-        LocalTensor<float> accH = accH_.Get<float>();
-        LocalTensor<float> accL = accL_.Get<float>();
         ComputeRowsStashed(row, count, dy, x, dx);
-        count = 0;  // done: the loop below is the RMS norms' (two V -> S round trips a piece)
-        for (uint32_t r = 0; r < count; ++r) {
-            const uint32_t base = r * width;
-            LoadMean(row + r);
-            FF sum{0.0f, 0.0f};
-            for (uint32_t col = 0; col < t_.numCol; col += piece) {
-                const uint32_t len = Min(piece, t_.numCol - col);
-                sum = SumGx(sum, dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
-            }
-            const float rstd = rstdGm_.GetValue(row + r);
-            const FF coef = Coefficient(sum, rstd);
-            const FF meanTerm = MeanTerm(rstd);
-            for (uint32_t col = 0; col < t_.numCol; col += piece) {
-                const uint32_t len = Min(piece, t_.numCol - col);
-                Prepare(dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
-                Dx(dx[base + col], len, rstd, coef, meanTerm);
-                AccumulateDgamma(accH[col], accL[col], len, rstd);
-                if constexpr (LAYER_NORM) {
-                    AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);
-                }
-            }
-        }
         inDy_.FreeTensor(dy);
         inX_.FreeTensor(x);
         outDx_.EnQue(dx);
@@ -444,13 +415,12 @@ private:
                 const uint32_t len = Min(piece, t_.numCol - col);
                 const LocalTensor<float> slot = stash[(r * pieces + k) * STASH_PIECE];
                 ProductsGx(dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
+                // ProductsGx and every FoldStep end with a barrier, and FoldStep's TwoSum writes its
+                // scratch (bG_ in the second fold) only after its first barrier: the copies need none.
                 const uint32_t w = FoldLanes(bG_.Get<float>(), bGe_.Get<float>(), len, bDyH_.Get<float>());
-                PipeBarrier<PIPE_V>();
                 Muls(slot[2 * STASH_LANES], bG_.Get<float>(), 1.0f, w);
                 Muls(slot[3 * STASH_LANES], bGe_.Get<float>(), 1.0f, w);
-                PipeBarrier<PIPE_V>();  // the next fold's scratch is bG_
                 FoldLanes(bP_.Get<float>(), bQ_.Get<float>(), len, bG_.Get<float>());
-                PipeBarrier<PIPE_V>();
                 Muls(slot, bP_.Get<float>(), 1.0f, w);
                 Muls(slot[STASH_LANES], bQ_.Get<float>(), 1.0f, w);
             }
@@ -481,20 +451,28 @@ private:
         event_t read = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
         SetFlag<HardEvent::S_V>(read);
         WaitFlag<HardEvent::S_V>(read);
-        LocalTensor<float> accH = accH_.Get<float>();
-        LocalTensor<float> accL = accL_.Get<float>();
         for (uint32_t r = 0; r < count; ++r) {
-            const uint32_t base = r * width;
             const LocalTensor<float> rs = scalars[r * ROW_SCALARS];
-            const float rstd = rs.GetValue(0);
             const FF coef{rs.GetValue(1), rs.GetValue(2)};
             const FF meanTerm{rs.GetValue(3), rs.GetValue(4)};
             rowMean_ = rs.GetValue(5);
-            for (uint32_t col = 0; col < t_.numCol; col += piece) {
-                const uint32_t len = Min(piece, t_.numCol - col);
-                Prepare(dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
-                Dx(dx[base + col], len, rstd, coef, meanTerm);
-                AccumulateDgamma(accH[col], accL[col], len, rstd);
+            RowOutputs(dy, x, dx, r * width, rs.GetValue(0), coef, meanTerm);
+        }
+    }
+
+    // dx and the dgamma (LayerNorm: and dbeta) accumulation of the pass's row at `base`, piece
+    // by piece, from its scalars.
+    __aicore__ inline void RowOutputs(const LocalTensor<T>& dy, const LocalTensor<T>& x,                                       const LocalTensor<T>& dx, uint32_t base, float rstd, FF coef, FF meanTerm)
+    {
+        const uint32_t piece = t_.workFactor;
+        LocalTensor<float> gf = GammaF();
+        for (uint32_t col = 0; col < t_.numCol; col += piece) {
+            const uint32_t len = Min(piece, t_.numCol - col);
+            Prepare(dy[base + col], x[base + col], gf[col], gammaH_.Get<float>()[col], gammaL_.Get<float>()[col],
+                    GammaE(col), len);
+            Dx(dx[base + col], len, rstd, coef, meanTerm);
+            AccumulateDgamma(accH_.Get<float>()[col], accL_.Get<float>()[col], len, rstd);
+            if constexpr (LAYER_NORM) {
                 AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);
             }
         }

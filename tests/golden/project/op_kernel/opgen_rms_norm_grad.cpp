@@ -368,19 +368,16 @@ private:
     // time, then dx and the dgamma accumulation over the same pieces.
     __aicore__ inline void ComputeRows(uint32_t row, uint32_t count)
     {
-        const uint32_t width = t_.numColAlign;
-        const uint32_t piece = t_.workFactor;
         LocalTensor<T> dy = inDy_.DeQue<T>();
         LocalTensor<T> x = inX_.DeQue<T>();
         LocalTensor<T> dx = outDx_.AllocTensor<T>();
+        const uint32_t width = t_.numColAlign;
+        const uint32_t piece = t_.workFactor;
         LocalTensor<float> gf = GammaF();
         LocalTensor<float> gh = gammaH_.Get<float>();
         LocalTensor<float> gl = gammaL_.Get<float>();
-        LocalTensor<float> accH = accH_.Get<float>();
-        LocalTensor<float> accL = accL_.Get<float>();
         for (uint32_t r = 0; r < count; ++r) {
             const uint32_t base = r * width;
-            LoadMean(row + r);
             FF sum{0.0f, 0.0f};
             for (uint32_t col = 0; col < t_.numCol; col += piece) {
                 const uint32_t len = Min(piece, t_.numCol - col);
@@ -389,19 +386,29 @@ private:
             const float rstd = rstdGm_.GetValue(row + r);
             const FF coef = Coefficient(sum, rstd);
             const FF meanTerm = MeanTerm(rstd);
-            for (uint32_t col = 0; col < t_.numCol; col += piece) {
-                const uint32_t len = Min(piece, t_.numCol - col);
-                Prepare(dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
-                Dx(dx[base + col], len, rstd, coef, meanTerm);
-                AccumulateDgamma(accH[col], accL[col], len, rstd);
-                if constexpr (LAYER_NORM) {
-                    AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);
-                }
-            }
+            RowOutputs(dy, x, dx, base, rstd, coef, meanTerm);
         }
         inDy_.FreeTensor(dy);
         inX_.FreeTensor(x);
         outDx_.EnQue(dx);
+    }
+
+    // dx and the dgamma (LayerNorm: and dbeta) accumulation of the pass's row at `base`, piece
+    // by piece, from its scalars.
+    __aicore__ inline void RowOutputs(const LocalTensor<T>& dy, const LocalTensor<T>& x,                                       const LocalTensor<T>& dx, uint32_t base, float rstd, FF coef, FF meanTerm)
+    {
+        const uint32_t piece = t_.workFactor;
+        LocalTensor<float> gf = GammaF();
+        for (uint32_t col = 0; col < t_.numCol; col += piece) {
+            const uint32_t len = Min(piece, t_.numCol - col);
+            Prepare(dy[base + col], x[base + col], gf[col], gammaH_.Get<float>()[col], gammaL_.Get<float>()[col],
+                    GammaE(col), len);
+            Dx(dx[base + col], len, rstd, coef, meanTerm);
+            AccumulateDgamma(accH_.Get<float>()[col], accL_.Get<float>()[col], len, rstd);
+            if constexpr (LAYER_NORM) {
+                AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);
+            }
+        }
     }
 
     __aicore__ inline void CopyOutRows(uint32_t row, uint32_t count)

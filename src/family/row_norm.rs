@@ -470,6 +470,13 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
         for (i, x) in LARGE_MEAN_SHAPES.iter().enumerate() {
             out.push(make(x, 1, Distribution::Uniform5, LARGE_MEAN_SEED + i as u64));
         }
+        // NaN and ±Inf in the quick sweep too, in rows of modes 0/1 (about three specials a row,
+        // so some rows hold one infinity and no NaN: their mean is that infinity, which the
+        // kernel's vector select of m0 over m0 + c gives, mutant
+        // layer_norm-rows-no-finite-mean-select).
+        if sweep == Sweep::Quick {
+            out.push(make(&[64, 1000], 1, Distribution::NanInf, NAN_INF_SEED));
+        }
     }
     // The coverage rule's cases (src/verify/coverage.rs): every mode with three UB passes on a
     // core and a remainder core (rms_norm's plans): 100x8192, three rows on 4 of 48 cores, one
@@ -516,6 +523,7 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
 /// rounded to x's dtype, in modes 0, 1, split-D with the row resident and streamed.
 const LARGE_MEAN_SHAPES: [&[usize]; 4] = [&[4, 896], &[1000, 64], &[2, 16384], &[2, 98304]];
 const LARGE_MEAN_SEED: u64 = 9000;
+const NAN_INF_SEED: u64 = 9100;
 
 /// x of a large-mean case (seed LARGE_MEAN_SEED..); other inputs as the distribution draws them.
 fn large_mean_inputs(spec: &OpSpec, column: usize, case: &Case) -> Option<CaseData> {

@@ -269,7 +269,7 @@ fn a_kernel_without_the_mean_of_g_fails() {
     let (dx, _, _) = verify_mutant(
         "const FF meanTerm = MeanTerm(rstd);",
         "const FF meanTerm{0.0f, 0.0f};",
-        2,
+        3,
         DType::BFloat16,
     );
     assert!(dx > 0, "dx without r * mean(g) passed");
@@ -280,7 +280,7 @@ fn a_kernel_without_the_xhat_term_fails() {
     let (dx, _, _) = verify_mutant(
         "const FF coef = Coefficient(sum, rstd);",
         "const FF coef{0.0f, 0.0f};",
-        2,
+        3,
         DType::BFloat16,
     );
     assert!(dx > 0, "dx without xhat * mean(g * xhat) passed");
@@ -288,10 +288,10 @@ fn a_kernel_without_the_xhat_term_fails() {
 
 #[test]
 fn a_kernel_skipping_a_row_of_dbeta_fails() {
-    // The last row of each pass in modes 0/1.
+    // The first row of each pass in modes 0/1 (RowOutputs: the row at base 0).
     let (_, dgamma, dbeta) = verify_mutant(
-        "                    AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);",
-        "                    if (r + 1 < count) AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);",
+        "                AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);",
+        "                if (base > 0) AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);",
         1,
         DType::BFloat16,
     );

@@ -298,16 +298,16 @@ fn verify_mutant(from: &str, to: &str, count: usize) -> (usize, usize) {
 
 #[test]
 fn a_kernel_without_the_mean_term_fails() {
-    let (dx, _) = verify_mutant("const FF coef = Coefficient(sum, rstd);", "const FF coef{0.0f, 0.0f};", 2);
+    let (dx, _) = verify_mutant("const FF coef = Coefficient(sum, rstd);", "const FF coef{0.0f, 0.0f};", 3);
     assert!(dx > 0, "dx without the mean term passed");
 }
 
 #[test]
 fn a_kernel_skipping_a_row_of_dgamma_fails() {
-    // The last row of each pass in modes 0/1 and the last row of each group in split-D.
+    // The first row of each pass in modes 0/1 (RowOutputs: the row at base 0).
     let (_, dgamma) = verify_mutant(
-        "                AccumulateDgamma(accH[col], accL[col], len, rstd);",
-        "                if (r + 1 < count) AccumulateDgamma(accH[col], accL[col], len, rstd);",
+        "            AccumulateDgamma(accH_.Get<float>()[col], accL_.Get<float>()[col], len, rstd);",
+        "            if (base > 0) AccumulateDgamma(accH_.Get<float>()[col], accL_.Get<float>()[col], len, rstd);",
         1,
     );
     assert!(dgamma > 0, "dgamma skipping rows passed");

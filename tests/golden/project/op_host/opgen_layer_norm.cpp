@@ -213,8 +213,12 @@ const uint64_t STAT_OUTPUTS = 2;
 // The batched short-row mode (3) computes RMSNorm's rstd on the vector unit; LayerNorm's rows take
 // modes 0-2.
 const bool BATCHED_NORM = false;
-// RMSNorm's modes 0/1 also sum rows and compute rstd on the vector unit (scratch in PlanRows).
-const bool VECTOR_RSTD = BATCHED_NORM;
+// LayerNorm's modes 0/1 compute its statistics on the vector unit too (kernel LayerNormRows):
+// per-row vectors in whole 64-lane repeats (Compare's granularity), the m0 and c blocks of the
+// sub-tile and the finite-m0 mask.
+const bool LAYER = true;
+const uint64_t LAYER_SLOTS = 6;
+const uint64_t MAX_SUB_ROWS = 255;
 
 struct Plan {
     uint64_t mode = MODE_SPLIT_D;
@@ -233,15 +237,19 @@ static bool PlanRows(uint64_t budget, uint64_t colAlign, uint64_t typeSize, uint
     const bool fp32Copy = typeSize == 2;
     const uint64_t streamRow =
         colAlign * typeSize * BUFFER_NUM * (STREAMS + 1) + (REDUCE_SLOT_BYTES + 4 * BUFFER_NUM) * STAT_OUTPUTS;
-    // RMSNorm's vector row sums and rstd (kernel InitVectorRows): per float row its repeat sums
-    // (of at most 4096 folded elements), a tail block and five per-row lanes; one more rstd block
-    // per lane of the last Brcb in the place of the ReduceSum scratch.
+    // The vector row sums and rstd (kernel InitVectorRows): per float row its repeat sums (of at
+    // most 4096 folded elements), a tail block and five per-row lanes; one more stat block per
+    // lane of the last Brcb, per stat output, in the place of the ReduceSum scratch. LayerNorm
+    // (InitLayerRows): per float row LAYER_SLOTS lanes, two blocks and a mask bit; the slots'
+    // rounding up to 64 lanes, the blocks' to 8.
     const uint64_t repeatSums = AlignUp(MinU64(colAlign, 4096) / 64 > 0 ? MinU64(colAlign, 4096) / 64 : 1, 8);
-    const uint64_t vectorRow = VECTOR_RSTD ? (repeatSums + 8 + 5) * 4 : 0;
-    const uint64_t vectorFixed = VECTOR_RSTD ? 5 * BLOCK_BYTES + 8 * REDUCE_SLOT_BYTES : 0;
+    const uint64_t layerRow = LAYER ? LAYER_SLOTS * 4 + 2 * BLOCK_BYTES + 1 : 0;
+    const uint64_t layerFixed = LAYER ? LAYER_SLOTS * 64 * 4 + 2 * 8 * BLOCK_BYTES + 2 * BLOCK_BYTES : 0;
+    const uint64_t vectorRow = (repeatSums + 8 + 5) * 4 + layerRow;
+    const uint64_t vectorFixed = 5 * BLOCK_BYTES + 8 * REDUCE_SLOT_BYTES * STAT_OUTPUTS + layerFixed;
     const uint64_t floatRow = colAlign * 4 * (fp32Copy ? 2 : 1) + vectorRow;
-    const uint64_t fixed = (colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0)) * PARAM_ROWS +
-                           (VECTOR_RSTD ? vectorFixed : REDUCE_TMP_BYTES) + BUFFER_NUM * BLOCK_BYTES * STAT_OUTPUTS;
+    const uint64_t fixed = (colAlign * typeSize + (fp32Copy ? colAlign * 4 : 0)) * PARAM_ROWS + vectorFixed +
+                           BUFFER_NUM * BLOCK_BYTES * STAT_OUTPUTS;
     if (fixed + streamRow + floatRow > budget) {
         return false;
     }
@@ -259,7 +267,8 @@ static bool PlanRows(uint64_t budget, uint64_t colAlign, uint64_t typeSize, uint
         }
     }
     plan->rowFactor = rows;
-    plan->subRows = sub;
+    // The vector row sums take one level-0 repeat per row of a sub-tile (at most 255).
+    plan->subRows = MinU64(sub, MAX_SUB_ROWS);
     plan->mode = rows > 1 ? MODE_MULTI_ROW : MODE_WHOLE_ROW;
     return true;
 }

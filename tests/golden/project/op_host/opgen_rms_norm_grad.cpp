@@ -264,7 +264,9 @@ const uint64_t ACC_ROWS = LAYER_NORM ? 4 : 2;
 const uint64_t RESIDENT_FLOAT_ROWS = ACC_ROWS + (HAS_OFFSET ? 1 : 0);
 // The largest piece the float work takes at a time in modes 0/1 (elements); halved down to
 // MIN_PIECE to leave room for the rows.
-const uint64_t MAX_PIECE = 1024;
+// LayerNorm takes up to 2048: its rows (Qwen3-VL 1152) are then one piece, half the per-piece
+// vector calls (every call's issue and barrier latency, not the elements, bound these modes).
+const uint64_t MAX_PIECE = LAYER_NORM ? 2048 : 1024;
 const uint64_t MIN_PIECE = 256;
 
 static uint64_t WorkBytesPerElem(uint64_t typeSize) { return 4 * (WORK_BUFFERS + (typeSize == 2 ? 2 : 0)); }
@@ -284,9 +286,12 @@ static bool PlanRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t
     uint64_t piece = MinU64(MAX_PIECE, AlignUp(cols, CHUNK_ALIGN));
     while (true) {
         const uint64_t fixed = resident + piece * WorkBytesPerElem(typeSize);
-        if (fixed + streamRow <= budget) {
+        // LayerNorm (ComputeRowsStashed): per row, each piece's folded lanes of P, Q, G, Ge
+        // (STASH_PIECE floats) and the row's 8 scalars.
+        const uint64_t rowBytes = streamRow + (LAYER_NORM ? CeilDiv(cols, piece) * 64 * 4 + 8 * 4 : 0);
+        if (fixed + rowBytes <= budget) {
             const uint64_t cap = MinU64(MAX_ROWS_PER_COPY, maxGroupRows > 0 ? maxGroupRows : 1);
-            plan->rowFactor = MinU64((budget - fixed) / streamRow, cap);
+            plan->rowFactor = MinU64((budget - fixed) / rowBytes, cap);
             plan->workFactor = piece;
             plan->mode = plan->rowFactor > 1 ? MODE_MULTI_ROW : MODE_WHOLE_ROW;
             return true;

@@ -160,17 +160,19 @@ private:
         // The float work covers `sub` rows; each row of the pass keeps its own reduce slot
         // (LayerNorm: two, for sum(d) and sum(d^2)).
         pipe_.InitBuffer(work_, sub * width * sizeof(float));
-        if (t_.mode == MODE_BATCHED || kLayerNorm) {
+        if (t_.mode == MODE_BATCHED) {
             pipe_.InitBuffer(reduce_, rows * REDUCE_SLOT * sizeof(float));
             pipe_.InitBuffer(reduceTmp_, REDUCE_TMP_FLOATS * sizeof(float));
         } else {
-            // RMSNorm rows: one 32-byte block of rstd per row of the pass (+ the 8 a Brcb of the
-            // last sub-tile may write past it), in the place of the ReduceSum slots and scratch.
+            // One 32-byte block of rstd per row of the pass (+ the 8 a Brcb of the last sub-tile
+            // may write past it), in the place of the ReduceSum slots and scratch.
             pipe_.InitBuffer(reduce_, (rows + BLOCK_FLOATS) * REDUCE_SLOT * sizeof(float));
             InitVectorRows(sub);
-        }
-        if constexpr (kLayerNorm) {
-            pipe_.InitBuffer(reduce2_, rows * REDUCE_SLOT * sizeof(float));
+            if constexpr (kLayerNorm) {
+                // LayerNorm's mean, a block per row of the pass likewise.
+                pipe_.InitBuffer(reduce2_, (rows + BLOCK_FLOATS) * REDUCE_SLOT * sizeof(float));
+                InitLayerRows(sub);
+            }
         }
         if constexpr (NEEDS_FP32_COPY) {
             pipe_.InitBuffer(xF32_, sub * width * sizeof(float));
@@ -277,15 +279,12 @@ private:
                 NormalizeRows(xf, y[at], rstd, first, n);
             }
         }
-        if constexpr (!kLayerNorm) {
-            if (t_.mode != MODE_BATCHED) {
-                // The pass's rstd blocks (lane 0 of each) into the rstd output, 1-lane sums.
-                PipeBarrier<PIPE_V>();
-                LocalTensor<float> blocks = reduce_.Get<float>();
-                for (uint32_t r = 0; r < count; r += RSTD_CHUNK) {
-                    WholeReduceSum(rstd[r], blocks[r * BLOCK_FLOATS], 1, static_cast<int32_t>(Min(RSTD_CHUNK, count - r)),
-                                   1, 1, 1);
-                }
+        if (t_.mode != MODE_BATCHED) {
+            // The pass's rstd (LayerNorm: and mean) blocks, lane 0 of each, into the outputs.
+            PipeBarrier<PIPE_V>();
+            StatsFromBlocks(rstd, reduce_.Get<float>(), count);
+            if constexpr (kLayerNorm) {
+                StatsFromBlocks(mean, reduce2_.Get<float>(), count);
             }
         }
         inX_.FreeTensor(x);
@@ -352,21 +351,60 @@ private:
         Brcb(blocks[first * BLOCK_FLOATS], inv, static_cast<uint8_t>((n + BLOCK_FLOATS - 1) / BLOCK_FLOATS),
              BrcbRepeatParams(1, 8));
         PipeBarrier<PIPE_V>();
-        const uint32_t full = t_.numCol / LANES;
-        const uint32_t tail = t_.numCol - full * LANES;
-        const BinaryRepeatParams byRstd(1, 1, 0, 8, 8, 0);  // src1: the row's rstd block, every lane and repeat
-        for (uint32_t r = 0; r < n; ++r) {
-            const LocalTensor<float> scale = blocks[(first + r) * BLOCK_FLOATS];
-            for (uint32_t k = 0; k < full; k += RSTD_CHUNK) {
-                const uint32_t at = r * width + k * LANES;
-                Mul(work[at], xf[at], scale, LANES, static_cast<uint8_t>(Min(RSTD_CHUNK, full - k)), byRstd);
-            }
-            if (tail > 0) {
-                Mul(work[r * width + full * LANES], xf[r * width + full * LANES], scale, tail, 1, byRstd);
-            }
-        }
+        ByRowBlock<ROW_MUL>(work, xf, blocks[first * BLOCK_FLOATS], n);
         PipeBarrier<PIPE_V>();
         ApplyGamma(y, work, n);
+    }
+
+    static constexpr bool ROW_SUB = true;
+    static constexpr bool ROW_MUL = false;
+
+    // dst row r = src row r - (SUB) or * (MUL) the value of blocks' r-th 32-byte block, for n
+    // rows numColAlign apart: level-0 calls whose src1 is the row's block (block and repeat
+    // stride 0), so a per-row value computed on the vector unit scales its row with no scalar
+    // read. x - v is x + (-v) bit for bit (the scalar Adds it replaces).
+    template <bool SUB>
+    __aicore__ inline void ByRowBlock(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                      const LocalTensor<float>& blocks, uint32_t n)
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t full = t_.numCol / LANES;
+        const uint32_t tail = t_.numCol - full * LANES;
+        const BinaryRepeatParams byRow(1, 1, 0, 8, 8, 0);  // src1: the row's block, every lane and repeat
+        for (uint32_t r = 0; r < n; ++r) {
+            const LocalTensor<float> value = blocks[r * BLOCK_FLOATS];
+            for (uint32_t k = 0; k < full; k += RSTD_CHUNK) {
+                const uint32_t at = r * width + k * LANES;
+                RowBlockCall<SUB>(dst[at], src[at], value, LANES, Min(RSTD_CHUNK, full - k), byRow);
+            }
+            if (tail > 0) {
+                const uint32_t at = r * width + full * LANES;
+                RowBlockCall<SUB>(dst[at], src[at], value, tail, 1, byRow);
+            }
+        }
+    }
+
+    template <bool SUB>
+    __aicore__ inline void RowBlockCall(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                        const LocalTensor<float>& value, uint32_t lanes, uint32_t repeats,
+                                        const BinaryRepeatParams& params)
+    {
+        if constexpr (SUB) {
+            Sub(dst, src, value, lanes, static_cast<uint8_t>(repeats), params);
+        } else {
+            Mul(dst, src, value, lanes, static_cast<uint8_t>(repeats), params);
+        }
+    }
+
+    // lane 0 of `count` 32-byte blocks into stat[0, count): 1-lane WholeReduceSums, the vector
+    // side's compaction of per-row values that Brcb spread (no scalar read, no S -> MTE3 wait).
+    __aicore__ inline void StatsFromBlocks(const LocalTensor<float>& stat, const LocalTensor<float>& blocks,
+                                           uint32_t count)
+    {
+        for (uint32_t r = 0; r < count; r += RSTD_CHUNK) {
+            WholeReduceSum(stat[r], blocks[r * BLOCK_FLOATS], 1, static_cast<int32_t>(Min(RSTD_CHUNK, count - r)), 1,
+                           1, 1);
+        }
     }
 
     // Floats between two rows' repeat sums in vParts_ (32-byte aligned).
@@ -404,13 +442,34 @@ private:
     // O(log n) ulp instead of O(n / 64).
     __aicore__ inline void RowSums(const LocalTensor<float>& sums, const LocalTensor<float>& work, uint32_t n)
     {
+        RowSums(sums, work, work, n, true);
+    }
+
+    // The same sums of the rows of `src`; a row longer than FOLD is folded into `work` (its first
+    // fold step reads `src`), so `src` itself is left as it is (LayerNorm sums x and d, which it
+    // reads again).
+    __aicore__ inline void RowSums(const LocalTensor<float>& sums, const LocalTensor<float>& work,
+                                   const LocalTensor<float>& src, uint32_t n, bool inPlace = false)
+    {
         const uint32_t width = t_.numColAlign;
         for (uint32_t off = FOLD; off < t_.numCol; off += FOLD) {
+            const uint32_t len = Min(FOLD, t_.numCol - off);
+            const LocalTensor<float>& from = off == FOLD ? src : work;
+            if (off == FOLD && !inPlace && len < FOLD) {
+                // The first fold's other elements into work as they are (in place they already
+                // are), from a 32-byte boundary: the Add below rewrites the few before len.
+                const uint32_t at = len / BLOCK_FLOATS * BLOCK_FLOATS;
+                for (uint32_t r = 0; r < n; ++r) {
+                    Adds(work[r * width + at], src[r * width + at], 0.0f, static_cast<int32_t>(FOLD - at));
+                }
+                PipeBarrier<PIPE_V>();
+            }
             for (uint32_t r = 0; r < n; ++r) {
-                Add(work[r * width], work[r * width], work[r * width + off], static_cast<int32_t>(Min(FOLD, t_.numCol - off)));
+                Add(work[r * width], from[r * width], src[r * width + off], static_cast<int32_t>(len));
             }
             PipeBarrier<PIPE_V>();
         }
+        const LocalTensor<float>& rows = t_.numCol > FOLD ? work : src;
         const uint32_t cols = Min(t_.numCol, FOLD);
         const uint32_t full = cols / LANES;
         const uint32_t tail = cols - full * LANES;
@@ -419,11 +478,11 @@ private:
         LocalTensor<float> tails = vTails_.Get<float>();
         for (uint32_t r = 0; r < n; ++r) {
             if (full > 0) {
-                WholeReduceSum(parts[r * stride], work[r * width], static_cast<int32_t>(LANES), static_cast<int32_t>(full),
+                WholeReduceSum(parts[r * stride], rows[r * width], static_cast<int32_t>(LANES), static_cast<int32_t>(full),
                                1, 1, 8);
             }
             if (tail > 0) {
-                WholeReduceSum(tails[r * BLOCK_FLOATS], work[r * width + full * LANES], static_cast<int32_t>(tail), 1, 1,
+                WholeReduceSum(tails[r * BLOCK_FLOATS], rows[r * width + full * LANES], static_cast<int32_t>(tail), 1, 1,
                                1, 8);
             }
         }
@@ -442,58 +501,101 @@ private:
         }
     }
 
-    // LayerNorm: mean, rstd and y for rows [first, first + n) of the pass. xf (scratch: the
-    // float copy, or the input tile for float32) is centred in place.
+    // LayerNorm modes 0/1: the per-row vectors (L_* slots, whole 64-lane repeats for Compare),
+    // the sub-tile's m0 and c blocks and the finite-m0 mask, for `sub` rows. Zeroed once: the
+    // lanes past a sub-tile's rows are computed (never read), so they must be initialised.
+    static constexpr uint32_t L_M0 = 0;     // m0 = sum(x) / n
+    static constexpr uint32_t L_SUMD = 1;   // sum(d), then c = sum(d) / n
+    static constexpr uint32_t L_SUMD2 = 2;  // sum(d^2), then var
+    static constexpr uint32_t L_MEAN = 3;   // m0 + c
+    static constexpr uint32_t L_C = 4;      // c
+    static constexpr uint32_t L_ABS = 5;    // |m0|, for the finite mask
+    static constexpr uint32_t L_SLOTS = 6;
+
+    __aicore__ inline uint32_t LayerSlot(uint32_t sub) const { return (BatchedLanes(sub) + LANES - 1) / LANES * LANES; }
+
+    __aicore__ inline void InitLayerRows(uint32_t sub)
+    {
+        const uint32_t slot = LayerSlot(sub);
+        pipe_.InitBuffer(lnV_, L_SLOTS * slot * sizeof(float));
+        pipe_.InitBuffer(lnBlk_, 2 * BatchedLanes(sub) * BLOCK_FLOATS * sizeof(float));
+        pipe_.InitBuffer(lnMask_, AlignBytes(slot / 8));
+        Duplicate(lnV_.Get<float>(), 0.0f, static_cast<int32_t>(L_SLOTS * slot));
+        // Read by the first pass's vector ops (same pipe), after their leading barrier.
+    }
+
+    __aicore__ inline LocalTensor<float> LayerV(uint32_t slot) { return lnV_.Get<float>()[slot * LayerSlot(t_.subRows)]; }
+
+    // LayerNorm: mean, rstd and y for rows [first, first + n) of the pass, every step on the
+    // vector unit (no scalar read, so no V -> S / S -> V wait per sub-tile). xf (scratch: the
+    // float copy, or the input tile for float32) is centred in place. Per row, as the split-D
+    // mode's scalar steps but on per-row vectors:
+    //   m0 = sum(x) * (1/n)             (RowSums: a tree per 64-lane repeat, then of the repeats)
+    //   d = x - m0; c = sum(d) * (1/n)  (the centred sums: exact of a large mean)
+    //   var = max(sum(d^2) - c sum(d), 0) * (1/n), rstd = VectorRstd (Sqrt, Div, a Newton step)
+    //   mean = m0 + c (m0 where m0 is not finite, CorrectedMean), y = (d - c) * rstd * g + beta
+    // m0, c, rstd and the mean go to the rows by Brcb (one 32-byte block a row, the src1 of
+    // level-0 Sub/Mul with stride 0); the mean and rstd outputs are compacted from their blocks
+    // once a pass (StatsFromBlocks). A row longer than RowSums' FOLD is folded into work, x and
+    // d stay in xf.
     __aicore__ inline void LayerNormRows(const LocalTensor<float>& xf, const LocalTensor<T>& y,
                                          const LocalTensor<float>& mean, const LocalTensor<float>& rstd,
                                          uint32_t first, uint32_t n)
     {
         const uint32_t width = t_.numColAlign;
+        const uint32_t lanes = BatchedLanes(n);
+        const uint32_t slot = LayerSlot(t_.subRows);
+        const uint8_t brcbs = static_cast<uint8_t>(lanes / BLOCK_FLOATS);
         LocalTensor<float> work = work_.Get<float>();
-        LocalTensor<float> sums = reduce_.Get<float>();
-        LocalTensor<float> squares = reduce2_.Get<float>();
-        // The previous pass's ApplyGamma may still read work (same-pipe WAR).
+        LocalTensor<float> sums = vSums_.Get<float>();
+        LocalTensor<float> inv = vRstd_.Get<float>();
+        LocalTensor<float> m0 = LayerV(L_M0);
+        LocalTensor<float> sumD = LayerV(L_SUMD);
+        LocalTensor<float> var = LayerV(L_SUMD2);
+        LocalTensor<float> meanV = LayerV(L_MEAN);
+        LocalTensor<float> c = LayerV(L_C);
+        LocalTensor<float> mag = LayerV(L_ABS);
+        LocalTensor<float> m0B = lnBlk_.Get<float>();
+        LocalTensor<float> cB = m0B[lanes * BLOCK_FLOATS];
+        LocalTensor<uint8_t> finite = lnMask_.Get<uint8_t>();
+        // The previous sub-tile's (pass's) ApplyGamma may still read work (same-pipe WAR).
         PipeBarrier<PIPE_V>();
-        for (uint32_t r = 0; r < n; ++r) {
-            ReduceSum(sums[(first + r) * REDUCE_SLOT], xf[r * width], reduceTmp_.Get<float>(), t_.numCol);
-        }
-        event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
-        SetFlag<HardEvent::V_S>(reduced);
-        WaitFlag<HardEvent::V_S>(reduced);
-        for (uint32_t r = 0; r < n; ++r) {
-            // d = x - m0, with m0 the float32 mean of the row.
-            const float m0 = sums.GetValue((first + r) * REDUCE_SLOT) / static_cast<float>(t_.numCol);
-            mean.SetValue(first + r, m0);
-            Adds(xf[r * width], xf[r * width], -m0, t_.numCol);
-        }
-        // The centred sums (vector) overwrite the sums the scalar unit just read.
-        event_t readSums = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-        SetFlag<HardEvent::S_V>(readSums);
-        WaitFlag<HardEvent::S_V>(readSums);
+        RowSums(sums, work, xf, n);
+        PipeBarrier<PIPE_V>();
+        Muls(m0, sums, t_.avgFactor, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Brcb(m0B, m0, brcbs, BrcbRepeatParams(1, 8));
+        PipeBarrier<PIPE_V>();
+        ByRowBlock<ROW_SUB>(xf, xf, m0B, n);  // d = x - m0
         PipeBarrier<PIPE_V>();
         Mul(work, xf, xf, n * width);
-        for (uint32_t r = 0; r < n; ++r) {
-            ReduceSum(sums[(first + r) * REDUCE_SLOT], xf[r * width], reduceTmp_.Get<float>(), t_.numCol);
-        }
         PipeBarrier<PIPE_V>();
-        for (uint32_t r = 0; r < n; ++r) {
-            ReduceSum(squares[(first + r) * REDUCE_SLOT], work[r * width], reduceTmp_.Get<float>(), t_.numCol);
-        }
-        SetFlag<HardEvent::V_S>(reduced);
-        WaitFlag<HardEvent::V_S>(reduced);
-        for (uint32_t r = 0; r < n; ++r) {
-            const float m0 = mean.GetValue(first + r);
-            float c = 0.0f;
-            const float inv = CentredRstd(sums.GetValue((first + r) * REDUCE_SLOT),
-                                          squares.GetValue((first + r) * REDUCE_SLOT), &c);
-            mean.SetValue(first + r, CorrectedMean(m0, c));
-            rstd.SetValue(first + r, inv);
-            Adds(xf[r * width], xf[r * width], -c, t_.numCol);
-            PipeBarrier<PIPE_V>();
-            Muls(work[r * width], xf[r * width], inv, t_.numCol);
-        }
-        SetFlag<HardEvent::S_V>(readSums);
-        WaitFlag<HardEvent::S_V>(readSums);
+        RowSums(var, work, n);  // sum(d^2), folded in place
+        PipeBarrier<PIPE_V>();  // the two sums share RowSums' scratch (and a fold, work)
+        RowSums(sumD, work, xf, n);
+        PipeBarrier<PIPE_V>();
+        // c = sum(d) / n; var = sum(d^2) - c sum(d) (c sum(d) in sumD's slot), clamped at 0
+        // (rounding can take it just below; NaN stays NaN: Maxs keeps a NaN operand).
+        Muls(c, sumD, t_.avgFactor, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Mul(sumD, c, sumD, static_cast<int32_t>(n));
+        Add(meanV, m0, c, static_cast<int32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Sub(var, var, sumD, static_cast<int32_t>(n));
+        Brcb(cB, c, brcbs, BrcbRepeatParams(1, 8));
+        Abs(mag, m0, static_cast<int32_t>(slot));
+        PipeBarrier<PIPE_V>();
+        Maxs(var, var, 0.0f, static_cast<int32_t>(n));
+        CompareScalar(finite, mag, FLOAT_MAX, CMPMODE::LE, slot);
+        PipeBarrier<PIPE_V>();
+        // mean = m0 + c where m0 is finite, else m0 (a row of -inf, +inf: c is NaN there).
+        Select(meanV, finite, meanV, m0, SELMODE::VSEL_TENSOR_TENSOR_MODE, static_cast<int32_t>(n));
+        VectorRstd(inv, var, vStep_.Get<float>(), vConst_.Get<float>(), n);
+        Brcb(reduce2_.Get<float>()[first * BLOCK_FLOATS], meanV, brcbs, BrcbRepeatParams(1, 8));
+        Brcb(reduce_.Get<float>()[first * BLOCK_FLOATS], inv, brcbs, BrcbRepeatParams(1, 8));
+        ByRowBlock<ROW_SUB>(xf, xf, cB, n);  // d - c
+        PipeBarrier<PIPE_V>();
+        ByRowBlock<ROW_MUL>(work, xf, reduce_.Get<float>()[first * BLOCK_FLOATS], n);
         PipeBarrier<PIPE_V>();
         ApplyGamma(y, work, n);
     }
@@ -753,15 +855,9 @@ private:
         if constexpr (kLayerNorm) {
             mean = outMean_.DeQue<float>();
         }
+        // rstd (and LayerNorm's mean) were written on the vector unit (StatsFromBlocks): the
+        // queues' V -> MTE3 hand-off orders them before the copy.
         LocalTensor<float> rstd = outRstd_.DeQue<float>();
-        if constexpr (kLayerNorm) {
-            // rstd and mean were written by the scalar unit: order them before the MTE3 copy.
-            // (RMSNorm writes rstd on the vector unit in every mode, ordered by the queue's
-            // V -> MTE3 hand-off.)
-            event_t written = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_MTE3));
-            SetFlag<HardEvent::S_MTE3>(written);
-            WaitFlag<HardEvent::S_MTE3>(written);
-        }
         if constexpr (kLayerNorm) {
             DataCopyPad(meanGm_[done], mean, DataCopyExtParams(1, count * sizeof(float), 0, 0, 0));
             outMean_.FreeTensor(mean);
@@ -1285,7 +1381,10 @@ private:
     TBuf<TPosition::VECCALC> xF32_;
     TBuf<TPosition::VECCALC> work_;
     TBuf<TPosition::VECCALC> reduce_;
-    TBuf<TPosition::VECCALC> reduce2_;  // LayerNorm modes 0/1: sum(d^2) per row
+    TBuf<TPosition::VECCALC> reduce2_;  // LayerNorm modes 0/1: the mean, a 32-byte block per row of the pass
+    TBuf<TPosition::VECCALC> lnV_;      // LayerNorm modes 0/1: the sub-tile's per-row vectors (L_* slots)
+    TBuf<TPosition::VECCALC> lnBlk_;    // LayerNorm modes 0/1: the sub-tile's m0 and c blocks
+    TBuf<TPosition::VECCALC> lnMask_;   // LayerNorm modes 0/1: where m0 is finite
     TBuf<TPosition::VECCALC> reduceTmp_;
     TBuf<TPosition::VECCALC> vParts_;     // RMSNorm modes 0/1: per row, its 64-lane repeat sums
     TBuf<TPosition::VECCALC> vTails_;     // RMSNorm modes 0/1: per row, its partial repeat's sum (a block)

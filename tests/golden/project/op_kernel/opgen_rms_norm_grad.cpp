@@ -368,19 +368,16 @@ private:
     // time, then dx and the dgamma accumulation over the same pieces.
     __aicore__ inline void ComputeRows(uint32_t row, uint32_t count)
     {
-        const uint32_t width = t_.numColAlign;
-        const uint32_t piece = t_.workFactor;
         LocalTensor<T> dy = inDy_.DeQue<T>();
         LocalTensor<T> x = inX_.DeQue<T>();
         LocalTensor<T> dx = outDx_.AllocTensor<T>();
+        const uint32_t width = t_.numColAlign;
+        const uint32_t piece = t_.workFactor;
         LocalTensor<float> gf = GammaF();
         LocalTensor<float> gh = gammaH_.Get<float>();
         LocalTensor<float> gl = gammaL_.Get<float>();
-        LocalTensor<float> accH = accH_.Get<float>();
-        LocalTensor<float> accL = accL_.Get<float>();
         for (uint32_t r = 0; r < count; ++r) {
             const uint32_t base = r * width;
-            LoadMean(row + r);
             FF sum{0.0f, 0.0f};
             for (uint32_t col = 0; col < t_.numCol; col += piece) {
                 const uint32_t len = Min(piece, t_.numCol - col);
@@ -389,19 +386,29 @@ private:
             const float rstd = rstdGm_.GetValue(row + r);
             const FF coef = Coefficient(sum, rstd);
             const FF meanTerm = MeanTerm(rstd);
-            for (uint32_t col = 0; col < t_.numCol; col += piece) {
-                const uint32_t len = Min(piece, t_.numCol - col);
-                Prepare(dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
-                Dx(dx[base + col], len, rstd, coef, meanTerm);
-                AccumulateDgamma(accH[col], accL[col], len, rstd);
-                if constexpr (LAYER_NORM) {
-                    AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);
-                }
-            }
+            RowOutputs(dy, x, dx, base, rstd, coef, meanTerm);
         }
         inDy_.FreeTensor(dy);
         inX_.FreeTensor(x);
         outDx_.EnQue(dx);
+    }
+
+    // dx and the dgamma (LayerNorm: and dbeta) accumulation of the pass's row at `base`, piece
+    // by piece, from its scalars.
+    __aicore__ inline void RowOutputs(const LocalTensor<T>& dy, const LocalTensor<T>& x,                                       const LocalTensor<T>& dx, uint32_t base, float rstd, FF coef, FF meanTerm)
+    {
+        const uint32_t piece = t_.workFactor;
+        LocalTensor<float> gf = GammaF();
+        for (uint32_t col = 0; col < t_.numCol; col += piece) {
+            const uint32_t len = Min(piece, t_.numCol - col);
+            Prepare(dy[base + col], x[base + col], gf[col], gammaH_.Get<float>()[col], gammaL_.Get<float>()[col],
+                    GammaE(col), len);
+            Dx(dx[base + col], len, rstd, coef, meanTerm);
+            AccumulateDgamma(accH_.Get<float>()[col], accL_.Get<float>()[col], len, rstd);
+            if constexpr (LAYER_NORM) {
+                AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);
+            }
+        }
     }
 
     __aicore__ inline void CopyOutRows(uint32_t row, uint32_t count)
@@ -613,6 +620,19 @@ private:
                                const LocalTensor<float>& gh, const LocalTensor<float>& gl,
                                const LocalTensor<float>& ge, uint32_t len)
     {
+        ProductsGx(dy, x, gf, gh, gl, ge, len);
+        if constexpr (LAYER_NORM) {
+            // G and Ge are folded in place (dy's split, no longer needed, is the scratch).
+            sumG_ = FoldSum(sumG_, bG_.Get<float>(), bGe_.Get<float>(), len, plainG_, bDyH_.Get<float>());
+        }
+        return FoldSum(sum, bP_.Get<float>(), bQ_.Get<float>(), len, plainSum_, bG_.Get<float>());
+    }
+
+    // Prepare, then P + Q = g * x per element of the piece into bP_, bQ_ (SumGx's products).
+    __aicore__ inline void ProductsGx(const LocalTensor<T>& dy, const LocalTensor<T>& x, const LocalTensor<float>& gf,
+                                      const LocalTensor<float>& gh, const LocalTensor<float>& gl,
+                                      const LocalTensor<float>& ge, uint32_t len)
+    {
         Prepare(dy, x, gf, gh, gl, ge, len);
         LocalTensor<float> p = bP_.Get<float>();
         LocalTensor<float> q = bQ_.Get<float>();
@@ -628,10 +648,7 @@ private:
             PipeBarrier<PIPE_V>();
             Add(q, q, t1, len);
             PipeBarrier<PIPE_V>();
-            // G and Ge are folded in place (dy's split, no longer needed, is the scratch).
-            sumG_ = FoldSum(sumG_, bG_.Get<float>(), bGe_.Get<float>(), len, plainG_, bDyH_.Get<float>());
         }
-        return FoldSum(sum, p, q, len, plainSum_, bG_.Get<float>());
     }
 
     // sum + Σ (p + q) over `len` lanes: blocks of w (a power of two) TwoSum-added lane by lane
@@ -639,6 +656,25 @@ private:
     // `plain` accumulates the uncorrected sum (the NaN fallback); `tmp` is a scratch row.
     __aicore__ inline FF FoldSum(FF sum, const LocalTensor<float>& p, const LocalTensor<float>& q, uint32_t len,
                                  float& plain, const LocalTensor<float>& tmp)
+    {
+        const uint32_t w = FoldLanes(p, q, len, tmp);
+        event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
+        SetFlag<HardEvent::V_S>(reduced);
+        WaitFlag<HardEvent::V_S>(reduced);
+        sum = AddLanes(sum, p, q, w, plain);
+        // The next piece's vector ops overwrite what the scalar unit just read.
+        event_t read = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+        SetFlag<HardEvent::S_V>(read);
+        WaitFlag<HardEvent::S_V>(read);
+        return sum;
+    }
+
+    // The lanes FoldLanes leaves of a piece of `len`: len itself below MIN_FOLD, else FOLD_LANES.
+    __aicore__ static inline uint32_t FoldWidth(uint32_t len) { return len >= MIN_FOLD ? FOLD_LANES : len; }
+
+    // FoldSum's vector part: p, q folded in place down to FoldWidth(len) lanes (returned).
+    __aicore__ inline uint32_t FoldLanes(const LocalTensor<float>& p, const LocalTensor<float>& q, uint32_t len,
+                                         const LocalTensor<float>& tmp)
     {
         uint32_t w = len;
         if (len >= MIN_FOLD) {
@@ -654,18 +690,19 @@ private:
                 FoldStep(p, q, w, w, tmp);
             }
         }
-        event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
-        SetFlag<HardEvent::V_S>(reduced);
-        WaitFlag<HardEvent::V_S>(reduced);
+        return w;
+    }
+
+    // FoldSum's scalar tail: sum = AddFF(sum, p_i, q_i) and plain += p_i, lane by lane (after
+    // the V -> S wait for p and q).
+    __aicore__ inline FF AddLanes(FF sum, const LocalTensor<float>& p, const LocalTensor<float>& q, uint32_t w,
+                                  float& plain)
+    {
         for (uint32_t i = 0; i < w; ++i) {
             const float pi = p.GetValue(i);
             plain = plain + pi;
             sum = AddFF(sum, pi, q.GetValue(i));
         }
-        // The next piece's vector ops overwrite what the scalar unit just read.
-        event_t read = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-        SetFlag<HardEvent::S_V>(read);
-        WaitFlag<HardEvent::S_V>(read);
         return sum;
     }
 
@@ -3061,6 +3098,8 @@ const LocalTensor<float>& stat,
     TBuf<TPosition::VECCALC> bT3_;
     TBuf<TPosition::VECCALC> scratch_;
     TBuf<TPosition::VECCALC> mask_;  // uint8: the v == v mask
+    TBuf<TPosition::VECCALC> stash_;       // LayerNorm modes 0/1: the pass's folded lanes (ComputeRowsStashed)
+    TBuf<TPosition::VECCALC> rowScalars_;  // LayerNorm modes 0/1: the pass's per-row scalars
     LocalTensor<float> dyF_;
     LocalTensor<float> xF_;
     LocalTensor<T> pendingDy_;

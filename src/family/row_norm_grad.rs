@@ -455,6 +455,11 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     // Mode 5's tight layouts at Qwen3-8B's hidden size (rows of 4096: dx's queue single;
     // add_rms_norm_grad: dx_sum's too and gamma in T), three passes on the first four groups.
     out.push(make(&[100, 4096], 1, Distribution::Uniform5, 6325));
+    // The final sum with more than one piece on a core (finalCols > 2048, so past 96K columns at
+    // 48 cores): rows of 100000 give each core 2112 columns, a piece of 2048 and one of 64, so
+    // the partials' copy for the next piece (a shorter one) is issued while the last groups of
+    // this piece are summed; the last core takes 736 in one piece. Split-D, two rows.
+    out.push(make(&[2, 100_000], 1, Distribution::Uniform5, 6326));
     if has_arithmetic(spec) {
         out.extend(float32_cases(spec, &make));
     }

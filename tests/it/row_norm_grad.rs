@@ -173,6 +173,45 @@ fn twin_matches_the_reference_in_every_mode_and_dtype() {
     }
 }
 
+/// The quick sweep reaches the final sum with several pieces on a core at 48 cores (the
+/// batched, prefetched copies of the group partials carry over to the next, shorter piece), for
+/// the RMS grads and LayerNorm's dgamma and dbeta, and the case passes against the reference.
+#[test]
+fn the_quick_sweep_runs_several_final_sum_pieces_on_a_core() {
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    for (name, dtype) in [("rms_norm_grad", DType::BFloat16), ("layer_norm_grad", DType::Float32)] {
+        let spec = op(name);
+        let column = spec.column_for(dtype).unwrap();
+        let project = render_project(&[&spec]).unwrap();
+        let runner = build_runner(&project, &spec, column, BuildOptions { sanitize: false }).unwrap();
+        let mut reached = 0;
+        // A core's final-sum columns are at most the row's, so rows of <= 2048 (one piece) are skipped.
+        for c in family::cases(&spec, family::Sweep::Quick)
+            .into_iter()
+            .filter(|c| *c.shapes[0].1.last().unwrap() > 2048)
+        {
+            let (inputs, attrs) = family::case_inputs(&spec, column, &c).unwrap();
+            let run = run_case(
+                &runner,
+                &spec,
+                soc,
+                &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
+                false,
+            )
+            .unwrap();
+            let tiling = &run.report["tiling"];
+            let (cols, piece) =
+                (tiling["finalCols"].as_u64().unwrap(), tiling["finalFactor"].as_u64().unwrap());
+            if cols > piece {
+                assert!(cols % piece != 0, "{name} {:?}: the next piece should be shorter", c.shapes);
+                check_case(&spec, column, &runner, soc, &c).unwrap();
+                reached += 1;
+            }
+        }
+        assert!(reached > 0, "{name} {dtype}: no quick-sweep case runs several final-sum pieces on a core");
+    }
+}
+
 /// The same case twice, and on 48, 40 (the A2 parts), 7 and 1 vector cores (the twin's
 /// --vector-cores; 7 leaves cores with no columns in the final sum, 1 runs every group on one
 /// core): the same bits, dx and dgamma. The 48 row groups do not depend on the core count, each

@@ -2219,27 +2219,12 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
             }
             return;
         }
-        // Long rows: per row one call over its full chunks (repeat stride 0 on the block) and one
-        // over the partial last chunk.
-        const uint32_t full = t_.numCol / LANES;
-        const uint32_t tail = t_.numCol - full * LANES;
-        const BinaryRepeatParams alongRow(1, 1, 0, 8, 8, 0);
+        // Long rows: per row its full chunks by repeat stride 0 on the block, then the partial one.
         for (uint32_t r = 0; r < n; ++r) {
-            const uint32_t at = r * width;
-            if (full > 0) {
-                if (mul) {
-                    Mul(dst[at], src[at], blk[r * 8], LANES, static_cast<uint8_t>(full), alongRow);
-                } else {
-                    Add(dst[at], src[at], blk[r * 8], LANES, static_cast<uint8_t>(full), alongRow);
-                }
-            }
-            if (tail > 0) {
-                const uint32_t c = at + full * LANES;
-                if (mul) {
-                    Mul(dst[c], src[c], blk[r * 8], tail, 1, alongRow);
-                } else {
-                    Add(dst[c], src[c], blk[r * 8], tail, 1, alongRow);
-                }
+            if (mul) {
+                ByBlockValue<ByBlock::MUL>(dst[r * width], src[r * width], blk[r * 8], t_.numCol);
+            } else {
+                ByBlockValue<ByBlock::ADD>(dst[r * width], src[r * width], blk[r * 8], t_.numCol);
             }
         }
     }

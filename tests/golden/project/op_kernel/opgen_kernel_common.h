@@ -62,6 +62,40 @@ __aicore__ inline DataCopyExtParams ContiguousRows(uint32_t count, uint32_t rowB
     return DataCopyExtParams(static_cast<uint16_t>(count), rowBytes, 0, 0, 0);
 }
 
+// dst[0, len) = src[0, len) - v (SUB), + v (ADD) or * v (MUL), v the value in every lane of `block`'s first
+// 32-byte block: level-0 calls whose src1 is that block (block and repeat stride 0), so a value
+// computed on the vector unit (a row's max, its rstd: Brcb's output) scales or shifts the row with
+// no scalar read and no V_S wait. Whole repeats in calls of at most MAX_REPEAT, then the partial
+// last repeat. x - v is x + (-v) bit for bit (the scalar Adds this replaces). dst may be src.
+enum class ByBlock { SUB, ADD, MUL };
+
+template <ByBlock OP>
+__aicore__ inline void ByBlockCall(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                   const LocalTensor<float>& block, uint32_t lanes, uint32_t repeats)
+{
+    const BinaryRepeatParams byBlock(1, 1, 0, 8, 8, 0);  // src1: the block, every lane and repeat
+    if constexpr (OP == ByBlock::SUB) {
+        Sub(dst, src, block, lanes, static_cast<uint8_t>(repeats), byBlock);
+    } else if constexpr (OP == ByBlock::ADD) {
+        Add(dst, src, block, lanes, static_cast<uint8_t>(repeats), byBlock);
+    } else {
+        Mul(dst, src, block, lanes, static_cast<uint8_t>(repeats), byBlock);
+    }
+}
+
+template <ByBlock OP>
+__aicore__ inline void ByBlockValue(const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                    const LocalTensor<float>& block, uint32_t len)
+{
+    const uint32_t full = len / LANES;
+    for (uint32_t r = 0; r < full; r += MAX_REPEAT) {
+        ByBlockCall<OP>(dst[r * LANES], src[r * LANES], block, LANES, Min(MAX_REPEAT, full - r));
+    }
+    if (len % LANES != 0) {
+        ByBlockCall<OP>(dst[full * LANES], src[full * LANES], block, len % LANES, 1);
+    }
+}
+
 // Orders two pipes with one event: the later pipe waits for the earlier one's work so far.
 template <HardEvent EVENT>
 __aicore__ inline void Sync()

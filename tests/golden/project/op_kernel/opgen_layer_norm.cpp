@@ -356,43 +356,19 @@ private:
         ApplyGamma(y, work, n);
     }
 
-    static constexpr bool ROW_SUB = true;
-    static constexpr bool ROW_MUL = false;
+    static constexpr ByBlock ROW_SUB = ByBlock::SUB;
+    static constexpr ByBlock ROW_MUL = ByBlock::MUL;
 
     // dst row r = src row r - (SUB) or * (MUL) the value of blocks' r-th 32-byte block, for n
-    // rows numColAlign apart: level-0 calls whose src1 is the row's block (block and repeat
-    // stride 0), so a per-row value computed on the vector unit scales its row with no scalar
-    // read. x - v is x + (-v) bit for bit (the scalar Adds it replaces).
-    template <bool SUB>
+    // rows numColAlign apart (opgen_kernel::ByBlockValue per row): a per-row value computed on
+    // the vector unit scales its row with no scalar read.
+    template <ByBlock OP>
     __aicore__ inline void ByRowBlock(const LocalTensor<float>& dst, const LocalTensor<float>& src,
                                       const LocalTensor<float>& blocks, uint32_t n)
     {
         const uint32_t width = t_.numColAlign;
-        const uint32_t full = t_.numCol / LANES;
-        const uint32_t tail = t_.numCol - full * LANES;
-        const BinaryRepeatParams byRow(1, 1, 0, 8, 8, 0);  // src1: the row's block, every lane and repeat
         for (uint32_t r = 0; r < n; ++r) {
-            const LocalTensor<float> value = blocks[r * BLOCK_FLOATS];
-            for (uint32_t k = 0; k < full; k += RSTD_CHUNK) {
-                const uint32_t at = r * width + k * LANES;
-                RowBlockCall<SUB>(dst[at], src[at], value, LANES, Min(RSTD_CHUNK, full - k), byRow);
-            }
-            if (tail > 0) {
-                const uint32_t at = r * width + full * LANES;
-                RowBlockCall<SUB>(dst[at], src[at], value, tail, 1, byRow);
-            }
-        }
-    }
-
-    template <bool SUB>
-    __aicore__ inline void RowBlockCall(const LocalTensor<float>& dst, const LocalTensor<float>& src,
-                                        const LocalTensor<float>& value, uint32_t lanes, uint32_t repeats,
-                                        const BinaryRepeatParams& params)
-    {
-        if constexpr (SUB) {
-            Sub(dst, src, value, lanes, static_cast<uint8_t>(repeats), params);
-        } else {
-            Mul(dst, src, value, lanes, static_cast<uint8_t>(repeats), params);
+            ByBlockValue<OP>(dst[r * width], src[r * width], blocks[r * BLOCK_FLOATS], t_.numCol);
         }
     }
 

@@ -334,7 +334,7 @@ private:
         TileMax(z, e, len);
         // m_k into the partials (a one-lane sum is the value) and y = z - m_k, m_k from blk.
         WholeReduceSum(pm[k], blk, 1, 1, 1, 1, 8);
-        SubBlock(z, blk, len);
+        ByBlockValue<ByBlock::SUB>(z, z, blk, len);  // y = z - m_k
         PipeBarrier<PIPE_V>();
         Maxs(z, z, CLAMP, n);
         PipeBarrier<PIPE_V>();
@@ -385,20 +385,6 @@ private:
         PipeBarrier<PIPE_V>();
         Brcb(blk_.Get<float>(), red, 1, BrcbRepeatParams(1, 8));
         PipeBarrier<PIPE_V>();
-    }
-
-    // z[0, len) -= blk's value: level-0 Subs of whole repeats (at most 255 per call, blk's first
-    // block broadcast by block and repeat stride 0), then the partial last repeat.
-    __aicore__ inline void SubBlock(const LocalTensor<float>& z, const LocalTensor<float>& blk, uint32_t len)
-    {
-        const uint32_t full = len / REPEAT;
-        for (uint32_t r = 0; r < full; r += MAX_REPEAT) {
-            const uint32_t count = Min(MAX_REPEAT, full - r);
-            Sub(z[r * REPEAT], z[r * REPEAT], blk, REPEAT, static_cast<uint8_t>(count), BinaryRepeatParams(1, 1, 0, 8, 8, 0));
-        }
-        if (len % REPEAT != 0) {
-            Sub(z[full * REPEAT], z[full * REPEAT], blk, len % REPEAT, 1, BinaryRepeatParams(1, 1, 0, 8, 8, 0));
-        }
     }
 
     // The first element past the front half of n (n > REPEAT): half the repeats, rounded up, so

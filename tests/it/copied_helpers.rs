@@ -246,7 +246,20 @@ fn a_helper_copied_back_into_a_family_template_is_reported() {
             && message.contains("templates/host/permute.cpp.j2:"),
         "{message}"
     );
-    // A kernel helper too, and a same-named kernel/host pair is not one (two compilers).
+    // A kernel helper too.
+    let kernel = all.iter_mut().find(|(f, _)| f == "kernel/dequant.cpp.j2").expect("dequant's kernel");
+    kernel.1.push_str(
+        "\n__aicore__ inline uint32_t RoundUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }\n",
+    );
+    let found = copies(&all);
+    let round: Vec<String> =
+        found.iter().filter(|(n, _)| n == "RoundUp").map(|(n, s)| describe(n, s)).collect();
+    assert_eq!(round.len(), 1, "{round:?}");
+    assert!(
+        round[0].contains("kernel/opgen_kernel_common.h.j2") && round[0].contains("kernel/dequant.cpp.j2")
+    );
+    // A same-named kernel/host pair is not one (two compilers): opgen_host's AlignUp beside a
+    // kernel's.
     let kernel = all.iter_mut().find(|(f, _)| f == "kernel/dequant.cpp.j2").expect("dequant's kernel");
     kernel.1.push_str(
         "\n__aicore__ inline uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }\n",
@@ -254,9 +267,5 @@ fn a_helper_copied_back_into_a_family_template_is_reported() {
     let found = copies(&all);
     let align: Vec<String> =
         found.iter().filter(|(n, _)| n == "AlignUp").map(|(n, s)| describe(n, s)).collect();
-    assert_eq!(align.len(), 1, "{align:?}");
-    assert!(
-        align[0].contains("kernel/opgen_kernel_common.h.j2") && align[0].contains("kernel/dequant.cpp.j2")
-    );
-    assert!(!align[0].contains("host/"), "{}", align[0]);
+    assert!(align.iter().all(|a| !(a.contains("kernel/") && a.contains("host/"))), "{align:?}");
 }

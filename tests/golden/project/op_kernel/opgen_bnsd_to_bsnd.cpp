@@ -19,7 +19,7 @@
 
 namespace opgen_bnsd_to_bsnd_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, RoundUp, Sync...: opgen_kernel_common.h
 
 // Mirrors OpgenBnsdToBsndTilingData in op_host/opgen_bnsd_to_bsnd_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.

@@ -11,8 +11,7 @@
 
 namespace opgen_dequant_int8_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
-using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, RoundUp, Sync...: opgen_kernel_common.h
 
 // Mirrors OpgenDequantInt8TilingData in op_host/opgen_dequant_int8_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -49,7 +48,7 @@ public:
             return;
         }
         d_ = t_.headDim;
-        stride_ = AlignUp(d_, ROW_ALIGN);
+        stride_ = RoundUp(d_, ROW_ALIGN);
         const uint64_t first = static_cast<uint64_t>(rowStart_) * d_;
         const uint64_t elems = static_cast<uint64_t>(rowCount_) * d_;
         qGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(q) + first, elems);
@@ -76,7 +75,7 @@ public:
 private:
     __aicore__ inline void CopyIn(uint32_t done, uint32_t n)
     {
-        // int8 rows of d land in slots of AlignUp(d, 32) = stride bytes: no gap.
+        // int8 rows of d land in slots of RoundUp(d, 32) = stride bytes: no gap.
         LocalTensor<int8_t> q = inQ_.AllocTensor<int8_t>();
         DataCopyPad(q, qGm_[static_cast<uint64_t>(done) * d_], DataCopyExtParams(static_cast<uint16_t>(n), d_, 0, 0, 0),
                     NoPad<int8_t>());
@@ -122,7 +121,7 @@ private:
     {
         LocalTensor<X> x = outX_.DeQue<X>();
         const uint32_t rowBytes = d_ * static_cast<uint32_t>(sizeof(X));
-        const uint32_t gap = (stride_ * static_cast<uint32_t>(sizeof(X)) - AlignUp(rowBytes, BLOCK_BYTES)) / BLOCK_BYTES;
+        const uint32_t gap = (stride_ * static_cast<uint32_t>(sizeof(X)) - RoundUp(rowBytes, BLOCK_BYTES)) / BLOCK_BYTES;
         DataCopyPad(xGm_[static_cast<uint64_t>(done) * d_], x, DataCopyExtParams(static_cast<uint16_t>(n), rowBytes, gap, 0, 0));
         outX_.FreeTensor(x);
     }

@@ -34,8 +34,7 @@
 
 namespace opgen_gae_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, Min, AlignUp, Sync, NoPad, FLOATS_PER_BLOCK: opgen_kernel_common.h
-using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
+using namespace opgen_kernel;  // BUFFER_NUM, Min, RoundUp, Sync, NoPad, FLOATS_PER_BLOCK: opgen_kernel_common.h
 
 // Mirrors OpgenGaeTilingData in op_host/opgen_gae_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -173,7 +172,7 @@ private:
     {
         const uint32_t g = rowCount_;
         const uint32_t gmGap = (t_.lanes - g) * sizeof(float);                                              // bytes
-        const uint32_t ubGap = (t_.lanes * sizeof(float) - AlignUp(g * sizeof(float), BLOCK_BYTES)) / BLOCK_BYTES;  // blocks
+        const uint32_t ubGap = (t_.lanes * sizeof(float) - RoundUp(g * sizeof(float), BLOCK_BYTES)) / BLOCK_BYTES;  // blocks
         return DataCopyExtParams(static_cast<uint16_t>(summaries * SUMMARY_VECTORS), g * sizeof(float),
                                  toUb ? gmGap : ubGap, toUb ? ubGap : gmGap, 0);
     }
@@ -278,7 +277,7 @@ private:
     {
         constexpr uint32_t perBlock = BLOCK_BYTES / sizeof(T);
         const uint32_t gmGap = (t_.steps - c) * sizeof(T);                   // bytes
-        const uint32_t ubGap = (t_.chunk - AlignUp(c, perBlock)) / perBlock;  // 32-byte blocks
+        const uint32_t ubGap = (t_.chunk - RoundUp(c, perBlock)) / perBlock;  // 32-byte blocks
         return DataCopyExtParams(static_cast<uint16_t>(g), c * sizeof(T), toUb ? gmGap : ubGap, toUb ? ubGap : gmGap,
                                  0);
     }

@@ -23,7 +23,7 @@
 
 namespace opgen_gelu_erf_grad_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, RoundUp, Sync...: opgen_kernel_common.h
 
 constexpr uint32_t COMPUTE_ALIGN = 64;  // vector calls run on whole 256-byte repeats of float (Compare needs them)
 

@@ -23,7 +23,7 @@
 
 namespace opgen_grpo_advantage_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, FLOATS_PER_BLOCK, Min, AlignUp, Share, Burst, NoPad, Sync
+using namespace opgen_kernel;  // BUFFER_NUM, FLOATS_PER_BLOCK, Min, RoundUp, Share, Burst, NoPad, Sync
 
 // Mirrors OpgenGrpoAdvantageTilingData in op_host/opgen_grpo_advantage_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -116,7 +116,7 @@ public:
         mGm_.SetGlobalBuffer(reinterpret_cast<__gm__ TM*>(mask), n);
         idGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(index), t_.rows);
         yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(advantages), n);
-        scoreGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(userWorkspace), AlignUp(t_.rows, UNIT));
+        scoreGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(userWorkspace), RoundUp(t_.rows, UNIT));
         // The same sizes as the TilingFunc's GrpoUbBytes.
         pipe_.InitBuffer(rIn_, BUFFER_NUM, t_.tile * sizeof(TR));
         pipe_.InitBuffer(mIn_, BUFFER_NUM, t_.tile * sizeof(TM));
@@ -209,7 +209,7 @@ private:
     {
         LocalTensor<float> scores = Batch(0);
         LocalTensor<int32_t> idsIn = Batch(3).template ReinterpretCast<int32_t>();
-        const uint32_t right = AlignUp(t_.rows, FLOATS_PER_BLOCK) - t_.rows;
+        const uint32_t right = RoundUp(t_.rows, FLOATS_PER_BLOCK) - t_.rows;
         DataCopyPad(scores, scoreGm_[0], Burst(static_cast<uint64_t>(t_.rows) * sizeof(float)),
                     DataCopyPadExtParams<float>(true, 0, static_cast<uint8_t>(right), 0.0f));
         DataCopyPad(idsIn, idGm_[0], Burst(static_cast<uint64_t>(t_.rows) * sizeof(int32_t)),

@@ -25,7 +25,10 @@ constexpr float CLAMP = -1.0e30f;          // for -inf (masked logits): e^CLAMP 
 
 __aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 __aicore__ inline uint64_t Min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-__aicore__ inline uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
+// v rounded up to a multiple of a. Not named AlignUp: CANN declares AscendC::AlignUp with these
+// parameters, and a kernel sees both namespaces (an ambiguous call on the NPU; the twin declares
+// CANN's too, so its build fails alike).
+__aicore__ inline uint32_t RoundUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
 // This core's rows [begin, end) of a dim of n rows over `cores` cores: n / cores each, the first
 // n % cores one more (the TilingFunc's split assumes exactly this).

@@ -41,8 +41,7 @@
 
 namespace opgen_logprob_entropy_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, LANES, CLAMP, Min, AlignUp, Sync, Burst, NoPad: opgen_kernel_common.h
-using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
+using namespace opgen_kernel;  // BUFFER_NUM, LANES, CLAMP, Min, RoundUp, Sync, Burst, NoPad: opgen_kernel_common.h
 
 constexpr uint32_t REPEAT = LANES;  // float32 lanes of one 256-byte vector repeat
 constexpr float NEG_FLT_MAX = -3.40282347e38f;  // only -inf is below it
@@ -134,17 +133,17 @@ public:
         lseGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(lse) + rowStart_, rowCount_);
         // The same sizes as the TilingFunc's UbBytes.
         const uint32_t tile = t_.tileLen;
-        const uint32_t parts = AlignUp(t_.tilesPerRow, 8) * sizeof(float);
-        const uint32_t group = AlignUp(t_.rowsPerGroup, 8) * sizeof(float);
-        pipe_.InitBuffer(inQ_, BUFFER_NUM, AlignUp(tile * sizeof(T), 32));
+        const uint32_t parts = RoundUp(t_.tilesPerRow, 8) * sizeof(float);
+        const uint32_t group = RoundUp(t_.rowsPerGroup, 8) * sizeof(float);
+        pipe_.InitBuffer(inQ_, BUFFER_NUM, RoundUp(tile * sizeof(T), 32));
         pipe_.InitBuffer(z_, tile * sizeof(float));
         pipe_.InitBuffer(e_, tile * sizeof(float));
-        pipe_.InitBuffer(work_, AlignUp(2 * ((tile + REPEAT - 1) / REPEAT) + 8, 8) * sizeof(float));
+        pipe_.InitBuffer(work_, RoundUp(2 * ((tile + REPEAT - 1) / REPEAT) + 8, 8) * sizeof(float));
         pipe_.InitBuffer(red_, 256);
         pipe_.InitBuffer(blk_, 256);
         pipe_.InitBuffer(parts_, 6 * parts);
         pipe_.InitBuffer(rows_, 6 * group);
-        pipe_.InitBuffer(targets_, AlignUp(t_.rowsPerGroup, 8) * sizeof(I));
+        pipe_.InitBuffer(targets_, RoundUp(t_.rowsPerGroup, 8) * sizeof(I));
         pipe_.InitBuffer(outLogprob_, BUFFER_NUM, group);
         pipe_.InitBuffer(outEntropy_, BUFFER_NUM, group);
         pipe_.InitBuffer(outLse_, BUFFER_NUM, group);

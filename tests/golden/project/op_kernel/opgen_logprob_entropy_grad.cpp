@@ -23,8 +23,7 @@
 
 namespace opgen_logprob_entropy_grad_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, CLAMP, Min, AlignUp, Sync, Burst, NoPad: opgen_kernel_common.h
-using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
+using namespace opgen_kernel;  // BUFFER_NUM, CLAMP, Min, RoundUp, Sync, Burst, NoPad: opgen_kernel_common.h
 
 // Mirrors OpgenLogprobEntropyGradTilingData in op_host/opgen_logprob_entropy_grad_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -93,13 +92,13 @@ public:
         }
         // The same sizes as the TilingFunc's UbBytes.
         const uint32_t tile = t_.tileLen;
-        const uint32_t group = AlignUp(t_.rowsPerGroup, 8) * sizeof(float);
-        pipe_.InitBuffer(inQ_, BUFFER_NUM, AlignUp(tile * sizeof(T), 32));
-        pipe_.InitBuffer(outQ_, BUFFER_NUM, AlignUp(tile * sizeof(T), 32));
+        const uint32_t group = RoundUp(t_.rowsPerGroup, 8) * sizeof(float);
+        pipe_.InitBuffer(inQ_, BUFFER_NUM, RoundUp(tile * sizeof(T), 32));
+        pipe_.InitBuffer(outQ_, BUFFER_NUM, RoundUp(tile * sizeof(T), 32));
         pipe_.InitBuffer(z_, tile * sizeof(float));
         pipe_.InitBuffer(p_, tile * sizeof(float));
         pipe_.InitBuffer(rows_, ROW_VALUES * group);
-        pipe_.InitBuffer(targets_, AlignUp(t_.rowsPerGroup, 8) * sizeof(I));
+        pipe_.InitBuffer(targets_, RoundUp(t_.rowsPerGroup, 8) * sizeof(I));
         groupStride_ = group / sizeof(float);
     }
 

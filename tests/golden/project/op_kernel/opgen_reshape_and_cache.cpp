@@ -19,8 +19,7 @@
 
 namespace opgen_reshape_and_cache_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
-using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, RoundUp, Sync...: opgen_kernel_common.h
 
 // Mirrors OpgenReshapeAndCacheTilingData in op_host/opgen_reshape_and_cache_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -86,11 +85,11 @@ protected:
             pipe_.InitBuffer(workBuf_, words);
             pipe_.InitBuffer(indexBuf_, words);
             pipe_.InitBuffer(ownedBuf_, words);
-            pipe_.InitBuffer(validMask_, AlignUp(slotChunk_ / 8, BLOCK_BYTES));
-            pipe_.InitBuffer(ownMask_, AlignUp(slotChunk_ / 8, BLOCK_BYTES));
+            pipe_.InitBuffer(validMask_, RoundUp(slotChunk_ / 8, BLOCK_BYTES));
+            pipe_.InitBuffer(ownMask_, RoundUp(slotChunk_ / 8, BLOCK_BYTES));
             if constexpr (sizeof(S) != sizeof(int32_t)) {
                 // GatherMask patterns selecting the low (even) and high (odd) 32-bit words.
-                const uint32_t patternWords = AlignUp(2 * slotChunk_ / 32, BLOCK_BYTES / 4);
+                const uint32_t patternWords = RoundUp(2 * slotChunk_ / 32, BLOCK_BYTES / 4);
                 pipe_.InitBuffer(evenWords_, patternWords * 4);
                 pipe_.InitBuffer(oddWords_, patternWords * 4);
                 Duplicate(evenWords_.Get<int32_t>(), EVEN_BITS, static_cast<int32_t>(patternWords));
@@ -182,7 +181,7 @@ private:
     // to `past`. Lanes past n (a chunk remainder) are computed on stale data and never gathered.
     __aicore__ inline uint32_t FindOwned(uint32_t n, uint32_t& past)
     {
-        const uint32_t lanes = AlignUp(n, LANES_PER_REPEAT);  // Compare works in whole repeats
+        const uint32_t lanes = RoundUp(n, LANES_PER_REPEAT);  // Compare works in whole repeats
         const int32_t count = static_cast<int32_t>(lanes);
         const float period = static_cast<float>(period_);
         LocalTensor<float> f = floatBuf_.Get<float>();
@@ -241,7 +240,7 @@ private:
     // padding; positive: past the cache). Slots whose low word alone is valid stay invalid.
     __aicore__ inline void WidenSlots(uint32_t n, const LocalTensor<float>& f, const LocalTensor<float>& x)
     {
-        const int32_t count = static_cast<int32_t>(AlignUp(n, LANES_PER_REPEAT));
+        const int32_t count = static_cast<int32_t>(RoundUp(n, LANES_PER_REPEAT));
         const uint32_t lanes = static_cast<uint32_t>(count);
         const GatherMaskParams oneRepeat(1, 1, 8, 8);
         LocalTensor<int32_t> words = slotBuf_.Get<int32_t>();

@@ -36,8 +36,7 @@
 
 namespace opgen_reshape_and_cache_int8_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
-using opgen_kernel::AlignUp;   // CANN's AscendC has an AlignUp too (check-cann: ambiguous call)
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, RoundUp, Sync...: opgen_kernel_common.h
 
 // Mirrors OpgenReshapeAndCacheInt8TilingData in op_host/opgen_reshape_and_cache_int8_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -104,11 +103,11 @@ protected:
             pipe_.InitBuffer(workBuf_, words);
             pipe_.InitBuffer(indexBuf_, words);
             pipe_.InitBuffer(ownedBuf_, words);
-            pipe_.InitBuffer(validMask_, AlignUp(slotChunk_ / 8, BLOCK_BYTES));
-            pipe_.InitBuffer(ownMask_, AlignUp(slotChunk_ / 8, BLOCK_BYTES));
+            pipe_.InitBuffer(validMask_, RoundUp(slotChunk_ / 8, BLOCK_BYTES));
+            pipe_.InitBuffer(ownMask_, RoundUp(slotChunk_ / 8, BLOCK_BYTES));
             if constexpr (sizeof(S) != sizeof(int32_t)) {
                 // GatherMask patterns selecting the low (even) and high (odd) 32-bit words.
-                const uint32_t patternWords = AlignUp(2 * slotChunk_ / 32, BLOCK_BYTES / 4);
+                const uint32_t patternWords = RoundUp(2 * slotChunk_ / 32, BLOCK_BYTES / 4);
                 pipe_.InitBuffer(evenWords_, patternWords * 4);
                 pipe_.InitBuffer(oddWords_, patternWords * 4);
                 Duplicate(evenWords_.Get<int32_t>(), EVEN_BITS, static_cast<int32_t>(patternWords));
@@ -200,7 +199,7 @@ private:
     // to `past`. Lanes past n (a chunk remainder) are computed on stale data and never gathered.
     __aicore__ inline uint32_t FindOwned(uint32_t n, uint32_t& past)
     {
-        const uint32_t lanes = AlignUp(n, LANES_PER_REPEAT);  // Compare works in whole repeats
+        const uint32_t lanes = RoundUp(n, LANES_PER_REPEAT);  // Compare works in whole repeats
         const int32_t count = static_cast<int32_t>(lanes);
         const float period = static_cast<float>(period_);
         LocalTensor<float> f = floatBuf_.Get<float>();
@@ -259,7 +258,7 @@ private:
     // padding; positive: past the cache). Slots whose low word alone is valid stay invalid.
     __aicore__ inline void WidenSlots(uint32_t n, const LocalTensor<float>& f, const LocalTensor<float>& x)
     {
-        const int32_t count = static_cast<int32_t>(AlignUp(n, LANES_PER_REPEAT));
+        const int32_t count = static_cast<int32_t>(RoundUp(n, LANES_PER_REPEAT));
         const uint32_t lanes = static_cast<uint32_t>(count);
         const GatherMaskParams oneRepeat(1, 1, 8, 8);
         LocalTensor<int32_t> words = slotBuf_.Get<int32_t>();
@@ -385,9 +384,9 @@ public:
         const uint32_t inBytes = static_cast<uint32_t>(sizeof(K) > sizeof(V) ? sizeof(K) : sizeof(V));
         // Per-row vectors (maxima, factors, scales) are padded to whole 256-byte repeats: Compare
         // compares whole repeats only.
-        lanes_ = AlignUp(rows, LANES);
+        lanes_ = RoundUp(rows, LANES);
         const uint32_t laneBytes = lanes_ * static_cast<uint32_t>(sizeof(float));
-        const uint32_t blockBytes = AlignUp(rows, BLOCK_FLOATS) * BLOCK_BYTES;  // one 32-byte block per row
+        const uint32_t blockBytes = RoundUp(rows, BLOCK_FLOATS) * BLOCK_BYTES;  // one 32-byte block per row
         this->pipe_.InitBuffer(inQue_, BUFFER_NUM, rows * stride * inBytes);
         this->pipe_.InitBuffer(outQue_, BUFFER_NUM, rows * stride);
         this->pipe_.InitBuffer(scaleQue_, BUFFER_NUM, laneBytes);
@@ -401,7 +400,7 @@ public:
         this->pipe_.InitBuffer(divisor_, laneBytes);
         this->pipe_.InitBuffer(c127_, laneBytes);
         this->pipe_.InitBuffer(cUp_, laneBytes);
-        this->pipe_.InitBuffer(mask_, AlignUp(lanes_ / 8, BLOCK_BYTES));
+        this->pipe_.InitBuffer(mask_, RoundUp(lanes_ / 8, BLOCK_BYTES));
         this->pipe_.InitBuffer(factorB_, blockBytes);
         this->pipe_.InitBuffer(inverseB_, blockBytes);
         // Constants, and maxima past a pass's last row kept finite (they are compared, divided
@@ -434,7 +433,7 @@ private:
             PipeBarrier<PIPE_MTE3>();
         }
         while (rows != 0) {
-            uint32_t at = AlignUp(pendingRows_, BLOCK_FLOATS);
+            uint32_t at = RoundUp(pendingRows_, BLOCK_FLOATS);
             if (at >= t_.rowsPerPass || segments_ == MAX_SEGMENTS) {
                 FlushPending();
                 at = 0;
@@ -481,14 +480,14 @@ private:
                                         const GlobalTensor<float>& scale, uint32_t d)
     {
         const uint32_t n = pendingRows_;
-        const uint32_t stride = AlignUp(d, ROW_ALIGN);
+        const uint32_t stride = RoundUp(d, ROW_ALIGN);
         const uint32_t elems = n * stride;
         const uint8_t rows = static_cast<uint8_t>(n);
         const uint8_t rowBlocks = static_cast<uint8_t>(stride / BLOCK_FLOATS);  // a float row's stride in blocks
         const uint32_t chunks = (d + LANES - 1) / LANES;  // 64-lane chunks of a row
         const int32_t count = static_cast<int32_t>(lanes_);
         // Each row of d lands at a stride of `stride` elements (its 32-byte slot plus a gap).
-        const uint32_t gap = (stride * static_cast<uint32_t>(sizeof(T)) - AlignUp(d * static_cast<uint32_t>(sizeof(T)), BLOCK_BYTES)) / BLOCK_BYTES;
+        const uint32_t gap = (stride * static_cast<uint32_t>(sizeof(T)) - RoundUp(d * static_cast<uint32_t>(sizeof(T)), BLOCK_BYTES)) / BLOCK_BYTES;
         LocalTensor<T> x = inQue_.AllocTensor<T>();
         for (uint32_t s = 0; s < segments_; ++s) {
             DataCopyPad(x[segAt_[s] * stride], src[segSrc_[s] * d],
@@ -582,7 +581,7 @@ private:
         outQue_.EnQue(q);
         scaleQue_.EnQue(scales);
 
-        // int8 rows: the slot of a row of d is AlignUp(d, 32) = stride bytes, so no UB gap.
+        // int8 rows: the slot of a row of d is RoundUp(d, 32) = stride bytes, so no UB gap.
         q = outQue_.DeQue<int8_t>();
         for (uint32_t s = 0; s < segments_; ++s) {
             DataCopyPad(dst[segDst_[s] * d], q[segAt_[s] * stride], DataCopyExtParams(static_cast<uint16_t>(segRows_[s]), d, 0, 0, 0));

@@ -35,7 +35,7 @@
 
 namespace opgen_rms_norm_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, RoundUp, Sync...: opgen_kernel_common.h
 
 constexpr uint32_t REDUCE_SLOT = 8;       // floats per row-sum slot, so each slot starts 32-byte aligned
 constexpr uint32_t REDUCE_TMP_FLOATS = 64;

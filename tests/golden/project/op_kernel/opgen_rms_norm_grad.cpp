@@ -49,7 +49,7 @@
 
 namespace opgen_rms_norm_grad_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, RoundUp, Sync...: opgen_kernel_common.h
 
 constexpr uint32_t MODE_SPLIT_D = 2;
 constexpr uint32_t FOLD_LANES = 8;        // lanes left after halving (32 bytes: views stay aligned)

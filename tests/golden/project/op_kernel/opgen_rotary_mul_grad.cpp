@@ -30,7 +30,7 @@
 
 namespace opgen_rotary_mul_grad_kernel {
 using namespace AscendC;
-using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, AlignUp, Sync...: opgen_kernel_common.h
+using namespace opgen_kernel;  // BUFFER_NUM, BLOCK_BYTES, Min, RoundUp, Sync...: opgen_kernel_common.h
 
 constexpr uint32_t MODE_HALF = 0;
 constexpr uint32_t SEED = 8;         // offsets written by the scalar unit before vector doubling

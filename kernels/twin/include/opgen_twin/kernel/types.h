@@ -139,6 +139,16 @@ constexpr int32_t DEFAULT_BLK_NUM = 8;
 constexpr uint8_t DEFAULT_DATA_COPY_NBURST = 1;
 constexpr uint8_t DEFAULT_DATA_COPY_STRIDE = 0;
 
+// Integer helpers CANN 8.1 declares in namespace AscendC (impl/utils/kernel_utils_ceil_oom_que.h,
+// reached from kernel_operator.h), with its parameter types. A kernel sees them through `using
+// namespace AscendC`, so a helper of its own with one of these names and parameters makes the
+// call ambiguous on the NPU (grpo_advantage's AlignUp did, in check-cann): declared here too, the
+// twin build fails the same way (twin test cf_align_up_ambiguous.cpp).
+__aicore__ inline uint32_t DivCeil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+__aicore__ inline uint32_t AlignUp(uint32_t a, uint32_t b) { return DivCeil(a, b) * b; }
+__aicore__ constexpr inline uint32_t ConstCeil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+__aicore__ inline uint32_t Ceil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
 }  // namespace AscendC
 
 namespace opgen_twin {

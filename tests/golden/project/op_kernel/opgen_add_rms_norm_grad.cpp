@@ -3420,7 +3420,7 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
     TBuf<TPosition::VECCALC> bT3_;
     TBuf<TPosition::VECCALC> scratch_;
     TBuf<TPosition::VECCALC> mask_;  // uint8: the v == v mask
-    TBuf<TPosition::VECCALC> stash_;       // LayerNorm modes 0/1: the pass's folded lanes (ComputeRowsStashed)
+    TBuf<TPosition::VECCALC> stash_;       // LayerNorm modes 0/1: the pass's folded lanes (StashFolds)
     TBuf<TPosition::VECCALC> rowScalars_;  // LayerNorm modes 0/1: the pass's per-row scalars
     TBuf<TPosition::VECCALC> rowStats_;    // LayerNorm modes 0/1: the pass's rstd and mean values
     LocalTensor<float> dyF_;

@@ -311,7 +311,7 @@ private:
         }
         pipe_.InitBuffer(stash_, rows * Pieces() * STASH_PIECE * sizeof(float));
         pipe_.InitBuffer(rowScalars_, rows * ROW_SCALARS * sizeof(float));
-        pipe_.InitBuffer(rowStats_, 2 * AlignUp(rows, FOLD_LANES) * sizeof(float));
+        pipe_.InitBuffer(rowStats_, 2 * StatsSlot() * sizeof(float));
         InitWork(t_.workFactor);
         LocalTensor<T> gamma = gammaBuf_.Get<T>();
         DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
@@ -336,12 +336,7 @@ private:
             PipeBarrier<PIPE_V>();
             const uint32_t first = GroupStart(k);
             const uint32_t count = GroupRows(k);
-            for (uint32_t done = 0; done < count; done += rows) {
-                const uint32_t n = Min(rows, count - done);
-                CopyInRows(first + done, n);
-                ComputeRows(first + done, n);
-                CopyOutRows(first + done, n);
-            }
+            ProcessGroupStashed(first, count);
             FinishPartial(0, k, 0, accH_.Get<float>(), accL_.Get<float>(), t_.numCol);
             if constexpr (LAYER_NORM) {
                 FinishPartial(1, k, 0, accBH_.Get<float>(), accBL_.Get<float>(), t_.numCol);
@@ -376,24 +371,46 @@ private:
         LocalTensor<T> dy = inDy_.DeQue<T>();
         LocalTensor<T> x = inX_.DeQue<T>();
         LocalTensor<T> dx = outDx_.AllocTensor<T>();
-        ComputeRowsStashed(row, count, dy, x, dx);
+        const uint32_t width = t_.numColAlign;
+        const uint32_t piece = t_.workFactor;
+        LocalTensor<float> gf = GammaF();
+        LocalTensor<float> gh = gammaH_.Get<float>();
+        LocalTensor<float> gl = gammaL_.Get<float>();
+        for (uint32_t r = 0; r < count; ++r) {
+            const uint32_t base = r * width;
+            FF sum{0.0f, 0.0f};
+            for (uint32_t col = 0; col < t_.numCol; col += piece) {
+                const uint32_t len = Min(piece, t_.numCol - col);
+                sum = SumGx(sum, dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
+            }
+            const float rstd = rstdGm_.GetValue(row + r);
+            const FF coef = Coefficient(sum, rstd);
+            const FF meanTerm = MeanTerm(rstd);
+            RowOutputs(dy, x, dx, base, rstd, coef, meanTerm);
+        }
         inDy_.FreeTensor(dy);
         inX_.FreeTensor(x);
         outDx_.EnQue(dx);
     }
 
-    // LayerNorm, modes 0/1: ComputeRows with one V -> S and one S -> V wait a pass instead of
-    // two of each a piece. The same operations in the same order per row, so the same bits:
-    //   0. the pass's rstd and mean values in one copy each into rowStats_ (the scalar unit then
-    //      reads them from UB: a scalar GM read costs a cache miss, three a row on the critical
-    //      path of the scalar steps below);
-    //   1. per row and piece, the products and both folds (G + Ge and P + Q, in lockstep: the
-    //      same steps of two independent sums share their barriers) down to their last lanes,
-    //      which are copied (Muls by 1: -0 stays -0) into the pass's stash;
-    //   2. one V -> S wait; per row on the scalar unit, FoldSum's lane-by-lane AddFF over the
-    //      stashed lanes piece by piece (each sum's chain in its own order), Coefficient and
-    //      MeanTerm, kept in rowScalars_; one S -> V wait;
-    //   3. per row and piece, Prepare again, dx and the dgamma/dbeta accumulation, as before.
+    // LayerNorm, modes 0/1 (ProcessGroupStashed): one V -> S and one S -> V wait a pass instead
+    // of two of each a piece, and the pass's scalar steps overlapped with the previous pass's
+    // vector work. The same operations in the same order per row, so the same bits:
+    //   0. the pass's rstd and mean values in one copy each into its slot of rowStats_ (the
+    //      scalar unit then reads them from UB: a scalar GM read costs a cache miss);
+    //   1. (StashFolds) per row and piece, the products and both folds (G + Ge and P + Q, in
+    //      lockstep: the same steps of two independent sums share their barriers) down to their
+    //      last lanes, copied (Muls by 1: -0 stays -0) into the pass's stash; a V -> S flag set;
+    //   2. (StashScalars) the flag's wait; per row on the scalar unit, FoldSum's lane-by-lane
+    //      AddFF over the stashed lanes piece by piece (each sum's chain in its own order),
+    //      Coefficient and MeanTerm into rowScalars_; one S -> V wait;
+    //   3. (StashOutputs) per row and piece, Prepare again, dx and the dgamma/dbeta accumulation.
+    // Pipelined within a group: pass i + 1's copy-in and step 1 are issued before pass i's step
+    // 3, and its step 2 after, so the scalar unit runs step 2 while the vector unit computes
+    // pass i's outputs (the V -> S flag is set behind step 1 only). The two passes' dy and x
+    // are the queues' two buffers; rowStats_ has a slot per pass in flight; the stash and
+    // rowScalars_ are single (step 3's scalars are read as its calls are issued, before the next
+    // step 2 writes them; the S -> V wait orders step 2's stash reads before the next step 1).
     // The stash: per row and piece STASH_LANES floats of each of P, Q, G, Ge.
     static constexpr uint32_t STASH_LANES = 16;  // >= FoldWidth(len) (MIN_FOLD), 64-byte slots
     static constexpr uint32_t STASH_PIECE = 4 * STASH_LANES;
@@ -401,20 +418,70 @@ private:
 
     __aicore__ inline uint32_t Pieces() const { return (t_.numCol + t_.workFactor - 1) / t_.workFactor; }
 
-    // The pass's `count` rstd values at rowStats_[0, count), the means at [AlignUp(rowFactor, 8), ...).
-    __aicore__ inline void LoadPassStats(uint32_t row, uint32_t count)
+    // A slot of rowStats_: the pass's rstd values, then (from MeansAt()) its means.
+    __aicore__ inline uint32_t MeansAt() const { return AlignUp(t_.rowFactor, FOLD_LANES); }
+    __aicore__ inline uint32_t StatsSlot() const { return 2 * MeansAt(); }
+    __aicore__ inline LocalTensor<float> Stats(uint32_t slot) { return rowStats_.Get<float>()[slot * StatsSlot()]; }
+
+    __aicore__ inline void ProcessGroupStashed(uint32_t first, uint32_t count)
     {
-        LocalTensor<float> stats = rowStats_.Get<float>();
+        if (count == 0) {
+            return;  // an empty group (fewer rows than groups): only its zero partial
+        }
+        const uint32_t rows = t_.rowFactor;
+        uint32_t n = Min(rows, count);
+        LoadPassStats(first, n, 0);
+        CopyInRows(first, n);
+        LocalTensor<T> dy = inDy_.DeQue<T>();
+        LocalTensor<T> x = inX_.DeQue<T>();
+        uint32_t slot = 0;
+        StashScalars(n, slot, StashFolds(first, n, dy, x, slot));
+        for (uint32_t done = 0; done < count; done += rows) {
+            const uint32_t next = done + rows;
+            const uint32_t m = next < count ? Min(rows, count - next) : 0;
+            LocalTensor<T> dyNext;
+            LocalTensor<T> xNext;
+            event_t reduced = static_cast<event_t>(0);
+            if (m > 0) {
+                // The stats first: MTE2 runs in order, and the rows' copy waits for pass i - 1's
+                // buffers (the end of its step 3 on the vector unit).
+                LoadPassStats(first + next, m, slot ^ 1);
+                CopyInRows(first + next, m);
+                dyNext = inDy_.DeQue<T>();
+                xNext = inX_.DeQue<T>();
+                reduced = StashFolds(first + next, m, dyNext, xNext, slot ^ 1);
+            }
+            LocalTensor<T> dx = outDx_.AllocTensor<T>();
+            StashOutputs(n, dy, x, dx, slot);
+            inDy_.FreeTensor(dy);
+            inX_.FreeTensor(x);
+            outDx_.EnQue(dx);
+            CopyOutRows(first + done, n);
+            if (m > 0) {
+                StashScalars(m, slot ^ 1, reduced);
+                dy = dyNext;
+                x = xNext;
+                n = m;
+                slot ^= 1;
+            }
+        }
+    }
+
+    // Step 0: the pass's `count` rstd values and means into Stats(slot).
+    __aicore__ inline void LoadPassStats(uint32_t row, uint32_t count, uint32_t slot)
+    {
+        LocalTensor<float> stats = Stats(slot);
         const DataCopyExtParams one(1, count * sizeof(float), 0, 0, 0);
         const DataCopyPadExtParams<float> none(false, 0, 0, 0.0f);
-        Sync<HardEvent::S_MTE2>();  // the previous pass's scalar reads of rowStats_ are done
+        Sync<HardEvent::S_MTE2>();  // the scalar reads of this slot two passes ago are done
         DataCopyPad(stats, rstdGm_[row], one, none);
-        DataCopyPad(stats[AlignUp(t_.rowFactor, FOLD_LANES)], meanGm_[row], one, none);
+        DataCopyPad(stats[MeansAt()], meanGm_[row], one, none);
         Sync<HardEvent::MTE2_S>();
     }
 
-    __aicore__ inline void ComputeRowsStashed(uint32_t row, uint32_t count, const LocalTensor<T>& dy,
-                                              const LocalTensor<T>& x, const LocalTensor<T>& dx)
+    // Step 1; returns the V -> S event set behind it.
+    __aicore__ inline event_t StashFolds(uint32_t row, uint32_t count, const LocalTensor<T>& dy,
+                                         const LocalTensor<T>& x, uint32_t slot)
     {
         const uint32_t width = t_.numColAlign;
         const uint32_t piece = t_.workFactor;
@@ -423,37 +490,45 @@ private:
         LocalTensor<float> gh = gammaH_.Get<float>();
         LocalTensor<float> gl = gammaL_.Get<float>();
         LocalTensor<float> stash = stash_.Get<float>();
-        LocalTensor<float> scalars = rowScalars_.Get<float>();
-        LocalTensor<float> stats = rowStats_.Get<float>();
-        const uint32_t means = AlignUp(t_.rowFactor, FOLD_LANES);
-        LoadPassStats(row, count);
+        LocalTensor<float> stats = Stats(slot);  // LoadPassStats(row, count, slot) before the rows' copy
         for (uint32_t r = 0; r < count; ++r) {
             const uint32_t base = r * width;
-            rowMean_ = stats.GetValue(means + r);
+            rowMean_ = stats.GetValue(MeansAt() + r);
             for (uint32_t k = 0; k < pieces; ++k) {
                 const uint32_t col = k * piece;
                 const uint32_t len = Min(piece, t_.numCol - col);
-                const LocalTensor<float> slot = stash[(r * pieces + k) * STASH_PIECE];
+                const LocalTensor<float> slotLanes = stash[(r * pieces + k) * STASH_PIECE];
                 ProductsGx(dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
                 // ProductsGx and every fold step end with a barrier: the copies need none.
                 const uint32_t w = FoldLanesPair(bG_.Get<float>(), bGe_.Get<float>(), bP_.Get<float>(),
                                                  bQ_.Get<float>(), len);
-                Muls(slot[2 * STASH_LANES], bG_.Get<float>(), 1.0f, w);
-                Muls(slot[3 * STASH_LANES], bGe_.Get<float>(), 1.0f, w);
-                Muls(slot, bP_.Get<float>(), 1.0f, w);
-                Muls(slot[STASH_LANES], bQ_.Get<float>(), 1.0f, w);
+                Muls(slotLanes[2 * STASH_LANES], bG_.Get<float>(), 1.0f, w);
+                Muls(slotLanes[3 * STASH_LANES], bGe_.Get<float>(), 1.0f, w);
+                Muls(slotLanes, bP_.Get<float>(), 1.0f, w);
+                Muls(slotLanes[STASH_LANES], bQ_.Get<float>(), 1.0f, w);
             }
         }
         event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
         SetFlag<HardEvent::V_S>(reduced);
+        return reduced;
+    }
+
+    // Step 2, after step 1's V -> S event.
+    __aicore__ inline void StashScalars(uint32_t count, uint32_t slot, event_t reduced)
+    {
+        const uint32_t piece = t_.workFactor;
+        const uint32_t pieces = Pieces();
+        LocalTensor<float> stash = stash_.Get<float>();
+        LocalTensor<float> scalars = rowScalars_.Get<float>();
+        LocalTensor<float> stats = Stats(slot);
         WaitFlag<HardEvent::V_S>(reduced);
         for (uint32_t r = 0; r < count; ++r) {
             FF sum{0.0f, 0.0f};
             for (uint32_t k = 0; k < pieces; ++k) {
                 const uint32_t w = FoldWidth(Min(piece, t_.numCol - k * piece));
-                const LocalTensor<float> slot = stash[(r * pieces + k) * STASH_PIECE];
-                sumG_ = AddLanes(sumG_, slot[2 * STASH_LANES], slot[3 * STASH_LANES], w, plainG_);
-                sum = AddLanes(sum, slot, slot[STASH_LANES], w, plainSum_);
+                const LocalTensor<float> slotLanes = stash[(r * pieces + k) * STASH_PIECE];
+                sumG_ = AddLanes(sumG_, slotLanes[2 * STASH_LANES], slotLanes[3 * STASH_LANES], w, plainG_);
+                sum = AddLanes(sum, slotLanes, slotLanes[STASH_LANES], w, plainSum_);
             }
             const float rstd = stats.GetValue(r);
             const FF coef = Coefficient(sum, rstd);
@@ -464,16 +539,25 @@ private:
             rs.SetValue(2, meanTerm.hi);
             rs.SetValue(3, meanTerm.lo);
         }
-        // The vector ops below overwrite the work rows and (next pass) the stash the scalar unit read.
+        // The vector ops after this overwrite (next pass) the stash the scalar unit read, and read
+        // nothing it wrote (step 3's scalars are passed by value).
         event_t read = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
         SetFlag<HardEvent::S_V>(read);
         WaitFlag<HardEvent::S_V>(read);
+    }
+
+    // Step 3: dx and the accumulations of the pass's rows.
+    __aicore__ inline void StashOutputs(uint32_t count, const LocalTensor<T>& dy, const LocalTensor<T>& x,
+                                        const LocalTensor<T>& dx, uint32_t slot)
+    {
+        LocalTensor<float> scalars = rowScalars_.Get<float>();
+        LocalTensor<float> stats = Stats(slot);
         for (uint32_t r = 0; r < count; ++r) {
             const LocalTensor<float> rs = scalars[r * ROW_SCALARS];
             const FF coef{rs.GetValue(0), rs.GetValue(1)};
             const FF meanTerm{rs.GetValue(2), rs.GetValue(3)};
-            rowMean_ = stats.GetValue(means + r);
-            RowOutputs(dy, x, dx, r * width, stats.GetValue(r), coef, meanTerm);
+            rowMean_ = stats.GetValue(MeansAt() + r);
+            RowOutputs(dy, x, dx, r * t_.numColAlign, stats.GetValue(r), coef, meanTerm);
         }
     }
 
@@ -2783,7 +2867,7 @@ const LocalTensor<float>& stat,
     TBuf<TPosition::VECCALC> bT3_;
     TBuf<TPosition::VECCALC> scratch_;
     TBuf<TPosition::VECCALC> mask_;  // uint8: the v == v mask
-    TBuf<TPosition::VECCALC> stash_;       // LayerNorm modes 0/1: the pass's folded lanes (ComputeRowsStashed)
+    TBuf<TPosition::VECCALC> stash_;       // LayerNorm modes 0/1: the pass's folded lanes (StashFolds)
     TBuf<TPosition::VECCALC> rowScalars_;  // LayerNorm modes 0/1: the pass's per-row scalars
     TBuf<TPosition::VECCALC> rowStats_;    // LayerNorm modes 0/1: the pass's rstd and mean values
     LocalTensor<float> dyF_;

@@ -364,34 +364,6 @@ private:
         inX_.EnQue(x);
     }
 
-    // Per row of the pass: the float-float sum of g * x over the row, workFactor elements at a
-    // time, then dx and the dgamma accumulation over the same pieces.
-    __aicore__ inline void ComputeRows(uint32_t row, uint32_t count)
-    {
-        LocalTensor<T> dy = inDy_.DeQue<T>();
-        LocalTensor<T> x = inX_.DeQue<T>();
-        LocalTensor<T> dx = outDx_.AllocTensor<T>();
-        const uint32_t width = t_.numColAlign;
-        const uint32_t piece = t_.workFactor;
-        LocalTensor<float> gf = GammaF();
-        LocalTensor<float> gh = gammaH_.Get<float>();
-        LocalTensor<float> gl = gammaL_.Get<float>();
-        for (uint32_t r = 0; r < count; ++r) {
-            const uint32_t base = r * width;
-            FF sum{0.0f, 0.0f};
-            for (uint32_t col = 0; col < t_.numCol; col += piece) {
-                const uint32_t len = Min(piece, t_.numCol - col);
-                sum = SumGx(sum, dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
-            }
-            const float rstd = rstdGm_.GetValue(row + r);
-            const FF coef = Coefficient(sum, rstd);
-            const FF meanTerm = MeanTerm(rstd);
-            RowOutputs(dy, x, dx, base, rstd, coef, meanTerm);
-        }
-        inDy_.FreeTensor(dy);
-        inX_.FreeTensor(x);
-        outDx_.EnQue(dx);
-    }
 
     // LayerNorm, modes 0/1 (ProcessGroupStashed): one V -> S and one S -> V wait a pass instead
     // of two of each a piece, and the pass's scalar steps overlapped with the previous pass's

@@ -445,7 +445,9 @@ private:
         LocalTensor<float> stats = Stats(slot);
         const DataCopyExtParams one(1, count * sizeof(float), 0, 0, 0);
         const DataCopyPadExtParams<float> none(false, 0, 0, 0.0f);
-        Sync<HardEvent::S_MTE2>();  // the scalar reads of this slot two passes ago are done
+        // The scalar reads of this slot two passes ago, and of the stash the last pass (see
+        // StashScalars), are done.
+        Sync<HardEvent::S_MTE2>();
         DataCopyPad(stats, rstdGm_[row], one, none);
         DataCopyPad(stats[MeansAt()], meanGm_[row], one, none);
         Sync<HardEvent::MTE2_S>();
@@ -511,11 +513,10 @@ private:
             rs.SetValue(2, meanTerm.hi);
             rs.SetValue(3, meanTerm.lo);
         }
-        // The vector ops after this overwrite (next pass) the stash the scalar unit read, and read
-        // nothing it wrote (step 3's scalars are passed by value).
-        event_t read = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-        SetFlag<HardEvent::S_V>(read);
-        WaitFlag<HardEvent::S_V>(read);
+        // No S -> V wait: the vector unit reads nothing the scalar unit wrote here (step 3's
+        // scalars are passed by value), and the next write of the stash (the next pass's step 1)
+        // comes after that pass's LoadPassStats S -> MTE2 wait, its rows' copy and their DeQue
+        // (MTE2 -> V): that chain orders these reads before it.
     }
 
     // Step 3: dx and the accumulations of the pass's rows.

@@ -365,8 +365,8 @@ private:
     }
 
 
-    // LayerNorm, modes 0/1 (ProcessGroupStashed): one V -> S and one S -> V wait a pass instead
-    // of two of each a piece, and the pass's scalar steps overlapped with the previous pass's
+    // LayerNorm, modes 0/1 (ProcessGroupStashed): one V -> S wait a pass instead of a V -> S
+    // and an S -> V wait a piece, and the pass's scalar steps overlapped with the previous pass's
     // vector work. The same operations in the same order per row, so the same bits:
     //   0. the pass's rstd and mean values in one copy each into its slot of rowStats_ (the
     //      scalar unit then reads them from UB: a scalar GM read costs a cache miss);
@@ -375,14 +375,15 @@ private:
     //      last lanes, copied (Muls by 1: -0 stays -0) into the pass's stash; a V -> S flag set;
     //   2. (StashScalars) the flag's wait; per row on the scalar unit, FoldSum's lane-by-lane
     //      AddFF over the stashed lanes piece by piece (each sum's chain in its own order),
-    //      Coefficient and MeanTerm into rowScalars_; one S -> V wait;
+    //      Coefficient and MeanTerm into rowScalars_;
     //   3. (StashOutputs) per row and piece, Prepare again, dx and the dgamma/dbeta accumulation.
     // Pipelined within a group: pass i + 1's copy-in and step 1 are issued before pass i's step
     // 3, and its step 2 after, so the scalar unit runs step 2 while the vector unit computes
     // pass i's outputs (the V -> S flag is set behind step 1 only). The two passes' dy and x
     // are the queues' two buffers; rowStats_ has a slot per pass in flight; the stash and
     // rowScalars_ are single (step 3's scalars are read as its calls are issued, before the next
-    // step 2 writes them; the S -> V wait orders step 2's stash reads before the next step 1).
+    // step 2 writes them; the next step 0's S -> MTE2 wait, the rows' copy and their DeQue order
+    // step 2's stash reads before the next step 1).
     // The stash: per row and piece STASH_LANES floats of each of P, Q, G, Ge.
     static constexpr uint32_t STASH_LANES = 16;  // >= FoldWidth(len) (MIN_FOLD), 64-byte slots
     static constexpr uint32_t STASH_PIECE = 4 * STASH_LANES;

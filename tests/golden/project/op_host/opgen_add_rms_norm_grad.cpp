@@ -290,10 +290,11 @@ static bool PlanRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uint64_t
                               64 * 4 * ACC_ROWS + colAlign / 8 + 96;
     uint64_t piece = MinU64(MAX_PIECE, AlignUp(cols, CHUNK_ALIGN));
     while (true) {
-        const uint64_t fixed = resident + piece * WorkBytesPerElem(typeSize);
-        // LayerNorm (ComputeRowsStashed): per row, each piece's folded lanes of P, Q, G, Ge
-        // (STASH_PIECE floats) and the row's 8 scalars.
-        const uint64_t rowBytes = streamRow + (LAYER_NORM ? CeilDiv(cols, piece) * 64 * 4 + 8 * 4 : 0);
+        // LayerNorm (ProcessGroupStashed): two passes' rstd and mean values (rowStats_: rows
+        // rounded up to 8 each), per row each piece's folded lanes of P, Q, G, Ge (STASH_PIECE
+        // floats) and the row's 8 scalars.
+        const uint64_t fixed = resident + piece * WorkBytesPerElem(typeSize) + (LAYER_NORM ? 4 * 8 * 4 : 0);
+        const uint64_t rowBytes = streamRow + (LAYER_NORM ? CeilDiv(cols, piece) * 64 * 4 + 8 * 4 + 4 * 4 : 0);
         if (fixed + rowBytes <= budget) {
             const uint64_t cap = MinU64(MAX_ROWS_PER_COPY, maxGroupRows > 0 ? maxGroupRows : 1);
             plan->rowFactor = MinU64((budget - fixed) / rowBytes, cap);

@@ -311,6 +311,7 @@ private:
         }
         pipe_.InitBuffer(stash_, rows * Pieces() * STASH_PIECE * sizeof(float));
         pipe_.InitBuffer(rowScalars_, rows * ROW_SCALARS * sizeof(float));
+        pipe_.InitBuffer(rowStats_, 2 * StatsSlot() * sizeof(float));
         InitWork(t_.workFactor);
         LocalTensor<T> gamma = gammaBuf_.Get<T>();
         DataCopyPad(gamma, gammaGm_, RowParams(1, t_.numCol), NoPad());
@@ -335,12 +336,7 @@ private:
             PipeBarrier<PIPE_V>();
             const uint32_t first = GroupStart(k);
             const uint32_t count = GroupRows(k);
-            for (uint32_t done = 0; done < count; done += rows) {
-                const uint32_t n = Min(rows, count - done);
-                CopyInRows(first + done, n);
-                ComputeRows(first + done, n);
-                CopyOutRows(first + done, n);
-            }
+            ProcessGroupStashed(first, count);
             FinishPartial(0, k, 0, accH_.Get<float>(), accL_.Get<float>(), t_.numCol);
             if constexpr (LAYER_NORM) {
                 FinishPartial(1, k, 0, accBH_.Get<float>(), accBL_.Get<float>(), t_.numCol);
@@ -368,36 +364,99 @@ private:
         inX_.EnQue(x);
     }
 
-    // Per row of the pass: the float-float sum of g * x over the row, workFactor elements at a
-    // time, then dx and the dgamma accumulation over the same pieces.
-    __aicore__ inline void ComputeRows(uint32_t row, uint32_t count)
-    {
-        LocalTensor<T> dy = inDy_.DeQue<T>();
-        LocalTensor<T> x = inX_.DeQue<T>();
-        LocalTensor<T> dx = outDx_.AllocTensor<T>();
-        ComputeRowsStashed(row, count, dy, x, dx);
-        inDy_.FreeTensor(dy);
-        inX_.FreeTensor(x);
-        outDx_.EnQue(dx);
-    }
 
-    // LayerNorm, modes 0/1: ComputeRows with one V -> S and one S -> V wait a pass instead of
-    // two of each a piece. The same operations in the same order per row, so the same bits:
-    //   1. per row and piece, the products and both folds (G + Ge, then P + Q) down to their
-    //      last lanes, which are copied (Muls by 1: -0 stays -0) into the pass's stash;
-    //   2. one V -> S wait; per row on the scalar unit, FoldSum's lane-by-lane AddFF over the
-    //      stashed lanes piece by piece (each sum's chain in its own order), Coefficient and
-    //      MeanTerm, kept with rstd and the mean in rowScalars_; one S -> V wait;
-    //   3. per row and piece, Prepare again, dx and the dgamma/dbeta accumulation, as before.
+    // LayerNorm, modes 0/1 (ProcessGroupStashed): one V -> S wait a pass instead of a V -> S
+    // and an S -> V wait a piece, and the pass's scalar steps overlapped with the previous pass's
+    // vector work. The same operations in the same order per row, so the same bits:
+    //   0. the pass's rstd and mean values in one copy each into its slot of rowStats_ (the
+    //      scalar unit then reads them from UB: a scalar GM read costs a cache miss);
+    //   1. (StashFolds) per row and piece, the products and both folds (G + Ge and P + Q, in
+    //      lockstep: the same steps of two independent sums share their barriers) down to their
+    //      last lanes, copied (Muls by 1: -0 stays -0) into the pass's stash; a V -> S flag set;
+    //   2. (StashScalars) the flag's wait; per row on the scalar unit, FoldSum's lane-by-lane
+    //      AddFF over the stashed lanes piece by piece (each sum's chain in its own order),
+    //      Coefficient and MeanTerm into rowScalars_;
+    //   3. (StashOutputs) per row and piece, Prepare again, dx and the dgamma/dbeta accumulation.
+    // Pipelined within a group: pass i + 1's copy-in and step 1 are issued before pass i's step
+    // 3, and its step 2 after, so the scalar unit runs step 2 while the vector unit computes
+    // pass i's outputs (the V -> S flag is set behind step 1 only). The two passes' dy and x
+    // are the queues' two buffers; rowStats_ has a slot per pass in flight; the stash and
+    // rowScalars_ are single (step 3's scalars are read as its calls are issued, before the next
+    // step 2 writes them; the next step 0's S -> MTE2 wait, the rows' copy and their DeQue order
+    // step 2's stash reads before the next step 1).
     // The stash: per row and piece STASH_LANES floats of each of P, Q, G, Ge.
     static constexpr uint32_t STASH_LANES = 16;  // >= FoldWidth(len) (MIN_FOLD), 64-byte slots
     static constexpr uint32_t STASH_PIECE = 4 * STASH_LANES;
-    static constexpr uint32_t ROW_SCALARS = 8;   // rstd, c (hi, lo), r mean(g) (hi, lo), the mean
+    static constexpr uint32_t ROW_SCALARS = 8;   // c (hi, lo), r mean(g) (hi, lo); 32-byte slots
 
     __aicore__ inline uint32_t Pieces() const { return (t_.numCol + t_.workFactor - 1) / t_.workFactor; }
 
-    __aicore__ inline void ComputeRowsStashed(uint32_t row, uint32_t count, const LocalTensor<T>& dy,
-                                              const LocalTensor<T>& x, const LocalTensor<T>& dx)
+    // A slot of rowStats_: the pass's rstd values, then (from MeansAt()) its means.
+    __aicore__ inline uint32_t MeansAt() const { return AlignUp(t_.rowFactor, FOLD_LANES); }
+    __aicore__ inline uint32_t StatsSlot() const { return 2 * MeansAt(); }
+    __aicore__ inline LocalTensor<float> Stats(uint32_t slot) { return rowStats_.Get<float>()[slot * StatsSlot()]; }
+
+    __aicore__ inline void ProcessGroupStashed(uint32_t first, uint32_t count)
+    {
+        if (count == 0) {
+            return;  // an empty group (fewer rows than groups): only its zero partial
+        }
+        const uint32_t rows = t_.rowFactor;
+        uint32_t n = Min(rows, count);
+        LoadPassStats(first, n, 0);
+        CopyInRows(first, n);
+        LocalTensor<T> dy = inDy_.DeQue<T>();
+        LocalTensor<T> x = inX_.DeQue<T>();
+        uint32_t slot = 0;
+        StashScalars(n, slot, StashFolds(first, n, dy, x, slot));
+        for (uint32_t done = 0; done < count; done += rows) {
+            const uint32_t next = done + rows;
+            const uint32_t m = next < count ? Min(rows, count - next) : 0;
+            LocalTensor<T> dyNext;
+            LocalTensor<T> xNext;
+            event_t reduced = static_cast<event_t>(0);
+            if (m > 0) {
+                // The stats first: MTE2 runs in order, and the rows' copy waits for pass i - 1's
+                // buffers (the end of its step 3 on the vector unit).
+                LoadPassStats(first + next, m, slot ^ 1);
+                CopyInRows(first + next, m);
+                dyNext = inDy_.DeQue<T>();
+                xNext = inX_.DeQue<T>();
+                reduced = StashFolds(first + next, m, dyNext, xNext, slot ^ 1);
+            }
+            LocalTensor<T> dx = outDx_.AllocTensor<T>();
+            StashOutputs(n, dy, x, dx, slot);
+            inDy_.FreeTensor(dy);
+            inX_.FreeTensor(x);
+            outDx_.EnQue(dx);
+            CopyOutRows(first + done, n);
+            if (m > 0) {
+                StashScalars(m, slot ^ 1, reduced);
+                dy = dyNext;
+                x = xNext;
+                n = m;
+                slot ^= 1;
+            }
+        }
+    }
+
+    // Step 0: the pass's `count` rstd values and means into Stats(slot).
+    __aicore__ inline void LoadPassStats(uint32_t row, uint32_t count, uint32_t slot)
+    {
+        LocalTensor<float> stats = Stats(slot);
+        const DataCopyExtParams one(1, count * sizeof(float), 0, 0, 0);
+        const DataCopyPadExtParams<float> none(false, 0, 0, 0.0f);
+        // The scalar reads of this slot two passes ago, and of the stash the last pass (see
+        // StashScalars), are done.
+        Sync<HardEvent::S_MTE2>();
+        DataCopyPad(stats, rstdGm_[row], one, none);
+        DataCopyPad(stats[MeansAt()], meanGm_[row], one, none);
+        Sync<HardEvent::MTE2_S>();
+    }
+
+    // Step 1; returns the V -> S event set behind it.
+    __aicore__ inline event_t StashFolds(uint32_t row, uint32_t count, const LocalTensor<T>& dy,
+                                         const LocalTensor<T>& x, uint32_t slot)
     {
         const uint32_t width = t_.numColAlign;
         const uint32_t piece = t_.workFactor;
@@ -406,58 +465,258 @@ private:
         LocalTensor<float> gh = gammaH_.Get<float>();
         LocalTensor<float> gl = gammaL_.Get<float>();
         LocalTensor<float> stash = stash_.Get<float>();
-        LocalTensor<float> scalars = rowScalars_.Get<float>();
+        LocalTensor<float> stats = Stats(slot);  // LoadPassStats(row, count, slot) before the rows' copy
         for (uint32_t r = 0; r < count; ++r) {
             const uint32_t base = r * width;
-            LoadMean(row + r);
+            rowMean_ = stats.GetValue(MeansAt() + r);
             for (uint32_t k = 0; k < pieces; ++k) {
                 const uint32_t col = k * piece;
                 const uint32_t len = Min(piece, t_.numCol - col);
-                const LocalTensor<float> slot = stash[(r * pieces + k) * STASH_PIECE];
+                const LocalTensor<float> slotLanes = stash[(r * pieces + k) * STASH_PIECE];
                 ProductsGx(dy[base + col], x[base + col], gf[col], gh[col], gl[col], GammaE(col), len);
-                // ProductsGx and every FoldStep end with a barrier, and FoldStep's TwoSum writes its
-                // scratch (bG_ in the second fold) only after its first barrier: the copies need none.
-                const uint32_t w = FoldLanes(bG_.Get<float>(), bGe_.Get<float>(), len, bDyH_.Get<float>());
-                Muls(slot[2 * STASH_LANES], bG_.Get<float>(), 1.0f, w);
-                Muls(slot[3 * STASH_LANES], bGe_.Get<float>(), 1.0f, w);
-                FoldLanes(bP_.Get<float>(), bQ_.Get<float>(), len, bG_.Get<float>());
-                Muls(slot, bP_.Get<float>(), 1.0f, w);
-                Muls(slot[STASH_LANES], bQ_.Get<float>(), 1.0f, w);
+                // ProductsGx and every fold step end with a barrier: the copies need none.
+                const uint32_t w = FoldLanesPair(bG_.Get<float>(), bGe_.Get<float>(), bP_.Get<float>(),
+                                                 bQ_.Get<float>(), len);
+                Muls(slotLanes[2 * STASH_LANES], bG_.Get<float>(), 1.0f, w);
+                Muls(slotLanes[3 * STASH_LANES], bGe_.Get<float>(), 1.0f, w);
+                Muls(slotLanes, bP_.Get<float>(), 1.0f, w);
+                Muls(slotLanes[STASH_LANES], bQ_.Get<float>(), 1.0f, w);
             }
         }
         event_t reduced = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));
         SetFlag<HardEvent::V_S>(reduced);
+        return reduced;
+    }
+
+    // Step 2, after step 1's V -> S event.
+    __aicore__ inline void StashScalars(uint32_t count, uint32_t slot, event_t reduced)
+    {
+        const uint32_t piece = t_.workFactor;
+        const uint32_t pieces = Pieces();
+        LocalTensor<float> stash = stash_.Get<float>();
+        LocalTensor<float> scalars = rowScalars_.Get<float>();
+        LocalTensor<float> stats = Stats(slot);
         WaitFlag<HardEvent::V_S>(reduced);
         for (uint32_t r = 0; r < count; ++r) {
             FF sum{0.0f, 0.0f};
             for (uint32_t k = 0; k < pieces; ++k) {
                 const uint32_t w = FoldWidth(Min(piece, t_.numCol - k * piece));
-                const LocalTensor<float> slot = stash[(r * pieces + k) * STASH_PIECE];
-                sumG_ = AddLanes(sumG_, slot[2 * STASH_LANES], slot[3 * STASH_LANES], w, plainG_);
-                sum = AddLanes(sum, slot, slot[STASH_LANES], w, plainSum_);
+                const LocalTensor<float> slotLanes = stash[(r * pieces + k) * STASH_PIECE];
+                sumG_ = AddLanes(sumG_, slotLanes[2 * STASH_LANES], slotLanes[3 * STASH_LANES], w, plainG_);
+                sum = AddLanes(sum, slotLanes, slotLanes[STASH_LANES], w, plainSum_);
             }
-            const float rstd = rstdGm_.GetValue(row + r);
+            const float rstd = stats.GetValue(r);
             const FF coef = Coefficient(sum, rstd);
             const FF meanTerm = MeanTerm(rstd);
             const LocalTensor<float> rs = scalars[r * ROW_SCALARS];
-            rs.SetValue(0, rstd);
-            rs.SetValue(1, coef.hi);
-            rs.SetValue(2, coef.lo);
-            rs.SetValue(3, meanTerm.hi);
-            rs.SetValue(4, meanTerm.lo);
-            rs.SetValue(5, meanGm_.GetValue(row + r));
+            rs.SetValue(0, coef.hi);
+            rs.SetValue(1, coef.lo);
+            rs.SetValue(2, meanTerm.hi);
+            rs.SetValue(3, meanTerm.lo);
         }
-        // The vector ops below overwrite the work rows and (next pass) the stash the scalar unit read.
-        event_t read = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-        SetFlag<HardEvent::S_V>(read);
-        WaitFlag<HardEvent::S_V>(read);
+        // No S -> V wait: the vector unit reads nothing the scalar unit wrote here (step 3's
+        // scalars are passed by value), and the next write of the stash (the next pass's step 1)
+        // comes after that pass's LoadPassStats S -> MTE2 wait, its rows' copy and their DeQue
+        // (MTE2 -> V): that chain orders these reads before it.
+    }
+
+    // Step 3: dx and the accumulations of the pass's rows.
+    __aicore__ inline void StashOutputs(uint32_t count, const LocalTensor<T>& dy, const LocalTensor<T>& x,
+                                        const LocalTensor<T>& dx, uint32_t slot)
+    {
+        LocalTensor<float> scalars = rowScalars_.Get<float>();
+        LocalTensor<float> stats = Stats(slot);
         for (uint32_t r = 0; r < count; ++r) {
             const LocalTensor<float> rs = scalars[r * ROW_SCALARS];
-            const FF coef{rs.GetValue(1), rs.GetValue(2)};
-            const FF meanTerm{rs.GetValue(3), rs.GetValue(4)};
-            rowMean_ = rs.GetValue(5);
-            RowOutputs(dy, x, dx, r * width, rs.GetValue(0), coef, meanTerm);
+            const FF coef{rs.GetValue(0), rs.GetValue(1)};
+            const FF meanTerm{rs.GetValue(2), rs.GetValue(3)};
+            rowMean_ = stats.GetValue(MeansAt() + r);
+            RowOutputs(dy, x, dx, r * t_.numColAlign, stats.GetValue(r), coef, meanTerm);
         }
+    }
+
+    // LayerNorm's Dx and AccumulateDbeta for a prepared piece, the same operations per chain
+    // (so the same bits) in one lockstep schedule, each barrier step advancing every independent
+    // chain by one operation (17 barrier steps instead of Dx's 40 and AccumulateDbeta's 7):
+    //   A  a = r g:  t1 = G r, t2 = (((GH rs.hi - t1) + GH rs.lo) + GL rs.hi) + GL rs.lo) + Ge r
+    //   B  b = u c:  p = U c.hi, q = (((((XH cs.hi - p) + XH cs.lo) + XL cs.hi) + XL cs.lo)
+    //                + U c.lo) + Ul c.hi
+    //   then t2 -= q; s + e = TwoSum(t1, -p); t2 += e; s' + e' = TwoSum(s, -mt.hi); t2 += e';
+    //   t2 -= mt.lo; dx = s' + t2 (s' where that is NaN), rounded once;
+    //   dbeta  s + e = TwoSum(accBH, dy); accBL += e; accBH = s + 0 (in the tail's steps).
+    // Buffers: G, Ge, GH, GL (Dx's inputs, each read in the first steps) and the temporaries
+    // hold the terms; dy, u, ul and the splits of dy and x stay for AccumulateDgamma.
+    __aicore__ inline void DxDbeta(const LocalTensor<T>& dx, uint32_t len, float rstd, FF coef, FF meanTerm,
+                                   const LocalTensor<float>& accBH, const LocalTensor<float>& accBL)
+    {
+        const FF rs = SplitS(rstd);
+        const FF cs = SplitS(coef.hi);
+        LocalTensor<float> g = bG_.Get<float>();
+        LocalTensor<float> ge = bGe_.Get<float>();
+        LocalTensor<float> gh = bGH_.Get<float>();
+        LocalTensor<float> gl = bGL_.Get<float>();
+        LocalTensor<float> p = bP_.Get<float>();
+        LocalTensor<float> q = bQ_.Get<float>();
+        LocalTensor<float> t1 = bT1_.Get<float>();
+        LocalTensor<float> t2 = bT2_.Get<float>();
+        LocalTensor<float> t3 = bT3_.Get<float>();
+        LocalTensor<float> sc = scratch_.Get<float>();
+        LocalTensor<float> u = xF_;
+        LocalTensor<float> ul = bUl_.Get<float>();
+        LocalTensor<float> xh = bXH_.Get<float>();
+        LocalTensor<float> xl = bXL_.Get<float>();
+        // 1
+        Muls(t1, g, rstd, len);
+        Muls(ge, ge, rstd, len);  // A's last term, Ge r
+        Muls(t2, gh, rs.hi, len);
+        Muls(sc, gh, rs.lo, len);
+        Muls(t3, gl, rs.hi, len);
+        Muls(p, u, coef.hi, len);
+        Muls(q, xh, cs.hi, len);
+        PipeBarrier<PIPE_V>();
+        // 2
+        Sub(t2, t2, t1, len);
+        Muls(g, gl, rs.lo, len);
+        Sub(q, q, p, len);
+        Muls(gh, xh, cs.lo, len);
+        PipeBarrier<PIPE_V>();
+        // 3
+        Add(t2, t2, sc, len);
+        Add(q, q, gh, len);
+        Muls(gl, xl, cs.hi, len);
+        PipeBarrier<PIPE_V>();
+        // 4
+        Add(t2, t2, t3, len);
+        Add(q, q, gl, len);
+        Muls(sc, xl, cs.lo, len);
+        Muls(gh, u, coef.lo, len);
+        PipeBarrier<PIPE_V>();
+        // 5
+        Add(t2, t2, g, len);
+        Add(q, q, sc, len);
+        Muls(t3, ul, coef.hi, len);
+        Muls(gl, p, -1.0f, len);  // -p
+        PipeBarrier<PIPE_V>();
+        // 6: A done; TwoSum(t1, -p): s in sc
+        Add(t2, t2, ge, len);
+        Add(q, q, gh, len);
+        Add(sc, t1, gl, len);
+        PipeBarrier<PIPE_V>();
+        // 7: B done; bb in g; TwoSum(s, -mt.hi): s' in ge
+        Add(q, q, t3, len);
+        Sub(g, sc, t1, len);
+        Adds(ge, sc, -meanTerm.hi, len);
+        PipeBarrier<PIPE_V>();
+        // 8
+        Sub(t2, t2, q, len);
+        Sub(gh, sc, g, len);
+        Sub(p, gl, g, len);
+        Sub(t3, ge, sc, len);
+        PipeBarrier<PIPE_V>();
+        // 9
+        Sub(gh, t1, gh, len);
+        Sub(q, ge, t3, len);
+        Adds(gl, t3, meanTerm.hi, len);
+        PipeBarrier<PIPE_V>();
+        // 10: p = TwoSum(t1, -p)'s error
+        Add(p, gh, p, len);
+        Sub(q, sc, q, len);
+        PipeBarrier<PIPE_V>();
+        // 11: gl = TwoSum(s, -mt.hi)'s error; dbeta's TwoSum(accBH, dy) in sc (free)
+        Add(t2, t2, p, len);
+        Sub(gl, q, gl, len);
+        Add(sc, accBH, dyF_, len);
+        PipeBarrier<PIPE_V>();
+        // 12
+        Add(t2, t2, gl, len);
+        Sub(g, sc, accBH, len);
+        PipeBarrier<PIPE_V>();
+        // 13
+        Adds(t2, t2, -meanTerm.lo, len);
+        Sub(t3, sc, g, len);
+        Sub(gh, dyF_, g, len);
+        PipeBarrier<PIPE_V>();
+        // 14
+        Add(p, ge, t2, len);
+        Sub(t3, accBH, t3, len);
+        PipeBarrier<PIPE_V>();
+        // 15-16: where the corrections are NaN but the plain difference is not, the plain one
+        Add(gh, t3, gh, len);
+        KeepUnlessNan(p, ge, len);
+        // 17
+        Add(accBL, accBL, gh, len);
+        Adds(accBH, sc, 0.0f, len);
+        if constexpr (NEEDS_FP32_COPY) {
+            Cast(dx, p, TO_T, len);
+        } else {
+            Muls(dx, p, 1.0f, len);  // an exact copy (-0 stays -0)
+        }
+        PipeBarrier<PIPE_V>();
+    }
+
+    // FoldLanes of two independent sums of `len` lanes, (p1, q1) and (p2, q2), in lockstep: the
+    // same FoldStep sequence on each (the same bits as two FoldLanes calls), each barrier step
+    // serving both. Scratch: bT1_..bT3_, bDyH_ for the first sum; bDyL_, bXH_, bXL_, bGH_ for
+    // the second (the splits are dead once the products are formed).
+    __aicore__ inline uint32_t FoldLanesPair(const LocalTensor<float>& p1, const LocalTensor<float>& q1,
+                                             const LocalTensor<float>& p2, const LocalTensor<float>& q2, uint32_t len)
+    {
+        uint32_t w = len;
+        if (len >= MIN_FOLD) {
+            w = 1;
+            while (w * 2 <= len) {
+                w *= 2;
+            }
+            for (uint32_t off = w; off < len; off += w) {
+                FoldStepPair(p1, q1, p2, q2, off, Min(w, len - off));
+            }
+            while (w > FOLD_LANES) {
+                w /= 2;
+                FoldStepPair(p1, q1, p2, q2, w, w);
+            }
+        }
+        return w;
+    }
+
+    // FoldStep on (p1, q1) and (p2, q2) at once: per sum, the TwoSum of p[0, n) and p[off, off + n)
+    // (s = a + b, bb = s - a, e = (a - (s - bb)) + (b - bb)), q = (q + q[off]) + e, p = s + 0;
+    // q's first add joins the TwoSum's first step (it reads neither s nor e).
+    __aicore__ inline void FoldStepPair(const LocalTensor<float>& p1, const LocalTensor<float>& q1,
+                                        const LocalTensor<float>& p2, const LocalTensor<float>& q2, uint32_t off,
+                                        uint32_t n)
+    {
+        LocalTensor<float> s1 = bT1_.Get<float>();
+        LocalTensor<float> e1 = bT2_.Get<float>();
+        LocalTensor<float> bb1 = bT3_.Get<float>();
+        LocalTensor<float> t1 = bDyH_.Get<float>();
+        LocalTensor<float> s2 = bDyL_.Get<float>();
+        LocalTensor<float> e2 = bXH_.Get<float>();
+        LocalTensor<float> bb2 = bXL_.Get<float>();
+        LocalTensor<float> t2 = bGH_.Get<float>();
+        Add(s1, p1, p1[off], n);
+        Add(s2, p2, p2[off], n);
+        Add(q1, q1, q1[off], n);
+        Add(q2, q2, q2[off], n);
+        PipeBarrier<PIPE_V>();
+        Sub(bb1, s1, p1, n);
+        Sub(bb2, s2, p2, n);
+        PipeBarrier<PIPE_V>();
+        Sub(t1, s1, bb1, n);
+        Sub(e1, p1[off], bb1, n);
+        Sub(t2, s2, bb2, n);
+        Sub(e2, p2[off], bb2, n);
+        PipeBarrier<PIPE_V>();
+        Sub(t1, p1, t1, n);
+        Sub(t2, p2, t2, n);
+        PipeBarrier<PIPE_V>();
+        Add(e1, t1, e1, n);
+        Add(e2, t2, e2, n);
+        PipeBarrier<PIPE_V>();
+        Add(q1, q1, e1, n);
+        Adds(p1, s1, 0.0f, n);
+        Add(q2, q2, e2, n);
+        Adds(p2, s2, 0.0f, n);
+        PipeBarrier<PIPE_V>();
     }
 
     // dx and the dgamma (LayerNorm: and dbeta) accumulation of the pass's row at `base`, piece
@@ -470,11 +729,8 @@ private:
             const uint32_t len = Min(piece, t_.numCol - col);
             Prepare(dy[base + col], x[base + col], gf[col], gammaH_.Get<float>()[col], gammaL_.Get<float>()[col],
                     GammaE(col), len);
-            Dx(dx[base + col], len, rstd, coef, meanTerm);
+            DxDbeta(dx[base + col], len, rstd, coef, meanTerm, accBH_.Get<float>()[col], accBL_.Get<float>()[col]);
             AccumulateDgamma(accH_.Get<float>()[col], accL_.Get<float>()[col], len, rstd);
-            if constexpr (LAYER_NORM) {
-                AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);
-            }
         }
     }
 
@@ -628,26 +884,9 @@ private:
     // their splits in dyH/dyL, xH/xL.
     __aicore__ inline void PrepareDyX(const LocalTensor<T>& dy, const LocalTensor<T>& x, uint32_t len)
     {
-        PipeBarrier<PIPE_V>();  // the previous piece's vector ops still read the work buffers
-        if constexpr (NEEDS_FP32_COPY) {
-            dyF_ = bDy_.Get<float>();
-            xF_ = bX_.Get<float>();
-            Cast(dyF_, dy, RoundMode::CAST_NONE, len);
-            Cast(xF_, x, RoundMode::CAST_NONE, len);
-            PipeBarrier<PIPE_V>();
-        } else {
-            dyF_ = dy;
-            xF_ = x;
-        }
-        if constexpr (LAYER_NORM) {
-            // u = x - mean exactly, as the pair (bU_, bUl_): from here on xF_ is u's high part,
-            // and every product with it adds the low part's term.
-            TwoSumScalar(bU_.Get<float>(), bUl_.Get<float>(), xF_, -rowMean_, bT1_.Get<float>(), bT2_.Get<float>(),
-                         len);
-            xF_ = bU_.Get<float>();
-        }
-        Split(bDyH_.Get<float>(), bDyL_.Get<float>(), dyF_, bT1_.Get<float>(), len);
-        Split(bXH_.Get<float>(), bXL_.Get<float>(), xF_, bT2_.Get<float>(), len);
+        // No gamma: the gamma arguments are not read (bT1_ stands in; split-D has no gammaBuf_).
+        const LocalTensor<float> none = bT1_.Get<float>();
+        PrepareSteps(dy, x, none, none, none, none, len, false);
     }
 
     // The row's mean (LayerNorm), read by the scalar unit from GM like rstd.
@@ -664,19 +903,136 @@ private:
                                    const LocalTensor<float>& gh, const LocalTensor<float>& gl,
                                    const LocalTensor<float>& ge, uint32_t len)
     {
-        PrepareDyX(dy, x, len);
+        PrepareSteps(dy, x, gf, gh, gl, ge, len, true);
+    }
+
+    // PrepareDyX's and Prepare's chains, each the operations of
+    //   [LayerNorm] u = x - mean exactly: TwoSumScalar(u, ul, x, -mean) (then x stands for u);
+    //   Split(dyH, dyL, dy), Split(xH, xL, x);
+    //   [withG] g = dy gf; Ge = ProductError(dyH, dyL, gh, gl, g) (+ dy ge with an offset);
+    //           Split(GH, GL, g),
+    // in the same order per chain (so the same bits), the independent chains interleaved: each
+    // barrier step advances every chain by one operation (10 barrier steps instead of 27). The
+    // temporaries: TwoSumScalar's bT1_/bT2_, the splits' scratch_ (dy), bQ_ (x), bP_ (g); the
+    // product error's three terms bT3_, scratch_ and bT1_ (free by then). No caller holds bP_,
+    // bQ_ or the temporaries across a Prepare.
+    __aicore__ inline void PrepareSteps(const LocalTensor<T>& dy, const LocalTensor<T>& x,
+                                        const LocalTensor<float>& gf, const LocalTensor<float>& gh,
+                                        const LocalTensor<float>& gl, const LocalTensor<float>& ge, uint32_t len,
+                                        bool withG)
+    {
+        LocalTensor<float> dyH = bDyH_.Get<float>();
+        LocalTensor<float> dyL = bDyL_.Get<float>();
+        LocalTensor<float> xH = bXH_.Get<float>();
+        LocalTensor<float> xL = bXL_.Get<float>();
         LocalTensor<float> g = bG_.Get<float>();
-        Mul(g, dyF_, gf, len);
-        PipeBarrier<PIPE_V>();
-        ProductError(bGe_.Get<float>(), bDyH_.Get<float>(), bDyL_.Get<float>(), gh, gl, g, len);
-        if constexpr (HAS_OFFSET) {
-            LocalTensor<float> tmp = bT3_.Get<float>();
-            Mul(tmp, dyF_, ge, len);
+        LocalTensor<float> gE = bGe_.Get<float>();
+        LocalTensor<float> gH = bGH_.Get<float>();
+        LocalTensor<float> gL = bGL_.Get<float>();
+        LocalTensor<float> t1 = bT1_.Get<float>();
+        LocalTensor<float> t2 = bT2_.Get<float>();
+        LocalTensor<float> t3 = bT3_.Get<float>();
+        LocalTensor<float> sd = scratch_.Get<float>();  // dy's split
+        LocalTensor<float> sx = bQ_.Get<float>();       // x's split
+        LocalTensor<float> sg = bP_.Get<float>();       // g's split
+        PipeBarrier<PIPE_V>();  // the previous piece's vector ops still read the work buffers
+        if constexpr (NEEDS_FP32_COPY) {
+            dyF_ = bDy_.Get<float>();
+            xF_ = bX_.Get<float>();
+            Cast(dyF_, dy, RoundMode::CAST_NONE, len);
+            Cast(xF_, x, RoundMode::CAST_NONE, len);
             PipeBarrier<PIPE_V>();
-            Add(bGe_.Get<float>(), bGe_.Get<float>(), tmp, len);
+        } else {
+            dyF_ = dy;
+            xF_ = x;
+        }
+        const LocalTensor<float> xs = xF_;  // x in float (LayerNorm: TwoSumScalar's a)
+        LocalTensor<float> u = xs;          // what x's split takes: u's high part for LayerNorm
+        if constexpr (LAYER_NORM) {
+            u = bU_.Get<float>();
+        }
+        // step 1
+        if constexpr (LAYER_NORM) {
+            Adds(u, xs, -rowMean_, len);
+        } else {
+            Muls(sx, xs, SPLITTER, len);
+        }
+        Muls(sd, dyF_, SPLITTER, len);
+        if (withG) {
+            Mul(g, dyF_, gf, len);
+        }
+        PipeBarrier<PIPE_V>();
+        // step 2
+        if constexpr (LAYER_NORM) {
+            Sub(t1, u, xs, len);
+            Muls(sx, u, SPLITTER, len);
+        } else {
+            Sub(xL, sx, xs, len);
+        }
+        Sub(dyL, sd, dyF_, len);
+        if (withG) {
+            Muls(sg, g, SPLITTER, len);
+        }
+        PipeBarrier<PIPE_V>();
+        // step 3
+        if constexpr (LAYER_NORM) {
+            Sub(t2, u, t1, len);
+            Adds(bUl_.Get<float>(), t1, rowMean_, len);
+            Sub(xL, sx, u, len);
+        } else {
+            Sub(xH, sx, xL, len);
+        }
+        Sub(dyH, sd, dyL, len);
+        if (withG) {
+            Sub(gL, sg, g, len);
+        }
+        PipeBarrier<PIPE_V>();
+        // step 4
+        if constexpr (LAYER_NORM) {
+            Sub(t2, xs, t2, len);
+            Sub(xH, sx, xL, len);
+        } else {
+            Sub(xL, xs, xH, len);
+        }
+        Sub(dyL, dyF_, dyH, len);
+        if (withG) {
+            Sub(gH, sg, gL, len);
+            Mul(gE, dyH, gh, len);
+            Mul(t3, dyH, gl, len);
+        }
+        PipeBarrier<PIPE_V>();
+        // step 5
+        if constexpr (LAYER_NORM) {
+            Sub(bUl_.Get<float>(), t2, bUl_.Get<float>(), len);
+            Sub(xL, u, xH, len);
+        }
+        if (withG) {
+            Sub(gL, g, gH, len);
+            Sub(gE, gE, g, len);
+            Mul(sd, dyL, gh, len);
+            Mul(t1, dyL, gl, len);
+        }
+        if (LAYER_NORM || withG) {
             PipeBarrier<PIPE_V>();
         }
-        Split(bGH_.Get<float>(), bGL_.Get<float>(), g, bT1_.Get<float>(), len);
+        xF_ = u;
+        if (!withG) {
+            return;
+        }
+        // steps 6-8: the product error's sum, in ProductError's order
+        Add(gE, gE, t3, len);
+        if constexpr (HAS_OFFSET) {
+            Mul(t2, dyF_, ge, len);
+        }
+        PipeBarrier<PIPE_V>();
+        Add(gE, gE, sd, len);
+        PipeBarrier<PIPE_V>();
+        Add(gE, gE, t1, len);
+        PipeBarrier<PIPE_V>();
+        if constexpr (HAS_OFFSET) {
+            Add(gE, gE, t2, len);
+            PipeBarrier<PIPE_V>();
+        }
     }
 
     // Adds sum(g * x) over a piece to `sum`: P + Q = g * x exactly per element (P = fl(G x),
@@ -898,39 +1254,91 @@ private:
     }
 
     // acc (hi + lo) += dy x r for a piece prepared by PrepareDyX: w = dy x exactly (G + Ge),
-    // w r exactly (P + Q), TwoSum into accH, every error into accL.
+    // w r exactly (P + Q), TwoSum into accH, every error into accL. The chains, each in its
+    // own order (so the same bits as one after the other), interleaved in 12 barrier steps
+    // (32 one after the other):
+    //   G = dy x; Ge = ((((dyH xH - G) + dyH xL) + dyL xH) + dyL xL) [+ dy ul, LayerNorm];
+    //   Split(GH, GL, G); P = G r; Q = ((((GH rs.hi - P) + GH rs.lo) + GL rs.hi) + GL rs.lo)
+    //   + Ge r; s + e = TwoSum(accH, P); accL = (accL + Q) + e; accH = s + 0.
+    // The splits of dy and x (and u) are read in the first step only: TwoSum's temporaries.
     __aicore__ inline void AccumulateDgamma(const LocalTensor<float>& accH, const LocalTensor<float>& accL,
                                             uint32_t len, float rstd)
     {
         const FF rs = SplitS(rstd);
         LocalTensor<float> g = bG_.Get<float>();
         LocalTensor<float> ge = bGe_.Get<float>();
+        LocalTensor<float> gh = bGH_.Get<float>();
+        LocalTensor<float> gl = bGL_.Get<float>();
         LocalTensor<float> p = bP_.Get<float>();
         LocalTensor<float> q = bQ_.Get<float>();
         LocalTensor<float> t1 = bT1_.Get<float>();
         LocalTensor<float> t2 = bT2_.Get<float>();
+        LocalTensor<float> t3 = bT3_.Get<float>();
+        LocalTensor<float> sc = scratch_.Get<float>();
+        LocalTensor<float> dyH = bDyH_.Get<float>();
+        LocalTensor<float> dyL = bDyL_.Get<float>();
+        LocalTensor<float> xH = bXH_.Get<float>();
+        LocalTensor<float> xL = bXL_.Get<float>();
         PipeBarrier<PIPE_V>();
+        // 1: the products of dy x's exact error (and dy times u's low part)
         Mul(g, dyF_, xF_, len);
-        PipeBarrier<PIPE_V>();
-        ProductError(ge, bDyH_.Get<float>(), bDyL_.Get<float>(), bXH_.Get<float>(), bXL_.Get<float>(), g, len);
+        Mul(ge, dyH, xH, len);
+        Mul(t3, dyH, xL, len);
+        Mul(sc, dyL, xH, len);
+        Mul(q, dyL, xL, len);
         if constexpr (LAYER_NORM) {
-            Mul(t1, dyF_, bUl_.Get<float>(), len);  // dy times u's low part
-            PipeBarrier<PIPE_V>();
-            Add(ge, ge, t1, len);
-            PipeBarrier<PIPE_V>();
+            Mul(t1, dyF_, bUl_.Get<float>(), len);
         }
-        Split(bGH_.Get<float>(), bGL_.Get<float>(), g, t1, len);
+        PipeBarrier<PIPE_V>();
+        // 2
+        Sub(ge, ge, g, len);
+        Muls(t2, g, SPLITTER, len);
         Muls(p, g, rstd, len);
-        Muls(t2, ge, rstd, len);
         PipeBarrier<PIPE_V>();
-        ProductErrorS(q, bGH_.Get<float>(), bGL_.Get<float>(), rs, p, len);
-        Add(q, q, t2, len);
+        // 3: TwoSum(accH, P): s in xH
+        Add(ge, ge, t3, len);
+        Sub(gl, t2, g, len);
+        Add(xH, accH, p, len);
         PipeBarrier<PIPE_V>();
-        TwoSum(t1, t2, accH, p, g, ge, len);
-        Add(accL, accL, q, len);
+        // 4: bb in xL
+        Add(ge, ge, sc, len);
+        Sub(gh, t2, gl, len);
+        Sub(xL, xH, accH, len);
         PipeBarrier<PIPE_V>();
-        Add(accL, accL, t2, len);
-        Adds(accH, t1, 0.0f, len);
+        // 5: Q's first terms in t3, sc; TwoSum's tmp in dyH, e in dyL
+        Add(ge, ge, q, len);
+        Sub(gl, g, gh, len);
+        Muls(t3, gh, rs.hi, len);
+        Muls(sc, gh, rs.lo, len);
+        Sub(dyH, xH, xL, len);
+        Sub(dyL, p, xL, len);
+        PipeBarrier<PIPE_V>();
+        // 6
+        if constexpr (LAYER_NORM) {
+            Add(ge, ge, t1, len);
+        }
+        Sub(t3, t3, p, len);
+        Muls(q, gl, rs.hi, len);
+        Muls(t2, gl, rs.lo, len);
+        Sub(dyH, accH, dyH, len);
+        PipeBarrier<PIPE_V>();
+        // 7
+        Add(t3, t3, sc, len);
+        Muls(t1, ge, rstd, len);
+        Add(dyL, dyH, dyL, len);
+        PipeBarrier<PIPE_V>();
+        // 8-10: Q in t3
+        Add(t3, t3, q, len);
+        PipeBarrier<PIPE_V>();
+        Add(t3, t3, t2, len);
+        PipeBarrier<PIPE_V>();
+        Add(t3, t3, t1, len);
+        PipeBarrier<PIPE_V>();
+        // 11-12
+        Add(accL, accL, t3, len);
+        PipeBarrier<PIPE_V>();
+        Add(accL, accL, dyL, len);
+        Adds(accH, xH, 0.0f, len);
         PipeBarrier<PIPE_V>();
     }
 
@@ -2418,8 +2826,9 @@ const LocalTensor<float>& stat,
     TBuf<TPosition::VECCALC> bT3_;
     TBuf<TPosition::VECCALC> scratch_;
     TBuf<TPosition::VECCALC> mask_;  // uint8: the v == v mask
-    TBuf<TPosition::VECCALC> stash_;       // LayerNorm modes 0/1: the pass's folded lanes (ComputeRowsStashed)
+    TBuf<TPosition::VECCALC> stash_;       // LayerNorm modes 0/1: the pass's folded lanes (StashFolds)
     TBuf<TPosition::VECCALC> rowScalars_;  // LayerNorm modes 0/1: the pass's per-row scalars
+    TBuf<TPosition::VECCALC> rowStats_;    // LayerNorm modes 0/1: the pass's rstd and mean values
     LocalTensor<float> dyF_;
     LocalTensor<float> xF_;
     LocalTensor<T> pendingDy_;

@@ -405,9 +405,6 @@ private:
                     GammaE(col), len);
             Dx(dx[base + col], len, rstd, coef, meanTerm);
             AccumulateDgamma(accH_.Get<float>()[col], accL_.Get<float>()[col], len, rstd);
-            if constexpr (LAYER_NORM) {
-                AccumulateDbeta(accBH_.Get<float>()[col], accBL_.Get<float>()[col], len);
-            }
         }
     }
 
@@ -561,26 +558,9 @@ private:
     // their splits in dyH/dyL, xH/xL.
     __aicore__ inline void PrepareDyX(const LocalTensor<T>& dy, const LocalTensor<T>& x, uint32_t len)
     {
-        PipeBarrier<PIPE_V>();  // the previous piece's vector ops still read the work buffers
-        if constexpr (NEEDS_FP32_COPY) {
-            dyF_ = bDy_.Get<float>();
-            xF_ = bX_.Get<float>();
-            Cast(dyF_, dy, RoundMode::CAST_NONE, len);
-            Cast(xF_, x, RoundMode::CAST_NONE, len);
-            PipeBarrier<PIPE_V>();
-        } else {
-            dyF_ = dy;
-            xF_ = x;
-        }
-        if constexpr (LAYER_NORM) {
-            // u = x - mean exactly, as the pair (bU_, bUl_): from here on xF_ is u's high part,
-            // and every product with it adds the low part's term.
-            TwoSumScalar(bU_.Get<float>(), bUl_.Get<float>(), xF_, -rowMean_, bT1_.Get<float>(), bT2_.Get<float>(),
-                         len);
-            xF_ = bU_.Get<float>();
-        }
-        Split(bDyH_.Get<float>(), bDyL_.Get<float>(), dyF_, bT1_.Get<float>(), len);
-        Split(bXH_.Get<float>(), bXL_.Get<float>(), xF_, bT2_.Get<float>(), len);
+        // No gamma: the gamma arguments are not read (bT1_ stands in; split-D has no gammaBuf_).
+        const LocalTensor<float> none = bT1_.Get<float>();
+        PrepareSteps(dy, x, none, none, none, none, len, false);
     }
 
     // The row's mean (LayerNorm), read by the scalar unit from GM like rstd.
@@ -597,19 +577,136 @@ private:
                                    const LocalTensor<float>& gh, const LocalTensor<float>& gl,
                                    const LocalTensor<float>& ge, uint32_t len)
     {
-        PrepareDyX(dy, x, len);
+        PrepareSteps(dy, x, gf, gh, gl, ge, len, true);
+    }
+
+    // PrepareDyX's and Prepare's chains, each the operations of
+    //   [LayerNorm] u = x - mean exactly: TwoSumScalar(u, ul, x, -mean) (then x stands for u);
+    //   Split(dyH, dyL, dy), Split(xH, xL, x);
+    //   [withG] g = dy gf; Ge = ProductError(dyH, dyL, gh, gl, g) (+ dy ge with an offset);
+    //           Split(GH, GL, g),
+    // in the same order per chain (so the same bits), the independent chains interleaved: each
+    // barrier step advances every chain by one operation (10 barrier steps instead of 27). The
+    // temporaries: TwoSumScalar's bT1_/bT2_, the splits' scratch_ (dy), bQ_ (x), bP_ (g); the
+    // product error's three terms bT3_, scratch_ and bT1_ (free by then). No caller holds bP_,
+    // bQ_ or the temporaries across a Prepare.
+    __aicore__ inline void PrepareSteps(const LocalTensor<T>& dy, const LocalTensor<T>& x,
+                                        const LocalTensor<float>& gf, const LocalTensor<float>& gh,
+                                        const LocalTensor<float>& gl, const LocalTensor<float>& ge, uint32_t len,
+                                        bool withG)
+    {
+        LocalTensor<float> dyH = bDyH_.Get<float>();
+        LocalTensor<float> dyL = bDyL_.Get<float>();
+        LocalTensor<float> xH = bXH_.Get<float>();
+        LocalTensor<float> xL = bXL_.Get<float>();
         LocalTensor<float> g = bG_.Get<float>();
-        Mul(g, dyF_, gf, len);
-        PipeBarrier<PIPE_V>();
-        ProductError(bGe_.Get<float>(), bDyH_.Get<float>(), bDyL_.Get<float>(), gh, gl, g, len);
-        if constexpr (HAS_OFFSET) {
-            LocalTensor<float> tmp = bT3_.Get<float>();
-            Mul(tmp, dyF_, ge, len);
+        LocalTensor<float> gE = bGe_.Get<float>();
+        LocalTensor<float> gH = bGH_.Get<float>();
+        LocalTensor<float> gL = bGL_.Get<float>();
+        LocalTensor<float> t1 = bT1_.Get<float>();
+        LocalTensor<float> t2 = bT2_.Get<float>();
+        LocalTensor<float> t3 = bT3_.Get<float>();
+        LocalTensor<float> sd = scratch_.Get<float>();  // dy's split
+        LocalTensor<float> sx = bQ_.Get<float>();       // x's split
+        LocalTensor<float> sg = bP_.Get<float>();       // g's split
+        PipeBarrier<PIPE_V>();  // the previous piece's vector ops still read the work buffers
+        if constexpr (NEEDS_FP32_COPY) {
+            dyF_ = bDy_.Get<float>();
+            xF_ = bX_.Get<float>();
+            Cast(dyF_, dy, RoundMode::CAST_NONE, len);
+            Cast(xF_, x, RoundMode::CAST_NONE, len);
             PipeBarrier<PIPE_V>();
-            Add(bGe_.Get<float>(), bGe_.Get<float>(), tmp, len);
+        } else {
+            dyF_ = dy;
+            xF_ = x;
+        }
+        const LocalTensor<float> xs = xF_;  // x in float (LayerNorm: TwoSumScalar's a)
+        LocalTensor<float> u = xs;          // what x's split takes: u's high part for LayerNorm
+        if constexpr (LAYER_NORM) {
+            u = bU_.Get<float>();
+        }
+        // step 1
+        if constexpr (LAYER_NORM) {
+            Adds(u, xs, -rowMean_, len);
+        } else {
+            Muls(sx, xs, SPLITTER, len);
+        }
+        Muls(sd, dyF_, SPLITTER, len);
+        if (withG) {
+            Mul(g, dyF_, gf, len);
+        }
+        PipeBarrier<PIPE_V>();
+        // step 2
+        if constexpr (LAYER_NORM) {
+            Sub(t1, u, xs, len);
+            Muls(sx, u, SPLITTER, len);
+        } else {
+            Sub(xL, sx, xs, len);
+        }
+        Sub(dyL, sd, dyF_, len);
+        if (withG) {
+            Muls(sg, g, SPLITTER, len);
+        }
+        PipeBarrier<PIPE_V>();
+        // step 3
+        if constexpr (LAYER_NORM) {
+            Sub(t2, u, t1, len);
+            Adds(bUl_.Get<float>(), t1, rowMean_, len);
+            Sub(xL, sx, u, len);
+        } else {
+            Sub(xH, sx, xL, len);
+        }
+        Sub(dyH, sd, dyL, len);
+        if (withG) {
+            Sub(gL, sg, g, len);
+        }
+        PipeBarrier<PIPE_V>();
+        // step 4
+        if constexpr (LAYER_NORM) {
+            Sub(t2, xs, t2, len);
+            Sub(xH, sx, xL, len);
+        } else {
+            Sub(xL, xs, xH, len);
+        }
+        Sub(dyL, dyF_, dyH, len);
+        if (withG) {
+            Sub(gH, sg, gL, len);
+            Mul(gE, dyH, gh, len);
+            Mul(t3, dyH, gl, len);
+        }
+        PipeBarrier<PIPE_V>();
+        // step 5
+        if constexpr (LAYER_NORM) {
+            Sub(bUl_.Get<float>(), t2, bUl_.Get<float>(), len);
+            Sub(xL, u, xH, len);
+        }
+        if (withG) {
+            Sub(gL, g, gH, len);
+            Sub(gE, gE, g, len);
+            Mul(sd, dyL, gh, len);
+            Mul(t1, dyL, gl, len);
+        }
+        if (LAYER_NORM || withG) {
             PipeBarrier<PIPE_V>();
         }
-        Split(bGH_.Get<float>(), bGL_.Get<float>(), g, bT1_.Get<float>(), len);
+        xF_ = u;
+        if (!withG) {
+            return;
+        }
+        // steps 6-8: the product error's sum, in ProductError's order
+        Add(gE, gE, t3, len);
+        if constexpr (HAS_OFFSET) {
+            Mul(t2, dyF_, ge, len);
+        }
+        PipeBarrier<PIPE_V>();
+        Add(gE, gE, sd, len);
+        PipeBarrier<PIPE_V>();
+        Add(gE, gE, t1, len);
+        PipeBarrier<PIPE_V>();
+        if constexpr (HAS_OFFSET) {
+            Add(gE, gE, t2, len);
+            PipeBarrier<PIPE_V>();
+        }
     }
 
     // Adds sum(g * x) over a piece to `sum`: P + Q = g * x exactly per element (P = fl(G x),
@@ -831,39 +928,91 @@ private:
     }
 
     // acc (hi + lo) += dy x r for a piece prepared by PrepareDyX: w = dy x exactly (G + Ge),
-    // w r exactly (P + Q), TwoSum into accH, every error into accL.
+    // w r exactly (P + Q), TwoSum into accH, every error into accL. The chains, each in its
+    // own order (so the same bits as one after the other), interleaved in 12 barrier steps
+    // (32 one after the other):
+    //   G = dy x; Ge = ((((dyH xH - G) + dyH xL) + dyL xH) + dyL xL) [+ dy ul, LayerNorm];
+    //   Split(GH, GL, G); P = G r; Q = ((((GH rs.hi - P) + GH rs.lo) + GL rs.hi) + GL rs.lo)
+    //   + Ge r; s + e = TwoSum(accH, P); accL = (accL + Q) + e; accH = s + 0.
+    // The splits of dy and x (and u) are read in the first step only: TwoSum's temporaries.
     __aicore__ inline void AccumulateDgamma(const LocalTensor<float>& accH, const LocalTensor<float>& accL,
                                             uint32_t len, float rstd)
     {
         const FF rs = SplitS(rstd);
         LocalTensor<float> g = bG_.Get<float>();
         LocalTensor<float> ge = bGe_.Get<float>();
+        LocalTensor<float> gh = bGH_.Get<float>();
+        LocalTensor<float> gl = bGL_.Get<float>();
         LocalTensor<float> p = bP_.Get<float>();
         LocalTensor<float> q = bQ_.Get<float>();
         LocalTensor<float> t1 = bT1_.Get<float>();
         LocalTensor<float> t2 = bT2_.Get<float>();
+        LocalTensor<float> t3 = bT3_.Get<float>();
+        LocalTensor<float> sc = scratch_.Get<float>();
+        LocalTensor<float> dyH = bDyH_.Get<float>();
+        LocalTensor<float> dyL = bDyL_.Get<float>();
+        LocalTensor<float> xH = bXH_.Get<float>();
+        LocalTensor<float> xL = bXL_.Get<float>();
         PipeBarrier<PIPE_V>();
+        // 1: the products of dy x's exact error (and dy times u's low part)
         Mul(g, dyF_, xF_, len);
-        PipeBarrier<PIPE_V>();
-        ProductError(ge, bDyH_.Get<float>(), bDyL_.Get<float>(), bXH_.Get<float>(), bXL_.Get<float>(), g, len);
+        Mul(ge, dyH, xH, len);
+        Mul(t3, dyH, xL, len);
+        Mul(sc, dyL, xH, len);
+        Mul(q, dyL, xL, len);
         if constexpr (LAYER_NORM) {
-            Mul(t1, dyF_, bUl_.Get<float>(), len);  // dy times u's low part
-            PipeBarrier<PIPE_V>();
-            Add(ge, ge, t1, len);
-            PipeBarrier<PIPE_V>();
+            Mul(t1, dyF_, bUl_.Get<float>(), len);
         }
-        Split(bGH_.Get<float>(), bGL_.Get<float>(), g, t1, len);
+        PipeBarrier<PIPE_V>();
+        // 2
+        Sub(ge, ge, g, len);
+        Muls(t2, g, SPLITTER, len);
         Muls(p, g, rstd, len);
-        Muls(t2, ge, rstd, len);
         PipeBarrier<PIPE_V>();
-        ProductErrorS(q, bGH_.Get<float>(), bGL_.Get<float>(), rs, p, len);
-        Add(q, q, t2, len);
+        // 3: TwoSum(accH, P): s in xH
+        Add(ge, ge, t3, len);
+        Sub(gl, t2, g, len);
+        Add(xH, accH, p, len);
         PipeBarrier<PIPE_V>();
-        TwoSum(t1, t2, accH, p, g, ge, len);
-        Add(accL, accL, q, len);
+        // 4: bb in xL
+        Add(ge, ge, sc, len);
+        Sub(gh, t2, gl, len);
+        Sub(xL, xH, accH, len);
         PipeBarrier<PIPE_V>();
-        Add(accL, accL, t2, len);
-        Adds(accH, t1, 0.0f, len);
+        // 5: Q's first terms in t3, sc; TwoSum's tmp in dyH, e in dyL
+        Add(ge, ge, q, len);
+        Sub(gl, g, gh, len);
+        Muls(t3, gh, rs.hi, len);
+        Muls(sc, gh, rs.lo, len);
+        Sub(dyH, xH, xL, len);
+        Sub(dyL, p, xL, len);
+        PipeBarrier<PIPE_V>();
+        // 6
+        if constexpr (LAYER_NORM) {
+            Add(ge, ge, t1, len);
+        }
+        Sub(t3, t3, p, len);
+        Muls(q, gl, rs.hi, len);
+        Muls(t2, gl, rs.lo, len);
+        Sub(dyH, accH, dyH, len);
+        PipeBarrier<PIPE_V>();
+        // 7
+        Add(t3, t3, sc, len);
+        Muls(t1, ge, rstd, len);
+        Add(dyL, dyH, dyL, len);
+        PipeBarrier<PIPE_V>();
+        // 8-10: Q in t3
+        Add(t3, t3, q, len);
+        PipeBarrier<PIPE_V>();
+        Add(t3, t3, t2, len);
+        PipeBarrier<PIPE_V>();
+        Add(t3, t3, t1, len);
+        PipeBarrier<PIPE_V>();
+        // 11-12
+        Add(accL, accL, t3, len);
+        PipeBarrier<PIPE_V>();
+        Add(accL, accL, dyL, len);
+        Adds(accH, xH, 0.0f, len);
         PipeBarrier<PIPE_V>();
     }
 
@@ -3083,8 +3232,9 @@ const LocalTensor<float>& stat,
     TBuf<TPosition::VECCALC> bT3_;
     TBuf<TPosition::VECCALC> scratch_;
     TBuf<TPosition::VECCALC> mask_;  // uint8: the v == v mask
-    TBuf<TPosition::VECCALC> stash_;       // LayerNorm modes 0/1: the pass's folded lanes (ComputeRowsStashed)
+    TBuf<TPosition::VECCALC> stash_;       // LayerNorm modes 0/1: the pass's folded lanes (StashFolds)
     TBuf<TPosition::VECCALC> rowScalars_;  // LayerNorm modes 0/1: the pass's per-row scalars
+    TBuf<TPosition::VECCALC> rowStats_;    // LayerNorm modes 0/1: the pass's rstd and mean values
     LocalTensor<float> dyF_;
     LocalTensor<float> xF_;
     LocalTensor<T> pendingDy_;

@@ -392,7 +392,7 @@ private:
     __aicore__ inline uint32_t Pieces() const { return (t_.numCol + t_.workFactor - 1) / t_.workFactor; }
 
     // A slot of rowStats_: the pass's rstd values, then (from MeansAt()) its means.
-    __aicore__ inline uint32_t MeansAt() const { return AlignUp(t_.rowFactor, FOLD_LANES); }
+    __aicore__ inline uint32_t MeansAt() const { return RoundUp(t_.rowFactor, FOLD_LANES); }
     __aicore__ inline uint32_t StatsSlot() const { return 2 * MeansAt(); }
     __aicore__ inline LocalTensor<float> Stats(uint32_t slot) { return rowStats_.Get<float>()[slot * StatsSlot()]; }
 

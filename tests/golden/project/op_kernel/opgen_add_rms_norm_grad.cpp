@@ -2725,30 +2725,28 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
             PipeBarrier<PIPE_V>();
             Add(q, q, t3, len);
             PipeBarrier<PIPE_V>();
-            DgammaExact(n, xf, t1, q, t3);
+            DgStart(n, xf, t1, q, t3, dy, x);
         } else {
             RowOpPlain(t1, q, PB(EB_RH), n, true);
             RowOpPlain(t3, q, PB(EB_RL), n, true);
             PipeBarrier<PIPE_V>();
-            DgammaExact(n, t1, q, t3, xf);
+            DgStart(n, t1, q, t3, xf, dy, x);
         }
-        // g again (dgamma used its row) and x's float row (dgamma's free row).
-        Cast(t1, dy, RoundMode::CAST_NONE, len);
-        LocalTensor<float> gammaAgain = t3;
-        if (ExactGammaInT()) {
-            Cast(gammaAgain, gammaBuf_.Get<T>(), RoundMode::CAST_NONE, t_.numCol);
-        } else {
-            gammaAgain = gammaF32_.Get<float>();
-        }
-        Cast(xf, x, RoundMode::CAST_NONE, len);
-        PipeBarrier<PIPE_V>();
-        ColMulPlain(g, t1, gammaAgain, n);  // exact, the same bits as before the row sums
         // k per row, split into kh + km + kl: every row of the pass at once on the vector unit,
-        // or row by row on the scalar unit.
+        // or row by row on the scalar unit. dgamma's halving and accumulation and g's forming
+        // again (dgamma used its row) run beside ExactKB's steps (KBBarrier); before the scalar
+        // unit's (rows too long for the level-0 form), DgammaExact and g's steps.
         if (scalarK) {
+            DgammaExact(n, dgHiA_, dgHiB_, dgLo_, dgFree_);
+            dgStep_ = DG_AGAIN;
+            DgStep();
+            DgIssue();  // the scalar steps' wait orders it
             ExactKS(stat, n, reduced);
         } else {
             ExactKB(stat, n);
+            while (dgStep_ < DG_DONE) {
+                DgStep();
+            }
         }
         Brcb(PB(EB_KH), PV(E_KH), blocks, BrcbRepeatParams(1, 8));
         Brcb(PB(EB_KM), PV(E_KM), blocks, BrcbRepeatParams(1, 8));
@@ -2779,6 +2777,139 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
             Muls(PB(EB_KM)[r * 8], lo[r * width], 1.0f, FOLD_LANES);
         }
     }
+
+    // dgamma's halving over the pass's rows, its accumulation and g = dy gamma formed again (with
+    // x's float row), as a list of barrier steps (DgammaExact's operations in its order, then
+    // g's): DgStep issues the next and its barrier, KBBarrier issues it inside one of ExactKB's
+    // barrier steps (the two touch disjoint buffers), so short rows' dgamma costs no barrier
+    // steps of its own (issue 26). Steps: the partial first level's five (if n is no power of
+    // two; the rows carried over copied in its first), five per level down to one row, the
+    // accumulation's five, g's two (DG_AGAIN). The TwoSum temporaries move off ExactKB's: bb
+    // and e to the halves of bT3_ (free once the row sums are stashed; n > 1 only: a work row
+    // then), ap to the free row. Rows too long for the level-0 form keep DgammaExact.
+    static constexpr uint32_t DG_AGAIN = 15;
+    static constexpr uint32_t DG_DONE = 0xFFFFFFFFu;
+    __aicore__ inline void DgStart(uint32_t n, const LocalTensor<float>& hiA, const LocalTensor<float>& hiB,
+                                   const LocalTensor<float>& lo, const LocalTensor<float>& free,
+                                   const LocalTensor<T>& dy, const LocalTensor<T>& x)
+    {
+        dgHiA_ = hiA;
+        dgHiB_ = hiB;
+        dgLo_ = lo;
+        dgFree_ = free;
+        dgDy_ = dy;
+        dgX_ = x;
+        dgN_ = n;
+        uint32_t h = 1;
+        while (h * 2 <= n) {
+            h *= 2;
+        }
+        dgH_ = h;
+        dgStep_ = h < n ? 0 : 5;  // 0-4 the partial level, 5-9 a level, 10-14 the sum, 15-16 g
+        if (dgStep_ == 5 && h == 1) {
+            dgStep_ = 10;
+        }
+        dgBb_ = bT3_.Get<float>();
+        dgE_ = ExactLevel0(t_.rowFactor) ? dgBb_[t_.workFactor / 2] : dgBb_;  // else never used
+        dgAp_ = free;
+    }
+
+    __aicore__ inline void DgStep()
+    {
+        DgIssue();
+        PipeBarrier<PIPE_V>();
+    }
+
+    // ExactKB's barrier: the next dgamma step (if any) shares it.
+    __aicore__ inline void KBBarrier()
+    {
+        if (dgStep_ < DG_DONE) {
+            DgIssue();
+        }
+        PipeBarrier<PIPE_V>();
+    }
+
+    __aicore__ inline void DgIssue()
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t n = dgN_;
+        const uint32_t h = dgH_;
+        const uint32_t step = dgStep_;
+        if (step < 5) {
+            // [h, n) onto [0, n - h); [n - h, h) carried over as it is
+            FoldStepKB(step, dgHiB_, dgHiA_, dgHiA_[h * width], dgLo_, dgLo_[h * width], dgBb_, dgE_, dgAp_,
+                       (n - h) * width);
+            if (step == 0) {
+                Adds(dgHiB_[(n - h) * width], dgHiA_[(n - h) * width], 0.0f, (h - (n - h)) * width);
+            }
+        } else if (step < 10) {
+            if (step == 5) {
+                dgH_ = h / 2;
+            }
+            const uint32_t c = dgH_ * width;
+            FoldStepKB(step - 5, dgHiB_, dgHiA_, dgHiA_[c], dgLo_, dgLo_[c], dgBb_, dgE_, dgAp_, c);
+        } else if (step < 15) {
+            DgAccStep(step - 10);
+        } else if (step == DG_AGAIN) {
+            LocalTensor<float> t1 = bP_.Get<float>();
+            LocalTensor<float> t3 = bQ_.Get<float>();
+            const uint32_t len = n * width;
+            Cast(t1, dgDy_, RoundMode::CAST_NONE, len);
+            if (ExactGammaInT()) {
+                Cast(t3, gammaBuf_.Get<T>(), RoundMode::CAST_NONE, t_.numCol);
+            }
+            Cast(bX_.Get<float>(), dgX_, RoundMode::CAST_NONE, len);
+        } else {
+            // exact, the same bits as before the row sums
+            ColMulPlain(bG_.Get<float>(), bP_.Get<float>(), ExactGammaInT() ? bQ_.Get<float>() : gammaF32_.Get<float>(), n);
+        }
+        // The next step: a level ends in a swap of the hi rows and, down to one row, the next.
+        if (step == 4 || step == 9) {
+            LocalTensor<float> t = dgHiA_;
+            dgHiA_ = dgHiB_;
+            dgHiB_ = t;
+            dgStep_ = dgH_ > 1 ? 5 : 10;
+        } else {
+            dgStep_ = step == DG_AGAIN + 1 ? DG_DONE : step + 1;
+        }
+    }
+
+    // Step `step` (0-4) of DgammaExact's accumulation: (accH, accL) + (hi, lo) by TwoSum over
+    // the whole row, the lo added first; bb in the free row, the error's parts in place.
+    __aicore__ inline void DgAccStep(uint32_t step)
+    {
+        LocalTensor<float> accH = accH_.Get<float>();
+        LocalTensor<float> accL = accL_.Get<float>();
+        const uint32_t cols = t_.numCol;
+        if (step == 0) {
+            Add(dgHiB_, accH, dgHiA_, cols);
+            Add(accL, accL, dgLo_, cols);
+        } else if (step == 1) {
+            Sub(dgFree_, dgHiB_, accH, cols);  // bb = s - a
+        } else if (step == 2) {
+            Sub(dgHiA_, dgHiA_, dgFree_, cols);  // e = b - bb
+            Sub(dgLo_, dgHiB_, dgFree_, cols);   // s - bb
+        } else if (step == 3) {
+            Sub(dgLo_, accH, dgLo_, cols);  // ap = a - (s - bb)
+            Add(accL, accL, dgHiA_, cols);
+        } else {
+            Add(accL, accL, dgLo_, cols);
+            Adds(accH, dgHiB_, 0.0f, cols);
+        }
+    }
+
+    LocalTensor<float> dgHiA_;
+    LocalTensor<float> dgHiB_;
+    LocalTensor<float> dgLo_;
+    LocalTensor<float> dgFree_;
+    LocalTensor<float> dgBb_;
+    LocalTensor<float> dgE_;
+    LocalTensor<float> dgAp_;
+    LocalTensor<T> dgDy_;
+    LocalTensor<T> dgX_;
+    uint32_t dgN_ = 0;
+    uint32_t dgH_ = 1;
+    uint32_t dgStep_ = DG_DONE;
 
     // The pass's n rows of dy x r (hi + lo) summed by TwoSum halving over whole rows, then
     // TwoSum-added to (accH_, accL_); `other` (a free work row) and hi take turns as hi.
@@ -3044,12 +3175,12 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         LocalTensor<float> fb = bT2_.Get<float>();
         LocalTensor<float> fe = scratch_.Get<float>();
         LocalTensor<float> fap = fe[4 * L];
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         // 0: the transposes; every per-row vector 0 (KV_ZERO, whole slots for Compare).
         Gather(th, PB(EB_KH), idx, 0, FOLD_LANES * L);
         Gather(tl, PB(EB_KM), idx, 0, FOLD_LANES * L);
         Duplicate(V(0), 0.0f, vs);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         // The three halving levels (FoldExact's five steps each) beside r's and n's steps.
         // Level c (4L, 2L, L lanes) folds hiIn into hiOut.
         for (uint32_t level = 0; level < 3; ++level) {
@@ -3059,93 +3190,93 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
             for (uint32_t step = 0; step < 5; ++step) {
                 FoldStepKB(step, hiOut, hiIn, hiIn[c], tl, tl[c], fb, fe, fap, c);
                 RStepsKB(level * 5 + step, stat, n);
-                PipeBarrier<PIPE_V>();
+                KBBarrier();
             }
         }
         // 15: S off the halving's rows, the plain k's first product.
         Adds(V(KV_SH), th2, 0.0f, L);
         Adds(V(KV_SL), tl, 0.0f, L);
         Muls(V(KV_PK), th2, avg, L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         // mean = DivFF(S, n) (DivFFB's steps): q = S.hi / n (times 1/n), TwoProd(q, n), the
         // remainder ((S.hi - q n) - its error + S.lo) / n, TwoSum(q, remainder).
         Muls(W(KW_Q), V(KV_SH), avg, L);
         Mul(V(KV_PK), V(KV_RR), V(KV_PK), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Mul(W(KW_QN), W(KW_Q), V(KV_NV), L);
         Muls(W(KW_QT), W(KW_Q), SPLITTER, L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(W(KW_QL), W(KW_QT), W(KW_Q), L);
         Sub(W(KW_R), V(KV_SH), W(KW_QN), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(W(KW_QH), W(KW_QT), W(KW_QL), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(W(KW_QL), W(KW_Q), W(KW_QH), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         // Dekker's error of q n: e = qh nh - qn, + qh nl, + ql nh, + ql nl in that order.
         Mul(W(KW_QE), W(KW_QH), V(KV_NH), L);
         Mul(W(KW_QA), W(KW_QH), V(KV_NL), L);
         Mul(W(KW_QB), W(KW_QL), V(KV_NH), L);
         Mul(W(KW_QC), W(KW_QL), V(KV_NL), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(W(KW_QE), W(KW_QE), W(KW_QN), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(W(KW_QE), W(KW_QE), W(KW_QA), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(W(KW_QE), W(KW_QE), W(KW_QB), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(W(KW_QE), W(KW_QE), W(KW_QC), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(W(KW_R), W(KW_R), W(KW_QE), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(W(KW_R), W(KW_R), V(KV_SL), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Muls(W(KW_R), W(KW_R), avg, L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         TwoSumKB(V(KV_OH), V(KV_OL), W(KW_Q), W(KW_R), W(KW_BB), W(KW_TT));
         Adds(W(KW_MH), V(KV_OH), 0.0f, L);  // the mean replaces the sum
         Adds(W(KW_ML), V(KV_OL), 0.0f, L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         // k = MulFF(r2, mean) (MulFFB's steps): p = r2.hi mean.hi, its Dekker error (+ the
         // error terms in turn), + r2.hi mean.lo, + r2.lo mean.hi, TwoSum(p, that).
         Mul(W(KW_P), V(KV_R2H), W(KW_MH), L);
         Muls(W(KW_MT), W(KW_MH), SPLITTER, L);
         Mul(W(KW_C1), V(KV_R2H), W(KW_ML), L);
         Mul(W(KW_C2), V(KV_R2L), W(KW_MH), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(W(KW_MSL), W(KW_MT), W(KW_MH), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(W(KW_MSH), W(KW_MT), W(KW_MSL), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(W(KW_MSL), W(KW_MH), W(KW_MSH), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Mul(W(KW_PE), V(KV_R2HH), W(KW_MSH), L);
         Mul(W(KW_PEA), V(KV_R2HH), W(KW_MSL), L);
         Mul(W(KW_PEB), V(KV_R2HL), W(KW_MSH), L);
         Mul(W(KW_PEC), V(KV_R2HL), W(KW_MSL), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(W(KW_PE), W(KW_PE), W(KW_P), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(W(KW_PE), W(KW_PE), W(KW_PEA), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(W(KW_PE), W(KW_PE), W(KW_PEB), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(W(KW_PE), W(KW_PE), W(KW_PEC), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(W(KW_PE), W(KW_PE), W(KW_C1), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(W(KW_PE), W(KW_PE), W(KW_C2), L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         TwoSumKB(V(KV_OH), V(KV_OL), W(KW_P), W(KW_PE), W(KW_BB2), W(KW_TT2));
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         // KeepPlainB's steps, then the split (SplitKB's; its scratch the dead r/n splits').
         LocalTensor<uint8_t> notNan = mask_.Get<uint8_t>();
         Compare(notNan, V(KV_OH), V(KV_OH), CMPMODE::EQ, S);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Select(V(KV_OH), notNan, V(KV_OH), V(KV_PK), SELMODE::VSEL_TENSOR_TENSOR_MODE, S);
-        PipeBarrier<PIPE_V>();  // Select writes the API's scratch (a WAW between the two)
+        KBBarrier();  // Select writes the API's scratch (a WAW between the two)
         Select(V(KV_OL), notNan, V(KV_OL), V(KV_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, S);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         SplitKBAt(V(KV_OH), V(KV_OL), E_KH, E_KM, E_KL, V(KV_ST), V(KV_NT), V(KV_RT), V(KV_PA));
         // 1/r = q + ql: q = 1 / r, the remainder 1 - q r formed exactly (TwoProd, Sterbenz), ql
         // = remainder / r (the scalar DivFF's steps; any q within an ulp or so gives 1/r to
@@ -3249,16 +3380,16 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
     {
         const uint32_t L = BatchLanes();
         Add(s, a, b, L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(bb, s, a, L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(tmp, s, bb, L);
         Sub(e, b, bb, L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(tmp, a, tmp, L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Add(e, tmp, e, L);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
     }
 
     // (h, l) per row into PV(sh/sm/sl): kh = Veltkamp's 13 bits of h, km the other 11 (exact),
@@ -3282,20 +3413,20 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         Muls(c, h, K_SPLITTER, lanes);
         Abs(mag, h, lanes);
         Compare(keep, l, l, CMPMODE::EQ, slot);  // kl where it is a number
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(d, c, h, lanes);
         Select(kl, keep, l, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(c, c, d, lanes);  // the split's hi
         CompareScalar(keep, mag, EXACT_SPLIT_MAX, CMPMODE::LT, slot);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(d, h, c, lanes);  // the split's lo
         Select(PV(sh), keep, c, h, SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
-        PipeBarrier<PIPE_V>();  // Select writes the API's scratch (a WAW between the two)
+        KBBarrier();  // Select writes the API's scratch (a WAW between the two)
         Select(PV(sm), keep, d, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Select(PV(sl), keep, kl, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
     }
     // k per row on the scalar unit (rows too long for the level-0 form): the 8 lanes' AddFF in
     // lane order, ExactK, SplitK (with dx_sum 1/r too), after the V -> S wait for the stash.

@@ -2459,7 +2459,12 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
     __aicore__ inline bool ExactLevel0(uint32_t n) const { return ByChunk() && n > 1; }
 
     // Floats of k's per-row vectors (mode 3's V_* slots) and its transposed row sums (ExactKB).
-    __aicore__ inline uint32_t ExactKFloats() const { return (V_TMP + 12) * BatchSlot() + 20 * BatchLanes(); }
+    // (with dx_sum 1/r's per-row vectors after them, from ExactKBase())
+    __aicore__ inline uint32_t ExactKBase() const
+    {
+        return ((V_TMP + 12) * BatchSlot() + 20 * BatchLanes() + LANES - 1) / LANES * LANES;
+    }
+    __aicore__ inline uint32_t ExactKFloats() const { return ExactKBase() + IV_SLOTS * BatchSlot(); }
 
     __aicore__ inline void ProcessExact()
     {
@@ -2826,8 +2831,107 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         if (dgStep_ < DG_DONE) {
             DgIssue();
         }
+        if (irStep_ < DG_DONE) {
+            IrIssue();
+        }
         PipeBarrier<PIPE_V>();
     }
+
+    // 1/r = q + ql for every row of the pass, split as k into PV(E_IH/IM/IL), as barrier steps
+    // inside ExactKB's (armed once rstd is formed; done before k's Compare and Selects, which
+    // share the NaN mask): q = 1 / r, the remainder 1 - q r formed exactly (TwoProd, Sterbenz;
+    // r's split is RStepsKB's, ready from ExactKB's 7th step on), ql = remainder / r (the scalar
+    // DivFF's steps; any q within an ulp or so gives 1/r to float-float accuracy, so Div's own
+    // rounding only moves the split, not the value), TwoSum(q, ql), SplitKB's steps. The
+    // operations of the sequential form (mode 3's TwoProdB, TwoSum, SplitKB) in their order.
+    // Its per-row vectors: IV() past ExactKB's.
+    static constexpr uint32_t IV_ONE = 0;
+    static constexpr uint32_t IV_Q = 1;
+    static constexpr uint32_t IV_QN = 2;
+    static constexpr uint32_t IV_QT = 3;  // q's split, then TwoSum's bb
+    static constexpr uint32_t IV_QH = 4;  // then SplitKB's c
+    static constexpr uint32_t IV_QL = 5;  // then SplitKB's d
+    static constexpr uint32_t IV_E = 6;   // Dekker's error of q r, then SplitKB's kl
+    static constexpr uint32_t IV_A = 7;   // its terms; then TwoSum's tmp
+    static constexpr uint32_t IV_B = 8;   // then TwoSum's error
+    static constexpr uint32_t IV_C = 9;   // then SplitKB's |h|
+    static constexpr uint32_t IV_REM = 10;
+    static constexpr uint32_t IV_IH = 11;
+    static constexpr uint32_t IV_IL = 12;
+    static constexpr uint32_t IV_SLOTS = 13;
+    __aicore__ inline LocalTensor<float> IV(uint32_t i) { return rowV_[ExactKBase() + i * BatchSlot()]; }
+
+    __aicore__ inline void IrIssue()
+    {
+        const uint32_t L = BatchLanes();
+        const uint32_t S = BatchSlot();
+        LocalTensor<float> r = V(KV_RSTD);
+        LocalTensor<uint8_t> keep = mask_.Get<uint8_t>();
+        const uint32_t step = irStep_;
+        if (step == 0) {
+            Duplicate(IV(IV_ONE), 1.0f, L);
+        } else if (step == 1) {
+            Div(IV(IV_Q), IV(IV_ONE), r, L);
+        } else if (step == 2) {
+            Mul(IV(IV_QN), IV(IV_Q), r, L);
+            Muls(IV(IV_QT), IV(IV_Q), SPLITTER, L);
+        } else if (step == 3) {
+            Sub(IV(IV_QL), IV(IV_QT), IV(IV_Q), L);
+            Sub(IV(IV_REM), IV(IV_ONE), IV(IV_QN), L);
+        } else if (step == 4) {
+            Sub(IV(IV_QH), IV(IV_QT), IV(IV_QL), L);
+        } else if (step == 5) {
+            Sub(IV(IV_QL), IV(IV_Q), IV(IV_QH), L);
+        } else if (step == 6) {
+            Mul(IV(IV_E), IV(IV_QH), V(KV_RH), L);
+            Mul(IV(IV_A), IV(IV_QH), V(KV_RL), L);
+            Mul(IV(IV_B), IV(IV_QL), V(KV_RH), L);
+            Mul(IV(IV_C), IV(IV_QL), V(KV_RL), L);
+        } else if (step == 7) {
+            Sub(IV(IV_E), IV(IV_E), IV(IV_QN), L);
+        } else if (step == 8) {
+            Add(IV(IV_E), IV(IV_E), IV(IV_A), L);
+        } else if (step == 9) {
+            Add(IV(IV_E), IV(IV_E), IV(IV_B), L);
+        } else if (step == 10) {
+            Add(IV(IV_E), IV(IV_E), IV(IV_C), L);
+        } else if (step == 11) {
+            Sub(IV(IV_REM), IV(IV_REM), IV(IV_E), L);
+        } else if (step == 12) {
+            Div(IV(IV_REM), IV(IV_REM), r, L);
+        } else if (step == 13) {  // TwoSum(q, rem)
+            Add(IV(IV_IH), IV(IV_Q), IV(IV_REM), L);
+        } else if (step == 14) {
+            Sub(IV(IV_QT), IV(IV_IH), IV(IV_Q), L);
+        } else if (step == 15) {
+            Sub(IV(IV_A), IV(IV_IH), IV(IV_QT), L);
+            Sub(IV(IV_B), IV(IV_REM), IV(IV_QT), L);
+        } else if (step == 16) {
+            Sub(IV(IV_A), IV(IV_Q), IV(IV_A), L);
+        } else if (step == 17) {
+            Add(IV(IV_IL), IV(IV_A), IV(IV_B), L);
+        } else if (step == 18) {  // SplitKB's steps
+            Muls(IV(IV_QH), IV(IV_IH), K_SPLITTER, L);
+            Abs(IV(IV_C), IV(IV_IH), L);
+            Compare(keep, IV(IV_IL), IV(IV_IL), CMPMODE::EQ, S);
+        } else if (step == 19) {
+            Sub(IV(IV_QL), IV(IV_QH), IV(IV_IH), L);
+            Select(IV(IV_E), keep, IV(IV_IL), V(KV_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, L);
+        } else if (step == 20) {
+            Sub(IV(IV_QH), IV(IV_QH), IV(IV_QL), L);
+            CompareScalar(keep, IV(IV_C), EXACT_SPLIT_MAX, CMPMODE::LT, S);
+        } else if (step == 21) {
+            Sub(IV(IV_QL), IV(IV_IH), IV(IV_QH), L);
+            Select(PV(E_IH), keep, IV(IV_QH), IV(IV_IH), SELMODE::VSEL_TENSOR_TENSOR_MODE, L);
+        } else if (step == 22) {
+            Select(PV(E_IM), keep, IV(IV_QL), V(KV_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, L);
+        } else {
+            Select(PV(E_IL), keep, IV(IV_E), V(KV_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, L);
+        }
+        irStep_ = step == 23 ? DG_DONE : step + 1;
+    }
+
+    uint32_t irStep_ = DG_DONE;
 
     __aicore__ inline void DgIssue()
     {
@@ -3191,6 +3295,9 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
                 FoldStepKB(step, hiOut, hiIn, hiIn[c], tl, tl[c], fb, fe, fap, c);
                 RStepsKB(level * 5 + step, stat, n);
                 KBBarrier();
+                if (level == 0 && step == 1) {
+                    irStep_ = 0;  // rstd is formed: 1/r's steps join the next barrier steps
+                }
             }
         }
         // 15: S off the halving's rows, the plain k's first product.
@@ -3278,30 +3385,10 @@ const LocalTensor<T>& ds, const LocalTensor<float>& stat,
         Select(V(KV_OL), notNan, V(KV_OL), V(KV_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, S);
         KBBarrier();
         SplitKBAt(V(KV_OH), V(KV_OL), E_KH, E_KM, E_KL, V(KV_ST), V(KV_NT), V(KV_RT), V(KV_PA));
-        // 1/r = q + ql: q = 1 / r, the remainder 1 - q r formed exactly (TwoProd, Sterbenz), ql
-        // = remainder / r (the scalar DivFF's steps; any q within an ulp or so gives 1/r to
-        // float-float accuracy, so Div's own rounding only moves the split, not the value).
-        const uint32_t lanes = L;
-        LocalTensor<float> rstd = V(KV_RSTD);
-        LocalTensor<float> one = V(V_TMP + 11);
-        LocalTensor<float> q = V(V_OUT_H);
-        LocalTensor<float> qn = V(V_SUM_H);
-        LocalTensor<float> qne = V(V_SUM_L);
-        LocalTensor<float> rem = V(V_PLAIN);
-        Duplicate(one, 1.0f, lanes);
-        PipeBarrier<PIPE_V>();
-        Div(q, one, rstd, lanes);
-        PipeBarrier<PIPE_V>();
-        TwoProdB(qn, qne, q, rstd);
-        PipeBarrier<PIPE_V>();
-        Sub(rem, one, qn, lanes);
-        PipeBarrier<PIPE_V>();
-        Sub(rem, rem, qne, lanes);
-        PipeBarrier<PIPE_V>();
-        Div(rem, rem, rstd, lanes);
-        PipeBarrier<PIPE_V>();
-        TwoSum(V(V_SUM_H), V(V_SUM_L), q, rem, V(V_TMP + 2), V(V_TMP + 3), lanes);
-        SplitKB(V(V_SUM_H), V(V_SUM_L), E_IH, E_IM, E_IL);
+        while (irStep_ < DG_DONE) {  // 1/r's steps (IrIssue) end well before k's
+            IrIssue();
+            PipeBarrier<PIPE_V>();
+        }
     }
 
     // Lane vector i of the halving's rows (ExactKB, once the halving is done).

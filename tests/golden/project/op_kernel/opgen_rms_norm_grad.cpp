@@ -2401,7 +2401,7 @@ const LocalTensor<float>& stat,
     __aicore__ inline bool ExactLevel0(uint32_t n) const { return ByChunk() && n > 1; }
 
     // Floats of k's per-row vectors (mode 3's V_* slots) and its transposed row sums (ExactKB).
-    // (with dx_sum 1/r's per-row vectors after them, from ExactKBase())
+    // (with dx_sum and ExactKB 1/r's per-row vectors after them, from ExactKBase())
     __aicore__ inline uint32_t ExactKBase() const
     {
         return ((V_TMP + 12) * BatchSlot() + 20 * BatchLanes() + LANES - 1) / LANES * LANES;

@@ -445,10 +445,15 @@ static bool PlanExactRows(uint64_t budget, uint64_t cols, uint64_t colAlign, uin
         const uint64_t streams = rows * colAlign * typeSize * (BUFFER_NUM * STREAMS - singles);
         // the NaN mask: a bit per float of the work row, in 32-byte blocks
         const uint64_t mask = WITH_DX_SUM ? AlignUp(work / 8, 32) : AlignUp(slot / 8, 32);
-        const uint64_t temps = AlignUp(rows * tempStride, 64);
+        // half a row per row, at least k's steps' halving temporaries (8 lanes a row)
+        const uint64_t temps = MaxU64(AlignUp(rows * tempStride, 64), AlignUp(8 * lanes, 64));
         const uint64_t kSteps = 8 * lanes * 4 + (level0 ? 0 : slot * 4);
+        // with dx_sum, k's steps on the vector unit (rows the level-0 form holds) keep 1/r's
+        // per-row vectors beside k's (the kernel's IV_SLOTS)
+        const uint64_t kExtra = WITH_DX_SUM && colAlign / 8 <= 255 ? 13 : 0;
         return resident + streams + BUFFER_NUM * slot * 4 + floatRows * work * 4 +
-               (2 * temps + MaxU64(temps, ROW_VECTOR_SLOTS * slot + 20 * lanes)) * 4 + valueSlots * slot * 4 +
+               (2 * temps + MaxU64(temps, AlignUp(ROW_VECTOR_SLOTS * slot + 20 * lanes, 64) + kExtra * slot)) * 4 +
+               valueSlots * slot * 4 +
                blockSlots * lanes * 32 + mask + kSteps;
     });
     if (best == 0) {

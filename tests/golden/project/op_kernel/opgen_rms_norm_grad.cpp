@@ -2535,7 +2535,12 @@ const LocalTensor<float>& stat,
     __aicore__ inline bool ExactLevel0(uint32_t n) const { return ByChunk() && n > 1; }
 
     // Floats of k's per-row vectors (mode 3's V_* slots) and its transposed row sums (ExactKB).
-    __aicore__ inline uint32_t ExactKFloats() const { return (V_TMP + 12) * BatchSlot() + 20 * BatchLanes(); }
+    // (with dx_sum and ExactKB 1/r's per-row vectors after them, from ExactKBase())
+    __aicore__ inline uint32_t ExactKBase() const
+    {
+        return ((V_TMP + 12) * BatchSlot() + 20 * BatchLanes() + LANES - 1) / LANES * LANES;
+    }
+    __aicore__ inline uint32_t ExactKFloats() const { return ExactKBase(); }
 
     __aicore__ inline void ProcessExact()
     {
@@ -2562,9 +2567,12 @@ const LocalTensor<float>& stat,
         pipe_.InitBuffer(bQ_, work * sizeof(float));
         // bT3_: the lo rows' second buffer (level-0), and ProductError's scratch in k's steps.
         pipe_.InitBuffer(bT3_, (ExactLevel0(rows) ? work : BatchSlot()) * sizeof(float));
-        // Half a row per row (the accumulator's row is added half by half). The third also holds
-        // k's per-row vectors (V(), ExactKB), the first two its transposed row sums (8 a row).
-        const uint32_t temps = (rows * ExactTempStride() + LANES - 1) / LANES * LANES;
+        // Half a row per row (the accumulator's row is added half by half), and at least
+        // ExactKB's halving temporaries (bb 4 lanes a row, e and ap 8). The third also holds k's
+        // per-row vectors (V(), ExactKB) and its transposed row sums (20 a row).
+        const uint32_t rowTemps = (rows * ExactTempStride() + LANES - 1) / LANES * LANES;
+        const uint32_t kTemps = (8 * BatchLanes() + LANES - 1) / LANES * LANES;
+        const uint32_t temps = rowTemps > kTemps ? rowTemps : kTemps;
         pipe_.InitBuffer(bT2_, temps * sizeof(float));
         pipe_.InitBuffer(scratch_, temps * sizeof(float));
         pipe_.InitBuffer(bGe_, (temps > ExactKFloats() ? temps : ExactKFloats()) * sizeof(float));
@@ -2789,30 +2797,28 @@ const LocalTensor<float>& stat,
             PipeBarrier<PIPE_V>();
             Add(q, q, t3, len);
             PipeBarrier<PIPE_V>();
-            DgammaExact(n, xf, t1, q, t3);
+            DgStart(n, xf, t1, q, t3, dy, x);
         } else {
             RowOpPlain(t1, q, PB(EB_RH), n, true);
             RowOpPlain(t3, q, PB(EB_RL), n, true);
             PipeBarrier<PIPE_V>();
-            DgammaExact(n, t1, q, t3, xf);
+            DgStart(n, t1, q, t3, xf, dy, x);
         }
-        // g again (dgamma used its row) and x's float row (dgamma's free row).
-        Cast(t1, dy, RoundMode::CAST_NONE, len);
-        LocalTensor<float> gammaAgain = t3;
-        if (ExactGammaInT()) {
-            Cast(gammaAgain, gammaBuf_.Get<T>(), RoundMode::CAST_NONE, t_.numCol);
-        } else {
-            gammaAgain = gammaF32_.Get<float>();
-        }
-        Cast(xf, x, RoundMode::CAST_NONE, len);
-        PipeBarrier<PIPE_V>();
-        ColMulPlain(g, t1, gammaAgain, n);  // exact, the same bits as before the row sums
         // k per row, split into kh + km + kl: every row of the pass at once on the vector unit,
-        // or row by row on the scalar unit.
+        // or row by row on the scalar unit. dgamma's halving and accumulation and g's forming
+        // again (dgamma used its row) run beside ExactKB's steps (KBBarrier); before the scalar
+        // unit's (rows too long for the level-0 form), DgammaExact and g's steps.
         if (scalarK) {
+            DgammaExact(n, dgHiA_, dgHiB_, dgLo_, dgFree_);
+            dgStep_ = DG_AGAIN;
+            DgStep();
+            DgIssue();  // the scalar steps' wait orders it
             ExactKS(stat, n, reduced);
         } else {
             ExactKB(stat, n);
+            while (dgStep_ < DG_DONE) {
+                DgStep();
+            }
         }
         Brcb(PB(EB_KH), PV(E_KH), blocks, BrcbRepeatParams(1, 8));
         Brcb(PB(EB_KM), PV(E_KM), blocks, BrcbRepeatParams(1, 8));
@@ -2853,6 +2859,139 @@ const LocalTensor<float>& stat,
             Muls(PB(EB_KM)[r * 8], lo[r * width], 1.0f, FOLD_LANES);
         }
     }
+
+    // dgamma's halving over the pass's rows, its accumulation and g = dy gamma formed again (with
+    // x's float row), as a list of barrier steps (DgammaExact's operations in its order, then
+    // g's): DgStep issues the next and its barrier, KBBarrier issues it inside one of ExactKB's
+    // barrier steps (the two touch disjoint buffers), so short rows' dgamma costs no barrier
+    // steps of its own (issue 26). Steps: the partial first level's five (if n is no power of
+    // two; the rows carried over copied in its first), five per level down to one row, the
+    // accumulation's five, g's two (DG_AGAIN). The TwoSum temporaries move off ExactKB's: bb
+    // and e to the halves of bT3_ (free once the row sums are stashed; n > 1 only: a work row
+    // then), ap to the free row. Rows too long for the level-0 form keep DgammaExact.
+    static constexpr uint32_t DG_AGAIN = 15;
+    static constexpr uint32_t DG_DONE = 0xFFFFFFFFu;
+    __aicore__ inline void DgStart(uint32_t n, const LocalTensor<float>& hiA, const LocalTensor<float>& hiB,
+                                   const LocalTensor<float>& lo, const LocalTensor<float>& free,
+                                   const LocalTensor<T>& dy, const LocalTensor<T>& x)
+    {
+        dgHiA_ = hiA;
+        dgHiB_ = hiB;
+        dgLo_ = lo;
+        dgFree_ = free;
+        dgDy_ = dy;
+        dgX_ = x;
+        dgN_ = n;
+        uint32_t h = 1;
+        while (h * 2 <= n) {
+            h *= 2;
+        }
+        dgH_ = h;
+        dgStep_ = h < n ? 0 : 5;  // 0-4 the partial level, 5-9 a level, 10-14 the sum, 15-16 g
+        if (dgStep_ == 5 && h == 1) {
+            dgStep_ = 10;
+        }
+        dgBb_ = bT3_.Get<float>();
+        dgE_ = ExactLevel0(t_.rowFactor) ? dgBb_[t_.workFactor / 2] : dgBb_;  // else never used
+        dgAp_ = free;
+    }
+
+    __aicore__ inline void DgStep()
+    {
+        DgIssue();
+        PipeBarrier<PIPE_V>();
+    }
+
+    // ExactKB's barrier: the next dgamma step (if any) shares it.
+    __aicore__ inline void KBBarrier()
+    {
+        if (dgStep_ < DG_DONE) {
+            DgIssue();
+        }
+        PipeBarrier<PIPE_V>();
+    }
+
+    __aicore__ inline void DgIssue()
+    {
+        const uint32_t width = t_.numColAlign;
+        const uint32_t n = dgN_;
+        const uint32_t h = dgH_;
+        const uint32_t step = dgStep_;
+        if (step < 5) {
+            // [h, n) onto [0, n - h); [n - h, h) carried over as it is
+            FoldStepKB(step, dgHiB_, dgHiA_, dgHiA_[h * width], dgLo_, dgLo_[h * width], dgBb_, dgE_, dgAp_,
+                       (n - h) * width);
+            if (step == 0) {
+                Adds(dgHiB_[(n - h) * width], dgHiA_[(n - h) * width], 0.0f, (h - (n - h)) * width);
+            }
+        } else if (step < 10) {
+            if (step == 5) {
+                dgH_ = h / 2;
+            }
+            const uint32_t c = dgH_ * width;
+            FoldStepKB(step - 5, dgHiB_, dgHiA_, dgHiA_[c], dgLo_, dgLo_[c], dgBb_, dgE_, dgAp_, c);
+        } else if (step < 15) {
+            DgAccStep(step - 10);
+        } else if (step == DG_AGAIN) {
+            LocalTensor<float> t1 = bP_.Get<float>();
+            LocalTensor<float> t3 = bQ_.Get<float>();
+            const uint32_t len = n * width;
+            Cast(t1, dgDy_, RoundMode::CAST_NONE, len);
+            if (ExactGammaInT()) {
+                Cast(t3, gammaBuf_.Get<T>(), RoundMode::CAST_NONE, t_.numCol);
+            }
+            Cast(bX_.Get<float>(), dgX_, RoundMode::CAST_NONE, len);
+        } else {
+            // exact, the same bits as before the row sums
+            ColMulPlain(bG_.Get<float>(), bP_.Get<float>(), ExactGammaInT() ? bQ_.Get<float>() : gammaF32_.Get<float>(), n);
+        }
+        // The next step: a level ends in a swap of the hi rows and, down to one row, the next.
+        if (step == 4 || step == 9) {
+            LocalTensor<float> t = dgHiA_;
+            dgHiA_ = dgHiB_;
+            dgHiB_ = t;
+            dgStep_ = dgH_ > 1 ? 5 : 10;
+        } else {
+            dgStep_ = step == DG_AGAIN + 1 ? DG_DONE : step + 1;
+        }
+    }
+
+    // Step `step` (0-4) of DgammaExact's accumulation: (accH, accL) + (hi, lo) by TwoSum over
+    // the whole row, the lo added first; bb in the free row, the error's parts in place.
+    __aicore__ inline void DgAccStep(uint32_t step)
+    {
+        LocalTensor<float> accH = accH_.Get<float>();
+        LocalTensor<float> accL = accL_.Get<float>();
+        const uint32_t cols = t_.numCol;
+        if (step == 0) {
+            Add(dgHiB_, accH, dgHiA_, cols);
+            Add(accL, accL, dgLo_, cols);
+        } else if (step == 1) {
+            Sub(dgFree_, dgHiB_, accH, cols);  // bb = s - a
+        } else if (step == 2) {
+            Sub(dgHiA_, dgHiA_, dgFree_, cols);  // e = b - bb
+            Sub(dgLo_, dgHiB_, dgFree_, cols);   // s - bb
+        } else if (step == 3) {
+            Sub(dgLo_, accH, dgLo_, cols);  // ap = a - (s - bb)
+            Add(accL, accL, dgHiA_, cols);
+        } else {
+            Add(accL, accL, dgLo_, cols);
+            Adds(accH, dgHiB_, 0.0f, cols);
+        }
+    }
+
+    LocalTensor<float> dgHiA_;
+    LocalTensor<float> dgHiB_;
+    LocalTensor<float> dgLo_;
+    LocalTensor<float> dgFree_;
+    LocalTensor<float> dgBb_;
+    LocalTensor<float> dgE_;
+    LocalTensor<float> dgAp_;
+    LocalTensor<T> dgDy_;
+    LocalTensor<T> dgX_;
+    uint32_t dgN_ = 0;
+    uint32_t dgH_ = 1;
+    uint32_t dgStep_ = DG_DONE;
 
     // The pass's n rows of dy x r (hi + lo) summed by TwoSum halving over whole rows, then
     // TwoSum-added to (accH_, accL_); `other` (a free work row) and hi take turns as hi.
@@ -3037,67 +3176,278 @@ const LocalTensor<float>& stat,
         }
     }
 
-    // k = r^2 S / n in float-float for every row of the pass at once (lanes = rows, mode 3's
-    // per-row vectors and float-float steps), split into PV(E_KH/KM/KL); with dx_sum 1/r
-    // likewise into PV(E_IH/IM/IL). The row sums' 8 lanes a row (stashed in kh's and km's
-    // blocks, [row][8]) are transposed by one Gather each to [8][lanes], and the halving goes
-    // on over whole lane vectors (FoldExact's TwoSum steps, 8 -> 4 -> 2 -> 1: the same tree as
-    // the levels before it), so S's hi is the plain sum (k's NaN fallback) and its lo the
-    // errors. No scalar step: the per-row scalar loop this replaces (about 250 scalar
-    // instructions a row) bounded the pass for short rows. Lanes past n hold earlier rows' (or
-    // the initial) values: computed, never read. bGe_: the per-row vectors, then the
-    // transposed hi (8 lanes), a second hi (4) and the lo (8): ExactKFloats().
+    // k = r^2 S / n in float-float for every row of the pass at once (lanes = rows), split into
+    // PV(E_KH/KM/KL); with dx_sum 1/r likewise into PV(E_IH/IM/IL). The row sums' 8 lanes a row
+    // (stashed in kh's and km's blocks, [row][8]) are transposed by one Gather each to
+    // [8][lanes], and the halving goes on over whole lane vectors (FoldExact's TwoSum steps, 8 ->
+    // 4 -> 2 -> 1: the same tree as the levels before it), so S's hi is the plain sum (k's NaN
+    // fallback) and its lo the errors. Then mean = DivFF(S, n), r2 = TwoProd(r, r), k =
+    // MulFF(r2, mean), the plain r r (plain / n) where k is NaN but that is not (an Inf product
+    // makes the corrections NaN), and the split: mode 3's float-float steps (DivFFB, TwoProdB,
+    // MulFFB, KeepPlainB, SplitKB), each value formed by the same operations in the same order
+    // (so the same bits), but scheduled by hand: every step whose inputs are ready shares the
+    // barrier step (r's split and r2 run beside the halving; products that Dekker's error
+    // sums take in turn are formed at once; r's split serves both TwoProd operands, which are
+    // equal): 61 barrier steps instead of ~100 (these one-repeat steps and their barriers
+    // bounded the pass, issue 26). No scalar step. Lanes past n hold earlier rows' (or the
+    // initial) values: computed, never read. bGe_: the per-row vectors (KV_*), then the
+    // transposed hi (8 lanes), a second hi (4) and the lo (8): ExactKFloats(); after the
+    // halving those 20 lane vectors hold the mean's steps (W()). The halving's temporaries:
+    // bb in bT2_, e and ap side by side in scratch_ (8 lanes a row).
+    static constexpr uint32_t KV_RSTD = 0;  // V_RSTD: rstd, 1 past the pass's rows
+    static constexpr uint32_t KV_NV = 1;    // n
+    static constexpr uint32_t KV_RR = 2;    // r r (the plain k's)
+    static constexpr uint32_t KV_ST = 3;    // r's split: SPLITTER r, r's hi and lo
+    static constexpr uint32_t KV_RH = 4;
+    static constexpr uint32_t KV_RL = 5;
+    static constexpr uint32_t KV_R2H = 6;   // r2 = TwoProd(r, r)
+    static constexpr uint32_t KV_R2L = 7;
+    static constexpr uint32_t KV_ZERO = 8;  // V_ZERO
+    static constexpr uint32_t KV_PA = 9;    // rh rl, rl rl (r2's error terms)
+    static constexpr uint32_t KV_PC = 10;
+    static constexpr uint32_t KV_NT = 11;   // n's split
+    static constexpr uint32_t KV_NH = 12;
+    static constexpr uint32_t KV_NL = 13;
+    static constexpr uint32_t KV_RT = 14;   // r2.hi's split
+    static constexpr uint32_t KV_R2HH = 15;
+    static constexpr uint32_t KV_R2HL = 16;
+    static constexpr uint32_t KV_SH = 17;   // S (copied off the halving's rows)
+    static constexpr uint32_t KV_SL = 18;
+    static constexpr uint32_t KV_PK = 19;   // the plain k
+    static constexpr uint32_t KV_OH = 20;   // the mean, then k (MulFF's TwoSum)
+    static constexpr uint32_t KV_OL = 21;
+    // The halving's 20 lane vectors, reused by the mean's and MulFF's steps.
+    static constexpr uint32_t KW_Q = 0;    // DivFF: q = S.hi / n, q n and its error
+    static constexpr uint32_t KW_QN = 1;
+    static constexpr uint32_t KW_QT = 2;
+    static constexpr uint32_t KW_QH = 3;
+    static constexpr uint32_t KW_QL = 4;
+    static constexpr uint32_t KW_QE = 5;
+    static constexpr uint32_t KW_QA = 6;
+    static constexpr uint32_t KW_QB = 7;
+    static constexpr uint32_t KW_QC = 8;
+    static constexpr uint32_t KW_R = 9;    // the remainder
+    static constexpr uint32_t KW_BB = 10;  // TwoSum's
+    static constexpr uint32_t KW_TT = 11;
+    static constexpr uint32_t KW_MH = 13;  // the mean copied (mode 3's "the mean replaces the sum")
+    static constexpr uint32_t KW_ML = 14;
+    static constexpr uint32_t KW_P = 15;   // MulFF: p = r2.hi mean.hi
+    static constexpr uint32_t KW_MT = 16;  // mean.hi's split
+    static constexpr uint32_t KW_MSH = 17;
+    static constexpr uint32_t KW_MSL = 18;
+    static constexpr uint32_t KW_C1 = 0;   // (q's steps are done by then)
+    static constexpr uint32_t KW_C2 = 1;
+    static constexpr uint32_t KW_PE = 2;
+    static constexpr uint32_t KW_PEA = 3;
+    static constexpr uint32_t KW_PEB = 4;
+    static constexpr uint32_t KW_PEC = 5;
+    static constexpr uint32_t KW_BB2 = 6;
+    static constexpr uint32_t KW_TT2 = 7;
+
     __aicore__ inline void ExactKB(const LocalTensor<float>& stat, uint32_t n)
     {
-        const uint32_t lanes = BatchLanes();
-        const uint32_t vs = (V_TMP + 12) * BatchSlot();
+        const uint32_t L = BatchLanes();
+        const uint32_t S = BatchSlot();
+        const uint32_t vs = (V_TMP + 12) * S;
+        const float avg = t_.avgFactor;
         LocalTensor<float> th = bGe_.Get<float>()[vs];
-        LocalTensor<float> th2 = th[FOLD_LANES * lanes];
-        LocalTensor<float> tl = th2[FOLD_LANES / 2 * lanes];
+        LocalTensor<float> th2 = th[FOLD_LANES * L];
+        LocalTensor<float> tl = th2[FOLD_LANES / 2 * L];
         LocalTensor<uint32_t> idx = bIdx_.Get<uint32_t>();
-        LocalTensor<float> rstd = V(V_RSTD);
-        LocalTensor<float> sh = V(V_SUM_H);
-        LocalTensor<float> sl = V(V_SUM_L);
-        PipeBarrier<PIPE_V>();
-        Gather(th, PB(EB_KH), idx, 0, FOLD_LANES * lanes);
-        Gather(tl, PB(EB_KM), idx, 0, FOLD_LANES * lanes);
-        PipeBarrier<PIPE_V>();
-        // FoldExact's temporaries start at 0 in bT2_, scratch_ and bGe_ (under the per-row
-        // vectors, which are set after it).
-        FoldExact(th, tl, th[4 * lanes], tl[4 * lanes], th2, tl, 4 * lanes, 1, 0, true, false);
-        FoldExact(th2, tl, th2[2 * lanes], tl[2 * lanes], th, tl, 2 * lanes, 1, 0, true, false);
-        FoldExact(th, tl, th[lanes], tl[lanes], th2, tl, lanes, 1, 0, true, false);
-        LocalTensor<float> plain = th2;
-        // The per-row vectors share a temporary with the pass's other steps: zero (V_ZERO, whole
-        // slots for Compare), and rstd 1 past the pass's rows (1/r with dx_sum).
+        LocalTensor<float> fb = bT2_.Get<float>();
+        LocalTensor<float> fe = scratch_.Get<float>();
+        LocalTensor<float> fap = fe[4 * L];
+        KBBarrier();
+        // 0: the transposes; every per-row vector 0 (KV_ZERO, whole slots for Compare).
+        Gather(th, PB(EB_KH), idx, 0, FOLD_LANES * L);
+        Gather(tl, PB(EB_KM), idx, 0, FOLD_LANES * L);
         Duplicate(V(0), 0.0f, vs);
-        PipeBarrier<PIPE_V>();
-        Duplicate(rstd, 1.0f, BatchSlot());
-        Adds(sh, th2, 0.0f, lanes);
-        Adds(sl, tl, 0.0f, lanes);
-        PipeBarrier<PIPE_V>();
-        Adds(rstd, stat, 0.0f, (n + 7) / 8 * 8);
-        PipeBarrier<PIPE_V>();
-        // mean = S / n, r2 = r r exactly, k = r2 mean (the plain r r (plain / n) where k is NaN
-        // but that is not: an Inf product makes the corrections NaN).
-        DivFFB(V(V_OUT_H), V(V_OUT_L), sh, sl);
-        PipeBarrier<PIPE_V>();
-        Adds(sh, V(V_OUT_H), 0.0f, lanes);  // the mean replaces the sum
-        Adds(sl, V(V_OUT_L), 0.0f, lanes);
-        PipeBarrier<PIPE_V>();
-        TwoProdB(V(V_OUT_H), V(V_OUT_L), rstd, rstd);
-        PipeBarrier<PIPE_V>();
-        MulFFB(V(V_OUT_H), V(V_OUT_L), V(V_OUT_H), V(V_OUT_L), sh, sl);
-        PipeBarrier<PIPE_V>();
-        LocalTensor<float> plainK = V(V_TMP + 4);
-        LocalTensor<float> rr = V(V_TMP + 5);
-        Muls(plainK, plain, t_.avgFactor, lanes);
-        Mul(rr, rstd, rstd, lanes);
-        PipeBarrier<PIPE_V>();
-        Mul(plainK, rr, plainK, lanes);
-        PipeBarrier<PIPE_V>();
-        KeepPlainB(V(V_OUT_H), V(V_OUT_L), plainK);
-        SplitKB(V(V_OUT_H), V(V_OUT_L), E_KH, E_KM, E_KL);
+        KBBarrier();
+        // The three halving levels (FoldExact's five steps each) beside r's and n's steps.
+        // Level c (4L, 2L, L lanes) folds hiIn into hiOut.
+        for (uint32_t level = 0; level < 3; ++level) {
+            const uint32_t c = (4 * L) >> level;
+            const LocalTensor<float> hiIn = level == 1 ? th2 : th;
+            const LocalTensor<float> hiOut = level == 1 ? th : th2;
+            for (uint32_t step = 0; step < 5; ++step) {
+                FoldStepKB(step, hiOut, hiIn, hiIn[c], tl, tl[c], fb, fe, fap, c);
+                RStepsKB(level * 5 + step, stat, n);
+                KBBarrier();
+            }
+        }
+        // 15: S off the halving's rows, the plain k's first product.
+        Adds(V(KV_SH), th2, 0.0f, L);
+        Adds(V(KV_SL), tl, 0.0f, L);
+        Muls(V(KV_PK), th2, avg, L);
+        KBBarrier();
+        // mean = DivFF(S, n) (DivFFB's steps): q = S.hi / n (times 1/n), TwoProd(q, n), the
+        // remainder ((S.hi - q n) - its error + S.lo) / n, TwoSum(q, remainder).
+        Muls(W(KW_Q), V(KV_SH), avg, L);
+        Mul(V(KV_PK), V(KV_RR), V(KV_PK), L);
+        KBBarrier();
+        Mul(W(KW_QN), W(KW_Q), V(KV_NV), L);
+        Muls(W(KW_QT), W(KW_Q), SPLITTER, L);
+        KBBarrier();
+        Sub(W(KW_QL), W(KW_QT), W(KW_Q), L);
+        Sub(W(KW_R), V(KV_SH), W(KW_QN), L);
+        KBBarrier();
+        Sub(W(KW_QH), W(KW_QT), W(KW_QL), L);
+        KBBarrier();
+        Sub(W(KW_QL), W(KW_Q), W(KW_QH), L);
+        KBBarrier();
+        // Dekker's error of q n: e = qh nh - qn, + qh nl, + ql nh, + ql nl in that order.
+        Mul(W(KW_QE), W(KW_QH), V(KV_NH), L);
+        Mul(W(KW_QA), W(KW_QH), V(KV_NL), L);
+        Mul(W(KW_QB), W(KW_QL), V(KV_NH), L);
+        Mul(W(KW_QC), W(KW_QL), V(KV_NL), L);
+        KBBarrier();
+        Sub(W(KW_QE), W(KW_QE), W(KW_QN), L);
+        KBBarrier();
+        Add(W(KW_QE), W(KW_QE), W(KW_QA), L);
+        KBBarrier();
+        Add(W(KW_QE), W(KW_QE), W(KW_QB), L);
+        KBBarrier();
+        Add(W(KW_QE), W(KW_QE), W(KW_QC), L);
+        KBBarrier();
+        Sub(W(KW_R), W(KW_R), W(KW_QE), L);
+        KBBarrier();
+        Add(W(KW_R), W(KW_R), V(KV_SL), L);
+        KBBarrier();
+        Muls(W(KW_R), W(KW_R), avg, L);
+        KBBarrier();
+        TwoSumKB(V(KV_OH), V(KV_OL), W(KW_Q), W(KW_R), W(KW_BB), W(KW_TT));
+        Adds(W(KW_MH), V(KV_OH), 0.0f, L);  // the mean replaces the sum
+        Adds(W(KW_ML), V(KV_OL), 0.0f, L);
+        KBBarrier();
+        // k = MulFF(r2, mean) (MulFFB's steps): p = r2.hi mean.hi, its Dekker error (+ the
+        // error terms in turn), + r2.hi mean.lo, + r2.lo mean.hi, TwoSum(p, that).
+        Mul(W(KW_P), V(KV_R2H), W(KW_MH), L);
+        Muls(W(KW_MT), W(KW_MH), SPLITTER, L);
+        Mul(W(KW_C1), V(KV_R2H), W(KW_ML), L);
+        Mul(W(KW_C2), V(KV_R2L), W(KW_MH), L);
+        KBBarrier();
+        Sub(W(KW_MSL), W(KW_MT), W(KW_MH), L);
+        KBBarrier();
+        Sub(W(KW_MSH), W(KW_MT), W(KW_MSL), L);
+        KBBarrier();
+        Sub(W(KW_MSL), W(KW_MH), W(KW_MSH), L);
+        KBBarrier();
+        Mul(W(KW_PE), V(KV_R2HH), W(KW_MSH), L);
+        Mul(W(KW_PEA), V(KV_R2HH), W(KW_MSL), L);
+        Mul(W(KW_PEB), V(KV_R2HL), W(KW_MSH), L);
+        Mul(W(KW_PEC), V(KV_R2HL), W(KW_MSL), L);
+        KBBarrier();
+        Sub(W(KW_PE), W(KW_PE), W(KW_P), L);
+        KBBarrier();
+        Add(W(KW_PE), W(KW_PE), W(KW_PEA), L);
+        KBBarrier();
+        Add(W(KW_PE), W(KW_PE), W(KW_PEB), L);
+        KBBarrier();
+        Add(W(KW_PE), W(KW_PE), W(KW_PEC), L);
+        KBBarrier();
+        Add(W(KW_PE), W(KW_PE), W(KW_C1), L);
+        KBBarrier();
+        Add(W(KW_PE), W(KW_PE), W(KW_C2), L);
+        KBBarrier();
+        TwoSumKB(V(KV_OH), V(KV_OL), W(KW_P), W(KW_PE), W(KW_BB2), W(KW_TT2));
+        KBBarrier();
+        // KeepPlainB's steps, then the split (SplitKB's; its scratch the dead r/n splits').
+        LocalTensor<uint8_t> notNan = mask_.Get<uint8_t>();
+        Compare(notNan, V(KV_OH), V(KV_OH), CMPMODE::EQ, S);
+        KBBarrier();
+        Select(V(KV_OH), notNan, V(KV_OH), V(KV_PK), SELMODE::VSEL_TENSOR_TENSOR_MODE, S);
+        KBBarrier();  // Select writes the API's scratch (a WAW between the two)
+        Select(V(KV_OL), notNan, V(KV_OL), V(KV_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, S);
+        KBBarrier();
+        SplitKBAt(V(KV_OH), V(KV_OL), E_KH, E_KM, E_KL, V(KV_ST), V(KV_NT), V(KV_RT), V(KV_PA));
+    }
+
+    // Lane vector i of the halving's rows (ExactKB, once the halving is done).
+    __aicore__ inline LocalTensor<float> W(uint32_t i) { return rowV_[(V_TMP + 12) * BatchSlot() + i * BatchLanes()]; }
+
+    // Step `step` (0-4) of one FoldExact level on c lanes (sLo = aLo = lo): TwoSum of the hi
+    // halves, the lo halves added, then the error's two parts into lo.
+    __aicore__ inline void FoldStepKB(uint32_t step, const LocalTensor<float>& sHi, const LocalTensor<float>& aHi,
+                                      const LocalTensor<float>& bHi, const LocalTensor<float>& lo,
+                                      const LocalTensor<float>& bLo, const LocalTensor<float>& bb,
+                                      const LocalTensor<float>& e, const LocalTensor<float>& ap, uint32_t c)
+    {
+        if (step == 0) {
+            Add(sHi, aHi, bHi, c);
+            Add(lo, lo, bLo, c);
+        } else if (step == 1) {
+            Sub(bb, sHi, aHi, c);
+        } else if (step == 2) {
+            Sub(e, bHi, bb, c);
+            Sub(ap, sHi, bb, c);
+        } else if (step == 3) {
+            Sub(ap, aHi, ap, c);
+            Add(lo, lo, e, c);
+        } else {
+            Add(lo, lo, ap, c);
+        }
+    }
+
+    // ExactKB's steps beside the halving (step t of 15): rstd (1 past the pass's rows), n, r r,
+    // r2 = TwoProd(r, r) (r's split serving both operands; Dekker's error rh rh - r2.hi + rh rl
+    // + rl rh + rl rl in that order, rl rh = rh rl), n's split and r2.hi's (for MulFF).
+    __aicore__ inline void RStepsKB(uint32_t t, const LocalTensor<float>& stat, uint32_t n)
+    {
+        const uint32_t L = BatchLanes();
+        LocalTensor<float> r = V(KV_RSTD);
+        if (t == 0) {
+            Duplicate(r, 1.0f, BatchSlot());
+            Duplicate(V(KV_NV), static_cast<float>(t_.numCol), L);
+        } else if (t == 1) {
+            Adds(r, stat, 0.0f, (n + 7) / 8 * 8);
+            Muls(V(KV_NT), V(KV_NV), SPLITTER, L);
+        } else if (t == 2) {
+            Mul(V(KV_RR), r, r, L);
+            Mul(V(KV_R2H), r, r, L);
+            Muls(V(KV_ST), r, SPLITTER, L);
+            Sub(V(KV_NL), V(KV_NT), V(KV_NV), L);
+        } else if (t == 3) {
+            Sub(V(KV_RL), V(KV_ST), r, L);
+            Sub(V(KV_NH), V(KV_NT), V(KV_NL), L);
+            Muls(V(KV_RT), V(KV_R2H), SPLITTER, L);
+        } else if (t == 4) {
+            Sub(V(KV_RH), V(KV_ST), V(KV_RL), L);
+            Sub(V(KV_NL), V(KV_NV), V(KV_NH), L);
+            Sub(V(KV_R2HL), V(KV_RT), V(KV_R2H), L);
+        } else if (t == 5) {
+            Sub(V(KV_RL), r, V(KV_RH), L);
+            Sub(V(KV_R2HH), V(KV_RT), V(KV_R2HL), L);
+        } else if (t == 6) {
+            Mul(V(KV_R2L), V(KV_RH), V(KV_RH), L);
+            Mul(V(KV_PA), V(KV_RH), V(KV_RL), L);
+            Mul(V(KV_PC), V(KV_RL), V(KV_RL), L);
+            Sub(V(KV_R2HL), V(KV_R2H), V(KV_R2HH), L);
+        } else if (t == 7) {
+            Sub(V(KV_R2L), V(KV_R2L), V(KV_R2H), L);
+        } else if (t == 8 || t == 9) {
+            Add(V(KV_R2L), V(KV_R2L), V(KV_PA), L);
+        } else if (t == 10) {
+            Add(V(KV_R2L), V(KV_R2L), V(KV_PC), L);
+        }
+    }
+
+    // s + e = a + b exactly (TwoSum's steps, each closed by a barrier) on the pass's lanes.
+    __aicore__ inline void TwoSumKB(const LocalTensor<float>& s, const LocalTensor<float>& e,
+                                    const LocalTensor<float>& a, const LocalTensor<float>& b,
+                                    const LocalTensor<float>& bb, const LocalTensor<float>& tmp)
+    {
+        const uint32_t L = BatchLanes();
+        Add(s, a, b, L);
+        KBBarrier();
+        Sub(bb, s, a, L);
+        KBBarrier();
+        Sub(tmp, s, bb, L);
+        Sub(e, b, bb, L);
+        KBBarrier();
+        Sub(tmp, a, tmp, L);
+        KBBarrier();
+        Add(e, tmp, e, L);
+        KBBarrier();
     }
 
     // (h, l) per row into PV(sh/sm/sl): kh = Veltkamp's 13 bits of h, km the other 11 (exact),
@@ -3106,30 +3456,35 @@ const LocalTensor<float>& stat,
     __aicore__ inline void SplitKB(const LocalTensor<float>& h, const LocalTensor<float>& l, uint32_t sh,
                                    uint32_t sm, uint32_t sl)
     {
+        SplitKBAt(h, l, sh, sm, sl, V(V_TMP), V(V_TMP + 1), V(V_TMP + 2), V(V_TMP + 3));
+    }
+
+    // SplitKB with its scratch (c, d, kl, mag: per-row vectors) given.
+    __aicore__ inline void SplitKBAt(const LocalTensor<float>& h, const LocalTensor<float>& l, uint32_t sh,
+                                     uint32_t sm, uint32_t sl, const LocalTensor<float>& c,
+                                     const LocalTensor<float>& d, const LocalTensor<float>& kl,
+                                     const LocalTensor<float>& mag)
+    {
         const uint32_t lanes = BatchLanes();
         const uint32_t slot = BatchSlot();
-        LocalTensor<float> c = V(V_TMP);
-        LocalTensor<float> d = V(V_TMP + 1);
-        LocalTensor<float> kl = V(V_TMP + 2);
-        LocalTensor<float> mag = V(V_TMP + 3);
         LocalTensor<uint8_t> keep = mask_.Get<uint8_t>();
         Muls(c, h, K_SPLITTER, lanes);
         Abs(mag, h, lanes);
         Compare(keep, l, l, CMPMODE::EQ, slot);  // kl where it is a number
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(d, c, h, lanes);
         Select(kl, keep, l, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(c, c, d, lanes);  // the split's hi
         CompareScalar(keep, mag, EXACT_SPLIT_MAX, CMPMODE::LT, slot);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Sub(d, h, c, lanes);  // the split's lo
         Select(PV(sh), keep, c, h, SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
-        PipeBarrier<PIPE_V>();  // Select writes the API's scratch (a WAW between the two)
+        KBBarrier();  // Select writes the API's scratch (a WAW between the two)
         Select(PV(sm), keep, d, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
         Select(PV(sl), keep, kl, V(V_ZERO), SELMODE::VSEL_TENSOR_TENSOR_MODE, lanes);
-        PipeBarrier<PIPE_V>();
+        KBBarrier();
     }
     // k per row on the scalar unit (rows too long for the level-0 form): the 8 lanes' AddFF in
     // lane order, ExactK, SplitK (with dx_sum 1/r too), after the V -> S wait for the stash.

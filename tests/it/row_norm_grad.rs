@@ -11,7 +11,7 @@ use ascend_opgen::reference::row_norm::{partial_group, rms_norm, rms_norm_grad, 
 use ascend_opgen::spec::OpSpec;
 use ascend_opgen::tensor::HostTensor;
 use ascend_opgen::verify::inputs::Distribution;
-use ascend_opgen::verify::{build_runner, run_case, BuildOptions, Case, CaseInput, CaseRun};
+use ascend_opgen::verify::{build_runner, run_case, BuildOptions, Case, CaseInput, CaseRun, Runner};
 use ascend_opgen::verify::{check_case, run_verify, VerifyOptions};
 use ascend_opgen::DType;
 
@@ -130,8 +130,13 @@ fn case(spec: &OpSpec, x: &[usize], dist: Distribution, seed: u64) -> Case {
 fn run_on(spec: &OpSpec, column: usize, soc: &soc::Soc, c: &Case) -> CaseRun {
     let project = render_project(&[spec]).unwrap();
     let runner = build_runner(&project, spec, column, BuildOptions { sanitize: false }).unwrap();
+    run_built(&runner, spec, column, soc, c)
+}
+
+/// One case on a runner already built: its inputs drawn as verify draws them.
+fn run_built(runner: &Runner, spec: &OpSpec, column: usize, soc: &soc::Soc, c: &Case) -> CaseRun {
     let (inputs, attrs) = family::case_inputs(spec, column, c).unwrap();
-    run_case(&runner, spec, soc, &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, false).unwrap()
+    run_case(runner, spec, soc, &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] }, false).unwrap()
 }
 
 /// Every mode (several rows of 128 per pass, whole rows of 2048 in two pieces of float work, split-D
@@ -153,15 +158,7 @@ fn twin_matches_the_reference_in_every_mode_and_dtype() {
                 let exact = dtype != DType::Float32 && mode != 2;
                 let mode = if exact { 5 } else { mode };
                 let c = case(&spec, &x, Distribution::Uniform5, 77);
-                let (inputs, attrs) = family::case_inputs(&spec, column, &c).unwrap();
-                let run = run_case(
-                    &runner,
-                    &spec,
-                    soc,
-                    &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
-                    false,
-                )
-                .unwrap();
+                let run = run_built(&runner, &spec, column, soc, &c);
                 assert_eq!(
                     run.report["tiling"]["mode"], mode,
                     "{name} {dtype} {x:?}: {}",
@@ -190,15 +187,7 @@ fn the_quick_sweep_runs_several_final_sum_pieces_on_a_core() {
             .into_iter()
             .filter(|c| *c.shapes[0].1.last().unwrap() > 2048)
         {
-            let (inputs, attrs) = family::case_inputs(&spec, column, &c).unwrap();
-            let run = run_case(
-                &runner,
-                &spec,
-                soc,
-                &CaseInput { inputs: &inputs, attrs: &attrs, inplace: &[] },
-                false,
-            )
-            .unwrap();
+            let run = run_built(&runner, &spec, column, soc, &c);
             let tiling = &run.report["tiling"];
             let (cols, piece) =
                 (tiling["finalCols"].as_u64().unwrap(), tiling["finalFactor"].as_u64().unwrap());

@@ -65,10 +65,10 @@ __aicore__ inline DataCopyExtParams ContiguousRows(uint32_t count, uint32_t rowB
     return DataCopyExtParams(static_cast<uint16_t>(count), rowBytes, 0, 0, 0);
 }
 
-// dst[0, len) = src[0, len) - v (SUB), + v (ADD) or * v (MUL), v the value in every lane of `block`'s first
-// 32-byte block: level-0 calls whose src1 is that block (block and repeat stride 0), so a value
-// computed on the vector unit (a row's max, its rstd: Brcb's output) scales or shifts the row with
-// no scalar read and no V_S wait. Whole repeats in calls of at most MAX_REPEAT, then the partial
+// dst[0, len) = src[0, len) - v (SUB), + v (ADD) or * v (MUL), v the value in every lane of
+// `block`'s first 32-byte block: level-0 calls whose src1 is that block (block and repeat stride
+// 0), so a value computed on the vector unit (a row's max, its rstd: Brcb's output) scales or
+// shifts the row with no scalar read and no V_S wait. Whole repeats in calls of at most MAX_REPEAT, then the partial
 // last repeat. x - v is x + (-v) bit for bit (the scalar Adds this replaces). dst may be src.
 enum class ByBlock { SUB, ADD, MUL };
 

@@ -351,13 +351,10 @@ private:
         Brcb(blocks[first * BLOCK_FLOATS], inv, static_cast<uint8_t>((n + BLOCK_FLOATS - 1) / BLOCK_FLOATS),
              BrcbRepeatParams(1, 8));
         PipeBarrier<PIPE_V>();
-        ByRowBlock<ROW_MUL>(work, xf, blocks[first * BLOCK_FLOATS], n);
+        ByRowBlock<ByBlock::MUL>(work, xf, blocks[first * BLOCK_FLOATS], n);
         PipeBarrier<PIPE_V>();
         ApplyGamma(y, work, n);
     }
-
-    static constexpr ByBlock ROW_SUB = ByBlock::SUB;
-    static constexpr ByBlock ROW_MUL = ByBlock::MUL;
 
     // dst row r = src row r - (SUB) or * (MUL) the value of blocks' r-th 32-byte block, for n
     // rows numColAlign apart (opgen_kernel::ByBlockValue per row): a per-row value computed on
@@ -542,7 +539,7 @@ private:
         PipeBarrier<PIPE_V>();
         Brcb(m0B, m0, brcbs, BrcbRepeatParams(1, 8));
         PipeBarrier<PIPE_V>();
-        ByRowBlock<ROW_SUB>(xf, xf, m0B, n);  // d = x - m0
+        ByRowBlock<ByBlock::SUB>(xf, xf, m0B, n);  // d = x - m0
         PipeBarrier<PIPE_V>();
         Mul(work, xf, xf, n * width);
         PipeBarrier<PIPE_V>();
@@ -569,9 +566,9 @@ private:
         VectorRstd(inv, var, vStep_.Get<float>(), vConst_.Get<float>(), n);
         Brcb(reduce2_.Get<float>()[first * BLOCK_FLOATS], meanV, brcbs, BrcbRepeatParams(1, 8));
         Brcb(reduce_.Get<float>()[first * BLOCK_FLOATS], inv, brcbs, BrcbRepeatParams(1, 8));
-        ByRowBlock<ROW_SUB>(xf, xf, cB, n);  // d - c
+        ByRowBlock<ByBlock::SUB>(xf, xf, cB, n);  // d - c
         PipeBarrier<PIPE_V>();
-        ByRowBlock<ROW_MUL>(work, xf, reduce_.Get<float>()[first * BLOCK_FLOATS], n);
+        ByRowBlock<ByBlock::MUL>(work, xf, reduce_.Get<float>()[first * BLOCK_FLOATS], n);
         PipeBarrier<PIPE_V>();
         ApplyGamma(y, work, n);
     }

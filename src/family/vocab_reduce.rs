@@ -159,8 +159,12 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     // target past 2^32 at every dtype (fewer rows of V > 8192 take the V split in float32).
     out.push(case(spec, 50, 9001, Distribution::Outlier, 5100, None));
     // The hostile rows over several tiles at every dtype (16-bit tiles are 12288): the masked
-    // last quarter leaves the last tile only -inf.
-    out.push(case(spec, 12, 40009, Distribution::Outlier, 5105, None));
+    // last quarter leaves the last tile only -inf, and the masked rows' -inf every 7th entry
+    // sends each of their tiles through the clamped redo (the kernel's RedoMasked), 3 or more
+    // a core in both modes: 31 rows take the V split (runs of 2-3 16-bit tiles, 3-4 float32
+    // ones), 50 rows the rows over cores (2 a core, a masked row's 4 or 5 tiles on one core).
+    out.push(case(spec, 31, 40009, Distribution::Outlier, 5105, None));
+    out.push(case(spec, 50, 40009, Distribution::Outlier, 5106, None));
     out.push(case(spec, 16, 3001, Distribution::NanInf, 5101, None));
     out.push(case(spec, 8, 12289, Distribution::NormalLargeMean, 5102, None));
     out.push(case(spec, 8, 9000, Distribution::Uniform5, 5103, Some(1e-3)));

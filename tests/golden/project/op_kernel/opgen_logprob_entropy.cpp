@@ -9,17 +9,19 @@
 // pipe and holds back the next copy-in): z = logits * (1/T) (the Muls skipped when 1/T is 1,
 // which changes no bit); m = max z by halving Maxs down to at most 8 repeats, a WholeReduceMax
 // per repeat and one over those and a -FLT_MAX block (the clamp: a tile of only -inf would give
-// -inf - -inf), Brcb'd into a block that a level-0 Sub broadcasts: y = max(z - m, CLAMP),
+// -inf - -inf), Brcb'd into a block that a level-0 Sub broadcasts: y = z - m,
 // s = sum e^y and u = sum e^y * y, each sum pairwise (vector Adds halving the repeats down to at
 // most 8, then WholeReduceSum's tree per repeat and over those), so its rounding error grows
 // with log2 V, not V. The product e^y * y costs no pass of its own: the fold's first level is a
-// Mul of the front half and a MulAddDst of the back half onto it. CLAMP keeps -inf (masked
-// vocabulary) out of e^y * y = 0 * -inf. m_t, s_t and u_t go to the row's partials in UB, by the
-// vector unit. Where the time goes (cycle model, bf16 8192x151936: 1.60x the HBM floor): about
-// 8.5 float32 passes a tile (Cast, max, Sub, clamp, Exp at two, the folds at 2.5) on a vector
-// unit costed per float32 repeat whatever the dtype, and 19 barriers a tile. The vector unit's
-// busy time alone (2026 us) is over 1.2x the floor (1867 us): that target needs fewer passes
-// as well as no exposed barrier, not only barriers overlapped.
+// Mul of the front half and a MulAddDst of the back half onto it. m_t, s_t and u_t go to the
+// row's partials in UB, by the vector unit. A -inf logit (masked vocabulary), or z - m
+// overflowing to -inf, makes e^y * y = 0 * -inf = NaN: such a tile's u_t is NaN while its s_t
+// is not, which the row's combine shows (U NaN, S not) with no scalar read per tile; only then
+// are the row's NaN tiles read again and run with y = max(z - m, CLAMP) (RedoMasked), which
+// gives every other tile's bits too. So the clamp's pass is paid by masked tiles alone.
+// Where the time goes (cycle model, bf16 8192x151936: 1.43x the HBM floor): about 7.5 float32
+// passes a tile (Cast, max, Sub, Exp at two, the folds at 2.5) on a vector unit costed per
+// float32 repeat whatever the dtype, and 18 barriers a tile, each exposing the vector latency.
 // Per row, the tiles combine with M = max m_t, w_t = e^(m_t - M):
 //   S = sum w_t s_t,  U = sum w_t (u_t + (m_t - M) s_t)   (every term of U is <= 0)
 // and per group of rows, with vectors: lse = M + ln S, logprob = (z_t - M) - ln S,
@@ -86,6 +88,17 @@ __aicore__ inline float FloatFromBits(uint32_t bits)
     } v;
     v.u = bits;
     return v.f;
+}
+
+// NaN by its bits (no <cmath>, and immune to a compiler's finite-math assumptions).
+__aicore__ inline bool IsNan(float f)
+{
+    union {
+        float f;
+        uint32_t u;
+    } v;
+    v.f = f;
+    return (v.u & 0x7FFFFFFFu) > 0x7F800000u;
 }
 
 // One row's (or tile's) reduction: max m, S = sum e^(z-m), U = sum e^(z-m) (z-m).
@@ -212,8 +225,11 @@ private:
             Tile(g - tileBegin_, Min(t_.tileLen, t_.vocab - start), target - static_cast<int64_t>(start), &zt);
             pz.SetValue(g - tileBegin_, zt);
         }
-        // The slots (m, s, u, z_t, 0...) by the scalar unit, after the last tile's vector sums.
+        // The tiles whose u is NaN while s is not, again with the clamp (Reduce): per tile here,
+        // as the row's S and U are another core's. Then the slots (m, s, u, z_t, 0...) by the
+        // scalar unit, after the last tile's vector sums.
         const uint32_t n = tileEnd_ - tileBegin_;
+        RedoMasked(n, tileBegin_);
         LocalTensor<float> pm = parts_.Get<float>();
         LocalTensor<float> slot = e_.Get<float>();
         Sync<HardEvent::V_S>();
@@ -281,7 +297,11 @@ private:
             const uint32_t start = k * t_.tileLen;
             Tile(k, Min(t_.tileLen, t_.vocab - start), target - static_cast<int64_t>(start), &zt);
         }
-        const Partial p = Combine();
+        Partial p = Combine();
+        if (IsNan(p.u) && !IsNan(p.s)) {  // a -inf reached e^y * y: those tiles with the clamp
+            RedoMasked(t_.tilesPerRow, (rowStart_ + row) * t_.tilesPerRow);
+            p = Combine();
+        }
         LocalTensor<float> g = rows_.Get<float>();
         g.SetValue(slot, p.m);
         g.SetValue(groupStride_ + slot, p.s);
@@ -307,13 +327,23 @@ private:
     __aicore__ inline void Tile(uint32_t k, uint32_t len, int64_t at, float* zt)
     {
         LocalTensor<T> x = inQ_.DeQue<T>();
-        LocalTensor<float> z = z_.Get<float>();
-        LocalTensor<float> e = e_.Get<float>();
-        LocalTensor<float> blk = blk_.Get<float>();
-        LocalTensor<float> pm = parts_.Get<float>();
-        const int32_t n = static_cast<int32_t>(len);
-        // No barrier here: the previous tile's last reads of z and e (FoldSums' per-repeat
+        // No barrier before: the previous tile's last reads of z and e (FoldSums' per-repeat
         // WholeReduceSums) are behind the barrier before its last WholeReduceSums.
+        Scale(x, len);
+        inQ_.FreeTensor(x);
+        if (at >= 0 && at < static_cast<int64_t>(len)) {
+            Sync<HardEvent::V_S>();  // once per row
+            *zt = z_.Get<float>().GetValue(static_cast<uint32_t>(at));
+            Sync<HardEvent::S_V>();  // the Sub below overwrites z
+        }
+        Reduce(k, len, false);
+    }
+
+    // z = x * (1/T) in float32, then the barrier that lets z be read.
+    __aicore__ inline void Scale(const LocalTensor<T>& x, uint32_t len)
+    {
+        LocalTensor<float> z = z_.Get<float>();
+        const int32_t n = static_cast<int32_t>(len);
         if constexpr (sizeof(T) == sizeof(float)) {
             Muls(z, x, t_.invTemperature, n);
         } else {
@@ -324,22 +354,59 @@ private:
             }
         }
         PipeBarrier<PIPE_V>();
-        inQ_.FreeTensor(x);
-        if (at >= 0 && at < static_cast<int64_t>(n)) {
-            Sync<HardEvent::V_S>();  // once per row
-            *zt = z.GetValue(static_cast<uint32_t>(at));
-            Sync<HardEvent::S_V>();  // the Sub below overwrites z
-        }
+    }
+
+    // m_k, s_k, u_k of z[0, len) into partial k. `clamp`: y = max(z - m_k, CLAMP), the pass that
+    // keeps e^y * y = 0 * -inf (a -inf logit, or z - m_k overflowing) out of u_k. Without it the
+    // bits are the same wherever no y is -inf (a y below CLAMP gives e^y = 0 and a -0 product
+    // either way), and where one is, u_k is NaN while s_k is not: RedoMasked() finds those tiles
+    // and runs them again with the clamp, so a tile pays that pass only when it needs it.
+    __aicore__ inline void Reduce(uint32_t k, uint32_t len, bool clamp)
+    {
+        LocalTensor<float> z = z_.Get<float>();
+        LocalTensor<float> e = e_.Get<float>();
+        LocalTensor<float> blk = blk_.Get<float>();
+        const int32_t n = static_cast<int32_t>(len);
         TileMax(z, e, len);
         // m_k into the partials (a one-lane sum is the value) and y = z - m_k, m_k from blk.
-        WholeReduceSum(pm[k], blk, 1, 1, 1, 1, 8);
+        WholeReduceSum(parts_.Get<float>()[k], blk, 1, 1, 1, 1, 8);
         ByBlockValue<ByBlock::SUB>(z, z, blk, len);  // y = z - m_k
         PipeBarrier<PIPE_V>();
-        Maxs(z, z, CLAMP, n);
-        PipeBarrier<PIPE_V>();
+        if (clamp) {
+            Maxs(z, z, CLAMP, n);
+            PipeBarrier<PIPE_V>();
+        }
         Exp(e, z, n);
         PipeBarrier<PIPE_V>();
         FoldSums(e, z, len, k);
+    }
+
+    // After the partials [0, count) of tiles gFirst.. were combined into a U that is NaN while S
+    // is not: every such partial (u NaN, s not: a -inf in the unclamped y, see Reduce) is
+    // computed again from its tile, re-read from GM into e (the queue holds the next tile
+    // already), with the clamp.
+    __aicore__ inline void RedoMasked(uint32_t count, uint32_t gFirst)
+    {
+        LocalTensor<float> ps = parts_.Get<float>()[partStride_];
+        LocalTensor<float> pu = parts_.Get<float>()[2 * partStride_];
+        LocalTensor<T> x = e_.Get<T>();
+        Sync<HardEvent::V_S>();
+        for (uint32_t j = 0; j < count; ++j) {
+            if (!IsNan(pu.GetValue(j)) || IsNan(ps.GetValue(j))) {
+                continue;
+            }
+            const uint32_t g = gFirst + j;
+            const uint32_t row = g / t_.tilesPerRow;
+            const uint32_t start = (g - row * t_.tilesPerRow) * t_.tileLen;
+            const uint32_t len = Min(t_.tileLen, t_.vocab - start);
+            Sync<HardEvent::S_V>();     // Reduce rewrites the partials just read
+            Sync<HardEvent::V_MTE2>();  // the vector unit's last reads of e (and of the tile before)
+            DataCopyPad(x, logitsGm_[static_cast<uint64_t>(row) * t_.vocab + start],
+                        Burst(static_cast<uint64_t>(len) * sizeof(T)), NoPad<T>());
+            Sync<HardEvent::MTE2_V>();
+            Scale(x, len);
+            Reduce(j, len, true);
+        }
     }
 
     // max of z[0, len) (len >= 1), clamped below at -FLT_MAX, into every lane of blk's first

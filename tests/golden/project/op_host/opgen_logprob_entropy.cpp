@@ -199,7 +199,7 @@ uint64_t UbBytes(uint64_t tile, uint64_t elem, uint64_t parts, uint64_t group)
 {
     const uint64_t inputs = BUFFER_NUM * AlignUp(tile * elem, 32);
     const uint64_t floats = 2 * tile * 4;                                   // z, then e^y and y·e^y
-    const uint64_t work = AlignUp(2 * CeilDiv(tile, 64) + 8, 8) * 4 + 2 * 256;  // ReduceMax/Sum work, results, the tile max's block
+    const uint64_t work = AlignUp(2 * CeilDiv(tile, 64) + 8, 8) * 4 + 512 + 256;  // ReduceMax/Sum work, results (512 B), the tile max's block
     const uint64_t partials = 6 * AlignUp(parts, 8) * 4;
     const uint64_t rows = 6 * AlignUp(group, 8) * 4 + AlignUp(group, 8) * 8 + 3 * BUFFER_NUM * AlignUp(group, 8) * 4;  // targets: int64 room
     return inputs + floats + work + partials + rows;

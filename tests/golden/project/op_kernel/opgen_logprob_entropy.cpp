@@ -47,14 +47,17 @@ using namespace opgen_kernel;  // BUFFER_NUM, LANES, CLAMP, Min, RoundUp, Sync, 
 
 constexpr uint32_t REPEAT = LANES;  // float32 lanes of one 256-byte vector repeat
 constexpr float NEG_FLT_MAX = -3.40282347e38f;  // only -inf is below it
-// red_'s floats (one 256-byte buffer): [0, 8) the tile max for Brcb (and Combine's ReduceMax,
-// with its ReduceSums at 8 and 16); [24, 32) -FLT_MAX, written once, and [32, 40) the tile max's
-// per-repeat maxes: the last WholeReduceMax over [24, 32 + k) is the max clamped at -FLT_MAX
-// without a Maxs and its barrier; [40, 48) and [48, 56) the per-repeat sums of s and u.
+// The halvings stop at 16 repeats and WholeReduce* take them: at the vector latency of a barrier
+// (16 cycles, src/plan/cycles.rs) a WholeReduce repeat (2 cycles) is cheaper than one more level.
+constexpr uint32_t LAST_REPEATS = 16;
+// red_'s floats (one 512-byte buffer): [0, 24) Combine's ReduceMax and ReduceSums (at 0, 8, 16);
+// [24, 32) -FLT_MAX, written once, and [32, 48) the tile max's per-repeat maxes: the last
+// WholeReduceMax over [24, 32 + k) is the max clamped at -FLT_MAX without a Maxs and its barrier;
+// [48, 64) and [64, 80) the per-repeat sums of s and u.
 constexpr uint32_t RED_FLOOR = 24;
 constexpr uint32_t RED_MAXES = 32;
-constexpr uint32_t RED_SUMS = 40;
-constexpr uint32_t LAST_REPEATS = 8;  // the halvings stop at 8 repeats; WholeReduce* take them
+constexpr uint32_t RED_SUMS = 48;
+constexpr uint32_t RED_BYTES = 512;
 
 // Mirrors OpgenLogprobEntropyTilingData in op_host/opgen_logprob_entropy_tiling.h field for field (both are
 // generated from one field list); every field is 4 bytes, so the layouts agree.
@@ -152,7 +155,7 @@ public:
         pipe_.InitBuffer(z_, tile * sizeof(float));
         pipe_.InitBuffer(e_, tile * sizeof(float));
         pipe_.InitBuffer(work_, RoundUp(2 * ((tile + REPEAT - 1) / REPEAT) + 8, 8) * sizeof(float));
-        pipe_.InitBuffer(red_, 256);
+        pipe_.InitBuffer(red_, RED_BYTES);
         pipe_.InitBuffer(blk_, 256);
         pipe_.InitBuffer(parts_, 6 * parts);
         pipe_.InitBuffer(rows_, 6 * group);
@@ -162,9 +165,7 @@ public:
         pipe_.InitBuffer(outLse_, BUFFER_NUM, group);
         partStride_ = parts / sizeof(float);
         groupStride_ = group / sizeof(float);
-        // red[1..7] are read by the Brcb of every tile max (red[0]): defined once, and so is
-        // the -FLT_MAX block every tile max's last WholeReduceMax takes in.
-        Duplicate(red_.Get<float>(), 0.0f, static_cast<int32_t>(FLOATS_PER_BLOCK));
+        // The -FLT_MAX block every tile max's last WholeReduceMax takes in: defined once.
         Duplicate(red_.Get<float>()[RED_FLOOR], NEG_FLT_MAX, static_cast<int32_t>(FLOATS_PER_BLOCK));
     }
 
@@ -412,7 +413,9 @@ private:
     // max of z[0, len) (len >= 1), clamped below at -FLT_MAX, into every lane of blk's first
     // block; `sc` is scratch. Halving Maxs down to at most LAST_REPEATS repeats, one
     // WholeReduceMax per repeat into red[RED_MAXES..], then one over those and the -FLT_MAX
-    // block before them (the clamp: a tile of only -inf would give -inf - -inf).
+    // block before them (the clamp: a tile of only -inf would give -inf - -inf), repeated 8
+    // times over the same source (repeat stride 0) into blk's 8 lanes: the block the Sub
+    // broadcasts, with no Brcb and its barrier.
     __aicore__ inline void TileMax(const LocalTensor<float>& z, const LocalTensor<float>& sc, uint32_t len)
     {
         LocalTensor<float> red = red_.Get<float>();
@@ -446,10 +449,8 @@ private:
                            ReduceOrder::ORDER_ONLY_VALUE);
         }
         PipeBarrier<PIPE_V>();
-        WholeReduceMax(red, red[RED_FLOOR], static_cast<int32_t>(FLOATS_PER_BLOCK + repeats), 1, 1, 1, 8,
-                       ReduceOrder::ORDER_ONLY_VALUE);
-        PipeBarrier<PIPE_V>();
-        Brcb(blk_.Get<float>(), red, 1, BrcbRepeatParams(1, 8));
+        WholeReduceMax(blk_.Get<float>(), red[RED_FLOOR], static_cast<int32_t>(FLOATS_PER_BLOCK + repeats),
+                       static_cast<int32_t>(FLOATS_PER_BLOCK), 1, 1, 0, ReduceOrder::ORDER_ONLY_VALUE);
         PipeBarrier<PIPE_V>();
     }
 
@@ -495,11 +496,11 @@ private:
         LocalTensor<float> red = red_.Get<float>();
         const int32_t r = static_cast<int32_t>(repeats);
         WholeReduceSum(red[RED_SUMS], e, static_cast<int32_t>(lanes), r, 1, 1, 8);
-        WholeReduceSum(red[RED_SUMS + FLOATS_PER_BLOCK], y, static_cast<int32_t>(lanes), r, 1, 1, 8);
+        WholeReduceSum(red[RED_SUMS + LAST_REPEATS], y, static_cast<int32_t>(lanes), r, 1, 1, 8);
         PipeBarrier<PIPE_V>();
         LocalTensor<float> ps = parts_.Get<float>()[partStride_];
         WholeReduceSum(ps[k], red[RED_SUMS], r, 1, 1, 1, 8);
-        WholeReduceSum(ps[partStride_ + k], red[RED_SUMS + FLOATS_PER_BLOCK], r, 1, 1, 1, 8);
+        WholeReduceSum(ps[partStride_ + k], red[RED_SUMS + LAST_REPEATS], r, 1, 1, 1, 8);
     }
 
     // The row's tiles, combined: M = max m_t, S = sum w_t s_t, U = sum w_t (u_t + (m_t - M) s_t).

@@ -82,26 +82,28 @@ __aicore__ inline void LoadTiling(GM_ADDR tiling, TilingData* out)
     }
 }
 
-// A float from its bit pattern (a quiet NaN without <cmath>).
-__aicore__ inline float FloatFromBits(uint32_t bits)
+// One 32-bit type's bits as another's (no <cstring> on the device).
+template <typename To, typename From>
+__aicore__ inline To BitCast(From from)
 {
     union {
-        uint32_t u;
-        float f;
+        From from;
+        To to;
     } v;
-    v.u = bits;
-    return v.f;
+    v.from = from;
+    return v.to;
 }
 
-// NaN by its bits (no <cmath>, and immune to a compiler's finite-math assumptions).
+// A quiet NaN, for a target logit not (yet) read (no <cmath>).
+__aicore__ inline float QuietNan()
+{
+    return BitCast<float>(0x7FC00000u);
+}
+
+// NaN by its bits (immune to a compiler's finite-math assumptions).
 __aicore__ inline bool IsNan(float f)
 {
-    union {
-        float f;
-        uint32_t u;
-    } v;
-    v.f = f;
-    return (v.u & 0x7FFFFFFFu) > 0x7F800000u;
+    return (BitCast<uint32_t>(f) & 0x7FFFFFFFu) > 0x7F800000u;
 }
 
 // One row's (or tile's) reduction: max m, S = sum e^(z-m), U = sum e^(z-m) (z-m).
@@ -222,7 +224,7 @@ private:
             const uint32_t row = g / t_.tilesPerRow;
             const uint32_t start = (g - row * t_.tilesPerRow) * t_.tileLen;
             const int64_t target = static_cast<int64_t>(tg.GetValue(row - firstRow));
-            float zt = FloatFromBits(0x7FC00000u);  // NaN: phase 2 reads it only from the target's tile
+            float zt = QuietNan();  // NaN: phase 2 reads it only from the target's tile
             Tile(g - tileBegin_, Min(t_.tileLen, t_.vocab - start), target - static_cast<int64_t>(start), &zt);
             pz.SetValue(g - tileBegin_, zt);
         }
@@ -270,7 +272,7 @@ private:
             pm.SetValue(partStride_ + k, slot.GetValue(k * FLOATS_PER_BLOCK + 1));
             pm.SetValue(2 * partStride_ + k, slot.GetValue(k * FLOATS_PER_BLOCK + 2));
         }
-        float zt = FloatFromBits(0x7FC00000u);  // NaN unless the target is in [0, V)
+        float zt = QuietNan();  // NaN unless the target is in [0, V)
         if (target >= 0 && target < static_cast<int64_t>(t_.vocab)) {
             zt = slot.GetValue(static_cast<uint32_t>(target / t_.tileLen) * FLOATS_PER_BLOCK + 3);
         }
@@ -289,7 +291,7 @@ private:
     {
         LocalTensor<I> tg = targets_.Get<I>();
         const int64_t target = static_cast<int64_t>(tg.GetValue(slot));
-        float zt = FloatFromBits(0x7FC00000u);  // NaN unless the target is in [0, V)
+        float zt = QuietNan();  // NaN unless the target is in [0, V)
         for (uint32_t k = 0; k < t_.tilesPerRow; ++k) {
             const uint32_t g = (rowStart_ + row) * t_.tilesPerRow + k;
             if (g + 1 < tileEnd_) {

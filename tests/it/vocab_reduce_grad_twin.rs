@@ -113,8 +113,8 @@ fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
             dlogprob: vec![dlp; 4],
             dentropy: vec![dent; 4],
         };
-        let r =
-            run(&spec, dtype, logits, &[edge as i64, (v - 1) as i64, 7, 5], &rows, &attrs(t, 7), false).unwrap();
+        let r = run(&spec, dtype, logits, &[edge as i64, (v - 1) as i64, 7, 5], &rows, &attrs(t, 7), false)
+            .unwrap();
         let g = dlogits(&r);
         // 16-bit: one rounding of values up to ~0.4 (2^-9 relative), plus float32's ~1e-6.
         let tol = |want: f64| if dtype == DType::Float32 { 1e-6 } else { want.abs() * 2f64.powi(-8) + 1e-6 };

@@ -116,6 +116,10 @@ enum Command {
         /// The first input's shape (4x896); more as name=dims to override derived shapes.
         #[arg(long = "shape", required = true)]
         shapes: Vec<String>,
+        /// Another input's dtype as name=dtype, where --dtype leaves several combinations
+        /// (logprob_entropy_grad: target=i32 or target=i64).
+        #[arg(long = "input-dtype")]
+        input_dtypes: Vec<String>,
         #[arg(long = "attr")]
         attrs: Vec<String>,
         #[arg(long, default_value = DEFAULT_SOC)]
@@ -219,8 +223,8 @@ fn main() {
                 app::run_npu::run_npu(&RunNpuOptions { specs, op, inputs, attrs, out, device, install })
             }
         },
-        Command::Plan { op, specs, dtype, shapes, attrs, soc } => {
-            app::plan::plan(&PlanOptions { specs, op, dtype, shapes, attrs, soc })
+        Command::Plan { op, specs, dtype, shapes, input_dtypes, attrs, soc } => {
+            app::plan::plan(&PlanOptions { specs, op, dtype, shapes, input_dtypes, attrs, soc })
         }
         Command::Report {
             specs,

@@ -18,6 +18,8 @@ pub struct PlanOptions {
     pub dtype: DType,
     /// The first input's shape, then optional `name=shape` overrides.
     pub shapes: Vec<String>,
+    /// Other inputs' dtypes, `name=dtype`: they pick among the combinations `dtype` leaves.
+    pub input_dtypes: Vec<String>,
     pub attrs: Vec<String>,
     pub soc: String,
 }
@@ -99,7 +101,9 @@ pub fn combination(
 pub fn plan(opts: &PlanOptions) -> Result<(), AppError> {
     let specs = load_specs(opts.specs.as_deref(), std::slice::from_ref(&opts.op))?;
     let spec = &specs[0];
-    let (column, attrs) = combination(spec, Some(opts.dtype), &[], &opts.attrs)?;
+    let input_dtypes = parse_input_dtypes(&opts.input_dtypes)?;
+    let named: Vec<(&str, DType)> = input_dtypes.iter().map(|(n, d)| (n.as_str(), *d)).collect();
+    let (column, attrs) = combination(spec, Some(opts.dtype), &named, &opts.attrs)?;
     let soc = soc::find(&opts.soc).map_err(AppError::input)?;
     let (first, explicit) = split_shapes(&opts.shapes)?;
     let shapes = shapes_from_first(spec, &first, &explicit);
@@ -124,6 +128,21 @@ pub fn plan(opts: &PlanOptions) -> Result<(), AppError> {
     .map_err(|e| AppError::input(e.to_string()))?;
     println!("{}", format_plan(spec, soc, &shapes, &run.parsed));
     Ok(())
+}
+
+/// `--input-dtype name=dtype` arguments.
+fn parse_input_dtypes(given: &[String]) -> Result<Vec<(String, DType)>, AppError> {
+    given
+        .iter()
+        .map(|g| {
+            let (name, text) = g
+                .split_once('=')
+                .ok_or_else(|| AppError::input(format!("--input-dtype {g}: expected name=dtype")))?;
+            let dtype = crate::app::args::parse_dtype(text)
+                .map_err(|e| AppError::input(format!("--input-dtype {g}: {e}")))?;
+            Ok((name.to_string(), dtype))
+        })
+        .collect()
 }
 
 /// Input shapes by name.

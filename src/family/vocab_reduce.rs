@@ -93,23 +93,29 @@ pub(crate) fn check_logits_target_attrs(r: &mut Reporter, raw: &RawSpec, spec: &
 
 // ---- plan --------------------------------------------------------------------------------
 
-const FIELDS: &[TilingField] = &[
-    TilingField::u32("rows", "rows: the product of logits' leading dims (= elements of target)"),
-    TilingField::u32("vocab", "V: logits' last dim"),
-    TilingField::u32("blockFactor", "rows per core (the last busy core may get fewer)"),
-    TilingField::u32("rowsPerGroup", "rows whose results are finished and written together"),
-    TilingField::u32(
-        "tileLen",
-        "elements of V per UB pass (2^k, or 3·2^k in the forward; a row's last tile may be shorter)",
-    ),
-    TilingField::u32("tilesPerRow", "UB passes per row: ceil(V / tileLen)"),
-    TilingField::u32(
-        "splitCores",
-        "the V split: cores the [rows, tilesPerRow] tiles go over (the first rows·tilesPerRow mod splitCores one more); 0: rows over cores",
-    ),
-    TilingField::f32("invTemperature", "1 / temperature, rounded to float32: z = logits * invTemperature"),
-    TilingField::u32("ignoreIndex", "the ignore_index attr as an int32 bit pattern"),
-];
+/// The tiling fields of both ops (the same struct), with tileLen's doc: how the op picks it.
+const fn fields(tile_len: &'static str) -> [TilingField; 9] {
+    [
+        TilingField::u32("rows", "rows: the product of logits' leading dims (= elements of target)"),
+        TilingField::u32("vocab", "V: logits' last dim"),
+        TilingField::u32("blockFactor", "rows per core (the last busy core may get fewer)"),
+        TilingField::u32("rowsPerGroup", "rows whose results are finished and written together"),
+        TilingField::u32("tileLen", tile_len),
+        TilingField::u32("tilesPerRow", "UB passes per row: ceil(V / tileLen)"),
+        TilingField::u32(
+            "splitCores",
+            "the V split: cores the [rows, tilesPerRow] tiles go over (the first rows·tilesPerRow mod splitCores one more); 0: rows over cores",
+        ),
+        TilingField::f32("invTemperature", "1 / temperature, rounded to float32: z = logits * invTemperature"),
+        TilingField::u32("ignoreIndex", "the ignore_index attr as an int32 bit pattern"),
+    ]
+}
+
+const FIELDS: &[TilingField] =
+    &fields("elements of V per UB pass (2^k, or 3·2^k in the forward; a row's last tile may be shorter)");
+const GRAD_FIELDS: &[TilingField] = &fields(
+    "elements of V per UB pass: V split evenly into the fewest tiles the UB holds, each a multiple of 512 bytes (a row's last tile may be shorter)",
+);
 
 // ---- verification ------------------------------------------------------------------------
 
@@ -356,8 +362,12 @@ impl FamilyOps for VocabReduce {
         grad::is_grad(spec)
     }
 
-    fn tiling_fields(&self, _spec: &OpSpec) -> &'static [TilingField] {
-        FIELDS
+    fn tiling_fields(&self, spec: &OpSpec) -> &'static [TilingField] {
+        if grad::is_grad(spec) {
+            GRAD_FIELDS
+        } else {
+            FIELDS
+        }
     }
 
     /// The backward has its own kernel; the op_host and checks templates serve both (`grad`).

@@ -20,6 +20,7 @@ use super::vocab_reduce as forward;
 use super::{Case, CaseData, Expected, FamilyError, Sweep};
 use crate::compare::Tolerance;
 use crate::dtype::DType;
+use crate::plan::soc::UB_PLAN_BYTES_A2;
 use crate::reference::vocab_reduce::{self as reference, GradRows};
 use crate::spec::raw::RawSpec;
 use crate::spec::{AttrValue, OpSpec, Reporter};
@@ -94,6 +95,11 @@ pub(crate) fn check(r: &mut Reporter, raw: &RawSpec, spec: &OpSpec) {
 }
 
 /// The forward's cases (shapes, hostile rows, temperatures), each with the four row tensors.
+/// With the backward's tiles (`tile::plan`) the quick sweep reaches every mode with 3+ passes on
+/// a core: 97x20011 is 2 16-bit tiles of 10240 (last 9771) or 3 float32 of 6784 (last 6443) a
+/// row, 3 rows a core; the V split's 31x40009 is 4 of 10240 (last 9289) or 6 of 6784 (last
+/// 6089) a row, 124 or 186 tiles over 48 cores in runs of 2-3 or 3-4; 2x151936 and 1x262144
+/// split one tile a core (262144 in float32: 35 tiles of 7552, the last 5376).
 pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
     forward::cases(spec, sweep)
         .into_iter()
@@ -105,13 +111,49 @@ pub fn cases(spec: &OpSpec, sweep: Sweep) -> Vec<Case> {
         .collect()
 }
 
-/// A tile of V is a power of two up to this (the TilingFunc's MAX_TILE), so index `TILE_EDGE`
-/// starts a tile and `TILE_EDGE − 1` ends one whatever the plan picks.
-const TILE_EDGE: i64 = 16384;
+/// The backward's tile of V as its TilingFunc picks it (templates/host/vocab_reduce.cpp.j2,
+/// `grad`), so the cases can aim targets at real tile edges. The host's arithmetic, in Rust:
+/// tests/it/vocab_reduce_grad_twin.rs (`the_tile_mirror_is_the_tiling_funcs`) holds the two
+/// together at the model shapes and the sweep's.
+pub mod tile {
+    /// A tile is a multiple of this many bytes (the host's TILE_ALIGN_BYTES, see its comment).
+    pub const ALIGN_BYTES: u64 = 512;
+    /// The host's MAX_TILE and MAX_GROUP.
+    pub const MAX_TILE: u64 = 16384;
+    pub const MAX_GROUP: u64 = 256;
+    const BUFFER_NUM: u64 = 2;
 
-/// The forward's logits and targets (in rows of V > TILE_EDGE, every 11th row from row 3 aims
-/// at the first element of a tile past the first and every 11th from row 6 at the last of one,
-/// so the one-hot term meets both edges of a tile); lse and entropy as the forward op gives them (its f64
+    fn align_up(x: u64, a: u64) -> u64 {
+        x.div_ceil(a) * a
+    }
+
+    /// The host's UbBytes (grad): the kernel's buffers at `tile` elements of `elem` bytes and
+    /// `group` rows.
+    pub fn ub_bytes(tile: u64, elem: u64, group: u64) -> u64 {
+        let queues = 2 * BUFFER_NUM * align_up(tile * elem, 32);
+        let floats = 2 * tile * 4;
+        let rows = 4 * align_up(group, 8) * 4 + align_up(group, 8) * 8;
+        queues + floats + rows
+    }
+
+    /// (tileLen, tilesPerRow) for rows of `v` > 0 elements of `elem` bytes under a UB planning
+    /// budget of `budget` bytes: the largest aligned tile the UB holds with MAX_GROUP rows, then
+    /// V in as few tiles as that allows, each its even share rounded up to the alignment.
+    pub fn plan(v: u64, elem: u64, budget: u64) -> (u64, u64) {
+        let align = ALIGN_BYTES / elem;
+        let mut most = MAX_TILE;
+        while most > align && ub_bytes(most, elem, MAX_GROUP) > budget {
+            most -= align;
+        }
+        let tiles = v.div_ceil(most);
+        (align_up(v.div_ceil(tiles), align), tiles)
+    }
+}
+
+/// The forward's logits and targets (in rows of two or more tiles, every 11th row from row 3
+/// aims at the last tile's first element and every 11th from row 6 at the first tile's last
+/// element, so the one-hot term meets both edges of a tile, the last tile's start where the
+/// even split's rounding shows); lse and entropy as the forward op gives them (its f64
 /// reference rounded to float32: what autograd saves); dlogprob and dentropy uniform in
 /// [−2, 2], with dlogprob = 0 on every 7th row (from row 1) and dentropy = 0 on every 7th (from
 /// row 2), so rows with one of the two terms absent are in every case.
@@ -119,11 +161,15 @@ pub fn case_inputs(spec: &OpSpec, column: usize, case: &Case) -> Result<CaseData
     let (logits, mut target) = forward::logits_and_targets(spec, column, case)?;
     let v = *logits.shape.last().ok_or("logits has rank 0")?;
     let ignore = attr_i64(&case.attrs, "ignore_index")?;
+    // The twin plans on an A2 SoC: its UB less the API scratch.
+    let elem = logits.dtype.size_bytes() as u64;
+    let (len, tiles) = if v > 0 { tile::plan(v as u64, elem, UB_PLAN_BYTES_A2) } else { (0, 0) };
+    let (len, tiles) = (len as i64, tiles as i64);
     for (r, t) in target.iter_mut().enumerate().filter(|(_, t)| **t != ignore) {
-        if v as i64 > TILE_EDGE && r % 11 == 3 {
-            *t = TILE_EDGE;
-        } else if v as i64 > TILE_EDGE && r % 11 == 6 {
-            *t = TILE_EDGE - 1;
+        if tiles >= 2 && r % 11 == 3 {
+            *t = (tiles - 1) * len;
+        } else if tiles >= 2 && r % 11 == 6 {
+            *t = len - 1;
         }
     }
     let rows = target.len();

@@ -4,9 +4,11 @@
 //! gigabytes per run on the twin. Where the family says a launch depends on its shape only
 //! through the rows each core gets (`FamilyOps::rows_scale`: independent rows, blocks of
 //! ceil(rows / cores), every row the same program), the report runs the real row length with
-//! k, k + 2 and k + 4 rows on every core (k = 3 or 2, the parity of the real busiest core's R
+//! k, k + 2 and k + 4 rows on every core (k = 3 or 4, the parity of the real busiest core's R
 //! rows: a double-buffered loop repeats its buffer pattern every two rows when a row has an
-//! odd number of tiles) and extends:
+//! odd number of tiles; not 1 or 2: a core's fill and drain, the first tile's copy-in and the
+//! last tile's compute and copy-out, can make a run of one or two rows core-bound where longer
+//! runs are HBM-bound, and the larger of two affine times is not affine) and extends:
 //!
 //! - times (cycle model low/mid/high, the roofline estimate) to R rows per core on *every* core,
 //!   after checking that the three runs are affine in k (the two steps of the mid time agree
@@ -109,13 +111,13 @@ impl Plan {
 }
 
 /// Rows per core of the three runs for a busiest core of `busiest` rows: k, k + 2, k + 4 with
-/// k of `busiest`'s parity (3 or 2), so R − k is a whole number of two-row periods; `None` when R
-/// is not past the runs (the shape is small enough to run whole). Not k = 1: a core of one row
-/// has no row before its last, and its start-up can differ enough from the steady state to
-/// break the ends' affinity (logprob_entropy f32 8192 rows, high end: steps of 44.16 and
-/// 45.64 µs at 1/3/5 rows per core).
+/// k of `busiest`'s parity (3 or 4), so R − k is a whole number of two-row periods; `None` when R
+/// is not past the runs (the shape is small enough to run whole). Not from 1 or 2 rows: there a
+/// core's fill and drain can make the run core-bound where the longer runs are HBM-bound
+/// (logprob_entropy_grad 16-bit at 151936: 48.98/89.04/129.55 µs mid at 2/4/6 rows, the 4 and
+/// 6 at the HBM time and the 2 above it, steps 1.1% apart).
 pub fn proxy_rows_per_core(busiest: u64) -> Option<[u64; 3]> {
-    let k = if busiest % 2 == 0 { 2 } else { 3 };
+    let k = if busiest % 2 == 0 { 4 } else { 3 };
     (busiest > k + 4).then_some([k, k + 2, k + 4])
 }
 
@@ -369,11 +371,11 @@ mod tests {
     #[test]
     fn proxies_keep_the_busiest_cores_parity() {
         // 4096 rows on 48 cores: 86 on the busiest; 8192: 171.
-        assert_eq!(proxy_rows_per_core(86), Some([2, 4, 6]));
+        assert_eq!(proxy_rows_per_core(86), Some([4, 6, 8]));
         assert_eq!(proxy_rows_per_core(171), Some([3, 5, 7]));
-        assert_eq!(proxy_rows_per_core(6), None);
-        assert_eq!(proxy_rows_per_core(7), None);
+        assert_eq!(proxy_rows_per_core(8), None);
         assert_eq!(proxy_rows_per_core(9), Some([3, 5, 7]));
+        assert_eq!(proxy_rows_per_core(10), Some([4, 6, 8]));
     }
 
     /// Mid times the twin gave logprob_entropy bf16 at 48·k x 151936 (k = 1..5): one row at a

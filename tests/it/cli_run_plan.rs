@@ -235,3 +235,26 @@ fn plan_picks_dequants_combination_by_its_output_dtype() {
         bad.stderr_lossy()
     );
 }
+
+/// `--dtype` leaves logprob_entropy_grad two combinations (an int32 or int64 target):
+/// `--input-dtype target=...` picks one, and the plan shows the backward's tile at Qwen's
+/// vocabulary (14 even tiles of 11008 16-bit elements, a multiple of 512 bytes).
+#[test]
+fn plan_picks_a_combination_by_another_inputs_dtype() {
+    let args = ["plan", "logprob_entropy_grad", "--dtype", "f16", "--shape", "8x151936"];
+    let ambiguous = opgen(&args);
+    assert_eq!(ambiguous.code(), Some(2), "{}", ambiguous.combined_lossy());
+    let r = opgen(&[&args[..], &["--input-dtype", "target=i64"]].concat());
+    assert!(r.success(), "{}", r.combined_lossy());
+    let out = r.stdout_lossy();
+    assert!(out.contains("input target: [8]"), "{out}");
+    assert!(out.lines().any(|l| l.split_whitespace().take(2).eq(["tileLen", "11008"])), "{out}");
+    assert!(out.lines().any(|l| l.split_whitespace().take(2).eq(["tilesPerRow", "14"])), "{out}");
+    let bad = opgen(&[&args[..], &["--input-dtype", "target"]].concat());
+    assert_eq!(bad.code(), Some(2), "{}", bad.combined_lossy());
+    assert!(
+        bad.stderr_lossy().contains("--input-dtype target: expected name=dtype"),
+        "{}",
+        bad.stderr_lossy()
+    );
+}

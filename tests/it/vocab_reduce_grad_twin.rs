@@ -7,6 +7,7 @@
 
 use ascend_opgen::codegen::render_project;
 use ascend_opgen::family;
+use ascend_opgen::family::vocab_reduce_grad::tile;
 use ascend_opgen::plan::soc;
 use ascend_opgen::spec::{AttrValue, OpSpec};
 use ascend_opgen::tensor::HostTensor;
@@ -75,7 +76,7 @@ fn close(got: f64, want: f64, tol: f64, what: &str) {
 #[test]
 fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
     let spec = spec();
-    // V = 20011 (prime): several tiles whatever the dtype's tile length (a power of two <= 16384).
+    // V = 20011 (prime): several tiles whatever the dtype's tile length (at most 16384).
     let v = 20011usize;
     let vf = v as f64;
     let (a, c, t) = (6.0f64, 1.5f64, 2.0f64);
@@ -89,7 +90,10 @@ fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
     // d_j = (1/T)[dlp(δ_jt − p_j) − dent·p_j(ln p_j + H)].
     let d = |p: f64, onehot: f64, h: f64| (dlp * (onehot - p) - dent * p * (p.ln() + h)) / t;
     for dtype in [DType::BFloat16, DType::Float32] {
-        // Row 0: all c, target 16384 (a tile's first element). Row 1: 0 except a at the last
+        // The second tile's first element (the tile as the host picks it: the mirror below
+        // holds it to the TilingFunc).
+        let edge = tile::plan(v as u64, dtype.size_bytes() as u64, soc::UB_PLAN_BYTES_A2).0 as usize;
+        // Row 0: all c, target `edge` (a tile's first element). Row 1: 0 except a at the last
         // element, target there. Row 2: ignored (target 7 = ignore_index) over NaN logits.
         // Row 3: 0 except a at 8195, target 5 (not the odd one), one −inf entry at 100.
         let mut x = vec![0.0; 4 * v];
@@ -109,8 +113,8 @@ fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
             dlogprob: vec![dlp; 4],
             dentropy: vec![dent; 4],
         };
-        let r =
-            run(&spec, dtype, logits, &[16384, (v - 1) as i64, 7, 5], &rows, &attrs(t, 7), false).unwrap();
+        let r = run(&spec, dtype, logits, &[edge as i64, (v - 1) as i64, 7, 5], &rows, &attrs(t, 7), false)
+            .unwrap();
         let g = dlogits(&r);
         // 16-bit: one rounding of values up to ~0.4 (2^-9 relative), plus float32's ~1e-6.
         let tol = |want: f64| if dtype == DType::Float32 { 1e-6 } else { want.abs() * 2f64.powi(-8) + 1e-6 };
@@ -118,8 +122,8 @@ fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
             |i: usize, want: f64, what: &str| close(g[i], want, tol(want), &format!("{dtype}: {what}"));
         // All equal: p = 1/V and ln p + H = 0.
         check(0, d(1.0 / vf, 0.0, vf.ln()), "all equal, first element");
-        check(16383, d(1.0 / vf, 0.0, vf.ln()), "all equal, a tile's last element");
-        check(16384, d(1.0 / vf, 1.0, vf.ln()), "all equal, the target on a tile's first element");
+        check(edge - 1, d(1.0 / vf, 0.0, vf.ln()), "all equal, a tile's last element");
+        check(edge, d(1.0 / vf, 1.0, vf.ln()), "all equal, the target on a tile's first element");
         check(v - 1, d(1.0 / vf, 0.0, vf.ln()), "all equal, last element");
         // Two levels, the target at the odd logit in the last tile's tail.
         check(v, d(p0, 0.0, h2), "two levels, first element");
@@ -146,9 +150,9 @@ fn closed_form_rows_across_tiles_with_ignore_and_temperature() {
 #[test]
 fn a_rows_bits_do_not_depend_on_the_batch() {
     // Row r of a 97-row batch (3 rows a core on 33 cores) against the same row alone (the V
-    // split: its two tiles on two cores): the same bits in both modes.
+    // split: its two 16-bit tiles on two cores): the same bits in both modes.
     let spec = spec();
-    let v = 9001usize;
+    let v = 20011usize;
     let n = 97usize;
     let x: Vec<f64> = (0..n * v).map(|i| ((i * 7919 % 1013) as f64 - 506.0) / 97.0).collect();
     let target: Vec<i64> = (0..n).map(|r| (r * 131 % v) as i64).collect();
@@ -227,14 +231,14 @@ fn a_vocabulary_past_the_forwards_64_tiles_is_planned() {
 
 /// The in-place form (dlogits written over the logits' own buffer, which the runner passes as
 /// the ref output and marks in place, so a read of a written byte stops the run) gives the
-/// out-of-place grad's bits: rows over cores (97 rows, 3 a core) and the V split (5 rows of 3
-/// tiles), 16-bit and float32, ignore_index rows among them.
+/// out-of-place grad's bits: rows over cores (97 rows of 2 tiles, 3 a core) and the V split (5
+/// rows of 3 tiles), 16-bit and float32, ignore_index rows among them.
 #[test]
 fn the_in_place_form_gives_the_out_of_place_bits() {
     let specs = family::load_catalogue(&ascend_opgen::repo_root().join("kernels")).unwrap();
     let grad = specs.iter().find(|s| s.name == "logprob_entropy_grad").unwrap();
     let inplace = specs.iter().find(|s| s.name == "logprob_entropy_grad_inplace").unwrap();
-    for (dtype, n, v) in [(DType::BFloat16, 97usize, 9001usize), (DType::Float32, 5, 10000)] {
+    for (dtype, n, v) in [(DType::BFloat16, 97usize, 20011usize), (DType::Float32, 5, 20011)] {
         let x: Vec<f64> = (0..n * v).map(|i| ((i * 7919 % 1013) as f64 - 506.0) / 97.0).collect();
         let target: Vec<i64> = (0..n).map(|r| if r % 4 == 2 { -100 } else { (r * 131 % v) as i64 }).collect();
         let per_row =
@@ -272,5 +276,60 @@ fn the_in_place_form_gives_the_out_of_place_bits() {
         let got = &got.outputs.iter().find(|(n, _)| n == "logits").unwrap().1;
         assert_eq!(got.bytes, want.bytes, "{dtype} [{n}, {v}]: in place differs from out of place");
         assert!(got.bytes != inputs[0].1.bytes, "{dtype}: the logits were not overwritten");
+    }
+}
+
+/// The tile the cases aim their targets at (`tile::plan`, Rust) is the one the TilingFunc picks,
+/// for every dtype, at the model vocabulary and the sweep's, in both modes (1 row: the V split;
+/// 50: rows over cores); and, from the rule itself rather than either implementation: each tile
+/// a multiple of 512 bytes, the row in ceil(V / tile) tiles with a non-empty last one, no tile
+/// past what the UB holds and no fewer tiles that would fit, and at V = 151936 transfers of at
+/// least 16 KiB on average (issue 28).
+#[test]
+fn the_tile_mirror_is_the_tiling_funcs() {
+    let spec = spec();
+    let soc = soc::find(soc::DEFAULT_SOC).unwrap();
+    let budget = soc::UB_PLAN_BYTES_A2;
+    for dtype in [DType::Float16, DType::BFloat16, DType::Float32] {
+        let col = spec.inputs[0].dtypes.iter().position(|d| *d == dtype).unwrap();
+        let project = render_project(&[&spec]).unwrap();
+        let runner = build_runner(&project, &spec, col, BuildOptions::default()).unwrap();
+        let elem = dtype.size_bytes() as u64;
+        for v in [7usize, 1000, 8192, 9001, 11265, 20011, 40009, 151936, 152064, 262144, 600_000] {
+            for n in [1usize, 50] {
+                let f = |len: usize| HostTensor::zeros(DType::Float32, &[len]);
+                let inputs = vec![
+                    ("logits".to_string(), HostTensor::zeros(dtype, &[n, v])),
+                    ("target".to_string(), HostTensor::zeros(DType::Int32, &[n])),
+                    ("lse".to_string(), f(n)),
+                    ("entropy".to_string(), f(n)),
+                    ("dlogprob".to_string(), f(n)),
+                    ("dentropy".to_string(), f(n)),
+                ];
+                let case = CaseInput { inputs: &inputs, attrs: &attrs(1.0, -100), inplace: &[] };
+                let run = run_case(&runner, &spec, soc, &case, true).unwrap();
+                let field = |name: &str| run.parsed.tiling.get(name).and_then(|x| x.as_u64()).unwrap();
+                let (len, tiles) = (field("tileLen"), field("tilesPerRow"));
+                let what = format!("{dtype} [{n}, {v}]: tile {len} x {tiles}");
+                assert_eq!((len, tiles), tile::plan(v as u64, elem, budget), "{what}: the mirror differs");
+                assert_eq!(len * elem % 512, 0, "{what}: not a multiple of 512 bytes");
+                assert_eq!(tiles, (v as u64).div_ceil(len), "{what}: not ceil(V / tile) tiles");
+                assert!((tiles - 1) * len < v as u64, "{what}: an empty last tile");
+                assert!(tile::ub_bytes(len, elem, 256) <= budget, "{what}: over the UB with a full group");
+                // The fewest tiles: one fewer would need a tile the UB does not hold (or past 16384).
+                if tiles > 1 {
+                    let align = 512 / elem;
+                    let fewer = (v as u64).div_ceil(tiles - 1).div_ceil(align) * align;
+                    assert!(
+                        fewer > 16384 || tile::ub_bytes(fewer, elem, 256) > budget,
+                        "{what}: {} tiles of {fewer} would do",
+                        tiles - 1
+                    );
+                }
+                if v == 151936 {
+                    assert!(v as u64 * elem >= tiles * 16384, "{what}: a mean transfer under 16 KiB");
+                }
+            }
+        }
     }
 }

@@ -190,7 +190,11 @@ namespace {
 // UB_RESERVED_BYTES, BUFFER_NUM, AlignUp, CeilDiv, MinU64, Platform: opgen_host_common.h; OpgenUll: the checks' (check_why.j2).
 using namespace opgen_host;
 
-const uint64_t MIN_TILE = 64;       // one 256-byte float32 repeat: the pairwise sums end there
+// A tile is a multiple of 512 bytes of the dtype (256 16-bit or 128 float32 elements): every
+// tile of a row then starts 512 B past the row's start, so the GM bursts of DataCopyPad keep
+// that alignment relative to the row, and every UB tile is whole 32-byte blocks and whole
+// 256-byte float32 repeats of z and p (no fold needs more: the backward is elementwise).
+const uint64_t TILE_ALIGN_BYTES = 512;
 const uint64_t MAX_TILE = 16384;    // past this a tile only adds UB, not speed
 const uint64_t MAX_GROUP = 256;     // rows finished and written together
 const uint32_t INPUT_LOGITS = 0;
@@ -247,11 +251,6 @@ uint64_t UbBytes(uint64_t tile, uint64_t elem, uint64_t group)
     return queues + floats + rows;
 }
 
-// The next tile below `t` (t >= 2 * MIN_TILE), from MAX_TILE down to MIN_TILE: the powers of two.
-uint64_t SmallerTile(uint64_t t)
-{
-    return t / 2;
-}
 }  // namespace
 
 namespace ge {
@@ -323,21 +322,24 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t blockFactor = empty ? 0 : CeilDiv(rows, cores);
     const uint64_t rowDim = empty ? 1 : CeilDiv(rows, blockFactor);
     const uint64_t group = empty ? 1 : MinU64(blockFactor, MAX_GROUP);
-    // The tile: the largest candidate the UB holds, no larger
-    // than V needs, so V up to the tile is one pass per row. On A2 the group's rows (at most
-    // 14 KiB) never decide it: the tile, and so a row's sums, depend on V and the dtype, not N.
-    uint64_t tile = MAX_TILE;
-    while (tile > MIN_TILE && UbBytes(tile, elem, group) > budget) {
-        tile = SmallerTile(tile);
+    // The tile: no fold runs over it (each element's dlogits needs only its row's values), so it
+    // need not be a power of two. `most`: the largest multiple of TILE_ALIGN_BYTES up to MAX_TILE
+    // that the UB holds with MAX_GROUP rows (the most a group has: so the group, and so N, never
+    // decides it; the tile, and so a row's bits, depend on V and the dtype only). Then the row in
+    // as few tiles as `most` allows, each its even share rounded up to the alignment, the last
+    // the rest: (tiles - 1) * tile <= (tiles - 1) * most < V, so every tile has elements and
+    // ceil(V / tile) = tiles.
+    const uint64_t align = TILE_ALIGN_BYTES / elem;
+    uint64_t most = MAX_TILE;
+    while (most > align && UbBytes(most, elem, MAX_GROUP) > budget) {
+        most -= align;
     }
+    const uint64_t tiles = empty ? 1 : CeilDiv(v, most);
+    const uint64_t tile = empty ? most : AlignUp(CeilDiv(v, tiles), align);
     if (UbBytes(tile, elem, group) > budget) {
         OPGEN_REJECT("a tile of %llu elements and %llu rows need %llu bytes of UB; the budget is %llu", OpgenUll(tile),
                      OpgenUll(group), OpgenUll(UbBytes(tile, elem, group)), OpgenUll(budget));
     }
-    while (tile > MIN_TILE && SmallerTile(tile) >= v) {
-        tile = SmallerTile(tile);
-    }
-    const uint64_t tiles = empty ? 1 : CeilDiv(v, tile);
     // The V split: with fewer rows than cores and rows of two or more tiles, the rows' tiles (the
     // same tiles: V and the dtype chose them) go over min(rows * tiles, cores) cores in runs of
     // consecutive tiles; each tile's dlogits need only its row's values, so no combine.

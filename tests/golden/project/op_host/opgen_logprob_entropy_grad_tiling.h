@@ -12,7 +12,7 @@ TILING_DATA_FIELD_DEF(uint32_t, rows);  // rows: the product of logits' leading 
 TILING_DATA_FIELD_DEF(uint32_t, vocab);  // V: logits' last dim
 TILING_DATA_FIELD_DEF(uint32_t, blockFactor);  // rows per core (the last busy core may get fewer)
 TILING_DATA_FIELD_DEF(uint32_t, rowsPerGroup);  // rows whose results are finished and written together
-TILING_DATA_FIELD_DEF(uint32_t, tileLen);  // elements of V per UB pass (2^k, or 3·2^k in the forward; a row's last tile may be shorter)
+TILING_DATA_FIELD_DEF(uint32_t, tileLen);  // elements of V per UB pass: V split evenly into the fewest tiles the UB holds, each a multiple of 512 bytes (a row's last tile may be shorter)
 TILING_DATA_FIELD_DEF(uint32_t, tilesPerRow);  // UB passes per row: ceil(V / tileLen)
 TILING_DATA_FIELD_DEF(uint32_t, splitCores);  // the V split: cores the [rows, tilesPerRow] tiles go over (the first rows·tilesPerRow mod splitCores one more); 0: rows over cores
 TILING_DATA_FIELD_DEF(float, invTemperature);  // 1 / temperature, rounded to float32: z = logits * invTemperature

@@ -205,7 +205,8 @@ uint64_t UbBytes(uint64_t tile, uint64_t elem, uint64_t parts, uint64_t group)
     return inputs + floats + work + partials + rows;
 }
 
-// The next tile below `t` (t >= 2 * MIN_TILE), from MAX_TILE down to MIN_TILE: the powers of two// and three quarters of each (12288 = 3 * 4096 holds a 16-bit tile in UB where 16384 does not:
+// The next tile below `t` (t >= 2 * MIN_TILE), from MAX_TILE down to MIN_TILE: the powers of two
+// and three quarters of each (12288 = 3 * 4096 holds a 16-bit tile in UB where 16384 does not:
 // fewer passes per row, each with the same fixed vector steps, and transfers past 16 KiB).
 uint64_t SmallerTile(uint64_t t)
 {

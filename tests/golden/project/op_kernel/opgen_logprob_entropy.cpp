@@ -385,10 +385,10 @@ private:
         FoldSums(e, z, len, k);
     }
 
-    // After the partials [0, count) of tiles gFirst.. were combined into a U that is NaN while S
-    // is not: every such partial (u NaN, s not: a -inf in the unclamped y, see Reduce) is
-    // computed again from its tile, re-read from GM into e (the queue holds the next tile
-    // already), with the clamp.
+    // Partials [0, count), of tiles gFirst..: every one whose u is NaN while its s is not (a -inf
+    // in the unclamped y, see Reduce) is computed again from its tile, re-read from GM into e (the
+    // queue holds the next tile already), with the clamp. Row() calls it when the row's U is NaN
+    // and S is not; the V split for every core's run (the row's S and U are another core's).
     __aicore__ inline void RedoMasked(uint32_t count, uint32_t gFirst)
     {
         LocalTensor<float> ps = parts_.Get<float>()[partStride_];

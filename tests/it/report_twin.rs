@@ -431,3 +431,26 @@ fn a_step_report_runs_every_launch_of_the_layer_at_its_shapes() {
     assert_eq!(refused.code(), Some(2), "{}", refused.stderr_lossy());
     assert!(refused.stderr_lossy().contains("drop --ops"), "{}", refused.stderr_lossy());
 }
+
+/// A masked level-0 repeat holds the vector unit for a whole 256-byte repeat, so the trace counts
+/// it as one (the cycle model costs elements as float32 repeats): the log-prob forward's tile max
+/// ends in a WholeReduceMax of 8 repeats of at most 24 lanes (repeat stride 0, the Sub's block),
+/// which must cost 8 repeats, not its 8·(8 + k) active lanes.
+#[test]
+fn a_masked_level0_repeat_is_traced_as_a_whole_repeat() {
+    let (_, _, trace, _) = traced_row_agrees_with_the_counters("logprob_entropy", DType::Float32, &[2, 9000]);
+    let doc = ascend_opgen::perf::trace::parse(&trace).expect("trace parses");
+    use ascend_opgen::perf::trace::Event;
+    let whole_reduce: Vec<u64> = doc
+        .cores
+        .iter()
+        .flat_map(|c| c.events.iter())
+        .filter_map(|e| match e {
+            Event::Vec { api, elements } if api.starts_with("WholeReduce") => Some(*elements),
+            _ => None,
+        })
+        .collect();
+    assert!(!whole_reduce.is_empty());
+    assert!(whole_reduce.iter().all(|n| n % 64 == 0), "{whole_reduce:?}");
+    assert!(whole_reduce.contains(&(8 * 64)), "the tile max's broadcast: {whole_reduce:?}");
+}

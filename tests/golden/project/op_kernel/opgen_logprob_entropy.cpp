@@ -19,7 +19,7 @@
 // is not, which the row's combine shows (U NaN, S not) with no scalar read per tile; only then
 // are the row's NaN tiles read again and run with y = max(z - m, CLAMP) (RedoMasked), which
 // gives every other tile's bits too. So the clamp's pass is paid by masked tiles alone.
-// Where the time goes (cycle model, bf16 8192x151936: 1.40x the HBM floor): about 7.5 float32
+// Where the time goes (cycle model, bf16 8192x151936: 1.41x the HBM floor): about 7.5 float32
 // passes a tile (Cast, max, Sub, Exp at two, the folds at 2.5) on a vector unit costed per
 // float32 repeat whatever the dtype, and 15 barriers a tile, each exposing the vector latency;
 // the vector unit's busy time alone is 1.17x the floor.

@@ -175,7 +175,7 @@ void WholeReduceMax(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
             }
         }
     }
-    k::count_level0(api, rt * uint64_t(mask));
+    k::count_level0_repeats<T>(api, rt);
 }
 
 struct BrcbRepeatParams {

@@ -221,7 +221,7 @@ inline void level0_binary(const char* api, uint32_t allowed, const AscendC::Loca
             store<T>(d + level0_offset<T>(r, e, p.dstBlkStride, p.dstRepStride), apply2<T>(x, y, f));
         }
     }
-    count_level0(api, rt * mask);
+    count_level0_repeats<T>(api, rt);
 }
 
 }  // namespace kern
@@ -303,7 +303,7 @@ void Muls(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const 
                         k::apply2<T>(x, scalarValue, [](auto u, auto v) { return u * v; }));
         }
     }
-    k::count_level0(api, rt * mask);
+    k::count_level0_repeats<T>(api, rt);
 }
 
 }  // namespace AscendC

@@ -228,7 +228,7 @@ void WholeReduceSum(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLoc
         }
         k::store<T>(d + uint64_t(r) * uint64_t(dstRepStride) * sizeof(T), k::tree_sum(lanes, uint64_t(mask)));
     }
-    k::count_level0(api, uint64_t(repeatTimes) * uint64_t(mask));
+    k::count_level0_repeats<T>(api, uint64_t(repeatTimes));
 }
 
 }  // namespace AscendC

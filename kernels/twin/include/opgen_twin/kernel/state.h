@@ -162,6 +162,13 @@ void copy_out_row(const char* api, uint8_t* to, const uint8_t* from, uint64_t by
 void count_vector(const char* api, uint64_t elements);
 // A level-0 call ran: counted; the mask register is as the call left it.
 void count_level0(const char* api, uint64_t elements);
+// A level-0 call of `repeats` repeats ran: counted by the lanes it occupies, since a repeat holds
+// the vector unit for a whole 256-byte repeat whatever its mask (so the cycle model, which costs
+// elements as float32 repeats, costs a masked repeat as one).
+template <typename T>
+inline void count_level0_repeats(const char* api, uint64_t repeats) {
+    count_level0(api, repeats * (256 / sizeof(T)));
+}
 void count_copy_in(const char* gm_name, uint64_t bytes, const TensorRef& dst);
 void count_copy_out(const char* gm_name, uint64_t bytes);
 void count_scalar_gm(const char* gm_name, uint64_t bytes, bool write);

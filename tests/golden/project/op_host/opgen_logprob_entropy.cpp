@@ -280,18 +280,20 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     // The tile: the largest candidate the UB holds (with MAX_TILES partials), no larger
     // than V needs, so V up to the tile is one pass per row. On A2 the group's rows (at most
     // 14 KiB) never decide it: the tile, and so a row's sums, depend on V and the dtype, not N.
+    // A tile the UB does not hold stays the smallest candidate (the check below refuses it);
+    // shrinking toward V then changes nothing.
     uint64_t tile = MAX_TILE;
     while (tile > MIN_TILE && UbBytes(tile, elem, MAX_TILES, group) > budget) {
         tile = SmallerTile(tile);
-    }
-    if (UbBytes(tile, elem, MAX_TILES, group) > budget) {
-        OPGEN_REJECT("a tile of %llu elements and %llu rows need %llu bytes of UB; the budget is %llu", OpgenUll(tile),
-                     OpgenUll(group), OpgenUll(UbBytes(tile, elem, MAX_TILES, group)), OpgenUll(budget));
     }
     while (tile > MIN_TILE && SmallerTile(tile) >= v) {
         tile = SmallerTile(tile);
     }
     const uint64_t tiles = empty ? 1 : CeilDiv(v, tile);
+    if (UbBytes(tile, elem, MAX_TILES, group) > budget) {
+        OPGEN_REJECT("a tile of %llu elements and %llu rows need %llu bytes of UB; the budget is %llu", OpgenUll(tile),
+                     OpgenUll(group), OpgenUll(UbBytes(tile, elem, MAX_TILES, group)), OpgenUll(budget));
+    }
     if (tiles > MAX_TILES) {
         OPGEN_REJECT("V = %llu needs %llu tiles of %llu; at most %llu (V <= %llu) are supported", OpgenUll(v), OpgenUll(tiles),
                      OpgenUll(tile), OpgenUll(MAX_TILES), OpgenUll(MAX_TILES * tile));

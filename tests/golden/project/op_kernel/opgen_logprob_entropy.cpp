@@ -313,17 +313,24 @@ private:
         g.SetValue(3 * groupStride_ + slot, zt);
     }
 
-    // Tile `g` of the flattened [rows, tilesPerRow] order (row g / tilesPerRow, tile g %
-    // tilesPerRow) into the queue.
+    // Tile `g` of the flattened [rows, tilesPerRow] order into the queue.
     __aicore__ inline void CopyTile(uint32_t g)
+    {
+        LocalTensor<T> x = inQ_.AllocTensor<T>();
+        CopyTileTo(x, g);
+        inQ_.EnQue(x);
+    }
+
+    // Tile `g` of the flattened [rows, tilesPerRow] order (row g / tilesPerRow, tile g %
+    // tilesPerRow) copied into x; returns its length.
+    __aicore__ inline uint32_t CopyTileTo(const LocalTensor<T>& x, uint32_t g)
     {
         const uint32_t row = g / t_.tilesPerRow;
         const uint32_t start = (g - row * t_.tilesPerRow) * t_.tileLen;
         const uint32_t len = Min(t_.tileLen, t_.vocab - start);
-        LocalTensor<T> x = inQ_.AllocTensor<T>();
         DataCopyPad(x, logitsGm_[static_cast<uint64_t>(row) * t_.vocab + start],
                     Burst(static_cast<uint64_t>(len) * sizeof(T)), NoPad<T>());
-        inQ_.EnQue(x);
+        return len;
     }
 
     // Tile k of the row, `len` elements; `at` is the target's index in it (any value: out of the
@@ -400,13 +407,9 @@ private:
                 continue;
             }
             const uint32_t g = gFirst + j;
-            const uint32_t row = g / t_.tilesPerRow;
-            const uint32_t start = (g - row * t_.tilesPerRow) * t_.tileLen;
-            const uint32_t len = Min(t_.tileLen, t_.vocab - start);
             Sync<HardEvent::S_V>();     // Reduce rewrites the partials just read
             Sync<HardEvent::V_MTE2>();  // the vector unit's last reads of e (and of the tile before)
-            DataCopyPad(x, logitsGm_[static_cast<uint64_t>(row) * t_.vocab + start],
-                        Burst(static_cast<uint64_t>(len) * sizeof(T)), NoPad<T>());
+            const uint32_t len = CopyTileTo(x, g);
             Sync<HardEvent::MTE2_V>();
             Scale(x, len);
             Reduce(j, len, true);
